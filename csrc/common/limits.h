@@ -1,0 +1,39 @@
+// Hardware limits of the NACC compute unit (NACC_SPEC §1-§4), as named
+// constants. The units validate against them, the capability rules quote them
+// in their rule texts, and the compiler tiles to them.
+#pragma once
+
+#include <cstdint>
+
+namespace nacc::limits {
+
+// NACC_SPEC §2: NACC_KERNEL.K_SIZE_X/Y are 4-bit fields, range [1, 15].
+constexpr int kMinKernel = 1;
+constexpr int kMaxKernel = 15;
+// NACC_SPEC §2: K_STRIDE_X/Y "only 1, 2, 3".
+constexpr int kMinStride = 1;
+constexpr int kMaxStride = 3;
+// NACC_SPEC §2: K_DILATION_X/Y "only 1".
+constexpr int kMaxDilation = 1;
+// NACC_SPEC §2: NACC_PADDING.PAD_X/PAD_Y "only 0..5".
+constexpr int kMaxPadding = 5;
+// NACC_SPEC §2: average pooling is 2x2, stride 2 only.
+constexpr int kAvgPoolKernel = 2;
+constexpr int kAvgPoolStride = 2;
+// NACC_SPEC §2: DW_CH_MULT in 0..3 -> depth multiplier 2^DW_CH_MULT.
+constexpr int kMaxDepthMultiplierLog2 = 3;
+// NACC_SPEC §1: the MAC array consumes input channels in groups of 64.
+constexpr int kMacLanes = 64;
+// NACC_SPEC §1: one core's local SRAM, bytes.
+constexpr int64_t kDefaultSramBytes = 64 * 1024;
+// NACC_SPEC §1: activation LUT entries for int8.
+constexpr int kLutEntries = 256;
+// NACC_SPEC §3: FM sizes are 16-bit register fields.
+constexpr int kMaxFeatureMapDim = 65535;
+// NACC_SPEC §4: supported core counts.
+constexpr int kMaxCores = 32;
+// NACC_SPEC §1: IN_ELEMENT_OFFSET1/2 and FM_OFFSET are 9-bit fields
+// (signed: [-256, 255]); an int8 zero point's negation always fits.
+constexpr int kOffsetBits = 9;
+
+}  // namespace nacc::limits

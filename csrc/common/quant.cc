@@ -1,0 +1,81 @@
+// Quantization parameter derivation, TFLite-compatible (see quant.h).
+#include "common/quant.h"
+
+#include <cmath>
+
+#include "common/error.h"
+
+namespace nacc {
+
+QuantizedMultiplier quantize_multiplier(double real_multiplier) {
+  check_arg(std::isfinite(real_multiplier) && real_multiplier >= 0.0,
+            "quantize_multiplier: multiplier must be finite and >= 0, got ", real_multiplier);
+  QuantizedMultiplier out;
+  if (real_multiplier == 0.0) return out;
+  int shift = 0;
+  const double q = std::frexp(real_multiplier, &shift);
+  int64_t q_fixed = static_cast<int64_t>(std::round(q * static_cast<double>(int64_t{1} << 31)));
+  if (q_fixed == (int64_t{1} << 31)) {
+    q_fixed /= 2;
+    ++shift;
+  }
+  if (shift < -31) {
+    shift = 0;
+    q_fixed = 0;
+  }
+  check_arg(shift <= 31, "quantize_multiplier: multiplier ", real_multiplier,
+            " is too large (needs a left shift of ", shift, " > 31)");
+  out.multiplier = static_cast<int32_t>(q_fixed);
+  out.shift = shift;
+  return out;
+}
+
+QuantizedMultiplier quantize_multiplier_smaller_than_one(double real_multiplier) {
+  check_arg(real_multiplier > 0.0 && real_multiplier < 1.0,
+            "quantize_multiplier_smaller_than_one: multiplier must be in (0, 1), got ",
+            real_multiplier);
+  QuantizedMultiplier out = quantize_multiplier(real_multiplier);
+  check_arg(out.shift <= 0, "quantize_multiplier_smaller_than_one: shift ", out.shift, " > 0");
+  return out;
+}
+
+QuantizedMultiplier quantize_multiplier_greater_than_one(double real_multiplier) {
+  check_arg(real_multiplier > 1.0,
+            "quantize_multiplier_greater_than_one: multiplier must be > 1, got ", real_multiplier);
+  QuantizedMultiplier out = quantize_multiplier(real_multiplier);
+  check_arg(out.shift >= 0, "quantize_multiplier_greater_than_one: shift ", out.shift, " < 0");
+  return out;
+}
+
+void fused_activation_range_int8(FusedActivation act, double output_scale, int32_t output_zero_point,
+                                 int32_t* act_min, int32_t* act_max) {
+  check_arg(output_scale > 0.0 && std::isfinite(output_scale),
+            "fused activation: output scale must be positive and finite, got ", output_scale);
+  const int32_t qmin = -128;
+  const int32_t qmax = 127;
+  // TFLite's Quantize lambda: zero_point + round(f / scale), computed in float.
+  auto quantize = [&](float f) {
+    const float scaled = f / static_cast<float>(output_scale);
+    return output_zero_point + static_cast<int32_t>(std::round(scaled));
+  };
+  switch (act) {
+    case FusedActivation::kNone:
+      *act_min = qmin;
+      *act_max = qmax;
+      break;
+    case FusedActivation::kRelu:
+      *act_min = std::max(qmin, quantize(0.0f));
+      *act_max = qmax;
+      break;
+    case FusedActivation::kRelu6:
+      *act_min = std::max(qmin, quantize(0.0f));
+      *act_max = std::min(qmax, quantize(6.0f));
+      break;
+    case FusedActivation::kReluN1To1:
+      *act_min = std::max(qmin, quantize(-1.0f));
+      *act_max = std::min(qmax, quantize(1.0f));
+      break;
+  }
+}
+
+}  // namespace nacc

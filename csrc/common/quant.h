@@ -1,0 +1,87 @@
+// Fixed-point quantization arithmetic shared by every compute unit, written to
+// give the same bits as TensorFlow Lite's reference int8 kernels
+// (tensorflow/lite/kernels/internal/common.h, quantization_util.cc).
+// One place only: units, compiler and frontends all call these.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+namespace nacc {
+
+// A real multiplier expressed as quantized_multiplier * 2^(shift - 31).
+// multiplier is in [2^30, 2^31) (or 0); shift > 0 is a left shift.
+struct QuantizedMultiplier {
+  int32_t multiplier = 0;
+  int shift = 0;
+};
+
+// TFLite QuantizeMultiplier: frexp, round half away from zero, renormalise
+// 2^31 to 2^30 with shift+1, flush shifts below -31 to zero.
+QuantizedMultiplier quantize_multiplier(double real_multiplier);
+// TFLite QuantizeMultiplierSmallerThanOneExp: as above, requires 0 < m < 1;
+// the returned shift is <= 0.
+QuantizedMultiplier quantize_multiplier_smaller_than_one(double real_multiplier);
+// TFLite QuantizeMultiplierGreaterThanOne: requires m > 1; shift >= 0.
+QuantizedMultiplier quantize_multiplier_greater_than_one(double real_multiplier);
+
+// gemmlowp SaturatingRoundingDoublingHighMul: (a * b * 2 + 2^31) >> 32 with
+// round-half-away-from-zero nudging; saturates the single overflow case.
+inline int32_t saturating_rounding_doubling_high_mul(int32_t a, int32_t b) {
+  if (a == b && a == std::numeric_limits<int32_t>::min()) {
+    return std::numeric_limits<int32_t>::max();
+  }
+  const int64_t ab = static_cast<int64_t>(a) * static_cast<int64_t>(b);
+  const int64_t nudge = ab >= 0 ? (int64_t{1} << 30) : (1 - (int64_t{1} << 30));
+  return static_cast<int32_t>((ab + nudge) / (int64_t{1} << 31));
+}
+
+// gemmlowp RoundingDivideByPOT: x / 2^exponent rounded half away from zero.
+// exponent in [0, 31].
+inline int32_t rounding_divide_by_pot(int32_t x, int exponent) {
+  const int32_t mask = static_cast<int32_t>((int64_t{1} << exponent) - 1);
+  const int32_t remainder = x & mask;
+  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+// x * 2^left_shift with the two's-complement wrap-around of TFLite's int32
+// multiply, but without signed-overflow undefined behaviour.
+inline int32_t wrapping_shift_left(int32_t x, int left_shift) {
+  return static_cast<int32_t>(static_cast<uint32_t>(x) << left_shift);
+}
+
+// TFLite MultiplyByQuantizedMultiplier (the default double-rounding form).
+inline int32_t multiply_by_quantized_multiplier(int32_t x, int32_t multiplier, int shift) {
+  const int left_shift = shift > 0 ? shift : 0;
+  const int right_shift = shift > 0 ? 0 : -shift;
+  return rounding_divide_by_pot(
+      saturating_rounding_doubling_high_mul(wrapping_shift_left(x, left_shift), multiplier),
+      right_shift);
+}
+
+// TFLite MultiplyByQuantizedMultiplierSmallerThanOneExp (shift <= 0).
+inline int32_t multiply_by_quantized_multiplier_smaller_than_one(int32_t x, int32_t multiplier,
+                                                                 int shift) {
+  return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, multiplier), -shift);
+}
+
+// TFLite MultiplyByQuantizedMultiplierGreaterThanOne (shift >= 0).
+inline int32_t multiply_by_quantized_multiplier_greater_than_one(int32_t x, int32_t multiplier,
+                                                                 int shift) {
+  return saturating_rounding_doubling_high_mul(wrapping_shift_left(x, shift), multiplier);
+}
+
+// Clamps to [lo, hi] and narrows; used at the end of every output stage.
+inline int8_t saturate_to_int8(int32_t v, int32_t lo = -128, int32_t hi = 127) {
+  return static_cast<int8_t>(std::min(std::max(v, lo), hi));
+}
+
+// The clamp range TFLite derives for a fused activation
+// (CalculateActivationRangeQuantized) on an int8 output.
+enum class FusedActivation { kNone, kRelu, kReluN1To1, kRelu6 };
+void fused_activation_range_int8(FusedActivation act, double output_scale, int32_t output_zero_point,
+                                 int32_t* act_min, int32_t* act_max);
+
+}  // namespace nacc

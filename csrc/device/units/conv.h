@@ -1,0 +1,55 @@
+// The MAC unit's convolution modes (NACC_SPEC §1-§2): 2-D convolution and
+// depthwise convolution on int8 NHWC feature maps, with per-output-channel
+// requantization, output zero point and activation clamp. Bit-exact to
+// TFLite's reference ConvPerChannel / DepthwiseConvPerChannel.
+#pragma once
+
+#include <cstdint>
+
+#include "common/shape.h"
+
+namespace nacc {
+
+// Geometry and output stage shared by convolution, depthwise and pooling.
+struct WindowParams {
+  int stride_h = 1, stride_w = 1;
+  // Explicit padding per side, each in [0, limits::kMaxPadding]; padded input
+  // positions hold the input zero point (convolution) or are skipped (pooling).
+  int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+};
+
+// Output stage: acc -> MultiplyByQuantizedMultiplier(acc, mult[c], shift[c])
+// + output_zero_point, clamped to [act_min, act_max] (int8 range).
+struct OutputStage {
+  const int32_t* multiplier = nullptr;  // [C_out], each in [0, 2^31)
+  const int32_t* shift = nullptr;       // [C_out], each in [-31, 31]
+  int32_t output_zero_point = 0;        // [-128, 127]
+  int32_t act_min = -128, act_max = 127;  // -128 <= act_min <= act_max <= 127
+};
+
+// Output extent of a window op along one axis:
+// (in + pad_before + pad_after - kernel) / stride + 1; throws if < 1.
+int window_output_size(int in, int kernel, int stride, int pad_before, int pad_after);
+
+// 2-D convolution.
+//   input   Format [1, H, W, C_in], int8, Range [-128, 127], zero point input_zero_point
+//   filter  Format [C_out, KH, KW, C_in] (TFLite OHWI), int8, zero point 0
+//   bias    [C_out] int32, or nullptr for no bias
+//   output  Format [1, OH, OW, C_out], int8; OH/OW from window_output_size
+// Limits: KH, KW in [1, 15]; stride in [1, 3]; padding in [0, 5] per side.
+void conv2d_s8(const WindowParams& window, int32_t input_zero_point, const OutputStage& out_stage,
+               const Shape4& input_shape, const int8_t* input, const Shape4& filter_shape,
+               const int8_t* filter, const int32_t* bias, const Shape4& output_shape,
+               int8_t* output);
+
+// Depthwise convolution, output channel oc = ic * depth_multiplier + m.
+//   filter  Format [1, KH, KW, C_in * depth_multiplier] (TFLite layout)
+//   depth_multiplier in {1, 2, 4, 8} (NACC_SPEC §2, DW_CH_MULT)
+// Other arguments as conv2d_s8.
+void depthwise_conv2d_s8(const WindowParams& window, int depth_multiplier,
+                         int32_t input_zero_point, const OutputStage& out_stage,
+                         const Shape4& input_shape, const int8_t* input,
+                         const Shape4& filter_shape, const int8_t* filter, const int32_t* bias,
+                         const Shape4& output_shape, int8_t* output);
+
+}  // namespace nacc

@@ -1,0 +1,26 @@
+// The pooling unit (NACC_SPEC §1-§2): max pool (window 1..15, stride 1..3,
+// padding 0..5, padded positions ignored) and average pool 2x2 stride 2 with
+// TFLite's rounding (the divisor counts only in-bounds positions). Input and
+// output share one quantization, as TFLite requires for int8 pooling.
+#pragma once
+
+#include <cstdint>
+
+#include "device/units/conv.h"
+
+namespace nacc {
+
+struct PoolParams {
+  WindowParams window;
+  int kernel_h = 1, kernel_w = 1;
+  int32_t act_min = -128, act_max = 127;
+};
+
+//   input  Format [1, H, W, C] int8; output Format [1, OH, OW, C] int8
+void max_pool_s8(const PoolParams& params, const Shape4& input_shape, const int8_t* input,
+                 const Shape4& output_shape, int8_t* output);
+// kernel and stride must be 2x2 / 2 (limits::kAvgPoolKernel, kAvgPoolStride).
+void avg_pool_s8(const PoolParams& params, const Shape4& input_shape, const int8_t* input,
+                 const Shape4& output_shape, int8_t* output);
+
+}  // namespace nacc
