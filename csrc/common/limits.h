@@ -36,4 +36,21 @@ constexpr int kMaxCores = 32;
 // (signed: [-256, 255]); an int8 zero point's negation always fits.
 constexpr int kOffsetBits = 9;
 
+// NACC_SPEC §7 (scatter_vnchwconv, seed [V]). The unified buffer (UB) is
+// addressed in 32-byte blocks; a vector address register VA0..VA7 is 128 bits
+// holding 8 block pointers, so each pointer is 16 bits and counts 32-byte
+// blocks: a block address is a multiple of 32 below 2^16 * 32 bytes.
+constexpr int kUbBlockBytes = 32;
+constexpr int kUbBlockPointerBits = 16;
+constexpr int64_t kUbMaxBlockAddress =
+    ((int64_t{1} << kUbBlockPointerBits) - 1) * kUbBlockBytes;
+// One operand is a register pair (VAn, VAn+1): 16 block pointers, 512 bytes.
+constexpr int kVnchwBlocksPerOperand = 16;
+// `repeat` is uint8_t, [0, 255]; strides are uint16_t, [0, 65535] blocks.
+constexpr int kVnchwMaxRepeat = 255;
+constexpr int kVnchwMaxStride = 65535;
+// C0 of NC1HWC0: 32 for 8-bit data, 16 for 16- and 32-bit data.
+constexpr int kC0For8Bit = 32;
+constexpr int kC0For16And32Bit = 16;
+
 }  // namespace nacc::limits
