@@ -1,6 +1,7 @@
 // The MAC unit's 2-D convolution mode (NACC_SPEC §1-§2), bit-exact to TFLite's
 // reference_integer_ops::ConvPerChannel: a plain reference loop, and an AVX2
-// path that runs the convolution as an int8 GEMM over im2col rows.
+// path that runs the convolution as an int8 GEMM over im2col rows
+// (x - input_zero_point sign-extended to int16, padding 0).
 // (Depthwise convolution is in depthwise.cc.)
 #include "device/units/conv.h"
 
@@ -116,13 +117,20 @@ void conv_reference(const ConvGeometry& g, int32_t input_zero_point, const Outpu
   }
 }
 
-// im2col: output pixels [m0, m0 + rows) as int16 rows of K values (K rounded up
-// to even with a 0). Padded positions hold the input zero point, so that
-//   sum_k x * w - input_zero_point * sum_k w  ==  sum_k (x - input_zero_point) * w
-// holds exactly over the whole window, padding included.
-void im2col_rows(const ConvGeometry& g, const int8_t* input, int16_t zero_point, int kp, int m0,
+// im2col: output pixels [m0, m0 + rows) as int16 rows of the K values
+// x - input_zero_point over the filter window ([KH][KW][C_in] order, K rounded
+// up to even with a 0). Padded positions hold the input zero point, i.e. 0 here.
+void im2col_rows(const ConvGeometry& g, const int8_t* input, int32_t zero_point, int kp, int m0,
                  int rows, int16_t* panel) {
   const int segment = g.kernel_w * g.in_c;  // one filter row of the window
+  const WindowParams& w = g.window;
+  if (g.kernel_h == 1 && g.kernel_w == 1 && w.stride_h == 1 && w.stride_w == 1 &&
+      w.pad_top == 0 && w.pad_bottom == 0 && w.pad_left == 0 && w.pad_right == 0 && kp == g.k()) {
+    // Pointwise: the rows are consecutive input pixels, one contiguous block.
+    detail::widen_s8_avx2(input + static_cast<int64_t>(m0) * g.in_c, rows * g.in_c, zero_point,
+                          panel);
+    return;
+  }
   for (int r = 0; r < rows; ++r) {
     const int m = m0 + r;
     const int oy = m / g.out_w;
@@ -137,30 +145,24 @@ void im2col_rows(const ConvGeometry& g, const int8_t* input, int16_t zero_point,
       int16_t* d = dst + ky * segment;
       const int iy = iy0 + ky;
       if (iy < 0 || iy >= g.in_h || kx_hi <= kx_lo) {
-        std::fill_n(d, segment, zero_point);
+        std::fill_n(d, segment, int16_t{0});
         continue;
       }
-      std::fill_n(d, kx_lo * g.in_c, zero_point);
+      std::fill_n(d, kx_lo * g.in_c, int16_t{0});
       detail::widen_s8_avx2(input + (static_cast<int64_t>(iy) * g.in_w + ix0 + kx_lo) * g.in_c,
-                            (kx_hi - kx_lo) * g.in_c, d + kx_lo * g.in_c);
-      std::fill_n(d + kx_hi * g.in_c, (g.kernel_w - kx_hi) * g.in_c, zero_point);
+                            (kx_hi - kx_lo) * g.in_c, zero_point, d + kx_lo * g.in_c);
+      std::fill_n(d + kx_hi * g.in_c, (g.kernel_w - kx_hi) * g.in_c, int16_t{0});
     }
     if (kp > g.k()) dst[g.k()] = 0;
   }
 }
 
-// AVX2: acc = sum_k x * w + (bias - input_zero_point * sum_k w), one GEMM.
+// AVX2: one GEMM of the im2col rows (x - input_zero_point) with the filter,
+// bias added in the epilogue.
 void conv_avx2(const ConvGeometry& g, int32_t input_zero_point, const OutputStage& os,
                const int8_t* input, const int8_t* filter, const int32_t* bias, int8_t* output) {
   const int k = g.k();
   const detail::PackedB packed(filter, g.out_c, k, k, 1);
-  std::vector<int32_t> col_offset = detail::column_sums_s8(filter, g.out_c, k, k, 1);
-  for (int oc = 0; oc < g.out_c; ++oc) {
-    const uint32_t correction =
-        static_cast<uint32_t>(input_zero_point) * static_cast<uint32_t>(col_offset[oc]);
-    const uint32_t b = bias != nullptr ? static_cast<uint32_t>(bias[oc]) : 0u;
-    col_offset[oc] = static_cast<int32_t>(b - correction);
-  }
   detail::Requantize rq;
   rq.multiplier = os.multiplier;
   rq.shift = os.shift;
@@ -168,11 +170,12 @@ void conv_avx2(const ConvGeometry& g, int32_t input_zero_point, const OutputStag
   rq.act_min = os.act_min;
   rq.act_max = os.act_max;
   const int kp = packed.kp();
-  const int16_t zp = static_cast<int16_t>(input_zero_point);
   detail::gemm_s8_avx2(
       g.out_h * g.out_w, packed,
-      [&](int m0, int rows, int16_t* panel) { im2col_rows(g, input, zp, kp, m0, rows, panel); },
-      col_offset.data(), nullptr, rq, output, g.out_c);
+      [&](int m0, int rows, int16_t* panel) {
+        im2col_rows(g, input, input_zero_point, kp, m0, rows, panel);
+      },
+      bias, rq, output, g.out_c);
 }
 
 }  // namespace

@@ -92,17 +92,10 @@ void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, 
     return;
   }
 
-  // AVX2: acc = sum_k x * w + (bias - input_zero_point * sum_k w).
-  std::vector<int32_t> col_offset = detail::column_sums_s8(weights, n, k, k, 1);
-  for (int col = 0; col < n; ++col) {
-    const uint32_t correction =
-        static_cast<uint32_t>(input_zero_point) * static_cast<uint32_t>(col_offset[col]);
-    const uint32_t b = bias != nullptr ? static_cast<uint32_t>(bias[col]) : 0u;
-    col_offset[col] = static_cast<int32_t>(b - correction);
-  }
+  // AVX2: sum_k (x - input_zero_point) * w on int16 operands, bias in the epilogue.
   const detail::Requantize rq = requantize_params(out_stage, effective_scale);
   if (m < kFullyConnectedPackRows) {
-    detail::gemv_s8_avx2(m, n, k, input, weights, col_offset.data(), rq, output);
+    detail::gemv_s8_avx2(m, n, k, input, input_zero_point, weights, bias, rq, output);
     return;
   }
   const detail::PackedB packed(weights, n, k, k, 1);
@@ -112,11 +105,12 @@ void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, 
       [&](int m0, int rows, int16_t* panel) {
         for (int r = 0; r < rows; ++r) {
           int16_t* dst = panel + static_cast<std::ptrdiff_t>(r) * kp;
-          detail::widen_s8_avx2(input + static_cast<int64_t>(m0 + r) * k, k, dst);
+          detail::widen_s8_avx2(input + static_cast<int64_t>(m0 + r) * k, k, input_zero_point,
+                                dst);
           if (kp > k) dst[k] = 0;
         }
       },
-      col_offset.data(), nullptr, rq, output, n);
+      bias, rq, output, n);
 }
 
 void matmul_s8(int32_t a_zero_point, int32_t b_zero_point, const OutputStage& out_stage, int m,
@@ -150,30 +144,19 @@ void matmul_s8(int32_t a_zero_point, int32_t b_zero_point, const OutputStage& ou
     return;
   }
 
-  // AVX2: sum (a - za)(b - zb) = sum a*b - zb * rowsum(a) - za * colsum(b) + K*za*zb.
-  const uint32_t za = static_cast<uint32_t>(a_zero_point);
-  const uint32_t zb = static_cast<uint32_t>(b_zero_point);
-  std::vector<int32_t> col_offset = detail::column_sums_s8(b, n, k, 1, n);
-  for (int col = 0; col < n; ++col) {
-    col_offset[col] = static_cast<int32_t>(static_cast<uint32_t>(k) * za * zb -
-                                           za * static_cast<uint32_t>(col_offset[col]));
-  }
-  std::vector<int32_t> row_offset = detail::column_sums_s8(a, m, k, k, 1);
-  for (int row = 0; row < m; ++row) {
-    row_offset[row] = static_cast<int32_t>(0u - zb * static_cast<uint32_t>(row_offset[row]));
-  }
-  const detail::PackedB packed(b, n, k, 1, n);
+  // AVX2: both operands enter the GEMM with their zero points subtracted.
+  const detail::PackedB packed(b, n, k, 1, n, b_zero_point);
   const int kp = packed.kp();
   detail::gemm_s8_avx2(
       m, packed,
       [&](int m0, int rows, int16_t* panel) {
         for (int r = 0; r < rows; ++r) {
           int16_t* dst = panel + static_cast<std::ptrdiff_t>(r) * kp;
-          detail::widen_s8_avx2(a + static_cast<int64_t>(m0 + r) * k, k, dst);
+          detail::widen_s8_avx2(a + static_cast<int64_t>(m0 + r) * k, k, a_zero_point, dst);
           if (kp > k) dst[k] = 0;
         }
       },
-      col_offset.data(), row_offset.data(), requantize_params(out_stage, nullptr), output, n);
+      nullptr, requantize_params(out_stage, nullptr), output, n);
 }
 
 }  // namespace nacc

@@ -19,37 +19,46 @@ constexpr int kTileRows = 4;   // rows of A per micro-tile
 constexpr int kTileCols = 16;  // columns of B per micro-tile (two 8-lane int32 vectors)
 constexpr size_t kPanelBytes = 96 * 1024;  // A panel kept in L2 while the weights sweep it
 
-// Per-column requantization parameters of one 16-column block, as vectors.
+// Per-column requantization parameters of one 16-column block, as vectors,
+// with the per-channel constants of RoundingDivideByPOT precomputed.
 struct BlockParams {
   __m256i col_offset[2];
-  __m256i multiplier[2], left_shift[2], right_shift[2];
+  __m256i multiplier[2], multiplier_odd[2];  // multiplier_odd: odd lanes moved to even
+  __m256i left_shift[2], right_shift[2];
+  __m256i remainder_mask[2], half_mask[2];  // (1 << right_shift) - 1 and its half
   __m256d scale[4];
+  bool any_left_shift = false;
 };
 
 // Per-column parameter arrays padded to a multiple of 16 columns, so a block
 // load never reads past the end.
 struct PaddedParams {
-  std::vector<int32_t> col_offset, multiplier, left_shift, right_shift;
+  std::vector<int32_t> col_offset, multiplier, left_shift, right_shift, remainder_mask;
   std::vector<double> scale;
+  std::vector<char> block_left_shift;  // per block: some column shifts left
   bool real_scale = false;
 
   PaddedParams(int n, const int32_t* col_off, const Requantize& rq) {
     const int np = (n + kTileCols - 1) / kTileCols * kTileCols;
     col_offset.assign(np, 0);
-    std::copy(col_off, col_off + n, col_offset.begin());
+    if (col_off != nullptr) std::copy(col_off, col_off + n, col_offset.begin());
     real_scale = rq.scale != nullptr;
+    block_left_shift.assign(np / kTileCols, 0);
     if (real_scale) {
       scale.assign(np, 0.0);
       std::copy(rq.scale, rq.scale + n, scale.begin());
-    } else {
-      multiplier.assign(np, 0);
-      left_shift.assign(np, 0);
-      right_shift.assign(np, 0);
-      for (int c = 0; c < n; ++c) {
-        multiplier[c] = rq.multiplier[c];
-        left_shift[c] = rq.shift[c] > 0 ? rq.shift[c] : 0;
-        right_shift[c] = rq.shift[c] > 0 ? 0 : -rq.shift[c];
-      }
+      return;
+    }
+    multiplier.assign(np, 0);
+    left_shift.assign(np, 0);
+    right_shift.assign(np, 0);
+    remainder_mask.assign(np, 0);
+    for (int c = 0; c < n; ++c) {
+      multiplier[c] = rq.multiplier[c];
+      left_shift[c] = rq.shift[c] > 0 ? rq.shift[c] : 0;
+      right_shift[c] = rq.shift[c] > 0 ? 0 : -rq.shift[c];
+      remainder_mask[c] = static_cast<int32_t>((int64_t{1} << right_shift[c]) - 1);
+      if (left_shift[c] > 0) block_left_shift[c / kTileCols] = 1;
     }
   }
 };
@@ -68,37 +77,41 @@ NACC_AVX2 inline BlockParams load_block(const PaddedParams& p, int n0) {
       b.scale[2 * h + 1] = _mm256_loadu_pd(p.scale.data() + n0 + 8 * h + 4);
     } else {
       b.multiplier[h] = load8(p.multiplier.data() + n0 + 8 * h);
+      b.multiplier_odd[h] = _mm256_srli_epi64(b.multiplier[h], 32);
       b.left_shift[h] = load8(p.left_shift.data() + n0 + 8 * h);
       b.right_shift[h] = load8(p.right_shift.data() + n0 + 8 * h);
+      b.remainder_mask[h] = load8(p.remainder_mask.data() + n0 + 8 * h);
+      b.half_mask[h] = _mm256_srli_epi32(b.remainder_mask[h], 1);
     }
   }
+  b.any_left_shift = !p.real_scale && p.block_left_shift[n0 / kTileCols];
   return b;
 }
 
-// MultiplyByQuantizedMultiplier on 8 lanes (multiplier >= 0, so the saturating
-// case of SaturatingRoundingDoublingHighMul cannot occur). The high-mul's
-// "(ab + nudge) / 2^31 truncated" equals floor((ab + 2^30) / 2^31) for either
-// sign of ab, and its int32 result is bits 31..62 of the 64-bit sum.
-NACC_AVX2 inline __m256i multiply_by_quantized_multiplier8(__m256i x, __m256i multiplier,
-                                                           __m256i left_shift,
-                                                           __m256i right_shift) {
-  const __m256i one = _mm256_set1_epi32(1);
+// MultiplyByQuantizedMultiplier on 8 lanes of block half h (multiplier >= 0,
+// so the saturating case of SaturatingRoundingDoublingHighMul cannot occur).
+// The high-mul's "(ab + nudge) / 2^31 truncated" equals floor((ab + 2^30) / 2^31)
+// for either sign of ab, and its int32 result is bits 31..62 of the 64-bit sum.
+NACC_AVX2 inline __m256i multiply_by_quantized_multiplier8(__m256i x, const BlockParams& b,
+                                                           int h) {
   const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
-  x = _mm256_sllv_epi32(x, left_shift);  // wraps, as TFLite's int32 multiply by 2^shift
-  __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, multiplier), half);
-  __m256i odd = _mm256_add_epi64(
-      _mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(multiplier, 32)), half);
+  if (b.any_left_shift) {
+    x = _mm256_sllv_epi32(x, b.left_shift[h]);  // wraps, as TFLite's x * (1 << shift)
+  }
+  __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, b.multiplier[h]), half);
+  __m256i odd =
+      _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), b.multiplier_odd[h]), half);
   even = _mm256_srli_epi64(even, 31);  // bits 31..62 -> low dword
   odd = _mm256_slli_epi64(odd, 1);     // bits 31..62 -> high dword
   const __m256i high = _mm256_blend_epi32(even, odd, 0xAA);
-  // RoundingDivideByPOT with a per-lane exponent.
-  const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right_shift), one);
-  const __m256i remainder = _mm256_and_si256(high, mask);
+  // RoundingDivideByPOT with a per-lane exponent: + 1 when the remainder
+  // exceeds half the divisor (half + 1 for negative values). The compares
+  // give -1 for true, so the threshold and result subtract them.
+  const __m256i remainder = _mm256_and_si256(high, b.remainder_mask[h]);
   const __m256i negative = _mm256_cmpgt_epi32(_mm256_setzero_si256(), high);
-  const __m256i threshold =
-      _mm256_add_epi32(_mm256_srli_epi32(mask, 1), _mm256_and_si256(negative, one));
-  const __m256i round_up = _mm256_and_si256(_mm256_cmpgt_epi32(remainder, threshold), one);
-  return _mm256_add_epi32(_mm256_srav_epi32(high, right_shift), round_up);
+  const __m256i threshold = _mm256_sub_epi32(b.half_mask[h], negative);
+  const __m256i round_up = _mm256_cmpgt_epi32(remainder, threshold);
+  return _mm256_sub_epi32(_mm256_srav_epi32(high, b.right_shift[h]), round_up);
 }
 
 // std::round (half away from zero) on 4 doubles, exactly: x - trunc(x) is exact.
@@ -127,8 +140,7 @@ NACC_AVX2 inline __m256i requantize8(__m256i acc, const BlockParams& b, int h, b
   acc = _mm256_add_epi32(acc, b.col_offset[h]);
   const __m256i q =
       real_scale ? multiply_by_real_scale8(acc, b.scale[2 * h], b.scale[2 * h + 1])
-                 : multiply_by_quantized_multiplier8(acc, b.multiplier[h], b.left_shift[h],
-                                                     b.right_shift[h]);
+                 : multiply_by_quantized_multiplier8(acc, b, h);
   return _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(q, zero_point), act_min), act_max);
 }
 
@@ -149,44 +161,82 @@ NACC_AVX2 inline void store_partial(int8_t* dst, __m128i v, int count) {
   }
 }
 
-// One micro-tile: ROWS rows of the A panel (row stride kp) times one packed
-// 16-column block of B, then the epilogue into `out`.
-template <int ROWS>
-NACC_AVX2 void tile(const int16_t* a, int kp, const int16_t* b_block, const BlockParams& params,
-                    bool real_scale, const int32_t* row_offset, __m256i zero_point,
-                    __m256i act_min, __m256i act_max, int8_t* out, std::ptrdiff_t out_row_stride,
-                    int cols) {
-  __m256i acc0[ROWS], acc1[ROWS];
-  for (int r = 0; r < ROWS; ++r) acc0[r] = acc1[r] = _mm256_setzero_si256();
+// Requantizes one row of a micro-tile (16 accumulators) and stores `cols` bytes.
+NACC_AVX2 inline void store_row(__m256i v0, __m256i v1, const BlockParams& params,
+                                bool real_scale, __m256i zero_point, __m256i act_min,
+                                __m256i act_max, int8_t* dst, int cols) {
+  v0 = requantize8(v0, params, 0, real_scale, zero_point, act_min, act_max);
+  v1 = requantize8(v1, params, 1, real_scale, zero_point, act_min, act_max);
+  store_partial(dst, narrow16(v0, v1), cols);
+}
+
+NACC_AVX2 inline __m256i broadcast_pair(const int16_t* p) {
+  int32_t pair;  // A(r, k) and A(r, k + 1)
+  std::memcpy(&pair, p, sizeof(pair));
+  return _mm256_set1_epi32(pair);
+}
+
+// One micro-tile: 4 rows of the A panel (row stride kp) times one packed
+// 16-column block of B, accumulators in named registers (8 of the 16 ymm),
+// then the epilogue for the first `rows` rows into `out`.
+NACC_AVX2 void tile4x16(const int16_t* a, int kp, const int16_t* b_block,
+                        const BlockParams& params, bool real_scale, __m256i zero_point,
+                        __m256i act_min, __m256i act_max, int8_t* out,
+                        std::ptrdiff_t out_row_stride, int rows, int cols) {
+  __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00;
+  __m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+  const int16_t* a0 = a;
+  const int16_t* a1 = a0 + kp;
+  const int16_t* a2 = a1 + kp;
+  const int16_t* a3 = a2 + kp;
   const int pairs = kp / 2;
   for (int kk = 0; kk < pairs; ++kk) {
     const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b_block + 32 * kk));
     const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b_block + 32 * kk + 16));
-#pragma GCC unroll 4
-    for (int r = 0; r < ROWS; ++r) {
-      int32_t pair;  // A(r, 2kk) and A(r, 2kk + 1), broadcast to every lane
-      std::memcpy(&pair, a + static_cast<std::ptrdiff_t>(r) * kp + 2 * kk, sizeof(pair));
-      const __m256i av = _mm256_set1_epi32(pair);
-      acc0[r] = _mm256_add_epi32(acc0[r], _mm256_madd_epi16(av, w0));
-      acc1[r] = _mm256_add_epi32(acc1[r], _mm256_madd_epi16(av, w1));
-    }
+    __m256i x = broadcast_pair(a0 + 2 * kk);
+    c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(x, w0));
+    c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(x, w1));
+    x = broadcast_pair(a1 + 2 * kk);
+    c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(x, w0));
+    c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(x, w1));
+    x = broadcast_pair(a2 + 2 * kk);
+    c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(x, w0));
+    c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(x, w1));
+    x = broadcast_pair(a3 + 2 * kk);
+    c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(x, w0));
+    c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(x, w1));
   }
-  for (int r = 0; r < ROWS; ++r) {
-    __m256i v0 = acc0[r], v1 = acc1[r];
-    if (row_offset != nullptr) {
-      const __m256i ro = _mm256_set1_epi32(row_offset[r]);
-      v0 = _mm256_add_epi32(v0, ro);
-      v1 = _mm256_add_epi32(v1, ro);
-    }
-    v0 = requantize8(v0, params, 0, real_scale, zero_point, act_min, act_max);
-    v1 = requantize8(v1, params, 1, real_scale, zero_point, act_min, act_max);
-    store_partial(out + r * out_row_stride, narrow16(v0, v1), cols);
+  store_row(c00, c01, params, real_scale, zero_point, act_min, act_max, out, cols);
+  if (rows > 1) {
+    store_row(c10, c11, params, real_scale, zero_point, act_min, act_max, out + out_row_stride,
+              cols);
   }
+  if (rows > 2) {
+    store_row(c20, c21, params, real_scale, zero_point, act_min, act_max,
+              out + 2 * out_row_stride, cols);
+  }
+  if (rows > 3) {
+    store_row(c30, c31, params, real_scale, zero_point, act_min, act_max,
+              out + 3 * out_row_stride, cols);
+  }
+}
+
+// Lane j of the result = the sum of the 8 lanes of acc[j].
+NACC_AVX2 inline __m256i horizontal_sums8(const __m256i acc[8]) {
+  const __m256i h01 = _mm256_hadd_epi32(acc[0], acc[1]);
+  const __m256i h23 = _mm256_hadd_epi32(acc[2], acc[3]);
+  const __m256i h45 = _mm256_hadd_epi32(acc[4], acc[5]);
+  const __m256i h67 = _mm256_hadd_epi32(acc[6], acc[7]);
+  const __m256i h0123 = _mm256_hadd_epi32(h01, h23);
+  const __m256i h4567 = _mm256_hadd_epi32(h45, h67);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
+                          _mm256_permute2x128_si256(h0123, h4567, 0x31));
 }
 
 }  // namespace
 
-PackedB::PackedB(const int8_t* b, int n, int k, std::ptrdiff_t n_stride, std::ptrdiff_t k_stride)
+PackedB::PackedB(const int8_t* b, int n, int k, std::ptrdiff_t n_stride, std::ptrdiff_t k_stride,
+                 int32_t zero_point)
     : n_(n), k_(k), kp_((k + 1) / 2 * 2) {
   const int pairs = kp_ / 2;
   data_.assign(static_cast<size_t>(blocks()) * kp_ * kTileCols, 0);
@@ -195,36 +245,28 @@ PackedB::PackedB(const int8_t* b, int n, int k, std::ptrdiff_t n_stride, std::pt
                    (col % kTileCols) * 2;
     const int8_t* src = b + col * n_stride;
     for (int kk = 0; kk < pairs; ++kk) {
-      dst[32 * kk] = src[(2 * kk) * k_stride];
-      if (2 * kk + 1 < k) dst[32 * kk + 1] = src[(2 * kk + 1) * k_stride];
+      dst[32 * kk] = static_cast<int16_t>(src[(2 * kk) * k_stride] - zero_point);
+      if (2 * kk + 1 < k) {
+        dst[32 * kk + 1] = static_cast<int16_t>(src[(2 * kk + 1) * k_stride] - zero_point);
+      }
     }
   }
 }
 
-NACC_AVX2 void widen_s8_avx2(const int8_t* src, int count, int16_t* dst) {
+NACC_AVX2 void widen_s8_avx2(const int8_t* src, int count, int32_t offset, int16_t* dst) {
+  const __m256i off = _mm256_set1_epi16(static_cast<int16_t>(offset));
   int i = 0;
   for (; i + 16 <= count; i += 16) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_cvtepi8_epi16(v));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm256_sub_epi16(_mm256_cvtepi8_epi16(v), off));
   }
-  for (; i < count; ++i) dst[i] = src[i];
-}
-
-std::vector<int32_t> column_sums_s8(const int8_t* b, int n, int k, std::ptrdiff_t n_stride,
-                                    std::ptrdiff_t k_stride) {
-  std::vector<int32_t> sums(n);
-  for (int col = 0; col < n; ++col) {
-    uint32_t s = 0;  // wraps like TFLite's int32 accumulator
-    const int8_t* p = b + col * n_stride;
-    for (int i = 0; i < k; ++i) s += static_cast<uint32_t>(static_cast<int32_t>(p[i * k_stride]));
-    sums[col] = static_cast<int32_t>(s);
-  }
-  return sums;
+  for (; i < count; ++i) dst[i] = static_cast<int16_t>(src[i] - offset);
 }
 
 NACC_AVX2 void gemm_s8_avx2(int m, const PackedB& b, const FillRows& fill_rows,
-                            const int32_t* col_offset, const int32_t* row_offset,
-                            const Requantize& rq, int8_t* out, std::ptrdiff_t out_row_stride) {
+                            const int32_t* col_offset, const Requantize& rq, int8_t* out,
+                            std::ptrdiff_t out_row_stride) {
   const int n = b.n();
   const int kp = b.kp();
   const PaddedParams padded(n, col_offset, rq);
@@ -244,47 +286,31 @@ NACC_AVX2 void gemm_s8_avx2(int m, const PackedB& b, const FillRows& fill_rows,
       const int cols = std::min(kTileCols, n - n0);
       const BlockParams params = load_block(padded, n0);
       const int16_t* b_block = b.block(nb);
-      int r = 0;
-      for (; r + kTileRows <= rows; r += kTileRows) {
-        tile<kTileRows>(panel.data() + static_cast<size_t>(r) * kp, kp, b_block, params,
-                        padded.real_scale, row_offset ? row_offset + m0 + r : nullptr,
-                        zero_point, act_min, act_max, out + (m0 + r) * out_row_stride + n0,
-                        out_row_stride, cols);
-      }
-      const int16_t* a_tail = panel.data() + static_cast<size_t>(r) * kp;
-      const int32_t* ro_tail = row_offset ? row_offset + m0 + r : nullptr;
-      int8_t* out_tail = out + (m0 + r) * out_row_stride + n0;
-      switch (rows - r) {
-        case 3:
-          tile<3>(a_tail, kp, b_block, params, padded.real_scale, ro_tail, zero_point, act_min,
-                  act_max, out_tail, out_row_stride, cols);
-          break;
-        case 2:
-          tile<2>(a_tail, kp, b_block, params, padded.real_scale, ro_tail, zero_point, act_min,
-                  act_max, out_tail, out_row_stride, cols);
-          break;
-        case 1:
-          tile<1>(a_tail, kp, b_block, params, padded.real_scale, ro_tail, zero_point, act_min,
-                  act_max, out_tail, out_row_stride, cols);
-          break;
-        default:
-          break;
+      // The panel holds whole tiles of rows; rows past `rows` hold stale data
+      // whose results are not stored.
+      for (int r = 0; r < rows; r += kTileRows) {
+        tile4x16(panel.data() + static_cast<size_t>(r) * kp, kp, b_block, params,
+                 padded.real_scale, zero_point, act_min, act_max,
+                 out + (m0 + r) * out_row_stride + n0, out_row_stride,
+                 std::min(kTileRows, rows - r), cols);
       }
     }
   }
 }
 
-NACC_AVX2 void gemv_s8_avx2(int m, int n, int k, const int8_t* a, const int8_t* b,
-                            const int32_t* col_offset, const Requantize& rq, int8_t* out) {
+NACC_AVX2 void gemv_s8_avx2(int m, int n, int k, const int8_t* a, int32_t a_zero_point,
+                            const int8_t* b, const int32_t* col_offset, const Requantize& rq,
+                            int8_t* out) {
   const PaddedParams padded(n, col_offset, rq);
   const __m256i zero_point = _mm256_set1_epi32(rq.output_zero_point);
   const __m256i act_min = _mm256_set1_epi32(rq.act_min);
   const __m256i act_max = _mm256_set1_epi32(rq.act_max);
   const std::vector<int8_t> zero_row(k, 0);  // stands in for columns past N
   const int k16 = k / 16 * 16;
+  std::vector<int16_t> a16(k);  // one row of A - a_zero_point
 
   for (int row = 0; row < m; ++row) {
-    const int8_t* a_row = a + static_cast<std::ptrdiff_t>(row) * k;
+    widen_s8_avx2(a + static_cast<std::ptrdiff_t>(row) * k, k, a_zero_point, a16.data());
     for (int n0 = 0; n0 < n; n0 += kTileCols) {
       const BlockParams params = load_block(padded, n0);
       __m256i result[2];
@@ -297,8 +323,7 @@ NACC_AVX2 void gemv_s8_avx2(int m, int n, int k, const int8_t* a, const int8_t* 
         __m256i acc[8];
         for (int j = 0; j < 8; ++j) acc[j] = _mm256_setzero_si256();
         for (int i = 0; i < k16; i += 16) {
-          const __m256i av =
-              _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a_row + i)));
+          const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a16.data() + i));
 #pragma GCC unroll 8
           for (int j = 0; j < 8; ++j) {
             const __m256i wv =
@@ -306,23 +331,11 @@ NACC_AVX2 void gemv_s8_avx2(int m, int n, int k, const int8_t* a, const int8_t* 
             acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(av, wv));
           }
         }
-        // Horizontal sums: lane j of the result = sum of acc[j].
-        const __m256i h01 = _mm256_hadd_epi32(acc[0], acc[1]);
-        const __m256i h23 = _mm256_hadd_epi32(acc[2], acc[3]);
-        const __m256i h45 = _mm256_hadd_epi32(acc[4], acc[5]);
-        const __m256i h67 = _mm256_hadd_epi32(acc[6], acc[7]);
-        const __m256i h0123 = _mm256_hadd_epi32(h01, h23);
-        const __m256i h4567 = _mm256_hadd_epi32(h45, h67);
-        __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
-                                        _mm256_permute2x128_si256(h0123, h4567, 0x31));
-        if (k16 < k) {
+        __m256i sums = horizontal_sums8(acc);
+        if (k16 < k) {  // the last k % 16 terms (each |term| <= 255 * 128)
           alignas(32) int32_t tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};
           for (int j = 0; j < 8; ++j) {
-            uint32_t s = 0;
-            for (int i = k16; i < k; ++i) {
-              s += static_cast<uint32_t>(static_cast<int32_t>(a_row[i]) * w[j][i]);
-            }
-            tail[j] = static_cast<int32_t>(s);
+            for (int i = k16; i < k; ++i) tail[j] += a16[i] * w[j][i];
           }
           sums = _mm256_add_epi32(sums, _mm256_load_si256(reinterpret_cast<const __m256i*>(tail)));
         }

@@ -28,14 +28,16 @@ struct Requantize {
   int32_t act_min = -128, act_max = 127;
 };
 
-// The right operand B(n, k), n < N, k < K, packed once per call for the
-// micro-kernel: int16, K rounded up to even (kp), N rounded up to 16, layout
-// [N/16][kp/2][16][2]: one 256-bit load holds the (k, k+1) pair of 16
-// consecutive columns, the second operand of _mm256_madd_epi16. Padding is 0.
+// The right operand B(n, k) - zero_point, n < N, k < K, packed once per call
+// for the micro-kernel: int16 in [-255, 255], K rounded up to even (kp), N
+// rounded up to 16, layout [N/16][kp/2][16][2]: one 256-bit load holds the
+// (k, k+1) pair of 16 consecutive columns, the second operand of
+// _mm256_madd_epi16. Padding is 0.
 class PackedB {
  public:
   // B(n, k) = b[n * n_stride + k * k_stride].
-  PackedB(const int8_t* b, int n, int k, std::ptrdiff_t n_stride, std::ptrdiff_t k_stride);
+  PackedB(const int8_t* b, int n, int k, std::ptrdiff_t n_stride, std::ptrdiff_t k_stride,
+          int32_t zero_point = 0);
   int n() const { return n_; }
   int k() const { return k_; }
   int kp() const { return kp_; }
@@ -48,27 +50,28 @@ class PackedB {
 };
 
 // Fills rows [m0, m0 + rows) of the left operand A into `panel`, row r at
-// panel + r * kp as int16 (sign-extended int8); column K (when K is odd) must be 0.
+// panel + r * kp, as int16 values A(m, k) - a_zero_point (in [-255, 255]);
+// column K (when K is odd) must be 0.
 using FillRows = std::function<void(int m0, int rows, int16_t* panel)>;
 
-// out[m * out_row_stride + n] = requantize(sum_k A(m, k) B(n, k) + col_offset[n]
-//                                          + (row_offset ? row_offset[m] : 0)),
-// sums wrapping modulo 2^32 (TFLite's int32 accumulator), for m < M, n < N.
-NACC_AVX2_TARGET void gemm_s8_avx2(int m, const PackedB& b, const FillRows& fill_rows, const int32_t* col_offset,
-                  const int32_t* row_offset, const Requantize& rq, int8_t* out,
-                  std::ptrdiff_t out_row_stride);
+// out[m * out_row_stride + n] = requantize(sum_k A'(m, k) B'(n, k) + col_offset[n])
+// for m < M, n < N, with A', B' the zero-point-adjusted operands (the pairwise
+// products fit _mm256_madd_epi16 without saturation: 2 * 255 * 255 < 2^31), and
+// the sums wrapping modulo 2^32 like TFLite's int32 accumulator. col_offset
+// (the bias) may be null.
+NACC_AVX2_TARGET void gemm_s8_avx2(int m, const PackedB& b, const FillRows& fill_rows,
+                                   const int32_t* col_offset, const Requantize& rq, int8_t* out,
+                                   std::ptrdiff_t out_row_stride);
 
-// The same product for a few rows without packing: A [M][K] and B [N][K] both
-// row-major int8, dot products along K (the fully-connected GEMV case, where
-// packing the weights would cost more than using them once).
-NACC_AVX2_TARGET void gemv_s8_avx2(int m, int n, int k, const int8_t* a, const int8_t* b, const int32_t* col_offset,
-                  const Requantize& rq, int8_t* out);
+// The same product for a few rows without packing: A [M][K] (zero point
+// a_zero_point) and B [N][K] (zero point 0) both row-major int8, dot products
+// along K — the fully-connected GEMV case, where packing the weights would
+// cost more than using them once. col_offset may be null.
+NACC_AVX2_TARGET void gemv_s8_avx2(int m, int n, int k, const int8_t* a, int32_t a_zero_point,
+                                   const int8_t* b, const int32_t* col_offset,
+                                   const Requantize& rq, int8_t* out);
 
-// dst[i] = src[i] (int8 -> int16), i < count.
-NACC_AVX2_TARGET void widen_s8_avx2(const int8_t* src, int count, int16_t* dst);
-
-// Sums sum_k B(n, k) for each n, wrapping to int32; B(n, k) = b[n * n_stride + k * k_stride].
-std::vector<int32_t> column_sums_s8(const int8_t* b, int n, int k, std::ptrdiff_t n_stride,
-                                    std::ptrdiff_t k_stride);
+// dst[i] = src[i] - offset as int16, i < count.
+NACC_AVX2_TARGET void widen_s8_avx2(const int8_t* src, int count, int32_t offset, int16_t* dst);
 
 }  // namespace nacc::detail
