@@ -5,7 +5,8 @@ int8 models, one thread each. Prints a table of GMAC/s.
 
     PYTHONPATH=python python benchmarks/bench_units.py [--quick] [--runs N]
 
-Each case is timed as the median of N runs after warm-up runs. nacc's time
+Each case is timed as the median of N runs after warm-up runs, nacc's and
+TFLite's runs interleaved (the machine may be shared). nacc's time
 includes the per-call weight packing and the Python binding; TFLite's is
 Interpreter.invoke() on a prepared interpreter (its weights were packed once at
 delegate creation), so the comparison favours TFLite slightly.
@@ -149,15 +150,19 @@ def cases() -> List[BenchCase]:
     return [c for c in found if c is not None]
 
 
-def time_median(fn: Callable[[], object], runs: int, warmup: int) -> float:
+def time_medians(fns: List[Callable[[], object]], runs: int, warmup: int) -> List[float]:
+    """Median wall time of each function; the functions' runs are interleaved so
+    that both sides see the same machine load."""
     for _ in range(warmup):
-        fn()
-    times = []
+        for fn in fns:
+            fn()
+    times: List[List[float]] = [[] for _ in fns]
     for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        for fn, t in zip(fns, times):
+            t0 = time.perf_counter()
+            fn()
+            t.append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times]
 
 
 def main(argv=None) -> int:
@@ -179,8 +184,7 @@ def main(argv=None) -> int:
         interp = make_interpreter(case.model, reference=False, num_threads=1)
         interp.allocate_tensors()
         interp.set_tensor(interp.get_input_details()[0]["index"], case.tflite_input)
-        t_nacc = time_median(case.run_nacc, runs, warmup)
-        t_tfl = time_median(interp.invoke, runs, warmup)
+        t_nacc, t_tfl = time_medians([case.run_nacc, interp.invoke], runs, warmup)
         note = ""
         if args.check:
             from tflite_builder import run_tflite

@@ -203,6 +203,39 @@ def test_tflite_reference_fc_rounds_in_double_not_by_quantized_multiplier():
     assert (via_multiplier != expected).sum() > 0
 
 
+@pytest.mark.parametrize("index", range(0, 224, 8))
+def test_fully_connected_multiplier_mode_matches_tflite_1x1_conv(index):
+    """fully_connected with multiplier/shift is a 1x1 CONV_2D (what the compiler
+    may lower a pointwise conv to): checked against TFLite's reference CONV_2D
+    on [1, 1, M, K] with the conv's multipliers."""
+    case = FC_RANDOM[index]
+    x, w, b = _fc_data(case)
+    if b is None:
+        b = np.zeros(case.n, np.int32)  # TFLite's int8 CONV_2D requires a bias
+    scales = list(case.filter_scales)
+    bias_scales = [float(f32(case.input_scale) * f32(s)) for s in scales]
+    model = build_model(
+        "CONV_2D",
+        [QTensor((1, 1, case.m, case.k), "int8", scale=case.input_scale,
+                 zero_point=case.input_zero_point),
+         QTensor((case.n, 1, 1, case.k), "int8", scale=scales, zero_point=[0] * len(scales),
+                 data=w.reshape(case.n, 1, 1, case.k)),
+         QTensor((case.n,), "int32", scale=bias_scales, zero_point=[0] * len(scales), data=b)],
+        [QTensor((1, 1, case.m, case.n), "int8", scale=case.output_scale,
+                 zero_point=case.output_zero_point)],
+        options=dict(padding="VALID", fused_activation_function=case.activation), version=3)
+    (expected,) = run_tflite(model, [x.reshape(1, 1, case.m, case.k)])
+    mult, shift = conv_multipliers(case.input_scale, case.filter_scales, case.output_scale,
+                                   case.n)
+    act_min, act_max = activation_range(case.activation, case.output_scale,
+                                        case.output_zero_point)
+    results = _both_paths(lambda: _core.fully_connected(
+        x, w, b, mult, shift, input_zero_point=case.input_zero_point,
+        output_zero_point=case.output_zero_point, act_min=act_min, act_max=act_max))
+    for path, got in results.items():
+        _assert_equal(case.name, path, got, expected.reshape(case.m, case.n), case)
+
+
 def test_fc_cases_cover_the_brief():
     cases = FC_RANDOM
     assert len(cases) + len(FC_NAMED) >= 200
