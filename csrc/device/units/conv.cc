@@ -73,6 +73,8 @@ void validate(const WindowParams& window, int32_t input_zero_point, const Output
                         window_output_size(input_shape.w, filter_shape.w, window.stride_w,
                                            window.pad_left, window.pad_right),
                         filter_shape.n};
+  check_arg(int64_t{expected.h} * expected.w <= 0x7fffffff, kOp, ": output ", expected.str(),
+            " has more than 2^31 - 1 pixels");
   check_arg(output_shape == expected, kOp, ": output shape ", output_shape.str(),
             " does not match input ", input_shape.str(), ", filter ", filter_shape.str(),
             ", stride ", window.stride_h, "x", window.stride_w, " and padding (", window.pad_top,
