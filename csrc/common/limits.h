@@ -35,6 +35,13 @@ constexpr int kMaxCores = 32;
 // NACC_SPEC §1: IN_ELEMENT_OFFSET1/2 and FM_OFFSET are 9-bit fields
 // (signed: [-256, 255]); an int8 zero point's negation always fits.
 constexpr int kOffsetBits = 9;
+constexpr int32_t kMinOffset = -(1 << (kOffsetBits - 1));     // -256
+constexpr int32_t kMaxOffset = (1 << (kOffsetBits - 1)) - 1;  // 255
+// NACC_SPEC §1: NACC_ELEMENTWISE.LEFT_SHIFT is an 8-bit field. The model
+// accepts [0, 21]: the shifts for which two (int8 + 9-bit offset) << shift
+// terms, each scaled by a multiplier < 1, cannot overflow the int32 sum
+// (384 * 2^21 * 2 < 2^31). TFLite's int8 ADD/SUB use 20.
+constexpr int kMaxElementwiseLeftShift = 21;
 
 // NACC_SPEC §7 (scatter_vnchwconv, seed [V]). The unified buffer (UB) is
 // addressed in 32-byte blocks; a vector address register VA0..VA7 is 128 bits
