@@ -26,6 +26,13 @@ constexpr int kMaxDepthMultiplierLog2 = 3;
 constexpr int kMacLanes = 64;
 // NACC_SPEC §1: one core's local SRAM, bytes.
 constexpr int64_t kDefaultSramBytes = 64 * 1024;
+// NACC_SPEC §3: NACC_MEM_RANGE bases are 10-bit, so SRAM buffers start on
+// multiples of SRAM size / 1024 (64 bytes in 64 KB).
+constexpr int64_t kSramAlignment = kDefaultSramBytes / 1024;
+// NACC_SPEC §1: feature maps are NHWC with batch N = 1 only; tensors have
+// at most these four dimensions.
+constexpr int kMaxTensorRank = 4;
+constexpr int kMaxBatch = 1;
 // NACC_SPEC §1: activation LUT entries for int8.
 constexpr int kLutEntries = 256;
 // NACC_SPEC §3: FM sizes are 16-bit register fields.
