@@ -35,5 +35,13 @@ constexpr int kMaxCores = 32;
 // NACC_SPEC §1: IN_ELEMENT_OFFSET1/2 and FM_OFFSET are 9-bit fields
 // (signed: [-256, 255]); an int8 zero point's negation always fits.
 constexpr int kOffsetBits = 9;
+// NACC_SPEC §6: addresses in a command stream are offsets into 8 numbered
+// regions; region bases are 44-bit device addresses ([D]), one set of 8 per
+// batch handler, up to 12 batch handlers.
+constexpr int kNumRegions = 8;
+constexpr int kNumBatchHandlers = 12;
+constexpr int kDeviceAddressBits = 44;
+// NACC_SPEC §6 ([D]): the instruction (command stream) address is 4 KB aligned.
+constexpr int kInstructionAlignment = 4096;
 
 }  // namespace nacc::limits
