@@ -23,6 +23,12 @@ static_assert(describe(batch_addr_lo(11, 7)).offset == 0x2200 + 0x40 * 11 + 8 * 
                   describe(batch_addr_hi(11, 7)).offset == 0x24FC &&
                   batch_addr_hi(11, 7) == Reg(kNumRegisters - 1),
               "NACC_SPEC §6: BATCHb_ADDRi_L at 0x2200 + 0x40*b + 8*i, 12 handlers x 8 regions");
+static_assert(~masks_of(Reg::INSTR_ADDR_L).defined + 1u == uint32_t(limits::kInstructionAlignment),
+              "[D]: the instruction address is 4 KB aligned (INSTR_ADDR_L bits 11..0 read 0)");
+static_assert(masks_of(Reg::BATCH0_ADDR0_H).defined ==
+                      (1u << (limits::kDeviceAddressBits - 32)) - 1 &&
+                  masks_of(Reg::INSTR_ADDR_H).defined == masks_of(Reg::BATCH0_ADDR0_H).defined,
+              "[D]: device addresses are 44-bit (_H holds bits 43..32)");
 static_assert(describe(Reg::BASEP2).offset == 0x1088 &&
                   describe(Reg::BASEP2).alias_of == int(Reg::BATCH0_ADDR1_L),
               "BASEP2/3 are region 1 (low word first)");
