@@ -67,4 +67,13 @@ constexpr int kVnchwMaxStride = 65535;
 constexpr int kC0For8Bit = 32;
 constexpr int kC0For16And32Bit = 16;
 
+// NACC_SPEC §6: addresses in a command stream are offsets into 8 numbered
+// regions; region bases are 44-bit device addresses ([D]), one set of 8 per
+// batch handler, up to 12 batch handlers.
+constexpr int kNumRegions = 8;
+constexpr int kNumBatchHandlers = 12;
+constexpr int kDeviceAddressBits = 44;
+// NACC_SPEC §6 ([D]): the instruction (command stream) address is 4 KB aligned.
+constexpr int kInstructionAlignment = 4096;
+
 }  // namespace nacc::limits
