@@ -262,14 +262,18 @@ def _conv_args(h=6, w=6, cin=3, cout=2, kh=3, kw=3):
     return x, f, b, mult, shift
 
 
-def test_window_output_size():
-    assert _core.window_output_size(7, 3, 2, 1, 1) == 4
-    assert _core.window_output_size(7, 2, 3, 0, 0) == 2  # stride > kernel
-    assert _core.window_output_size(3, 3, 1, 0, 0) == 1
-    with pytest.raises(ValueError, match="larger than the padded input"):
-        _core.window_output_size(2, 3, 1, 0, 0)
-    with pytest.raises(ValueError, match="stride"):
-        _core.window_output_size(5, 3, 0, 0, 0)
+@pytest.mark.parametrize("h,k,stride,pads,expected", [
+    (7, 3, 2, (1, 1), 4),
+    (7, 2, 3, (0, 0), 2),  # stride > kernel: (7 - 2) // 3 + 1
+    (3, 3, 1, (0, 0), 1),  # window exactly the input
+    (1, 3, 1, (1, 1), 1),  # window exactly the padded input
+    (8, 3, 2, (0, 1), 4),  # TFLite SAME, stride 2, even input: asymmetric pads
+])
+def test_output_extent_is_window_output_size(h, k, stride, pads, expected):
+    """conv2d's output extent: (in + pad_before + pad_after - kernel) // stride + 1."""
+    x, f, b, mult, shift = _conv_args(h=h, w=h, kh=k, kw=k)
+    out = _core.conv2d(x, f, b, mult, shift, stride=(stride, stride), padding=pads + pads)
+    assert out.shape == (1, expected, expected, 2)
 
 
 @pytest.mark.parametrize("kernel,ok", [(15, True), (16, False)])

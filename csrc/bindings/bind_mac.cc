@@ -206,10 +206,6 @@ py::array_t<int8_t> matmul(const py::array& a_arr, const py::array& b_arr,
 }  // namespace
 
 NACC_BINDINGS(mac) {
-  m.def("window_output_size", &nacc::window_output_size, py::arg("input_size"), py::arg("kernel"),
-        py::arg("stride"), py::arg("pad_before"), py::arg("pad_after"),
-        "Output extent of a window op along one axis: "
-        "(input + pad_before + pad_after - kernel) // stride + 1; ValueError if < 1.");
   m.def("conv2d", &conv2d, py::arg("input"), py::arg("filter"), py::arg("bias"),
         py::arg("multiplier"), py::arg("shift"), py::kw_only(),
         py::arg("stride") = std::array<int, 2>{1, 1},
