@@ -98,65 +98,66 @@ void depthwise_reference(const DwProblem& p) {
 //    that order, and _mm256_packs_epi32(A, B) restores channel order 0..15.
 
 constexpr int kBlock = 16;  // output channels per accumulator pair
+constexpr int kMaxPairs = (limits::kMaxKernel * limits::kMaxKernel + 1) / 2;
 
 // Channel of the block held by lane j of accumulator A (half 0) or B (half 1).
 inline int permuted_channel(int half, int j) { return (j & 3) + 4 * half + (j >= 4 ? 8 : 0); }
 
+// Output stage of one 16-channel block, per half (A, B) and lane.
 struct alignas(32) BlockStage {
   int32_t bias[2][8];
   int32_t multiplier[2][8];
+  int32_t multiplier_odd[2][8];  // lane 2i holds lane 2i+1's multiplier (for _mm256_mul_epi32)
   int32_t left_shift[2][8];
   int32_t right_shift[2][8];
+  int32_t round_mask[2][8];  // 2^right_shift - 1
+  int32_t round_half[2][8];  // round_mask >> 1
 };
-
-// TFLite MultiplyByQuantizedMultiplier on 8 lanes, multiplier >= 0.
-// SaturatingRoundingDoublingHighMul is (a*b + nudge) / 2^31 truncated, which
-// for both signs equals floor((a*b + 2^30) / 2^31) (its nudge is 2^30 for
-// a*b >= 0 and 1 - 2^30 otherwise); the low 32 bits of that floor are bits
-// 31..62 of a*b + 2^30, which a logical 64-bit shift extracts. The saturating
-// case a == b == INT32_MIN cannot occur with b >= 0.
-__attribute__((target("avx2,fma"), always_inline)) inline __m256i requantize_avx2(
-    __m256i acc, __m256i multiplier, __m256i left_shift, __m256i right_shift) {
-  const __m256i x = _mm256_sllv_epi32(acc, left_shift);
-  const __m256i nudge = _mm256_set1_epi64x(int64_t{1} << 30);
-  __m256i even = _mm256_mul_epi32(x, multiplier);
-  __m256i odd = _mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(multiplier, 32));
-  even = _mm256_srli_epi64(_mm256_add_epi64(even, nudge), 31);
-  odd = _mm256_slli_epi64(_mm256_add_epi64(odd, nudge), 1);
-  const __m256i high = _mm256_blend_epi32(even, odd, 0xAA);
-  // RoundingDivideByPOT with a per-lane exponent.
-  const __m256i one = _mm256_set1_epi32(1);
-  const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right_shift), one);
-  const __m256i remainder = _mm256_and_si256(high, mask);
-  const __m256i threshold =
-      _mm256_add_epi32(_mm256_srai_epi32(mask, 1), _mm256_srli_epi32(high, 31));
-  return _mm256_sub_epi32(_mm256_srav_epi32(high, right_shift),
-                          _mm256_cmpgt_epi32(remainder, threshold));
-}
 
 __attribute__((target("avx2,fma"), always_inline)) inline __m256i load256(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
 
-// Output stage of one 16-channel block: requantize, output zero point, clamp,
-// narrow to int8 and store `count` (1..16) channels at `out`.
-__attribute__((target("avx2,fma"), always_inline)) inline void store_block(
-    __m256i acc_a, __m256i acc_b, const BlockStage& s, __m256i out_zp, __m256i act_min,
-    __m256i act_max, int count, int8_t* out) {
-  const __m256i ra = _mm256_add_epi32(
-      requantize_avx2(acc_a, load256(s.multiplier[0]), load256(s.left_shift[0]),
-                      load256(s.right_shift[0])),
-      out_zp);
-  const __m256i rb = _mm256_add_epi32(
-      requantize_avx2(acc_b, load256(s.multiplier[1]), load256(s.left_shift[1]),
-                      load256(s.right_shift[1])),
-      out_zp);
-  // Saturating packs keep the order of values, so clamping after them to the
-  // int8 activation range gives the same result as clamping in int32.
-  __m256i r16 = _mm256_packs_epi32(ra, rb);  // channels 0..15 in order
-  r16 = _mm256_min_epi16(_mm256_max_epi16(r16, act_min), act_max);
-  const __m128i bytes =
-      _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packs_epi16(r16, r16), 0x08));
+// TFLite MultiplyByQuantizedMultiplier on the 8 lanes of one half, multiplier >= 0.
+// SaturatingRoundingDoublingHighMul is (a*b + nudge) / 2^31 truncated, which
+// for both signs equals floor((a*b + 2^30) / 2^31) (its nudge is 2^30 for
+// a*b >= 0 and 1 - 2^30 otherwise); the low 32 bits of that floor are bits
+// 31..62 of a*b + 2^30, which a logical 64-bit shift extracts. The saturating
+// case a == b == INT32_MIN cannot occur with b >= 0. RoundingDivideByPOT
+// follows gemmlowp: (x >> e) + (remainder > (mask >> 1) + (x < 0)).
+template <bool kLeftShift>
+__attribute__((target("avx2,fma"), always_inline)) inline __m256i requantize_avx2(
+    __m256i acc, const BlockStage& s, int half) {
+  const __m256i x = kLeftShift ? _mm256_sllv_epi32(acc, load256(s.left_shift[half])) : acc;
+  const __m256i nudge = _mm256_set1_epi64x(int64_t{1} << 30);
+  __m256i even = _mm256_mul_epi32(x, load256(s.multiplier[half]));
+  __m256i odd = _mm256_mul_epi32(_mm256_srli_epi64(x, 32), load256(s.multiplier_odd[half]));
+  even = _mm256_srli_epi64(_mm256_add_epi64(even, nudge), 31);
+  odd = _mm256_slli_epi64(_mm256_add_epi64(odd, nudge), 1);
+  const __m256i high = _mm256_blend_epi32(even, odd, 0xAA);
+  const __m256i remainder = _mm256_and_si256(high, load256(s.round_mask[half]));
+  const __m256i threshold =
+      _mm256_add_epi32(load256(s.round_half[half]), _mm256_srli_epi32(high, 31));
+  return _mm256_sub_epi32(_mm256_srav_epi32(high, load256(s.right_shift[half])),
+                          _mm256_cmpgt_epi32(remainder, threshold));
+}
+
+// Output stage of one 16-channel block up to int16: requantize, output zero
+// point, saturate to int16 in channel order 0..15. Saturating packs keep the
+// order of values, so clamping after them to the int8 activation range gives
+// the same result as clamping in int32.
+template <bool kLeftShift>
+__attribute__((target("avx2,fma"), always_inline)) inline __m256i requantize_block(
+    __m256i acc_a, __m256i acc_b, const BlockStage& s, __m256i out_zp) {
+  const __m256i ra = _mm256_add_epi32(requantize_avx2<kLeftShift>(acc_a, s, 0), out_zp);
+  const __m256i rb = _mm256_add_epi32(requantize_avx2<kLeftShift>(acc_b, s, 1), out_zp);
+  return _mm256_packs_epi32(ra, rb);
+}
+
+// Stores `count` (1..16) int8 channels from the low 128 bits of `bytes`.
+__attribute__((target("avx2,fma"), always_inline)) inline void store_channels(__m128i bytes,
+                                                                             int count,
+                                                                             int8_t* out) {
   if (count == kBlock) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), bytes);
   } else {
@@ -182,6 +183,16 @@ __attribute__((target("avx2,fma"))) void build_row(const DwProblem& p, int y, in
   const int16_t zp = static_cast<int16_t>(p.input_zero_point);
   const __m256i zp16 = _mm256_set1_epi16(zp);
   const int8_t* src_row = p.input + static_cast<int64_t>(iy) * p.in_w * p.in_c;
+  if (m_count == 1 && cp == p.in_c) {  // contiguous row, no channel tail
+    int16_t* px = dst + static_cast<int64_t>(p.window.pad_left) * cp;
+    const int64_t n = static_cast<int64_t>(p.in_w) * p.in_c;
+    for (int64_t i = 0; i < n; i += kBlock) {
+      const __m256i v =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src_row + i)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(px + i), _mm256_sub_epi16(v, zp16));
+    }
+    return;
+  }
   for (int ix = 0; ix < p.in_w; ++ix) {
     const int8_t* src = src_row + static_cast<int64_t>(ix) * p.in_c;
     int16_t* px = dst + static_cast<int64_t>(ix + p.window.pad_left) * cp;
@@ -203,62 +214,86 @@ __attribute__((target("avx2,fma"))) void build_row(const DwProblem& p, int y, in
   }
 }
 
-__attribute__((target("avx2,fma"))) void depthwise_avx2(const DwProblem& p) {
-  const int out_c = p.out_c;
-  const int blocks = (out_c + kBlock - 1) / kBlock;
-  const int cp = blocks * kBlock;
-  const int wp = p.in_w + p.window.pad_left + p.window.pad_right;
-  const int64_t row_stride = static_cast<int64_t>(wp) * cp;
-  const int kh = p.kernel_h, kw = p.kernel_w;
+// Filter and output stage rearranged for the kernel (steps 2 and 3).
+struct Packed {
+  int blocks = 0, cp = 0, taps = 0, pairs = 0;
+  bool any_left_shift = false;
+  std::unique_ptr<int16_t[]> filter;  // [block][pair][A 16 | B 16] int16
+  std::unique_ptr<BlockStage[]> stage;  // [block]
+};
 
-  // Step 2: tap pairs and the interleaved filter, 2 x 16 int16 per block and
-  // pair (A then B order).
-  const int taps = kh * kw;
-  const int pairs = (taps + 1) / 2;
-  std::unique_ptr<int16_t[]> wpack(new int16_t[static_cast<size_t>(blocks) * pairs * 2 * kBlock]);
-  for (int b = 0; b < blocks; ++b) {
-    for (int q = 0; q < pairs; ++q) {
+__attribute__((target("avx2,fma"))) Packed pack(const DwProblem& p) {
+  Packed k;
+  const int out_c = p.out_c;
+  k.blocks = (out_c + kBlock - 1) / kBlock;
+  k.cp = k.blocks * kBlock;
+  k.taps = p.kernel_h * p.kernel_w;
+  k.pairs = (k.taps + 1) / 2;
+  k.filter.reset(new int16_t[static_cast<size_t>(k.blocks) * k.pairs * 2 * kBlock]);
+  for (int b = 0; b < k.blocks; ++b) {
+    for (int q = 0; q < k.pairs; ++q) {
       alignas(32) int16_t w[2][kBlock];
-      for (int k = 0; k < 2; ++k) {
-        const int t = 2 * q + k;
+      for (int i = 0; i < 2; ++i) {
+        const int t = 2 * q + i;
         for (int j = 0; j < kBlock; ++j) {
           const int oc = b * kBlock + j;
-          w[k][j] = (t < taps && oc < out_c) ? p.filter[static_cast<int64_t>(t) * out_c + oc]
-                                             : int16_t{0};
+          w[i][j] = (t < k.taps && oc < out_c) ? p.filter[static_cast<int64_t>(t) * out_c + oc]
+                                               : int16_t{0};
         }
       }
       const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[0]));
       const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[1]));
-      int16_t* dst = wpack.get() + (static_cast<size_t>(b) * pairs + q) * 2 * kBlock;
+      int16_t* dst = k.filter.get() + (static_cast<size_t>(b) * k.pairs + q) * 2 * kBlock;
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm256_unpacklo_epi16(w0, w1));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + kBlock), _mm256_unpackhi_epi16(w0, w1));
     }
   }
-
-  // Step 3: output stage per block, in accumulator lane order.
-  std::unique_ptr<BlockStage[]> stage(new BlockStage[blocks]);
-  for (int b = 0; b < blocks; ++b) {
+  k.stage.reset(new BlockStage[k.blocks]);
+  for (int b = 0; b < k.blocks; ++b) {
+    BlockStage& s = k.stage[b];
     for (int half = 0; half < 2; ++half) {
       for (int j = 0; j < 8; ++j) {
         const int oc = b * kBlock + permuted_channel(half, j);
         const bool real = oc < out_c;
         const int shift = real ? p.stage.shift[oc] : 0;
-        stage[b].bias[half][j] = (real && p.bias != nullptr) ? p.bias[oc] : 0;
-        stage[b].multiplier[half][j] = real ? p.stage.multiplier[oc] : 0;
-        stage[b].left_shift[half][j] = shift > 0 ? shift : 0;
-        stage[b].right_shift[half][j] = shift > 0 ? 0 : -shift;
+        const int right = shift > 0 ? 0 : -shift;
+        s.bias[half][j] = (real && p.bias != nullptr) ? p.bias[oc] : 0;
+        s.multiplier[half][j] = real ? p.stage.multiplier[oc] : 0;
+        s.left_shift[half][j] = shift > 0 ? shift : 0;
+        s.right_shift[half][j] = right;
+        s.round_mask[half][j] = static_cast<int32_t>((int64_t{1} << right) - 1);
+        s.round_half[half][j] = s.round_mask[half][j] >> 1;
+        k.any_left_shift = k.any_left_shift || shift > 0;
+      }
+      for (int j = 0; j < 8; j += 2) {
+        s.multiplier_odd[half][j] = s.multiplier[half][j + 1];
+        s.multiplier_odd[half][j + 1] = 0;
       }
     }
   }
+  return k;
+}
+
+// The main loop. (Fully unrolling the pair loop for 3x3 measured slower: the
+// extra live registers spill.)
+template <bool kLeftShift>
+__attribute__((target("avx2,fma"))) void depthwise_avx2_loop(const DwProblem& p, const Packed& k) {
+  const int out_c = p.out_c;
+  const int blocks = k.blocks, cp = k.cp, taps = k.taps;
+  const int pairs = k.pairs;
+  const int kh = p.kernel_h, kw = p.kernel_w;
+  const int wp = p.in_w + p.window.pad_left + p.window.pad_right;
+  const int64_t row_stride = static_cast<int64_t>(wp) * cp;
 
   // Step 1: the ring of kernel_h padded rows; padded row y lives in slot y % kh.
   std::unique_ptr<int16_t[]> ring(new int16_t[static_cast<size_t>(kh) * row_stride]);
-  std::vector<const int16_t*> tap0(pairs), tap1(pairs);  // this output row's pair pointers
   int next_row = 0;  // first padded row not converted yet
+  const int16_t* tap0[kMaxPairs];  // this output row's pair pointers
+  const int16_t* tap1[kMaxPairs];
 
   const __m256i out_zp = _mm256_set1_epi32(p.stage.output_zero_point);
-  const __m256i act_min = _mm256_set1_epi16(static_cast<int16_t>(p.stage.act_min));
-  const __m256i act_max = _mm256_set1_epi16(static_cast<int16_t>(p.stage.act_max));
+  const __m256i act_min = _mm256_set1_epi8(static_cast<int8_t>(p.stage.act_min));
+  const __m256i act_max = _mm256_set1_epi8(static_cast<int8_t>(p.stage.act_max));
   const int64_t pixel_step = static_cast<int64_t>(p.window.stride_w) * cp;
 
   for (int oy = 0; oy < p.out_h; ++oy) {
@@ -274,8 +309,6 @@ __attribute__((target("avx2,fma"))) void depthwise_avx2(const DwProblem& p) {
       tap0[q] = tap_ptr(2 * q);
       tap1[q] = 2 * q + 1 < taps ? tap_ptr(2 * q + 1) : tap0[q];
     }
-    const int16_t* const* t0 = tap0.data();
-    const int16_t* const* t1 = tap1.data();
     int8_t* out_row = p.output + static_cast<int64_t>(oy) * p.out_w * out_c;
 
     int ox = 0;
@@ -283,46 +316,63 @@ __attribute__((target("avx2,fma"))) void depthwise_avx2(const DwProblem& p) {
       const int64_t px0 = ox * pixel_step;
       const int64_t px1 = px0 + pixel_step;
       for (int b = 0; b < blocks; ++b) {
-        const BlockStage& s = stage[b];
-        const int16_t* wq = wpack.get() + static_cast<size_t>(b) * pairs * 2 * kBlock;
+        const BlockStage& s = k.stage[b];
+        const int16_t* wq = k.filter.get() + static_cast<size_t>(b) * pairs * 2 * kBlock;
         const int64_t c0 = px0 + b * kBlock, c1 = px1 + b * kBlock;
         __m256i a0 = load256(s.bias[0]), b0 = load256(s.bias[1]);
         __m256i a1 = a0, b1 = b0;
         for (int q = 0; q < pairs; ++q) {
           const __m256i wa = load256(wq + 2 * q * kBlock);
           const __m256i wb = load256(wq + (2 * q + 1) * kBlock);
-          const __m256i x00 = load256(t0[q] + c0), x01 = load256(t1[q] + c0);
-          const __m256i x10 = load256(t0[q] + c1), x11 = load256(t1[q] + c1);
+          const __m256i x00 = load256(tap0[q] + c0), x01 = load256(tap1[q] + c0);
+          const __m256i x10 = load256(tap0[q] + c1), x11 = load256(tap1[q] + c1);
           a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_unpacklo_epi16(x00, x01), wa));
           b0 = _mm256_add_epi32(b0, _mm256_madd_epi16(_mm256_unpackhi_epi16(x00, x01), wb));
           a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_unpacklo_epi16(x10, x11), wa));
           b1 = _mm256_add_epi32(b1, _mm256_madd_epi16(_mm256_unpackhi_epi16(x10, x11), wb));
         }
+        // Both pixels narrowed together: after the permute, pixel 0's 16
+        // channels are the low half and pixel 1's the high half.
+        const __m256i r0 = requantize_block<kLeftShift>(a0, b0, s, out_zp);
+        const __m256i r1 = requantize_block<kLeftShift>(a1, b1, s, out_zp);
+        __m256i r8 = _mm256_permute4x64_epi64(_mm256_packs_epi16(r0, r1), 0xD8);
+        r8 = _mm256_min_epi8(_mm256_max_epi8(r8, act_min), act_max);
         const int count = std::min(kBlock, out_c - b * kBlock);
         int8_t* out = out_row + static_cast<int64_t>(ox) * out_c + b * kBlock;
-        store_block(a0, b0, s, out_zp, act_min, act_max, count, out);
-        store_block(a1, b1, s, out_zp, act_min, act_max, count, out + out_c);
+        store_channels(_mm256_castsi256_si128(r8), count, out);
+        store_channels(_mm256_extracti128_si256(r8, 1), count, out + out_c);
       }
     }
     for (; ox < p.out_w; ++ox) {  // odd last pixel
       const int64_t px0 = ox * pixel_step;
       for (int b = 0; b < blocks; ++b) {
-        const BlockStage& s = stage[b];
-        const int16_t* wq = wpack.get() + static_cast<size_t>(b) * pairs * 2 * kBlock;
+        const BlockStage& s = k.stage[b];
+        const int16_t* wq = k.filter.get() + static_cast<size_t>(b) * pairs * 2 * kBlock;
         const int64_t c0 = px0 + b * kBlock;
         __m256i a0 = load256(s.bias[0]), b0 = load256(s.bias[1]);
         for (int q = 0; q < pairs; ++q) {
-          const __m256i x00 = load256(t0[q] + c0), x01 = load256(t1[q] + c0);
+          const __m256i x00 = load256(tap0[q] + c0), x01 = load256(tap1[q] + c0);
           a0 = _mm256_add_epi32(
               a0, _mm256_madd_epi16(_mm256_unpacklo_epi16(x00, x01), load256(wq + 2 * q * kBlock)));
           b0 = _mm256_add_epi32(b0, _mm256_madd_epi16(_mm256_unpackhi_epi16(x00, x01),
                                                       load256(wq + (2 * q + 1) * kBlock)));
         }
-        const int count = std::min(kBlock, out_c - b * kBlock);
-        store_block(a0, b0, s, out_zp, act_min, act_max, count,
-                    out_row + static_cast<int64_t>(ox) * out_c + b * kBlock);
+        const __m256i r0 = requantize_block<kLeftShift>(a0, b0, s, out_zp);
+        __m256i r8 = _mm256_permute4x64_epi64(_mm256_packs_epi16(r0, r0), 0xD8);
+        r8 = _mm256_min_epi8(_mm256_max_epi8(r8, act_min), act_max);
+        store_channels(_mm256_castsi256_si128(r8), std::min(kBlock, out_c - b * kBlock),
+                       out_row + static_cast<int64_t>(ox) * out_c + b * kBlock);
       }
     }
+  }
+}
+
+void depthwise_avx2(const DwProblem& p) {
+  const Packed k = pack(p);
+  if (k.any_left_shift) {
+    depthwise_avx2_loop<true>(p, k);
+  } else {
+    depthwise_avx2_loop<false>(p, k);
   }
 }
 
