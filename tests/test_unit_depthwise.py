@@ -297,7 +297,7 @@ BOUNDARY_REJECTED = [
     ("act_min_gt_max", dict(act=(5, 4)), r"activation range \[5, 4\] must satisfy"),
     ("act_max_128", dict(act=(-128, 128)), r"activation range \[-128, 128\]"),
     ("act_min_-129", dict(act=(-129, 127)), r"activation range \[-129, 127\]"),
-    ("shift_32", dict(shift=32), r"shift\[0\] 32 out of range \[-31, 31\] \(NACC_QUANT_SHIFT\)"),
+    ("shift_32", dict(shift=32), r"shift\[0\] 32 out of range \[-31, 31\] \(QUANT_SHIFT array"),
     ("shift_-32", dict(shift=-32), r"shift\[0\] -32 out of range \[-31, 31\]"),
     ("multiplier_negative", dict(mult=-1), r"multiplier\[0\] -1 out of range \[0, 2\^31\)"),
     ("padded_input_smaller_than_kernel", dict(kernel=(5, 5), h=2, w=2, padding=(1, 1, 1, 1)),

@@ -5,9 +5,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
-#include <vector>
 
 #include "common/cpu.h"
 #include "common/limits.h"
@@ -214,11 +214,27 @@ __attribute__((target("avx2,fma"))) void build_row(const DwProblem& p, int y, in
   }
 }
 
+// An int16 buffer starting on a 64-byte cache line, so that the kernel's
+// 32-byte loads at multiples of 32 bytes never split a line.
+class AlignedInt16 {
+ public:
+  AlignedInt16() = default;
+  explicit AlignedInt16(size_t n) : storage_(new int16_t[n + 32]) {
+    const auto addr = reinterpret_cast<uintptr_t>(storage_.get());
+    data_ = storage_.get() + (64 - addr % 64) % 64 / sizeof(int16_t);
+  }
+  int16_t* get() const { return data_; }
+
+ private:
+  std::unique_ptr<int16_t[]> storage_;
+  int16_t* data_ = nullptr;
+};
+
 // Filter and output stage rearranged for the kernel (steps 2 and 3).
 struct Packed {
   int blocks = 0, cp = 0, taps = 0, pairs = 0;
   bool any_left_shift = false;
-  std::unique_ptr<int16_t[]> filter;  // [block][pair][A 16 | B 16] int16
+  AlignedInt16 filter;  // [block][pair][A 16 | B 16] int16
   std::unique_ptr<BlockStage[]> stage;  // [block]
 };
 
@@ -229,7 +245,7 @@ __attribute__((target("avx2,fma"))) Packed pack(const DwProblem& p) {
   k.cp = k.blocks * kBlock;
   k.taps = p.kernel_h * p.kernel_w;
   k.pairs = (k.taps + 1) / 2;
-  k.filter.reset(new int16_t[static_cast<size_t>(k.blocks) * k.pairs * 2 * kBlock]);
+  k.filter = AlignedInt16(static_cast<size_t>(k.blocks) * k.pairs * 2 * kBlock);
   for (int b = 0; b < k.blocks; ++b) {
     for (int q = 0; q < k.pairs; ++q) {
       alignas(32) int16_t w[2][kBlock];
@@ -286,7 +302,7 @@ __attribute__((target("avx2,fma"))) void depthwise_avx2_loop(const DwProblem& p,
   const int64_t row_stride = static_cast<int64_t>(wp) * cp;
 
   // Step 1: the ring of kernel_h padded rows; padded row y lives in slot y % kh.
-  std::unique_ptr<int16_t[]> ring(new int16_t[static_cast<size_t>(kh) * row_stride]);
+  const AlignedInt16 ring(static_cast<size_t>(kh) * row_stride);
   int next_row = 0;  // first padded row not converted yet
   const int16_t* tap0[kMaxPairs];  // this output row's pair pointers
   const int16_t* tap1[kMaxPairs];
@@ -416,9 +432,9 @@ void depthwise_conv2d_s8(const WindowParams& window, int depth_multiplier,
   check_act_range(kOp, out_stage.act_min, out_stage.act_max);
   for (int oc = 0; oc < out_c; ++oc) {
     check_arg(out_stage.multiplier[oc] >= 0, kOp, ": multiplier[", oc, "] ",
-              out_stage.multiplier[oc], " out of range [0, 2^31) (NACC_QUANT_MUL)");
+              out_stage.multiplier[oc], " out of range [0, 2^31) (QUANT_MUL array, NACC_SPEC §1)");
     check_arg(out_stage.shift[oc] >= -31 && out_stage.shift[oc] <= 31, kOp, ": shift[", oc, "] ",
-              out_stage.shift[oc], " out of range [-31, 31] (NACC_QUANT_SHIFT)");
+              out_stage.shift[oc], " out of range [-31, 31] (QUANT_SHIFT array, NACC_SPEC §1)");
   }
 
   const DwProblem p{input_shape.h, input_shape.w, input_shape.c, filter_shape.h, filter_shape.w,
