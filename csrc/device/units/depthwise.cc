@@ -182,6 +182,14 @@ __attribute__((target("avx2,fma"))) void build_row(const DwProblem& p, int y, in
   const int m_count = p.depth_multiplier;
   const int16_t zp = static_cast<int16_t>(p.input_zero_point);
   const __m256i zp16 = _mm256_set1_epi16(zp);
+  alignas(32) int8_t expand[4][32];  // multiplier expansion controls, see below
+  for (int j = 0; j < m_count / 2; ++j) {
+    for (int i = 0; i < kBlock; ++i) {
+      const int channel = (kBlock * j + i) / m_count;  // 0..7 within the group of 8
+      expand[j][2 * i] = static_cast<int8_t>(2 * channel);
+      expand[j][2 * i + 1] = static_cast<int8_t>(2 * channel + 1);
+    }
+  }
   const int8_t* src_row = p.input + static_cast<int64_t>(iy) * p.in_w * p.in_c;
   if (m_count == 1 && cp == p.in_c) {  // contiguous row, no channel tail
     int16_t* px = dst + static_cast<int64_t>(p.window.pad_left) * cp;
@@ -205,7 +213,21 @@ __attribute__((target("avx2,fma"))) void build_row(const DwProblem& p, int y, in
       }
       for (; c < p.in_c; ++c) px[c] = static_cast<int16_t>(src[c] - zp);
     } else {
-      for (int ic = 0; ic < p.in_c; ++ic) {
+      // 8 input channels -> 8 * M outputs (M / 2 vectors): both lanes hold the
+      // 8 values, and pshufb control j picks value (16 j + i) / M for output i
+      // of vector j.
+      int ic = 0;
+      for (; ic + 8 <= p.in_c; ic += 8) {
+        const __m128i v = _mm_sub_epi16(
+            _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + ic))),
+            _mm256_castsi256_si128(zp16));
+        const __m256i both = _mm256_broadcastsi128_si256(v);
+        for (int j = 0; j < m_count / 2; ++j) {
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(px + ic * m_count + kBlock * j),
+                              _mm256_shuffle_epi8(both, load256(expand[j])));
+        }
+      }
+      for (; ic < p.in_c; ++ic) {
         const int16_t v = static_cast<int16_t>(src[ic] - zp);
         for (int m = 0; m < m_count; ++m) px[ic * m_count + m] = v;
       }
