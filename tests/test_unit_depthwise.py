@@ -145,6 +145,7 @@ def test_case_table_coverage():
     realistic = [c for c in CASES if c.c * c.m >= 10 and c.h * c.w >= 100]
     assert len(CASES) >= 200 and len(realistic) >= len(CASES) // 4
     assert {c.m for c in CASES} == {1, 2, 4, 8}
+    assert any(c.m > 1 and c.c >= 8 for c in CASES)  # vector multiplier expansion
     assert any(c.sh > c.kh or c.sw > c.kw for c in CASES)
     assert any(len(set(tflite_pads(c)[2])) > 1 for c in CASES if c.padding == "SAME")
     assert any((c.c * c.m) % 32 for c in CASES if c.c * c.m > 32)

@@ -103,59 +103,99 @@ void avg_pool_reference(const PoolProblem& p) {
 }
 
 // ---------------------------------------------------------------------------
-// AVX2 paths: 32 channels per step (16 for the int16 average sums), an SSE
-// step of 16, then the remaining channels with the reference arithmetic.
+// AVX2 paths. One output pixel at a time, channels in vector blocks; a
+// channel count that is not a multiple of the block width is finished with
+// one more block ending at the last channel (it recomputes a few channels with
+// the same result), so only maps with fewer than 8 channels take the scalar
+// loop. Input and output must not overlap.
+
+#define NACC_AVX2 __attribute__((target("avx2,fma"), always_inline)) inline
+
+// The clipped window of one output pixel: `rows` x `cols` positions from `first`.
+struct Window {
+  const int8_t* first;
+  int rows, cols;
+  int64_t row_stride;  // bytes between input rows
+  int pixel_stride;    // bytes between input pixels (= channels)
+};
+
+NACC_AVX2 void max_block32(const Window& win, int c, __m256i lo, __m256i hi, int8_t* out) {
+  __m256i m = _mm256_set1_epi8(-128);
+  for (int r = 0; r < win.rows; ++r) {
+    const int8_t* src = win.first + r * win.row_stride + c;
+    for (int k = 0; k < win.cols; ++k) {
+      m = _mm256_max_epi8(m, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
+      src += win.pixel_stride;
+    }
+  }
+  m = _mm256_min_epi8(_mm256_max_epi8(m, lo), hi);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c), m);
+}
+
+NACC_AVX2 void max_block16(const Window& win, int c, __m256i lo, __m256i hi, int8_t* out) {
+  __m128i m = _mm_set1_epi8(-128);
+  for (int r = 0; r < win.rows; ++r) {
+    const int8_t* src = win.first + r * win.row_stride + c;
+    for (int k = 0; k < win.cols; ++k) {
+      m = _mm_max_epi8(m, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
+      src += win.pixel_stride;
+    }
+  }
+  m = _mm_min_epi8(_mm_max_epi8(m, _mm256_castsi256_si128(lo)), _mm256_castsi256_si128(hi));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + c), m);
+}
+
+NACC_AVX2 void max_block8(const Window& win, int c, __m256i lo, __m256i hi, int8_t* out) {
+  __m128i m = _mm_set1_epi8(-128);
+  for (int r = 0; r < win.rows; ++r) {
+    const int8_t* src = win.first + r * win.row_stride + c;
+    for (int k = 0; k < win.cols; ++k) {
+      m = _mm_max_epi8(m, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src)));
+      src += win.pixel_stride;
+    }
+  }
+  m = _mm_min_epi8(_mm_max_epi8(m, _mm256_castsi256_si128(lo)), _mm256_castsi256_si128(hi));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out + c), m);
+}
 
 __attribute__((target("avx2,fma"))) void max_pool_avx2(const PoolProblem& p) {
   const WindowParams& w = p.params.window;
   const int channels = p.channels;
   const int64_t row_stride = static_cast<int64_t>(p.in_w) * channels;
-  const int8_t lo = static_cast<int8_t>(p.params.act_min);
-  const int8_t hi = static_cast<int8_t>(p.params.act_max);
-  const __m256i lo32 = _mm256_set1_epi8(lo), hi32 = _mm256_set1_epi8(hi);
-  const __m128i lo16 = _mm_set1_epi8(lo), hi16 = _mm_set1_epi8(hi);
+  const __m256i lo = _mm256_set1_epi8(static_cast<int8_t>(p.params.act_min));
+  const __m256i hi = _mm256_set1_epi8(static_cast<int8_t>(p.params.act_max));
   for (int oy = 0; oy < p.out_h; ++oy) {
     const Span ys = clipped_window(oy, w.stride_h, w.pad_top, p.params.kernel_h, p.in_h);
     for (int ox = 0; ox < p.out_w; ++ox) {
       const Span xs = clipped_window(ox, w.stride_w, w.pad_left, p.params.kernel_w, p.in_w);
-      const int rows = std::max(ys.end - ys.begin, 0);
-      const int cols = std::max(xs.end - xs.begin, 0);
-      // An empty window (explicit padding only) reads nothing.
-      const int8_t* first =
-          rows > 0 && cols > 0
-              ? p.input + ys.begin * row_stride + static_cast<int64_t>(xs.begin) * channels
-              : p.input;
+      Window win{p.input, std::max(ys.end - ys.begin, 0), std::max(xs.end - xs.begin, 0),
+                 row_stride, channels};
+      if (win.rows > 0 && win.cols > 0) {  // an empty window reads nothing
+        win.first = p.input + ys.begin * row_stride + static_cast<int64_t>(xs.begin) * channels;
+      } else {
+        win.rows = win.cols = 0;
+      }
       int8_t* out = p.output + (static_cast<int64_t>(oy) * p.out_w + ox) * channels;
-      int c = 0;
-      for (; c + 32 <= channels; c += 32) {
-        __m256i m = _mm256_set1_epi8(-128);
-        for (int r = 0; r < rows; ++r) {
-          const int8_t* src = first + r * row_stride + c;
-          for (int k = 0; k < cols; ++k) {
-            m = _mm256_max_epi8(
-                m, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k * channels)));
+      if (channels >= 32) {
+        int c = 0;
+        for (; c + 32 <= channels; c += 32) max_block32(win, c, lo, hi, out);
+        if (c < channels) max_block32(win, channels - 32, lo, hi, out);
+      } else if (channels >= 16) {
+        max_block16(win, 0, lo, hi, out);
+        if (channels > 16) max_block16(win, channels - 16, lo, hi, out);
+      } else if (channels >= 8) {
+        max_block8(win, 0, lo, hi, out);
+        if (channels > 8) max_block8(win, channels - 8, lo, hi, out);
+      } else {
+        for (int c = 0; c < channels; ++c) {
+          int32_t m = -128;
+          for (int r = 0; r < win.rows; ++r) {
+            for (int k = 0; k < win.cols; ++k) {
+              m = std::max<int32_t>(m, win.first[r * row_stride + k * channels + c]);
+            }
           }
+          out[c] = saturate_to_int8(m, p.params.act_min, p.params.act_max);
         }
-        m = _mm256_min_epi8(_mm256_max_epi8(m, lo32), hi32);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c), m);
-      }
-      for (; c + 16 <= channels; c += 16) {
-        __m128i m = _mm_set1_epi8(-128);
-        for (int r = 0; r < rows; ++r) {
-          const int8_t* src = first + r * row_stride + c;
-          for (int k = 0; k < cols; ++k) {
-            m = _mm_max_epi8(m, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k * channels)));
-          }
-        }
-        m = _mm_min_epi8(_mm_max_epi8(m, lo16), hi16);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + c), m);
-      }
-      for (; c < channels; ++c) {
-        int32_t m = -128;
-        for (int r = 0; r < rows; ++r) {
-          for (int k = 0; k < cols; ++k) m = std::max<int32_t>(m, first[r * row_stride + k * channels + c]);
-        }
-        out[c] = saturate_to_int8(m, p.params.act_min, p.params.act_max);
       }
     }
   }
@@ -163,6 +203,47 @@ __attribute__((target("avx2,fma"))) void max_pool_avx2(const PoolProblem& p) {
 
 // The 2x2 window clipped to the input holds 1, 2 or 4 positions, so TFLite's
 // rounded division is sign(sum) * ((|sum| + count/2) >> log2(count)).
+struct AvgDivisor {
+  __m128i shift;  // log2(count)
+  __m256i half;   // count / 2 in every int16 lane
+};
+
+NACC_AVX2 void avg_block16(const Window& win, int c, const AvgDivisor& d, __m256i lo, __m256i hi,
+                           int8_t* out) {
+  __m256i sum = _mm256_setzero_si256();
+  for (int r = 0; r < win.rows; ++r) {
+    const int8_t* src = win.first + r * win.row_stride + c;
+    for (int k = 0; k < win.cols; ++k) {
+      sum = _mm256_add_epi16(
+          sum, _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src))));
+      src += win.pixel_stride;
+    }
+  }
+  const __m256i magnitude =
+      _mm256_srl_epi16(_mm256_add_epi16(_mm256_abs_epi16(sum), d.half), d.shift);
+  __m256i avg = _mm256_min_epi16(_mm256_max_epi16(_mm256_sign_epi16(magnitude, sum), lo), hi);
+  avg = _mm256_permute4x64_epi64(_mm256_packs_epi16(avg, avg), 0x08);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + c), _mm256_castsi256_si128(avg));
+}
+
+NACC_AVX2 void avg_block8(const Window& win, int c, const AvgDivisor& d, __m256i lo, __m256i hi,
+                          int8_t* out) {
+  __m128i sum = _mm_setzero_si128();
+  for (int r = 0; r < win.rows; ++r) {
+    const int8_t* src = win.first + r * win.row_stride + c;
+    for (int k = 0; k < win.cols; ++k) {
+      sum = _mm_add_epi16(
+          sum, _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src))));
+      src += win.pixel_stride;
+    }
+  }
+  const __m128i magnitude =
+      _mm_srl_epi16(_mm_add_epi16(_mm_abs_epi16(sum), _mm256_castsi256_si128(d.half)), d.shift);
+  __m128i avg = _mm_sign_epi16(magnitude, sum);
+  avg = _mm_min_epi16(_mm_max_epi16(avg, _mm256_castsi256_si128(lo)), _mm256_castsi256_si128(hi));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out + c), _mm_packs_epi16(avg, avg));
+}
+
 __attribute__((target("avx2,fma"))) void avg_pool_avx2(const PoolProblem& p) {
   const WindowParams& w = p.params.window;
   const int channels = p.channels;
@@ -173,40 +254,34 @@ __attribute__((target("avx2,fma"))) void avg_pool_avx2(const PoolProblem& p) {
     const Span ys = clipped_window(oy, w.stride_h, w.pad_top, p.params.kernel_h, p.in_h);
     for (int ox = 0; ox < p.out_w; ++ox) {
       const Span xs = clipped_window(ox, w.stride_w, w.pad_left, p.params.kernel_w, p.in_w);
-      const int8_t* first = p.input + ys.begin * row_stride + static_cast<int64_t>(xs.begin) * channels;
-      const int rows = ys.end - ys.begin;
-      const int cols = xs.end - xs.begin;
-      const int32_t count = rows * cols;  // 1, 2 or 4
-      const int log2_count = count == 4 ? 2 : count - 1;
-      const __m128i shift = _mm_cvtsi32_si128(log2_count);
-      const __m256i half = _mm256_set1_epi16(static_cast<int16_t>(count / 2));
+      const Window win{p.input + ys.begin * row_stride + static_cast<int64_t>(xs.begin) * channels,
+                       ys.end - ys.begin, xs.end - xs.begin, row_stride, channels};
+      const int32_t count = win.rows * win.cols;  // 1, 2 or 4 (validated non-empty)
+      const AvgDivisor d{_mm_cvtsi32_si128(count == 4 ? 2 : count - 1),
+                         _mm256_set1_epi16(static_cast<int16_t>(count / 2))};
       int8_t* out = p.output + (static_cast<int64_t>(oy) * p.out_w + ox) * channels;
-      int c = 0;
-      for (; c + 16 <= channels; c += 16) {
-        __m256i sum = _mm256_setzero_si256();
-        for (int r = 0; r < rows; ++r) {
-          const int8_t* src = first + r * row_stride + c;
-          for (int k = 0; k < cols; ++k) {
-            sum = _mm256_add_epi16(sum, _mm256_cvtepi8_epi16(_mm_loadu_si128(
-                                            reinterpret_cast<const __m128i*>(src + k * channels))));
+      if (channels >= 16) {
+        int c = 0;
+        for (; c + 16 <= channels; c += 16) avg_block16(win, c, d, lo, hi, out);
+        if (c < channels) avg_block16(win, channels - 16, d, lo, hi, out);
+      } else if (channels >= 8) {
+        avg_block8(win, 0, d, lo, hi, out);
+        if (channels > 8) avg_block8(win, channels - 8, d, lo, hi, out);
+      } else {
+        for (int c = 0; c < channels; ++c) {
+          int32_t sum = 0;
+          for (int r = 0; r < win.rows; ++r) {
+            for (int k = 0; k < win.cols; ++k) sum += win.first[r * row_stride + k * channels + c];
           }
+          out[c] = saturate_to_int8(rounded_average(sum, count), p.params.act_min,
+                                    p.params.act_max);
         }
-        const __m256i magnitude = _mm256_srl_epi16(_mm256_add_epi16(_mm256_abs_epi16(sum), half), shift);
-        __m256i avg = _mm256_sign_epi16(magnitude, sum);
-        avg = _mm256_min_epi16(_mm256_max_epi16(avg, lo), hi);
-        const __m256i packed = _mm256_permute4x64_epi64(_mm256_packs_epi16(avg, avg), 0x08);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + c), _mm256_castsi256_si128(packed));
-      }
-      for (; c < channels; ++c) {
-        int32_t sum = 0;
-        for (int r = 0; r < rows; ++r) {
-          for (int k = 0; k < cols; ++k) sum += first[r * row_stride + k * channels + c];
-        }
-        out[c] = saturate_to_int8(rounded_average(sum, count), p.params.act_min, p.params.act_max);
       }
     }
   }
 }
+
+#undef NACC_AVX2
 
 }  // namespace
 
