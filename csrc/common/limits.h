@@ -26,6 +26,13 @@ constexpr int kMaxDepthMultiplierLog2 = 3;
 constexpr int kMacLanes = 64;
 // NACC_SPEC §1: one core's local SRAM, bytes.
 constexpr int64_t kDefaultSramBytes = 64 * 1024;
+// NACC_SPEC §3: NACC_MEM_RANGE bases are 10-bit, so SRAM buffers start on
+// multiples of SRAM size / 1024 (64 bytes in 64 KB).
+constexpr int64_t kSramAlignment = kDefaultSramBytes / 1024;
+// NACC_SPEC §1: feature maps are NHWC with batch N = 1 only; tensors have
+// at most these four dimensions.
+constexpr int kMaxTensorRank = 4;
+constexpr int kMaxBatch = 1;
 // NACC_SPEC §1: activation LUT entries for int8.
 constexpr int kLutEntries = 256;
 // NACC_SPEC §3: FM sizes are 16-bit register fields.
@@ -35,5 +42,38 @@ constexpr int kMaxCores = 32;
 // NACC_SPEC §1: IN_ELEMENT_OFFSET1/2 and FM_OFFSET are 9-bit fields
 // (signed: [-256, 255]); an int8 zero point's negation always fits.
 constexpr int kOffsetBits = 9;
+constexpr int32_t kMinOffset = -(1 << (kOffsetBits - 1));     // -256
+constexpr int32_t kMaxOffset = (1 << (kOffsetBits - 1)) - 1;  // 255
+// NACC_SPEC §1: NACC_ELEMENTWISE.LEFT_SHIFT is an 8-bit field. The model
+// accepts [0, 21]: the shifts for which two (int8 + 9-bit offset) << shift
+// terms, each scaled by a multiplier < 1, cannot overflow the int32 sum
+// (384 * 2^21 * 2 < 2^31). TFLite's int8 ADD/SUB use 20.
+constexpr int kMaxElementwiseLeftShift = 21;
+
+// NACC_SPEC §7 (scatter_vnchwconv, seed [V]). The unified buffer (UB) is
+// addressed in 32-byte blocks; a vector address register VA0..VA7 is 128 bits
+// holding 8 block pointers, so each pointer is 16 bits and counts 32-byte
+// blocks: a block address is a multiple of 32 below 2^16 * 32 bytes.
+constexpr int kUbBlockBytes = 32;
+constexpr int kUbBlockPointerBits = 16;
+constexpr int64_t kUbMaxBlockAddress =
+    ((int64_t{1} << kUbBlockPointerBits) - 1) * kUbBlockBytes;
+// One operand is a register pair (VAn, VAn+1): 16 block pointers, 512 bytes.
+constexpr int kVnchwBlocksPerOperand = 16;
+// `repeat` is uint8_t, [0, 255]; strides are uint16_t, [0, 65535] blocks.
+constexpr int kVnchwMaxRepeat = 255;
+constexpr int kVnchwMaxStride = 65535;
+// C0 of NC1HWC0: 32 for 8-bit data, 16 for 16- and 32-bit data.
+constexpr int kC0For8Bit = 32;
+constexpr int kC0For16And32Bit = 16;
+
+// NACC_SPEC §6: addresses in a command stream are offsets into 8 numbered
+// regions; region bases are 44-bit device addresses ([D]), one set of 8 per
+// batch handler, up to 12 batch handlers.
+constexpr int kNumRegions = 8;
+constexpr int kNumBatchHandlers = 12;
+constexpr int kDeviceAddressBits = 44;
+// NACC_SPEC §6 ([D]): the instruction (command stream) address is 4 KB aligned.
+constexpr int kInstructionAlignment = 4096;
 
 }  // namespace nacc::limits

@@ -54,9 +54,13 @@ void fused_activation_range_int8(FusedActivation act, double output_scale, int32
   const int32_t qmin = -128;
   const int32_t qmax = 127;
   // TFLite's Quantize lambda: zero_point + round(f / scale), computed in float.
+  // TFLite fails Prepare ("no_integer_overflow_from_quantization") when the
+  // rounded bound does not fit int32; so does this (instead of UB).
   auto quantize = [&](float f) {
-    const float scaled = f / static_cast<float>(output_scale);
-    return output_zero_point + static_cast<int32_t>(std::round(scaled));
+    const float scaled = std::round(f / static_cast<float>(output_scale));
+    check_arg(scaled >= -2147483648.0f && scaled < 2147483648.0f, "fused activation: bound ", f,
+              " / output scale ", output_scale, " does not fit int32 (TFLite rejects the model)");
+    return output_zero_point + static_cast<int32_t>(scaled);
   };
   switch (act) {
     case FusedActivation::kNone:

@@ -1,0 +1,503 @@
+// The element-wise unit: register validation, TFLite parameter derivation, a
+// plain reference loop over the broadcast output, and a fast path that merges
+// dimensions into contiguous runs and processes each run 16 lanes at a time
+// with AVX2 (scalar tail). Both give the bits of TFLite's reference kernels.
+#include "device/units/elementwise.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/cpu.h"
+#include "common/error.h"
+#include "common/limits.h"
+
+namespace nacc {
+
+const char* elementwise_mode_name(ElementwiseMode mode) {
+  switch (mode) {
+    case ElementwiseMode::kSub: return "SUB";
+    case ElementwiseMode::kAdd: return "ADD";
+    case ElementwiseMode::kMulS16S8: return "MUL_S16_S8";
+    case ElementwiseMode::kMul: return "MUL";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr int kMinShift = -31;
+constexpr int kMaxShift = 31;
+constexpr int64_t kMaxMultiplier = (int64_t{1} << 31) - 1;
+
+void check_offset(int32_t v, const char* op, const char* what, const char* reg) {
+  check_arg(v >= limits::kMinOffset && v <= limits::kMaxOffset, op, ": ", what, " ", v,
+            " out of range [", limits::kMinOffset, ", ", limits::kMaxOffset, "] (", reg, ", ",
+            limits::kOffsetBits, "-bit signed)");
+}
+
+void check_multiplier(int32_t m, int shift, int max_shift, const char* op, const char* what,
+                      const char* mult_reg, const char* shift_reg) {
+  check_arg(m >= 0, op, ": ", what, "_multiplier ", m, " out of range [0, ", kMaxMultiplier,
+            "] (", mult_reg, ")");
+  check_arg(shift >= kMinShift && shift <= max_shift, op, ": ", what, "_shift ", shift,
+            " out of range [", kMinShift, ", ", max_shift, "] (", shift_reg, ")");
+}
+
+// ---------------------------------------------------------------------------
+// Scalar arithmetic, one element (inlined into every loop).
+
+inline int32_t scale_input(int32_t x, int32_t offset, int left_shift, int32_t multiplier,
+                           int shift) {
+  return multiply_by_quantized_multiplier_smaller_than_one(
+      wrapping_shift_left(x + offset, left_shift), multiplier, shift);
+}
+
+template <ElementwiseMode kMode>
+inline int8_t compute_one(const ElementwiseParams& p, int32_t x1, int32_t x2) {
+  int32_t v;
+  if constexpr (kMode == ElementwiseMode::kMul) {
+    v = multiply_by_quantized_multiplier((x1 + p.input1_offset) * (x2 + p.input2_offset),
+                                         p.output_multiplier, p.output_shift);
+  } else {
+    const int32_t s1 =
+        scale_input(x1, p.input1_offset, p.left_shift, p.input1_multiplier, p.input1_shift);
+    const int32_t s2 =
+        scale_input(x2, p.input2_offset, p.left_shift, p.input2_multiplier, p.input2_shift);
+    const int32_t raw = kMode == ElementwiseMode::kSub ? s1 - s2 : s1 + s2;
+    v = multiply_by_quantized_multiplier_smaller_than_one(raw, p.output_multiplier,
+                                                          p.output_shift);
+  }
+  return saturate_to_int8(v + p.output_zero_point, p.act_min, p.act_max);
+}
+
+// ---------------------------------------------------------------------------
+// Reference path: one loop nest over the output, operands indexed with
+// broadcasting, exactly the definition.
+
+template <ElementwiseMode kMode>
+void elementwise_reference(const ElementwiseParams& p, const Shape4& s1, const int8_t* in1,
+                           const Shape4& s2, const int8_t* in2, const Shape4& so, int8_t* out) {
+  auto index = [](const Shape4& s, int n, int h, int w, int c) {
+    const int64_t nn = s.n == 1 ? 0 : n, hh = s.h == 1 ? 0 : h;
+    const int64_t ww = s.w == 1 ? 0 : w, cc = s.c == 1 ? 0 : c;
+    return ((nn * s.h + hh) * s.w + ww) * s.c + cc;
+  };
+  int64_t o = 0;
+  for (int n = 0; n < so.n; ++n) {
+    for (int h = 0; h < so.h; ++h) {
+      for (int w = 0; w < so.w; ++w) {
+        for (int c = 0; c < so.c; ++c) {
+          out[o++] = compute_one<kMode>(p, in1[index(s1, n, h, w, c)], in2[index(s2, n, h, w, c)]);
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Fast path. The broadcast output is split into runs: the innermost dimension
+// after merging every pair of dimensions that both operands walk contiguously.
+// In a run each operand advances by 1 or stays put (stride 0: its value, and
+// for ADD/SUB its scaled value, is computed once per run).
+
+struct Run {
+  const int8_t* a;
+  const int8_t* b;
+  bool a_const, b_const;
+  int8_t* out;
+  int64_t n;
+};
+
+template <ElementwiseMode kMode>
+void run_scalar(const ElementwiseParams& p, const Run& r, int64_t start) {
+  for (int64_t i = start; i < r.n; ++i) {
+    r.out[i] = compute_one<kMode>(p, r.a[r.a_const ? 0 : i], r.b[r.b_const ? 0 : i]);
+  }
+}
+
+#define NACC_AVX2 __attribute__((target("avx2")))
+
+// Vector constants of MultiplyByQuantizedMultiplier-style arithmetic.
+struct RequantAvx2 {
+  __m256i multiplier;  // in every 64-bit lane's low half (and the high half)
+  __m128i left;        // left-shift count
+  __m128i right;       // right-shift count (RoundingDivideByPOT exponent)
+  __m256i mask;        // 2^right - 1
+  __m256i half_mask;   // mask >> 1
+};
+
+NACC_AVX2 inline RequantAvx2 make_requant(int32_t multiplier, int left, int right) {
+  RequantAvx2 r;
+  r.multiplier = _mm256_set1_epi32(multiplier);
+  r.left = _mm_cvtsi32_si128(left);
+  r.right = _mm_cvtsi32_si128(right);
+  const int32_t mask = static_cast<int32_t>((int64_t{1} << right) - 1);
+  r.mask = _mm256_set1_epi32(mask);
+  r.half_mask = _mm256_set1_epi32(mask >> 1);
+  return r;
+}
+
+// SaturatingRoundingDoublingHighMul(a, m) for a multiplier m in [0, 2^31):
+// floor((a * m + 2^30) / 2^31), which equals gemmlowp's nudge-and-truncate form
+// for both signs; the saturating case (a == m == INT32_MIN) cannot occur.
+NACC_AVX2 inline __m256i srdhm_avx2(__m256i a, __m256i m) {
+  const __m256i nudge = _mm256_set1_epi64x(int64_t{1} << 30);
+  const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(a, m), nudge);
+  const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(a, 32), m), nudge);
+  // Bits 31..62 of each 64-bit product: into the low half (even lanes) or the
+  // high half (odd lanes). Logical shifts suffice: only those bits are kept.
+  return _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+}
+
+// RoundingDivideByPOT(x, right): round half away from zero.
+NACC_AVX2 inline __m256i rdbpot_avx2(__m256i x, const RequantAvx2& r) {
+  const __m256i remainder = _mm256_and_si256(x, r.mask);
+  const __m256i negative = _mm256_cmpgt_epi32(_mm256_setzero_si256(), x);  // -1 where x < 0
+  const __m256i threshold = _mm256_sub_epi32(r.half_mask, negative);
+  return _mm256_sub_epi32(_mm256_sra_epi32(x, r.right), _mm256_cmpgt_epi32(remainder, threshold));
+}
+
+NACC_AVX2 inline __m256i requant_avx2(__m256i x, const RequantAvx2& r) {
+  return rdbpot_avx2(srdhm_avx2(_mm256_sll_epi32(x, r.left), r.multiplier), r);
+}
+
+// 16 int8 -> two vectors of 8 int32.
+NACC_AVX2 inline void load16(const int8_t* p, __m256i* lo, __m256i* hi) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  *lo = _mm256_cvtepi8_epi32(v);
+  *hi = _mm256_cvtepi8_epi32(_mm_srli_si128(v, 8));
+}
+
+// Two vectors of 8 int32, each already within [-128, 127] -> 16 int8 in order.
+NACC_AVX2 inline void store16(int8_t* p, __m256i lo, __m256i hi) {
+  const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8);
+  const __m128i b8 = _mm_packs_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), b8);
+}
+
+// + output zero point, clamp to [act_min, act_max].
+NACC_AVX2 inline __m256i finish_avx2(__m256i v, __m256i zp, __m256i lo, __m256i hi) {
+  return _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(v, zp), lo), hi);
+}
+
+template <ElementwiseMode kMode>
+NACC_AVX2 void run_avx2(const ElementwiseParams& p, const Run& r) {
+  const __m256i zp = _mm256_set1_epi32(p.output_zero_point);
+  const __m256i lo_clamp = _mm256_set1_epi32(p.act_min);
+  const __m256i hi_clamp = _mm256_set1_epi32(p.act_max);
+  const __m256i off1 = _mm256_set1_epi32(p.input1_offset);
+  const __m256i off2 = _mm256_set1_epi32(p.input2_offset);
+  int64_t i = 0;
+  if constexpr (kMode == ElementwiseMode::kMul) {
+    const RequantAvx2 out_q = make_requant(p.output_multiplier, std::max(p.output_shift, 0),
+                                           std::max(-p.output_shift, 0));
+    // A constant operand: its offset value, broadcast.
+    const __m256i a_val = _mm256_set1_epi32(r.a[0] + p.input1_offset);
+    const __m256i b_val = _mm256_set1_epi32(r.b[0] + p.input2_offset);
+    for (; i + 16 <= r.n; i += 16) {
+      __m256i a_lo = a_val, a_hi = a_val, b_lo = b_val, b_hi = b_val;
+      if (!r.a_const) {
+        load16(r.a + i, &a_lo, &a_hi);
+        a_lo = _mm256_add_epi32(a_lo, off1);
+        a_hi = _mm256_add_epi32(a_hi, off1);
+      }
+      if (!r.b_const) {
+        load16(r.b + i, &b_lo, &b_hi);
+        b_lo = _mm256_add_epi32(b_lo, off2);
+        b_hi = _mm256_add_epi32(b_hi, off2);
+      }
+      const __m256i lo = requant_avx2(_mm256_mullo_epi32(a_lo, b_lo), out_q);
+      const __m256i hi = requant_avx2(_mm256_mullo_epi32(a_hi, b_hi), out_q);
+      store16(r.out + i, finish_avx2(lo, zp, lo_clamp, hi_clamp),
+              finish_avx2(hi, zp, lo_clamp, hi_clamp));
+    }
+  } else {
+    const RequantAvx2 in1_q = make_requant(p.input1_multiplier, p.left_shift, -p.input1_shift);
+    const RequantAvx2 in2_q = make_requant(p.input2_multiplier, p.left_shift, -p.input2_shift);
+    const RequantAvx2 out_q = make_requant(p.output_multiplier, 0, -p.output_shift);
+    const __m256i a_scaled = _mm256_set1_epi32(
+        scale_input(r.a[0], p.input1_offset, p.left_shift, p.input1_multiplier, p.input1_shift));
+    const __m256i b_scaled = _mm256_set1_epi32(
+        scale_input(r.b[0], p.input2_offset, p.left_shift, p.input2_multiplier, p.input2_shift));
+    for (; i + 16 <= r.n; i += 16) {
+      __m256i a_lo = a_scaled, a_hi = a_scaled, b_lo = b_scaled, b_hi = b_scaled;
+      if (!r.a_const) {
+        load16(r.a + i, &a_lo, &a_hi);
+        a_lo = requant_avx2(_mm256_add_epi32(a_lo, off1), in1_q);
+        a_hi = requant_avx2(_mm256_add_epi32(a_hi, off1), in1_q);
+      }
+      if (!r.b_const) {
+        load16(r.b + i, &b_lo, &b_hi);
+        b_lo = requant_avx2(_mm256_add_epi32(b_lo, off2), in2_q);
+        b_hi = requant_avx2(_mm256_add_epi32(b_hi, off2), in2_q);
+      }
+      __m256i lo, hi;
+      if constexpr (kMode == ElementwiseMode::kSub) {
+        lo = _mm256_sub_epi32(a_lo, b_lo);
+        hi = _mm256_sub_epi32(a_hi, b_hi);
+      } else {
+        lo = _mm256_add_epi32(a_lo, b_lo);
+        hi = _mm256_add_epi32(a_hi, b_hi);
+      }
+      store16(r.out + i, finish_avx2(requant_avx2(lo, out_q), zp, lo_clamp, hi_clamp),
+              finish_avx2(requant_avx2(hi, out_q), zp, lo_clamp, hi_clamp));
+    }
+  }
+  run_scalar<kMode>(p, r, i);
+}
+
+template <ElementwiseMode kMode>
+void elementwise_fast(const ElementwiseParams& p, const Shape4& s1, const int8_t* in1,
+                      const Shape4& s2, const int8_t* in2, const Shape4& so, int8_t* out) {
+  // Per dimension (outer to inner): output extent and each operand's stride
+  // (0 where it is broadcast).
+  struct Dim {
+    int64_t extent, stride1, stride2;
+  };
+  const int e1[4] = {s1.n, s1.h, s1.w, s1.c};
+  const int e2[4] = {s2.n, s2.h, s2.w, s2.c};
+  const int eo[4] = {so.n, so.h, so.w, so.c};
+  Dim dims[4];
+  int64_t st1 = 1, st2 = 1;
+  for (int d = 3; d >= 0; --d) {
+    dims[d] = {eo[d], e1[d] == 1 ? 0 : st1, e2[d] == 1 ? 0 : st2};
+    st1 *= e1[d];
+    st2 *= e2[d];
+  }
+  // Drop extent-1 dimensions, then merge a dimension into the next inner one
+  // when both operands continue contiguously across it.
+  Dim merged[4];
+  int k = 0;
+  for (int d = 0; d < 4; ++d) {
+    if (dims[d].extent == 1) continue;
+    merged[k++] = dims[d];
+  }
+  for (int d = k - 2; d >= 0; --d) {
+    Dim& outer = merged[d];
+    const Dim& inner = merged[d + 1];
+    if (outer.stride1 == inner.stride1 * inner.extent &&
+        outer.stride2 == inner.stride2 * inner.extent) {
+      const Dim combined{outer.extent * inner.extent, inner.stride1, inner.stride2};
+      for (int j = d + 1; j + 1 < k; ++j) merged[j] = merged[j + 1];
+      --k;
+      merged[d] = combined;
+    }
+  }
+  if (k == 0) merged[k++] = {1, 1, 1};
+  // Pad to 4 dimensions at the outer end.
+  Dim loop[4];
+  for (int d = 0; d < 4 - k; ++d) loop[d] = {1, 0, 0};
+  for (int d = 0; d < k; ++d) loop[4 - k + d] = merged[d];
+
+  const Dim& inner = loop[3];
+  const bool use_vector = use_avx2();
+  int8_t* dst = out;
+  for (int64_t i0 = 0; i0 < loop[0].extent; ++i0) {
+    for (int64_t i1 = 0; i1 < loop[1].extent; ++i1) {
+      for (int64_t i2 = 0; i2 < loop[2].extent; ++i2) {
+        const int64_t o1 = i0 * loop[0].stride1 + i1 * loop[1].stride1 + i2 * loop[2].stride1;
+        const int64_t o2 = i0 * loop[0].stride2 + i1 * loop[1].stride2 + i2 * loop[2].stride2;
+        const Run r{in1 + o1, in2 + o2, inner.stride1 == 0, inner.stride2 == 0, dst,
+                    inner.extent};
+        if (use_vector) {
+          run_avx2<kMode>(p, r);
+        } else {
+          run_scalar<kMode>(p, r, 0);
+        }
+        dst += inner.extent;
+      }
+    }
+  }
+}
+
+template <ElementwiseMode kMode>
+void dispatch(const ElementwiseParams& p, const Shape4& s1, const int8_t* in1, const Shape4& s2,
+              const int8_t* in2, const Shape4& so, int8_t* out) {
+  if (kernel_path() == KernelPath::kReference) {
+    elementwise_reference<kMode>(p, s1, in1, s2, in2, so, out);
+  } else {
+    elementwise_fast<kMode>(p, s1, in1, s2, in2, so, out);
+  }
+}
+
+void check_scale(float scale, const char* op, const char* what) {
+  check_arg(std::isfinite(scale) && scale > 0.0f, op, ": ", what,
+            " scale must be positive and finite, got ", scale);
+}
+
+void check_zero_point(int32_t zp, const char* op, const char* what) {
+  check_arg(zp >= -128 && zp <= 127, op, ": ", what, " zero point ", zp,
+            " out of range [-128, 127] (int8 tensor)");
+}
+
+// TFLite add.cc / sub.cc Prepare for int8 (the general rescaling path).
+ElementwiseParams tflite_add_sub_params(ElementwiseMode mode, const char* op, float s1,
+                                        int32_t zp1, float s2, int32_t zp2, float so,
+                                        int32_t zpo, FusedActivation activation) {
+  check_scale(s1, op, "input1");
+  check_scale(s2, op, "input2");
+  check_scale(so, op, "output");
+  check_zero_point(zp1, op, "input1");
+  check_zero_point(zp2, op, "input2");
+  check_zero_point(zpo, op, "output");
+  ElementwiseParams p;
+  p.mode = mode;
+  p.input1_offset = -zp1;
+  p.input2_offset = -zp2;
+  p.output_zero_point = zpo;
+  p.left_shift = 20;
+  // As TFLite: 2 * max(float, float) is a float product, then widened; the
+  // divisor (1 << left_shift) * output_scale is a float product too.
+  const double twice_max_input_scale = 2 * std::max(s1, s2);
+  const double real_input1_multiplier = s1 / twice_max_input_scale;
+  const double real_input2_multiplier = s2 / twice_max_input_scale;
+  const double real_output_multiplier = twice_max_input_scale / ((1 << p.left_shift) * so);
+  check_arg(real_output_multiplier < 1.0, op, ": output scale ", so,
+            " is too small for the input scales (real output multiplier ",
+            real_output_multiplier,
+            " >= 1; TFLite's int8 reference kernel applies it as a right shift only)");
+  const QuantizedMultiplier q1 = quantize_multiplier_smaller_than_one(real_input1_multiplier);
+  const QuantizedMultiplier q2 = quantize_multiplier_smaller_than_one(real_input2_multiplier);
+  const QuantizedMultiplier qo = quantize_multiplier_smaller_than_one(real_output_multiplier);
+  p.input1_multiplier = q1.multiplier;
+  p.input1_shift = q1.shift;
+  p.input2_multiplier = q2.multiplier;
+  p.input2_shift = q2.shift;
+  p.output_multiplier = qo.multiplier;
+  p.output_shift = qo.shift;
+  fused_activation_range_int8(activation, so, zpo, &p.act_min, &p.act_max);
+  return p;
+}
+
+}  // namespace
+
+void validate_elementwise_params(const ElementwiseParams& p) {
+  const char* op = "elementwise_s8";
+  switch (p.mode) {
+    case ElementwiseMode::kAdd:
+    case ElementwiseMode::kSub:
+    case ElementwiseMode::kMul:
+      break;
+    case ElementwiseMode::kMulS16S8:
+      throw Unsupported(
+          "elementwise_s8: ELEMENTWISE_MODE MUL_S16_S8 (4'b0100) is not modelled; "
+          "use ADD (4'b0010), SUB (4'b0001) or MUL (4'b1000)");
+    default:
+      throw InvalidArgument(str_cat("elementwise_s8: ELEMENTWISE_MODE ",
+                                    static_cast<int>(p.mode),
+                                    " is not a mode (SUB 1, ADD 2, MUL_S16_S8 4, MUL 8)"));
+  }
+  check_offset(p.input1_offset, op, "input1_offset", "NACC_ELEMENTWISE.IN_ELEMENT_OFFSET1");
+  check_offset(p.input2_offset, op, "input2_offset", "NACC_ELEMENTWISE.IN_ELEMENT_OFFSET2");
+  check_offset(p.output_zero_point, op, "output_zero_point", "NACC_FM_OFFSET.OUT_FM_OFFSET");
+  check_arg(p.left_shift >= 0 && p.left_shift <= limits::kMaxElementwiseLeftShift, op,
+            ": left_shift ", p.left_shift, " out of range [0, ",
+            limits::kMaxElementwiseLeftShift, "] (NACC_ELEMENTWISE.LEFT_SHIFT)");
+  check_multiplier(p.input1_multiplier, p.input1_shift, 0, op, "input1",
+                   "NACC_ELEMENT_QUANT1_MULT", "NACC_ELEMENT_QUANT1_SHIFT");
+  check_multiplier(p.input2_multiplier, p.input2_shift, 0, op, "input2",
+                   "NACC_ELEMENT_QUANT2_MULT", "NACC_ELEMENT_QUANT2_SHIFT");
+  check_multiplier(p.output_multiplier, p.output_shift,
+                   p.mode == ElementwiseMode::kMul ? kMaxShift : 0, op, "output",
+                   "QUANT_MUL[0]", "QUANT_SHIFT[0]");
+  check_arg(p.act_min >= -128 && p.act_min <= p.act_max && p.act_max <= 127, op,
+            ": activation range [", p.act_min, ", ", p.act_max,
+            "] invalid; need -128 <= act_min <= act_max <= 127 (NACC_ACT_MIN / NACC_ACT_MAX)");
+}
+
+Shape4 broadcast_shape(const Shape4& a, const Shape4& b) {
+  const int ea[4] = {a.n, a.h, a.w, a.c};
+  const int eb[4] = {b.n, b.h, b.w, b.c};
+  const char* names[4] = {"N", "H", "W", "C"};
+  int eo[4];
+  for (int d = 0; d < 4; ++d) {
+    check_arg(ea[d] >= 1 && ea[d] <= limits::kMaxFeatureMapDim && eb[d] >= 1 &&
+                  eb[d] <= limits::kMaxFeatureMapDim,
+              "elementwise_s8: dimension ", names[d], " of ", a.str(), " / ", b.str(),
+              " out of range [1, ", limits::kMaxFeatureMapDim, "] (16-bit FM size fields)");
+    check_arg(ea[d] == eb[d] || ea[d] == 1 || eb[d] == 1, "elementwise_s8: shapes ", a.str(),
+              " and ", b.str(), " do not broadcast: dimension ", names[d], " is ", ea[d],
+              " vs ", eb[d], " (each dimension must be equal or 1 on one side)");
+    eo[d] = std::max(ea[d], eb[d]);
+  }
+  check_arg(eo[0] == 1, "elementwise_s8: batch ", eo[0],
+            " not supported; feature maps have N = 1 (NACC_SPEC §1)");
+  return Shape4{eo[0], eo[1], eo[2], eo[3]};
+}
+
+void elementwise_s8(const ElementwiseParams& params, const Shape4& in1_shape, const int8_t* in1,
+                    const Shape4& in2_shape, const int8_t* in2, const Shape4& out_shape,
+                    int8_t* out) {
+  validate_elementwise_params(params);
+  const Shape4 expected = broadcast_shape(in1_shape, in2_shape);
+  check_arg(out_shape == expected, "elementwise_s8: output shape ", out_shape.str(),
+            " must be the broadcast shape ", expected.str(), " of ", in1_shape.str(), " and ",
+            in2_shape.str());
+  check_arg(in1 != nullptr && in2 != nullptr && out != nullptr,
+            "elementwise_s8: null buffer");
+  switch (params.mode) {
+    case ElementwiseMode::kAdd:
+      dispatch<ElementwiseMode::kAdd>(params, in1_shape, in1, in2_shape, in2, out_shape, out);
+      break;
+    case ElementwiseMode::kSub:
+      dispatch<ElementwiseMode::kSub>(params, in1_shape, in1, in2_shape, in2, out_shape, out);
+      break;
+    case ElementwiseMode::kMul:
+      dispatch<ElementwiseMode::kMul>(params, in1_shape, in1, in2_shape, in2, out_shape, out);
+      break;
+    default:
+      break;  // rejected by validate_elementwise_params
+  }
+}
+
+ElementwiseParams tflite_add_params(float input1_scale, int32_t input1_zero_point,
+                                    float input2_scale, int32_t input2_zero_point,
+                                    float output_scale, int32_t output_zero_point,
+                                    FusedActivation activation) {
+  return tflite_add_sub_params(ElementwiseMode::kAdd, "tflite_add_params", input1_scale,
+                               input1_zero_point, input2_scale, input2_zero_point,
+                               output_scale, output_zero_point, activation);
+}
+
+ElementwiseParams tflite_sub_params(float input1_scale, int32_t input1_zero_point,
+                                    float input2_scale, int32_t input2_zero_point,
+                                    float output_scale, int32_t output_zero_point,
+                                    FusedActivation activation) {
+  return tflite_add_sub_params(ElementwiseMode::kSub, "tflite_sub_params", input1_scale,
+                               input1_zero_point, input2_scale, input2_zero_point,
+                               output_scale, output_zero_point, activation);
+}
+
+ElementwiseParams tflite_mul_params(float input1_scale, int32_t input1_zero_point,
+                                    float input2_scale, int32_t input2_zero_point,
+                                    float output_scale, int32_t output_zero_point,
+                                    FusedActivation activation) {
+  const char* op = "tflite_mul_params";
+  check_scale(input1_scale, op, "input1");
+  check_scale(input2_scale, op, "input2");
+  check_scale(output_scale, op, "output");
+  check_zero_point(input1_zero_point, op, "input1");
+  check_zero_point(input2_zero_point, op, "input2");
+  check_zero_point(output_zero_point, op, "output");
+  ElementwiseParams p;
+  p.mode = ElementwiseMode::kMul;
+  p.input1_offset = -input1_zero_point;
+  p.input2_offset = -input2_zero_point;
+  p.output_zero_point = output_zero_point;
+  p.left_shift = 0;
+  // As TFLite mul.cc: the product and quotient are float arithmetic.
+  const float real_multiplier_f = input1_scale * input2_scale / output_scale;
+  check_arg(std::isfinite(real_multiplier_f) && real_multiplier_f > 0.0f, op,
+            ": real multiplier s1 * s2 / s_out = ", real_multiplier_f,
+            " is not a positive finite float32");
+  const QuantizedMultiplier q = quantize_multiplier(static_cast<double>(real_multiplier_f));
+  p.output_multiplier = q.multiplier;
+  p.output_shift = q.shift;
+  fused_activation_range_int8(activation, output_scale, output_zero_point, &p.act_min,
+                              &p.act_max);
+  return p;
+}
+
+}  // namespace nacc

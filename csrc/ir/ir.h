@@ -1,0 +1,241 @@
+// The core's graph IR: the small, runtime-neutral description of a model that
+// the TFLite delegate and the ONNX Runtime EP build from their own graphs.
+// Tensors carry shape, dtype, quantization and optional constant data; ops
+// carry a kind and typed attributes. support/ decides per op whether the NPU
+// can run it; compiler/ lowers the claimed ops.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nacc::ir {
+
+// Element types. Only int8 (activations, weights) and int32 (bias) run on the
+// NPU; the others exist so a frontend can describe what the rules decline
+// (and parameter tensors such as ONNX's int64 shapes).
+enum class DType { kInt8, kUInt8, kInt16, kInt32, kInt64, kFloat32, kOther };
+
+const char* dtype_name(DType dtype);  // "int8", "uint8", ..., "other"
+// Bytes per element; 0 for kOther (such a tensor cannot carry data).
+int dtype_size(DType dtype);
+// Inverse of dtype_name; throws InvalidArgument listing the known names.
+DType parse_dtype(const std::string& name);
+
+// Affine quantization real = scale * (q - zero_point).
+// Empty vectors: not quantized (e.g. float32). One entry: per tensor.
+// N > 1 entries: per channel along `axis`, N == shape[axis].
+struct QuantParams {
+  std::vector<float> scales;
+  std::vector<int32_t> zero_points;
+  int axis = 0;  // channel axis; meaningful only when per_channel()
+
+  bool empty() const { return scales.empty(); }
+  bool per_channel() const { return scales.size() > 1; }
+  bool operator==(const QuantParams& o) const;
+};
+
+struct Tensor {
+  std::string name;
+  // Dimensions; -1 or 0 marks a dynamic / unknown dimension.
+  std::vector<int64_t> shape;
+  DType dtype = DType::kInt8;
+  QuantParams quant;
+  // Constant contents (little-endian, row-major, elements() * dtype_size
+  // bytes), or nullopt for a runtime tensor (activation or graph input).
+  std::optional<std::vector<uint8_t>> data;
+
+  int rank() const { return static_cast<int>(shape.size()); }
+  bool is_static() const;  // every dimension > 0
+  bool is_constant() const { return data.has_value(); }
+  // Product of the dimensions; -1 when not static.
+  int64_t elements() const;
+  // Dimension i, counted from the end when negative (-1 = last).
+  int64_t dim(int i) const;
+};
+
+// Op kinds the NPU runs or may run, plus kOther for every op the core does
+// not implement (the frontend's op name is kept in Op::type_name).
+enum class OpKind {
+  kConv2D,
+  kDepthwiseConv2D,
+  kFullyConnected,
+  kBatchMatMul,
+  kMaxPool2D,
+  kAveragePool2D,
+  kAdd,
+  kSub,
+  kMul,
+  kRelu,
+  kRelu6,
+  kReluN1To1,
+  kLogistic,
+  kTanh,
+  kHardSwish,
+  kLeakyRelu,
+  kQuantize,       // int8 -> int8 requantize (float -> int8 is declined)
+  kReshape,        // also SQUEEZE, EXPAND_DIMS: a view, no data moves
+  kPad,
+  kConcatenation,
+  kMean,
+  kOther,          // host-only: the frontend's op name in Op::type_name
+};
+
+// TFLite spelling: "CONV_2D", "DEPTHWISE_CONV_2D", ..., "OTHER".
+const char* op_kind_name(OpKind kind);
+// Inverse of op_kind_name; throws InvalidArgument listing the known names.
+OpKind parse_op_kind(const std::string& name);
+// Every kind but kOther, in enum order.
+const std::vector<OpKind>& npu_op_kinds();
+// One line on how the NPU runs the kind (for docs/supported_ops.md).
+const char* op_kind_description(OpKind kind);
+
+// TFLite ActivationFunctionType. Only the first four can be fused on the
+// NPU (clamp in the output stage); the rules decline the others.
+enum class Activation { kNone, kRelu, kReluN1To1, kRelu6, kTanh, kSignBit };
+const char* activation_name(Activation act);  // "NONE", "RELU", ...
+Activation parse_activation(const std::string& name);
+
+// Explicit padding of a 2-D window, elements per side, each >= 0.
+struct Padding {
+  int64_t top = 0, bottom = 0, left = 0, right = 0;
+  bool operator==(const Padding& o) const {
+    return top == o.top && bottom == o.bottom && left == o.left && right == o.right;
+  }
+};
+
+// Typed op attributes. Each kind reads the fields it needs and ignores the
+// rest. Parameters that TFLite passes as constant input tensors (MEAN axes,
+// PAD paddings) are given here by the frontend, already read out.
+struct Attributes {
+  // Window ops (conv, depthwise, pools).
+  int stride_h = 1, stride_w = 1;
+  int dilation_h = 1, dilation_w = 1;  // conv, depthwise
+  Padding padding;                     // explicit, after SAME/VALID resolution
+  int kernel_h = 0, kernel_w = 0;      // pools only (convs take it from the filter)
+  int depth_multiplier = 1;            // depthwise: C_out = C_in * depth_multiplier
+  // Fused activation of conv, depthwise, FC, pools, ADD/SUB/MUL, CONCATENATION.
+  Activation activation = Activation::kNone;
+  int axis = 0;                        // CONCATENATION axis (negative: from the end)
+  std::vector<int> axes;               // MEAN reduction axes (negative: from the end)
+  bool keep_dims = false;              // MEAN
+  float alpha = 0.0f;                  // LEAKY_RELU slope
+  // PAD: (before, after) per input dimension.
+  std::vector<std::array<int64_t, 2>> paddings;
+  // Options set on the frontend's node that the core does not implement
+  // (e.g. "keep_num_dims", "adj_x", "asymmetric_quantize_inputs",
+  // "non-constant paddings"); any entry declines the op.
+  std::vector<std::string> unsupported_options;
+};
+
+struct Op {
+  OpKind kind = OpKind::kOther;
+  std::string name;       // node name for messages; empty -> "#<index>"
+  // The frontend's op name: required for kOther ("SOFTMAX"), optional for
+  // the others (e.g. "SQUEEZE" for a kReshape).
+  std::string type_name;
+  std::vector<int> inputs;   // tensor ids; -1 = an omitted optional input
+  std::vector<int> outputs;  // tensor ids
+  Attributes attrs;
+
+  // type_name when set, otherwise op_kind_name(kind).
+  std::string display_type() const;
+};
+
+// What an op input is for; decides which rules look at it.
+enum class OperandRole {
+  kActivation,  // a runtime int8 feature map / matrix
+  kWeights,     // constant int8 filter or FC weights
+  kBias,        // constant int32 bias (optional)
+  kParameter,   // shape / axes / paddings tensors: read by the frontend into
+                // Attributes, ignored by the rules
+};
+
+// Inputs an op kind takes: between min_inputs and max_inputs (-1: no upper
+// bound) with roles[i] for input i (the last role repeats); one output.
+struct OpSignature {
+  int min_inputs = 0;
+  int max_inputs = 0;
+  std::vector<OperandRole> roles;
+  // Role of input `index` (the last role for indices past the list).
+  OperandRole role(size_t index) const;
+};
+const OpSignature& op_signature(OpKind kind);
+
+struct Graph {
+  std::vector<Tensor> tensors;
+  std::vector<Op> ops;
+  std::vector<int> inputs;   // graph input tensor ids
+  std::vector<int> outputs;  // graph output tensor ids
+
+  // Appends a tensor after checking it (quantization vector sizes, axis in
+  // range, per-channel count == shape[axis], data size); returns its id.
+  // Throws InvalidArgument.
+  int add_tensor(Tensor tensor);
+  // Appends an op after checking its tensor ids and attribute signs; returns
+  // its index. Throws InvalidArgument.
+  int add_op(Op op);
+
+  // Checked access; throws InvalidArgument for an id out of range.
+  const Tensor& tensor(int id) const;
+  const Op& op(int index) const;
+
+  // Name of op `index` for messages: "'name'" or "#index".
+  std::string op_label(int index) const;
+
+  // Whole-graph check: ids in range, one producer per tensor, every tensor
+  // valid, and for each op of an NPU kind its operand count and (where the
+  // shapes are static and the ranks as expected) its shape consistency.
+  // Throws InvalidArgument naming the op and what is wrong.
+  void validate() const;
+};
+
+// Checks one tensor as add_tensor does; throws InvalidArgument.
+void check_tensor(const Tensor& tensor);
+
+// Operand count of `op` against op_signature(op.kind): a description of the
+// mismatch, or nullopt. kOther is never wrong.
+std::optional<std::string> op_arity_error(const Graph& graph, const Op& op);
+
+// Output shape of `op` against what its inputs and attributes give (window
+// output sizes, channel counts, bias length, broadcasting, reshape element
+// count, ...): a description of the mismatch, or nullopt. Returns nullopt
+// when it cannot tell: a dynamic shape, an unexpected rank, or options the
+// core does not model (Attributes::unsupported_options).
+std::optional<std::string> op_shape_error(const Graph& graph, const Op& op);
+
+// ---- window helpers -------------------------------------------------------
+
+enum class PaddingMode { kSame, kValid };
+PaddingMode parse_padding_mode(const std::string& name);  // "SAME" / "VALID"
+
+// Output extent of a window along one axis:
+// (in + pad_before + pad_after - dilation * (kernel - 1) - 1) / stride + 1,
+// or 0 when the padded input is smaller than the window. stride >= 1.
+int64_t window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_before,
+                           int64_t pad_after, int64_t dilation = 1);
+
+// TFLite's padding for SAME / VALID (tensorflow/lite/kernels/padding.h):
+// SAME: out = ceil(in / stride), total = max((out - 1) * stride +
+// effective_kernel - in, 0), before = total / 2, after = total - before
+// (the extra element goes to the bottom / right). VALID: all zero.
+Padding tflite_padding(PaddingMode mode, int64_t in_h, int64_t in_w, int64_t kernel_h,
+                       int64_t kernel_w, int64_t stride_h, int64_t stride_w,
+                       int64_t dilation_h = 1, int64_t dilation_w = 1);
+
+// Kernel height and width of a window op: the filter's for CONV_2D
+// ([O,KH,KW,I]) and DEPTHWISE_CONV_2D ([1,KH,KW,C]), the attributes' for
+// pools. nullopt when not a window op or the filter shape is not 4-D.
+std::optional<std::array<int64_t, 2>> window_kernel(const Graph& graph, const Op& op);
+
+// Resolves SAME / VALID into op.attrs.padding from the input and kernel
+// shapes (for frontends that carry TFLite's padding enum). The input and, for
+// convolutions, the filter must already be in the graph with static H, W.
+void resolve_tflite_padding(const Graph& graph, Op& op, PaddingMode mode);
+
+// Shape as "[1,8,8,3]".
+std::string shape_str(const std::vector<int64_t>& shape);
+
+}  // namespace nacc::ir

@@ -1,0 +1,663 @@
+// The capability rule table (see rules.h): one predicate per rule, each
+// returning the detail of the violation, and the table tying each to its
+// name, the op kinds it applies to and its rule text (built from limits.h).
+#include "support/rules.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include "common/error.h"
+#include "common/limits.h"
+
+namespace nacc::support {
+
+using ir::Activation;
+using ir::DType;
+using ir::Graph;
+using ir::Op;
+using ir::OperandRole;
+using ir::OpKind;
+using ir::Tensor;
+
+namespace {
+
+// ---- constants that are not hardware limits --------------------------------
+
+// Output-channel axis of the weights, the only axis per-channel scales may use.
+constexpr int kConvOutputChannelAxis = 0;       // CONV_2D filter [O, KH, KW, I]
+constexpr int kDepthwiseOutputChannelAxis = 3;  // DEPTHWISE_CONV_2D filter [1, KH, KW, O]
+constexpr int kFcOutputChannelAxis = 0;         // FULLY_CONNECTED weights [N, K]
+// TFLite's int8 quantization spec fixes the outputs of LOGISTIC and TANH.
+constexpr int kLogisticOutputScaleInverse = 256;
+constexpr int kLogisticOutputZeroPoint = -128;
+constexpr int kTanhOutputScaleInverse = 128;
+constexpr int kTanhOutputZeroPoint = 0;
+// The fused activations the output stage clamps exactly (common/quant.h).
+constexpr Activation kFusableActivations[] = {Activation::kNone, Activation::kRelu,
+                                              Activation::kRelu6, Activation::kReluN1To1};
+constexpr int kInt8Min = -128, kInt8Max = 127;
+
+// ---- formatting -------------------------------------------------------------
+
+std::string range_text(int64_t lo, int64_t hi) { return str_cat("[", lo, ", ", hi, "]"); }
+
+// "a, b, c or d"
+std::string or_list(const std::vector<std::string>& items) {
+  std::string s;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) s += i + 1 == items.size() ? " or " : ", ";
+    s += items[i];
+  }
+  return s;
+}
+
+// Shortest decimal that reads back as the same float.
+std::string float_str(float v) {
+  char buf[32];
+  for (int precision = 6; precision <= 9; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, static_cast<double>(v));
+    if (std::strtof(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+std::string quant_str(const ir::QuantParams& q) {
+  if (q.empty()) return "no quantization";
+  if (q.per_channel()) return str_cat(q.scales.size(), " scales on axis ", q.axis);
+  return str_cat("scale ", float_str(q.scales[0]), " zero point ", q.zero_points[0]);
+}
+
+std::string join(const std::vector<std::string>& parts, const char* sep = "; ") {
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i) s += (i ? sep : "") + parts[i];
+  return s;
+}
+
+std::optional<std::string> joined_or_none(const std::vector<std::string>& parts) {
+  if (parts.empty()) return std::nullopt;
+  return join(parts);
+}
+
+// ---- operand access ---------------------------------------------------------
+
+// An operand with the word that names its role in messages.
+struct Operand {
+  const Tensor* tensor;
+  int id;
+  const char* role;  // "input", "output", "weights", "bias"
+  std::string label() const {
+    return tensor->name.empty() ? str_cat(role, " #", id) : str_cat(role, " '", tensor->name, "'");
+  }
+};
+
+// Activation inputs and the output (the int8 feature maps / matrices).
+std::vector<Operand> activations(const Graph& g, const Op& op) {
+  std::vector<Operand> out;
+  const ir::OpSignature& sig = ir::op_signature(op.kind);
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (op.inputs[i] >= 0 && sig.role(i) == OperandRole::kActivation) {
+      out.push_back({&g.tensor(op.inputs[i]), op.inputs[i], "input"});
+    }
+  }
+  for (int id : op.outputs) out.push_back({&g.tensor(id), id, "output"});
+  return out;
+}
+
+// Every operand but the parameter tensors.
+std::vector<Operand> data_operands(const Graph& g, const Op& op) {
+  std::vector<Operand> out;
+  const ir::OpSignature& sig = ir::op_signature(op.kind);
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (op.inputs[i] < 0) continue;
+    switch (sig.role(i)) {
+      case OperandRole::kActivation:
+        out.push_back({&g.tensor(op.inputs[i]), op.inputs[i], "input"});
+        break;
+      case OperandRole::kWeights:
+        out.push_back({&g.tensor(op.inputs[i]), op.inputs[i], "weights"});
+        break;
+      case OperandRole::kBias:
+        out.push_back({&g.tensor(op.inputs[i]), op.inputs[i], "bias"});
+        break;
+      case OperandRole::kParameter:
+        break;
+    }
+  }
+  for (int id : op.outputs) out.push_back({&g.tensor(id), id, "output"});
+  return out;
+}
+
+Operand input(const Graph& g, const Op& op, int i = 0) {
+  return {&g.tensor(op.inputs[i]), op.inputs[i], "input"};
+}
+Operand output(const Graph& g, const Op& op) {
+  return {&g.tensor(op.outputs[0]), op.outputs[0], "output"};
+}
+Operand weights(const Graph& g, const Op& op) {
+  return {&g.tensor(op.inputs[1]), op.inputs[1], "weights"};
+}
+std::optional<Operand> bias(const Graph& g, const Op& op) {
+  if (op.inputs.size() < 3 || op.inputs[2] < 0) return std::nullopt;
+  return Operand{&g.tensor(op.inputs[2]), op.inputs[2], "bias"};
+}
+
+std::array<int64_t, 2> kernel_of(const Graph& g, const Op& op) { return *ir::window_kernel(g, op); }
+
+// (lo, hi) rank of an operand of `kind` with role word `role` (see Operand).
+std::pair<int, int> rank_range(OpKind kind, const char* role) {
+  const std::string r = role;
+  const int max = limits::kMaxTensorRank;
+  switch (kind) {
+    case OpKind::kConv2D:
+    case OpKind::kDepthwiseConv2D:
+      return r == "bias" ? std::pair{1, 1} : std::pair{4, 4};
+    case OpKind::kFullyConnected:
+      if (r == "weights") return {2, 2};
+      if (r == "bias") return {1, 1};
+      return {1, max};
+    case OpKind::kBatchMatMul:
+      return {2, max};
+    case OpKind::kMaxPool2D:
+    case OpKind::kAveragePool2D:
+    case OpKind::kPad:
+      return {4, 4};
+    case OpKind::kMean:
+      return r == "input" ? std::pair{4, 4} : std::pair{1, max};
+    default:
+      return {0, max};
+  }
+}
+
+// ---- gates ------------------------------------------------------------------
+
+std::optional<std::string> check_npu_op_kind(const Graph&, const Op& op, const SupportConfig&) {
+  return std::string("no NPU implementation");
+}
+
+std::optional<std::string> check_operand_count(const Graph& g, const Op& op,
+                                               const SupportConfig&) {
+  return ir::op_arity_error(g, op);
+}
+
+std::optional<std::string> check_static_shape(const Graph& g, const Op& op, const SupportConfig&) {
+  std::vector<std::string> bad;
+  for (const Operand& o : data_operands(g, op)) {
+    if (!o.tensor->is_static()) bad.push_back(str_cat(o.label(), " has shape ",
+                                                      ir::shape_str(o.tensor->shape)));
+  }
+  return joined_or_none(bad);
+}
+
+std::optional<std::string> check_tensor_rank(const Graph& g, const Op& op, const SupportConfig&) {
+  std::vector<std::string> bad;
+  for (const Operand& o : data_operands(g, op)) {
+    const auto [lo, hi] = rank_range(op.kind, o.role);
+    const int r = o.tensor->rank();
+    if (r < lo || r > hi) {
+      bad.push_back(str_cat(o.label(), " has rank ", r, ", expected ",
+                            lo == hi ? std::to_string(lo) : str_cat(lo, " to ", hi)));
+    }
+  }
+  return joined_or_none(bad);
+}
+
+std::optional<std::string> check_shape_consistency(const Graph& g, const Op& op,
+                                                   const SupportConfig&) {
+  return ir::op_shape_error(g, op);
+}
+
+// ---- data types and quantization ---------------------------------------------
+
+std::optional<std::string> check_activation_dtype(const Graph& g, const Op& op,
+                                                  const SupportConfig&) {
+  std::vector<std::string> bad;
+  for (const Operand& o : activations(g, op)) {
+    if (o.tensor->dtype != DType::kInt8) {
+      bad.push_back(str_cat(o.label(), " is ", ir::dtype_name(o.tensor->dtype)));
+    }
+  }
+  return joined_or_none(bad);
+}
+
+std::optional<std::string> check_activation_quantization(const Graph& g, const Op& op,
+                                                         const SupportConfig&) {
+  std::vector<std::string> bad;
+  for (const Operand& o : activations(g, op)) {
+    if (o.tensor->dtype != DType::kInt8) continue;  // activation_dtype's business
+    const auto& q = o.tensor->quant;
+    if (q.scales.size() != 1) {
+      bad.push_back(str_cat(o.label(), " has ", quant_str(q)));
+    } else if (!(std::isfinite(q.scales[0]) && q.scales[0] > 0)) {
+      bad.push_back(str_cat(o.label(), " has scale ", float_str(q.scales[0])));
+    } else if (q.zero_points[0] < kInt8Min || q.zero_points[0] > kInt8Max) {
+      bad.push_back(str_cat(o.label(), " has zero point ", q.zero_points[0]));
+    }
+  }
+  return joined_or_none(bad);
+}
+
+std::optional<std::string> check_weights_dtype(const Graph& g, const Op& op, const SupportConfig&) {
+  const Operand w = weights(g, op);
+  const auto& q = w.tensor->quant;
+  if (w.tensor->dtype != DType::kInt8) return str_cat(w.label(), " is ", ir::dtype_name(w.tensor->dtype));
+  if (q.empty()) return str_cat(w.label(), " has no quantization");
+  for (size_t c = 0; c < q.scales.size(); ++c) {
+    const std::string where = q.per_channel() ? str_cat(" (channel ", c, ")") : "";
+    if (q.zero_points[c] != 0) return str_cat(w.label(), " has zero point ", q.zero_points[c], where);
+    if (!(std::isfinite(q.scales[c]) && q.scales[c] > 0)) {
+      return str_cat(w.label(), " has scale ", float_str(q.scales[c]), where);
+    }
+  }
+  return std::nullopt;
+}
+
+int output_channel_axis(OpKind kind) {
+  return kind == OpKind::kDepthwiseConv2D ? kDepthwiseOutputChannelAxis
+         : kind == OpKind::kConv2D        ? kConvOutputChannelAxis
+                                          : kFcOutputChannelAxis;
+}
+
+std::optional<std::string> check_weights_per_channel_axis(const Graph& g, const Op& op,
+                                                          const SupportConfig&) {
+  const Operand w = weights(g, op);
+  const auto& q = w.tensor->quant;
+  const int expected = output_channel_axis(op.kind);
+  if (q.per_channel() && q.axis != expected) {
+    return str_cat(w.label(), " has ", q.scales.size(), " scales on axis ", q.axis,
+                   ", expected axis ", expected);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_weights_constant(const Graph& g, const Op& op,
+                                                  const SupportConfig&) {
+  std::vector<std::string> bad;
+  const Operand w = weights(g, op);
+  if (!w.tensor->is_constant()) bad.push_back(str_cat(w.label(), " is not constant"));
+  if (auto b = bias(g, op); b && !b->tensor->is_constant()) {
+    bad.push_back(str_cat(b->label(), " is not constant"));
+  }
+  return joined_or_none(bad);
+}
+
+std::optional<std::string> check_bias_dtype(const Graph& g, const Op& op, const SupportConfig&) {
+  if (auto b = bias(g, op); b && b->tensor->dtype != DType::kInt32) {
+    return str_cat(b->label(), " is ", ir::dtype_name(b->tensor->dtype));
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_same_quantization(const Graph& g, const Op& op,
+                                                   const SupportConfig&) {
+  const Operand out = output(g, op);
+  std::vector<std::string> bad;
+  for (const Operand& o : activations(g, op)) {
+    if (o.id != out.id && !(o.tensor->quant == out.tensor->quant)) {
+      bad.push_back(str_cat(o.label(), " has ", quant_str(o.tensor->quant)));
+    }
+  }
+  if (bad.empty()) return std::nullopt;
+  bad.push_back(str_cat(out.label(), " has ", quant_str(out.tensor->quant)));
+  return join(bad, ", ");
+}
+
+std::optional<std::string> check_sigmoid_tanh_output_quantization(const Graph& g, const Op& op,
+                                                                  const SupportConfig&) {
+  const Operand out = output(g, op);
+  const auto& q = out.tensor->quant;
+  const bool logistic = op.kind == OpKind::kLogistic;
+  const int inverse = logistic ? kLogisticOutputScaleInverse : kTanhOutputScaleInverse;
+  const int zero_point = logistic ? kLogisticOutputZeroPoint : kTanhOutputZeroPoint;
+  if (q.scales.size() == 1 && q.scales[0] == 1.0f / static_cast<float>(inverse) &&
+      q.zero_points[0] == zero_point) {
+    return std::nullopt;
+  }
+  return str_cat(out.label(), " has ", quant_str(q));
+}
+
+// ---- shapes -------------------------------------------------------------------
+
+std::optional<std::string> check_batch_size(const Graph& g, const Op& op, const SupportConfig&) {
+  std::vector<std::string> bad;
+  for (const Operand& o : activations(g, op)) {
+    const auto& s = o.tensor->shape;
+    if (op.kind == OpKind::kBatchMatMul) {
+      for (size_t d = 0; d + 2 < s.size(); ++d) {
+        if (s[d] != limits::kMaxBatch) {
+          bad.push_back(str_cat(o.label(), " has batch dimensions ", ir::shape_str(s)));
+          break;
+        }
+      }
+    } else if (s.size() == 4 && s[0] != limits::kMaxBatch) {
+      bad.push_back(str_cat(o.label(), " has batch ", s[0]));
+    }
+  }
+  return joined_or_none(bad);
+}
+
+std::optional<std::string> check_feature_map_dims(const Graph& g, const Op& op,
+                                                  const SupportConfig&) {
+  std::vector<std::string> bad;
+  for (const Operand& o : activations(g, op)) {
+    for (size_t d = 0; d < o.tensor->shape.size(); ++d) {
+      if (o.tensor->shape[d] > limits::kMaxFeatureMapDim) {
+        bad.push_back(str_cat(o.label(), " dimension ", d, " is ", o.tensor->shape[d]));
+      }
+    }
+  }
+  return joined_or_none(bad);
+}
+
+std::optional<std::string> check_elementwise_broadcast(const Graph& g, const Op& op,
+                                                       const SupportConfig&) {
+  const Tensor& a = *input(g, op, 0).tensor;
+  const Tensor& b = *input(g, op, 1).tensor;
+  const Tensor& out = *output(g, op).tensor;
+  // The small operand is re-read by DMA (NACC_SPEC §1): exact for a scalar or
+  // a per-channel vector [.., 1, 1, C] against an operand of the output shape.
+  const auto is_channel_vector = [&](const Tensor& t) {
+    for (int d = 0; d + 1 < t.rank(); ++d) {
+      if (t.shape[d] != 1) return false;
+    }
+    return t.rank() >= 1 && out.rank() >= 1 && t.shape.back() == out.shape.back();
+  };
+  const auto broadcast_ok = [&](const Tensor& small, const Tensor& big) {
+    return big.shape == out.shape && (small.elements() == 1 || is_channel_vector(small));
+  };
+  if (a.shape == b.shape || broadcast_ok(a, b) || broadcast_ok(b, a)) return std::nullopt;
+  return str_cat("operands ", ir::shape_str(a.shape), " and ", ir::shape_str(b.shape));
+}
+
+// ---- windows ------------------------------------------------------------------
+
+std::optional<std::string> check_kernel_size(const Graph& g, const Op& op, const SupportConfig&) {
+  const auto [kh, kw] = kernel_of(g, op);
+  const auto ok = [](int64_t k) { return k >= limits::kMinKernel && k <= limits::kMaxKernel; };
+  if (ok(kh) && ok(kw)) return std::nullopt;
+  return str_cat("kernel ", kh, "x", kw);
+}
+
+std::optional<std::string> check_stride(const Graph&, const Op& op, const SupportConfig&) {
+  const auto ok = [](int s) { return s >= limits::kMinStride && s <= limits::kMaxStride; };
+  if (ok(op.attrs.stride_h) && ok(op.attrs.stride_w)) return std::nullopt;
+  return str_cat("stride ", op.attrs.stride_h, "x", op.attrs.stride_w);
+}
+
+std::optional<std::string> check_dilation(const Graph&, const Op& op, const SupportConfig&) {
+  if (op.attrs.dilation_h <= limits::kMaxDilation && op.attrs.dilation_w <= limits::kMaxDilation) {
+    return std::nullopt;
+  }
+  return str_cat("dilation ", op.attrs.dilation_h, "x", op.attrs.dilation_w);
+}
+
+std::optional<std::string> check_padding(const Graph&, const Op& op, const SupportConfig&) {
+  ir::Padding p = op.attrs.padding;
+  if (op.kind == OpKind::kPad) {
+    // Rank 4 (gate); 4 entries unless shape_consistency could not look
+    // because of unsupported options, which decline the op anyway.
+    if (op.attrs.paddings.size() != 4) return std::nullopt;
+    p = {op.attrs.paddings[1][0], op.attrs.paddings[1][1], op.attrs.paddings[2][0],
+         op.attrs.paddings[2][1]};
+  }
+  const auto ok = [](int64_t v) { return v >= 0 && v <= limits::kMaxPadding; };
+  if (ok(p.top) && ok(p.bottom) && ok(p.left) && ok(p.right)) return std::nullopt;
+  return str_cat("padding top/bottom/left/right ", p.top, "/", p.bottom, "/", p.left, "/",
+                 p.right);
+}
+
+std::vector<int> allowed_depth_multipliers() {
+  std::vector<int> v;
+  for (int log2 = 0; log2 <= limits::kMaxDepthMultiplierLog2; ++log2) v.push_back(1 << log2);
+  return v;
+}
+
+std::optional<std::string> check_depth_multiplier(const Graph&, const Op& op,
+                                                  const SupportConfig&) {
+  const auto allowed = allowed_depth_multipliers();
+  if (std::count(allowed.begin(), allowed.end(), op.attrs.depth_multiplier)) return std::nullopt;
+  return str_cat("depth multiplier ", op.attrs.depth_multiplier);
+}
+
+std::optional<std::string> check_grouped_convolution(const Graph& g, const Op& op,
+                                                     const SupportConfig&) {
+  const int64_t in_ch = input(g, op).tensor->shape[3];
+  const int64_t filter_ch = weights(g, op).tensor->shape[3];
+  if (in_ch == filter_ch) return std::nullopt;
+  return str_cat("filter input channels ", filter_ch, ", input channels ", in_ch, " (",
+                 in_ch / filter_ch, " groups)");
+}
+
+std::optional<std::string> check_max_pool_window(const Graph&, const Op& op,
+                                                 const SupportConfig&) {
+  const auto ok = [](int k) { return k >= limits::kMinKernel && k <= limits::kMaxKernel; };
+  if (ok(op.attrs.kernel_h) && ok(op.attrs.kernel_w)) return std::nullopt;
+  return str_cat("window ", op.attrs.kernel_h, "x", op.attrs.kernel_w);
+}
+
+std::optional<std::string> check_avg_pool_window(const Graph&, const Op& op,
+                                                 const SupportConfig&) {
+  const auto& a = op.attrs;
+  if (a.kernel_h == limits::kAvgPoolKernel && a.kernel_w == limits::kAvgPoolKernel &&
+      a.stride_h == limits::kAvgPoolStride && a.stride_w == limits::kAvgPoolStride) {
+    return std::nullopt;
+  }
+  return str_cat("window ", a.kernel_h, "x", a.kernel_w, ", stride ", a.stride_h, "x", a.stride_w);
+}
+
+// ---- per-kind options -----------------------------------------------------------
+
+std::optional<std::string> check_unsupported_options(const Graph&, const Op& op,
+                                                     const SupportConfig&) {
+  const auto& opts = op.attrs.unsupported_options;
+  if (opts.empty()) return std::nullopt;
+  return str_cat(opts.size() == 1 ? "option " : "options ", join(opts, ", "));
+}
+
+std::optional<std::string> check_fused_activation(const Graph&, const Op& op,
+                                                  const SupportConfig&) {
+  for (Activation a : kFusableActivations) {
+    if (op.attrs.activation == a) return std::nullopt;
+  }
+  return str_cat("fused activation ", ir::activation_name(op.attrs.activation));
+}
+
+// MEAN runs over H and W of a 4-D input (the rank gate held).
+std::optional<std::string> check_mean_axes(const Graph& g, const Op& op, const SupportConfig&) {
+  std::set<int> axes;
+  for (int a : op.attrs.axes) axes.insert(a < 0 ? a + 4 : a);
+  if (axes == std::set<int>{1, 2}) return std::nullopt;
+  std::vector<std::string> items;
+  for (int a : op.attrs.axes) items.push_back(std::to_string(a));
+  return str_cat("axes [", join(items, ", "), "]");
+}
+
+std::optional<std::string> check_mean_window(const Graph& g, const Op& op, const SupportConfig&) {
+  const auto& s = input(g, op).tensor->shape;
+  if (s[1] <= limits::kMaxKernel && s[2] <= limits::kMaxKernel) return std::nullopt;
+  return str_cat("height x width ", s[1], "x", s[2]);
+}
+
+std::optional<std::string> check_pad_axes(const Graph&, const Op& op, const SupportConfig&) {
+  const auto& p = op.attrs.paddings;
+  if (p.size() != 4) return std::nullopt;  // see check_padding
+  std::vector<std::string> bad;
+  if (p[0][0] || p[0][1]) bad.push_back(str_cat("batch ", p[0][0], "/", p[0][1]));
+  if (p[3][0] || p[3][1]) bad.push_back(str_cat("channels ", p[3][0], "/", p[3][1]));
+  if (bad.empty()) return std::nullopt;
+  return str_cat("pads ", join(bad, ", "));
+}
+
+// ---- SRAM -----------------------------------------------------------------------
+
+std::optional<std::string> check_sram_tile(const Graph& g, const Op& op,
+                                           const SupportConfig& config) {
+  const int64_t need = min_sram_bytes(g, op, config);
+  if (need <= config.sram_bytes) return std::nullopt;
+  return str_cat("smallest tile needs ", need, " bytes of SRAM, ", config.sram_bytes, " available");
+}
+
+// ---- the table ---------------------------------------------------------------------
+
+std::vector<Rule> build_rules() {
+  using K = OpKind;
+  const std::vector<K> conv_like = {K::kConv2D, K::kDepthwiseConv2D};
+  const std::vector<K> mac_with_weights = {K::kConv2D, K::kDepthwiseConv2D, K::kFullyConnected};
+  const std::vector<K> elementwise = {K::kAdd, K::kSub, K::kMul};
+
+  std::vector<K> batched;  // every kind whose feature maps carry a batch
+  for (K k : ir::npu_op_kinds()) {
+    if (k != K::kReshape && k != K::kFullyConnected) batched.push_back(k);
+  }
+  std::vector<std::string> fusable;
+  for (Activation a : kFusableActivations) fusable.push_back(ir::activation_name(a));
+  std::vector<std::string> multipliers;
+  for (int m : allowed_depth_multipliers()) multipliers.push_back(std::to_string(m));
+
+  const auto window = range_text(limits::kMinKernel, limits::kMaxKernel);
+  const std::string avg = str_cat(limits::kAvgPoolKernel, "x", limits::kAvgPoolKernel);
+
+  return {
+      // Gates: the structure the later rules read.
+      {"npu_op_kind", {K::kOther},
+       "only the op kinds listed in docs/supported_ops.md run on the NPU; every other op runs on the host",
+       true, check_npu_op_kind},
+      {"operand_count", {},
+       "inputs and outputs must be those of the op kind (optional bias, parameter tensors)", true,
+       check_operand_count},
+      {"static_shape", {}, "every tensor shape must be static (no -1 or 0 dimension)", true,
+       check_static_shape},
+      {"tensor_rank", {},
+       str_cat("ranks must be those of the op kind (4-D NHWC feature maps for windows, PAD and "
+               "MEAN) and at most ", limits::kMaxTensorRank),
+       true, check_tensor_rank},
+      {"shape_consistency", {},
+       "the output shape must follow from the input shapes and attributes", true,
+       check_shape_consistency},
+
+      // Data types and quantization.
+      {"activation_dtype", {}, "input and output activations must be int8 (NACC_SPEC §1)", false,
+       check_activation_dtype},
+      {"activation_quantization", {},
+       str_cat("int8 activations must be quantized per tensor: one positive scale, one zero point "
+               "in ", range_text(kInt8Min, kInt8Max)),
+       false, check_activation_quantization},
+      {"weights_dtype", mac_with_weights,
+       "weights must be int8 with zero point 0 and positive scales", false, check_weights_dtype},
+      {"weights_per_channel_axis", mac_with_weights,
+       str_cat("per-channel weight scales must be on the output-channel axis (CONV_2D: ",
+               kConvOutputChannelAxis, ", DEPTHWISE_CONV_2D: ", kDepthwiseOutputChannelAxis,
+               ", FULLY_CONNECTED: ", kFcOutputChannelAxis, ")"),
+       false, check_weights_per_channel_axis},
+      {"weights_constant", mac_with_weights,
+       "weights and bias must be constant tensors (the compiler packs them offline)", false,
+       check_weights_constant},
+      {"bias_dtype", mac_with_weights, "bias must be int32", false, check_bias_dtype},
+      {"same_quantization", {K::kMaxPool2D, K::kAveragePool2D, K::kPad, K::kConcatenation},
+       "inputs and output must share one scale and zero point", false, check_same_quantization},
+      {"sigmoid_tanh_output_quantization", {K::kLogistic, K::kTanh},
+       str_cat("the output must be quantized as TFLite's int8 spec requires: LOGISTIC scale 1/",
+               kLogisticOutputScaleInverse, " zero point ", kLogisticOutputZeroPoint,
+               ", TANH scale 1/", kTanhOutputScaleInverse, " zero point ", kTanhOutputZeroPoint),
+       false, check_sigmoid_tanh_output_quantization},
+
+      // Shapes.
+      {"batch_size", batched,
+       str_cat("batch must be ", limits::kMaxBatch,
+               " (first dimension of 4-D feature maps, leading dimensions of BATCH_MATMUL; "
+               "NACC_SPEC §1)"),
+       false, check_batch_size},
+      {"feature_map_dims", {},
+       str_cat("activation dimensions must be at most ", limits::kMaxFeatureMapDim,
+               " (16-bit FM size fields, NACC_SPEC §3)"),
+       false, check_feature_map_dims},
+      {"elementwise_broadcast", elementwise,
+       "operands must have equal shapes, or one must be a scalar or a [1,1,1,C] vector against "
+       "the other (exact DMA re-reads, NACC_SPEC §1)",
+       false, check_elementwise_broadcast},
+
+      // Options.
+      {"unsupported_options", {}, "the op must not set options the core does not implement",
+       false, check_unsupported_options},
+      {"fused_activation",
+       {K::kConv2D, K::kDepthwiseConv2D, K::kFullyConnected, K::kMaxPool2D, K::kAveragePool2D,
+        K::kAdd, K::kSub, K::kMul, K::kConcatenation},
+       str_cat("fused activation must be ", or_list(fusable)), false, check_fused_activation},
+
+      // Windows (NACC_SPEC §2).
+      {"kernel_size", conv_like,
+       str_cat("kernel height and width must be in ", window, " (NACC_KERNEL.K_SIZE_X/Y)"), false,
+       check_kernel_size},
+      {"stride", {K::kConv2D, K::kDepthwiseConv2D, K::kMaxPool2D},
+       str_cat("stride must be in ", range_text(limits::kMinStride, limits::kMaxStride),
+               " (NACC_KERNEL.K_STRIDE_X/Y)"),
+       false, check_stride},
+      {"dilation", conv_like,
+       str_cat("dilation must be ", limits::kMaxDilation, " (NACC_KERNEL.K_DILATION_X/Y)"), false,
+       check_dilation},
+      {"padding", {K::kConv2D, K::kDepthwiseConv2D, K::kMaxPool2D, K::kAveragePool2D, K::kPad},
+       str_cat("padding must be in ", range_text(0, limits::kMaxPadding),
+               " on each side, after SAME is made explicit (NACC_PADDING.PAD_X/Y)"),
+       false, check_padding},
+      {"depth_multiplier", {K::kDepthwiseConv2D},
+       str_cat("depth multiplier must be ", or_list(multipliers), " (DW_CH_MULT)"), false,
+       check_depth_multiplier},
+      {"grouped_convolution", {K::kConv2D},
+       "filter input channels must equal the input channels (no grouped convolution)", false,
+       check_grouped_convolution},
+      {"max_pool_window", {K::kMaxPool2D},
+       str_cat("window height and width must be in ", window), false, check_max_pool_window},
+      {"avg_pool_window", {K::kAveragePool2D},
+       str_cat("window must be ", avg, " with stride ", limits::kAvgPoolStride, " (NACC_SPEC §2)"),
+       false, check_avg_pool_window},
+      {"mean_axes", {K::kMean}, "MEAN must reduce exactly height and width (axes 1 and 2)", false,
+       check_mean_axes},
+      {"mean_window", {K::kMean},
+       str_cat("the reduced height and width must each be in ", window,
+               " (MEAN runs as a depthwise window)"),
+       false, check_mean_window},
+      {"pad_axes", {K::kPad}, "PAD may pad only height and width (axes 1 and 2)", false,
+       check_pad_axes},
+
+      // Memory.
+      {"sram_tile", {},
+       str_cat("the smallest tile (min_sram_bytes) must fit one core's SRAM (",
+               limits::kDefaultSramBytes, " bytes unless configured, NACC_SPEC §1)"),
+       false, check_sram_tile},
+  };
+}
+
+std::string format_message(const Graph& g, int op_index, const std::string& detail,
+                           const std::string& text) {
+  return str_cat(g.op(op_index).display_type(), " ", g.op_label(op_index), ": ", detail,
+                 " \u2014 ", text);
+}
+
+}  // namespace
+
+bool Rule::applies_to(OpKind kind) const {
+  if (kinds.empty()) return kind != OpKind::kOther;
+  return std::find(kinds.begin(), kinds.end(), kind) != kinds.end();
+}
+
+const std::vector<Rule>& rules() {
+  static const std::vector<Rule> table = build_rules();
+  return table;
+}
+
+std::vector<Violation> check_op(const Graph& graph, int op_index, const SupportConfig& config) {
+  const Op& op = graph.op(op_index);
+  std::vector<Violation> out;
+  for (const Rule& rule : rules()) {
+    if (!rule.applies_to(op.kind)) continue;
+    if (auto detail = rule.check(graph, op, config)) {
+      out.push_back({rule.name, *detail, format_message(graph, op_index, *detail, rule.text)});
+      if (rule.gate) break;
+    }
+  }
+  return out;
+}
+
+}  // namespace nacc::support

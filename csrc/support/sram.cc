@@ -1,0 +1,103 @@
+// Smallest-tile SRAM estimate per op family; the formulas are in sram.h.
+#include "support/sram.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace nacc::support {
+
+namespace {
+
+int64_t align_up(int64_t bytes, int64_t granularity) {
+  return (bytes + granularity - 1) / granularity * granularity;
+}
+
+}  // namespace
+
+int64_t min_sram_bytes(const ir::Graph& graph, int op_index, const SupportConfig& config) {
+  return min_sram_bytes(graph, graph.op(op_index), config);
+}
+
+int64_t min_sram_bytes(const ir::Graph& graph, const ir::Op& op, const SupportConfig& config) {
+  using ir::OpKind;
+  check_arg(config.sram_alignment >= 1, "min_sram_bytes: sram_alignment ",
+            config.sram_alignment, " must be >= 1");
+  const std::string label = str_cat("min_sram_bytes: ", op.display_type(),
+                                    op.name.empty() ? "" : str_cat(" '", op.name, "'"));
+  check_arg(op.kind != OpKind::kOther, label, " is not an NPU op");
+  if (auto e = ir::op_arity_error(graph, op)) throw InvalidArgument(str_cat(label, ": ", *e));
+  const ir::OpSignature& sig = ir::op_signature(op.kind);
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    const int id = op.inputs[i];
+    if (id >= 0 && sig.role(i) != ir::OperandRole::kParameter && !graph.tensor(id).is_static()) {
+      throw InvalidArgument(str_cat(label, ": dynamic shape ", ir::shape_str(graph.tensor(id).shape)));
+    }
+  }
+
+  const auto A = [&](int64_t bytes) { return align_up(bytes, config.sram_alignment); };
+  const int64_t per_channel_params =
+      A(kBiasBytesPerChannel) + A(kMultiplierBytesPerChannel) + A(kShiftBytesPerChannel);
+  const ir::Tensor& in = graph.tensor(op.inputs[0]);
+  const auto need_rank = [&](const ir::Tensor& t, int rank) {
+    check_arg(t.rank() == rank, label, ": tensor '", t.name, "' has rank ", t.rank(),
+              ", expected ", rank);
+  };
+  // Window rows x columns of the input that one output pixel reads.
+  const auto window_area = [&](int64_t kh, int64_t kw) {
+    return std::min(kh, in.shape[1]) * std::min(kw, in.shape[2]);
+  };
+  const auto depthwise_tile = [&](int64_t kh, int64_t kw, int64_t m) {
+    return A(window_area(kh, kw)) + A(kh * kw * m) +
+           A(kBiasBytesPerChannel * m) + A(kMultiplierBytesPerChannel * m) +
+           A(kShiftBytesPerChannel * m) + A(m);
+  };
+  const int64_t lanes = limits::kMacLanes;
+
+  switch (op.kind) {
+    case OpKind::kConv2D: {
+      const ir::Tensor& f = graph.tensor(op.inputs[1]);
+      need_rank(in, 4);
+      need_rank(f, 4);
+      const int64_t kh = f.shape[1], kw = f.shape[2], c_in = f.shape[3];
+      return A(window_area(kh, kw) * c_in) + A(kh * kw * c_in) + per_channel_params + A(1);
+    }
+    case OpKind::kDepthwiseConv2D: {
+      const ir::Tensor& f = graph.tensor(op.inputs[1]);
+      need_rank(in, 4);
+      need_rank(f, 4);
+      return depthwise_tile(f.shape[1], f.shape[2], op.attrs.depth_multiplier);
+    }
+    case OpKind::kMean:
+      need_rank(in, 4);
+      return depthwise_tile(in.shape[1], in.shape[2], 1);
+    case OpKind::kFullyConnected: {
+      const ir::Tensor& w = graph.tensor(op.inputs[1]);
+      need_rank(w, 2);
+      const int64_t group = std::min(w.shape[1], lanes);
+      return 2 * A(group) + per_channel_params + A(1);
+    }
+    case OpKind::kBatchMatMul: {
+      check_arg(in.rank() >= 2, label, ": operand rank ", in.rank(), " < 2");
+      const int64_t group = std::min(in.dim(-1), lanes);
+      return 2 * A(group) + A(kMultiplierBytesPerChannel) + A(kShiftBytesPerChannel) + A(1);
+    }
+    case OpKind::kMaxPool2D:
+    case OpKind::kAveragePool2D:
+      need_rank(in, 4);
+      return A(window_area(op.attrs.kernel_h, op.attrs.kernel_w)) + A(1);
+    case OpKind::kAdd:
+    case OpKind::kSub:
+    case OpKind::kMul:
+      return 3 * A(1);
+    case OpKind::kPad:
+    case OpKind::kConcatenation:
+      return 2 * A(1);
+    case OpKind::kReshape:
+      return 0;
+    default:  // the LUT ops
+      return A(limits::kLutEntries) + 2 * A(1);
+  }
+}
+
+}  // namespace nacc::support

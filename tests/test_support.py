@@ -1,0 +1,396 @@
+"""Capability rules (csrc/support/rules.cc): for every rule a case at its limit
+(supported) and one past it (declined with that rule's name and a detail
+naming the value); the SRAM bound as golden numbers; message format; and the
+generated docs/supported_ops.md being up to date."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import pytest
+
+import ir_builders as b
+from nacc import _core
+from nacc import supported_ops
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RULES = {r["name"]: r for r in _core.rules_table()}
+
+
+@dataclass
+class Case:
+    id: str
+    build: Callable[[], tuple]
+    rule: str                       # the rule this case exercises
+    declined: bool                  # False: the supported case at the limit
+    detail: Optional[str] = None    # substring of the violation's detail
+    config: dict = field(default_factory=dict)
+
+
+def at(rule, id, build, **kw):
+    return Case(id, build, rule, False, **kw)
+
+
+def past(rule, id, build, detail, **kw):
+    return Case(id, build, rule, True, detail, **kw)
+
+
+CASES = [
+    # Gates.
+    at("npu_op_kind", "relu", lambda: b.unary("RELU")),
+    past("npu_op_kind", "softmax", lambda: b.other("SOFTMAX"), "no NPU implementation"),
+    at("operand_count", "conv-no-bias", lambda: b.conv(bias=False)),
+    past("operand_count", "conv-4-inputs", lambda: b.conv(extra_inputs=[0]),
+         "4 inputs, expected 2 to 3"),
+    at("static_shape", "static", lambda: b.conv()),
+    past("static_shape", "dynamic-height", lambda: b.conv(in_shape=[1, -1, 8, 4],
+                                                         out_shape=[1, 6, 6, 4]),
+         "input 'x' has shape [1,-1,8,4]"),
+    past("static_shape", "zero-dim", lambda: b.unary(shape=(1, 0, 4, 8)), "[1,0,4,8]"),
+    at("tensor_rank", "add-rank-4", lambda: b.binary(a_shape=(1, 2, 4, 8), b_shape=(1, 2, 4, 8))),
+    past("tensor_rank", "add-rank-5", lambda: b.binary(a_shape=(1, 1, 2, 4, 8),
+                                                       b_shape=(1, 1, 2, 4, 8)),
+         "input 'a' has rank 5, expected 0 to 4"),
+    past("tensor_rank", "conv-rank-3", lambda: b.conv(in_shape=[8, 8, 4], out_shape=[6, 6, 4]),
+         "input 'x' has rank 3, expected 4"),
+    at("shape_consistency", "conv-output-ok", lambda: b.conv(out_shape=[1, 6, 6, 4])),
+    past("shape_consistency", "conv-output-wrong", lambda: b.conv(out_shape=[1, 8, 8, 4]),
+         "output [1,8,8,4] but input [1,8,8,4], kernel 3x3, stride 1x1, padding 0/0/0/0 give "
+         "[1,6,6,4]"),
+
+    # Data types and quantization.
+    at("activation_dtype", "int8", lambda: b.conv()),
+    past("activation_dtype", "int16", lambda: b.conv(dtype="int16"),
+         "input 'x' is int16; output 'y' is int16"),
+    past("activation_dtype", "quantize-float-input",
+         lambda: b.unary("QUANTIZE", in_dtype="float32"), "input 'x' is float32"),
+    past("activation_dtype", "uint8-output", lambda: b.unary("RELU", out_dtype="uint8",
+                                                             out_zp=128),
+         "output 'y' is uint8"),
+    at("activation_quantization", "zero-point-min", lambda: b.unary(in_zp=-128)),
+    past("activation_quantization", "zero-point-128", lambda: b.unary(in_zp=128),
+         "input 'x' has zero point 128"),
+    past("activation_quantization", "scale-0", lambda: b.unary(in_scale=0.0),
+         "input 'x' has scale 0"),
+    past("activation_quantization", "per-channel-activation",
+         lambda: b.unary(shape=(1, 4, 4, 2), in_scale=[0.1, 0.2], in_zp=[0, 0], in_axis=3),
+         "input 'x' has 2 scales on axis 3"),
+    at("weights_dtype", "zero-point-0", lambda: b.conv(weights_zp=0)),
+    past("weights_dtype", "zero-point-1", lambda: b.conv(weights_zp=1),
+         "weights 'w' has zero point 1"),
+    past("weights_dtype", "uint8", lambda: b.conv(weights_dtype="uint8"), "weights 'w' is uint8"),
+    at("weights_per_channel_axis", "conv-axis-0", lambda: b.conv(weights_axis=0, c_out=8)),
+    past("weights_per_channel_axis", "conv-axis-3", lambda: b.conv(weights_axis=3),
+         "weights 'w' has 4 scales on axis 3, expected axis 0"),
+    at("weights_per_channel_axis", "depthwise-axis-3",
+       lambda: b.conv("DEPTHWISE_CONV_2D", weights_axis=3)),
+    past("weights_per_channel_axis", "depthwise-axis-1",
+         lambda: b.conv("DEPTHWISE_CONV_2D", weights_axis=1),
+         "weights 'w' has 3 scales on axis 1, expected axis 3"),
+    at("weights_per_channel_axis", "fc-axis-0", lambda: b.fully_connected(weights_axis=0)),
+    past("weights_per_channel_axis", "fc-axis-1", lambda: b.fully_connected(weights_axis=1),
+         "weights 'w' has 16 scales on axis 1, expected axis 0"),
+    at("weights_constant", "constant", lambda: b.conv()),
+    past("weights_constant", "runtime-weights", lambda: b.conv(weights_constant=False),
+         "weights 'w' is not constant"),
+    at("bias_dtype", "int32", lambda: b.conv(bias_dtype="int32")),
+    past("bias_dtype", "int64", lambda: b.conv(bias_dtype="int64"), "bias 'b' is int64"),
+    at("same_quantization", "max-pool-same", lambda: b.pool()),
+    past("same_quantization", "max-pool-rescaled", lambda: b.pool(out_scale=0.1),
+         "input 'x' has scale 0.05 zero point -3, output 'y' has scale 0.1 zero point -3"),
+    past("same_quantization", "concat-rescaled", lambda: b.concat(scales=[0.05, 0.06]),
+         "input 'x1' has scale 0.06 zero point -3"),
+    at("sigmoid_tanh_output_quantization", "logistic-spec",
+       lambda: b.unary("LOGISTIC", out_scale=1 / 256, out_zp=-128)),
+    past("sigmoid_tanh_output_quantization", "logistic-zp-0",
+         lambda: b.unary("LOGISTIC", out_scale=1 / 256, out_zp=0),
+         "output 'y' has scale 0.00390625 zero point 0"),
+    at("sigmoid_tanh_output_quantization", "tanh-spec",
+       lambda: b.unary("TANH", out_scale=1 / 128, out_zp=0)),
+    past("sigmoid_tanh_output_quantization", "tanh-scale-1/256",
+         lambda: b.unary("TANH", out_scale=1 / 256, out_zp=0),
+         "output 'y' has scale 0.00390625 zero point 0"),
+
+    # Shapes.
+    at("batch_size", "batch-1", lambda: b.conv(batch=1)),
+    past("batch_size", "batch-2", lambda: b.conv(batch=2),
+         "input 'x' has batch 2; output 'y' has batch 2"),
+    at("batch_size", "matmul-batch-1", lambda: b.batch_matmul(a_shape=(1, 4, 16),
+                                                              b_shape=(1, 16, 8))),
+    past("batch_size", "matmul-batch-2", lambda: b.batch_matmul(a_shape=(2, 4, 16),
+                                                                b_shape=(2, 16, 8)),
+         "input 'a' has batch dimensions [2,4,16]"),
+    at("feature_map_dims", "width-65535", lambda: b.unary(shape=(1, 1, 65535, 1))),
+    past("feature_map_dims", "width-65536", lambda: b.unary(shape=(1, 1, 65536, 1)),
+         "input 'x' dimension 2 is 65536; output 'y' dimension 2 is 65536"),
+    at("elementwise_broadcast", "equal", lambda: b.binary()),
+    at("elementwise_broadcast", "channel-vector", lambda: b.binary(b_shape=(1, 1, 1, 8))),
+    at("elementwise_broadcast", "rank-1-vector", lambda: b.binary("MUL", a_shape=(8,))),
+    at("elementwise_broadcast", "scalar", lambda: b.binary("SUB", b_shape=())),
+    past("elementwise_broadcast", "row", lambda: b.binary(a_shape=(1, 4, 1, 8)),
+         "operands [1,4,1,8] and [1,4,4,8]"),
+    past("elementwise_broadcast", "both-broadcast",
+         lambda: b.binary(a_shape=(1, 4, 1, 8), b_shape=(1, 1, 4, 8)),
+         "operands [1,4,1,8] and [1,1,4,8]"),
+
+    # Options.
+    at("unsupported_options", "none", lambda: b.fully_connected()),
+    past("unsupported_options", "keep_num_dims",
+         lambda: b.fully_connected(options=["keep_num_dims"]), "option keep_num_dims"),
+    at("fused_activation", "relu-n1-to-1", lambda: b.conv(activation_fn="RELU_N1_TO_1")),
+    at("fused_activation", "relu6-add", lambda: b.binary(activation_fn="RELU6")),
+    past("fused_activation", "tanh", lambda: b.conv(activation_fn="TANH"), "fused activation TANH"),
+    past("fused_activation", "sign-bit-fc", lambda: b.fully_connected(activation_fn="SIGN_BIT"),
+         "fused activation SIGN_BIT"),
+
+    # Windows.
+    at("kernel_size", "15x15", lambda: b.conv(kernel=(15, 15), in_hw=(15, 15))),
+    past("kernel_size", "16x16", lambda: b.conv(kernel=(16, 16), in_hw=(16, 16)), "kernel 16x16"),
+    past("kernel_size", "depthwise-16x3",
+         lambda: b.conv("DEPTHWISE_CONV_2D", kernel=(16, 3), in_hw=(16, 16)), "kernel 16x3"),
+    at("stride", "3x3", lambda: b.conv(stride=(3, 3))),
+    past("stride", "4x4", lambda: b.conv(stride=(4, 4)), "stride 4x4"),
+    past("stride", "max-pool-1x4", lambda: b.pool(stride=(1, 4)), "stride 1x4"),
+    at("dilation", "1", lambda: b.conv(dilation=(1, 1))),
+    past("dilation", "2", lambda: b.conv(dilation=(2, 1)), "dilation 2x1"),
+    at("padding", "5", lambda: b.conv(pads=(5, 5, 5, 5))),
+    past("padding", "6", lambda: b.conv(pads=(6, 6, 0, 0)), "padding top/bottom/left/right 6/6/0/0"),
+    # SAME with an 11-wide kernel pads 5/5; with a 12-wide one 5/6 (the extra
+    # element goes to the bottom/right): the rule is about each side.
+    at("padding", "same-5-5", lambda: b.conv(kernel=(11, 11), in_hw=(16, 16), padding="SAME")),
+    past("padding", "same-5-6", lambda: b.conv(kernel=(12, 12), in_hw=(16, 16), padding="SAME"),
+         "padding top/bottom/left/right 5/6/5/6"),
+    at("padding", "avg-pool-same-asymmetric",
+       lambda: b.pool("AVERAGE_POOL_2D", in_hw=(7, 7), padding="SAME")),
+    past("padding", "max-pool-6", lambda: b.pool(pads=(0, 0, 6, 0)),
+         "padding top/bottom/left/right 0/0/6/0"),
+    at("padding", "pad-op-5", lambda: b.pad(paddings=((0, 0), (5, 5), (5, 5), (0, 0)))),
+    past("padding", "pad-op-6", lambda: b.pad(paddings=((0, 0), (0, 6), (0, 0), (0, 0))),
+         "padding top/bottom/left/right 0/6/0/0"),
+    at("depth_multiplier", "8", lambda: b.conv("DEPTHWISE_CONV_2D", c_in=2, depth_multiplier=8)),
+    at("depth_multiplier", "4", lambda: b.conv("DEPTHWISE_CONV_2D", c_in=2, depth_multiplier=4)),
+    past("depth_multiplier", "3", lambda: b.conv("DEPTHWISE_CONV_2D", c_in=2, depth_multiplier=3),
+         "depth multiplier 3"),
+    past("depth_multiplier", "16", lambda: b.conv("DEPTHWISE_CONV_2D", c_in=1,
+                                                 depth_multiplier=16),
+         "depth multiplier 16"),
+    at("grouped_convolution", "dense", lambda: b.conv(c_in=4, filter_c_in=4)),
+    past("grouped_convolution", "2-groups", lambda: b.conv(c_in=4, filter_c_in=2),
+         "filter input channels 2, input channels 4 (2 groups)"),
+    at("max_pool_window", "15x15", lambda: b.pool(kernel=(15, 15), in_hw=(15, 15), stride=(1, 1))),
+    past("max_pool_window", "16x16", lambda: b.pool(kernel=(16, 16), in_hw=(16, 16),
+                                                    stride=(1, 1)),
+         "window 16x16"),
+    at("avg_pool_window", "2x2-stride-2", lambda: b.pool("AVERAGE_POOL_2D")),
+    past("avg_pool_window", "3x3", lambda: b.pool("AVERAGE_POOL_2D", kernel=(3, 3)),
+         "window 3x3, stride 2x2"),
+    past("avg_pool_window", "stride-1", lambda: b.pool("AVERAGE_POOL_2D", stride=(1, 1)),
+         "window 2x2, stride 1x1"),
+    at("mean_axes", "1-2", lambda: b.mean(axes=(1, 2))),
+    at("mean_axes", "negative", lambda: b.mean(axes=(-3, -2), keep_dims=False)),
+    past("mean_axes", "channels", lambda: b.mean(axes=(3,)), "axes [3]"),
+    past("mean_axes", "height-only", lambda: b.mean(axes=(1,)), "axes [1]"),
+    at("mean_window", "15x15", lambda: b.mean(in_shape=(1, 15, 15, 8))),
+    past("mean_window", "16x15", lambda: b.mean(in_shape=(1, 16, 15, 8)), "height x width 16x15"),
+    at("pad_axes", "height-width", lambda: b.pad()),
+    past("pad_axes", "channels", lambda: b.pad(paddings=((0, 0), (1, 1), (1, 1), (1, 1))),
+         "pads channels 1/1"),
+
+    # Memory: the golden cases are in test_min_sram_bytes_golden.
+    at("sram_tile", "exactly-full", lambda: b.conv(kernel=(3, 3), in_hw=(3, 3), c_in=3626,
+                                                   c_out=1)),
+    past("sram_tile", "one-byte-short", lambda: b.conv(kernel=(3, 3), in_hw=(3, 3), c_in=3626,
+                                                       c_out=1),
+         "smallest tile needs 65536 bytes of SRAM, 65535 available",
+         config=dict(sram_bytes=65535)),
+    past("sram_tile", "one-channel-more", lambda: b.conv(kernel=(3, 3), in_hw=(3, 3), c_in=3627,
+                                                         c_out=1),
+         "smallest tile needs 65664 bytes of SRAM, 65536 available"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.rule}-{c.id}")
+def test_rule_boundary(case):
+    g, op = case.build()
+    violations = _core.check_op(g, op, _core.SupportConfig(**case.config))
+    if not case.declined:
+        assert violations == [], [v.message for v in violations]
+        return
+    assert [v.rule for v in violations] == [case.rule], [v.message for v in violations]
+    (v,) = violations
+    assert case.detail in v.detail
+    o = g.op(op)
+    assert v.message == f"{o.type_name or o.kind} '{o.name}': {v.detail} \u2014 {RULES[case.rule]['text']}"
+
+
+def test_every_rule_has_a_limit_and_a_past_case():
+    at_limit = {c.rule for c in CASES if not c.declined}
+    past_limit = {c.rule for c in CASES if c.declined}
+    assert at_limit == set(RULES), set(RULES) ^ at_limit
+    assert past_limit == set(RULES), set(RULES) ^ past_limit
+
+
+def test_style_example_message():
+    """STYLE.md house rule 1's example, verbatim."""
+    g, op = b.conv(name="conv7", stride=(4, 4))
+    (v,) = _core.check_op(g, op)
+    assert v.message == "CONV_2D 'conv7': stride 4x4 \u2014 stride must be in [1, 3] (NACC_KERNEL.K_STRIDE_X/Y)"
+
+
+def test_unnamed_op_is_labelled_by_index():
+    g, op = b.conv(name="", dilation=(2, 2))
+    (v,) = _core.check_op(g, op)
+    assert v.message.startswith("CONV_2D #0: dilation 2x2 \u2014 ")
+
+
+def test_all_non_gate_violations_are_reported_in_table_order():
+    g, op = b.conv(stride=(4, 4), dilation=(2, 2), pads=(6, 0, 0, 0), activation_fn="TANH",
+                   bias_dtype="int64", weights_zp=3, in_hw=(20, 20))
+    names = [v.rule for v in _core.check_op(g, op)]
+    assert names == ["weights_dtype", "bias_dtype", "fused_activation", "stride", "dilation",
+                     "padding"]
+    order = list(RULES)
+    assert names == sorted(names, key=order.index)
+
+
+def test_failed_gate_stops_the_check():
+    """A dynamic shape fails static_shape; nothing after it runs (the stride
+    would otherwise be reported too)."""
+    g, op = b.conv(in_shape=[1, -1, 8, 4], out_shape=[1, -1, 2, 4], stride=(4, 4))
+    assert [v.rule for v in _core.check_op(g, op)] == ["static_shape"]
+
+
+def test_unsupported_options_without_modelled_attributes():
+    """A frontend that could not read PAD's paddings (not constant) marks the
+    op; the rules must decline it by that option, not trip over the empty list."""
+    g = _core.Graph()
+    x = b.activation(g, "x", [1, 4, 4, 8])
+    y = b.activation(g, "y", [1, 6, 6, 8])
+    op = g.add_op("PAD", [x], [y], name="pad", unsupported_options=["non-constant paddings"])
+    assert [(v.rule, v.detail) for v in _core.check_op(g, op)] == [
+        ("unsupported_options", "option non-constant paddings")]
+
+
+def test_host_only_op_uses_frontend_name():
+    g, op = b.other("SOFTMAX", name="probs")
+    (v,) = _core.check_op(g, op)
+    assert v.rule == "npu_op_kind"
+    assert v.message.startswith("SOFTMAX 'probs': no NPU implementation \u2014 ")
+
+
+@pytest.mark.parametrize("build, kind", [
+    (lambda: b.conv(), "CONV_2D"),
+    (lambda: b.conv("DEPTHWISE_CONV_2D", depth_multiplier=2), "DEPTHWISE_CONV_2D"),
+    (lambda: b.fully_connected(m=3), "FULLY_CONNECTED"),
+    (lambda: b.fully_connected(in_shape=[1, 2, 2, 4], out_shape=[1, 8]), "FULLY_CONNECTED"),
+    (lambda: b.batch_matmul(a_shape=(4, 16), b_shape=(16, 8)), "BATCH_MATMUL"),
+    (lambda: b.pool(padding="SAME", in_hw=(7, 7), kernel=(3, 3), stride=(2, 2)), "MAX_POOL_2D"),
+    (lambda: b.unary("HARD_SWISH"), "HARD_SWISH"),
+    (lambda: b.unary("LEAKY_RELU", alpha=0.2), "LEAKY_RELU"),
+    (lambda: b.unary("RELU6", shape=(10,)), "RELU6"),
+    (lambda: b.unary("QUANTIZE", out_scale=0.3, out_zp=0), "QUANTIZE"),
+    (lambda: b.reshape(), "RESHAPE"),
+    (lambda: b.reshape(with_shape_input=False, out_shape=(1, 1, 4, 32)), "RESHAPE"),
+    (lambda: b.concat(axis=1, shapes=((1, 2, 4, 8), (1, 3, 4, 8), (1, 1, 4, 8))), "CONCATENATION"),
+    (lambda: b.mean(keep_dims=False), "MEAN"),
+])
+def test_typical_ops_are_supported(build, kind):
+    g, op = build()
+    g.validate()
+    assert g.op(op).kind == kind
+    assert _core.check_op(g, op) == []
+
+
+# (builder, config, expected bytes) -- see test_min_sram_bytes_golden.
+SRAM_GOLDEN = [
+    ("conv-3x3-3626-full", lambda: b.conv(kernel=(3, 3), in_hw=(3, 3), c_in=3626, c_out=1), {},
+     65536),
+    ("conv-3x3-3627", lambda: b.conv(kernel=(3, 3), in_hw=(3, 3), c_in=3627, c_out=1), {}, 65664),
+    ("conv-1x1-32640-full", lambda: b.conv(kernel=(1, 1), in_hw=(1, 1), c_in=32640, c_out=1), {},
+     65536),
+    ("conv-window-clipped", lambda: b.conv(kernel=(5, 5), in_hw=(2, 3), c_in=64, pads=(2, 2, 1, 1)),
+     {}, 384 + 1600 + 192 + 64),
+    ("conv-unaligned", lambda: b.conv(kernel=(3, 3), c_in=3), dict(sram_alignment=1), 27 + 27 + 12 + 1),
+    ("depthwise-x8", lambda: b.conv("DEPTHWISE_CONV_2D", c_in=2, depth_multiplier=8), {},
+     64 + 128 + 3 * 64 + 64),
+    ("fc-k-1000", lambda: b.fully_connected(k=1000), {}, 2 * 64 + 192 + 64),
+    ("fc-k-16-unaligned", lambda: b.fully_connected(k=16), dict(sram_alignment=1), 2 * 16 + 12 + 1),
+    ("batch-matmul", lambda: b.batch_matmul(), dict(sram_alignment=1), 2 * 16 + 8 + 1),
+    ("max-pool-15", lambda: b.pool(kernel=(15, 15), in_hw=(15, 15), stride=(1, 1)), {}, 256 + 64),
+    ("mean-7x7", lambda: b.mean(), dict(sram_alignment=1), 49 + 49 + 12 + 1),
+    ("add", lambda: b.binary(), {}, 3 * 64),
+    ("logistic", lambda: b.unary("LOGISTIC", out_scale=1 / 256, out_zp=-128), {}, 256 + 2 * 64),
+    ("pad", lambda: b.pad(), {}, 2 * 64),
+    ("reshape", lambda: b.reshape(), {}, 0),
+]
+
+
+@pytest.mark.parametrize("build, config, expected", [c[1:] for c in SRAM_GOLDEN],
+                         ids=[c[0] for c in SRAM_GOLDEN])
+def test_min_sram_bytes_golden(build, config, expected):
+    """Smallest-tile SRAM bytes (formulas in csrc/support/sram.h).
+
+    The headline case, conv-3x3-3626-full, fills the 64 KB SRAM exactly: one
+    output pixel of a 3x3 conv over 3626 input channels reads a 3x3x3626 =
+    32634-byte input window (aligned to 64: 32640) and the same-size filter
+    slice of its one output channel (32640), plus bias, multiplier and shift
+    (3 x 64 after alignment) and the 1-byte output (64): 32640 + 32640 + 192 +
+    64 = 65536. One more input channel (3627: 32643 -> 32704 per buffer) needs
+    65664. A 1x1 conv over 32640 channels (= 510 x 64, no alignment slack)
+    fills it too. conv-window-clipped: a 5x5 kernel on a 2x3 input reads at
+    most 2x3 input positions per output (384 bytes for 64 channels) while the
+    filter slice stays 5x5x64 = 1600.
+    """
+    g, op = build()
+    assert _core.min_sram_bytes(g, op, _core.SupportConfig(**config)) == expected
+
+
+def test_min_sram_bytes_rejects_host_ops_and_dynamic_shapes():
+    g, op = b.other()
+    with pytest.raises(ValueError, match="not an NPU op"):
+        _core.min_sram_bytes(g, op)
+    g, op = b.conv(in_shape=[1, -1, 8, 4], out_shape=[1, 6, 6, 4])
+    with pytest.raises(ValueError, match=r"dynamic shape \[1,-1,8,4\]"):
+        _core.min_sram_bytes(g, op)
+
+
+def test_support_config_validates():
+    assert _core.SupportConfig().sram_bytes == 65536
+    assert _core.SupportConfig().sram_alignment == 64
+    with pytest.raises(ValueError, match="sram_bytes 0"):
+        _core.SupportConfig(sram_bytes=0)
+
+
+def test_rules_table_shape():
+    table = _core.rules_table()
+    names = [r["name"] for r in table]
+    assert len(names) == len(set(names))
+    kinds = {k["name"] for k in _core.op_kinds()}
+    for r in table:
+        assert r["text"] and "\n" not in r["text"]
+        assert set(r["op_kinds"]) <= kinds | {"OTHER"}
+        if r["general"]:
+            assert set(r["op_kinds"]) == kinds
+    # Texts quote the named limits (csrc/common/limits.h).
+    assert "[1, 15]" in RULES["kernel_size"]["text"]
+    assert "[1, 3]" in RULES["stride"]["text"]
+    assert "[0, 5]" in RULES["padding"]["text"]
+    assert "1, 2, 4 or 8" in RULES["depth_multiplier"]["text"]
+    assert "65536" in RULES["sram_tile"]["text"]
+    assert "65535" in RULES["feature_map_dims"]["text"]
+
+
+def test_supported_ops_doc_is_current():
+    """docs/supported_ops.md must be what `python -m nacc.supported_ops` prints."""
+    with open(os.path.join(ROOT, "docs", "supported_ops.md"), encoding="utf-8") as f:
+        checked_in = f.read()
+    assert checked_in == supported_ops.render(), (
+        "docs/supported_ops.md is stale: run "
+        "`PYTHONPATH=python python -m nacc.supported_ops > docs/supported_ops.md`")
+
+
+def test_supported_ops_cli_writes_file(tmp_path):
+    out = tmp_path / "ops.md"
+    assert supported_ops.main(["--output", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == supported_ops.render()
