@@ -1,0 +1,74 @@
+// A compiled Program: the command stream, the constant region (packed,
+// compressed weights, bias, quantization arrays, LUTs), the region layout,
+// the I/O tensor bindings, the hardware configuration it was compiled for and
+// per-op metadata for reports. Serializes to bytes (magic, format version,
+// checksum) and loads back; loading rejects anything malformed.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/limits.h"
+
+namespace nacc {
+
+// The hardware a Program is compiled for (NACC_SPEC §1, §3, §4, §8).
+struct HwConfig {
+  int cores = 1;                      // 1, 2, 4, 8, 16 or 32
+  int64_t sram_bytes = limits::kDefaultSramBytes;  // per core
+  int dma_bytes_per_cycle = 16;       // per core DMA port (128-bit bus)
+  int ext_bytes_per_cycle = 64;       // external memory bandwidth shared by all cores
+};
+
+enum class RegionKind : uint8_t { kUnused = 0, kConstant = 1, kInput = 2, kOutput = 3, kScratch = 4 };
+
+// One of the 8 regions (NACC_SPEC §6). Inputs/outputs are bound by the
+// runtime to the caller's buffers; constants live in the Program; scratch is
+// allocated per batch handler.
+struct RegionDesc {
+  RegionKind kind = RegionKind::kUnused;
+  int io_index = -1;  // index into Program::inputs / outputs for kInput / kOutput
+  int64_t size = 0;   // bytes the stream may touch in this region
+};
+
+// A graph input or output: an int8 NHWC (or [M, K]) tensor in its own region.
+struct IoTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  int region = -1;
+  int64_t size = 0;  // bytes
+  float scale = 0.0f;
+  int32_t zero_point = 0;
+};
+
+// What one IR op became: its command words and the numbers reports need.
+struct OpRecord {
+  std::string name;
+  std::string kind;          // IR op kind name, e.g. "CONV_2D"
+  uint32_t first_word = 0;   // command-stream word range [first_word, end_word)
+  uint32_t end_word = 0;
+  int64_t macs = 0;          // useful multiply-accumulates
+  int64_t bound_cycles = 0;  // NACC_SPEC §8 per-op bound for the Program's HwConfig
+  int64_t weight_bytes = 0;  // uncompressed weight bytes
+  int64_t weight_bytes_stored = 0;  // as stored (compressed)
+  int64_t min_dma_bytes = 0;  // each weight, IFM and OFM byte moved once
+};
+
+struct Program {
+  HwConfig hw;
+  std::vector<uint32_t> commands;
+  std::array<RegionDesc, limits::kNumRegions> regions{};
+  std::vector<uint8_t> constants;  // contents of the kConstant region
+  std::vector<IoTensor> inputs;
+  std::vector<IoTensor> outputs;
+  std::vector<OpRecord> ops;
+
+  // Format: docs/command_stream.md, "Program container".
+  std::vector<uint8_t> serialize() const;
+  // Throws InvalidArgument with a precise reason on any malformed input.
+  static Program deserialize(const uint8_t* data, size_t size);
+};
+
+}  // namespace nacc
