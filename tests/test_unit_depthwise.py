@@ -302,7 +302,7 @@ BOUNDARY_REJECTED = [
     ("shift_-32", dict(shift=-32), r"shift\[0\] -32 out of range \[-31, 31\]"),
     ("multiplier_negative", dict(mult=-1), r"multiplier\[0\] -1 out of range \[0, 2\^31\)"),
     ("padded_input_smaller_than_kernel", dict(kernel=(5, 5), h=2, w=2, padding=(1, 1, 1, 1)),
-     r"padded input smaller than the kernel"),
+     r"kernel 5x5 larger than the padded input 4x4, no output position"),
 ]
 
 

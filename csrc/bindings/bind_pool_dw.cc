@@ -59,19 +59,13 @@ nacc::WindowParams window_of(Pair stride, const Padding& padding) {
   return w;
 }
 
-// Output shape of a window op. Geometry is checked first (the extent divides
-// by the stride); an empty output raises the unit's own message. The unit
-// re-checks everything.
+// Output shape of a window op; geometry is checked first (the extent divides
+// by the stride). The unit re-checks everything.
 nacc::Shape4 window_output_shape(const char* op, const nacc::Shape4& in, int kernel_h,
                                  int kernel_w, const nacc::WindowParams& w, int out_c) {
-  using namespace nacc::units_detail;
-  check_feature_map(op, "input", in);
-  check_window_geometry(op, kernel_h, kernel_w, w);
-  const nacc::Shape4 out{1, output_extent(in.h, kernel_h, w.stride_h, w.pad_top, w.pad_bottom),
-                         output_extent(in.w, kernel_w, w.stride_w, w.pad_left, w.pad_right),
-                         out_c};
-  check_output_shape(op, out, out);
-  return out;
+  nacc::units_detail::check_feature_map(op, "input", in);
+  nacc::units_detail::check_window_geometry(op, kernel_h, kernel_w, w);
+  return nacc::units_detail::window_output_shape(op, in, kernel_h, kernel_w, w, out_c);
 }
 
 py::array_t<int8_t> new_output(const nacc::Shape4& s) {

@@ -440,13 +440,8 @@ void depthwise_conv2d_s8(const WindowParams& window, int depth_multiplier,
   check_arg(filter_shape.c == out_c, kOp, ": filter channels ", filter_shape.c,
             " must equal input channels ", input_shape.c, " x depth_multiplier ", depth_multiplier,
             " = ", out_c);
-  const Shape4 expected{
-      1,
-      output_extent(input_shape.h, filter_shape.h, window.stride_h, window.pad_top,
-                    window.pad_bottom),
-      output_extent(input_shape.w, filter_shape.w, window.stride_w, window.pad_left,
-                    window.pad_right),
-      out_c};
+  const Shape4 expected =
+      window_output_shape(kOp, input_shape, filter_shape.h, filter_shape.w, window, out_c);
   check_output_shape(kOp, expected, output_shape);
   check_zero_point(kOp, "input_zero_point", input_zero_point, "NACC_FM_OFFSET.IN_FM_OFFSET");
   check_zero_point(kOp, "output_zero_point", out_stage.output_zero_point,

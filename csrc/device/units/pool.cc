@@ -48,11 +48,8 @@ void validate(const char* op, const PoolParams& params, const Shape4& input_shap
   check_feature_map(op, "input", input_shape);
   check_window_geometry(op, params.kernel_h, params.kernel_w, params.window);
   check_act_range(op, params.act_min, params.act_max);
-  const WindowParams& w = params.window;
-  const Shape4 expected{
-      1, output_extent(input_shape.h, params.kernel_h, w.stride_h, w.pad_top, w.pad_bottom),
-      output_extent(input_shape.w, params.kernel_w, w.stride_w, w.pad_left, w.pad_right),
-      input_shape.c};
+  const Shape4 expected = window_output_shape(op, input_shape, params.kernel_h, params.kernel_w,
+                                              params.window, input_shape.c);
   check_output_shape(op, expected, output_shape);
 }
 

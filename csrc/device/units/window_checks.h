@@ -13,15 +13,6 @@
 
 namespace nacc::units_detail {
 
-// Output extent of a window op along one axis,
-// (in + pad_before + pad_after - kernel) / stride + 1, or 0 when the padded
-// input is smaller than the kernel. Same formula as window_output_size
-// (conv.cc), kept local so these units do not depend on its error text.
-inline int output_extent(int in, int kernel, int stride, int pad_before, int pad_after) {
-  const int span = in + pad_before + pad_after - kernel;
-  return span < 0 ? 0 : span / stride + 1;
-}
-
 // Kernel, stride and padding of a window op against NACC_SPEC §2.
 inline void check_window_geometry(const char* op, int kernel_h, int kernel_w,
                                   const WindowParams& w) {
@@ -78,10 +69,22 @@ inline void check_zero_point(const char* op, const char* name, int32_t zp, const
             ")");
 }
 
-// The output shape a window op must be given.
+// The output shape [1, OH, OW, out_c] of a window op (window_output_size per
+// axis). Call after check_window_geometry; throws, naming `op`, when the
+// padded input is smaller than the kernel.
+inline Shape4 window_output_shape(const char* op, const Shape4& in, int kernel_h, int kernel_w,
+                                  const WindowParams& w, int out_c) {
+  const int padded_h = in.h + w.pad_top + w.pad_bottom;
+  const int padded_w = in.w + w.pad_left + w.pad_right;
+  check_arg(padded_h >= kernel_h && padded_w >= kernel_w, op, ": kernel ", kernel_h, "x",
+            kernel_w, " larger than the padded input ", padded_h, "x", padded_w,
+            ", no output position");
+  return {1, window_output_size(in.h, kernel_h, w.stride_h, w.pad_top, w.pad_bottom),
+          window_output_size(in.w, kernel_w, w.stride_w, w.pad_left, w.pad_right), out_c};
+}
+
+// The output shape a window op was given must be the one it computes.
 inline void check_output_shape(const char* op, const Shape4& expected, const Shape4& actual) {
-  check_arg(expected.h >= 1 && expected.w >= 1, op, ": padded input smaller than the kernel, ",
-            "no output position (output would be ", expected.str(), ")");
   check_arg(actual == expected, op, ": output shape ", actual.str(), " does not match the ",
             "expected ", expected.str());
 }
