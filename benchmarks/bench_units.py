@@ -11,8 +11,8 @@ includes the per-call weight packing and the Python binding; TFLite's is
 Interpreter.invoke() on a prepared interpreter (its weights were packed once at
 delegate creation), so the comparison favours TFLite slightly.
 
-Adding a case: append a BenchCase to CASES (see make_depthwise_case for the
-depthwise unit's hook, active once nacc._core.depthwise_conv2d exists).
+Adding a case: append a BenchCase to CASES (make_conv_case, make_fc_case and
+make_depthwise_case build the common ones).
 """
 from __future__ import annotations
 
@@ -106,10 +106,9 @@ def make_fc_case(m, k, n, seed=0) -> BenchCase:
 
 
 def make_depthwise_case(h, w, c, k, stride=1, seed=0) -> Optional[BenchCase]:
-    """Hook for the depthwise unit: DEPTHWISE_CONV_2D k x k, SAME, multiplier 1.
-
-    Returns None until nacc._core.depthwise_conv2d exists. Its owner should check
-    the call in run() against the binding's final signature."""
+    """DEPTHWISE_CONV_2D k x k, SAME, multiplier 1, per-channel filter scales
+    (nacc._core.depthwise_conv2d; its output is exact vs BUILTIN_REF, --check).
+    Returns None on a build without the depthwise unit."""
     if not hasattr(_core, "depthwise_conv2d"):
         return None
     rng = _rng(seed)
