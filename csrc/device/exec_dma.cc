@@ -102,7 +102,8 @@ void execute_vnchwconv(ExecEnv& env, uint32_t word) {
   // semantics.
   std::vector<uint64_t> slot_addr;
   std::unordered_map<uint64_t, int64_t> slot_of;
-  std::vector<std::array<int64_t, 16>> src_slots(size_t(repeat)), dst_slots(size_t(repeat));
+  std::vector<std::array<int64_t, 16>> src_slots(static_cast<size_t>(repeat));
+  std::vector<std::array<int64_t, 16>> dst_slots(static_cast<size_t>(repeat));
   std::vector<const BoundBuffer*> slot_buf;
   Interval rd{~uint64_t(0), 0}, wr{~uint64_t(0), 0};
   auto slot = [&](uint64_t addr, bool write, const char* what, int k, int it) {

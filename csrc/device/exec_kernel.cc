@@ -89,6 +89,7 @@ NACC_FIELD(kEwMult1, NACC_ELEMENT_QUANT1_MULT, "IN_ELEMENT_MULT1");
 NACC_FIELD(kEwShift1, NACC_ELEMENT_QUANT1_SHIFT, "IN_ELEMENT_SHIFT1");
 NACC_FIELD(kEwMult2, NACC_ELEMENT_QUANT2_MULT, "IN_ELEMENT_MULT2");
 NACC_FIELD(kEwShift2, NACC_ELEMENT_QUANT2_SHIFT, "IN_ELEMENT_SHIFT2");
+NACC_FIELD(kRealScale, NACC_ACT_PARA, "QUANT_REAL_SCALE");
 #undef NACC_FIELD
 
 // NACC_CTRL values (register_table.h).
@@ -156,6 +157,7 @@ struct Setup {
   // SRAM areas.
   SramRange ifm_area, k_area, ofm_area, temp_area;
   bool needs_bias = false, needs_quant = false, needs_lut = false;
+  bool real_scale = false;  // NACC_ACT_PARA.QUANT_REAL_SCALE: float64 scales, no shifts
   int quant_entries = 0;  // per core, 0 = per output channel
   // Element-wise / matmul extras.
   ElementwiseParams ew;
@@ -385,6 +387,10 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   if (!has_weights(s.fam)) {
     require(!s.bias_en, name, ": NACC_CTRL.BIAS_EN = 1 has no meaning (no bias input)");
   }
+  s.real_scale = r.field(kRealScale) != 0;
+  require(!s.real_scale || s.fam == Family::kFullyConnected,
+          path(kRealScale), " = 1 is only for NPU_OP_FULLY_CONNECTED, not ", name,
+          " (docs/device_model.md §4)");
   s.needs_bias = s.bias_en;
   s.needs_quant = s.quant_en;
   s.needs_lut = s.act == ActMode::kLut;
@@ -500,7 +506,7 @@ struct CoreWork {
   int vy0 = 0, vh = 0, vx0 = 0, vw = 0;            // valid part of the input tile
   int pad_t = 0, pad_b = 0, pad_l = 0, pad_r = 0;  // the tile's padding as the unit sees it
   SramRange ifm, kern, ofm, temp;
-  int64_t w_lo = 0, bias_lo = -1, mul_lo = -1, shift_lo = -1, lut_lo = -1;
+  int64_t w_lo = 0, bias_lo = -1, mul_lo = -1, shift_lo = -1, lut_lo = -1, scale_lo = -1;
   int64_t weight_count = 0, quant_count = 0;
   bool load_fm = false, load_k = false, load_temp = false;
   Read fm_read, temp_read, b_read;  // IFM tile, element-wise operand, matmul B
@@ -652,7 +658,10 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
     c.bias_lo = pos = align_up(pos, kKAlign);
     pos += 4 * c.quant_count;
   }
-  if (s.needs_quant) {
+  if (s.needs_quant && s.real_scale) {
+    c.scale_lo = pos = align_up(pos, kKAlign);
+    pos += 8 * c.quant_count;
+  } else if (s.needs_quant) {
     c.mul_lo = pos = align_up(pos, kKAlign);
     pos += 4 * c.quant_count;
     c.shift_lo = pos = align_up(pos, kKAlign);
@@ -687,8 +696,9 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   c.k_key = {uint64_t(s.fam), device_address(ctx, s.a_k, ck * uint64_t(s.k_block)),
              uint64_t(s.k_block), s.fam == Family::kMatmul ? s.k_pitch : 0,
              s.needs_bias ? device_address(ctx, s.a_bias, 4 * uint64_t(c.oc0)) : none,
-             s.needs_quant ? device_address(ctx, s.a_mul, 4 * uint64_t(c.oc0)) : none,
-             s.needs_quant ? device_address(ctx, s.a_shift, 4 * uint64_t(c.oc0)) : none,
+             s.needs_quant ? device_address(ctx, s.a_mul, (s.real_scale ? 8 : 4) * uint64_t(c.oc0)) : none,
+             s.needs_quant && !s.real_scale ? device_address(ctx, s.a_shift, 4 * uint64_t(c.oc0)) : none,
+             uint64_t(s.real_scale),
              s.needs_lut ? device_address(ctx, s.a_act, 0) : none, uint64_t(c.noc),
              uint64_t(c.weight_count), uint64_t(c.quant_count), uint64_t(c.kern.lo),
              uint64_t(c.kern.hi)};
@@ -753,10 +763,12 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
     const Part parts[] = {
         {s.needs_bias, Reg::NACC_BIAS_DMA_ADDR, s.a_bias, c.bias_lo, 4 * c.quant_count,
          4 * uint64_t(c.oc0), k_broadcast},
-        {s.needs_quant, Reg::NACC_QUANT_MUL_DMA_ADDR, s.a_mul, c.mul_lo, 4 * c.quant_count,
-         4 * uint64_t(c.oc0), k_broadcast},
-        {s.needs_quant, Reg::NACC_QUANT_SHIFT_DMA_ADDR, s.a_shift, c.shift_lo, 4 * c.quant_count,
-         4 * uint64_t(c.oc0), k_broadcast},
+        {s.needs_quant && !s.real_scale, Reg::NACC_QUANT_MUL_DMA_ADDR, s.a_mul, c.mul_lo,
+         4 * c.quant_count, 4 * uint64_t(c.oc0), k_broadcast},
+        {s.needs_quant && !s.real_scale, Reg::NACC_QUANT_SHIFT_DMA_ADDR, s.a_shift, c.shift_lo,
+         4 * c.quant_count, 4 * uint64_t(c.oc0), k_broadcast},
+        {s.needs_quant && s.real_scale, Reg::NACC_QUANT_MUL_DMA_ADDR, s.a_mul, c.scale_lo,
+         8 * c.quant_count, 8 * uint64_t(c.oc0), k_broadcast},
         {s.needs_lut, Reg::NACC_IN_ACT_DMA_ADDR, s.a_act, c.lut_lo, limits::kLutEntries, 0,
          s.ncores > 1},
     };
@@ -873,7 +885,9 @@ void compute(const Setup& s, const CoreWork& c, uint8_t* sram) {
                           Shape4{1, s.ky, s.kx, s.out_c}, wts, bias, out_shape, out);
       break;
     case Family::kFullyConnected:
-      fully_connected_s8(s.in_zp, os, c.h, s.in_c, c.noc, in, wts, bias, out);
+      fully_connected_s8(s.in_zp, os, c.h, s.in_c, c.noc, in, wts, bias, out,
+                         c.scale_lo >= 0 ? reinterpret_cast<const double*>(sram + c.scale_lo)
+                                         : nullptr);
       break;
     case Family::kMatmul: matmul_s8(s.in_zp, s.b_zp, os, c.h, s.in_c, c.noc, in, wts, out); break;
     case Family::kPool: {
