@@ -154,7 +154,7 @@ class Layer:
             extra = {}
             if self.mult is not None:
                 extra = dict(multiplier=int(self.mult[0]), shift=int(self.shift[0]))
-            return _core.activation(self.x, mode=self.act_mode, input_zero_point=self.in_zp,
+            return _core.activation(self.x, mode=getattr(_core.ActMode, self.act_mode), input_zero_point=self.in_zp,
                                     output_zero_point=self.out_zp, lut=self.lut, **extra, **kw)
         else:
             raise ValueError(self.op)
@@ -208,12 +208,16 @@ class StreamBuilder:
         """Weight blocks for the given arrays, padded to one K_TRANS_LEN, stored back to back."""
         blocks = [weight_block(a) for a in arrays]
         size = max(len(b) for b in blocks)
-        off = self.const.add(b"".join(b + bytes(size - len(b)) for b in blocks), 16)
-        return off, size // 16
+        data = b"".join(b + bytes(size - len(b)) for b in blocks)
+        key = ("blocks", data)
+        if key not in self._weight_cache:
+            self._weight_cache[key] = self.const.add(data, 16)
+        return self._weight_cache[key], size // 16
 
     def kernel(self, L: Layer, t: Tile, *, in_addr, out_addr, in_pitch=None, out_pitch=None,
-               x2_addr=None):
-        """One kernel command for tile t of layer L (registers, then the opcode)."""
+               x2_addr=None, patch=None):
+        """One kernel command for tile t of layer L (registers, then the opcode). `patch`:
+        {register: value} written last, just before the opcode (fault tests)."""
         H, W, C = L.in_hwc
         OH, OW = L.out_hw
         OC = L.out_c
@@ -279,7 +283,7 @@ class StreamBuilder:
             self.reg("NACC_BROADCAST_CTRL1", int(avg != ov))
         else:
             self.reg("NACC_IN_FM_SPLIT", IN_FM_SPLIT_WIDTH=iw, IN_FM_SPLIT_LEFT_LEN=ih)
-        per_core = -(-nc // n) if t.mode == 1 else 0
+        per_core = max(1, nc // n) if t.mode == 1 else 0
         if t.mode == 1:
             self.reg("NACC_BROADCAST_DMA", EU_BIAS_START_OFFSET=per_core)
         self.reg("NACC_BROADCAST_CTRL", BROADCAST_MODE=t.mode, BROADCAST_NUM=n - 1)
@@ -291,7 +295,8 @@ class StreamBuilder:
         if op in ("conv", "fc", "depthwise"):
             w = L.weights[cs] if op != "depthwise" else L.weights[..., cs]
             if t.mode == 1:
-                parts = [w[i * per_core:(i + 1) * per_core] for i in range(n)]
+                parts = [w[i * per_core:(i + 1) * per_core if i < n - 1 else None]
+                         for i in range(n)]
             else:
                 parts = [w]
             off, beats = self.const_blocks(parts)
@@ -335,6 +340,8 @@ class StreamBuilder:
             broadcast = L.x2.shape[1] * L.x2.shape[2] == 1
             self.reg("NACC_DMA_PARAA", 0 if broadcast else C)
             self.reg("NACC_IN_K_DMA_ADDR", x2_addr + in_off)
+        for name, value in (patch or {}).items():
+            self.reg(name, value)
         self.e.op(OPCODES[op])
 
     def layer(self, L: Layer, tiles, *, in_addr, out_addr, x2_addr=None, wait_each=False, **kw):
@@ -376,3 +383,30 @@ def single_layer(L: Layer, tiles, *, cores=1, sram_kb=64, **kw):
     OH, OW = L.out_hw
     out_shape = (1, OH, OW, L.out_c)
     return program(sb, [L.x] + x2, [out_shape], cores=cores, sram_kb=sram_kb), [L.x] + x2
+
+
+def bind_program(dev, p, handler, inputs, base=None):
+    """Binds a Program's regions into a nacc._core.Device the way the runtime does (handler
+    window at (handler + 1) << 36, regions 4 GB apart, stream after region 7), starts it, and
+    returns (output arrays, scratch arrays, stream address)."""
+    base = (handler + 1) << 36 if base is None else base
+    bases, outs, scratch = [], [], {}
+    for r in p.regions:
+        addr = base + (r["index"] << 32)
+        bases.append(addr)
+        if r["kind"] == "constant":
+            dev.bind(addr, p.constants, readonly=True)
+        elif r["kind"] == "input":
+            dev.bind(addr, np.ascontiguousarray(inputs[r["io_index"]]), readonly=True)
+        elif r["kind"] == "output":
+            o = np.zeros(p.outputs[r["io_index"]]["shape"], np.int8)
+            outs.append(o)
+            dev.bind(addr, o)
+        elif r["kind"] == "scratch":
+            scratch[r["index"]] = np.zeros(r["size"], np.uint8)
+            dev.bind(addr, scratch[r["index"]])
+    stream = base + (8 << 32)
+    words = p.commands
+    dev.bind(stream, words, readonly=True)
+    dev.start(handler, stream, words.nbytes, bases)
+    return outs, scratch, stream

@@ -362,6 +362,7 @@ void bind_runtime(py::module_& m) {
             std::vector<nacc::OutputBuffer> out_bufs;
             for (const auto& t : p.outputs) {
               py::array_t<int8_t> a(std::vector<py::ssize_t>(t.shape.begin(), t.shape.end()));
+              std::fill(a.mutable_data(), a.mutable_data() + a.size(), int8_t(0));
               out_bufs.push_back({a.mutable_data(), size_t(a.size())});
               out_arrays.push_back(std::move(a));
             }

@@ -18,6 +18,7 @@ using device_detail::Interval;
 using device_detail::PendingOp;
 
 namespace {
+void publish_pmu(HandlerContext& c);
 
 constexpr FieldRef kCmdStart = field_of(Reg::CMD, "START");
 constexpr FieldRef kCmdClearIrq = field_of(Reg::CMD, "CLEAR_IRQ");
@@ -223,7 +224,10 @@ void Device::write_locked(uint32_t addr, uint32_t value) {
                                 c.index, " is running its stream"));
     }
     const uint32_t triggers = c.regs.write(r, value);
-    if (r == Reg::PMU_CTRL && (triggers & kPmuReset.mask())) c.pmu = device_detail::Pmu{};
+    if (r == Reg::PMU_CTRL && (triggers & kPmuReset.mask())) {
+      c.pmu = device_detail::Pmu{};
+      publish_pmu(c);
+    }
     return;
   }
   host_regs_.write(r, value);
@@ -280,7 +284,19 @@ const RunCounters& Device::counters(int handler) const { return ctx(handler).run
 
 namespace {
 
-// Updates the PMU registers of a handler after a command (NACC_SPEC §8).
+// Copies the PMU accumulators into the handler's PMU registers.
+void publish_pmu(HandlerContext& c) {
+  set_pair(c.regs, Reg::PMU_CYCLES_LO, c.pmu.cycles);
+  set_pair(c.regs, Reg::PMU_MAC_CYCLES_LO, c.pmu.mac_cycles);
+  set_pair(c.regs, Reg::PMU_ACT_CYCLES_LO, c.pmu.act_cycles);
+  set_pair(c.regs, Reg::PMU_DMA_RD_BYTES_LO, c.pmu.dma_rd);
+  set_pair(c.regs, Reg::PMU_DMA_WR_BYTES_LO, c.pmu.dma_wr);
+  set_pair(c.regs, Reg::PMU_STALL_CYCLES_LO, c.pmu.stall);
+  c.regs.set(Reg::PMU_CMD_COUNT, c.pmu.commands);
+  c.regs.set(Reg::PMU_SRAM_HIGH_WATER, c.pmu.sram_high_water);
+}
+
+// Adds a command's counts to the PMU (when PMU_CTRL.CNT_EN) and publishes it (NACC_SPEC §8).
 void update_pmu(HandlerContext& c, const RunCounters& before) {
   const RunCounters& r = c.run;
   if (c.regs.field(kPmuEnable)) {
@@ -294,14 +310,7 @@ void update_pmu(HandlerContext& c, const RunCounters& before) {
     c.pmu.sram_high_water =
         std::max<uint32_t>(c.pmu.sram_high_water, uint32_t(r.sram_high_water));
   }
-  set_pair(c.regs, Reg::PMU_CYCLES_LO, c.pmu.cycles);
-  set_pair(c.regs, Reg::PMU_MAC_CYCLES_LO, c.pmu.mac_cycles);
-  set_pair(c.regs, Reg::PMU_ACT_CYCLES_LO, c.pmu.act_cycles);
-  set_pair(c.regs, Reg::PMU_DMA_RD_BYTES_LO, c.pmu.dma_rd);
-  set_pair(c.regs, Reg::PMU_DMA_WR_BYTES_LO, c.pmu.dma_wr);
-  set_pair(c.regs, Reg::PMU_STALL_CYCLES_LO, c.pmu.stall);
-  c.regs.set(Reg::PMU_CMD_COUNT, c.pmu.commands);
-  c.regs.set(Reg::PMU_SRAM_HIGH_WATER, c.pmu.sram_high_water);
+  publish_pmu(c);
 }
 
 // Reads stream word `index` of handler c from device memory (bounds-checked).
@@ -368,7 +377,7 @@ bool Device::step(int handler) {
       case Opcode::NPU_SET_REGISTER: {
         const uint32_t triggers = c.regs.write(cmd.param, cmd.payload);
         if (Reg(register_index_at(cmd.param)) == Reg::PMU_CTRL && (triggers & kPmuReset.mask())) {
-          c.pmu = device_detail::Pmu{};
+          c.pmu = device_detail::Pmu{};  // published after the command
         }
         break;
       }
