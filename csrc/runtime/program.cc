@@ -82,8 +82,10 @@ class Reader {
     return uint32_t(q[0]) | uint32_t(q[1]) << 8 | uint32_t(q[2]) << 16 | uint32_t(q[3]) << 24;
   }
   uint64_t u64() {
-    const uint64_t lo = u32();
-    return lo | uint64_t(u32()) << 32;
+    const uint8_t* q = take(8);
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = v << 8 | q[i];
+    return v;
   }
   int32_t i32() { return int32_t(u32()); }
   int64_t i64() { return int64_t(u64()); }
@@ -344,22 +346,22 @@ void Program::validate() const {
       check_arg(d.kind == want && d.io_index == int(i), "program: ", what, " ", i, " '", t.name,
                 "' is in region ", t.region, ", which is a ", region_kind_name(d.kind),
                 " region for io_index ", d.io_index);
-      check_arg(t.shape.size() <= kMaxRank, "program: ", what, " '", t.name, "' rank ",
+      check_arg(t.shape.size() <= kMaxRank, "program: ", what, " ", i, " '", t.name, "' rank ",
                 t.shape.size(), " > ", kMaxRank);
       int64_t elems = 1;
       for (int64_t dim : t.shape) {
-        check_arg(dim >= 1 && dim <= limits::kMaxFeatureMapDim, "program: ", what, " '", t.name,
+        check_arg(dim >= 1 && dim <= limits::kMaxFeatureMapDim, "program: ", what, " ", i, " '", t.name,
                   "' dimension ", dim, " out of range [1, ", limits::kMaxFeatureMapDim, "]");
         elems *= dim;
-        check_arg(elems <= kMaxRegionBytes, "program: ", what, " '", t.name,
+        check_arg(elems <= kMaxRegionBytes, "program: ", what, " ", i, " '", t.name,
                   "' has more than ", kMaxRegionBytes, " elements");
       }
-      check_arg(t.size == elems && t.size == d.size, "program: ", what, " '", t.name, "' size ",
+      check_arg(t.size == elems && t.size == d.size, "program: ", what, " ", i, " '", t.name, "' size ",
                 t.size, " must equal its element count ", elems, " (int8) and its region size ",
                 d.size);
-      check_arg(std::isfinite(t.scale) && t.scale >= 0.0f, "program: ", what, " '", t.name,
+      check_arg(std::isfinite(t.scale) && t.scale >= 0.0f, "program: ", what, " ", i, " '", t.name,
                 "' scale ", t.scale, " must be finite and >= 0");
-      check_arg(t.zero_point >= -128 && t.zero_point <= 127, "program: ", what, " '", t.name,
+      check_arg(t.zero_point >= -128 && t.zero_point <= 127, "program: ", what, " ", i, " '", t.name,
                 "' zero point ", t.zero_point, " out of range [-128, 127]");
     }
   }
