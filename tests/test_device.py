@@ -651,3 +651,40 @@ def test_stream_errors():
     dev.start(3, 0x3000, 8)
     with pytest.raises(nacc.DeviceFault, match="word 0 .*NPU_OP_CONV"):
         dev.run(3)
+
+
+def test_hostile_register_values_never_crash():
+    """Random register payloads (bit flips, off-by-small, random words) in a valid stream:
+    every run either completes or raises DeviceFault; the device never crashes, hangs or
+    writes outside the output buffer (a guard buffer is bound right after it)."""
+    rng = np.random.default_rng(7)
+    L = conv(rng_for("fuzz"), 6, 7, 5, 4, stride=(1, 2))
+    p, ins = ns.single_layer(L, grid(*L.out_hw, 3, 2, k_upd=1))
+    words = p.commands
+    sets = [c["word"] for c in _core.decode_stream(words) if c["opcode"] == "NPU_SET_REGISTER"]
+    outcomes = {"ok": 0, "fault": 0}
+    for trial in range(250):
+        w = words.copy()
+        for _ in range(int(rng.integers(1, 4))):
+            pos = int(rng.choice(sets)) + 1
+            kind = rng.integers(0, 3)
+            if kind == 0:
+                w[pos] ^= np.uint32(1 << int(rng.integers(0, 32)))
+            elif kind == 1:
+                w[pos] = np.uint32((int(w[pos]) + int(rng.integers(-3, 4))) & 0xFFFFFFFF)
+            else:
+                w[pos] = np.uint32(rng.integers(0, 1 << 32))
+        dev = _core.Device(cores=2)
+        guard = np.full(4096, 0x5A, np.uint8)
+        q = _core.Program.from_bytes(p.to_bytes())
+        q.commands = w
+        outs, _, _ = ns.bind_program(dev, q, 0, ins)
+        dev.bind(((0 + 1) << 36) + (ns.OUTPUT << 32) + outs[0].nbytes, guard, readonly=True)
+        try:
+            dev.run(0)
+            outcomes["ok"] += 1
+        except nacc.DeviceFault as e:
+            assert "command stream word" in str(e)
+            outcomes["fault"] += 1
+        assert (guard == 0x5A).all()
+    assert outcomes["fault"] > 50 and outcomes["ok"] > 10, outcomes

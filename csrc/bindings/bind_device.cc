@@ -480,7 +480,8 @@ void bind_dev(py::module_& m) {
       .def(
           "stats",
           [](const PyDevice& d, int handler, bool timeline) {
-            return stats_dict(d.dev->counters(handler), handler, timeline);
+            const nacc::RunCounters rc = d.dev->counters(handler);
+            return stats_dict(rc, handler, timeline);
           },
           py::arg("handler"), py::arg("timeline") = true, "Counters of the handler's last run.");
 }

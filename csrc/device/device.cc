@@ -183,7 +183,9 @@ uint32_t Device::read_locked(uint32_t addr) {
   const int i = register_index_at(addr);
   if (i < 0) return host_regs_.read(addr);  // throws the "no register" fault
   if (is_handler_register(Reg(i))) {
-    return ctx(int(host_regs_.field(kCmdHandler))).regs.read(addr);
+    HandlerContext& c = ctx(int(host_regs_.field(kCmdHandler)));
+    std::lock_guard<std::mutex> lk(c.mu);
+    return c.regs.read(addr);
   }
   return host_regs_.read(addr);
 }
@@ -208,12 +210,16 @@ void Device::write_locked(uint32_t addr, uint32_t value) {
   if (r == Reg::CMD) {
     const uint32_t triggers = host_regs_.write(r, value);
     const int b = int(kCmdHandler.extract(value));
-    if (triggers & kCmdClearIrq.mask()) ctx(b).regs.set(Reg::NACC_INT_STATUS, 0);
+    if (!(triggers & (kCmdClearIrq.mask() | kCmdStart.mask()))) return;
+    HandlerContext& c = ctx(b);
+    std::lock_guard<std::mutex> lk(c.mu);
+    if (triggers & kCmdClearIrq.mask()) c.regs.set(Reg::NACC_INT_STATUS, 0);
     if (triggers & kCmdStart.mask()) start_locked(b);
     return;
   }
   if (is_handler_register(r)) {
     HandlerContext& c = ctx(int(host_regs_.field(kCmdHandler)));
+    std::lock_guard<std::mutex> lk(c.mu);
     if (r == Reg::NACC_CTRL && kCtrlStart.extract(value)) {
       throw DeviceFault(
           "NACC_CTRL.START = 1: the register-driven use of [N] is not modelled; kernels run from "
@@ -235,10 +241,15 @@ void Device::write_locked(uint32_t addr, uint32_t value) {
 
 uint32_t Device::handler_register(int handler, Reg r) const {
   std::lock_guard<std::mutex> lk(host_mu_);
-  if (is_handler_register(r)) return ctx(handler).regs.get(r);
+  if (is_handler_register(r)) {
+    HandlerContext& c = ctx(handler);
+    std::lock_guard<std::mutex> lk2(c.mu);
+    return c.regs.get(r);
+  }
   return host_regs_.get(r);
 }
 
+// Called with host_mu_ and the handler's mutex held.
 void Device::start_locked(int b) {
   HandlerContext& c = ctx(b);
   if (c.state == HandlerState::kRunning) {
@@ -271,16 +282,22 @@ void Device::start_locked(int b) {
 // Execution.
 
 HandlerState Device::state(int handler) const {
-  std::lock_guard<std::mutex> lk(host_mu_);
-  return ctx(handler).state;
+  HandlerContext& c = ctx(handler);
+  std::lock_guard<std::mutex> lk(c.mu);
+  return c.state;
 }
 
 std::string Device::fault_message(int handler) const {
-  std::lock_guard<std::mutex> lk(host_mu_);
-  return ctx(handler).fault;
+  HandlerContext& c = ctx(handler);
+  std::lock_guard<std::mutex> lk(c.mu);
+  return c.fault;
 }
 
-const RunCounters& Device::counters(int handler) const { return ctx(handler).run; }
+RunCounters Device::counters(int handler) const {
+  HandlerContext& c = ctx(handler);
+  std::lock_guard<std::mutex> lk(c.mu);
+  return c.run;
+}
 
 namespace {
 
@@ -334,12 +351,10 @@ bool fetch_word(const MemoryMap& mem, const HandlerContext& c, uint64_t index, u
 
 bool Device::step(int handler) {
   HandlerContext& c = ctx(handler);
-  {
-    std::lock_guard<std::mutex> lk(host_mu_);
-    if (c.state != HandlerState::kRunning) {
-      throw DeviceFault(str_cat("batch handler ", handler, " is not running (",
-                                handler_state_name(c.state), ")"));
-    }
+  std::lock_guard<std::mutex> handler_lock(c.mu);
+  if (c.state != HandlerState::kRunning) {
+    throw DeviceFault(str_cat("batch handler ", handler, " is not running (",
+                              handler_state_name(c.state), ")"));
   }
   std::shared_lock<std::shared_mutex> mem_lock(mem_mu_);
   const uint64_t pc = c.pc;
@@ -410,7 +425,6 @@ bool Device::step(int handler) {
     c.run.cycles = std::max(c.run.cycles, c.cp_time);
     update_pmu(c, before_counts);
     if (stopped) {
-      std::lock_guard<std::mutex> lk(host_mu_);
       c.regs.raise(Reg::NACC_INT_STATUS, kDone.mask());
       c.state = HandlerState::kStopped;
       return false;
@@ -421,13 +435,10 @@ bool Device::step(int handler) {
     std::string msg = str_cat("batch handler ", handler, ": ", stream_position(size_t(pc)),
                               op_name.empty() ? "" : op_name + ": ", e.what());
     if (!dynamic_cast<const Error*>(&e)) msg += " (host error)";
-    {
-      std::lock_guard<std::mutex> lk(host_mu_);
-      if (bus) c.regs.raise(Reg::NACC_INT_STATUS, bus->write ? kBusWrErr.mask() : kBusRdErr.mask());
-      c.regs.set(Reg::QREAD, uint32_t(pc * 4));
-      c.state = HandlerState::kFaulted;
-      c.fault = msg;
-    }
+    if (bus) c.regs.raise(Reg::NACC_INT_STATUS, bus->write ? kBusWrErr.mask() : kBusRdErr.mask());
+    c.regs.set(Reg::QREAD, uint32_t(pc * 4));
+    c.state = HandlerState::kFaulted;
+    c.fault = msg;
     throw DeviceFault(msg);
   }
 }

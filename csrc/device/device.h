@@ -128,8 +128,8 @@ class Device {
   HandlerState state(int handler) const;
   // The message of the fault that stopped the handler ("" if none).
   std::string fault_message(int handler) const;
-  // Counters of the handler's current or last run.
-  const RunCounters& counters(int handler) const;
+  // Counters of the handler's current or last run (a copy).
+  RunCounters counters(int handler) const;
 
  private:
   device_detail::HandlerContext& ctx(int handler) const;
@@ -139,7 +139,7 @@ class Device {
   void start_locked(int handler);
 
   HwConfig hw_;
-  mutable std::mutex host_mu_;       // host register file, CMD, handler states
+  mutable std::mutex host_mu_;       // host register file and CMD; taken before a handler's mutex
   RegisterFile host_regs_;           // global registers (CMD, INSTR_ADDR, bases, ...)
   mutable std::shared_mutex mem_mu_;  // memory map: shared while a command executes
   MemoryMap mem_;

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -71,7 +72,10 @@ struct Pmu {
 
 // One batch handler (NACC_SPEC §6): its own copy of the stream registers, its
 // latched stream and region bases, its own SRAM set and timeline.
+// Locking: `mu` guards everything here; step() holds it for a whole command,
+// host register access takes Device::host_mu_ first, then `mu`.
 struct HandlerContext {
+  std::mutex mu;
   int index = 0;
   RegisterFile regs;  // per-handler registers (compute bank, DMA_*, VNCHWCONV_*, PMU, QREAD)
   HandlerState state = HandlerState::kIdle;
@@ -85,7 +89,6 @@ struct HandlerContext {
   int64_t dma_free = 0;  // DMA-queue engine free at
   RunCounters run;
   Pmu pmu;
-  Pmu pmu_at_start;  // not used for values; kept for clarity of deltas
   std::string fault;
 };
 

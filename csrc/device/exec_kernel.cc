@@ -588,13 +588,13 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   c.core = i;
   c.y0 = s.y0;
   c.h = s.h;
-  c.iy0 = s.iy0;
+  int64_t iy0 = s.iy0;
   c.ih = s.ih;
   const char* rows_regs = "NACC_IN_FM_SPLIT_H_OFFSET, NACC_IN_FM_SPLIT.IN_FM_SPLIT_LEFT_LEN";
   if (s.mode == kBcSplitHeight) {
     c.y0 = s.y0 + i * s.avg_h;
     c.h = last ? s.ov_h : s.avg_h;
-    c.iy0 = s.iy0 + i * s.avg_in_step;
+    iy0 = int64_t(s.iy0) + int64_t(i) * s.avg_in_step;
     c.ih = last ? s.ov_in_rows : s.ih;
     rows_regs = last ? "NACC_IN_FM_SPLIT_H_OFFSET + core x IN_DMA_UNICAST_AVG_OFFSET, "
                        "NACC_BROADCAST_DMA.IN_DMA_UNICAST_OV_OFFSET"
@@ -610,10 +610,11 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   // Halo (docs/device_model.md §3, §5).
   const int64_t want_y0 = int64_t(c.y0) * s.sy - s.pad_t;
   const int64_t want_h = int64_t(c.h - 1) * s.sy + s.ky;
-  require(c.iy0 == want_y0 && c.ih == want_h, "input tile does not cover the output tile",
+  require(iy0 == want_y0 && c.ih == want_h, "input tile does not cover the output tile",
           core_text(s, i), ": rows [", c.y0, ", ", c.y0 + c.h, ") need input rows [", want_y0,
-          ", ", want_y0 + want_h, ") but the tile is rows [", c.iy0, ", ", int64_t(c.iy0) + c.ih,
+          ", ", want_y0 + want_h, ") but the tile is rows [", iy0, ", ", iy0 + c.ih,
           ") (", rows_regs, ")");
+  c.iy0 = int(iy0);  // == want_y0: y0 < OUT_FM_HEIGHT <= 65535
   const int64_t vy1 = std::min<int64_t>(int64_t(c.iy0) + c.ih, s.in_h);
   const int64_t vx1 = std::min<int64_t>(int64_t(s.ix0) + s.iw, s.in_w);
   c.vy0 = std::max(c.iy0, 0);

@@ -96,7 +96,12 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
     int b;
     std::vector<uint64_t>* bound;
     ~Guard() {
-      for (uint64_t a : *bound) rt->device_.unbind_buffer(a);
+      for (uint64_t a : *bound) {
+        try {
+          rt->device_.unbind_buffer(a);
+        } catch (...) {  // cannot happen: these addresses were bound above
+        }
+      }
       rt->release(b);
     }
   } guard{this, b, &bound};
