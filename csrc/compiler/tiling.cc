@@ -160,19 +160,25 @@ struct Candidate {
   bool valid = false;
 };
 
+// Plans within this fraction of the fewest estimated cycles count as equally
+// fast; among them the fewest DMA bytes win (the estimate is a model, and a
+// plan that moves less data is the more robust choice).
+constexpr double kCycleTolerance = 0.01;
+
+// a before b among equally fast plans: fewer DMA bytes, fewer cycles, fewer commands.
 bool better(const PlanEstimate& a, const PlanEstimate& b) {
-  if (a.cycles != b.cycles) return a.cycles < b.cycles;
   if (a.read_bytes + a.write_bytes != b.read_bytes + b.write_bytes) {
     return a.read_bytes + a.write_bytes < b.read_bytes + b.write_bytes;
   }
+  if (a.cycles != b.cycles) return a.cycles < b.cycles;
   return a.commands < b.commands;
 }
 
 int row_cap(const LoweredOp& op, BroadcastMode mode) {
-  if (mode == BroadcastMode::kSplitHeight) {
-    return std::min(kMaxCoreRows, (kMaxCoreRows - op.kernel_h) / op.stride_h + 1);
-  }
-  return std::min(op.out_shape.h, (kMaxSplitLen - op.kernel_h) / op.stride_h + 1);
+  const int field_cap = mode == BroadcastMode::kSplitHeight
+                            ? std::min(kMaxCoreRows, (kMaxCoreRows - op.kernel_h) / op.stride_h + 1)
+                            : (kMaxSplitLen - op.kernel_h) / op.stride_h + 1;
+  return std::min(op.out_shape.h, field_cap);
 }
 
 int row_avg_cap(const LoweredOp& op) { return kMaxCoreRows / op.stride_h; }
@@ -433,8 +439,7 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
   std::set<int, std::greater<int>> channel_caps;
   for (int k = 1; k <= channels; ++k) channel_caps.insert(int(ceil_div(channels, k)));
 
-  TilePlan best;
-  bool found = false;
+  std::vector<TilePlan> candidates;
   for (int n = 1; n <= hw.cores; n *= 2) {
     if (options.force_cores && n != options.force_cores) continue;
     std::vector<BroadcastMode> modes;
@@ -493,24 +498,30 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
               }
               p.layout = *make_layout(geo, tile_bytes(op, hc, w, gc), kind);
               p.estimate = estimate(op, hw, p);
-              if (!found || better(p.estimate, best.estimate)) {
-                best = std::move(p);
-                found = true;
-              }
+              candidates.push_back(std::move(p));
             }
           }
         }
       }
     }
   }
-  if (!found) {
+  if (candidates.empty()) {
     const TileBytes b = tile_bytes(op, 1, 1, 1);
     throw Unsupported(str_cat(op.label, ": no tile fits one core's SRAM of ", hw.sram_bytes,
                               " bytes (the smallest needs IFM ", b.ifm, " + K ", b.k, " + OFM ",
                               b.ofm, (b.temp ? str_cat(" + operand ", b.temp) : std::string()),
                               " bytes before alignment)"));
   }
-  return best;
+  int64_t fastest = candidates[0].estimate.cycles;
+  for (const TilePlan& p : candidates) fastest = std::min(fastest, p.estimate.cycles);
+  const double limit = double(fastest) * (1.0 + kCycleTolerance);
+  const TilePlan* best = nullptr;
+  for (const TilePlan& p : candidates) {
+    if (double(p.estimate.cycles) <= limit && (!best || better(p.estimate, best->estimate))) {
+      best = &p;
+    }
+  }
+  return *best;
 }
 
 }  // namespace nacc::compiler
