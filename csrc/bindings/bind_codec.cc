@@ -45,7 +45,7 @@ NACC_BINDINGS(codec) {
       "'raw', 'zrun_rice' or 'lut'.");
   m.def(
       "decompress_weights",
-      [](const py::bytes& stream, py::ssize_t count, bool padded) {
+      [](const py::bytes& stream, py::ssize_t count) {
         if (count < 0 || static_cast<uint64_t>(count) > 0xFFFFFFFFull) {
           throw py::value_error("decompress_weights: count " + std::to_string(count) +
                                 " out of range [0, 4294967295]");
@@ -55,17 +55,15 @@ NACC_BINDINGS(codec) {
         int8_t* dst = out.mutable_data();
         {
           py::gil_scoped_release release;
-          (padded ? wc::decode_padded : wc::decode)(
-              reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), dst,
-              static_cast<size_t>(count));
+          wc::decode(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), dst,
+                     static_cast<size_t>(count));
         }
         return out;
       },
-      py::arg("stream"), py::arg("count"), py::kw_only(), py::arg("padded") = false,
+      py::arg("stream"), py::arg("count"),
       "Decode a weight stream into a 1-D int8 array of exactly `count` elements. Raises "
       "ValueError when the stream is malformed, truncated, holds another count, or fails its "
-      "CRC-32C. padded=True: the stream may be followed by zero bytes (a DMA transfer of whole "
-      "16-byte beats, decode_padded).");
+      "CRC-32C.");
   m.def(
       "weight_codec_sizes",
       [](const py::array& array) {

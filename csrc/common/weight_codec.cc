@@ -248,17 +248,10 @@ __attribute__((noinline)) size_t decode_zero_runs(BitReader& reader, size_t pos,
   return pos;
 }
 
-// The bytes after a stream inside a padded DMA transfer must all be zero.
-void check_zero_tail(const uint8_t* tail, size_t size) {
-  for (size_t i = 0; i < size; ++i) {
-    if (tail[i] != 0) fail("non-zero byte ", int{tail[i]}, " in the padding ", i, " bytes after the stream's end");
-  }
-}
-
 // Decodes the entropy-coded payload of kZrunRice / kLut. `table` maps symbols
 // [0, alphabet) to values; symbol 0 is the one zero runs repeat.
 void decode_blocks(const uint8_t* payload, size_t payload_size, const int8_t* table,
-                   unsigned alphabet, int8_t* out, size_t n, bool zero_tail) {
+                   unsigned alphabet, int8_t* out, size_t n) {
   BitReader br(payload, payload_size);
   const unsigned w_sym = bit_length(alphabet - 1);
   const unsigned w_run = bit_length(n);
@@ -287,8 +280,7 @@ void decode_blocks(const uint8_t* payload, size_t payload_size, const int8_t* ta
     fail("truncated: the bitstream needs ", br.position(), " bits, the payload has ", 8 * payload_size);
   }
   const size_t used = (br.position() + 7) / 8;
-  if (zero_tail && used < payload_size) check_zero_tail(payload + used, payload_size - used);
-  else if (used != payload_size) {
+  if (used != payload_size) {
     fail("bitstream ends after ", used, " bytes but the payload has ", payload_size, " (trailing bytes)");
   }
   if (br.position() % 8 != 0 && (payload[used - 1] >> (br.position() % 8)) != 0) {
@@ -341,43 +333,30 @@ StreamHeader parse_header(const uint8_t* data, size_t size) {
   return h;
 }
 
-namespace {
-
-void decode_impl(const uint8_t* data, size_t size, int8_t* out, size_t n, bool zero_tail) {
+void decode(const uint8_t* data, size_t size, int8_t* out, size_t n) {
   const StreamHeader h = parse_header(data, size);
   if (h.count != n) fail("stream holds ", h.count, " elements, expected ", n);
   const uint8_t* payload = data + h.payload_offset;
   const size_t payload_size = size - h.payload_offset;
   switch (h.mode) {
     case Mode::kRaw:
-      if (zero_tail && payload_size > n) check_zero_tail(payload + n, payload_size - n);
-      else if (payload_size != n) fail("raw payload has ", payload_size, " bytes, expected ", n);
+      if (payload_size != n) fail("raw payload has ", payload_size, " bytes, expected ", n);
       if (n > 0) std::memcpy(out, payload, n);
       break;
     case Mode::kZrunRice: {
       int8_t table[256];
       for (unsigned z = 0; z < 256; ++z) table[z] = unzigzag(static_cast<uint8_t>(z));
-      decode_blocks(payload, payload_size, table, 256, out, n, zero_tail);
+      decode_blocks(payload, payload_size, table, 256, out, n);
       break;
     }
     case Mode::kLut:
-      decode_blocks(payload, payload_size, h.lut, h.lut_size, out, n, zero_tail);
+      decode_blocks(payload, payload_size, h.lut, h.lut_size, out, n);
       break;
   }
   const uint32_t crc = crc32c(out, n);
   if (crc != h.crc32c) {
     fail("CRC-32C mismatch: decoded data has ", hex32(crc), ", header says ", hex32(h.crc32c));
   }
-}
-
-}  // namespace
-
-void decode(const uint8_t* data, size_t size, int8_t* out, size_t n) {
-  decode_impl(data, size, out, n, false);
-}
-
-void decode_padded(const uint8_t* data, size_t size, int8_t* out, size_t n) {
-  decode_impl(data, size, out, n, true);
 }
 
 }  // namespace nacc::weight_codec

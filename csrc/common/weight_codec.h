@@ -58,13 +58,6 @@ StreamHeader parse_header(const uint8_t* data, size_t size);
 // [out, out + n); work is O(size + n).
 void decode(const uint8_t* data, size_t size, int8_t* out, size_t n);
 
-// As decode, for a stream stored in a DMA transfer of `size` bytes: the
-// stream followed by zero bytes up to the end of its 16-byte bus beats (and,
-// in multi-core mode 1, up to the common per-core stride; docs/device_model.md
-// §4). Every byte after the stream's end must be zero; the rest is checked as
-// decode checks it.
-void decode_padded(const uint8_t* data, size_t size, int8_t* out, size_t n);
-
 // CRC-32C (Castagnoli, reflected polynomial 0x82F63B78, init and final xor
 // 0xFFFFFFFF) of `n` bytes. The SSE4.2 crc32 instruction is used on the auto
 // kernel path; the plain table loop on the reference path (same result).

@@ -248,9 +248,8 @@ void add_op_constants(Context& ctx, const LoweredOp& op, OpConstants& k) {
   k.weight_raw = int64_t(op.weights.size());
 }
 
-// The compressed weight streams of one command: one per core in mode 1, each
-// padded with zeros to the common per-core stride K_TRANS_LEN * 16
-// (docs/device_model.md §4, §5).
+// The weight blocks of one command: one per core in mode 1, each padded with
+// zeros to the common per-core stride K_TRANS_LEN * 16 (docs/device_model.md §4, §5).
 const WeightStream& weight_stream(Context& ctx, const LoweredOp& op, OpConstants& k, int c0,
                                   int group, const CoreSplit& split, bool split_kernel) {
   const int cores = split_kernel ? split.cores : 1;
@@ -258,14 +257,20 @@ const WeightStream& weight_stream(Context& ctx, const LoweredOp& op, OpConstants
   const auto key = std::make_tuple(c0, group, cores, per_core);
   auto it = k.streams.find(key);
   if (it != k.streams.end()) return it->second;
+  // Weight block: u32 little-endian stream length, the stream, zero padding.
   std::vector<std::vector<uint8_t>> streams;
   size_t longest = 0;
   for (int i = 0; i < cores; ++i) {
     const int first = c0 + i * per_core;
     const int n = i + 1 < cores ? per_core : group - per_core * (cores - 1);
     const std::vector<int8_t> w = weight_slice(op, first, n);
-    streams.push_back(weight_codec::encode(w.data(), w.size()));
-    longest = std::max(longest, streams.back().size());
+    const std::vector<uint8_t> stream = weight_codec::encode(w.data(), w.size());
+    const uint32_t len = uint32_t(stream.size());
+    std::vector<uint8_t> block = {uint8_t(len), uint8_t(len >> 8), uint8_t(len >> 16),
+                                  uint8_t(len >> 24)};
+    block.insert(block.end(), stream.begin(), stream.end());
+    longest = std::max(longest, block.size());
+    streams.push_back(std::move(block));
   }
   const int64_t stride = ceil_div(int64_t(longest), 16) * 16;
   if (stride / 16 > 0xFFFF) {
@@ -285,9 +290,10 @@ const WeightStream& weight_stream(Context& ctx, const LoweredOp& op, OpConstants
 // ---- emission ------------------------------------------------------------------
 
 struct Residency {
-  // What the K area / IFM buffer at each SRAM base holds: the registers that
-  // loaded it. Within one op, buffers at different bases never overlap.
-  std::map<int64_t, std::vector<uint32_t>> k, fm;
+  // The kernel and the IFM tile each core loaded last, as the registers (and
+  // SRAM base) that loaded them: the device keeps one of each per core
+  // (docs/device_model.md §1), so only the last load can be reused.
+  std::vector<uint32_t> k, fm;
 };
 
 int log2_exact(int v) {
@@ -504,10 +510,10 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
                                         em.shadow(Reg::NACC_BROADCAST_CTRL),
                                         em.shadow(Reg::NACC_BROADCAST_DMA),
                                         em.shadow(Reg::NACC_BROADCAST_SPLIT)};
-  const bool k_resident = uses_k && op.unit != Unit::kElementwise && res.k[k_base] == k_sig;
-  const bool fm_resident = op.unit != Unit::kElementwise && res.fm[ifm_base] == fm_sig;
-  if (uses_k) res.k[k_base] = k_sig;
-  res.fm[ifm_base] = fm_sig;
+  const bool k_resident = uses_k && op.unit != Unit::kElementwise && res.k == k_sig;
+  const bool fm_resident = op.unit != Unit::kElementwise && res.fm == fm_sig;
+  if (uses_k) res.k = k_sig;
+  res.fm = fm_sig;
 
   // NACC_CTRL, every mode field explicit (NACC_SPEC §1: never rely on reset values).
   Value ctrl;

@@ -120,31 +120,28 @@ std::vector<Span> balanced(int total, int pieces) {
   return out;
 }
 
-// Pieces of `total` of at most max_cores * cap each, every piece splittable
-// across cores (split_across_cores); balanced, with a greedy fallback for a
-// piece no power-of-two core count can split.
+// Pieces of `total` rows (mode 2) or channels (mode 1) for commands split
+// across up to max_cores cores of at most `cap` each: full pieces of
+// max_cores * cap, then the remainder in one piece when the cores can share it
+// (split_across_cores), else in pieces of the most cores that fit it whole.
 std::vector<Span> make_pieces(int total, int max_cores, int cap, int avg_cap) {
-  const int nominal = max_cores * cap;
   std::vector<Span> out;
-  for (const Span& s : balanced(total, int(ceil_div(total, nominal)))) {
-    if (split_across_cores(s.size, max_cores, cap, avg_cap)) {
-      out.push_back(s);
-      continue;
-    }
-    int start = s.start, left = s.size;
-    while (left > 0) {
-      int take = std::min(left, cap);
-      for (int n = max_cores; n > 1; n /= 2) {
-        const int t = std::min(left, n * std::min(cap, avg_cap));
-        if (t > take && split_across_cores(t, max_cores, cap, avg_cap)) {
-          take = t;
-          break;
-        }
+  const int full = max_cores * std::min(cap, avg_cap);
+  int start = 0, left = total;
+  while (left > 0) {
+    int take = full;
+    if (left < full) {
+      if (split_across_cores(left, max_cores, cap, avg_cap)) {
+        take = left;
+      } else {
+        int n = max_cores;
+        while (n > 1 && n * std::min(cap, avg_cap) > left) n /= 2;
+        take = std::min(left, n * std::min(cap, avg_cap));
       }
-      out.push_back({start, take});
-      start += take;
-      left -= take;
     }
+    out.push_back({start, take});
+    start += take;
+    left -= take;
   }
   return out;
 }
@@ -154,11 +151,6 @@ std::map<int, int> size_classes(const std::vector<Span>& spans) {
   for (const Span& s : spans) ++m[s.size];
   return m;
 }
-
-struct Candidate {
-  TilePlan plan;
-  bool valid = false;
-};
 
 // Plans within this fraction of the fewest estimated cycles count as equally
 // fast; among them the fewest DMA bytes win (the estimate is a model, and a
@@ -327,20 +319,27 @@ const char* broadcast_mode_name(BroadcastMode mode) {
 
 std::optional<CoreSplit> split_across_cores(int total, int max_cores, int cap, int avg_cap) {
   if (total < 1 || cap < 1) return std::nullopt;
-  int n = 1;
-  while (n * 2 <= std::min(max_cores, total)) n *= 2;
-  for (; n >= 1; n /= 2) {
+  std::optional<CoreSplit> best;
+  for (int n = 1; n <= std::min(max_cores, total); n *= 2) {
+    std::optional<CoreSplit> c;
     if (n == 1) {
-      if (total <= cap) return CoreSplit{1, total, total};
-      return std::nullopt;
+      if (total <= cap) c = CoreSplit{1, total, total};
+    } else {
+      // avg in [lo, hi] keeps the last core's share in [1, cap]; the most even
+      // split is the avg nearest total / n.
+      const int lo = std::max<int>(1, int(ceil_div(std::max(0, total - cap), n - 1)));
+      const int hi = std::min({cap, avg_cap, (total - 1) / (n - 1)});
+      if (lo > hi) continue;
+      for (int a : {total / n, int(ceil_div(total, n))}) {
+        const int avg = std::clamp(a, lo, hi);
+        const CoreSplit s{n, avg, total - avg * (n - 1)};
+        if (!c || s.max_per_core() < c->max_per_core()) c = s;
+      }
     }
-    const int lo = std::max<int>(1, int(ceil_div(std::max(0, total - cap), n - 1)));
-    const int hi = std::min({cap, avg_cap, (total - 1) / (n - 1)});
-    if (lo > hi) continue;
-    const int avg = std::clamp(int(ceil_div(total, n)), lo, hi);
-    return CoreSplit{n, avg, total - avg * (n - 1)};
+    // The shortest longest share wins; on a tie, fewer cores (less halo traffic).
+    if (c && (!best || c->max_per_core() < best->max_per_core())) best = c;
   }
-  return std::nullopt;
+  return best;
 }
 
 SramGeometry sram_geometry(int64_t sram_bytes) {
@@ -425,6 +424,57 @@ std::string TilePlan::describe() const {
   return os.str();
 }
 
+namespace {
+
+// One point of the search space; build_plan turns it into a TilePlan.
+struct Choice {
+  int cores = 1;
+  BroadcastMode mode = BroadcastMode::kNone;
+  int channels_per_core = 1;
+  bool weights_outer = true;
+  bool double_buffer = false;
+  int cols = 1;            // tile width
+  int rows_per_core = 1;   // tile height one core holds
+  PlanEstimate estimate;
+};
+
+LayoutKind layout_kind(bool double_buffer, bool weights_outer) {
+  return !double_buffer ? LayoutKind::kSingle
+         : weights_outer ? LayoutKind::kDoubleFm
+                         : LayoutKind::kDoubleK;
+}
+
+TilePlan build_plan(const LoweredOp& op, const HwConfig& hw, const SramGeometry& geo,
+                    const Choice& c) {
+  const int channels = op.split_channels();
+  const int oh = op.out_shape.h, ow = op.out_shape.w;
+  TilePlan p;
+  p.cores = c.cores;
+  p.mode = c.mode;
+  p.weights_outer = c.weights_outer;
+  p.double_buffer = c.double_buffer;
+  p.cols = c.cols;
+  p.rows_per_core = c.rows_per_core;
+  p.channels_per_core = c.channels_per_core;
+  p.col_pieces = balanced(ow, int(ceil_div(ow, c.cols)));
+  if (c.mode == BroadcastMode::kSplitHeight) {
+    p.row_pieces = make_pieces(oh, c.cores, c.rows_per_core, row_avg_cap(op));
+  } else {
+    p.row_pieces = balanced(oh, int(ceil_div(oh, c.rows_per_core)));
+  }
+  if (c.mode == BroadcastMode::kSplitKernel) {
+    p.groups = make_pieces(channels, c.cores, c.channels_per_core, kMaxCoreChannels);
+  } else {
+    p.groups = balanced(channels, int(ceil_div(channels, c.channels_per_core)));
+  }
+  p.layout = *make_layout(geo, tile_bytes(op, c.rows_per_core, c.cols, c.channels_per_core),
+                          layout_kind(c.double_buffer, c.weights_outer));
+  p.estimate = estimate(op, hw, p);
+  return p;
+}
+
+}  // namespace
+
 TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& options) {
   check_arg(op.unit != Unit::kView, "plan_tiles: ", op.label, " moves no data");
   const SramGeometry geo = sram_geometry(hw.sram_bytes);
@@ -439,7 +489,42 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
   std::set<int, std::greater<int>> channel_caps;
   for (int k = 1; k <= channels; ++k) channel_caps.insert(int(ceil_div(channels, k)));
 
-  std::vector<TilePlan> candidates;
+  // Every (cores, mode, channels per core, order, double buffering, width,
+  // height) whose tile fits; each width and height the largest that fits or
+  // one that splits the work more evenly.
+  std::vector<Choice> choices;
+  const auto consider = [&](Choice c) {
+    const LayoutKind kind = layout_kind(c.double_buffer, c.weights_outer);
+    const auto fit = [&](int rows, int cols) {
+      return make_layout(geo, tile_bytes(op, rows, cols, c.channels_per_core), kind).has_value();
+    };
+    const int wmax = largest(col_cap, [&](int w) { return fit(1, w); });
+    if (wmax == 0) return;
+    const int nc_min = int(ceil_div(ow, wmax));
+    std::set<int> widths;
+    for (int f : {1, 2, 4}) widths.insert(int(ceil_div(ow, std::min(ow, nc_min * f))));
+    const int rcap = row_cap(op, c.mode);
+    for (int w : widths) {
+      const int hmax = largest(rcap, [&](int r) { return fit(r, w); });
+      if (hmax == 0) continue;
+      std::set<int> heights = {hmax};
+      if (c.mode == BroadcastMode::kSplitHeight) {
+        // Rows per core beyond an even share of the whole height buy nothing;
+        // below it, fewer rows per core trade halo traffic for shorter
+        // pipeline fill and drain.
+        const int even = std::min(hmax, int(ceil_div(oh, c.cores)));
+        heights = {even};
+        for (int r = 1; r <= std::min(even, 16); ++r) heights.insert(r);
+        for (int k = 2; k <= 8; ++k) heights.insert(std::min(even, int(ceil_div(oh, int64_t(c.cores) * k))));
+      }
+      for (int h : heights) {
+        c.cols = w;
+        c.rows_per_core = h;
+        c.estimate = build_plan(op, hw, geo, c).estimate;
+        choices.push_back(c);
+      }
+    }
+  };
   for (int n = 1; n <= hw.cores; n *= 2) {
     if (options.force_cores && n != options.force_cores) continue;
     std::vector<BroadcastMode> modes;
@@ -452,76 +537,42 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
       }
     }
     for (BroadcastMode mode : modes) {
-      if (options.force_mode >= 0 && int(mode) != options.force_mode && n > 1) continue;
-      const int rcap = row_cap(op, mode);
+      if (options.force_mode >= 0 && n > 1 && int(mode) != options.force_mode) continue;
       for (int gc : channel_caps) {
         if (mode == BroadcastMode::kSplitKernel && gc > kMaxCoreChannels) continue;
-        for (int order = 0; order < 2; ++order) {
-          const bool weights_outer = order == 0;
+        for (bool weights_outer : {true, false}) {
           if (!weights_outer && !ifm_shared_across_groups(op)) continue;
-          for (int db = 0; db < (options.allow_double_buffer ? 2 : 1); ++db) {
-            const LayoutKind kind = !db ? LayoutKind::kSingle
-                                    : weights_outer ? LayoutKind::kDoubleFm
-                                                    : LayoutKind::kDoubleK;
-            const auto fit = [&](int rows, int cols) {
-              return make_layout(geo, tile_bytes(op, rows, cols, gc), kind).has_value();
-            };
-            const int wmax = largest(col_cap, [&](int w) { return fit(1, w); });
-            if (wmax == 0) continue;
-            const int nc_min = int(ceil_div(ow, wmax));
-            std::set<int> ncs;
-            for (int f : {1, 2, 4}) ncs.insert(std::min(ow, nc_min * f));
-            for (int nc : ncs) {
-              const int w = int(ceil_div(ow, nc));
-              const int hc = largest(rcap, [&](int r) { return fit(r, w); });
-              if (hc == 0) continue;
-              TilePlan p;
-              p.cores = n;
-              p.mode = mode;
-              p.weights_outer = weights_outer;
-              p.double_buffer = db != 0;
-              p.cols = w;
-              p.channels_per_core = gc;
-              p.col_pieces = balanced(ow, nc);
-              if (mode == BroadcastMode::kSplitHeight) {
-                p.rows_per_core = hc;
-                p.row_pieces = make_pieces(oh, n, hc, row_avg_cap(op));
-                p.groups = balanced(channels, int(ceil_div(channels, gc)));
-              } else if (mode == BroadcastMode::kSplitKernel) {
-                p.rows_per_core = hc;
-                p.row_pieces = balanced(oh, int(ceil_div(oh, hc)));
-                p.groups = make_pieces(channels, n, gc, kMaxCoreChannels);
-              } else {
-                p.rows_per_core = hc;
-                p.row_pieces = balanced(oh, int(ceil_div(oh, hc)));
-                p.groups = balanced(channels, int(ceil_div(channels, gc)));
-              }
-              p.layout = *make_layout(geo, tile_bytes(op, hc, w, gc), kind);
-              p.estimate = estimate(op, hw, p);
-              candidates.push_back(std::move(p));
-            }
+          for (bool db : {false, true}) {
+            if (db && !options.allow_double_buffer) continue;
+            Choice c;
+            c.cores = n;
+            c.mode = mode;
+            c.channels_per_core = gc;
+            c.weights_outer = weights_outer;
+            c.double_buffer = db;
+            consider(c);
           }
         }
       }
     }
   }
-  if (candidates.empty()) {
+  if (choices.empty()) {
     const TileBytes b = tile_bytes(op, 1, 1, 1);
     throw Unsupported(str_cat(op.label, ": no tile fits one core's SRAM of ", hw.sram_bytes,
                               " bytes (the smallest needs IFM ", b.ifm, " + K ", b.k, " + OFM ",
                               b.ofm, (b.temp ? str_cat(" + operand ", b.temp) : std::string()),
                               " bytes before alignment)"));
   }
-  int64_t fastest = candidates[0].estimate.cycles;
-  for (const TilePlan& p : candidates) fastest = std::min(fastest, p.estimate.cycles);
+  int64_t fastest = choices[0].estimate.cycles;
+  for (const Choice& c : choices) fastest = std::min(fastest, c.estimate.cycles);
   const double limit = double(fastest) * (1.0 + kCycleTolerance);
-  const TilePlan* best = nullptr;
-  for (const TilePlan& p : candidates) {
-    if (double(p.estimate.cycles) <= limit && (!best || better(p.estimate, best->estimate))) {
-      best = &p;
+  const Choice* best = nullptr;
+  for (const Choice& c : choices) {
+    if (double(c.estimate.cycles) <= limit && (!best || better(c.estimate, best->estimate))) {
+      best = &c;
     }
   }
-  return *best;
+  return build_plan(op, hw, geo, *best);
 }
 
 }  // namespace nacc::compiler
