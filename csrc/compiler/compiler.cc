@@ -664,8 +664,10 @@ compiler::PlanOptions plan_options(const CompileOptions& o) {
 // Re-checks the op with the capability rules (claim and compile share the
 // predicate) and lowers it.
 LoweredOp check_and_lower(const ir::Graph& g, int i, const CompileOptions& o) {
+  // The rules see the SRAM the compiler tiles to, with its buffer alignment.
   support::SupportConfig cfg;
   cfg.sram_bytes = o.hw.sram_bytes;
+  cfg.sram_alignment = compiler::sram_geometry(o.hw.sram_bytes).align;
   const auto violations = support::check_op(g, i, cfg);
   if (!violations.empty()) {
     std::string msg = violations[0].message;

@@ -22,6 +22,9 @@ constexpr int kMaxSplitWidth = 255;   // OUT_FM_SPLIT_WIDTH / IN_FM_SPLIT_WIDTH:
 constexpr int kMaxCoreRows = 1023;    // OUT_FM_SPLIT_AVG/OV_HEIGHT, IN_DMA_UNICAST_*: 10 bits
 constexpr int kMaxCoreChannels = 255; // EU_BIAS_START_OFFSET: 8 bits
 constexpr int kMaxSplitLen = 65535;   // IN_FM_SPLIT_LEFT_LEN: 16 bits
+// The SRAM sizes the device model accepts (runtime/program.h validate_hw_config).
+constexpr int64_t kMinSramBytes = 4 * 1024;
+constexpr int64_t kMaxSramBytes = 16 * 1024 * 1024;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t align_k(int64_t b) { return ceil_div(b, kKAlign) * kKAlign; }
@@ -343,10 +346,9 @@ std::optional<CoreSplit> split_across_cores(int total, int max_cores, int cap, i
 }
 
 SramGeometry sram_geometry(int64_t sram_bytes) {
-  check_arg(sram_bytes >= 1024 && sram_bytes % 1024 == 0 && sram_bytes <= (int64_t(1) << 30),
-            "sram_bytes ", sram_bytes,
-            " must be a positive multiple of 1024 (NACC_MEM_RANGE bases count SRAM/1024 units) "
-            "and at most 1 GB");
+  check_arg(sram_bytes >= kMinSramBytes && sram_bytes <= kMaxSramBytes && sram_bytes % 1024 == 0,
+            "sram_bytes ", sram_bytes, " must be a multiple of 1024 (NACC_MEM_RANGE bases count "
+            "SRAM/1024 units) in [", kMinSramBytes, ", ", kMaxSramBytes, "]");
   SramGeometry g;
   g.bytes = sram_bytes;
   g.unit = sram_bytes / 1024;

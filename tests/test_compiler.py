@@ -1,0 +1,455 @@
+"""The compiler (csrc/compiler, docs/compiler.md): golden tile plans and register
+values, structural checks of every compiled stream (it decodes, its tiles cover
+each output exactly once, its SRAM buffers fit their areas), records, the ops it
+declines, and end to end on the simulated device: Program output == the unit's
+output == TFLite BUILTIN_REF for every op kind at every core count and at SRAM
+sizes that force each kind of split; a chain in one Program; DMA bytes and
+cycles against SRAM size and core count; corrupted streams never pass silently.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Optional
+
+import numpy as np
+import pytest
+
+from nacc import _core
+import nacc
+from quant_helpers import activation_range, conv_multipliers, fc_effective_scales
+from tflite_builder import GraphBuilder, QTensor, run_tflite
+
+KERNEL_OPCODES = {"NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE",
+                  "NPU_OP_FULLY_CONNECTED", "NPU_OP_ACTIVATION", "NPU_OP_MATMUL"}
+REGISTERS = {r["name"]: r for r in _core.register_table()}
+COMPUTE_REGS = [r["name"] for r in _core.register_table()
+                if r["bank"] == "compute" and r["stream_writable"]] if "bank" in next(
+    iter(REGISTERS.values())) else [n for n in REGISTERS if n.startswith("NACC_")]
+HAS_DEVICE = hasattr(_core, "Runtime")
+
+
+# ---------------------------------------------------------------------------
+# Models: one description, built as a nacc IR graph and as a TFLite model.
+
+class Net:
+    """A model built twice from one description: a nacc IR Graph (what the
+    compiler takes) and a TFLite flatbuffer (the BUILTIN_REF oracle)."""
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+        self.g = _core.Graph()
+        self.tb = GraphBuilder()
+        self.ids: dict = {}      # name -> (IR id, TFLite id)
+        self.shapes: dict = {}
+        self.quant: dict = {}    # name -> (scale, zero point)
+        self.inputs: list = []
+        self.outputs: list = []
+        self.n = 0
+
+    def tensor(self, shape, scale, zp, data=None, dtype="int8", axis=0, name=None):
+        name = name or f"t{self.n}"
+        self.n += 1
+        ir_id = self.g.add_tensor(name, list(shape), dtype, scales=scale, zero_points=zp,
+                                  axis=axis, data=data)
+        tfl_id = self.tb.add_tensor(QTensor(list(shape), dtype, scale, zp, axis, data, name))
+        self.ids[name] = (ir_id, tfl_id)
+        self.shapes[name] = tuple(shape)
+        self.quant[name] = (scale, zp)
+        return name
+
+    def input(self, shape, scale=0.05, zp=-3):
+        name = self.tensor(shape, scale, zp)
+        self.inputs.append(name)
+        return name
+
+    def op(self, kind, inputs, out, ir_attrs=None, options=None, version=1, tfl_inputs=None):
+        self.g.add_op(kind, [self.ids[i][0] if i else -1 for i in inputs], [self.ids[out][0]],
+                      name=f"{kind.lower()}{self.n}", **(ir_attrs or {}))
+        ins = tfl_inputs if tfl_inputs is not None else inputs
+        self.tb.add_op(kind, [self.ids[i][1] if i else -1 for i in ins], [self.ids[out][1]],
+                       options, version)
+        return out
+
+    # ---- ops ----
+    def conv(self, x, out_ch, k=3, stride=1, padding="SAME", act="NONE", depthwise=False,
+             multiplier=1, out_scale=0.1, out_zp=5):
+        _, h, w, c = self.shapes[x]
+        kh, kw = (k, k) if isinstance(k, int) else k
+        sh, sw = (stride, stride) if isinstance(stride, int) else stride
+        if depthwise:
+            out_ch = c * multiplier
+            wshape, axis = (1, kh, kw, out_ch), 3
+        else:
+            wshape, axis = (out_ch, kh, kw, c), 0
+        wd = self.rng.integers(-127, 128, wshape).astype(np.int8)
+        ws = [float(s) for s in self.rng.uniform(0.002, 0.02, out_ch).astype(np.float32)]
+        w_ = self.tensor(wshape, ws, [0] * out_ch, data=wd, axis=axis)
+        in_scale = self.quant[x][0]
+        bd = self.rng.integers(-3000, 3000, out_ch).astype(np.int32)
+        b_ = self.tensor((out_ch,), [in_scale * s for s in ws], [0] * out_ch, data=bd,
+                         dtype="int32")
+        pads = _core.tflite_padding(padding, h, w, kh, kw, sh, sw, 1, 1)
+        oh = _core.window_output_size(h, kh, sh, pads[0], pads[1])
+        ow = _core.window_output_size(w, kw, sw, pads[2], pads[3])
+        y = self.tensor((1, oh, ow, out_ch), out_scale, out_zp)
+        kind = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+        attrs = dict(padding=padding, stride_h=sh, stride_w=sw, activation=act)
+        options = dict(padding=padding, stride_h=sh, stride_w=sw, fused_activation_function=act)
+        if depthwise:
+            attrs["depth_multiplier"] = multiplier
+            options["depth_multiplier"] = multiplier
+        return self.op(kind, [x, w_, b_], y, attrs, options, version=3)
+
+    def fully_connected(self, x, units, act="NONE", per_channel=True):
+        k = self.shapes[x][-1]
+        m = int(np.prod(self.shapes[x])) // k
+        wd = self.rng.integers(-127, 128, (units, k)).astype(np.int8)
+        ws = ([float(s) for s in self.rng.uniform(0.002, 0.02, units).astype(np.float32)]
+              if per_channel else 0.01)
+        w_ = self.tensor((units, k), ws, [0] * units if per_channel else 0, data=wd)
+        in_scale = self.quant[x][0]
+        bscale = [in_scale * s for s in ws] if per_channel else in_scale * ws
+        b_ = self.tensor((units,), bscale, [0] * units if per_channel else 0,
+                         data=self.rng.integers(-3000, 3000, units).astype(np.int32),
+                         dtype="int32")
+        y = self.tensor((m, units), 0.2, -7)
+        return self.op("FULLY_CONNECTED", [x, w_, b_], y, dict(activation=act),
+                       dict(fused_activation_function=act), version=4)
+
+    def pool(self, x, kind="MAX_POOL_2D", k=2, stride=2, padding="VALID", act="NONE"):
+        _, h, w, c = self.shapes[x]
+        pads = _core.tflite_padding(padding, h, w, k, k, stride, stride, 1, 1)
+        oh = _core.window_output_size(h, k, stride, pads[0], pads[1])
+        ow = _core.window_output_size(w, k, stride, pads[2], pads[3])
+        s, z = self.quant[x]
+        y = self.tensor((1, oh, ow, c), s, z)
+        return self.op(kind, [x], y,
+                       dict(padding=padding, stride_h=stride, stride_w=stride, kernel_h=k,
+                            kernel_w=k, activation=act),
+                       dict(padding=padding, stride_h=stride, stride_w=stride, filter_height=k,
+                            filter_width=k, fused_activation_function=act), version=2)
+
+    def binary(self, kind, a, b, act="NONE", out_scale=0.09, out_zp=2):
+        shape = np.broadcast_shapes(self.shapes[a], self.shapes[b])
+        y = self.tensor(shape, out_scale, out_zp)
+        return self.op(kind, [a, b], y, dict(activation=act), dict(fused_activation_function=act))
+
+    def constant(self, shape, scale=0.04, zp=1):
+        return self.tensor(shape, scale, zp,
+                           data=self.rng.integers(-128, 128, shape).astype(np.int8))
+
+    def unary(self, kind, x):
+        scale, zp = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}.get(kind, (0.06, -10))
+        y = self.tensor(self.shapes[x], scale, zp)
+        return self.op(kind, [x], y)
+
+    def reshape(self, x, shape):
+        s, z = self.quant[x]
+        y = self.tensor(shape, s, z)
+        return self.op("RESHAPE", [x], y, options=dict(new_shape=list(shape)))
+
+    def finish(self, *outputs):
+        self.outputs = list(outputs)
+        self.g.inputs = [self.ids[i][0] for i in self.inputs]
+        self.g.outputs = [self.ids[o][0] for o in self.outputs]
+        return self
+
+    def tflite(self) -> bytes:
+        return self.tb.build([self.ids[i][1] for i in self.inputs],
+                             [self.ids[o][1] for o in self.outputs])
+
+    def random_inputs(self, seed=1):
+        rng = np.random.default_rng(seed)
+        return [rng.integers(-128, 128, self.shapes[i]).astype(np.int8) for i in self.inputs]
+
+
+def conv_net(h=80, w=80, c=3, out_ch=8, k=3, stride=1, padding="SAME", act="NONE", seed=0,
+             depthwise=False, multiplier=1):
+    n = Net(seed)
+    x = n.input((1, h, w, c))
+    return n.finish(n.conv(x, out_ch, k, stride, padding, act, depthwise, multiplier))
+
+
+# ---------------------------------------------------------------------------
+# Reading a compiled stream back.
+
+def info(program):
+    return _core.program_info(program)
+
+
+def kernel_commands(program):
+    """Every kernel command of the stream with the compute-bank fields it runs
+    with (replaying NPU_SET_REGISTER from the reset values)."""
+    regs = {name: r["reset"] for name, r in REGISTERS.items()}
+    out = []
+    for c in _core.decode_stream(info(program)["commands"]):
+        if c["opcode"] == "NPU_SET_REGISTER":
+            regs[c["register"]] = c["payload"]
+        elif c["opcode"] in KERNEL_OPCODES:
+            f = {"opcode": c["opcode"], "word": c["word"]}
+            for name in COMPUTE_REGS:
+                f.update(_core.decode_fields(name, regs[name]))
+            out.append(f)
+    return out
+
+
+def core_tiles(k):
+    """(rows, cols, out-channel range, input rows, input cols) of each core of a
+    kernel command, by docs/device_model.md §3 and §5."""
+    n = k["BROADCAST_NUM"] + 1
+    mode = k["BROADCAST_MODE"]
+    y0, h = k["OUT_FM_START_SPLIT_H_OFFSET"], k["OUT_FM_SPLIT_LEN"]
+    x0, w = k["OUT_FM_SPLIT_LEFT_LEN"], k["OUT_FM_SPLIT_WIDTH"]
+    iy0, ih = k["IN_FM_START_SPLIT_H_OFFSET"], k["IN_FM_SPLIT_LEFT_LEN"]
+    ix0, iw = k["IN_FM_START_SPLIT_W_OFFSET"], k["IN_FM_SPLIT_WIDTH"]
+    oc = k["OUT_FM_CH"]
+    tiles = []
+    for i in range(n):
+        last = i == n - 1
+        if mode == 2:
+            avg, ov = k["OUT_FM_SPLIT_AVG_HEIGHT"], k["OUT_FM_SPLIT_OV_HEIGHT"]
+            rows = (y0 + i * avg, ov if last else avg)
+            irows = (iy0 + i * k["IN_DMA_UNICAST_AVG_OFFSET"],
+                     k["IN_DMA_UNICAST_OV_OFFSET"] if last else ih)
+            chans = (0, oc)
+        elif mode == 1:
+            e = k["EU_BIAS_START_OFFSET"]
+            rows, irows = (y0, h), (iy0, ih)
+            chans = (i * e, oc - e * (n - 1) if last else e)
+        else:
+            rows, irows, chans = (y0, h), (iy0, ih), (0, oc)
+        tiles.append((rows, (x0, w), chans, irows, (ix0, iw)))
+    return tiles
+
+
+def check_stream(net, program, hw_sram):
+    """Structural checks every compiled stream must pass; returns the kernels."""
+    ks = kernel_commands(program)   # decodes and validates
+    graph_ops = [net.g.op(i) for i in range(net.g.num_ops)]
+    rec = info(program)["ops"]
+    for op, r in zip(graph_ops, rec):
+        if op.kind == "RESHAPE":
+            continue
+        out = net.g.tensor(op.outputs[0])
+        cover = np.zeros(out.shape, np.int32).reshape(-1, *out.shape[-3:]) if len(out.shape) == 4 \
+            else None
+        mine = [k for k in ks if r["first_word"] <= k["word"] < r["end_word"]]
+        assert mine, f"{op.name}: no kernel command"
+        sh, sw = mine[0]["K_STRIDE_Y"], mine[0]["K_STRIDE_X"]
+        kh, kw = mine[0]["K_SIZE_Y"], mine[0]["K_SIZE_X"]
+        for k in mine:
+            assert k["IN_FM_SPLIT_WIDTH"] <= 255 and k["OUT_FM_SPLIT_WIDTH"] <= 255
+            chan0 = _channel_offset(k, out)
+            for rows, cols, chans, irows, icols in core_tiles(k):
+                # The halo: the input tile is exactly what the output rows need.
+                assert irows == (rows[0] * sh - k["PAD_Y"], (rows[1] - 1) * sh + kh)
+                assert icols == (cols[0] * sw - k["PAD_X"], (cols[1] - 1) * sw + kw)
+                if cover is not None:
+                    cover[0, rows[0]:rows[0] + rows[1], cols[0]:cols[0] + cols[1],
+                          chan0 + chans[0]:chan0 + chans[0] + chans[1]] += 1
+                check_sram(k, rows, cols, chans, irows, icols, hw_sram)
+        if cover is not None:
+            assert cover.min() == 1 and cover.max() == 1, f"{op.name}: tiles do not cover once"
+    return ks
+
+
+def _channel_offset(k, out):
+    """Output channel of the command's channel 0, from OUT_DMA_ADDR."""
+    _, offset = _core.split_region_address(k["OUT_DMA_ADDR"])
+    return offset % out.shape[-1] if len(out.shape) == 4 else offset % out.shape[-1]
+
+
+def check_sram(k, rows, cols, chans, irows, icols, sram):
+    """Each core's buffers fit the NACC_MEM_RANGE areas (docs/device_model.md §1)."""
+    unit = sram // 1024
+    bases = {"IFM": k["IFM_MEM_BASE"] * (sram // 4), "K": k["K_MEM_BASE"] * unit,
+             "OFM": k["OFM_MEM_BASE"] * unit, "TEMP": k["TEMP_MEM_BASE"] * unit}
+    used = {"IFM", "OFM"}
+    if k["opcode"] in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_FULLY_CONNECTED",
+                       "NPU_OP_ELEMENTWISE", "NPU_OP_ACTIVATION"):
+        used.add("K")
+    if k["opcode"] == "NPU_OP_ELEMENTWISE":
+        used.add("TEMP")
+
+    def area(name):
+        b = bases[name]
+        higher = [v for n, v in bases.items() if n in used and v > b]
+        return min(higher + [sram]) - b
+
+    in_h, in_w = k["IN_FM_HEIGHT"], k["IN_FM_WIDTH"]
+    vr = min(irows[0] + irows[1], in_h) - max(irows[0], 0)
+    vc = min(icols[0] + icols[1], in_w) - max(icols[0], 0)
+    assert vr * vc * k["IN_FM_CH"] <= area("IFM")
+    assert rows[1] * cols[1] * chans[1] <= area("OFM")
+    assert max(bases[n] for n in used) < sram
+    assert len({bases[n] for n in used}) == len(used), "two used areas share a base"
+
+
+# ---------------------------------------------------------------------------
+# Golden tile plans and registers.
+
+def first_last(program):
+    ks = kernel_commands(program)
+    return ks, ks[0], ks[-1]
+
+
+def test_golden_spec_example_valid_78x78():
+    """NACC_SPEC §3 example 2, padding 0: 80x80x3, 3x3 conv, 8 channels -> 78x78x8 at
+    a 4 KB SRAM on one core.
+
+    One output row of the full width (78 columns) needs 3 input rows x 80 x 3 =
+    720 B plus 624 B of output per row: with the 448 B K area (216 B of weights,
+    bias, multipliers, shifts, each 64-byte aligned) only 3 rows fit, 26 tiles
+    whose 3x80-pixel halos re-read 2/3 of the input. A 20-column tile needs
+    (h + 2) x 22 x 3 input bytes and 160 h output bytes: h = 15 fits (1152 + 2432 +
+    448 = 4032 B), h = 16 does not (1216 + 2560 + 448 = 4224 B). The model gives
+    both shapes the same cycles (the MAC array dominates), so the one that moves
+    fewer bytes wins: 78 rows in 6 tiles of 13, 78 columns in 4 of 20/20/19/19.
+    The weights stay resident (K_UPD = 1 only on the first command)."""
+    net = conv_net(padding="VALID")
+    plan = _core.plan_op(net.g, 0, sram_kb=4, double_buffer=False)
+    assert (plan["rows_per_core"], plan["cols"], plan["channels_per_core"]) == (15, 20, 8)
+    assert plan["row_pieces"] == [(0, 13), (13, 13), (26, 13), (39, 13), (52, 13), (65, 13)]
+    assert plan["col_pieces"] == [(0, 20), (20, 20), (40, 19), (59, 19)]
+    lay = plan["layout"]
+    assert (lay["ifm"][0], lay["ofm"][0], lay["k"][0], lay["end"]) == (0, 1152, 3584, 4032)
+    prog = _core.compile(net.g, sram_kb=4, double_buffer=False)
+    ks, first, last = first_last(prog)
+    assert len(ks) == 24
+    assert [k["K_UPD"] for k in ks] == [1] + [0] * 23
+    assert (first["OUT_FM_WIDTH"], first["OUT_FM_HEIGHT"], first["PAD_X"], first["PAD_Y"]) == (78, 78, 0, 0)
+    assert (first["OUT_FM_START_SPLIT_H_OFFSET"], first["OUT_FM_SPLIT_LEN"],
+            first["OUT_FM_SPLIT_LEFT_LEN"], first["OUT_FM_SPLIT_WIDTH"]) == (0, 13, 0, 20)
+    assert (first["IN_FM_START_SPLIT_H_OFFSET"], first["IN_FM_SPLIT_LEFT_LEN"],
+            first["IN_FM_START_SPLIT_W_OFFSET"], first["IN_FM_SPLIT_WIDTH"]) == (0, 15, 0, 22)
+    # Last tile: rows [65, 78) read input rows [65, 80); columns [59, 78) read [59, 80).
+    assert (last["OUT_FM_START_SPLIT_H_OFFSET"], last["OUT_FM_SPLIT_LEN"],
+            last["OUT_FM_SPLIT_LEFT_LEN"], last["OUT_FM_SPLIT_WIDTH"]) == (65, 13, 59, 19)
+    assert (last["IN_FM_START_SPLIT_H_OFFSET"], last["IN_FM_SPLIT_LEFT_LEN"],
+            last["IN_FM_START_SPLIT_W_OFFSET"], last["IN_FM_SPLIT_WIDTH"]) == (65, 15, 59, 21)
+    # NACC_MEM_RANGE in SRAM/1024 = 4-byte units: OFM at 1152, K at 3584.
+    assert (first["IFM_MEM_BASE"], first["OFM_MEM_BASE"], first["K_MEM_BASE"]) == (0, 288, 896)
+    check_stream(net, prog, 4096)
+
+
+def test_golden_spec_example_same_80x80():
+    """The same layer with padding 1 (SAME) -> 80x80x8, 4 KB SRAM, one core.
+
+    The tile is the same 15 x 20 (its input is (15 + 2) x 22 pixels whether the
+    halo is padding or data); 80 rows in 6 tiles of 14/14/13/13/13/13, 80
+    columns in 4 of 20. The first tile starts one row and one column inside the
+    padding (IN_FM_START_SPLIT_H/W_OFFSET = -1, PAD_X = PAD_Y = 1); the last
+    reads input rows [66, 81) and columns [59, 81): row 80 and column 80 are the
+    implied bottom/right padding (docs/device_model.md §3), which no register
+    states and the device derives from the sizes."""
+    net = conv_net(padding="SAME")
+    plan = _core.plan_op(net.g, 0, sram_kb=4, double_buffer=False)
+    assert (plan["rows_per_core"], plan["cols"]) == (15, 20)
+    assert plan["row_pieces"] == [(0, 14), (14, 14), (28, 13), (41, 13), (54, 13), (67, 13)]
+    assert plan["col_pieces"] == [(0, 20), (20, 20), (40, 20), (60, 20)]
+    prog = _core.compile(net.g, sram_kb=4, double_buffer=False)
+    ks, first, last = first_last(prog)
+    assert len(ks) == 24
+    assert (first["PAD_X"], first["PAD_Y"]) == (1, 1)
+    assert (first["IN_FM_START_SPLIT_H_OFFSET"], first["IN_FM_SPLIT_LEFT_LEN"],
+            first["IN_FM_START_SPLIT_W_OFFSET"], first["IN_FM_SPLIT_WIDTH"]) == (-1, 16, -1, 22)
+    assert (last["OUT_FM_START_SPLIT_H_OFFSET"], last["OUT_FM_SPLIT_LEN"],
+            last["OUT_FM_SPLIT_LEFT_LEN"], last["OUT_FM_SPLIT_WIDTH"]) == (67, 13, 60, 20)
+    assert (last["IN_FM_START_SPLIT_H_OFFSET"], last["IN_FM_SPLIT_LEFT_LEN"],
+            last["IN_FM_START_SPLIT_W_OFFSET"], last["IN_FM_SPLIT_WIDTH"]) == (66, 15, 59, 22)
+    check_stream(net, prog, 4096)
+
+
+def test_golden_kernel_split():
+    """16x16x32 -> 64 channels, 3x3 SAME, 16 KB SRAM: the weights (64 x 3 x 3 x 32 =
+    18432 B) exceed the SRAM, so the output channels are split into groups.
+
+    The whole IFM (16 x 16 x 32 = 8192 B) fits, so there is one spatial tile and
+    the IFM stays resident (FM_UPD = 0 after the first command) while the
+    channel groups stream their weights through the K area. Group sizes are
+    ceil(64 / k): 16 channels need K = 4608 + 3 x 64 (bias, multipliers, shifts)
+    = 4800 B and OFM 16 x 16 x 16 = 4096 B, 17088 B in all, too much; 13
+    channels (k = 5) need 8192 + 3328 + 3968 = 15488 B. So 5 groups of
+    13/13/13/13/12 channels, each command writing its channels at their offset of
+    the output pixel (OUT_DMA_ADDR + c0) with BIAS/QUANT addresses advanced by 4 c0."""
+    net = conv_net(h=16, w=16, c=32, out_ch=64, k=3)
+    plan = _core.plan_op(net.g, 0, sram_kb=16, double_buffer=False)
+    assert plan["groups"] == [(0, 13), (13, 13), (26, 13), (39, 13), (52, 12)]
+    assert plan["row_pieces"] == [(0, 16)] and plan["col_pieces"] == [(0, 16)]
+    assert plan["weights_outer"] is False
+    assert plan["layout"]["end"] == 15488
+    prog = _core.compile(net.g, sram_kb=16, double_buffer=False)
+    ks = check_stream(net, prog, 16384)
+    assert [k["OUT_FM_CH"] for k in ks] == [13, 13, 13, 13, 12]
+    assert [k["FM_UPD"] for k in ks] == [1, 0, 0, 0, 0]
+    assert [k["K_UPD"] for k in ks] == [1, 1, 1, 1, 1]
+    out_offsets = [_core.split_region_address(k["OUT_DMA_ADDR"])[1] for k in ks]
+    assert out_offsets == [0, 13, 26, 39, 52]
+    bias = [_core.split_region_address(k["BIAS_DMA_ADDR"])[1] for k in ks]
+    assert [b - bias[0] for b in bias] == [0, 52, 104, 156, 208]
+    assert all(k["IN_FM_CH"] == 32 for k in ks)
+
+
+def test_golden_width_split_over_255_columns():
+    """4x300x4 -> 8 channels, 3x3 SAME, 16 KB, one core: OUT_FM_SPLIT_WIDTH and
+    IN_FM_SPLIT_WIDTH are 8-bit (NACC_SPEC §3), so 300 columns need at least two
+    commands, 150 + 150 (all 4 rows fit). Each piece has its own halo: the left
+    piece reads input columns [-1, 151) (left padding, no right padding: column
+    150 is data), the right piece [149, 301) (no left padding, column 300 is the
+    implied right padding) — [N]'s "IFM1 has no right padding, IFM2 has no left
+    padding"."""
+    net = conv_net(h=4, w=300, c=4, out_ch=8, k=3)
+    plan = _core.plan_op(net.g, 0, sram_kb=16, double_buffer=False)
+    assert plan["col_pieces"] == [(0, 150), (150, 150)]
+    assert plan["row_pieces"] == [(0, 4)]
+    prog = _core.compile(net.g, sram_kb=16, double_buffer=False)
+    ks = check_stream(net, prog, 16384)
+    assert [(k["OUT_FM_SPLIT_LEFT_LEN"], k["OUT_FM_SPLIT_WIDTH"]) for k in ks] == [(0, 150), (150, 150)]
+    assert [(k["IN_FM_START_SPLIT_W_OFFSET"], k["IN_FM_SPLIT_WIDTH"]) for k in ks] == [(-1, 152), (149, 152)]
+    assert all((k["IN_FM_START_SPLIT_H_OFFSET"], k["IN_FM_SPLIT_LEFT_LEN"]) == (-1, 6) for k in ks)
+    assert [k["K_UPD"] for k in ks] == [1, 0]
+
+
+def test_golden_multicore_split_height():
+    """80x80x3 -> 8, 3x3 SAME at 64 KB on 4 cores, forced to mode 2: each core holds
+    its own rows, so 80 rows per command is 20 per core; the weights are
+    broadcast. Core i starts at output row 20 i and input row 20 i - 1
+    (IN_DMA_UNICAST_AVG_OFFSET = 20 rows x stride 1) and reads 22 input rows; all
+    four shares are equal (BROADCAST_OVER_EN = 0)."""
+    net = conv_net()
+    prog = _core.compile(net.g, cores=4, sram_kb=64, force_cores=4, force_mode="SPLIT_HEIGHT",
+                         double_buffer=False)
+    ks = check_stream(net, prog, 65536)
+    k = ks[0]
+    assert (k["BROADCAST_MODE"], k["BROADCAST_NUM"]) == (2, 3)
+    plan = _core.plan_op(net.g, 0, cores=4, sram_kb=64, force_cores=4,
+                         force_mode="SPLIT_HEIGHT", double_buffer=False)
+    rows = plan["row_pieces"][0][1]
+    assert rows % 4 == 0 and k["OUT_FM_SPLIT_AVG_HEIGHT"] == k["OUT_FM_SPLIT_OV_HEIGHT"] == rows // 4
+    assert k["IN_DMA_UNICAST_AVG_OFFSET"] == rows // 4
+    assert k["IN_FM_SPLIT_LEFT_LEN"] == k["IN_DMA_UNICAST_OV_OFFSET"] == rows // 4 + 2
+    assert k["BROADCAST_OVER_EN"] == 0
+
+
+def test_golden_multicore_split_kernel_fc():
+    """FULLY_CONNECTED 1x256 -> 128 on 4 cores, single-buffered: one row cannot be
+    split by height, so mode 1 gives each core 32 output channels
+    (EU_BIAS_START_OFFSET = 32) and its own weight block (32 x 256 = 8 KB, which
+    fits one core's K area next to the broadcast 256-byte input row), so one
+    command does it all. QUANT_REAL_SCALE = 1 (the double scales of TFLite's
+    reference FULLY_CONNECTED); FULL_KER_SIZE = 1 x ceil(256 / 64) - 1 = 3."""
+    n = Net(3)
+    x = n.input((1, 256))
+    n.finish(n.fully_connected(x, 128))
+    prog = _core.compile(n.g, cores=4, double_buffer=False)
+    ks = check_stream(n, prog, 65536)
+    assert len(ks) == 1
+    k = ks[0]
+    assert (k["BROADCAST_MODE"], k["BROADCAST_NUM"], k["EU_BIAS_START_OFFSET"]) == (1, 3, 32)
+    assert k["BROADCAST_OVER_EN"] == 0
+    assert (k["QUANT_REAL_SCALE"], k["FULL_KER_SIZE"], k["IN_FM_CH"], k["OUT_FM_CH"]) == (1, 3, 256, 128)
+    # Four weight blocks of K_TRANS_LEN beats each, back to back in region 0.
+    rec = info(prog)["ops"][0]
+    assert rec["weight_bytes"] == 128 * 256
+    assert rec["weight_bytes_stored"] == 4 * 16 * k["K_TRANS_LEN"]
