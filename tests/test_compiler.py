@@ -43,6 +43,9 @@ class Net:
         self.ids: dict = {}      # name -> (IR id, TFLite id)
         self.shapes: dict = {}
         self.quant: dict = {}    # name -> (scale, zero point)
+        self.data: dict = {}     # name -> constant data or None
+        self.axis: dict = {}
+        self.ops: list = []      # (kind, inputs, output, ir attrs)
         self.inputs: list = []
         self.outputs: list = []
         self.n = 0
@@ -56,6 +59,8 @@ class Net:
         self.ids[name] = (ir_id, tfl_id)
         self.shapes[name] = tuple(shape)
         self.quant[name] = (scale, zp)
+        self.data[name] = data
+        self.axis[name] = axis
         return name
 
     def input(self, shape, scale=0.05, zp=-3):
@@ -64,6 +69,7 @@ class Net:
         return name
 
     def op(self, kind, inputs, out, ir_attrs=None, options=None, version=1, tfl_inputs=None):
+        self.ops.append((kind, list(inputs), out, dict(ir_attrs or {})))
         self.g.add_op(kind, [self.ids[i][0] if i else -1 for i in inputs], [self.ids[out][0]],
                       name=f"{kind.lower()}{self.n}", **(ir_attrs or {}))
         ins = tfl_inputs if tfl_inputs is not None else inputs
@@ -232,8 +238,11 @@ def check_stream(net, program, hw_sram):
         if op.kind == "RESHAPE":
             continue
         out = net.g.tensor(op.outputs[0])
-        cover = np.zeros(out.shape, np.int32).reshape(-1, *out.shape[-3:]) if len(out.shape) == 4 \
-            else None
+        if op.kind == "FULLY_CONNECTED":   # M rows of one pixel of N channels
+            nhwc = (1, int(np.prod(out.shape[:-1])), 1, out.shape[-1])
+        else:
+            nhwc = (1,) * (4 - len(out.shape)) + tuple(out.shape)
+        cover = np.zeros(nhwc, np.int32)
         mine = [k for k in ks if r["first_word"] <= k["word"] < r["end_word"]]
         assert mine, f"{op.name}: no kernel command"
         sh, sw = mine[0]["K_STRIDE_Y"], mine[0]["K_STRIDE_X"]
@@ -245,19 +254,18 @@ def check_stream(net, program, hw_sram):
                 # The halo: the input tile is exactly what the output rows need.
                 assert irows == (rows[0] * sh - k["PAD_Y"], (rows[1] - 1) * sh + kh)
                 assert icols == (cols[0] * sw - k["PAD_X"], (cols[1] - 1) * sw + kw)
-                if cover is not None:
-                    cover[0, rows[0]:rows[0] + rows[1], cols[0]:cols[0] + cols[1],
-                          chan0 + chans[0]:chan0 + chans[0] + chans[1]] += 1
+                cover[0, rows[0]:rows[0] + rows[1], cols[0]:cols[0] + cols[1],
+                      chan0 + chans[0]:chan0 + chans[0] + chans[1]] += 1
                 check_sram(k, rows, cols, chans, irows, icols, hw_sram)
-        if cover is not None:
-            assert cover.min() == 1 and cover.max() == 1, f"{op.name}: tiles do not cover once"
+        assert cover.min() == 1 and cover.max() == 1, f"{op.name}: tiles do not cover once"
     return ks
 
 
 def _channel_offset(k, out):
-    """Output channel of the command's channel 0, from OUT_DMA_ADDR."""
+    """Output channel of the command's channel 0, from OUT_DMA_ADDR (the output
+    tensors of these tests start at offset 0 of their region or of scratch)."""
     _, offset = _core.split_region_address(k["OUT_DMA_ADDR"])
-    return offset % out.shape[-1] if len(out.shape) == 4 else offset % out.shape[-1]
+    return offset % out.shape[-1]
 
 
 def check_sram(k, rows, cols, chans, irows, icols, sram):
@@ -453,3 +461,243 @@ def test_golden_multicore_split_kernel_fc():
     rec = info(prog)["ops"][0]
     assert rec["weight_bytes"] == 128 * 256
     assert rec["weight_bytes_stored"] == 4 * 16 * k["K_TRANS_LEN"]
+
+
+# ---------------------------------------------------------------------------
+# The units' own output for a Net (the middle term of device == unit == TFLite).
+
+def _f32(v):
+    return float(np.float32(v))
+
+
+def unit_reference(net: Net, inputs):
+    """Runs the Net op by op with the foundation's unit bindings and the TFLite
+    parameter derivations of tests/quant_helpers.py (independent of the compiler)."""
+    vals = dict(zip(net.inputs, inputs))
+    for kind, ins, out, attrs in net.ops:
+        x = vals.get(ins[0])
+        s_out, z_out = net.quant[out]
+        act = attrs.get("activation", "NONE")
+        if kind in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+            w, b = net.data[ins[1]], net.data[ins[2]]
+            s_in, z_in = net.quant[ins[0]]
+            ws = net.quant[ins[1]][0]
+            oc = w.shape[0] if kind == "CONV_2D" else w.shape[3]
+            mult, shift = conv_multipliers(s_in, ws, s_out, oc)
+            lo, hi = activation_range(act, s_out, z_out)
+            _, h, wd, _ = x.shape
+            pads = _core.tflite_padding(attrs["padding"], h, wd, w.shape[1], w.shape[2],
+                                        attrs["stride_h"], attrs["stride_w"], 1, 1)
+            common = dict(stride=(attrs["stride_h"], attrs["stride_w"]), padding=tuple(pads),
+                          input_zero_point=z_in, output_zero_point=z_out, act_min=lo, act_max=hi)
+            if kind == "CONV_2D":
+                y = _core.conv2d(x, w, b, mult, shift, **common)
+            else:
+                y = _core.depthwise_conv2d(x, w, b, mult, shift,
+                                           depth_multiplier=attrs["depth_multiplier"], **common)
+        elif kind == "FULLY_CONNECTED":
+            w, b = net.data[ins[1]], net.data[ins[2]]
+            s_in, z_in = net.quant[ins[0]]
+            eff = fc_effective_scales(s_in, net.quant[ins[1]][0], s_out, w.shape[0])
+            lo, hi = activation_range(act, s_out, z_out)
+            y = _core.fully_connected(x.reshape(-1, w.shape[1]), w, b, effective_scale=eff,
+                                      input_zero_point=z_in, output_zero_point=z_out,
+                                      act_min=lo, act_max=hi)
+        elif kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
+            k, st = attrs["kernel_h"], attrs["stride_h"]
+            _, h, wd, _ = x.shape
+            pads = _core.tflite_padding(attrs["padding"], h, wd, k, k, st, st, 1, 1)
+            lo, hi = activation_range(act, s_out, z_out)
+            fn = _core.max_pool if kind == "MAX_POOL_2D" else _core.avg_pool
+            y = fn(x, kernel=(k, k), stride=(st, st), padding=tuple(pads), act_min=lo, act_max=hi)
+        elif kind in ("ADD", "SUB", "MUL"):
+            a, b = (vals.get(i, net.data[i]) for i in ins)
+            (sa, za), (sb, zb) = net.quant[ins[0]], net.quant[ins[1]]
+            params = getattr(_core, f"tflite_{kind.lower()}_params")(
+                _f32(sa), za, _f32(sb), zb, _f32(s_out), z_out, activation=act)
+            y = getattr(_core, kind.lower())(a, b, **params)
+        elif kind in ("RELU", "RELU6", "RELU_N1_TO_1"):
+            s_in, z_in = net.quant[ins[0]]
+            y = _core.activation(x, **_core.tflite_relu_params(_f32(s_in), z_in, _f32(s_out),
+                                                               z_out, kind))
+        elif kind in ("LOGISTIC", "TANH"):
+            s_in, z_in = net.quant[ins[0]]
+            lut = getattr(_core, f"lut_tflite_{kind.lower()}")(_f32(s_in), z_in, _f32(s_out), z_out)
+            y = _core.activation(x, mode=_core.ActMode.LUT, lut=lut)
+        elif kind == "RESHAPE":
+            y = x.reshape(net.shapes[out])
+        else:
+            raise NotImplementedError(kind)
+        vals[out] = np.asarray(y).reshape(net.shapes[out])
+    return [vals[o] for o in net.outputs]
+
+
+# ---------------------------------------------------------------------------
+# The op cases: one small model per op kind and configuration.
+
+def _single(build):
+    def make(seed=0):
+        n = Net(seed)
+        return n.finish(build(n))
+    return make
+
+
+def _add_const_first(n):
+    x = n.input((1, 9, 11, 24))
+    c = n.constant((1, 1, 1, 24))
+    return n.binary("ADD", c, x)
+
+
+def _reshape_fc(n):
+    x = n.input((1, 8, 8, 4))
+    y = n.conv(x, 6, 3)
+    r = n.reshape(y, (1, 384))
+    return n.fully_connected(r, 10, act="RELU")
+
+
+OP_CASES = {
+    "conv3x3-80x80x3-spec": _single(lambda n: n.conv(n.input((1, 80, 80, 3)), 8, 3)),
+    "conv3x3-s2-asymmetric-same": _single(lambda n: n.conv(n.input((1, 17, 16, 8)), 16, 3, 2)),
+    "conv5x5-s3-relu": _single(lambda n: n.conv(n.input((1, 20, 23, 4)), 6, 5, 3, act="RELU")),
+    "conv1x1-relu6": _single(lambda n: n.conv(n.input((1, 14, 14, 64)), 96, 1, act="RELU6")),
+    "conv-kernel-split": _single(lambda n: n.conv(n.input((1, 16, 16, 32)), 64, 3)),
+    "conv-300-wide": _single(lambda n: n.conv(n.input((1, 3, 300, 4)), 8, 3)),
+    "depthwise3x3-relu": _single(lambda n: n.conv(n.input((1, 40, 40, 16)), 0, 3, act="RELU",
+                                                  depthwise=True)),
+    "depthwise-m2-s2": _single(lambda n: n.conv(n.input((1, 21, 20, 8)), 0, 3, 2, depthwise=True,
+                                                multiplier=2)),
+    "depthwise-m4-5x5-valid": _single(lambda n: n.conv(n.input((1, 9, 9, 3)), 0, 5,
+                                                       padding="VALID", depthwise=True,
+                                                       multiplier=4)),
+    "fc-3x200-relu": _single(lambda n: n.fully_connected(n.input((3, 200)), 70, act="RELU")),
+    "fc-per-tensor": _single(lambda n: n.fully_connected(n.input((1, 64)), 10, per_channel=False)),
+    "maxpool3x3-s2-same": _single(lambda n: n.pool(n.input((1, 33, 33, 24)), k=3, stride=2,
+                                                   padding="SAME")),
+    "avgpool2x2-relu6": _single(lambda n: n.pool(n.input((1, 32, 30, 16)), "AVERAGE_POOL_2D",
+                                                 act="RELU6")),
+    "add-relu": _single(lambda n: n.binary("ADD", n.input((1, 30, 30, 20)),
+                                           n.input((1, 30, 30, 20), 0.07, 4), act="RELU")),
+    "add-broadcast-vector": _single(lambda n: n.binary("ADD", n.input((1, 12, 12, 40)),
+                                                       n.input((1, 1, 1, 40), 0.03, -2))),
+    "sub-broadcast-vector": _single(lambda n: n.binary("SUB", n.input((1, 12, 12, 40)),
+                                                       n.input((1, 1, 1, 40), 0.03, -2))),
+    "mul": _single(lambda n: n.binary("MUL", n.input((1, 10, 13, 16)),
+                                      n.input((1, 10, 13, 16), 0.08, 3), out_scale=0.02)),
+    "mul-constant-scalar": _single(lambda n: n.binary("MUL", n.input((1, 7, 9, 12)),
+                                                      n.constant((1,)), out_scale=0.01)),
+    "add-constant-vector-first": _single(_add_const_first),
+    "relu": _single(lambda n: n.unary("RELU", n.input((1, 17, 19, 24)))),
+    "relu6": _single(lambda n: n.unary("RELU6", n.input((1, 17, 19, 24)))),
+    "relu-n1-to-1": _single(lambda n: n.unary("RELU_N1_TO_1", n.input((1, 17, 19, 24), 0.01, 0))),
+    "logistic": _single(lambda n: n.unary("LOGISTIC", n.input((1, 17, 19, 24)))),
+    "tanh": _single(lambda n: n.unary("TANH", n.input((1, 17, 19, 24)))),
+    "conv-reshape-fc": _single(_reshape_fc),
+}
+CORES = [1, 2, 4, 8, 16, 32]
+SRAM_KB = [4, 16, 64]
+
+
+def smallest_sram_kb(net, cores=1):
+    """The smallest of SRAM_KB the case compiles at (a few need more than 4 KB)."""
+    for kb in SRAM_KB:
+        try:
+            _core.compile(net.g, cores=cores, sram_kb=kb)
+            return kb
+        except nacc.UnsupportedError:
+            continue
+    raise AssertionError("compiles at no SRAM size")
+
+
+@pytest.mark.parametrize("case", list(OP_CASES))
+def test_stream_structure(case):
+    """Every stream decodes and validates; each core's input tile is exactly the
+    halo its output rows and columns need; the tiles of each op cover its output
+    exactly once; every buffer fits its SRAM area — at 1 and 32 cores (each
+    mode) and at the smallest and the default SRAM."""
+    net = OP_CASES[case]()
+    small = smallest_sram_kb(net)
+    for cores, kb, mode in [(1, small, None), (1, 64, None), (32, small, None),
+                            (4, small, "SPLIT_HEIGHT"), (4, 64, "SPLIT_KERNEL")]:
+        try:
+            prog = _core.compile(net.g, cores=cores, sram_kb=kb, force_mode=mode)
+        except nacc.UnsupportedError:
+            assert mode is not None  # a mode the op cannot use is declined, never mis-emitted
+            continue
+        check_stream(net, prog, kb * 1024)
+
+
+# ---------------------------------------------------------------------------
+# End to end on the simulated device.
+
+needs_device = pytest.mark.skipif(not HAS_DEVICE, reason="nacc._core.Runtime not built yet")
+_RUNTIMES: dict = {}
+
+
+def runtime(cores, kb):
+    key = (cores, kb)
+    if key not in _RUNTIMES:
+        _RUNTIMES[key] = _core.Runtime(cores=cores, sram_kb=kb)
+    return _RUNTIMES[key]
+
+
+def run(net, inputs, cores=1, kb=64, program=None, **options):
+    prog = program or _core.compile(net.g, cores=cores, sram_kb=kb, **options)
+    outs, stats = runtime(cores, kb).run(prog, inputs)
+    return [np.asarray(o).reshape(net.shapes[name]) for o, name in zip(outs, net.outputs)], stats
+
+
+def assert_equal(expected, got, what):
+    for e, g in zip(expected, got):
+        assert e.shape == g.shape, f"{what}: shape {g.shape} != {e.shape}"
+        if not np.array_equal(e, g):
+            bad = np.argwhere(e != g)
+            raise AssertionError(f"{what}: {len(bad)} of {e.size} values differ, first at "
+                                 f"{tuple(bad[0])}: {g[tuple(bad[0])]} != {e[tuple(bad[0])]}")
+
+
+@needs_device
+@pytest.mark.parametrize("case", list(OP_CASES))
+def test_program_equals_units_and_tflite(case):
+    """Program output == the units' output == TFLite BUILTIN_REF, at 1, 2, 4, 8, 16
+    and 32 cores, at the smallest SRAM the op compiles at (forcing height,
+    width and kernel splits) and at 64 KB."""
+    net = OP_CASES[case]()
+    x = net.random_inputs()
+    expected = run_tflite(net.tflite(), x)
+    expected = [e.reshape(net.shapes[o]) for e, o in zip(expected, net.outputs)]
+    assert_equal(expected, unit_reference(net, x), f"{case}: units vs TFLite")
+    small = smallest_sram_kb(net)
+    for cores in CORES:
+        for kb in sorted({small, 64}):
+            got, _ = run(net, x, cores, kb)
+            assert_equal(expected, got, f"{case}: {cores} cores, {kb} KB")
+
+
+def chain_net(seed=5, size=24):
+    """conv -> depthwise -> add (residual) -> max pool, one Program."""
+    n = Net(seed)
+    x = n.input((1, size, size, 8))
+    a = n.conv(x, 16, 3, act="RELU", out_scale=0.08, out_zp=-20)
+    b = n.conv(a, 0, 3, depthwise=True, act="RELU6", out_scale=0.05, out_zp=-30)
+    c = n.binary("ADD", a, b, out_scale=0.1, out_zp=-5)
+    return n.finish(n.pool(c, k=2, stride=2))
+
+
+@needs_device
+def test_chain_in_one_program():
+    """conv -> depthwise -> residual add -> pool: one Program (the intermediates in
+    the scratch region, a KERNEL_WAIT before each op that reads its
+    predecessor's output) gives TFLite's bits at every core count and SRAM size."""
+    net = chain_net()
+    x = net.random_inputs()
+    expected = run_tflite(net.tflite(), x)
+    assert_equal(expected, unit_reference(net, x), "units vs TFLite")
+    for cores in CORES:
+        for kb in (4, 64):
+            got, _ = run(net, x, cores, kb)
+            assert_equal(expected, got, f"chain: {cores} cores, {kb} KB")
+    prog = _core.compile(net.g, sram_kb=8)
+    ops = [c["opcode"] for c in _core.decode_stream(info(prog)["commands"])]
+    assert ops.count("NPU_OP_KERNEL_WAIT") == 3
+    regions = info(prog)["regions"]
+    assert [r["kind"] for r in regions[:4]] == ["constant", "input", "scratch", "output"]
