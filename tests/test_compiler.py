@@ -548,6 +548,11 @@ def _add_const_first(n):
     return n.binary("ADD", c, x)
 
 
+def _add_self(n):
+    x = n.input((1, 6, 7, 10))
+    return n.binary("ADD", x, x)
+
+
 def _reshape_fc(n):
     x = n.input((1, 8, 8, 4))
     y = n.conv(x, 6, 3)
@@ -592,6 +597,7 @@ OP_CASES = {
     "logistic": _single(lambda n: n.unary("LOGISTIC", n.input((1, 17, 19, 24)))),
     "tanh": _single(lambda n: n.unary("TANH", n.input((1, 17, 19, 24)))),
     "conv-reshape-fc": _single(_reshape_fc),
+    "add-same-operand-twice": _single(_add_self),
 }
 CORES = [1, 2, 4, 8, 16, 32]
 SRAM_KB = [4, 16, 64]
@@ -701,3 +707,375 @@ def test_chain_in_one_program():
     assert ops.count("NPU_OP_KERNEL_WAIT") == 3
     regions = info(prog)["regions"]
     assert [r["kind"] for r in regions[:4]] == ["constant", "input", "scratch", "output"]
+
+
+# ---------------------------------------------------------------------------
+# Records.
+
+def independent_macs(net):
+    """Useful multiply-accumulates per op, counted from the shapes alone: for each
+    output position the kernel taps that land inside the input (padding is not
+    useful work), times the channels each tap multiplies."""
+    def taps(out, inp, k, s, pad):
+        return sum(max(0, min(inp, o * s - pad + k) - max(0, o * s - pad)) for o in range(out))
+    macs = []
+    for kind, ins, out, attrs in net.ops:
+        if kind in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+            _, h, w, c = net.shapes[ins[0]]
+            _, oh, ow, oc = net.shapes[out]
+            kh, kw = net.shapes[ins[1]][1:3]
+            pads = _core.tflite_padding(attrs["padding"], h, w, kh, kw, attrs["stride_h"],
+                                        attrs["stride_w"], 1, 1)
+            t = taps(oh, h, kh, attrs["stride_h"], pads[0]) * taps(ow, w, kw, attrs["stride_w"], pads[2])
+            macs.append(t * oc * (c if kind == "CONV_2D" else 1))
+        elif kind == "FULLY_CONNECTED":
+            n_out, k = net.shapes[ins[1]]
+            macs.append(int(np.prod(net.shapes[ins[0]])) // k * k * n_out)
+        else:
+            macs.append(0)
+    return macs
+
+
+@pytest.mark.parametrize("case", ["conv3x3-80x80x3-spec", "conv3x3-s2-asymmetric-same",
+                                  "conv5x5-s3-relu", "depthwise-m2-s2", "depthwise-m4-5x5-valid",
+                                  "fc-3x200-relu", "maxpool3x3-s2-same", "conv-reshape-fc"])
+def test_records_macs_and_weights(case):
+    """OpRecord.macs equals an independent count from the shapes, whatever the
+    tiling (1 core at the smallest SRAM, 32 cores at 64 KB); weight_bytes is the
+    raw weight count; weight_bytes_stored counts whole 16-byte weight blocks (u32
+    length + compressed stream + padding), so it is a multiple of 16 and at most
+    raw + 9 (codec header) + 4 (length) + 15 (padding) per block."""
+    net = OP_CASES[case]()
+    want = independent_macs(net)
+    for cores, kb in ((1, smallest_sram_kb(net)), (32, 64)):
+        recs = info(_core.compile(net.g, cores=cores, sram_kb=kb))["ops"]
+        assert [r["macs"] for r in recs] == want
+        for (kind, ins, _, _), r in zip(net.ops, recs):
+            raw = net.data[ins[1]].size if kind in ("CONV_2D", "DEPTHWISE_CONV_2D",
+                                                    "FULLY_CONNECTED") else 0
+            assert r["weight_bytes"] == raw
+            assert r["weight_bytes_stored"] % 16 == 0
+            if raw:
+                blocks = r["weight_bytes_stored"] // 16  # an upper bound on the block count
+                assert 0 < r["weight_bytes_stored"] <= raw + 28 * blocks
+
+
+def test_record_bound_golden():
+    """NACC_SPEC §8 bound, max(MAC-array cycles, activation cycles, move-once bytes /
+    bandwidth), the work spread over the cores and the bandwidth min(external 64,
+    16 per core x cores) bytes per cycle, reads and writes each:
+
+    * the spec's conv (80x80x3 -> 8, 3x3 SAME): 80 x 80 x 8 x 3 x 3 x ceil(3/64) =
+      460800 MAC cycles on one core, 14400 on 32; its bytes are far below.
+      min_dma_bytes = 19200 in + 51200 out + stored weights + 32 (bias) + 64
+      (multipliers and shifts);
+    * max pool 3x3/2 on 33x33x24 -> 17x17x24: 17 x 17 x ceil(24/64) x 9 = 2601
+      cycles on one core, but on 32 cores 82 MAC cycles against 26136 input bytes
+      / 64 = 409 cycles: the DMA binds."""
+    net = OP_CASES["conv3x3-80x80x3-spec"]()
+    r1 = info(_core.compile(net.g, cores=1))["ops"][0]
+    r32 = info(_core.compile(net.g, cores=32))["ops"][0]
+    assert (r1["bound_cycles"], r32["bound_cycles"]) == (460800, 14400)
+    assert r1["min_dma_bytes"] == 19200 + 51200 + r1["weight_bytes_stored"] + 96
+    pool = OP_CASES["maxpool3x3-s2-same"]()
+    p1 = info(_core.compile(pool.g, cores=1))["ops"][0]
+    p32 = info(_core.compile(pool.g, cores=32))["ops"][0]
+    assert (p1["bound_cycles"], p32["bound_cycles"]) == (2601, 409)
+    assert p1["min_dma_bytes"] == 26136 + 6936
+
+
+# ---------------------------------------------------------------------------
+# What the compiler declines, and its limits.
+
+def _decline(kind, **attrs):
+    def make():
+        n = Net()
+        x = n.input((1, 8, 8, 4))
+        shape = attrs.pop("out_shape", (1, 8, 8, 4))
+        y = n.tensor(shape, 0.05, -3)
+        n.g.add_op(kind, [n.ids[x][0]], [n.ids[y][0]], name="victim", **attrs)
+        n.g.inputs, n.g.outputs = [n.ids[x][0]], [n.ids[y][0]]
+        return n
+    return make
+
+
+DECLINED = [
+    ("HARD_SWISH", _decline("HARD_SWISH"), "HARD_SWISH 'victim': HARD_SWISH is not lowered"),
+    ("LEAKY_RELU", _decline("LEAKY_RELU", alpha=0.1), "LEAKY_RELU 'victim': LEAKY_RELU is not lowered"),
+    ("QUANTIZE", _decline("QUANTIZE"), "QUANTIZE 'victim': QUANTIZE is not lowered"),
+    ("MEAN", _decline("MEAN", axes=[1, 2], keep_dims=True, out_shape=(1, 1, 1, 4)),
+     "MEAN 'victim': MEAN is not lowered"),
+    ("PAD", _decline("PAD", paddings=[[0, 0], [1, 1], [1, 1], [0, 0]], out_shape=(1, 10, 10, 4)),
+     "PAD 'victim': PAD is not lowered"),
+    ("SOFTMAX", _decline("OTHER", type_name="SOFTMAX"), "SOFTMAX 'victim'"),
+]
+
+
+@pytest.mark.parametrize("kind, make, message", DECLINED, ids=[d[0] for d in DECLINED])
+def test_declined_ops_raise_unsupported_naming_the_op(kind, make, message):
+    """Ops this version does not lower (or the rules decline) raise
+    nacc.UnsupportedError naming the op; nothing is emitted for them."""
+    with pytest.raises(nacc.UnsupportedError, match=message):
+        _core.compile(make().g)
+
+
+def test_sub_with_broadcast_first_operand_is_declined():
+    """SUB(vector, map) would need the operands swapped, which SUB is not: declined."""
+    n = Net()
+    a = n.input((1, 1, 1, 8))
+    b = n.input((1, 4, 4, 8))
+    n.finish(n.binary("SUB", a, b))
+    with pytest.raises(nacc.UnsupportedError, match="only the second operand of SUB may be broadcast"):
+        _core.compile(n.g)
+
+
+def test_too_many_regions():
+    """A chain of ADDs over k inputs needs constants + k inputs + scratch (the
+    intermediate sums) + the output: 5 inputs fill the 8 regions of NACC_SPEC §6
+    exactly (0 constants, 1-5 inputs, 6 scratch, 7 output); 6 are declined."""
+    def adds(k):
+        n = Net()
+        xs = [n.input((1, 4, 4, 8)) for _ in range(k)]
+        y = xs[0]
+        for x in xs[1:]:
+            y = n.binary("ADD", y, x)
+        return n.finish(y)
+    prog = _core.compile(adds(5).g)
+    kinds = [r["kind"] for r in info(prog)["regions"]]
+    assert kinds == ["constant"] + ["input"] * 5 + ["scratch", "output"]
+    with pytest.raises(nacc.UnsupportedError, match="too many partition inputs/outputs"):
+        _core.compile(adds(6).g)
+
+
+def _wide_1x1(c_in):
+    n = Net()
+    return n.finish(n.conv(n.input((1, 1, 1, c_in)), 1, 1))
+
+
+def test_sram_exactly_full_and_one_step_over():
+    """A 1x1 conv on one pixel of 3968 channels needs A(3968) input + A(3968)
+    weights + 3 x 64 (bias, multiplier, shift) + 64 (output) = 8192 B: it compiles
+    at an 8 KB SRAM (the buffers fill it exactly) and runs; 3969 channels need
+    4032 + 4032 + 256 = 8320 B and are declined by the shared sram_tile rule. A
+    9 KB SRAM does not help: its NACC_MEM_RANGE unit is 9 bytes, so buffers align
+    to lcm(9, 64) = 576 B and the tile needs 2 x 4032 -> 2 x 4608 + 2 x 576 = 10368;
+    16 KB takes it."""
+    ok = _wide_1x1(3968)
+    plan = _core.plan_op(ok.g, 0, sram_kb=8)
+    assert plan["layout"]["end"] == 8192
+    prog = _core.compile(ok.g, sram_kb=8)
+    check_stream(ok, prog, 8192)
+    with pytest.raises(nacc.UnsupportedError, match="sram_tile|smallest tile needs 8320"):
+        _core.compile(_wide_1x1(3969).g, sram_kb=8)
+    with pytest.raises(nacc.UnsupportedError, match="smallest tile needs 10368"):
+        _core.compile(_wide_1x1(3969).g, sram_kb=9)
+    _core.compile(_wide_1x1(3969).g, sram_kb=16)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(cores=3), "cores 3 must be 1, 2, 4, 8, 16 or 32"),
+    (dict(cores=64), "cores 64"),
+    (dict(sram_bytes=4097), "multiple of 1024"),
+    (dict(sram_kb=2), "must be a multiple of 1024"),
+    (dict(sram_kb=4, sram_bytes=4096), "not both"),
+    (dict(force_mode="SIDEWAYS"), "force_mode"),
+    (dict(ext_bytes_per_cycle=0), "ext_bytes_per_cycle"),
+])
+def test_option_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        _core.compile(OP_CASES["relu"]().g, **kwargs)
+
+
+def test_partition_errors():
+    """A partition whose ops are out of order, or whose output nobody produces,
+    is a caller's mistake: ValueError naming it."""
+    n = Net()
+    x = n.input((1, 4, 4, 8))
+    y = n.unary("RELU", x)
+    z = n.unary("RELU", y)
+    n.finish(z)
+    g = _core.Graph()
+    ids = {}
+    for name in (x, y, z):
+        s, zp = n.quant[name]
+        ids[name] = g.add_tensor(name, list(n.shapes[name]), "int8", scales=s, zero_points=zp)
+    g.add_op("RELU", [ids[y]], [ids[z]], name="second")
+    g.add_op("RELU", [ids[x]], [ids[y]], name="first")
+    g.inputs, g.outputs = [ids[x]], [ids[z]]
+    with pytest.raises(ValueError, match="topological order"):
+        _core.compile(g)
+
+
+# ---------------------------------------------------------------------------
+# Memory planning.
+
+def test_scratch_reuse_and_free_reshape():
+    """relu -> relu -> relu -> reshape -> relu on a 1x32x32x16 map (16 KB each): the
+    intermediates live in the scratch region and a linear scan reuses freed space,
+    so scratch holds two tensors (32 KB), not four; the RESHAPE emits no command
+    (its output aliases its input's bytes: the last RELU reads the same address
+    the third wrote)."""
+    n = Net()
+    x = n.input((1, 32, 32, 16))
+    a = n.unary("RELU", x)
+    b = n.unary("RELU", a)
+    c = n.unary("RELU", b)
+    r = n.reshape(c, (1, 64, 16, 16))
+    n.finish(n.unary("RELU", r))
+    prog = _core.compile(n.g)
+    inf = info(prog)
+    scratch = [reg for reg in inf["regions"] if reg["kind"] == "scratch"]
+    assert [s_["size"] for s_ in scratch] == [2 * 16384]
+    view = inf["ops"][3]
+    assert view["kind"] == "RESHAPE" and view["first_word"] == view["end_word"]
+    ks = kernel_commands(prog)
+    first = [next(k for k in ks if r["first_word"] <= k["word"] < r["end_word"])
+             for r in inf["ops"] if r["kind"] != "RESHAPE"]
+    assert first[3]["IN_FM_DMA_ADDR"] == first[2]["OUT_DMA_ADDR"]
+    assert first[1]["IN_FM_DMA_ADDR"] == first[0]["OUT_DMA_ADDR"] != first[1]["OUT_DMA_ADDR"]
+    assert first[2]["OUT_DMA_ADDR"] == first[0]["OUT_DMA_ADDR"]   # the freed space again
+
+
+# ---------------------------------------------------------------------------
+# Performance on the device: SRAM size, core count, the §8 bound.
+
+@needs_device
+def test_device_counts_agree_with_records():
+    """On the device: MACs counted == OpRecord.macs, and the cycles never beat the
+    §8 bound of the program's only op (the bound is a lower bound)."""
+    for case in ("conv3x3-s2-asymmetric-same", "depthwise-m2-s2", "fc-3x200-relu",
+                 "maxpool3x3-s2-same", "add-broadcast-vector", "tanh"):
+        net = OP_CASES[case]()
+        x = net.random_inputs()
+        for cores in (1, 8, 32):
+            prog = _core.compile(net.g, cores=cores, sram_kb=16)
+            _, stats = run(net, x, cores, 16, program=prog)
+            (rec,) = info(prog)["ops"]
+            assert stats["macs"] == rec["macs"], case
+            assert stats["cycles"] >= rec["bound_cycles"], case
+
+
+@needs_device
+@pytest.mark.parametrize("case", ["conv3x3-80x80x3-spec", "conv-kernel-split", "depthwise3x3-relu"])
+def test_smaller_sram_raises_dma_bytes(case):
+    """Less SRAM, smaller tiles: more halo rows and columns re-read (and, for a
+    kernel split, the IFM or the weights reloaded per tile), so the device's DMA
+    read bytes never fall as the SRAM shrinks, and at 4 KB they exceed 64 KB's."""
+    net = OP_CASES[case]()
+    x = net.random_inputs()
+    reads = [run(net, x, 1, kb)[1]["dma_read_bytes"] for kb in (4, 16, 64)]
+    assert reads[0] >= reads[1] >= reads[2] and reads[0] > reads[2], reads
+
+
+@needs_device
+def test_more_cores_fewer_cycles_until_bandwidth_binds():
+    """The spec's conv is MAC-bound: every doubling of the cores (1 .. 16) cuts the
+    cycles by at least 40%. ADD is bus-bound: 16 bytes per cycle per core until
+    the shared 64 bytes per cycle bind at 4 cores; beyond 8 cores more cores buy
+    nothing, and the cycles never fall below read bytes / 64."""
+    conv = OP_CASES["conv3x3-80x80x3-spec"]()
+    x = conv.random_inputs()
+    cycles = [run(conv, x, c, 64)[1]["cycles"] for c in CORES]
+    for a, b in zip(cycles[:-2], cycles[1:-1]):
+        assert b < 0.6 * a, cycles
+    assert cycles[-1] < cycles[-2]
+    add = OP_CASES["add-relu"]()
+    x = add.random_inputs()
+    stats = [run(add, x, c, 64)[1] for c in CORES]
+    cyc = [s["cycles"] for s in stats]
+    assert cyc[0] > cyc[1] > cyc[2] > cyc[3], cyc
+    assert max(cyc[3:]) <= 1.05 * min(cyc[3:]), cyc
+    assert all(s["cycles"] >= s["dma_read_bytes"] / 64 for s in stats)
+
+
+# ---------------------------------------------------------------------------
+# Corrupted streams: never a silently wrong result.
+
+def _mutated(words, register, change):
+    """A copy of the stream whose first kernel runs with `register` changed by
+    change(fields) -> fields: its last write before that kernel is changed, or,
+    when the stream relies on the reset value, a write is inserted before it."""
+    cmds = _core.decode_stream(words)
+    first_kernel = next(i for i, c in enumerate(cmds) if c["opcode"] in KERNEL_OPCODES)
+    writes = [i for i, c in enumerate(cmds[:first_kernel])
+              if c["opcode"] == "NPU_SET_REGISTER" and c["register"] == register]
+    value = cmds[writes[-1]]["payload"] if writes else REGISTERS[register]["reset"]
+    new = _core.register_value(register, change(dict(_core.decode_fields(register, value))))
+    if writes:
+        cmds[writes[-1]]["payload"] = new
+    else:
+        cmds.insert(first_kernel, {"opcode": "NPU_SET_REGISTER", "register": register,
+                                   "payload": new})
+    return _core.encode_commands(cmds)
+
+
+def _bump(field, delta):
+    def change(f):
+        f[field] += delta
+        return f
+    return change
+
+
+MUTATIONS = [
+    # halo
+    ("NACC_IN_FM_SPLIT_H_OFFSET", _bump("IN_FM_START_SPLIT_H_OFFSET", 1)),
+    ("NACC_IN_FM_SPLIT_W_OFFSET", _bump("IN_FM_START_SPLIT_W_OFFSET", -1)),
+    ("NACC_IN_FM_SPLIT", _bump("IN_FM_SPLIT_LEFT_LEN", 1)),
+    ("NACC_IN_FM_SPLIT", _bump("IN_FM_SPLIT_WIDTH", -1)),
+    # split
+    ("NACC_OUT_FM_SPLIT_LEN", _bump("OUT_FM_SPLIT_LEN", -1)),
+    ("NACC_OUT_FM_SPLIT_LEN", _bump("OUT_FM_SPLIT_LEFT_LEN", 1)),
+    ("NACC_OUT_FM_SPLIT", _bump("OUT_FM_SPLIT_WIDTH", -1)),
+    ("NACC_OUT_FM_SPLIT_H_OFFSET", _bump("OUT_FM_START_SPLIT_H_OFFSET", 1)),
+    ("NACC_BROADCAST_SPLIT", _bump("OUT_FM_SPLIT_AVG_HEIGHT", -1)),
+    ("NACC_BROADCAST_DMA", _bump("IN_DMA_UNICAST_AVG_OFFSET", 1)),
+    # stride and padding
+    ("NACC_KERNEL", _bump("K_STRIDE_X", 1)),
+    ("NACC_PADDING", _bump("PAD_Y", -1)),
+    # addresses
+    ("NACC_IN_FM_DMA_ADDR", _bump("IN_FM_DMA_ADDR", 3)),
+    ("NACC_OUT_DMA_ADDR", _bump("OUT_DMA_ADDR", 8)),
+    ("NACC_IN_K_DMA_ADDR", _bump("IN_K_DMA_ADDR", 16)),
+    ("NACC_BIAS_DMA_ADDR", _bump("BIAS_DMA_ADDR", 4)),
+    ("NACC_QUANT_MUL_DMA_ADDR", _bump("QUANT_MUL_DMA_ADDR", 4)),
+    ("NACC_DMA_OFFSET1", _bump("IN_DMA_ROW_OFFSET", 3)),
+]
+
+
+@needs_device
+@pytest.mark.parametrize("register, change", MUTATIONS,
+                         ids=[f"{m[0]}-{i}" for i, m in enumerate(MUTATIONS)])
+def test_corrupted_register_never_passes_silently(register, change):
+    """Changing one halo, split, stride/padding or address register write of a
+    compiled stream (the 80x80x3 conv at 4 KB on 4 cores in mode 2, so every tile
+    register and the per-core split registers are written) either changes the
+    output bits or raises nacc.DeviceFault."""
+    net = OP_CASES["conv3x3-80x80x3-spec"]()
+    x = net.random_inputs()
+    prog = _core.compile(net.g, cores=4, sram_kb=4, force_cores=4, force_mode="SPLIT_HEIGHT")
+    (good,), _ = run(net, x, 4, 4, program=prog)
+    words = info(prog)["commands"]
+    bad = _core.Program.from_bytes(prog.to_bytes())
+    bad.commands = _mutated(words, register, change)
+    try:
+        (out,), _ = run(net, x, 4, 4, program=bad)
+    except nacc.DeviceFault:
+        return
+    assert not np.array_equal(out, good), f"{register} corrupted, output unchanged"
+
+
+@needs_device
+def test_reshape_between_partition_input_and_output_is_a_dma_copy():
+    """A RESHAPE whose input is a partition input and whose output is a partition
+    output cannot alias (they are different regions, bound to the caller's
+    buffers): the compiler copies the bytes with NPU_OP_DMA_START and waits."""
+    n = Net()
+    x = n.input((1, 4, 6, 8))
+    n.finish(n.reshape(x, (1, 24, 8)))
+    prog = _core.compile(n.g)
+    ops = [c["opcode"] for c in _core.decode_stream(info(prog)["commands"])]
+    assert "NPU_OP_DMA_START" in ops and "NPU_OP_DMA_WAIT" in ops
+    assert not KERNEL_OPCODES & set(ops)
+    (xin,) = n.random_inputs()
+    (out,), _ = run(n, [xin], program=prog)
+    assert np.array_equal(out, xin.reshape(1, 24, 8))
