@@ -302,37 +302,19 @@ int log2_exact(int v) {
   return l;
 }
 
-void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstants& k,
-                  Residency& res, int set, const Span& rows, const Span& cols, const Span& group) {
+// One command: which part of the op, on which cores, with which SRAM set.
+struct CommandShape {
+  Span rows, cols, group;   // output rows, columns and basis channels
+  CoreSplit split;          // cores of this command
+  BroadcastMode mode = BroadcastMode::kNone;
+  int set = 0;              // buffer set (double buffering)
+};
+
+// The layer: window, feature-map sizes, channels, zero points, clamp, and where
+// the feature maps are in external memory (docs/device_model.md §2-§4).
+void set_layer(Context& ctx, const LoweredOp& op, const CommandShape& c) {
   Emitter& em = ctx.em;
-  const compiler::SramLayout& lay = plan.layout;
-  const bool split_kernel = plan.mode == BroadcastMode::kSplitKernel;
-  const bool split_height = plan.mode == BroadcastMode::kSplitHeight;
-
-  // Cores for this command (a short tile may use fewer).
-  CoreSplit split{1, 0, 0};
-  if (split_height) {
-    split = *compiler::split_across_cores(rows.size, plan.cores, plan.rows_per_core,
-                                          1023 / op.stride_h);
-  } else if (split_kernel) {
-    split = *compiler::split_across_cores(group.size, plan.cores, plan.channels_per_core, 255);
-  }
-  const BroadcastMode mode = split.cores > 1 ? plan.mode : BroadcastMode::kNone;
-
-  // Channels and addresses of this command.
-  const int in_ch = op.in_channels(group.size), out_ch = op.out_channels(group.size);
-  const int in_c0 = (op.unit == Unit::kConv || op.unit == Unit::kFullyConnected) ? 0 : group.start;
-  const int out_c0 = op.out_channels(group.start);
-  const uint32_t ifm_addr = ctx.address(op.input, in_c0);
-  const uint32_t ofm_addr = ctx.address(op.output, out_c0);
-
-  // Tile registers (docs/device_model.md §3, §5).
-  const int iy0 = rows.start * op.stride_h - op.pad_top;
-  const int ix0 = cols.start * op.stride_w - op.pad_left;
-  const int iw = compiler::input_extent(cols.size, op.stride_w, op.kernel_w);
-  const int core_rows = split_height ? split.avg : rows.size;
-  const int ih = compiler::input_extent(core_rows, op.stride_h, op.kernel_h);
-
+  const int in_c0 = (op.unit == Unit::kConv || op.unit == Unit::kFullyConnected) ? 0 : c.group.start;
   em.set_register(Reg::NACC_KERNEL, Value()
                                         .set(kKSizeX, op.kernel_w)
                                         .set(kKSizeY, op.kernel_h)
@@ -347,7 +329,10 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
   em.set_register(Reg::NACC_OUT_FM,
                   Value().set(kOutFmWidth, op.out_shape.w).set(kOutFmHeight, op.out_shape.h).get());
   em.set_register(Reg::NACC_PADDING, Value().set(kPadX, op.pad_left).set(kPadY, op.pad_top).get());
-  em.set_register(Reg::NACC_FM_CH, Value().set(kInFmCh, in_ch).set(kOutFmCh, out_ch).get());
+  em.set_register(Reg::NACC_FM_CH, Value()
+                                       .set(kInFmCh, op.in_channels(c.group.size))
+                                       .set(kOutFmCh, op.out_channels(c.group.size))
+                                       .get());
   em.set_register(Reg::NACC_FM_OFFSET, Value()
                                            .set(kInFmOffset, -op.input_zero_point)
                                            .set(kOutFmOffset, op.output_zero_point)
@@ -358,170 +343,140 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
                                           .set(kActIntW, 0)
                                           .set(kQuantRealScale, op.unit == Unit::kFullyConnected)
                                           .get());
-  // Feature maps in external memory (docs/device_model.md §2).
-  em.set_register(Reg::NACC_IN_FM_DMA_ADDR, ifm_addr);
+  em.set_register(Reg::NACC_IN_FM_DMA_ADDR, ctx.address(op.input, in_c0));
   em.set_register(Reg::NACC_DMA_PARA2, Value().set(kInPixelPitch, op.in_shape.c).get());
   em.set_register(Reg::NACC_DMA_OFFSET1,
                   Value().set(kInRowPitch, int64_t(op.in_shape.w) * op.in_shape.c).get());
-  em.set_register(Reg::NACC_OUT_DMA_ADDR, ofm_addr);
+  em.set_register(Reg::NACC_OUT_DMA_ADDR, ctx.address(op.output, op.out_channels(c.group.start)));
   em.set_register(Reg::NACC_DMA_OUT_TRANS_LEN, Value().set(kOutPixelPitch, op.out_shape.c).get());
   em.set_register(Reg::NACC_DMA_OFFSET2,
                   Value().set(kOutRowPitch, int64_t(op.out_shape.w) * op.out_shape.c).get());
-  // The tile.
-  em.set_register(Reg::NACC_OUT_FM_SPLIT_H_OFFSET, Value().set(kOutStartH, rows.start).get());
-  em.set_register(Reg::NACC_OUT_FM_SPLIT_LEN,
-                  Value().set(kOutSplitLen, rows.size).set(kOutSplitLeftLen, cols.start).get());
-  em.set_register(Reg::NACC_OUT_FM_SPLIT, Value().set(kOutSplitWidth, cols.size).get());
-  em.set_register(Reg::NACC_IN_FM_SPLIT_H_OFFSET, Value().set(kInStartH, iy0).get());
-  em.set_register(Reg::NACC_IN_FM_SPLIT_W_OFFSET, Value().set(kInStartW, ix0).get());
-  em.set_register(Reg::NACC_IN_FM_SPLIT,
-                  Value().set(kInSplitWidth, iw).set(kInSplitLeftLen, ih).get());
-  // Cores (docs/device_model.md §5).
-  em.set_register(Reg::NACC_BROADCAST_CTRL, Value()
-                                                .set(kBroadcastMode, int(mode))
-                                                .set(kBroadcastNum, split.cores - 1)
-                                                .get());
-  if (mode != BroadcastMode::kNone) {
-    em.set_register(Reg::NACC_BROADCAST_CTRL1,
-                    Value().set(kBroadcastOverEn, split.avg != split.last ? 1 : 0).get());
-  }
-  if (mode == BroadcastMode::kSplitHeight) {
-    em.set_register(Reg::NACC_BROADCAST_SPLIT, Value()
-                                                   .set(kSplitOvHeight, split.last)
-                                                   .set(kSplitAvgHeight, split.avg)
-                                                   .get());
-    em.set_register(
-        Reg::NACC_BROADCAST_DMA,
-        Value()
-            .set(kUnicastOv, compiler::input_extent(split.last, op.stride_h, op.kernel_h))
-            .set(kUnicastAvg, split.avg * op.stride_h)
-            .set(kEuBiasStart, 0)
-            .get());
-  } else if (mode == BroadcastMode::kSplitKernel) {
-    em.set_register(Reg::NACC_BROADCAST_DMA, Value().set(kEuBiasStart, split.avg).get());
-  }
+}
 
-  // Operands of the K area.
-  bool uses_k = false;
+// The output tile, its input tile (halo included) and the cores
+// (docs/device_model.md §3, §5).
+void set_tile(Context& ctx, const LoweredOp& op, const CommandShape& c) {
+  Emitter& em = ctx.em;
+  const CoreSplit& s = c.split;
+  const int core_rows = c.mode == BroadcastMode::kSplitHeight ? s.avg : c.rows.size;
+  em.set_register(Reg::NACC_OUT_FM_SPLIT_H_OFFSET, Value().set(kOutStartH, c.rows.start).get());
+  em.set_register(Reg::NACC_OUT_FM_SPLIT_LEN,
+                  Value().set(kOutSplitLen, c.rows.size).set(kOutSplitLeftLen, c.cols.start).get());
+  em.set_register(Reg::NACC_OUT_FM_SPLIT, Value().set(kOutSplitWidth, c.cols.size).get());
+  em.set_register(Reg::NACC_IN_FM_SPLIT_H_OFFSET,
+                  Value().set(kInStartH, c.rows.start * op.stride_h - op.pad_top).get());
+  em.set_register(Reg::NACC_IN_FM_SPLIT_W_OFFSET,
+                  Value().set(kInStartW, c.cols.start * op.stride_w - op.pad_left).get());
+  em.set_register(Reg::NACC_IN_FM_SPLIT,
+                  Value()
+                      .set(kInSplitWidth, compiler::input_extent(c.cols.size, op.stride_w, op.kernel_w))
+                      .set(kInSplitLeftLen, compiler::input_extent(core_rows, op.stride_h, op.kernel_h))
+                      .get());
+  em.set_register(Reg::NACC_BROADCAST_CTRL,
+                  Value().set(kBroadcastMode, int(c.mode)).set(kBroadcastNum, s.cores - 1).get());
+  if (c.mode == BroadcastMode::kNone) return;
+  em.set_register(Reg::NACC_BROADCAST_CTRL1,
+                  Value().set(kBroadcastOverEn, s.avg != s.last ? 1 : 0).get());
+  if (c.mode == BroadcastMode::kSplitHeight) {
+    em.set_register(Reg::NACC_BROADCAST_SPLIT,
+                    Value().set(kSplitOvHeight, s.last).set(kSplitAvgHeight, s.avg).get());
+    em.set_register(Reg::NACC_BROADCAST_DMA,
+                    Value()
+                        .set(kUnicastOv, compiler::input_extent(s.last, op.stride_h, op.kernel_h))
+                        .set(kUnicastAvg, s.avg * op.stride_h)
+                        .set(kEuBiasStart, 0)
+                        .get());
+  } else {
+    em.set_register(Reg::NACC_BROADCAST_DMA, Value().set(kEuBiasStart, s.avg).get());
+  }
+}
+
+// The operands of the K area and the unit's own registers. Returns the
+// registers that identify the loaded kernel (empty: the command has none).
+std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstants& k,
+                                   const CommandShape& c) {
+  Emitter& em = ctx.em;
+  const auto constant = [](int64_t offset) {
+    return region_address(compiler::kConstantRegion, offset);
+  };
+  const int64_t oc0 = op.out_channels(c.group.start);
   uint32_t k_addr = 0;
   int k_trans_len = 0;
   switch (op.unit) {
     case Unit::kConv:
     case Unit::kDepthwise:
     case Unit::kFullyConnected: {
-      const WeightStream& ws = weight_stream(ctx, op, k, group.start, group.size, split,
-                                                       mode == BroadcastMode::kSplitKernel);
-      k_addr = region_address(compiler::kConstantRegion, ws.offset);
+      const WeightStream& ws = weight_stream(ctx, op, k, c.group.start, c.group.size, c.split,
+                                             c.mode == BroadcastMode::kSplitKernel);
+      k_addr = constant(ws.offset);
       k_trans_len = ws.k_trans_len;
       em.set_register(Reg::NACC_IN_K_DMA_ADDR, k_addr);
       em.set_register(Reg::NACC_CONV_TRANS_LEN, Value().set(kKTransLen, k_trans_len).get());
-      if (k.bias >= 0) {
-        em.set_register(Reg::NACC_BIAS_DMA_ADDR,
-                        region_address(compiler::kConstantRegion, k.bias + 4 * int64_t(out_c0)));
-      }
+      if (k.bias >= 0) em.set_register(Reg::NACC_BIAS_DMA_ADDR, constant(k.bias + 4 * oc0));
       if (op.unit == Unit::kFullyConnected) {
-        em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR,
-                        region_address(compiler::kConstantRegion, k.real_scale + 8 * int64_t(out_c0)));
+        em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.real_scale + 8 * oc0));
+        em.set_register(Reg::NACC_FULL_CONV_PARA,
+                        Value()
+                            .set(kFullKerSize, op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
+                            .get());
       } else {
-        em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR,
-                        region_address(compiler::kConstantRegion, k.multiplier + 4 * int64_t(out_c0)));
-        em.set_register(Reg::NACC_QUANT_SHIFT_DMA_ADDR,
-                        region_address(compiler::kConstantRegion, k.shift + 4 * int64_t(out_c0)));
+        em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.multiplier + 4 * oc0));
+        em.set_register(Reg::NACC_QUANT_SHIFT_DMA_ADDR, constant(k.shift + 4 * oc0));
       }
-      uses_k = true;
+      if (op.unit == Unit::kDepthwise) {
+        em.set_register(Reg::NACC_DMA_PARA3,
+                        Value().set(kDwChMult, log2_exact(op.depth_multiplier)).get());
+      }
       break;
     }
     case Unit::kElementwise: {
-      em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR,
-                      region_address(compiler::kConstantRegion, k.multiplier));
-      em.set_register(Reg::NACC_QUANT_SHIFT_DMA_ADDR,
-                      region_address(compiler::kConstantRegion, k.shift));
-      uses_k = true;
-      break;
+      // The output multiplier and shift (K area); the second operand (TEMP
+      // area; docs/device_model.md §2: pixel pitch 0 = one pixel broadcast).
+      em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.multiplier));
+      em.set_register(Reg::NACC_QUANT_SHIFT_DMA_ADDR, constant(k.shift));
+      em.set_register(Reg::NACC_IN_K_DMA_ADDR, op.input2_is_constant
+                                                   ? constant(k.operand2 + c.group.start)
+                                                   : ctx.address(op.input2, c.group.start));
+      em.set_register(Reg::NACC_DMA_PARAA,
+                      Value().set(kKTransOffset, op.input2_broadcast ? 0 : op.out_shape.c).get());
+      const ElementwiseParams& e = op.eltwise;
+      em.set_register(Reg::NACC_ELEMENTWISE, Value()
+                                                 .set(kEltMode, int(e.mode))
+                                                 .set(kEltOffset1, e.input1_offset)
+                                                 .set(kEltOffset2, e.input2_offset)
+                                                 .set(kEltLeftShift, e.left_shift)
+                                                 .get());
+      em.set_register(Reg::NACC_ELEMENT_QUANT1_MULT, Value().set(kEltMult1, e.input1_multiplier).get());
+      em.set_register(Reg::NACC_ELEMENT_QUANT1_SHIFT, Value().set(kEltShift1, e.input1_shift).get());
+      em.set_register(Reg::NACC_ELEMENT_QUANT2_MULT, Value().set(kEltMult2, e.input2_multiplier).get());
+      em.set_register(Reg::NACC_ELEMENT_QUANT2_SHIFT, Value().set(kEltShift2, e.input2_shift).get());
+      return {};  // reloaded with every tile (its TEMP operand always is)
     }
     case Unit::kActivation:
-      em.set_register(Reg::NACC_IN_ACT_DMA_ADDR, region_address(compiler::kConstantRegion, k.lut));
-      uses_k = true;
+      em.set_register(Reg::NACC_IN_ACT_DMA_ADDR, constant(k.lut));
       break;
     default:
-      break;
+      return {};  // pooling: no K operands
   }
-  if (op.unit == Unit::kDepthwise) {
-    em.set_register(Reg::NACC_DMA_PARA3, Value().set(kDwChMult, log2_exact(op.depth_multiplier)).get());
-  }
-  if (op.unit == Unit::kFullyConnected) {
-    em.set_register(Reg::NACC_FULL_CONV_PARA,
-                    Value()
-                        .set(kFullKerSize, op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
-                        .get());
-  }
-  if (op.unit == Unit::kElementwise) {
-    // The second operand (docs/device_model.md §2): pixel pitch, 0 = broadcast.
-    const uint32_t addr2 =
-        op.input2_is_constant
-            ? region_address(compiler::kConstantRegion, k.operand2 + group.start)
-            : ctx.address(op.input2, group.start);
-    em.set_register(Reg::NACC_IN_K_DMA_ADDR, addr2);
-    em.set_register(Reg::NACC_DMA_PARAA,
-                    Value().set(kKTransOffset, op.input2_broadcast ? 0 : op.out_shape.c).get());
-    const ElementwiseParams& e = op.eltwise;
-    em.set_register(Reg::NACC_ELEMENTWISE, Value()
-                                               .set(kEltMode, int(e.mode))
-                                               .set(kEltOffset1, e.input1_offset)
-                                               .set(kEltOffset2, e.input2_offset)
-                                               .set(kEltLeftShift, e.left_shift)
-                                               .get());
-    em.set_register(Reg::NACC_ELEMENT_QUANT1_MULT, Value().set(kEltMult1, e.input1_multiplier).get());
-    em.set_register(Reg::NACC_ELEMENT_QUANT1_SHIFT, Value().set(kEltShift1, e.input1_shift).get());
-    em.set_register(Reg::NACC_ELEMENT_QUANT2_MULT, Value().set(kEltMult2, e.input2_multiplier).get());
-    em.set_register(Reg::NACC_ELEMENT_QUANT2_SHIFT, Value().set(kEltShift2, e.input2_shift).get());
-  }
+  return {k_addr,
+          uint32_t(k_trans_len),
+          em.shadow(Reg::NACC_BIAS_DMA_ADDR),
+          em.shadow(Reg::NACC_QUANT_MUL_DMA_ADDR),
+          em.shadow(Reg::NACC_QUANT_SHIFT_DMA_ADDR),
+          em.shadow(Reg::NACC_IN_ACT_DMA_ADDR),
+          uint32_t(op.out_channels(c.group.size)),
+          em.shadow(Reg::NACC_BROADCAST_CTRL),
+          uint32_t(c.mode == BroadcastMode::kSplitKernel ? c.split.avg : 0)};
+}
 
-  // SRAM areas; bases of areas the command does not use are 0 (ignored).
-  const int64_t ifm_base = lay.ifm[set], ofm_base = lay.ofm[set];
-  const int64_t k_base = uses_k ? lay.k[set] : 0;
-  const int64_t temp_base = op.unit == Unit::kElementwise ? lay.temp[set] : 0;
-  em.set_register(Reg::NACC_MEM_RANGE, Value()
-                                           .set(kIfmMemBase, ifm_base / ctx.geo.quarter)
-                                           .set(kKMemBase, k_base / ctx.geo.unit)
-                                           .set(kOfmMemBase, ofm_base / ctx.geo.unit)
-                                           .set(kTempMemBase, temp_base / ctx.geo.unit)
-                                           .get());
-
-  // Reuse of the resident kernel / IFM tile: the same registers loaded it.
-  const std::vector<uint32_t> k_sig = {k_addr,
-                                       uint32_t(k_trans_len),
-                                       em.shadow(Reg::NACC_BIAS_DMA_ADDR),
-                                       em.shadow(Reg::NACC_QUANT_MUL_DMA_ADDR),
-                                       em.shadow(Reg::NACC_QUANT_SHIFT_DMA_ADDR),
-                                       em.shadow(Reg::NACC_IN_ACT_DMA_ADDR),
-                                       uint32_t(out_ch),
-                                       uint32_t(k_base),
-                                       em.shadow(Reg::NACC_BROADCAST_CTRL),
-                                       uint32_t(mode == BroadcastMode::kSplitKernel ? split.avg : 0)};
-  const std::vector<uint32_t> fm_sig = {ifm_addr,
-                                        em.shadow(Reg::NACC_DMA_PARA2),
-                                        em.shadow(Reg::NACC_DMA_OFFSET1),
-                                        em.shadow(Reg::NACC_IN_FM_SPLIT),
-                                        em.shadow(Reg::NACC_IN_FM_SPLIT_H_OFFSET),
-                                        em.shadow(Reg::NACC_IN_FM_SPLIT_W_OFFSET),
-                                        uint32_t(in_ch),
-                                        uint32_t(ifm_base),
-                                        em.shadow(Reg::NACC_BROADCAST_CTRL),
-                                        em.shadow(Reg::NACC_BROADCAST_DMA),
-                                        em.shadow(Reg::NACC_BROADCAST_SPLIT)};
-  const bool k_resident = uses_k && op.unit != Unit::kElementwise && res.k == k_sig;
-  const bool fm_resident = op.unit != Unit::kElementwise && res.fm == fm_sig;
-  if (uses_k) res.k = k_sig;
-  res.fm = fm_sig;
-
-  // NACC_CTRL, every mode field explicit (NACC_SPEC §1: never rely on reset values).
+// NACC_CTRL with every mode field explicit (NACC_SPEC §1: never rely on reset
+// values meaning "off"), and the opcode.
+std::pair<uint32_t, Opcode> control(const LoweredOp& op, bool fm_upd, bool k_upd) {
   Value ctrl;
   ctrl.set(kIm2colEn, 0).set(kDataForm, kDataFormInt8).set(kClkBypass, 0);
-  ctrl.set(kFmUpd, fm_resident ? 0 : 1).set(kKUpd, k_resident ? 0 : 1);
+  ctrl.set(kFmUpd, fm_upd).set(kKUpd, k_upd);
   ctrl.set(kElementEn, 0).set(kElementInputQuantEn, 0).set(kQuantEn, 0).set(kBiasEn, 0);
   ctrl.set(kActMode, int(op.act_mode));
-  Opcode opcode = Opcode::NPU_OP_CONV;
   switch (op.unit) {
     case Unit::kConv:
     case Unit::kDepthwise:
@@ -530,28 +485,66 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
                           : op.unit == Unit::kDepthwise ? kDepthwiseMode
                                                         : kFullyConnectedMode);
       ctrl.set(kPoolMode, kPoolNone).set(kQuantEn, 1).set(kBiasEn, op.bias.empty() ? 0 : 1);
-      opcode = op.unit == Unit::kConv        ? Opcode::NPU_OP_CONV
-               : op.unit == Unit::kDepthwise ? Opcode::NPU_OP_DEPTHWISE
-                                             : Opcode::NPU_OP_FULLY_CONNECTED;
-      break;
+      return {ctrl.get(), op.unit == Unit::kConv        ? Opcode::NPU_OP_CONV
+                          : op.unit == Unit::kDepthwise ? Opcode::NPU_OP_DEPTHWISE
+                                                        : Opcode::NPU_OP_FULLY_CONNECTED};
     case Unit::kMaxPool:
     case Unit::kAvgPool:
       ctrl.set(kConvMode, kConvNone).set(kPoolMode, op.unit == Unit::kMaxPool ? kPoolMax : kPoolAverage);
-      opcode = Opcode::NPU_OP_POOL;
-      break;
+      return {ctrl.get(), Opcode::NPU_OP_POOL};
     case Unit::kElementwise:
       ctrl.set(kConvMode, kConvNone).set(kPoolMode, kPoolNone).set(kElementEn, 1).set(kQuantEn, 1);
       ctrl.set(kElementInputQuantEn, op.eltwise.mode == ElementwiseMode::kMul ? 0 : 1);
-      opcode = Opcode::NPU_OP_ELEMENTWISE;
-      break;
+      return {ctrl.get(), Opcode::NPU_OP_ELEMENTWISE};
     case Unit::kActivation:
       ctrl.set(kConvMode, kConvNone).set(kPoolMode, kPoolNone);
-      opcode = Opcode::NPU_OP_ACTIVATION;
-      break;
+      return {ctrl.get(), Opcode::NPU_OP_ACTIVATION};
     default:
-      check_arg(false, op.label, ": no command for unit ", compiler::unit_name(op.unit));
+      throw InvalidArgument(str_cat(op.label, ": no command for unit ", compiler::unit_name(op.unit)));
   }
-  em.set_register(Reg::NACC_CTRL, ctrl.get());
+}
+
+void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstants& k,
+                  Residency& res, const CommandShape& c) {
+  Emitter& em = ctx.em;
+  set_layer(ctx, op, c);
+  set_tile(ctx, op, c);
+  std::vector<uint32_t> k_sig = set_operands(ctx, op, k, c);
+  const bool uses_k = op.unit != Unit::kMaxPool && op.unit != Unit::kAvgPool;
+
+  // SRAM areas; the base of an area the command does not use is 0 (ignored).
+  const compiler::SramLayout& lay = plan.layout;
+  const int64_t ifm_base = lay.ifm[c.set], ofm_base = lay.ofm[c.set];
+  const int64_t k_base = uses_k ? lay.k[c.set] : 0;
+  const int64_t temp_base = op.unit == Unit::kElementwise ? lay.temp[c.set] : 0;
+  em.set_register(Reg::NACC_MEM_RANGE, Value()
+                                           .set(kIfmMemBase, ifm_base / ctx.geo.quarter)
+                                           .set(kKMemBase, k_base / ctx.geo.unit)
+                                           .set(kOfmMemBase, ofm_base / ctx.geo.unit)
+                                           .set(kTempMemBase, temp_base / ctx.geo.unit)
+                                           .get());
+
+  // Reuse the kernel / IFM tile a core holds when the same registers (and
+  // SRAM base) loaded it: K_UPD = 0 / FM_UPD = 0 (docs/device_model.md §1).
+  if (!k_sig.empty()) k_sig.push_back(uint32_t(k_base));
+  const std::vector<uint32_t> fm_sig = {em.shadow(Reg::NACC_IN_FM_DMA_ADDR),
+                                        em.shadow(Reg::NACC_DMA_PARA2),
+                                        em.shadow(Reg::NACC_DMA_OFFSET1),
+                                        em.shadow(Reg::NACC_IN_FM_SPLIT),
+                                        em.shadow(Reg::NACC_IN_FM_SPLIT_H_OFFSET),
+                                        em.shadow(Reg::NACC_IN_FM_SPLIT_W_OFFSET),
+                                        em.shadow(Reg::NACC_FM_CH) & 0xFFFFu,
+                                        uint32_t(ifm_base),
+                                        em.shadow(Reg::NACC_BROADCAST_CTRL),
+                                        em.shadow(Reg::NACC_BROADCAST_DMA),
+                                        em.shadow(Reg::NACC_BROADCAST_SPLIT)};
+  const bool k_resident = !k_sig.empty() && res.k == k_sig;
+  const bool fm_resident = op.unit != Unit::kElementwise && res.fm == fm_sig;
+  if (!k_sig.empty()) res.k = k_sig;
+  res.fm = fm_sig;
+
+  const auto [ctrl, opcode] = control(op, !fm_resident, !k_resident);
+  em.set_register(Reg::NACC_CTRL, ctrl);
   em.op(opcode, 0);
 }
 
@@ -563,17 +556,26 @@ void emit_op(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstant
 
   Residency res;
   int index = 0;
-  const auto next_set = [&] { return plan.double_buffer ? (index++ % 2) : 0; };
+  const auto emit = [&](const Span& r, const Span& c, const Span& g) {
+    CommandShape shape;
+    shape.rows = r;
+    shape.cols = c;
+    shape.group = g;
+    shape.split = compiler::command_split(op, plan, r.size, g.size);
+    shape.mode = shape.split.cores > 1 ? plan.mode : BroadcastMode::kNone;  // a short tile may use one core
+    shape.set = plan.double_buffer ? index++ % 2 : 0;
+    emit_command(ctx, op, plan, k, res, shape);
+  };
   if (plan.weights_outer) {
     for (const Span& g : plan.groups) {
       for (const Span& r : plan.row_pieces) {
-        for (const Span& c : plan.col_pieces) emit_command(ctx, op, plan, k, res, next_set(), r, c, g);
+        for (const Span& c : plan.col_pieces) emit(r, c, g);
       }
     }
   } else {
     for (const Span& r : plan.row_pieces) {
       for (const Span& c : plan.col_pieces) {
-        for (const Span& g : plan.groups) emit_command(ctx, op, plan, k, res, next_set(), r, c, g);
+        for (const Span& g : plan.groups) emit(r, c, g);
       }
     }
   }

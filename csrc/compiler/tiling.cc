@@ -198,15 +198,10 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
   // One command of `h` rows, `w` columns, `g` basis channels.
   const auto command = [&](int h, int w, int g) {
     Cmd c;
-    CoreSplit split;
+    const CoreSplit split = command_split(op, p, h, g);
     int r = h, e = g;
-    if (p.mode == BroadcastMode::kSplitHeight) {
-      split = *split_across_cores(h, p.cores, p.rows_per_core, row_avg_cap(op));
-      r = split.max_per_core();
-    } else if (p.mode == BroadcastMode::kSplitKernel) {
-      split = *split_across_cores(g, p.cores, p.channels_per_core, kMaxCoreChannels);
-      e = split.max_per_core();
-    }
+    if (p.mode == BroadcastMode::kSplitHeight) r = split.max_per_core();
+    if (p.mode == BroadcastMode::kSplitKernel) e = split.max_per_core();
     const int n = split.cores;
     const double in_ch = op.in_channels(g);
     double fm_core = double(rows_in(r)) * cols_in(w) * op.in_channels(e);
@@ -343,6 +338,20 @@ std::optional<CoreSplit> split_across_cores(int total, int max_cores, int cap, i
     if (c && (!best || c->max_per_core() < best->max_per_core())) best = c;
   }
   return best;
+}
+
+CoreSplit command_split(const LoweredOp& op, const TilePlan& plan, int rows, int channels) {
+  std::optional<CoreSplit> s;
+  if (plan.mode == BroadcastMode::kSplitHeight) {
+    s = split_across_cores(rows, plan.cores, plan.rows_per_core, row_avg_cap(op));
+  } else if (plan.mode == BroadcastMode::kSplitKernel) {
+    s = split_across_cores(channels, plan.cores, plan.channels_per_core, kMaxCoreChannels);
+  } else {
+    s = CoreSplit{1, rows, rows};
+  }
+  check_arg(s.has_value(), op.label, ": no core split for a command of ", rows, " rows, ",
+            channels, " channels");
+  return *s;
 }
 
 SramGeometry sram_geometry(int64_t sram_bytes) {

@@ -77,6 +77,11 @@ struct TilePlan {
   std::string describe() const;
 };
 
+// How one command of `plan` with `rows` output rows and `channels` basis
+// channels is spread over cores (mode 2: rows, mode 1: channels; one core
+// otherwise). The planner's estimate and the emitter both use it.
+CoreSplit command_split(const LoweredOp& op, const TilePlan& plan, int rows, int channels);
+
 struct PlanOptions {
   bool allow_double_buffer = true;
   // Restrict the search (tests, experiments): 0 = any.
