@@ -69,7 +69,7 @@ py::dict plan_dict(const nacc::compiler::TilePlan& p) {
                   "layout"_a = layout, "estimate"_a = est, "describe"_a = p.describe());
 }
 
-const char* region_kind_name(nacc::RegionKind k) {
+const char* region_kind_label(nacc::RegionKind k) {
   switch (k) {
     case nacc::RegionKind::kUnused: return "unused";
     case nacc::RegionKind::kConstant: return "constant";
@@ -94,7 +94,7 @@ py::dict program_info(const nacc::Program& p) {
   std::copy(p.commands.begin(), p.commands.end(), words.mutable_data());
   py::list regions;
   for (const auto& r : p.regions) {
-    regions.append(py::dict("kind"_a = region_kind_name(r.kind), "io_index"_a = r.io_index,
+    regions.append(py::dict("kind"_a = region_kind_label(r.kind), "io_index"_a = r.io_index,
                             "size"_a = r.size));
   }
   py::list ops;
