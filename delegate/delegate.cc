@@ -452,7 +452,7 @@ TfLiteStatus prepare_impl(TfLiteContext* ctx, NaccDelegate* d) {
     ctx->ReportError(ctx, "%s",
                      str_cat("NACC delegate (fallback=error): ",
                              report->total_nodes - report->claimed_nodes, " of ",
-                             report->total_nodes, " nodes would stay on the host:", list)
+                             report->total_nodes, " nodes would stay on the host:", list, "\n")
                          .c_str());
     return kTfLiteError;
   }

@@ -303,11 +303,17 @@ class Translator {
   }
 
   // Reasons that lie in TFLite's terms, before the capability rules.
+  // The data-type reasons come first: they explain the op version too.
   void frontend_checks(const NodeSpec& spec, OpKind kind, NodeResult& r) {
+    if (dtype_checks(spec, kind, r)) return;
     if (auto lim = version_limit(spec.builtin_code); lim && spec.version > lim->max_version) {
       reason(r, "op_version", str_cat("version ", spec.version),
              str_cat("the core implements versions 1 to ", lim->max_version, " (", lim->why, ")"));
     }
+  }
+
+  // Hybrid, 16x8, float and int4 / block-quantized operands; true when one applies.
+  bool dtype_checks(const NodeSpec& spec, OpKind kind, NodeResult& r) {
     const int in0 = spec.inputs.empty() ? -1 : spec.inputs[0];
     const int out0 = spec.outputs.empty() ? -1 : spec.outputs[0];
     const TfLiteType tin = type_of(in0), tout = type_of(out0);
@@ -319,13 +325,13 @@ class Translator {
                                     " weights (dynamic-range quantization)"),
                "only fully int8-quantized ops run on the NPU; convert with a representative "
                "dataset and integer-only quantization");
-        return;
+        return true;
       }
     }
     if (tin == kTfLiteInt16 || tout == kTfLiteInt16) {
       reason(r, "int16_activations", "int16 activations (16x8 quantization)",
              "the NPU runs int8 activations only (NACC_SPEC §1)");
-      return;
+      return true;
     }
     bool all_float = true, any_float = false;
     for (int t : spec.inputs) {
@@ -340,14 +346,14 @@ class Translator {
     if (all_float) {
       r.host_kind = true;
       reason(r, "float32", "float32 op", "the NPU runs int8-quantized ops only");
-      return;
+      return true;
     }
     if (kind == OpKind::kQuantize && any_float) {
       r.host_kind = true;
       reason(r, "float_quantize",
              str_cat(tflite_type_name(tin), " -> ", tflite_type_name(tout), " conversion"),
              "the NPU requantizes int8 -> int8 only; float conversions stay on the host");
-      return;
+      return true;
     }
     for (int t : spec.inputs) {
       if (t < 0) continue;
@@ -363,6 +369,7 @@ class Translator {
                text);
       }
     }
+    return !r.reasons.empty();
   }
 
   static void activation(const NodeParams& p, ir::Op& op) {
