@@ -64,7 +64,9 @@ class BuildExt(build_ext):
         super().build_extensions()
 
     def get_ext_filename(self, fullname):
-        if fullname == DELEGATE:  # a plain shared library, not a Python module
+        # A plain shared library, not a Python module: no EXT_SUFFIX. distutils
+        # asks with the full name and with its last component.
+        if fullname in (DELEGATE, DELEGATE.split(".")[-1]):
             return os.path.join(*fullname.split(".")) + ".so"
         return super().get_ext_filename(fullname)
 

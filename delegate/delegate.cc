@@ -259,6 +259,11 @@ std::string model_signature(const TfLiteContext& ctx, const std::vector<NodeSpec
   return h.hex_digest();
 }
 
+// Reasons given to a whole partition rather than to one node.
+bool is_partition_rule(const std::string& rule) {
+  return rule == "compile" || rule == "min_partition_macs" || rule == "partition_views_only";
+}
+
 // Two-level fallback log + summary (STYLE.md rule 3), once per model.
 void log_decisions(const NaccDelegate& d, SubgraphReport& report, const Translation& t) {
   std::map<std::string, int> kinds;  // "SOFTMAX runs on the host: reason" -> count
@@ -276,13 +281,38 @@ void log_decisions(const NaccDelegate& d, SubgraphReport& report, const Translat
   for (const std::string& k : order) {
     lines.push_back({LogLevel::kInfo, str_cat(k, kinds[k] > 1 ? str_cat(", ", kinds[k], " nodes") : "")});
   }
+  // Declined instances: one warning per node, except that nodes declined
+  // together as a partition (fragmentation guard, compile failure) share one.
+  std::map<std::string, std::vector<const NodeReport*>> by_partition_reason;
+  std::vector<std::string> partition_reasons;
   for (const NodeReport& n : report.nodes) {
     if (n.claimed || n.host_kind) continue;
+    if (n.reasons.size() == 1 && is_partition_rule(n.reasons[0].rule)) {
+      const std::string why = n.reasons[0].display();
+      if (!by_partition_reason.count(why)) partition_reasons.push_back(why);
+      by_partition_reason[why].push_back(&n);
+      continue;
+    }
     const NodeResult* r = t.node(n.node);
     std::string why;
     for (const Reason& reason : n.reasons) why += (why.empty() ? "" : "; ") + reason.display();
     lines.push_back({LogLevel::kWarning, str_cat(r ? r->label() : n.op, " (node ", n.node,
                                                  ") stays on the host: ", why)});
+  }
+  for (const std::string& why : partition_reasons) {
+    const auto& nodes = by_partition_reason[why];
+    if (nodes.size() == 1) {
+      const NodeResult* r = t.node(nodes[0]->node);
+      lines.push_back({LogLevel::kWarning, str_cat(r ? r->label() : nodes[0]->op, " (node ",
+                                                   nodes[0]->node, ") stays on the host: ", why)});
+      continue;
+    }
+    std::map<std::string, int> ops;
+    for (const NodeReport* n : nodes) ++ops[n->op];
+    std::string list;
+    for (const auto& [op, count] : ops) list += str_cat(list.empty() ? "" : ", ", op, " x", count);
+    lines.push_back({LogLevel::kWarning, str_cat(nodes.size(), " nodes (", list,
+                                                 ") stay on the host: ", why)});
   }
   for (const auto& [level, text] : lines) {
     report.messages.push_back(str_cat(level == LogLevel::kInfo ? "Info: " : "Warning: ", text));
@@ -350,7 +380,7 @@ TfLiteStatus prepare_impl(TfLiteContext* ctx, NaccDelegate* d) {
       }
       if (macs < d->options.min_partition_macs) {
         decline(p.nodes, {"min_partition_macs",
-                          str_cat("its partition (", node_range(p.nodes), ") does ", macs, " MACs"),
+                          str_cat("partition (", node_range(p.nodes), ") does ", macs, " MACs"),
                           str_cat("partitions must do at least min_partition_macs = ",
                                   d->options.min_partition_macs, " MACs")});
         changed = true;
@@ -371,7 +401,7 @@ TfLiteStatus prepare_impl(TfLiteContext* ctx, NaccDelegate* d) {
         const std::string tag = str_cat("nacc_", cache_key(g, d->options).substr(0, 16));
         cp.program = compile_partition(g, d->options, tag, cp.report.get(), d->log);
       } catch (const Error& e) {
-        decline(p.nodes, {"compile", str_cat("its partition (", node_range(p.nodes),
+        decline(p.nodes, {"compile", str_cat("partition (", node_range(p.nodes),
                                              ") does not compile: ", e.what()),
                           "claimed partitions that fail to compile fall back to TFLite"});
         changed = true;

@@ -677,7 +677,9 @@ std::string builtin_name(int32_t code) {
 std::string Reason::display() const { return text.empty() ? detail : str_cat(detail, " \u2014 ", text); }
 
 std::string NodeResult::label() const {
-  return name.empty() ? str_cat(op_type, " #", spec.index) : str_cat(op_type, " '", name, "'");
+  // Converter tensor names list every fused layer, separated by ';': the first names the node.
+  const std::string shown = name.substr(0, name.find(';'));
+  return shown.empty() ? str_cat(op_type, " #", spec.index) : str_cat(op_type, " '", shown, "'");
 }
 
 const NodeResult* Translation::node(int tflite_index) const {
