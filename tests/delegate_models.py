@@ -178,3 +178,56 @@ def run(model: bytes, inputs, delegates=None, interpreter_cls=None, num_threads=
         interp.set_tensor(d["index"], x)
     interp.invoke()
     return [interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()]
+
+
+def if_model(seed: int = SEED) -> bytes:
+    """Three subgraphs: main = IF(cond, x) (host op), then = CONV_2D, else = 2 x CONV_2D.
+    TFLite applies the delegate to every subgraph."""
+    import flatbuffers
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    m = ModelBuilder(seed)
+    g = m.g
+    subgraphs = []
+
+    def finish(inputs, outputs, name):
+        sub = schema.SubGraphT()
+        sub.tensors, sub.operators = g._tensors, g._ops
+        sub.inputs = np.array(inputs, dtype=np.int32)
+        sub.outputs = np.array(outputs, dtype=np.int32)
+        sub.name = name
+        subgraphs.append(sub)
+        g._tensors, g._ops = [], []
+        m.meta = {}
+
+    x_q = dict(shape=(1, 8, 8, 4), scale=0.05, zp=-3)
+    # main: cond (bool), x -> IF -> y
+    g._tensors, g._ops = [], []
+    cond = m.tensor(QTensor((1,), "int32"))
+    g._tensors[cond].type = schema.TensorType.BOOL
+    x = m.tensor(act(x_q["shape"], x_q["scale"], x_q["zp"]))
+    y = m.tensor(act((1, 8, 8, 4), 0.1, -5))
+    o = schema.OperatorT()
+    o.opcodeIndex = g._opcode("IF", 1)
+    o.inputs = np.array([cond, x], dtype=np.int32)
+    o.outputs = np.array([y], dtype=np.int32)
+    o.builtinOptionsType = schema.BuiltinOptions.IfOptions
+    opts = schema.IfOptionsT()
+    opts.thenSubgraphIndex, opts.elseSubgraphIndex = 1, 2
+    o.builtinOptions = opts
+    g._ops.append(o)
+    finish([cond, x], [y], "main")
+    for name, depth in (("then", 1), ("else", 2)):
+        xi = m.tensor(act(x_q["shape"], x_q["scale"], x_q["zp"]))
+        t = xi
+        for i in range(depth):
+            t = m.conv(t, 4, out_scale=0.1, out_zp=-5, name=f"{name}_conv{i}")
+        finish([xi], [t], name)
+    model = schema.ModelT()
+    model.version = 3
+    model.operatorCodes = g._opcode_list
+    model.subgraphs = subgraphs
+    model.buffers = g._buffers
+    b = flatbuffers.Builder(1024)
+    b.Finish(model.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())

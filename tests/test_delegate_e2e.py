@@ -250,3 +250,21 @@ def test_mobilenet_v2_224_exact():
     import keras_models
 
     exact(keras_models.converted("mobilenet_v2_100_224"), cores=8, threads=2)
+
+
+def test_if_model_both_branches_exact():
+    from delegate_models import if_model
+
+    model = if_model()
+    d = nacc.load_delegate(log_level="off")
+    interp = make_interpreter(model, delegates=[d])
+    interp.allocate_tensors()
+    x = np.random.default_rng(0).integers(-128, 128, (1, 8, 8, 4), dtype=np.int8)
+    for cond in (True, False):
+        inputs = [np.array([cond]), x]
+        for det, v in zip(interp.get_input_details(), inputs):
+            interp.set_tensor(det["index"], v)
+        interp.invoke()
+        got = interp.get_tensor(interp.get_output_details()[0]["index"])
+        np.testing.assert_array_equal(got, run(model, inputs)[0])
+    assert [s.claimed_nodes for s in d.report().subgraphs] == [0, 1, 2]

@@ -256,3 +256,15 @@ def test_report_structure():
     assert [n.node for n in sg.nodes] == [0, 1, 2]
     assert report.nacc_version == nacc.__version__
     assert str(report).startswith("NACC delegate: claimed")
+
+
+def test_every_subgraph_is_prepared():
+    """IF's then / else subgraphs get their own decisions and partitions."""
+    from delegate_models import if_model
+
+    report, interp = prepare(if_model())
+    assert [s.total_nodes for s in report.subgraphs] == [1, 1, 2]
+    main, then, other = report.subgraphs
+    assert main.nodes[0].op == "IF" and main.nodes[0].host_kind
+    assert all(npu_ok(n) for n in then.nodes + other.nodes)
+    assert [n.name for n in other.nodes] == ["else_conv0", "else_conv1"]
