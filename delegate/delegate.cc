@@ -61,12 +61,6 @@ std::vector<int64_t> dims_of(const TfLiteTensor& t) {
   return s;
 }
 
-support::SupportConfig support_config(const DelegateOptions& o) {
-  support::SupportConfig c;
-  c.sram_bytes = int64_t{o.sram_kb} * 1024;
-  return c;
-}
-
 std::string plural(int64_t n, const char* word) {
   return str_cat(n, " ", word, n == 1 ? "" : "s");
 }

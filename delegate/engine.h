@@ -12,11 +12,16 @@
 #include "ir/ir.h"
 #include "options.h"
 #include "runtime/program.h"
+#include "support/sram.h"
 
 namespace nacc::tflite {
 
 // The hardware the options describe.
 HwConfig hardware_config(const DelegateOptions& options);
+
+// The SRAM size and buffer alignment the capability rules judge with: those
+// the compiler tiles to, so claim and compile agree.
+support::SupportConfig support_config(const DelegateOptions& options);
 
 // Compiles `graph` (inputs/outputs = the partition's I/O, in order) for the
 // options' hardware. Throws nacc::Error (Unsupported, InvalidArgument) when
