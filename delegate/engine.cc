@@ -1,21 +1,12 @@
-// Adapter from the delegate to the core's compiler and runtime (engine.h).
-// TRANSITIONAL: csrc/compiler/compiler.h (nacc::compile) and
-// csrc/runtime/runtime.h (nacc::Runtime) are landing on main; until both are
-// in the tree the stubs below throw Unsupported, so every partition falls
-// back to TFLite with that reason logged. Remove the stubs once they landed.
+// Adapter from the delegate to the core's compiler and runtime (engine.h):
+// the only place the delegate calls nacc::compile and nacc::Runtime.
 #include "engine.h"
 
 #include "common/error.h"
 #include "compiler/command_stream.h"
-
-#if __has_include("compiler/compiler.h") && __has_include("runtime/runtime.h")
-#define NACC_DELEGATE_HAS_CORE 1
 #include "compiler/compiler.h"
 #include "compiler/tiling.h"
 #include "runtime/runtime.h"
-#else
-#define NACC_DELEGATE_HAS_CORE 0
-#endif
 
 namespace nacc::tflite {
 
@@ -29,8 +20,6 @@ HwConfig hardware_config(const DelegateOptions& options) {
 std::string disassemble_program(const Program& program) {
   return disassemble(program.commands.data(), program.commands.size(), /*best_effort=*/true);
 }
-
-#if NACC_DELEGATE_HAS_CORE
 
 support::SupportConfig support_config(const DelegateOptions& options) {
   // The SRAM and buffer alignment the compiler tiles to (claim and compile
@@ -85,37 +74,5 @@ RunStats Executor::run(const std::vector<const void*>& inputs, const std::vector
   r.sram_peak = s.counters.sram_high_water;
   return r;
 }
-
-#else  // the compiler and runtime are not in this tree yet
-
-support::SupportConfig support_config(const DelegateOptions& options) {
-  support::SupportConfig c;
-  c.sram_bytes = hardware_config(options).sram_bytes;
-  return c;
-}
-
-Program compile_graph(const ir::Graph&, const DelegateOptions&) {
-  throw Unsupported("the NPU compiler is not part of this build yet (csrc/compiler)");
-}
-
-std::vector<uint8_t> serialize_program(const Program&) {
-  throw Unsupported("Program serialization is not part of this build yet (csrc/runtime)");
-}
-
-Program deserialize_program(const std::vector<uint8_t>&) {
-  throw Unsupported("Program serialization is not part of this build yet (csrc/runtime)");
-}
-
-struct Executor::Impl {};
-
-Executor::Executor(const Program&, const DelegateOptions&, int) : impl_(std::make_unique<Impl>()) {}
-
-Executor::~Executor() = default;
-
-RunStats Executor::run(const std::vector<const void*>&, const std::vector<void*>&) {
-  throw Unsupported("the NPU runtime is not part of this build yet (csrc/runtime)");
-}
-
-#endif
 
 }  // namespace nacc::tflite
