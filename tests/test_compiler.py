@@ -26,7 +26,6 @@ REGISTERS = {r["name"]: r for r in _core.register_table()}
 COMPUTE_REGS = [r["name"] for r in _core.register_table()
                 if r["bank"] == "compute" and r["stream_writable"]] if "bank" in next(
     iter(REGISTERS.values())) else [n for n in REGISTERS if n.startswith("NACC_")]
-HAS_DEVICE = hasattr(_core, "Runtime")
 
 
 # ---------------------------------------------------------------------------
@@ -635,7 +634,6 @@ def test_stream_structure(case):
 # ---------------------------------------------------------------------------
 # End to end on the simulated device.
 
-needs_device = pytest.mark.skipif(not HAS_DEVICE, reason="nacc._core.Runtime not built yet")
 _RUNTIMES: dict = {}
 
 
@@ -661,7 +659,6 @@ def assert_equal(expected, got, what):
                                  f"{tuple(bad[0])}: {g[tuple(bad[0])]} != {e[tuple(bad[0])]}")
 
 
-@needs_device
 @pytest.mark.parametrize("case", list(OP_CASES))
 def test_program_equals_units_and_tflite(case):
     """Program output == the units' output == TFLite BUILTIN_REF, at 1, 2, 4, 8, 16
@@ -689,7 +686,6 @@ def chain_net(seed=5, size=24):
     return n.finish(n.pool(c, k=2, stride=2))
 
 
-@needs_device
 def test_chain_in_one_program():
     """conv -> depthwise -> residual add -> pool: one Program (the intermediates in
     the scratch region, a KERNEL_WAIT before each op that reads its
@@ -939,7 +935,6 @@ def test_scratch_reuse_and_free_reshape():
 # ---------------------------------------------------------------------------
 # Performance on the device: SRAM size, core count, the §8 bound.
 
-@needs_device
 def test_device_counts_agree_with_records():
     """On the device: MACs counted == OpRecord.macs, and the cycles never beat the
     §8 bound of the program's only op (the bound is a lower bound)."""
@@ -955,7 +950,6 @@ def test_device_counts_agree_with_records():
             assert stats["cycles"] >= rec["bound_cycles"], case
 
 
-@needs_device
 @pytest.mark.parametrize("case", ["conv3x3-80x80x3-spec", "conv-kernel-split", "depthwise3x3-relu"])
 def test_smaller_sram_raises_dma_bytes(case):
     """Less SRAM, smaller tiles: more halo rows and columns re-read (and, for a
@@ -967,7 +961,6 @@ def test_smaller_sram_raises_dma_bytes(case):
     assert reads[0] >= reads[1] >= reads[2] and reads[0] > reads[2], reads
 
 
-@needs_device
 def test_more_cores_fewer_cycles_until_bandwidth_binds():
     """The spec's conv is MAC-bound: every doubling of the cores (1 .. 16) cuts the
     cycles by at least 40%. ADD is bus-bound: 16 bytes per cycle per core until
@@ -1042,7 +1035,6 @@ MUTATIONS = [
 ]
 
 
-@needs_device
 @pytest.mark.parametrize("register, change", MUTATIONS,
                          ids=[f"{m[0]}-{i}" for i, m in enumerate(MUTATIONS)])
 def test_corrupted_register_never_passes_silently(register, change):
@@ -1064,7 +1056,6 @@ def test_corrupted_register_never_passes_silently(register, change):
     assert not np.array_equal(out, good), f"{register} corrupted, output unchanged"
 
 
-@needs_device
 def test_reshape_between_partition_input_and_output_is_a_dma_copy():
     """A RESHAPE whose input is a partition input and whose output is a partition
     output cannot alias (they are different regions, bound to the caller's

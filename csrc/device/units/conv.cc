@@ -10,7 +10,6 @@
 
 #include "common/cpu.h"
 #include "common/error.h"
-#include "common/limits.h"
 #include "common/quant.h"
 #include "device/units/gemm_s8.h"
 #include "device/units/unit_checks.h"
@@ -51,28 +50,16 @@ void validate(const WindowParams& window, int32_t input_zero_point, const Output
   detail::check_not_null(kOp, "input", input);
   detail::check_not_null(kOp, "filter", filter);
   detail::check_not_null(kOp, "output", output);
-  check_arg(input_shape.n == 1, kOp, ": input batch ", input_shape.n,
-            " must be 1 (NACC_SPEC §1: N = 1 only)");
-  const struct {
-    const char* name;
-    int value;
-  } dims[] = {{"input height", input_shape.h}, {"input width", input_shape.w},
-              {"input channels", input_shape.c}, {"output channels", filter_shape.n}};
-  for (const auto& d : dims) {
-    check_arg(d.value >= 1 && d.value <= limits::kMaxFeatureMapDim, kOp, ": ", d.name, " ",
-              d.value, " out of range [1, ", limits::kMaxFeatureMapDim, "] (NACC_SPEC §3)");
-  }
+  detail::check_feature_map(kOp, "input", input_shape);
+  detail::check_feature_map_extent(kOp, "output", "channels", filter_shape.n);
   check_arg(filter_shape.c == input_shape.c, kOp, ": filter ", filter_shape.str(), " has ",
             filter_shape.c, " input channels, input ", input_shape.str(), " has ", input_shape.c);
   detail::check_window(kOp, window, filter_shape.h, filter_shape.w);
-  detail::check_zero_point(kOp, "input_zero_point", input_zero_point);
+  detail::check_zero_point(kOp, "input_zero_point", input_zero_point,
+                           "NACC_FM_OFFSET.IN_FM_OFFSET");
   detail::check_output_stage(kOp, out_stage, filter_shape.n);
-  const Shape4 expected{1,
-                        window_output_size(input_shape.h, filter_shape.h, window.stride_h,
-                                           window.pad_top, window.pad_bottom),
-                        window_output_size(input_shape.w, filter_shape.w, window.stride_w,
-                                           window.pad_left, window.pad_right),
-                        filter_shape.n};
+  const Shape4 expected = detail::window_output_shape(kOp, input_shape, filter_shape.h,
+                                                      filter_shape.w, window, filter_shape.n);
   check_arg(int64_t{expected.h} * expected.w <= 0x7fffffff, kOp, ": output ", expected.str(),
             " has more than 2^31 - 1 pixels");
   check_arg(output_shape == expected, kOp, ": output shape ", output_shape.str(),

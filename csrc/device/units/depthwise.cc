@@ -10,10 +10,11 @@
 #include <memory>
 
 #include "common/cpu.h"
+#include "common/error.h"
 #include "common/limits.h"
 #include "common/quant.h"
 #include "device/units/conv.h"
-#include "device/units/window_checks.h"
+#include "device/units/unit_checks.h"
 
 namespace nacc {
 namespace {
@@ -421,14 +422,15 @@ void depthwise_conv2d_s8(const WindowParams& window, int depth_multiplier,
                          const Shape4& input_shape, const int8_t* input,
                          const Shape4& filter_shape, const int8_t* filter, const int32_t* bias,
                          const Shape4& output_shape, int8_t* output) {
-  using namespace units_detail;
-  check_arg(input != nullptr && filter != nullptr && output != nullptr &&
-                out_stage.multiplier != nullptr && out_stage.shift != nullptr,
-            kOp, ": input, filter, output, multiplier and shift must not be null");
-  check_feature_map(kOp, "input", input_shape);
+  detail::check_not_null(kOp, "input", input);
+  detail::check_not_null(kOp, "filter", filter);
+  detail::check_not_null(kOp, "output", output);
+  detail::check_not_null(kOp, "multiplier", out_stage.multiplier);
+  detail::check_not_null(kOp, "shift", out_stage.shift);
+  detail::check_feature_map(kOp, "input", input_shape);
   check_arg(filter_shape.n == 1, kOp, ": filter shape ", filter_shape.str(),
             " must be [1, KH, KW, C_in * depth_multiplier]");
-  check_window_geometry(kOp, filter_shape.h, filter_shape.w, window);
+  detail::check_window(kOp, window, filter_shape.h, filter_shape.w);
   bool multiplier_ok = false;
   for (int k = 0; k <= limits::kMaxDepthMultiplierLog2; ++k) {
     multiplier_ok = multiplier_ok || depth_multiplier == (1 << k);
@@ -440,19 +442,12 @@ void depthwise_conv2d_s8(const WindowParams& window, int depth_multiplier,
   check_arg(filter_shape.c == out_c, kOp, ": filter channels ", filter_shape.c,
             " must equal input channels ", input_shape.c, " x depth_multiplier ", depth_multiplier,
             " = ", out_c);
-  const Shape4 expected =
-      window_output_shape(kOp, input_shape, filter_shape.h, filter_shape.w, window, out_c);
-  check_output_shape(kOp, expected, output_shape);
-  check_zero_point(kOp, "input_zero_point", input_zero_point, "NACC_FM_OFFSET.IN_FM_OFFSET");
-  check_zero_point(kOp, "output_zero_point", out_stage.output_zero_point,
-                   "NACC_FM_OFFSET.OUT_FM_OFFSET");
-  check_act_range(kOp, out_stage.act_min, out_stage.act_max);
-  for (int oc = 0; oc < out_c; ++oc) {
-    check_arg(out_stage.multiplier[oc] >= 0, kOp, ": multiplier[", oc, "] ",
-              out_stage.multiplier[oc], " out of range [0, 2^31) (QUANT_MUL array, NACC_SPEC §1)");
-    check_arg(out_stage.shift[oc] >= -31 && out_stage.shift[oc] <= 31, kOp, ": shift[", oc, "] ",
-              out_stage.shift[oc], " out of range [-31, 31] (QUANT_SHIFT array, NACC_SPEC §1)");
-  }
+  const Shape4 expected = detail::window_output_shape(kOp, input_shape, filter_shape.h,
+                                                      filter_shape.w, window, out_c);
+  detail::check_output_shape(kOp, expected, output_shape);
+  detail::check_zero_point(kOp, "input_zero_point", input_zero_point,
+                           "NACC_FM_OFFSET.IN_FM_OFFSET");
+  detail::check_output_stage(kOp, out_stage, out_c);
 
   const DwProblem p{input_shape.h, input_shape.w, input_shape.c, filter_shape.h, filter_shape.w,
                     depth_multiplier, output_shape.h, output_shape.w, out_c, window,

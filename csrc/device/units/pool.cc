@@ -10,9 +10,10 @@
 #include <cstdint>
 
 #include "common/cpu.h"
+#include "common/error.h"
 #include "common/limits.h"
 #include "common/quant.h"
-#include "device/units/window_checks.h"
+#include "device/units/unit_checks.h"
 
 namespace nacc {
 namespace {
@@ -43,14 +44,14 @@ inline int32_t rounded_average(int32_t sum, int32_t count) {
 
 void validate(const char* op, const PoolParams& params, const Shape4& input_shape,
               const int8_t* input, const Shape4& output_shape, const int8_t* output) {
-  using namespace units_detail;
-  check_arg(input != nullptr && output != nullptr, op, ": input and output must not be null");
-  check_feature_map(op, "input", input_shape);
-  check_window_geometry(op, params.kernel_h, params.kernel_w, params.window);
-  check_act_range(op, params.act_min, params.act_max);
-  const Shape4 expected = window_output_shape(op, input_shape, params.kernel_h, params.kernel_w,
-                                              params.window, input_shape.c);
-  check_output_shape(op, expected, output_shape);
+  detail::check_not_null(op, "input", input);
+  detail::check_not_null(op, "output", output);
+  detail::check_feature_map(op, "input", input_shape);
+  detail::check_window(op, params.window, params.kernel_h, params.kernel_w);
+  detail::check_act_range(op, params.act_min, params.act_max);
+  const Shape4 expected = detail::window_output_shape(
+      op, input_shape, params.kernel_h, params.kernel_w, params.window, input_shape.c);
+  detail::check_output_shape(op, expected, output_shape);
 }
 
 // ---------------------------------------------------------------------------
@@ -297,7 +298,7 @@ void max_pool_s8(const PoolParams& params, const Shape4& input_shape, const int8
 void avg_pool_s8(const PoolParams& params, const Shape4& input_shape, const int8_t* input,
                  const Shape4& output_shape, int8_t* output) {
   constexpr const char* kOp = "avg_pool_s8";
-  units_detail::check_avg_pool_window(kOp, params.kernel_h, params.kernel_w, params.window);
+  detail::check_avg_pool_window(kOp, params.kernel_h, params.kernel_w, params.window);
   validate(kOp, params, input_shape, input, output_shape, output);
   // TFLite fails an average pool with a window entirely in the padding (no
   // divisor); window origins grow monotonically, so checking the first and
