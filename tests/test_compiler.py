@@ -815,6 +815,16 @@ def test_declined_ops_raise_unsupported_naming_the_op(kind, make, message):
         _core.compile(make().g)
 
 
+def test_constant_input_is_declined():
+    """An op whose feature-map input is a constant has nothing to run on the NPU
+    (the host folds it): declined, naming the op."""
+    n = Net()
+    c = n.constant((1, 4, 4, 8))
+    n.finish(n.unary("RELU", c))
+    with pytest.raises(nacc.UnsupportedError, match="RELU 'relu.*is a constant"):
+        _core.compile(n.g)
+
+
 def test_sub_with_broadcast_first_operand_is_declined():
     """SUB(vector, map) would need the operands swapped, which SUB is not: declined."""
     n = Net()
@@ -1070,3 +1080,50 @@ def test_reshape_between_partition_input_and_output_is_a_dma_copy():
     (xin,) = n.random_inputs()
     (out,), _ = run(n, [xin], program=prog)
     assert np.array_equal(out, xin.reshape(1, 24, 8))
+
+
+def _random_layer(rng, seed):
+    """A random conv / depthwise / pool / FC / element-wise / LUT layer (seeded)."""
+    n = Net(seed)
+    kind = str(rng.choice(["conv", "dw", "maxpool", "avgpool", "fc", "add", "logistic"]))
+    h, w, c = int(rng.integers(2, 30)), int(rng.integers(2, 280)), int(rng.integers(1, 48))
+    k, s = int(rng.integers(1, 6)), int(rng.integers(1, 4))
+    pad = "VALID" if (rng.random() < 0.3 and h >= k and w >= k) else "SAME"
+    x = n.input((1, h, w, c))
+    if kind == "conv":
+        y = n.conv(x, int(rng.integers(1, 70)), k, s, pad, act=str(rng.choice(["NONE", "RELU6"])))
+    elif kind == "dw":
+        y = n.conv(x, 0, k, s, pad, depthwise=True, multiplier=int(rng.choice([1, 2, 4])))
+    elif kind == "maxpool":
+        y = n.pool(x, k=k, stride=s, padding=pad)
+    elif kind == "avgpool":
+        y = n.pool(x, "AVERAGE_POOL_2D", padding=pad)
+    elif kind == "fc":
+        y = n.fully_connected(n.reshape(x, (h, w * c)) if w * c <= 1024 else x, int(rng.integers(1, 200)))
+    elif kind == "add":
+        y = n.binary("ADD", x, n.input((1, h, w, c) if rng.random() < 0.5 else (1, 1, 1, c), 0.07, 3))
+    else:
+        y = n.unary("LOGISTIC", x)
+    return n.finish(y)
+
+
+def test_random_layers_match_units():
+    """40 seeded random layers (window sizes, strides, padding, widths past 255,
+    channel counts) at random core counts, SRAM sizes and buffering: the device
+    output equals the units' (which equal TFLite, tests/test_unit_*.py), or the
+    compiler declines the layer through the shared rules."""
+    rng = np.random.default_rng(2024)
+    compiled = 0
+    for seed in range(40):
+        net = _random_layer(rng, seed)
+        cores, kb = int(rng.choice(CORES)), int(rng.choice([4, 8, 16, 64]))
+        x = net.random_inputs(seed)
+        try:
+            prog = _core.compile(net.g, cores=cores, sram_kb=kb, double_buffer=bool(rng.random() < 0.7))
+        except nacc.UnsupportedError as e:
+            assert "smallest tile needs" in str(e)
+            continue
+        got, _ = run(net, x, cores, kb, program=prog)
+        assert_equal(unit_reference(net, x), got, f"seed {seed}: {cores} cores, {kb} KB")
+        compiled += 1
+    assert compiled >= 35
