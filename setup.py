@@ -1,15 +1,19 @@
-"""Build of nacc: the pybind11 core extension nacc._core from csrc/.
+"""Build of nacc: the core (csrc/) compiled once and linked into
+  - nacc._core, the pybind11 extension (plus csrc/bindings/), and
+  - nacc/libnacc_tflite_delegate.so, the TFLite external delegate (plus
+    delegate/): a plain C-ABI shared library, no Python and no TensorFlow in it.
 
-C++17, -O3, warnings on. No -march flag: AVX2 kernels are compiled per
-function with a target attribute and chosen at run time (csrc/common/cpu.h),
-so a wheel built here runs on any x86-64 CPU.
+C++17, -O3, warnings on, hidden visibility (each library exports only its
+entry points). No -march flag: AVX2 kernels are compiled per function with a
+target attribute and chosen at run time (csrc/common/cpu.h), so a wheel built
+here runs on any x86-64 CPU.
 Set NACC_BUILD_JOBS to change the number of parallel compile jobs.
 """
 import glob
 import os
 
 from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 ParallelCompile("NACC_BUILD_JOBS", default=0).install()
 
@@ -24,15 +28,53 @@ def _sources(*patterns):
 
 
 CXX_FLAGS = ["-O3", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fno-math-errno"]
+CORE_FLAGS = ["-std=c++17", "-fvisibility=hidden", "-fvisibility-inlines-hidden", *CXX_FLAGS]
+
+BINDINGS = _sources("bindings/*.cc")
+CORE_SOURCES = [s for s in _sources("**/*.cc") if s not in BINDINGS]
+DELEGATE = "nacc.libnacc_tflite_delegate"
 
 core = Pybind11Extension(
     "nacc._core",
-    _sources("**/*.cc"),
+    BINDINGS,
     include_dirs=["csrc"],
     cxx_std=17,
     extra_compile_args=CXX_FLAGS,
     extra_link_args=["-pthread"],
 )
+
+delegate = Extension(
+    DELEGATE,
+    sorted(glob.glob(os.path.join("delegate", "*.cc"))),
+    include_dirs=["csrc", "delegate"],
+    language="c++",
+    extra_compile_args=CORE_FLAGS,
+    extra_link_args=["-pthread", "-Wl,--no-undefined"],
+)
+
+
+class BuildExt(build_ext):
+    """Compiles the core sources once and links the objects into every library."""
+
+    def build_extensions(self):
+        objects = self.compiler.compile(CORE_SOURCES, output_dir=self.build_temp,
+                                        include_dirs=["csrc"], extra_postargs=CORE_FLAGS)
+        for ext in self.extensions:
+            ext.extra_objects = list(objects) + list(ext.extra_objects or [])
+        super().build_extensions()
+
+    def get_ext_filename(self, fullname):
+        # A plain shared library, not a Python module: no EXT_SUFFIX. distutils
+        # asks with the full name and with its last component.
+        if fullname in (DELEGATE, DELEGATE.split(".")[-1]):
+            return os.path.join(*fullname.split(".")) + ".so"
+        return super().get_ext_filename(fullname)
+
+    def get_export_symbols(self, ext):
+        if ext.name == DELEGATE:
+            return []
+        return super().get_export_symbols(ext)
+
 
 setup(
     name="nacc",
@@ -43,15 +85,19 @@ setup(
     long_description_content_type="text/markdown",
     package_dir={"": "python"},
     packages=find_packages("python"),
-    ext_modules=[core],
-    cmdclass={"build_ext": build_ext},
+    ext_modules=[core, delegate],
+    cmdclass={"build_ext": BuildExt},
     python_requires=">=3.9",
     install_requires=["numpy>=1.23"],
     extras_require={
+        # The delegate's TFLite ABI declaration is verified against exactly these.
         "tflite": ["tensorflow==2.21.0"],
+        "litert": ["ai-edge-litert==2.3.0"],
         "onnxruntime": ["onnxruntime>=1.22", "onnx>=1.16"],
         "test": [
             "tensorflow==2.21.0",
+            "ai-edge-litert==2.3.0",
+            "scikit-learn>=1.3",
             "onnxruntime>=1.22",
             "onnx>=1.16",
             "flatbuffers>=24.3",
