@@ -244,7 +244,7 @@ void NaccEp::get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) 
           api_.log(logger_, ORT_LOGGING_LEVEL_INFO,
                    str_cat("NaccExecutionProvider: ", n.op_type, " runs on the host"), "GetCapability");
         }
-      } else if (h.reason.rfind("not part of a claimed", 0) != 0) {
+      } else if (!n.is("QuantizeLinear", "*") && !n.is("DequantizeLinear", "*")) {
         api_.log(logger_, ORT_LOGGING_LEVEL_WARNING,
                  str_cat("NaccExecutionProvider: ", n.label(), " stays on the host \u2014 ", h.reason),
                  "GetCapability");

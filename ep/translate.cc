@@ -72,7 +72,7 @@ const QdqOpInfo* qdq_info(const OnnxNode& n) {
 
 bool is_qoperator(const OnnxNode& n) {
   static const std::set<std::string> onnx_ops = {"QLinearConv", "QLinearMatMul"};
-  static const std::set<std::string> ms_ops = {"QLinearAdd", "QLinearMul", "QLinearAveragePool",
+  static const std::set<std::string> ms_ops = {"QLinearAdd", "QLinearMul", "QLinearAveragePool", "QGemm",
                                                "QLinearSigmoid", "QLinearLeakyRelu",
                                                "QLinearGlobalAveragePool"};
   if ((n.domain.empty() || n.domain == "ai.onnx") && onnx_ops.count(n.op_type)) return true;
@@ -105,6 +105,15 @@ UnitScan find_units(const OnnxGraph& g) {
     }
     const QdqOpInfo* info = qdq_info(n);
     if (info == nullptr) continue;
+    if ((n.op_type == "MaxPool" || n.op_type == "Reshape" || n.op_type == "Flatten") &&
+        n.input(0) >= 0 && is_8bit(g.value(n.input(0)).elem_type)) {
+      NodeUnit u;
+      u.form = NodeUnit::Form::kInt8;
+      u.target = index;
+      u.nodes = {index};
+      scan.units.push_back(std::move(u));
+      continue;
+    }
     // A float op with no DequantizeLinear input and no QuantizeLinear after
     // it is ordinary float work: not a candidate, nothing to explain.
     bool touches_qdq = false;
@@ -241,7 +250,7 @@ struct UnitTranslator {
   std::optional<std::string> read_qparams(int scale_id, int zp_id, int data_elem,
                                           std::vector<float>* scales,
                                           std::vector<int32_t>* zps, int* elem) {
-    if (scale_id < 0) return std::string("scale is missing");
+    if (scale_id < 0) return std::string("its quantization is unknown (no QuantizeLinear or QLinear op defines it)");
     const OnnxValue& s = g.value(scale_id);
     if (!s.is_constant || s.elem_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
       return str_cat("scale '", s.name, "' is not a float32 constant");
@@ -431,8 +440,40 @@ struct UnitTranslator {
   struct QIn {
     int value = -1, scale = -1, zp = -1, axis = 1;
   };
+  // Where the quantization of int8 value `v` is defined: the QuantizeLinear
+  // or QOperator op producing it, through any int8-form ops in between.
+  QIn quant_source(int v, int depth = 0) const {
+    QIn r;
+    r.value = v;
+    if (v < 0 || depth > 64) return r;
+    const int p = g.value(v).producer;
+    if (p < 0) return r;
+    const OnnxNode& n = g.nodes[p];
+    if (n.is("QuantizeLinear", "*")) {
+      r.scale = n.input(1);
+      r.zp = n.input(2);
+    } else if (is_qoperator(n)) {
+      NodeUnit u;
+      u.form = NodeUnit::Form::kQOperator;
+      u.target = p;
+      UnitTranslator other(b, u);
+      const QIn o = other.out();
+      r.scale = o.scale;
+      r.zp = o.zp;
+    } else if (n.op_type == "MaxPool" || n.op_type == "Reshape" || n.op_type == "Flatten") {
+      const QIn up = quant_source(n.input(0), depth + 1);
+      r.scale = up.scale;
+      r.zp = up.zp;
+    }
+    return r;
+  }
+
   QIn in(size_t i) const {
     QIn r;
+    if (unit.form == NodeUnit::Form::kInt8) {
+      if (i != 0) return r;
+      return quant_source(node.input(0));
+    }
     if (unit.form == NodeUnit::Form::kQdq) {
       if (i >= unit.dq.size() || unit.dq[i] < 0) return r;
       const OnnxNode& dq = g.nodes[unit.dq[i]];
@@ -446,6 +487,7 @@ struct UnitTranslator {
     static const std::map<std::string, std::vector<std::array<int, 3>>> layouts = {
         {"QLinearConv", {{0, 1, 2}, {3, 4, 5}}},
         {"QLinearMatMul", {{0, 1, 2}, {3, 4, 5}}},
+        {"QGemm", {{0, 1, 2}, {3, 4, 5}}},
         {"QLinearAdd", {{0, 1, 2}, {3, 4, 5}}},
         {"QLinearMul", {{0, 1, 2}, {3, 4, 5}}},
         {"QLinearAveragePool", {{0, 1, 2}}},
@@ -465,6 +507,11 @@ struct UnitTranslator {
   // The output value and its (scale, zero point) ids.
   QIn out() const {
     QIn r;
+    if (unit.form == NodeUnit::Form::kInt8) {  // same quantization as the input
+      r = quant_source(node.input(0));
+      r.value = node.outputs[0];
+      return r;
+    }
     if (unit.form == NodeUnit::Form::kQdq) {
       const OnnxNode& q = g.nodes[unit.q];
       r.value = q.outputs[0];
@@ -474,6 +521,7 @@ struct UnitTranslator {
     }
     static const std::map<std::string, std::array<int, 2>> layouts = {
         {"QLinearConv", {6, 7}},        {"QLinearMatMul", {6, 7}},
+        {"QGemm", {7, 8}},
         {"QLinearAdd", {6, 7}},         {"QLinearMul", {6, 7}},
         {"QLinearAveragePool", {3, 4}}, {"QLinearGlobalAveragePool", {3, 4}},
         {"QLinearSigmoid", {3, 4}},     {"QLinearLeakyRelu", {3, 4}},
@@ -657,7 +705,7 @@ struct UnitTranslator {
     int a_local = -1, y = -1;
     if (auto e = act_in(0, &aq, &a_local)) return e;
     if (auto e = act_out(&yq, &y)) return e;
-    const bool gemm = node.op_type == "Gemm";
+    const bool gemm = node.op_type == "Gemm" || node.op_type == "QGemm";
     const auto& as = g.value(in(0).value).shape;
     if (as.size() < 2 || as.size() > 3) {
       return str_cat("A ", shape_str(as), " must be rank 2 or 3 (rank-4 operands would need "
@@ -711,13 +759,14 @@ struct UnitTranslator {
     wq.axis = 0;
     const int wt = constant(bv.name, {n, k}, DType::kInt8, std::move(data), wq);
     int bt = -1;
-    if (gemm && in(2).value >= 0) {
+    const int bias_value = qop ? (gemm ? node.input(6) : -1) : (gemm ? in(2).value : -1);
+    if (bias_value >= 0) {
       std::vector<int32_t> bias;
       const QIn ci = in(2);
-      if (auto e = read_bias(ci.value, n, aq, w, true, ci.scale, ci.zp, &bias)) return e;
+      if (auto e = read_bias(bias_value, n, aq, w, !qop, ci.scale, ci.zp, &bias)) return e;
       std::vector<uint8_t> bytes(bias.size() * 4);
       std::memcpy(bytes.data(), bias.data(), bytes.size());
-      bt = constant(g.value(ci.value).name, {n}, DType::kInt32, std::move(bytes), {});
+      bt = constant(g.value(bias_value).name, {n}, DType::kInt32, std::move(bytes), {});
     }
     int64_t m = 1;
     for (size_t d = 0; d + 1 < as.size(); ++d) m *= as[d];
@@ -883,7 +932,7 @@ struct UnitTranslator {
   std::optional<std::string> translate() {
     const std::string& t = node.op_type;
     if (t == "Conv" || t == "QLinearConv") return conv();
-    if (t == "MatMul" || t == "Gemm" || t == "QLinearMatMul") return matmul_or_gemm();
+    if (t == "MatMul" || t == "Gemm" || t == "QLinearMatMul" || t == "QGemm") return matmul_or_gemm();
     if (t == "Add" || t == "QLinearAdd") return elementwise(OpKind::kAdd);
     if (t == "Sub") return elementwise(OpKind::kSub);
     if (t == "Mul" || t == "QLinearMul") return elementwise(OpKind::kMul);

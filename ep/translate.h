@@ -23,7 +23,9 @@ namespace nacc::ep {
 
 // The ONNX nodes that become one IR op.
 struct NodeUnit {
-  enum class Form { kQdq, kQOperator };
+  // kInt8: MaxPool / Reshape / Flatten applied directly to an int8 tensor
+  // (QOperator models); its quantization is its input's, found upstream.
+  enum class Form { kQdq, kQOperator, kInt8 };
   Form form = Form::kQdq;
   int target = -1;            // the op node (Conv, QLinearConv, ...)
   std::vector<int> dq;        // QDQ: DequantizeLinear node per target input (-1: none / param)
@@ -31,7 +33,9 @@ struct NodeUnit {
   int q = -1;                 // QDQ: the QuantizeLinear of the output
   std::vector<int> nodes;     // every node of the unit, target first
 
-  const char* form_name() const { return form == Form::kQdq ? "QDQ" : "QOperator"; }
+  const char* form_name() const {
+    return form == Form::kQdq ? "QDQ" : form == Form::kQOperator ? "QOperator" : "int8";
+  }
 };
 
 // Result of scanning a graph for units: the units, and for op nodes the NPU
