@@ -8,6 +8,7 @@
 
 #include "ep/ep.h"
 #include "ep/ep_factory.h"
+#include "ep/kernel.h"
 
 using nacc::ep::Api;
 using nacc::ep::NaccEpFactory;
@@ -55,6 +56,19 @@ __attribute__((visibility("default"))) size_t nacc_ep_reports_json(char* buffer,
                                                                    size_t capacity) noexcept {
   try {
     const std::string s = nacc::ep::reports_json();
+    if (buffer != nullptr && capacity > s.size()) std::memcpy(buffer, s.c_str(), s.size() + 1);
+    return s.size();
+  } catch (...) {
+    return 0;
+  }
+}
+
+// The same for nacc.onnxruntime.run_stats(): per fused partition, the runs
+// and the simulated cycles and MACs of the last run.
+__attribute__((visibility("default"))) size_t nacc_ep_run_stats_json(char* buffer,
+                                                                     size_t capacity) noexcept {
+  try {
+    const std::string s = nacc::ep::run_stats_json();
     if (buffer != nullptr && capacity > s.size()) std::memcpy(buffer, s.c_str(), s.size() + 1);
     return s.size();
   } catch (...) {

@@ -1,11 +1,28 @@
 // Compute of a fused partition (kernel.h).
 #include "ep/kernel.h"
 
+#include <map>
+#include <mutex>
+
 #include "ep/layout.h"
 
 namespace nacc::ep {
 
 namespace {
+
+struct PartitionStats {
+  int64_t runs = 0, cycles = 0, macs = 0;
+};
+std::mutex g_stats_mu;
+std::map<std::string, PartitionStats> g_stats;
+
+void record_run(const std::string& name, const RunStats& s) {
+  std::lock_guard<std::mutex> lock(g_stats_mu);
+  PartitionStats& p = g_stats[name];
+  ++p.runs;
+  p.cycles = s.cycles;
+  p.macs = s.macs;
+}
 
 // Index of the Program I/O tensor named `name` (by name; by position when the
 // Program does not record names).
@@ -18,6 +35,18 @@ int find_io(const std::vector<IoTensor>& ios, const std::string& name, size_t po
 }
 
 }  // namespace
+
+std::string run_stats_json() {
+  std::lock_guard<std::mutex> lock(g_stats_mu);
+  std::string s = "{";
+  bool first = true;
+  for (const auto& [name, p] : g_stats) {
+    s += str_cat(first ? "" : ", ", "\"", name, "\": {\"runs\": ", p.runs, ", \"cycles\": ", p.cycles,
+                 ", \"macs\": ", p.macs, "}");
+    first = false;
+  }
+  return s + "}";
+}
 
 CompiledPartition::CompiledPartition(std::string name, PartitionBlob blob,
                                      std::shared_ptr<Executor> executor)
@@ -41,6 +70,7 @@ CompiledPartition::CompiledPartition(std::string name, PartitionBlob blob,
               " bytes, its Program region ", p.outputs[k].size);
     program_output_of_.push_back(k);
   }
+  executor_->check(p);
 }
 
 void CompiledPartition::compute(const Api& api, OrtKernelContext* context) const {
@@ -86,7 +116,7 @@ void CompiledPartition::compute(const Api& api, OrtKernelContext* context) const
   std::vector<void*> outs;
   for (auto& b : in_bufs) ins.push_back(b.data());
   for (auto& b : out_bufs) outs.push_back(b.data());
-  executor_->run(program, ins, outs);
+  record_run(name_, executor_->run(program, ins, outs));
 
   for (size_t i = 0; i < n_out; ++i) {
     const IoBinding& b = blob_.outputs[i];

@@ -15,6 +15,11 @@
 
 namespace nacc::ep {
 
+// Simulated-device statistics of the partitions run in this process, by
+// fused node name: {"name": {"runs": n, "cycles": last, "macs": last}, ...}
+// as JSON (nacc.onnxruntime.run_stats()).
+std::string run_stats_json();
+
 class CompiledPartition {
  public:
   CompiledPartition(std::string name, PartitionBlob blob, std::shared_ptr<Executor> executor);

@@ -65,7 +65,7 @@ _lock = threading.Lock()
 _registered = False
 
 __all__ = ["EP_NAME", "get_ep_name", "get_library_path", "register", "partition_reports",
-           "ep_devices"]
+           "run_stats", "ep_devices"]
 
 
 def get_ep_name() -> str:
@@ -124,6 +124,23 @@ def ep_devices() -> list:
     return [d for d in ort.get_ep_devices() if d.ep_name == EP_NAME]
 
 
+def _json_from_library(symbol: str):
+    lib = ctypes.CDLL(get_library_path())
+    fn = getattr(lib, symbol)
+    fn.restype = ctypes.c_size_t
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    n = fn(None, 0)
+    buf = ctypes.create_string_buffer(n + 1)
+    fn(buf, n + 1)
+    return json.loads(buf.value.decode("utf-8"))
+
+
+def run_stats() -> Dict[str, Dict[str, int]]:
+    """Per fused partition (ORT's fused node name) of this process: ``runs``,
+    and the simulated device ``cycles`` and useful ``macs`` of the last run."""
+    return _json_from_library("nacc_ep_run_stats_json")
+
+
 def partition_reports() -> List[Dict[str, Any]]:
     """nacc's partition reports of this process, oldest first (at most 32).
 
@@ -131,11 +148,4 @@ def partition_reports() -> List[Dict[str, Any]]:
     ``partitions`` (``nodes``, ``units``, ``ir_ops``, ``macs``) and
     ``host_nodes`` (``name``, ``op_type``, ``reason``).
     """
-    lib = ctypes.CDLL(get_library_path())
-    fn = lib.nacc_ep_reports_json
-    fn.restype = ctypes.c_size_t
-    fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-    n = fn(None, 0)
-    buf = ctypes.create_string_buffer(n + 1)
-    fn(buf, n + 1)
-    return json.loads(buf.value.decode("utf-8"))
+    return _json_from_library("nacc_ep_reports_json")
