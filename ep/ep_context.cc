@@ -204,6 +204,8 @@ uint64_t fingerprint(const ir::Graph& g, const Config& config) {
     for (int64_t v : {a.padding.top, a.padding.bottom, a.padding.left, a.padding.right}) f.pod(v);
     f.pod(a.alpha);
     for (int ax : a.axes) f.pod(ax);
+    f.pod(a.lut.size());
+    f.bytes(a.lut.data(), a.lut.size());
   }
   for (int i : g.inputs) f.pod(i);
   for (int o : g.outputs) f.pod(o);

@@ -903,8 +903,34 @@ struct UnitTranslator {
       else return str_cat("Clip [", lo, ", ", hi, "] is not Relu, Relu6 or ReluN1To1");
     }
     if (kind == OpKind::kLeakyRelu) a.alpha = node.attr_float("alpha", 0.01f);
+    a.lut = onnx_lut(kind, xq, yq, a.alpha);
     add_op(kind, {x}, y, a);
     return std::nullopt;
+  }
+
+  // The op's table with ONNX Runtime's semantics: DequantizeLinear in float32,
+  // the float function, QuantizeLinear (round half to even, saturate), for
+  // each of the 256 int8 inputs — bit-exact to the CPU EP's unit.
+  static std::vector<int8_t> onnx_lut(OpKind kind, const ActQuant& xq, const ActQuant& yq,
+                                      float alpha) {
+    std::vector<int8_t> lut(256);
+    for (int i = 0; i < 256; ++i) {
+      const int q = static_cast<int8_t>(static_cast<uint8_t>(i));
+      const float x = static_cast<float>(q - xq.zero_point) * xq.scale;
+      float y = x;
+      switch (kind) {
+        case OpKind::kLogistic: y = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x)))); break;
+        case OpKind::kTanh: y = static_cast<float>(std::tanh(static_cast<double>(x))); break;
+        case OpKind::kLeakyRelu: y = x >= 0.0f ? x : x * alpha; break;
+        case OpKind::kRelu: y = std::max(x, 0.0f); break;
+        case OpKind::kRelu6: y = std::min(std::max(x, 0.0f), 6.0f); break;
+        case OpKind::kReluN1To1: y = std::min(std::max(x, -1.0f), 1.0f); break;
+        default: break;
+      }
+      const float r = std::nearbyint(y / yq.scale) + static_cast<float>(yq.zero_point);
+      lut[i] = static_cast<int8_t>(std::min(127.0f, std::max(-128.0f, r)));
+    }
+    return lut;
   }
 
   std::optional<std::string> reshape() {

@@ -88,6 +88,8 @@ UNITS = [
     ("relu6", lambda: om.qdq_unit(om.unary("Clip", lo=0.0, hi=6.0))),
     ("sigmoid", lambda: om.qdq_unit(om.unary("Sigmoid"), fixed_output=(1 / 256, -128))),
     ("tanh", lambda: om.qdq_unit(om.unary("Tanh"), fixed_output=(1 / 128, 0))),
+    ("tanh_free_scale", lambda: om.qdq_unit(om.unary("Tanh"))),
+    ("sigmoid_uint8", lambda: om.qdq_unit(om.unary("Sigmoid"), dtype="uint8")),
     ("leaky_relu", lambda: om.qdq_unit(om.unary("LeakyRelu", alpha=0.1))),
     ("global_average_pool", lambda: om.qdq_unit(om.global_average_pool())),
     # QOperator forms (float model I/O; the int8 core is one partition)

@@ -176,6 +176,9 @@ CLAIMS = [
     ("sigmoid", lambda: om.qdq_unit(om.unary("Sigmoid"), fixed_output=(1 / 256, -128)), ["Sigmoid"]),
     ("tanh", lambda: om.qdq_unit(om.unary("Tanh"), fixed_output=(1 / 128, 0)), ["Tanh"]),
     ("leaky_relu", lambda: om.qdq_unit(om.unary("LeakyRelu", alpha=0.1)), ["LeakyRelu"]),
+    # ONNX-semantics tables (ir::Attributes::lut) make any output quantization exact
+    ("tanh_free_output_scale", lambda: om.qdq_unit(om.unary("Tanh")), ["Tanh"]),
+    ("sigmoid_free_output_scale", lambda: om.qdq_unit(om.unary("Sigmoid")), ["Sigmoid"]),
     ("global_average_pool", lambda: om.qdq_unit(om.global_average_pool()), ["GlobalAveragePool"]),
 ]
 
@@ -225,8 +228,6 @@ DECLINES = [
      "ceil_mode=1 adds a partial window"),
     ("maxpool_requantizing", lambda: om.qdq_unit(om.pool("MaxPool")), "MaxPool",
      "must share one scale and zero point"),
-    ("tanh_free_output_scale", lambda: om.qdq_unit(om.unary("Tanh")), "Tanh",
-     "output must be quantized"),
     ("clip_other_bounds", lambda: om.qdq_unit(om.unary("Clip", lo=-2.0, hi=3.0)), "Clip",
      "is not Relu, Relu6 or ReluN1To1"),
     ("mul_rank_broadcast", lambda: om.qdq_unit(om.binary("Mul", shape_b=(8, 1, 1))), "Mul",
