@@ -44,6 +44,20 @@ constexpr int kMaxCores = 32;
 constexpr int kOffsetBits = 9;
 constexpr int32_t kMinOffset = -(1 << (kOffsetBits - 1));     // -256
 constexpr int32_t kMaxOffset = (1 << (kOffsetBits - 1)) - 1;  // 255
+// NACC_SPEC §1: requantization by multiplier + shift, as TFLite's
+// QuantizeMultiplier produces them. The QUANT_MUL array and
+// NACC_ELEMENT_QUANT1/2_MULT hold Q0.31 multipliers in [0, 2^31) (2^31 is 1.0);
+// the QUANT_SHIFT array and NACC_ELEMENT_QUANT1/2_SHIFT hold shifts in
+// [-31, 31] (negative: right shift).
+constexpr int kMultiplierBits = 31;
+constexpr int32_t kMinMultiplier = 0;
+constexpr int32_t kMaxMultiplier = static_cast<int32_t>((int64_t{1} << kMultiplierBits) - 1);
+constexpr int kMinShift = -31;
+constexpr int kMaxShift = 31;
+// The element-wise unit's per-input shifts and ADD/SUB's output shift apply
+// multipliers < 1 (TFLite's ...SmallerThanOneExp): right shifts only,
+// [kMinShift, kMaxSmallerThanOneShift].
+constexpr int kMaxSmallerThanOneShift = 0;
 // NACC_SPEC §1: NACC_ELEMENTWISE.LEFT_SHIFT is an 8-bit field. The model
 // accepts [0, 21]: the shifts for which two (int8 + 9-bit offset) << shift
 // terms, each scaled by a multiplier < 1, cannot overflow the int32 sum

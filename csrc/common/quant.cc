@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "common/limits.h"
 
 namespace nacc {
 
@@ -14,17 +15,18 @@ QuantizedMultiplier quantize_multiplier(double real_multiplier) {
   if (real_multiplier == 0.0) return out;
   int shift = 0;
   const double q = std::frexp(real_multiplier, &shift);
-  int64_t q_fixed = static_cast<int64_t>(std::round(q * static_cast<double>(int64_t{1} << 31)));
-  if (q_fixed == (int64_t{1} << 31)) {
+  const int64_t one = int64_t{1} << limits::kMultiplierBits;  // 1.0 in Q0.31
+  int64_t q_fixed = static_cast<int64_t>(std::round(q * static_cast<double>(one)));
+  if (q_fixed == one) {
     q_fixed /= 2;
     ++shift;
   }
-  if (shift < -31) {
+  if (shift < limits::kMinShift) {
     shift = 0;
     q_fixed = 0;
   }
-  check_arg(shift <= 31, "quantize_multiplier: multiplier ", real_multiplier,
-            " is too large (needs a left shift of ", shift, " > 31)");
+  check_arg(shift <= limits::kMaxShift, "quantize_multiplier: multiplier ", real_multiplier,
+            " is too large (needs a left shift of ", shift, " > ", limits::kMaxShift, ")");
   out.multiplier = static_cast<int32_t>(q_fixed);
   out.shift = shift;
   return out;

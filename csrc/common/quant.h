@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -71,6 +72,26 @@ inline int32_t multiply_by_quantized_multiplier_smaller_than_one(int32_t x, int3
 inline int32_t multiply_by_quantized_multiplier_greater_than_one(int32_t x, int32_t multiplier,
                                                                  int shift) {
   return saturating_rounding_doubling_high_mul(wrapping_shift_left(x, shift), multiplier);
+}
+
+// TFLite's *reference* FULLY_CONNECTED int8 requantization (TF 2.21
+// reference_integer_ops::FullyConnected / FullyConnectedPerChannel with float
+// scales): the accumulator times the real effective scale
+// (double(input_scale) * double(filter_scale) / double(output_scale)) in
+// double, rounded half away from zero. It is not MultiplyByQuantizedMultiplier:
+// the two differ by one near ties. A product outside int32 gives INT32_MIN,
+// the value TFLite's static_cast<int32_t>(double) produces on x86-64
+// (cvttsd2si "integer indefinite").
+inline int32_t multiply_by_real_scale(int32_t x, double scale) {
+  const double r = std::round(static_cast<double>(x) * scale);
+  if (!(r >= -2147483648.0 && r < 2147483648.0)) return std::numeric_limits<int32_t>::min();
+  return static_cast<int32_t>(r);
+}
+
+// x + y with two's-complement wrap-around (TFLite adds the output zero point
+// to the scaled accumulator in int32), without signed-overflow UB.
+inline int32_t wrapping_add(int32_t x, int32_t y) {
+  return static_cast<int32_t>(static_cast<uint32_t>(x) + static_cast<uint32_t>(y));
 }
 
 // Clamps to [lo, hi] and narrows; used at the end of every output stage.

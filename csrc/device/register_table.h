@@ -119,6 +119,9 @@ inline constexpr FieldDesc kF_NACC_MATRIX_B[] = {
 };
 inline constexpr FieldDesc kF_NACC_ACT_PARA[] = {
     rw("ACT_INT_W", 1, 0, 0, "integer width of the q7 Tanh/Sigmoid"),
+    rw("QUANT_REAL_SCALE", 2, 2, 0,
+       "project extension: 1 = QUANT_MUL_DMA_ADDR holds float64 scales and the output stage "
+       "rounds acc * scale (TFLite's reference FULLY_CONNECTED); QUANT_SHIFT unused"),
 };
 inline constexpr FieldDesc kF_NACC_IN_ACT_DMA_ADDR[] = {
     rw("IN_ACT_DMA_ADDR", 31, 0, 0, "activation data (the 256-byte LUT, NACC_SPEC §1)"),

@@ -18,7 +18,9 @@ import sys
 
 from nacc import _core
 
-DOC_PATH = pathlib.Path(__file__).resolve().parents[2] / "docs" / "command_stream.md"
+# Relative to the current directory: run from the root of a nacc checkout (the
+# installed package has no docs/ beside it).
+DOC_PATH = pathlib.Path("docs") / "command_stream.md"
 
 _BLOCK = re.compile(
     r"(<!-- BEGIN GENERATED: (?P<name>[a-z_]+) -->\n)(?P<body>.*?)"

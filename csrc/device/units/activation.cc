@@ -11,6 +11,7 @@
 #include "common/cpu.h"
 #include "common/error.h"
 #include "common/limits.h"
+#include "device/units/unit_checks.h"
 
 namespace nacc {
 
@@ -28,9 +29,6 @@ const char* act_mode_name(ActMode mode) {
 
 namespace {
 
-constexpr int kMinShift = -31;
-constexpr int kMaxShift = 31;
-
 // The output of one input byte: the unit's definition.
 inline int8_t activate_one(const ActivationParams& p, int32_t lo, int8_t x) {
   if (p.mode == ActMode::kLut) {
@@ -47,16 +45,6 @@ int32_t lower_bound(const ActivationParams& p) {
     return std::max(p.act_min, p.output_zero_point);
   }
   return p.act_min;
-}
-
-void check_scale(float scale, const char* op, const char* what) {
-  check_arg(std::isfinite(scale) && scale > 0.0f, op, ": ", what,
-            " scale must be positive and finite, got ", scale);
-}
-
-void check_zero_point(int32_t zp, const char* op, const char* what) {
-  check_arg(zp >= -128 && zp <= 127, op, ": ", what, " zero point ", zp,
-            " out of range [-128, 127] (int8 tensor)");
 }
 
 // float -> int32 as x86's cvttss2si (what TFLite's static_cast compiles to):
@@ -87,12 +75,13 @@ std::array<int8_t, 256> populate_lut(float input_scale, int32_t input_zero_point
   return lut;
 }
 
-void check_lut_args(const char* op, float input_scale, int32_t input_zero_point,
-                    float output_scale, int32_t output_zero_point) {
-  check_scale(input_scale, op, "input");
-  check_scale(output_scale, op, "output");
-  check_zero_point(input_zero_point, op, "input");
-  check_zero_point(output_zero_point, op, "output");
+// Scales and int8 zero points of the input and output tensors.
+void check_tensor_quantization(const char* op, float input_scale, int32_t input_zero_point,
+                               float output_scale, int32_t output_zero_point) {
+  detail::check_scale(op, "input", input_scale);
+  detail::check_scale(op, "output", output_scale);
+  detail::check_zero_point(op, "input zero point", input_zero_point, "int8 tensor");
+  detail::check_zero_point(op, "output zero point", output_zero_point, "int8 tensor");
 }
 
 }  // namespace
@@ -120,29 +109,21 @@ void validate_activation_params(const ActivationParams& p) {
                                     " is not a mode (RELU 0, RELU6 1, TANH 2, SIGMOID 3, "
                                     "NONE 4, LUT 5)"));
   }
-  check_arg(p.input_zero_point >= limits::kMinOffset && p.input_zero_point <= limits::kMaxOffset,
-            op, ": input_zero_point ", p.input_zero_point, " out of range [", limits::kMinOffset,
-            ", ", limits::kMaxOffset, "] (NACC_FM_OFFSET.IN_FM_OFFSET, ", limits::kOffsetBits,
-            "-bit signed)");
-  check_arg(
-      p.output_zero_point >= limits::kMinOffset && p.output_zero_point <= limits::kMaxOffset, op,
-      ": output_zero_point ", p.output_zero_point, " out of range [", limits::kMinOffset, ", ",
-      limits::kMaxOffset, "] (NACC_FM_OFFSET.OUT_FM_OFFSET, ", limits::kOffsetBits,
-      "-bit signed)");
-  check_arg(p.multiplier >= 0, op, ": multiplier ", p.multiplier,
-            " out of range [0, 2147483647] (QUANT_MUL[0])");
-  check_arg(p.shift >= kMinShift && p.shift <= kMaxShift, op, ": shift ", p.shift,
-            " out of range [", kMinShift, ", ", kMaxShift, "] (QUANT_SHIFT[0])");
-  check_arg(p.act_min >= -128 && p.act_min <= p.act_max && p.act_max <= 127, op,
-            ": activation range [", p.act_min, ", ", p.act_max,
-            "] invalid; need -128 <= act_min <= act_max <= 127 (NACC_ACT_MIN / NACC_ACT_MAX)");
+  detail::check_offset(op, "input_zero_point", p.input_zero_point,
+                       "NACC_FM_OFFSET.IN_FM_OFFSET");
+  detail::check_offset(op, "output_zero_point", p.output_zero_point,
+                       "NACC_FM_OFFSET.OUT_FM_OFFSET");
+  detail::check_multiplier(op, "multiplier", -1, p.multiplier, "QUANT_MUL[0]");
+  detail::check_shift(op, "shift", -1, p.shift, limits::kMaxShift, "QUANT_SHIFT[0]");
+  detail::check_act_range(op, p.act_min, p.act_max);
 }
 
 void activation_s8(const ActivationParams& params, int64_t size, const int8_t* in, int8_t* out) {
   validate_activation_params(params);
   check_arg(size >= 0, "activation_s8: size ", size, " must be >= 0");
   if (size == 0) return;
-  check_arg(in != nullptr && out != nullptr, "activation_s8: null buffer");
+  detail::check_not_null("activation_s8", "input", in);
+  detail::check_not_null("activation_s8", "output", out);
   const int32_t lo = lower_bound(params);
   if (kernel_path() == KernelPath::kReference) {
     for (int64_t i = 0; i < size; ++i) out[i] = activate_one(params, lo, in[i]);
@@ -159,10 +140,7 @@ void activation_s8(const ActivationParams& params, int64_t size, const int8_t* i
 ActivationParams tflite_relu_params(ReluKind kind, float input_scale, int32_t input_zero_point,
                                     float output_scale, int32_t output_zero_point) {
   const char* op = "tflite_relu_params";
-  check_scale(input_scale, op, "input");
-  check_scale(output_scale, op, "output");
-  check_zero_point(input_zero_point, op, "input");
-  check_zero_point(output_zero_point, op, "output");
+  check_tensor_quantization(op, input_scale, input_zero_point, output_scale, output_zero_point);
   ActivationParams p;
   p.input_zero_point = input_zero_point;
   p.output_zero_point = output_zero_point;
@@ -198,7 +176,7 @@ ActivationParams tflite_relu_params(ReluKind kind, float input_scale, int32_t in
 std::array<int8_t, 256> lut_tflite_logistic(float input_scale, int32_t input_zero_point,
                                             float output_scale, int32_t output_zero_point) {
   const char* op = "lut_tflite_logistic";
-  check_lut_args(op, input_scale, input_zero_point, output_scale, output_zero_point);
+  check_tensor_quantization(op, input_scale, input_zero_point, output_scale, output_zero_point);
   check_arg(output_scale == 1.0f / 256, op, ": output scale ", output_scale,
             " must be 1/256 (TFLite int8 LOGISTIC requires it)");
   return populate_lut(input_scale, input_zero_point, output_scale, output_zero_point,
@@ -207,8 +185,8 @@ std::array<int8_t, 256> lut_tflite_logistic(float input_scale, int32_t input_zer
 
 std::array<int8_t, 256> lut_tflite_tanh(float input_scale, int32_t input_zero_point,
                                         float output_scale, int32_t output_zero_point) {
-  check_lut_args("lut_tflite_tanh", input_scale, input_zero_point, output_scale,
-                 output_zero_point);
+  check_tensor_quantization("lut_tflite_tanh", input_scale, input_zero_point, output_scale,
+                            output_zero_point);
   return populate_lut(input_scale, input_zero_point, output_scale, output_zero_point, &tanh_f32);
 }
 

@@ -31,12 +31,21 @@ struct OutputStage {
 // (in + pad_before + pad_after - kernel) / stride + 1; throws if < 1.
 int window_output_size(int in, int kernel, int stride, int pad_before, int pad_after);
 
-// 2-D convolution.
+// 2-D convolution (implemented in conv.cc):
+//   acc[c] = bias[c] + sum over the window of (x - input_zero_point) * w, in
+//            int32 with two's-complement wrap-around like TFLite's accumulator;
+//            padded positions hold the input zero point, so they add 0
+//   out    = clamp(multiply_by_quantized_multiplier(acc, mult[c], shift[c])
+//                  + output_zero_point, act_min, act_max)
 //   input   Format [1, H, W, C_in], int8, Range [-128, 127], zero point input_zero_point
+//           in [-128, 127]; H, W, C_in in [1, 65535]
 //   filter  Format [C_out, KH, KW, C_in] (TFLite OHWI), int8, zero point 0
-//   bias    [C_out] int32, or nullptr for no bias
+//   bias    [C_out] int32, or nullptr for no bias (TFLite's int8 CONV_2D always
+//           has one; nullptr equals an all-zero bias)
 //   output  Format [1, OH, OW, C_out], int8; OH/OW from window_output_size
-// Limits: KH, KW in [1, 15]; stride in [1, 3]; padding in [0, 5] per side.
+// Limits (NACC_SPEC §2, limits.h): KH, KW in [1, 15]; stride in [1, 3]; padding in
+// [0, 5] per side (asymmetric allowed). Throws InvalidArgument naming the
+// offending argument and its allowed range.
 void conv2d_s8(const WindowParams& window, int32_t input_zero_point, const OutputStage& out_stage,
                const Shape4& input_shape, const int8_t* input, const Shape4& filter_shape,
                const int8_t* filter, const int32_t* bias, const Shape4& output_shape,

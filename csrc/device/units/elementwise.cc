@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "common/cpu.h"
 #include "common/error.h"
 #include "common/limits.h"
+#include "device/units/unit_checks.h"
 
 namespace nacc {
 
@@ -26,24 +28,6 @@ const char* elementwise_mode_name(ElementwiseMode mode) {
 }
 
 namespace {
-
-constexpr int kMinShift = -31;
-constexpr int kMaxShift = 31;
-constexpr int64_t kMaxMultiplier = (int64_t{1} << 31) - 1;
-
-void check_offset(int32_t v, const char* op, const char* what, const char* reg) {
-  check_arg(v >= limits::kMinOffset && v <= limits::kMaxOffset, op, ": ", what, " ", v,
-            " out of range [", limits::kMinOffset, ", ", limits::kMaxOffset, "] (", reg, ", ",
-            limits::kOffsetBits, "-bit signed)");
-}
-
-void check_multiplier(int32_t m, int shift, int max_shift, const char* op, const char* what,
-                      const char* mult_reg, const char* shift_reg) {
-  check_arg(m >= 0, op, ": ", what, "_multiplier ", m, " out of range [0, ", kMaxMultiplier,
-            "] (", mult_reg, ")");
-  check_arg(shift >= kMinShift && shift <= max_shift, op, ": ", what, "_shift ", shift,
-            " out of range [", kMinShift, ", ", max_shift, "] (", shift_reg, ")");
-}
 
 // ---------------------------------------------------------------------------
 // Scalar arithmetic, one element (inlined into every loop).
@@ -322,26 +306,22 @@ void dispatch(const ElementwiseParams& p, const Shape4& s1, const int8_t* in1, c
   }
 }
 
-void check_scale(float scale, const char* op, const char* what) {
-  check_arg(std::isfinite(scale) && scale > 0.0f, op, ": ", what,
-            " scale must be positive and finite, got ", scale);
-}
-
-void check_zero_point(int32_t zp, const char* op, const char* what) {
-  check_arg(zp >= -128 && zp <= 127, op, ": ", what, " zero point ", zp,
-            " out of range [-128, 127] (int8 tensor)");
+// Scales and int8 zero points of the two input tensors and the output tensor.
+void check_tensor_quantization(const char* op, float s1, int32_t zp1, float s2, int32_t zp2,
+                               float so, int32_t zpo) {
+  detail::check_scale(op, "input1", s1);
+  detail::check_scale(op, "input2", s2);
+  detail::check_scale(op, "output", so);
+  detail::check_zero_point(op, "input1 zero point", zp1, "int8 tensor");
+  detail::check_zero_point(op, "input2 zero point", zp2, "int8 tensor");
+  detail::check_zero_point(op, "output zero point", zpo, "int8 tensor");
 }
 
 // TFLite add.cc / sub.cc Prepare for int8 (the general rescaling path).
 ElementwiseParams tflite_add_sub_params(ElementwiseMode mode, const char* op, float s1,
                                         int32_t zp1, float s2, int32_t zp2, float so,
                                         int32_t zpo, FusedActivation activation) {
-  check_scale(s1, op, "input1");
-  check_scale(s2, op, "input2");
-  check_scale(so, op, "output");
-  check_zero_point(zp1, op, "input1");
-  check_zero_point(zp2, op, "input2");
-  check_zero_point(zpo, op, "output");
+  check_tensor_quantization(op, s1, zp1, s2, zp2, so, zpo);
   ElementwiseParams p;
   p.mode = mode;
   p.input1_offset = -zp1;
@@ -389,41 +369,47 @@ void validate_elementwise_params(const ElementwiseParams& p) {
                                     static_cast<int>(p.mode),
                                     " is not a mode (SUB 1, ADD 2, MUL_S16_S8 4, MUL 8)"));
   }
-  check_offset(p.input1_offset, op, "input1_offset", "NACC_ELEMENTWISE.IN_ELEMENT_OFFSET1");
-  check_offset(p.input2_offset, op, "input2_offset", "NACC_ELEMENTWISE.IN_ELEMENT_OFFSET2");
-  check_offset(p.output_zero_point, op, "output_zero_point", "NACC_FM_OFFSET.OUT_FM_OFFSET");
+  detail::check_offset(op, "input1_offset", p.input1_offset,
+                       "NACC_ELEMENTWISE.IN_ELEMENT_OFFSET1");
+  detail::check_offset(op, "input2_offset", p.input2_offset,
+                       "NACC_ELEMENTWISE.IN_ELEMENT_OFFSET2");
+  detail::check_offset(op, "output_zero_point", p.output_zero_point,
+                       "NACC_FM_OFFSET.OUT_FM_OFFSET");
   check_arg(p.left_shift >= 0 && p.left_shift <= limits::kMaxElementwiseLeftShift, op,
             ": left_shift ", p.left_shift, " out of range [0, ",
             limits::kMaxElementwiseLeftShift, "] (NACC_ELEMENTWISE.LEFT_SHIFT)");
-  check_multiplier(p.input1_multiplier, p.input1_shift, 0, op, "input1",
-                   "NACC_ELEMENT_QUANT1_MULT", "NACC_ELEMENT_QUANT1_SHIFT");
-  check_multiplier(p.input2_multiplier, p.input2_shift, 0, op, "input2",
-                   "NACC_ELEMENT_QUANT2_MULT", "NACC_ELEMENT_QUANT2_SHIFT");
-  check_multiplier(p.output_multiplier, p.output_shift,
-                   p.mode == ElementwiseMode::kMul ? kMaxShift : 0, op, "output",
-                   "QUANT_MUL[0]", "QUANT_SHIFT[0]");
-  check_arg(p.act_min >= -128 && p.act_min <= p.act_max && p.act_max <= 127, op,
-            ": activation range [", p.act_min, ", ", p.act_max,
-            "] invalid; need -128 <= act_min <= act_max <= 127 (NACC_ACT_MIN / NACC_ACT_MAX)");
+  // The per-input scalings and ADD/SUB's output scaling are right shifts only.
+  const int right_only = limits::kMaxSmallerThanOneShift;
+  detail::check_multiplier(op, "input1_multiplier", -1, p.input1_multiplier,
+                           "NACC_ELEMENT_QUANT1_MULT");
+  detail::check_shift(op, "input1_shift", -1, p.input1_shift, right_only,
+                      "NACC_ELEMENT_QUANT1_SHIFT");
+  detail::check_multiplier(op, "input2_multiplier", -1, p.input2_multiplier,
+                           "NACC_ELEMENT_QUANT2_MULT");
+  detail::check_shift(op, "input2_shift", -1, p.input2_shift, right_only,
+                      "NACC_ELEMENT_QUANT2_SHIFT");
+  detail::check_multiplier(op, "output_multiplier", -1, p.output_multiplier, "QUANT_MUL[0]");
+  detail::check_shift(op, "output_shift", -1, p.output_shift,
+                      p.mode == ElementwiseMode::kMul ? limits::kMaxShift : right_only,
+                      "QUANT_SHIFT[0]");
+  detail::check_act_range(op, p.act_min, p.act_max);
 }
 
 Shape4 broadcast_shape(const Shape4& a, const Shape4& b) {
   const int ea[4] = {a.n, a.h, a.w, a.c};
   const int eb[4] = {b.n, b.h, b.w, b.c};
   const char* names[4] = {"N", "H", "W", "C"};
+  const std::string shapes = str_cat("shapes ", a.str(), " / ", b.str(), ": dimension");
   int eo[4];
   for (int d = 0; d < 4; ++d) {
-    check_arg(ea[d] >= 1 && ea[d] <= limits::kMaxFeatureMapDim && eb[d] >= 1 &&
-                  eb[d] <= limits::kMaxFeatureMapDim,
-              "elementwise_s8: dimension ", names[d], " of ", a.str(), " / ", b.str(),
-              " out of range [1, ", limits::kMaxFeatureMapDim, "] (16-bit FM size fields)");
+    detail::check_feature_map_extent("elementwise_s8", shapes, names[d], ea[d]);
+    detail::check_feature_map_extent("elementwise_s8", shapes, names[d], eb[d]);
     check_arg(ea[d] == eb[d] || ea[d] == 1 || eb[d] == 1, "elementwise_s8: shapes ", a.str(),
               " and ", b.str(), " do not broadcast: dimension ", names[d], " is ", ea[d],
               " vs ", eb[d], " (each dimension must be equal or 1 on one side)");
     eo[d] = std::max(ea[d], eb[d]);
   }
-  check_arg(eo[0] == 1, "elementwise_s8: batch ", eo[0],
-            " not supported; feature maps have N = 1 (NACC_SPEC §1)");
+  detail::check_batch("elementwise_s8", "output", eo[0]);
   return Shape4{eo[0], eo[1], eo[2], eo[3]};
 }
 
@@ -435,8 +421,9 @@ void elementwise_s8(const ElementwiseParams& params, const Shape4& in1_shape, co
   check_arg(out_shape == expected, "elementwise_s8: output shape ", out_shape.str(),
             " must be the broadcast shape ", expected.str(), " of ", in1_shape.str(), " and ",
             in2_shape.str());
-  check_arg(in1 != nullptr && in2 != nullptr && out != nullptr,
-            "elementwise_s8: null buffer");
+  detail::check_not_null("elementwise_s8", "input1", in1);
+  detail::check_not_null("elementwise_s8", "input2", in2);
+  detail::check_not_null("elementwise_s8", "output", out);
   switch (params.mode) {
     case ElementwiseMode::kAdd:
       dispatch<ElementwiseMode::kAdd>(params, in1_shape, in1, in2_shape, in2, out_shape, out);
@@ -475,12 +462,8 @@ ElementwiseParams tflite_mul_params(float input1_scale, int32_t input1_zero_poin
                                     float output_scale, int32_t output_zero_point,
                                     FusedActivation activation) {
   const char* op = "tflite_mul_params";
-  check_scale(input1_scale, op, "input1");
-  check_scale(input2_scale, op, "input2");
-  check_scale(output_scale, op, "output");
-  check_zero_point(input1_zero_point, op, "input1");
-  check_zero_point(input2_zero_point, op, "input2");
-  check_zero_point(output_zero_point, op, "output");
+  check_tensor_quantization(op, input1_scale, input1_zero_point, input2_scale, input2_zero_point,
+                            output_scale, output_zero_point);
   ElementwiseParams p;
   p.mode = ElementwiseMode::kMul;
   p.input1_offset = -input1_zero_point;

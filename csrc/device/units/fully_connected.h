@@ -10,17 +10,31 @@
 namespace nacc {
 
 // Fully connected: out[m, n] = requant(sum_k (in[m, k] - in_zp) * w[n, k] + bias[n]).
-//   input   Format [M, K] int8, zero point input_zero_point
+//   input   Format [M, K] int8, Range [-128, 127], zero point input_zero_point
 //   weights Format [N, K] int8 (TFLite layout), zero point 0
 //   bias    [N] int32 or nullptr
 //   output  Format [M, N] int8; out_stage arrays have N entries
+//   M, K, N >= 1; sums wrap in int32 as TFLite's accumulator does.
+// Requantization, two modes:
+//   effective_scale == nullptr: multiply_by_quantized_multiplier(acc, multiplier[n], shift[n])
+//     (the hardware's QUANT_MUL / QUANT_SHIFT; what a 1x1 conv lowered to this
+//     mode needs);
+//   effective_scale != nullptr ([N] doubles, finite, >= 0; multiplier/shift
+//     ignored and may be null): multiply_by_real_scale(acc, effective_scale[n]),
+//     which is what TFLite 2.21's *reference* FULLY_CONNECTED does (it
+//     requantizes in double, effective_scale = double(input_scale) *
+//     double(filter_scale[n]) / double(output_scale)); the multiplier/shift
+//     form differs from it by one near rounding ties.
+// Then + output_zero_point and the clamp to [act_min, act_max].
 void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, int m, int k, int n,
                         const int8_t* input, const int8_t* weights, const int32_t* bias,
-                        int8_t* output);
+                        int8_t* output, const double* effective_scale = nullptr);
 
 // Matrix multiply: out[m, n] = requant(sum_k (a[m, k] - a_zp) * (b[k, n] - b_zp)).
-//   a Format [M, K] int8, b Format [K, N] int8 (both activations, any zero point)
-//   out_stage arrays have N entries (per-tensor callers repeat one value)
+//   a Format [M, K] int8, b Format [K, N] int8 (both activations, any zero point
+//   in [-128, 127]); M, K, N >= 1
+//   out_stage arrays have N entries (per-tensor callers repeat one value);
+//   requantization by multiply_by_quantized_multiplier, as TFLite BATCH_MATMUL.
 void matmul_s8(int32_t a_zero_point, int32_t b_zero_point, const OutputStage& out_stage, int m,
                int k, int n, const int8_t* a, const int8_t* b, int8_t* output);
 

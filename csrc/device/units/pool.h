@@ -16,10 +16,17 @@ struct PoolParams {
   int32_t act_min = -128, act_max = 127;
 };
 
-//   input  Format [1, H, W, C] int8; output Format [1, OH, OW, C] int8
+//   input  Format [1, H, W, C] int8; output Format [1, OH, OW, C] int8 (OH, OW
+//          as window_output_size); the two must not overlap.
+// Max pool: the maximum over the window's in-bounds positions, clamped to
+// [act_min, act_max]; a window entirely in the padding (explicit padding only,
+// never TFLite SAME) gives -128 before the clamp, as TFLite's loop would.
 void max_pool_s8(const PoolParams& params, const Shape4& input_shape, const int8_t* input,
                  const Shape4& output_shape, int8_t* output);
-// kernel and stride must be 2x2 / 2 (limits::kAvgPoolKernel, kAvgPoolStride).
+// Average pool: sum of the in-bounds positions / their count, rounded half
+// away from zero (TFLite). kernel and stride must be 2x2 / 2
+// (limits::kAvgPoolKernel, kAvgPoolStride); padding that leaves a window
+// entirely in the padding is rejected (TFLite fails such a pool).
 void avg_pool_s8(const PoolParams& params, const Shape4& input_shape, const int8_t* input,
                  const Shape4& output_shape, int8_t* output);
 

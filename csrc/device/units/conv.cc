@@ -1,0 +1,188 @@
+// The MAC unit's 2-D convolution mode (NACC_SPEC §1-§2), bit-exact to TFLite's
+// reference_integer_ops::ConvPerChannel: a plain reference loop, and an AVX2
+// path that runs the convolution as an int8 GEMM over im2col rows
+// (x - input_zero_point sign-extended to int16, padding 0).
+// (Depthwise convolution is in depthwise.cc.)
+#include "device/units/conv.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "common/cpu.h"
+#include "common/error.h"
+#include "common/quant.h"
+#include "device/units/gemm_s8.h"
+#include "device/units/unit_checks.h"
+
+namespace nacc {
+
+int window_output_size(int in, int kernel, int stride, int pad_before, int pad_after) {
+  check_arg(in >= 1, "window_output_size: input size ", in, " must be >= 1");
+  check_arg(kernel >= 1, "window_output_size: kernel ", kernel, " must be >= 1");
+  check_arg(stride >= 1, "window_output_size: stride ", stride, " must be >= 1");
+  check_arg(pad_before >= 0 && pad_after >= 0, "window_output_size: padding ", pad_before, "/",
+            pad_after, " must be >= 0");
+  const int64_t padded = int64_t{in} + pad_before + pad_after;
+  check_arg(padded >= kernel, "window_output_size: kernel ", kernel,
+            " larger than the padded input ", padded, " (input ", in, " + padding ", pad_before,
+            " + ", pad_after, ")");
+  return static_cast<int>((padded - kernel) / stride + 1);
+}
+
+namespace {
+
+constexpr const char* kOp = "conv2d_s8";
+
+// The GEMM view of one convolution: rows are output pixels (M = OH * OW), the
+// reduction runs over a filter window in [KH][KW][C_in] order (K), columns are
+// output channels (N = C_out).
+struct ConvGeometry {
+  int in_h, in_w, in_c;
+  int kernel_h, kernel_w;
+  int out_h, out_w, out_c;
+  WindowParams window;
+  int k() const { return kernel_h * kernel_w * in_c; }
+};
+
+void validate(const WindowParams& window, int32_t input_zero_point, const OutputStage& out_stage,
+              const Shape4& input_shape, const int8_t* input, const Shape4& filter_shape,
+              const int8_t* filter, const Shape4& output_shape, int8_t* output) {
+  detail::check_not_null(kOp, "input", input);
+  detail::check_not_null(kOp, "filter", filter);
+  detail::check_not_null(kOp, "output", output);
+  detail::check_feature_map(kOp, "input", input_shape);
+  detail::check_feature_map_extent(kOp, "output", "channels", filter_shape.n);
+  check_arg(filter_shape.c == input_shape.c, kOp, ": filter ", filter_shape.str(), " has ",
+            filter_shape.c, " input channels, input ", input_shape.str(), " has ", input_shape.c);
+  detail::check_window(kOp, window, filter_shape.h, filter_shape.w);
+  detail::check_zero_point(kOp, "input_zero_point", input_zero_point,
+                           "NACC_FM_OFFSET.IN_FM_OFFSET");
+  detail::check_output_stage(kOp, out_stage, filter_shape.n);
+  const Shape4 expected = detail::window_output_shape(kOp, input_shape, filter_shape.h,
+                                                      filter_shape.w, window, filter_shape.n);
+  check_arg(int64_t{expected.h} * expected.w <= 0x7fffffff, kOp, ": output ", expected.str(),
+            " has more than 2^31 - 1 pixels");
+  check_arg(output_shape == expected, kOp, ": output shape ", output_shape.str(),
+            " does not match input ", input_shape.str(), ", filter ", filter_shape.str(),
+            ", stride ", window.stride_h, "x", window.stride_w, " and padding (", window.pad_top,
+            ",", window.pad_bottom, ",", window.pad_left, ",", window.pad_right, "): expected ",
+            expected.str());
+}
+
+// Reference: TFLite ConvPerChannel, loop for loop. Padded positions are
+// skipped (they would contribute (zp - zp) * w = 0). The int64 sum wraps to
+// int32 at the end, equal to TFLite's int32 accumulator modulo 2^32.
+void conv_reference(const ConvGeometry& g, int32_t input_zero_point, const OutputStage& os,
+                    const int8_t* input, const int8_t* filter, const int32_t* bias,
+                    int8_t* output) {
+  for (int oy = 0; oy < g.out_h; ++oy) {
+    const int iy0 = oy * g.window.stride_h - g.window.pad_top;
+    for (int ox = 0; ox < g.out_w; ++ox) {
+      const int ix0 = ox * g.window.stride_w - g.window.pad_left;
+      for (int oc = 0; oc < g.out_c; ++oc) {
+        int64_t acc = 0;
+        for (int ky = 0; ky < g.kernel_h; ++ky) {
+          const int iy = iy0 + ky;
+          if (iy < 0 || iy >= g.in_h) continue;
+          for (int kx = 0; kx < g.kernel_w; ++kx) {
+            const int ix = ix0 + kx;
+            if (ix < 0 || ix >= g.in_w) continue;
+            const int8_t* x = input + (static_cast<int64_t>(iy) * g.in_w + ix) * g.in_c;
+            const int8_t* w =
+                filter + ((static_cast<int64_t>(oc) * g.kernel_h + ky) * g.kernel_w + kx) * g.in_c;
+            for (int ic = 0; ic < g.in_c; ++ic) {
+              acc += int64_t{w[ic]} * (int64_t{x[ic]} - input_zero_point);
+            }
+          }
+        }
+        if (bias != nullptr) acc += bias[oc];
+        const int32_t acc32 = static_cast<int32_t>(static_cast<uint32_t>(acc));
+        const int32_t scaled =
+            multiply_by_quantized_multiplier(acc32, os.multiplier[oc], os.shift[oc]);
+        output[(static_cast<int64_t>(oy) * g.out_w + ox) * g.out_c + oc] =
+            saturate_to_int8(wrapping_add(scaled, os.output_zero_point), os.act_min, os.act_max);
+      }
+    }
+  }
+}
+
+// im2col: output pixels [m0, m0 + rows) as int16 rows of the K values
+// x - input_zero_point over the filter window ([KH][KW][C_in] order, K rounded
+// up to even with a 0). Padded positions hold the input zero point, i.e. 0 here.
+void im2col_rows(const ConvGeometry& g, const int8_t* input, int32_t zero_point, int kp, int m0,
+                 int rows, int16_t* panel) {
+  const int segment = g.kernel_w * g.in_c;  // one filter row of the window
+  const WindowParams& w = g.window;
+  if (g.kernel_h == 1 && g.kernel_w == 1 && w.stride_h == 1 && w.stride_w == 1 &&
+      w.pad_top == 0 && w.pad_bottom == 0 && w.pad_left == 0 && w.pad_right == 0 && kp == g.k()) {
+    // Pointwise: the rows are consecutive input pixels, one contiguous block.
+    detail::widen_s8_avx2(input + static_cast<int64_t>(m0) * g.in_c, rows * g.in_c, zero_point,
+                          panel);
+    return;
+  }
+  for (int r = 0; r < rows; ++r) {
+    const int m = m0 + r;
+    const int oy = m / g.out_w;
+    const int ox = m % g.out_w;
+    const int iy0 = oy * g.window.stride_h - g.window.pad_top;
+    const int ix0 = ox * g.window.stride_w - g.window.pad_left;
+    // Filter columns [kx_lo, kx_hi) fall inside the image, contiguous in memory.
+    const int kx_lo = std::max(0, -ix0);
+    const int kx_hi = std::min(g.kernel_w, g.in_w - ix0);
+    int16_t* dst = panel + static_cast<std::ptrdiff_t>(r) * kp;
+    for (int ky = 0; ky < g.kernel_h; ++ky) {
+      int16_t* d = dst + ky * segment;
+      const int iy = iy0 + ky;
+      if (iy < 0 || iy >= g.in_h || kx_hi <= kx_lo) {
+        std::fill_n(d, segment, int16_t{0});
+        continue;
+      }
+      std::fill_n(d, kx_lo * g.in_c, int16_t{0});
+      detail::widen_s8_avx2(input + (static_cast<int64_t>(iy) * g.in_w + ix0 + kx_lo) * g.in_c,
+                            (kx_hi - kx_lo) * g.in_c, zero_point, d + kx_lo * g.in_c);
+      std::fill_n(d + kx_hi * g.in_c, (g.kernel_w - kx_hi) * g.in_c, int16_t{0});
+    }
+    if (kp > g.k()) dst[g.k()] = 0;
+  }
+}
+
+// AVX2: one GEMM of the im2col rows (x - input_zero_point) with the filter,
+// bias added in the epilogue.
+void conv_avx2(const ConvGeometry& g, int32_t input_zero_point, const OutputStage& os,
+               const int8_t* input, const int8_t* filter, const int32_t* bias, int8_t* output) {
+  const int k = g.k();
+  const detail::PackedB packed(filter, g.out_c, k, k, 1);
+  detail::Requantize rq;
+  rq.multiplier = os.multiplier;
+  rq.shift = os.shift;
+  rq.output_zero_point = os.output_zero_point;
+  rq.act_min = os.act_min;
+  rq.act_max = os.act_max;
+  const int kp = packed.kp();
+  detail::gemm_s8_avx2(
+      g.out_h * g.out_w, packed,
+      [&](int m0, int rows, int16_t* panel) {
+        im2col_rows(g, input, input_zero_point, kp, m0, rows, panel);
+      },
+      bias, rq, output, g.out_c);
+}
+
+}  // namespace
+
+void conv2d_s8(const WindowParams& window, int32_t input_zero_point, const OutputStage& out_stage,
+               const Shape4& input_shape, const int8_t* input, const Shape4& filter_shape,
+               const int8_t* filter, const int32_t* bias, const Shape4& output_shape,
+               int8_t* output) {
+  validate(window, input_zero_point, out_stage, input_shape, input, filter_shape, filter,
+           output_shape, output);
+  const ConvGeometry g{input_shape.h,   input_shape.w,  input_shape.c,  filter_shape.h,
+                       filter_shape.w,  output_shape.h, output_shape.w, output_shape.c,
+                       window};
+  if (use_avx2()) {
+    conv_avx2(g, input_zero_point, out_stage, input, filter, bias, output);
+  } else {
+    conv_reference(g, input_zero_point, out_stage, input, filter, bias, output);
+  }
+}
+
+}  // namespace nacc

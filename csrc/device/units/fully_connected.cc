@@ -1,0 +1,162 @@
+// The MAC unit's fully-connected and matrix-multiply modes (NACC_SPEC §1),
+// bit-exact to TFLite's reference FULLY_CONNECTED and BATCH_MATMUL int8
+// kernels: plain reference loops, and AVX2 paths on the shared int8 GEMM.
+#include "device/units/fully_connected.h"
+
+#include <cmath>
+#include <vector>
+
+#include "common/cpu.h"
+#include "common/error.h"
+#include "common/quant.h"
+#include "device/units/gemm_s8.h"
+#include "device/units/unit_checks.h"
+
+namespace nacc {
+
+namespace {
+
+// Below this many rows the weights are used too few times to repay packing
+// them; the unpacked dot-product kernel is faster.
+constexpr int kFullyConnectedPackRows = 32;
+
+detail::Requantize requantize_params(const OutputStage& os, const double* effective_scale) {
+  detail::Requantize rq;
+  if (effective_scale != nullptr) {
+    rq.scale = effective_scale;
+  } else {
+    rq.multiplier = os.multiplier;
+    rq.shift = os.shift;
+  }
+  rq.output_zero_point = os.output_zero_point;
+  rq.act_min = os.act_min;
+  rq.act_max = os.act_max;
+  return rq;
+}
+
+int32_t requantize_one(int32_t acc, int channel, const OutputStage& os,
+                       const double* effective_scale) {
+  const int32_t scaled =
+      effective_scale != nullptr
+          ? multiply_by_real_scale(acc, effective_scale[channel])
+          : multiply_by_quantized_multiplier(acc, os.multiplier[channel], os.shift[channel]);
+  return saturate_to_int8(wrapping_add(scaled, os.output_zero_point), os.act_min, os.act_max);
+}
+
+void check_matrix_output_stage(const char* op, const OutputStage& os, int n,
+                               const double* effective_scale) {
+  if (effective_scale == nullptr) {
+    detail::check_output_stage(op, os, n);
+    return;
+  }
+  // Real-scale mode: multiplier/shift are not used; check the rest.
+  OutputStage rest = os;
+  const std::vector<int32_t> unused(n, 0);
+  rest.multiplier = unused.data();
+  rest.shift = unused.data();
+  detail::check_output_stage(op, rest, n);
+  for (int c = 0; c < n; ++c) {
+    check_arg(std::isfinite(effective_scale[c]) && effective_scale[c] >= 0.0, op,
+              ": effective_scale[", c, "] ", effective_scale[c], " must be finite and >= 0");
+  }
+}
+
+}  // namespace
+
+void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, int m, int k, int n,
+                        const int8_t* input, const int8_t* weights, const int32_t* bias,
+                        int8_t* output, const double* effective_scale) {
+  constexpr const char* kOp = "fully_connected_s8";
+  detail::check_extent(kOp, "m (rows)", m);
+  detail::check_extent(kOp, "k (input depth)", k);
+  detail::check_extent(kOp, "n (output units)", n);
+  detail::check_not_null(kOp, "input", input);
+  detail::check_not_null(kOp, "weights", weights);
+  detail::check_not_null(kOp, "output", output);
+  detail::check_zero_point(kOp, "input_zero_point", input_zero_point);
+  check_matrix_output_stage(kOp, out_stage, n, effective_scale);
+
+  if (!use_avx2()) {
+    // Reference: TFLite FullyConnected / FullyConnectedPerChannel (weights zero point 0).
+    for (int row = 0; row < m; ++row) {
+      const int8_t* x = input + static_cast<int64_t>(row) * k;
+      for (int col = 0; col < n; ++col) {
+        const int8_t* w = weights + static_cast<int64_t>(col) * k;
+        int64_t acc = 0;
+        for (int i = 0; i < k; ++i) acc += int64_t{w[i]} * (int64_t{x[i]} - input_zero_point);
+        if (bias != nullptr) acc += bias[col];
+        output[static_cast<int64_t>(row) * n + col] = static_cast<int8_t>(requantize_one(
+            static_cast<int32_t>(static_cast<uint32_t>(acc)), col, out_stage, effective_scale));
+      }
+    }
+    return;
+  }
+
+  // AVX2: sum_k (x - input_zero_point) * w on int16 operands, bias in the epilogue.
+  const detail::Requantize rq = requantize_params(out_stage, effective_scale);
+  if (m < kFullyConnectedPackRows) {
+    detail::gemv_s8_avx2(m, n, k, input, input_zero_point, weights, bias, rq, output);
+    return;
+  }
+  const detail::PackedB packed(weights, n, k, k, 1);
+  const int kp = packed.kp();
+  detail::gemm_s8_avx2(
+      m, packed,
+      [&](int m0, int rows, int16_t* panel) {
+        for (int r = 0; r < rows; ++r) {
+          int16_t* dst = panel + static_cast<std::ptrdiff_t>(r) * kp;
+          detail::widen_s8_avx2(input + static_cast<int64_t>(m0 + r) * k, k, input_zero_point,
+                                dst);
+          if (kp > k) dst[k] = 0;
+        }
+      },
+      bias, rq, output, n);
+}
+
+void matmul_s8(int32_t a_zero_point, int32_t b_zero_point, const OutputStage& out_stage, int m,
+               int k, int n, const int8_t* a, const int8_t* b, int8_t* output) {
+  constexpr const char* kOp = "matmul_s8";
+  detail::check_extent(kOp, "m (rows of a)", m);
+  detail::check_extent(kOp, "k (columns of a, rows of b)", k);
+  detail::check_extent(kOp, "n (columns of b)", n);
+  detail::check_not_null(kOp, "a", a);
+  detail::check_not_null(kOp, "b", b);
+  detail::check_not_null(kOp, "output", output);
+  detail::check_zero_point(kOp, "a_zero_point", a_zero_point);
+  detail::check_zero_point(kOp, "b_zero_point", b_zero_point);
+  detail::check_output_stage(kOp, out_stage, n);
+
+  if (!use_avx2()) {
+    // Reference: TFLite BatchMatMul<int8_t, int32_t> for one batch.
+    for (int row = 0; row < m; ++row) {
+      for (int col = 0; col < n; ++col) {
+        int64_t acc = 0;
+        for (int i = 0; i < k; ++i) {
+          const int64_t av = a[static_cast<int64_t>(row) * k + i];
+          const int64_t bv = b[static_cast<int64_t>(i) * n + col];
+          acc += (av - a_zero_point) * (bv - b_zero_point);
+        }
+        output[static_cast<int64_t>(row) * n + col] = static_cast<int8_t>(
+            requantize_one(static_cast<int32_t>(static_cast<uint32_t>(acc)), col, out_stage,
+                           nullptr));
+      }
+    }
+    return;
+  }
+
+  // AVX2: both operands enter the GEMM with their zero points subtracted.
+  const detail::PackedB packed(b, n, k, 1, n, b_zero_point);
+  const int kp = packed.kp();
+  detail::gemm_s8_avx2(
+      m, packed,
+      [&](int m0, int rows, int16_t* panel) {
+        for (int r = 0; r < rows; ++r) {
+          int16_t* dst = panel + static_cast<std::ptrdiff_t>(r) * kp;
+          detail::widen_s8_avx2(a + static_cast<int64_t>(m0 + r) * k, k, a_zero_point, dst);
+          if (kp > k) dst[k] = 0;
+        }
+      },
+      nullptr, requantize_params(out_stage, nullptr), output, n);
+}
+
+}  // namespace nacc

@@ -1,0 +1,350 @@
+// The MAC unit's AVX2 int8 GEMM and GEMV with fused requantization (see
+// gemm_s8.h). The plain reference loops live beside each caller (conv.cc,
+// fully_connected.cc); tests check every result of this file against them and
+// against TFLite.
+#include "device/units/gemm_s8.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#define NACC_AVX2 NACC_AVX2_TARGET
+
+namespace nacc::detail {
+
+namespace {
+
+constexpr int kTileRows = 4;   // rows of A per micro-tile
+constexpr int kTileCols = 16;  // columns of B per micro-tile (two 8-lane int32 vectors)
+constexpr size_t kPanelBytes = 96 * 1024;  // A panel kept in L2 while the weights sweep it
+
+// Per-column requantization parameters of one 16-column block, as vectors,
+// with the per-channel constants of RoundingDivideByPOT precomputed.
+struct BlockParams {
+  __m256i col_offset[2];
+  __m256i multiplier[2], multiplier_odd[2];  // multiplier_odd: odd lanes moved to even
+  __m256i left_shift[2], right_shift[2];
+  __m256i remainder_mask[2], half_mask[2];  // (1 << right_shift) - 1 and its half
+  __m256d scale[4];
+  bool any_left_shift = false;
+};
+
+// Per-column parameter arrays padded to a multiple of 16 columns, so a block
+// load never reads past the end.
+struct PaddedParams {
+  std::vector<int32_t> col_offset, multiplier, left_shift, right_shift, remainder_mask;
+  std::vector<double> scale;
+  std::vector<char> block_left_shift;  // per block: some column shifts left
+  bool real_scale = false;
+
+  PaddedParams(int n, const int32_t* col_off, const Requantize& rq) {
+    const int np = (n + kTileCols - 1) / kTileCols * kTileCols;
+    col_offset.assign(np, 0);
+    if (col_off != nullptr) std::copy(col_off, col_off + n, col_offset.begin());
+    real_scale = rq.scale != nullptr;
+    block_left_shift.assign(np / kTileCols, 0);
+    if (real_scale) {
+      scale.assign(np, 0.0);
+      std::copy(rq.scale, rq.scale + n, scale.begin());
+      return;
+    }
+    multiplier.assign(np, 0);
+    left_shift.assign(np, 0);
+    right_shift.assign(np, 0);
+    remainder_mask.assign(np, 0);
+    for (int c = 0; c < n; ++c) {
+      multiplier[c] = rq.multiplier[c];
+      left_shift[c] = rq.shift[c] > 0 ? rq.shift[c] : 0;
+      right_shift[c] = rq.shift[c] > 0 ? 0 : -rq.shift[c];
+      remainder_mask[c] = static_cast<int32_t>((int64_t{1} << right_shift[c]) - 1);
+      if (left_shift[c] > 0) block_left_shift[c / kTileCols] = 1;
+    }
+  }
+};
+
+NACC_AVX2 inline __m256i load8(const int32_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// Lanes [n0, n0 + 16) of the padded parameters.
+NACC_AVX2 inline BlockParams load_block(const PaddedParams& p, int n0) {
+  BlockParams b;
+  for (int h = 0; h < 2; ++h) {
+    b.col_offset[h] = load8(p.col_offset.data() + n0 + 8 * h);
+    if (p.real_scale) {
+      b.scale[2 * h] = _mm256_loadu_pd(p.scale.data() + n0 + 8 * h);
+      b.scale[2 * h + 1] = _mm256_loadu_pd(p.scale.data() + n0 + 8 * h + 4);
+    } else {
+      b.multiplier[h] = load8(p.multiplier.data() + n0 + 8 * h);
+      b.multiplier_odd[h] = _mm256_srli_epi64(b.multiplier[h], 32);
+      b.left_shift[h] = load8(p.left_shift.data() + n0 + 8 * h);
+      b.right_shift[h] = load8(p.right_shift.data() + n0 + 8 * h);
+      b.remainder_mask[h] = load8(p.remainder_mask.data() + n0 + 8 * h);
+      b.half_mask[h] = _mm256_srli_epi32(b.remainder_mask[h], 1);
+    }
+  }
+  b.any_left_shift = !p.real_scale && p.block_left_shift[n0 / kTileCols];
+  return b;
+}
+
+// MultiplyByQuantizedMultiplier on 8 lanes of block half h (multiplier >= 0,
+// so the saturating case of SaturatingRoundingDoublingHighMul cannot occur).
+// The high-mul's "(ab + nudge) / 2^31 truncated" equals floor((ab + 2^30) / 2^31)
+// for either sign of ab, and its int32 result is bits 31..62 of the 64-bit sum.
+NACC_AVX2 inline __m256i multiply_by_quantized_multiplier8(__m256i x, const BlockParams& b,
+                                                           int h) {
+  const __m256i half = _mm256_set1_epi64x(int64_t{1} << 30);
+  if (b.any_left_shift) {
+    x = _mm256_sllv_epi32(x, b.left_shift[h]);  // wraps, as TFLite's x * (1 << shift)
+  }
+  __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, b.multiplier[h]), half);
+  __m256i odd =
+      _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), b.multiplier_odd[h]), half);
+  even = _mm256_srli_epi64(even, 31);  // bits 31..62 -> low dword
+  odd = _mm256_slli_epi64(odd, 1);     // bits 31..62 -> high dword
+  const __m256i high = _mm256_blend_epi32(even, odd, 0xAA);
+  // RoundingDivideByPOT with a per-lane exponent: + 1 when the remainder
+  // exceeds half the divisor (half + 1 for negative values). The compares
+  // give -1 for true, so the threshold and result subtract them.
+  const __m256i remainder = _mm256_and_si256(high, b.remainder_mask[h]);
+  const __m256i negative = _mm256_cmpgt_epi32(_mm256_setzero_si256(), high);
+  const __m256i threshold = _mm256_sub_epi32(b.half_mask[h], negative);
+  const __m256i round_up = _mm256_cmpgt_epi32(remainder, threshold);
+  return _mm256_sub_epi32(_mm256_srav_epi32(high, b.right_shift[h]), round_up);
+}
+
+// std::round (half away from zero) on 4 doubles, exactly: x - trunc(x) is exact.
+NACC_AVX2 inline __m256d round_half_away4(__m256d x) {
+  const __m256d t = _mm256_round_pd(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m256d frac = _mm256_sub_pd(x, t);
+  const __m256d one = _mm256_set1_pd(1.0);
+  const __m256d up = _mm256_and_pd(_mm256_cmp_pd(frac, _mm256_set1_pd(0.5), _CMP_GE_OQ), one);
+  const __m256d down = _mm256_and_pd(_mm256_cmp_pd(frac, _mm256_set1_pd(-0.5), _CMP_LE_OQ), one);
+  return _mm256_sub_pd(_mm256_add_pd(t, up), down);
+}
+
+// multiply_by_real_scale on 8 lanes; cvttpd2dq gives INT32_MIN out of range,
+// like the scalar cvttsd2si TFLite's cast compiles to.
+NACC_AVX2 inline __m256i multiply_by_real_scale8(__m256i x, __m256d scale_lo, __m256d scale_hi) {
+  const __m256d lo = _mm256_cvtepi32_pd(_mm256_castsi256_si128(x));
+  const __m256d hi = _mm256_cvtepi32_pd(_mm256_extracti128_si256(x, 1));
+  const __m128i qlo = _mm256_cvttpd_epi32(round_half_away4(_mm256_mul_pd(lo, scale_lo)));
+  const __m128i qhi = _mm256_cvttpd_epi32(round_half_away4(_mm256_mul_pd(hi, scale_hi)));
+  return _mm256_set_m128i(qhi, qlo);
+}
+
+// Requantizes 8 accumulators of lanes [8h, 8h + 8) of a block; result in [act_min, act_max].
+NACC_AVX2 inline __m256i requantize8(__m256i acc, const BlockParams& b, int h, bool real_scale,
+                                     __m256i zero_point, __m256i act_min, __m256i act_max) {
+  acc = _mm256_add_epi32(acc, b.col_offset[h]);
+  const __m256i q =
+      real_scale ? multiply_by_real_scale8(acc, b.scale[2 * h], b.scale[2 * h + 1])
+                 : multiply_by_quantized_multiplier8(acc, b, h);
+  return _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(q, zero_point), act_min), act_max);
+}
+
+// Two vectors of 8 int32 in [-128, 127] -> 16 int8 in lane order.
+NACC_AVX2 inline __m128i narrow16(__m256i v0, __m256i v1) {
+  __m256i p = _mm256_packs_epi32(v0, v1);  // [v0 0-3, v1 0-3 | v0 4-7, v1 4-7]
+  p = _mm256_permute4x64_epi64(p, 0xD8);   // [v0 0-3, v0 4-7 | v1 0-3, v1 4-7]
+  return _mm_packs_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+}
+
+NACC_AVX2 inline void store_partial(int8_t* dst, __m128i v, int count) {
+  if (count == 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), v);
+  } else {
+    alignas(16) int8_t tmp[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(tmp), v);
+    std::memcpy(dst, tmp, static_cast<size_t>(count));
+  }
+}
+
+// Requantizes one row of a micro-tile (16 accumulators) and stores `cols` bytes.
+NACC_AVX2 inline void store_row(__m256i v0, __m256i v1, const BlockParams& params,
+                                bool real_scale, __m256i zero_point, __m256i act_min,
+                                __m256i act_max, int8_t* dst, int cols) {
+  v0 = requantize8(v0, params, 0, real_scale, zero_point, act_min, act_max);
+  v1 = requantize8(v1, params, 1, real_scale, zero_point, act_min, act_max);
+  store_partial(dst, narrow16(v0, v1), cols);
+}
+
+NACC_AVX2 inline __m256i broadcast_pair(const int16_t* p) {
+  int32_t pair;  // A(r, k) and A(r, k + 1)
+  std::memcpy(&pair, p, sizeof(pair));
+  return _mm256_set1_epi32(pair);
+}
+
+// One micro-tile: 4 rows of the A panel (row stride kp) times one packed
+// 16-column block of B, accumulators in named registers (8 of the 16 ymm),
+// then the epilogue for the first `rows` rows into `out`.
+NACC_AVX2 void tile4x16(const int16_t* a, int kp, const int16_t* b_block,
+                        const BlockParams& params, bool real_scale, __m256i zero_point,
+                        __m256i act_min, __m256i act_max, int8_t* out,
+                        std::ptrdiff_t out_row_stride, int rows, int cols) {
+  __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00;
+  __m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+  const int16_t* a0 = a;
+  const int16_t* a1 = a0 + kp;
+  const int16_t* a2 = a1 + kp;
+  const int16_t* a3 = a2 + kp;
+  const int pairs = kp / 2;
+  for (int kk = 0; kk < pairs; ++kk) {
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b_block + 32 * kk));
+    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b_block + 32 * kk + 16));
+    __m256i x = broadcast_pair(a0 + 2 * kk);
+    c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(x, w0));
+    c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(x, w1));
+    x = broadcast_pair(a1 + 2 * kk);
+    c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(x, w0));
+    c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(x, w1));
+    x = broadcast_pair(a2 + 2 * kk);
+    c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(x, w0));
+    c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(x, w1));
+    x = broadcast_pair(a3 + 2 * kk);
+    c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(x, w0));
+    c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(x, w1));
+  }
+  store_row(c00, c01, params, real_scale, zero_point, act_min, act_max, out, cols);
+  if (rows > 1) {
+    store_row(c10, c11, params, real_scale, zero_point, act_min, act_max, out + out_row_stride,
+              cols);
+  }
+  if (rows > 2) {
+    store_row(c20, c21, params, real_scale, zero_point, act_min, act_max,
+              out + 2 * out_row_stride, cols);
+  }
+  if (rows > 3) {
+    store_row(c30, c31, params, real_scale, zero_point, act_min, act_max,
+              out + 3 * out_row_stride, cols);
+  }
+}
+
+// Lane j of the result = the sum of the 8 lanes of acc[j].
+NACC_AVX2 inline __m256i horizontal_sums8(const __m256i acc[8]) {
+  const __m256i h01 = _mm256_hadd_epi32(acc[0], acc[1]);
+  const __m256i h23 = _mm256_hadd_epi32(acc[2], acc[3]);
+  const __m256i h45 = _mm256_hadd_epi32(acc[4], acc[5]);
+  const __m256i h67 = _mm256_hadd_epi32(acc[6], acc[7]);
+  const __m256i h0123 = _mm256_hadd_epi32(h01, h23);
+  const __m256i h4567 = _mm256_hadd_epi32(h45, h67);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
+                          _mm256_permute2x128_si256(h0123, h4567, 0x31));
+}
+
+}  // namespace
+
+PackedB::PackedB(const int8_t* b, int n, int k, std::ptrdiff_t n_stride, std::ptrdiff_t k_stride,
+                 int32_t zero_point)
+    : n_(n), k_(k), kp_((k + 1) / 2 * 2) {
+  const int pairs = kp_ / 2;
+  data_.assign(static_cast<size_t>(blocks()) * kp_ * kTileCols, 0);
+  for (int col = 0; col < n; ++col) {
+    int16_t* dst = data_.data() + static_cast<size_t>(col / kTileCols) * kp_ * kTileCols +
+                   (col % kTileCols) * 2;
+    const int8_t* src = b + col * n_stride;
+    for (int kk = 0; kk < pairs; ++kk) {
+      dst[32 * kk] = static_cast<int16_t>(src[(2 * kk) * k_stride] - zero_point);
+      if (2 * kk + 1 < k) {
+        dst[32 * kk + 1] = static_cast<int16_t>(src[(2 * kk + 1) * k_stride] - zero_point);
+      }
+    }
+  }
+}
+
+NACC_AVX2 void widen_s8_avx2(const int8_t* src, int count, int32_t offset, int16_t* dst) {
+  const __m256i off = _mm256_set1_epi16(static_cast<int16_t>(offset));
+  int i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm256_sub_epi16(_mm256_cvtepi8_epi16(v), off));
+  }
+  for (; i < count; ++i) dst[i] = static_cast<int16_t>(src[i] - offset);
+}
+
+NACC_AVX2 void gemm_s8_avx2(int m, const PackedB& b, const FillRows& fill_rows,
+                            const int32_t* col_offset, const Requantize& rq, int8_t* out,
+                            std::ptrdiff_t out_row_stride) {
+  const int n = b.n();
+  const int kp = b.kp();
+  const PaddedParams padded(n, col_offset, rq);
+  const __m256i zero_point = _mm256_set1_epi32(rq.output_zero_point);
+  const __m256i act_min = _mm256_set1_epi32(rq.act_min);
+  const __m256i act_max = _mm256_set1_epi32(rq.act_max);
+
+  int panel_rows = static_cast<int>(kPanelBytes / (sizeof(int16_t) * kp));
+  panel_rows = std::max(kTileRows, std::min(256, panel_rows / kTileRows * kTileRows));
+  std::vector<int16_t> panel(static_cast<size_t>(panel_rows) * kp);
+
+  for (int m0 = 0; m0 < m; m0 += panel_rows) {
+    const int rows = std::min(panel_rows, m - m0);
+    fill_rows(m0, rows, panel.data());
+    for (int nb = 0; nb < b.blocks(); ++nb) {
+      const int n0 = nb * kTileCols;
+      const int cols = std::min(kTileCols, n - n0);
+      const BlockParams params = load_block(padded, n0);
+      const int16_t* b_block = b.block(nb);
+      // The panel holds whole tiles of rows; rows past `rows` hold stale data
+      // whose results are not stored.
+      for (int r = 0; r < rows; r += kTileRows) {
+        tile4x16(panel.data() + static_cast<size_t>(r) * kp, kp, b_block, params,
+                 padded.real_scale, zero_point, act_min, act_max,
+                 out + (m0 + r) * out_row_stride + n0, out_row_stride,
+                 std::min(kTileRows, rows - r), cols);
+      }
+    }
+  }
+}
+
+NACC_AVX2 void gemv_s8_avx2(int m, int n, int k, const int8_t* a, int32_t a_zero_point,
+                            const int8_t* b, const int32_t* col_offset, const Requantize& rq,
+                            int8_t* out) {
+  const PaddedParams padded(n, col_offset, rq);
+  const __m256i zero_point = _mm256_set1_epi32(rq.output_zero_point);
+  const __m256i act_min = _mm256_set1_epi32(rq.act_min);
+  const __m256i act_max = _mm256_set1_epi32(rq.act_max);
+  const std::vector<int8_t> zero_row(k, 0);  // stands in for columns past N
+  const int k16 = k / 16 * 16;
+  std::vector<int16_t> a16(k);  // one row of A - a_zero_point
+
+  for (int row = 0; row < m; ++row) {
+    widen_s8_avx2(a + static_cast<std::ptrdiff_t>(row) * k, k, a_zero_point, a16.data());
+    for (int n0 = 0; n0 < n; n0 += kTileCols) {
+      const BlockParams params = load_block(padded, n0);
+      __m256i result[2];
+      for (int h = 0; h < 2; ++h) {
+        const int8_t* w[8];
+        for (int j = 0; j < 8; ++j) {
+          const int col = n0 + 8 * h + j;
+          w[j] = col < n ? b + static_cast<std::ptrdiff_t>(col) * k : zero_row.data();
+        }
+        __m256i acc[8];
+        for (int j = 0; j < 8; ++j) acc[j] = _mm256_setzero_si256();
+        for (int i = 0; i < k16; i += 16) {
+          const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a16.data() + i));
+#pragma GCC unroll 8
+          for (int j = 0; j < 8; ++j) {
+            const __m256i wv =
+                _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[j] + i)));
+            acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(av, wv));
+          }
+        }
+        __m256i sums = horizontal_sums8(acc);
+        if (k16 < k) {  // the last k % 16 terms (each |term| <= 255 * 128)
+          alignas(32) int32_t tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+          for (int j = 0; j < 8; ++j) {
+            for (int i = k16; i < k; ++i) tail[j] += a16[i] * w[j][i];
+          }
+          sums = _mm256_add_epi32(sums, _mm256_load_si256(reinterpret_cast<const __m256i*>(tail)));
+        }
+        result[h] = requantize8(sums, params, h, padded.real_scale, zero_point, act_min, act_max);
+      }
+      store_partial(out + static_cast<std::ptrdiff_t>(row) * n + n0, narrow16(result[0], result[1]),
+                    std::min(kTileCols, n - n0));
+    }
+  }
+}
+
+}  // namespace nacc::detail
