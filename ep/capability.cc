@@ -99,7 +99,8 @@ std::string CapabilityPlan::to_json(const OnnxGraph& g) const {
   return s;
 }
 
-CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config) {
+CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config,
+                               const std::map<int, std::string>& declined) {
   CapabilityPlan plan;
   plan.graph_name = g.name;
   plan.total_nodes = static_cast<int>(g.nodes.size());
@@ -127,6 +128,9 @@ CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config) {
       if (owner[n] >= 0 && unit_reason[u].empty()) {
         unit_reason[u] = str_cat(g.nodes[n].label(), " also belongs to another node unit");
       }
+    }
+    if (auto it = declined.find(unit.target); it != declined.end() && unit_reason[u].empty()) {
+      unit_reason[u] = it->second;
     }
     if (!unit_reason[u].empty()) continue;
     IrBuilder solo(g, config);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,10 @@ struct CapabilityPlan {
   std::string to_json(const OnnxGraph& g) const;
 };
 
-CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config);
+// `declined`: unit target node -> reason, for units already known not to run
+// (e.g. the compiler rejected them); they stay on the host with that reason.
+CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config,
+                               const std::map<int, std::string>& declined = {});
 
 }  // namespace nacc::ep
 

@@ -171,41 +171,52 @@ std::shared_ptr<const PartitionBlob> NaccEp::compiled(const PartitionIr& ir, boo
   return blob;
 }
 
+std::optional<std::string> NaccEp::try_compile(const OnnxGraph& g, const std::vector<int>& nodes) {
+  try {
+    const PartitionIr ir = build_partition(g, nodes, config_);
+    bool now = false;
+    compiled(ir, &now);
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    return std::string(e.what());
+  }
+}
+
 void NaccEp::get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
   const OnnxGraph g = OnnxGraph::read(api_, graph);
-  CapabilityPlan plan = plan_capability(g, config_);
 
-  // Compile each planned partition now: a partition the compiler rejects
-  // stays on the host with the compiler's reason instead of failing the
-  // session later (STYLE.md rule 2). Compile() then finds it in the cache.
-  std::vector<std::string> compile_notes;
-  std::vector<PlannedPartition> kept;
-  for (PlannedPartition& p : plan.partitions) {
-    const bool context_node = p.units.empty();
-    if (context_node) {
-      kept.push_back(std::move(p));
-      continue;
+  // Compile each planned partition now: what the compiler rejects stays on
+  // the host with the compiler's reason instead of failing the session later
+  // (STYLE.md rule 2), and Compile() then finds the Program in the cache.
+  // A partition that fails is retried unit by unit; the units that fail
+  // alone are declined and the graph is planned again without them.
+  std::map<int, std::string> rejected;  // unit target -> compiler's reason
+  CapabilityPlan plan;
+  constexpr int kMaxReplans = 8;
+  for (int attempt = 0;; ++attempt) {
+    plan = plan_capability(g, config_, rejected);
+    bool changed = false;
+    for (const PlannedPartition& p : plan.partitions) {
+      if (p.units.empty()) continue;  // an EPContext node
+      if (auto why = try_compile(g, p.nodes)) {
+        bool found = false;
+        for (int u : p.units) {
+          const NodeUnit& unit = plan.units[u];
+          if (auto alone = try_compile(g, unit.nodes)) {
+            rejected[unit.target] = str_cat("the compiler rejects it: ", *alone);
+            found = true;
+          }
+        }
+        if (!found) {  // only the combination fails: keep the whole partition home
+          for (int u : p.units) {
+            rejected[plan.units[u].target] = str_cat("its partition does not compile: ", *why);
+          }
+        }
+        changed = true;
+      }
     }
-    std::string why;
-    try {
-      const PartitionIr ir = build_partition(g, p.nodes, config_);
-      bool now = false;
-      compiled(ir, &now);
-    } catch (const std::exception& e) {
-      why = e.what();
-    }
-    if (why.empty()) {
-      kept.push_back(std::move(p));
-      continue;
-    }
-    for (int n : p.nodes) {
-      plan.host_nodes.push_back({n, str_cat("its partition does not compile: ", why), true});
-    }
-    compile_notes.push_back(why);
+    if (!changed || attempt == kMaxReplans) break;
   }
-  plan.partitions = std::move(kept);
-  std::sort(plan.host_nodes.begin(), plan.host_nodes.end(),
-            [](const HostNode& a, const HostNode& b) { return a.node < b.node; });
 
   // fallback=error: any host node other than the float <-> int8 boundary
   // conversions fails the session (at Compile, or at the first Run).

@@ -7,12 +7,15 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <vector>
 #include <set>
 #include <string>
 
 #include "ep/backend.h"
 #include "ep/config.h"
 #include "ep/kernel.h"
+#include "ep/onnx_graph.h"
 #include "ep/ort_api.h"
 
 namespace nacc::ep {
@@ -47,6 +50,8 @@ class NaccEp : public OrtEp {
                                                  OrtNode** ep_context_node);
   // The compiled blob of a partition: process cache, then cache_dir, then the compiler.
   std::shared_ptr<const PartitionBlob> compiled(const struct PartitionIr& ir, bool* compiled_now);
+  // nullopt when the partition of `nodes` compiles (the Program is then cached), else why not.
+  std::optional<std::string> try_compile(const OnnxGraph& g, const std::vector<int>& nodes);
   void fail_if_fallback_error() const;
 
   const Api& api_;
