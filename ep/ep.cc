@@ -152,7 +152,7 @@ void NaccEp::fail_if_fallback_error() const {
 
 std::shared_ptr<const PartitionBlob> NaccEp::compiled(const PartitionIr& ir, bool* compiled_now) {
   *compiled_now = false;
-  const uint64_t key = fingerprint(ir.graph, config_);
+  const uint64_t key = fingerprint(ir.graph, ir.inputs, ir.outputs, config_);
   if (auto blob = memory_cache_get(key)) return blob;
   if (!config_.cache_dir.empty()) {
     if (auto blob = cache_load(config_.cache_dir, key)) {

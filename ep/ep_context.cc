@@ -174,8 +174,18 @@ OrtCompiledModelCompatibility check_compatibility(const std::string& info, const
   return OrtCompiledModelCompatibility_EP_UNSUPPORTED;
 }
 
-uint64_t fingerprint(const ir::Graph& g, const Config& config) {
+uint64_t fingerprint(const ir::Graph& g, const std::vector<IoBinding>& inputs,
+                     const std::vector<IoBinding>& outputs, const Config& config) {
   Fnv f;
+  for (const auto* list : {&inputs, &outputs}) {
+    f.pod(list->size());
+    for (const IoBinding& b : *list) {
+      f.str(b.name);
+      f.pod(b.elem_type);
+      f.pod(b.nchw);
+      for (int64_t d : b.onnx_shape) f.pod(d);
+    }
+  }
   f.str(kNaccVersion);
   f.pod(kFormatVersion);
   f.pod(config.cores);

@@ -41,9 +41,11 @@ std::string compatibility_string(const Config& config);
 // How a compatibility string from a compiled model fits this build + options.
 OrtCompiledModelCompatibility check_compatibility(const std::string& info, const Config& config);
 
-// Stable 64-bit fingerprint of an IR graph + hardware options (FNV-1a over a
+// Stable 64-bit fingerprint of an IR graph, its boundary and the hardware options (FNV-1a over a
 // canonical description), the cache_dir key.
-uint64_t fingerprint(const ir::Graph& graph, const Config& config);
+// The boundary bindings count: an int8 and a uint8 model can have the same IR.
+uint64_t fingerprint(const ir::Graph& graph, const std::vector<IoBinding>& inputs,
+                     const std::vector<IoBinding>& outputs, const Config& config);
 
 // cache_dir: the blob stored for `key`, or nullopt (missing or unreadable).
 std::optional<PartitionBlob> cache_load(const std::string& dir, uint64_t key);
