@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 
 #include "support/rules.h"
@@ -196,11 +198,26 @@ CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config,
   }
   const bool acyclic = static_cast<int>(order.size()) == n_groups;
 
+  // A partition under construction. Its builder sees only the partition's
+  // nodes as quantization sources (as Compile will), so an int8-form unit
+  // joins only a partition that holds the op defining its quantization.
   struct Part {
+    Part(const OnnxGraph& g, const Config& c) : builder(g, c), in_set(g.nodes.size(), false) {
+      builder.restrict_to(&in_set);
+    }
     std::vector<int> units;
     IrBuilder builder;
+    std::vector<bool> in_set;
+    std::optional<std::string> try_add(const NodeUnit& u) {
+      for (int n : u.nodes) in_set[n] = true;
+      auto why = builder.add_unit(u);
+      if (why) {
+        for (int n : u.nodes) in_set[n] = false;
+      }
+      return why;
+    }
   };
-  std::vector<Part> parts;
+  std::vector<std::unique_ptr<Part>> parts;
   std::vector<int> part_of(n_groups, -1);
   std::vector<std::set<int>> ext(n_groups);  // partitions reaching the group via a path that left them
   if (acyclic) {
@@ -218,18 +235,21 @@ CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config,
       if (u >= 0) {
         for (int c : candidates) {
           if (forbidden.count(c)) continue;
-          if (!parts[c].builder.add_unit(plan.units[u])) {
+          if (!parts[c]->try_add(plan.units[u])) {
             part_of[gi] = c;
-            parts[c].units.push_back(u);
+            parts[c]->units.push_back(u);
             break;
           }
         }
         if (part_of[gi] < 0) {
-          parts.push_back({{u}, IrBuilder(g, config)});
-          if (auto why = parts.back().builder.add_unit(plan.units[u])) {
-            unit_reason[u] = *why;  // should not happen: it translated alone
+          parts.push_back(std::make_unique<Part>(g, config));
+          if (auto why = parts.back()->try_add(plan.units[u])) {
+            // e.g. an int8-form unit whose quantization is defined outside
+            // every partition it could join
+            unit_reason[u] = *why;
             parts.pop_back();
           } else {
+            parts.back()->units.push_back(u);
             part_of[gi] = static_cast<int>(parts.size()) - 1;
           }
         }
@@ -244,7 +264,7 @@ CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config,
   // (4) fragmentation guard, then the plan's partitions.
   std::vector<std::string> node_reason(n_nodes);
   for (size_t pi = 0; pi < parts.size(); ++pi) {
-    Part& part = parts[pi];
+    Part& part = *parts[pi];
     PlannedPartition pp;
     pp.units = part.units;
     pp.macs = part.builder.macs();
@@ -321,6 +341,7 @@ PartitionIr build_partition(const OnnxGraph& g, const std::vector<int>& nodes, c
   for (int n : nodes) in_set.at(static_cast<size_t>(n)) = true;
   std::vector<bool> covered(g.nodes.size(), false);
   IrBuilder b(g, config);
+  b.restrict_to(&in_set);
   for (const NodeUnit& u : find_units(g).units) {
     if (!in_set[u.target]) continue;
     for (int n : u.nodes) {

@@ -202,6 +202,9 @@ void NaccEp::get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) 
         bool found = false;
         for (int u : p.units) {
           const NodeUnit& unit = plan.units[u];
+          // int8-form units cannot stand alone (their quantization comes
+          // from a neighbour); they follow whatever happens to that one.
+          if (unit.form == NodeUnit::Form::kInt8) continue;
           if (auto alone = try_compile(g, unit.nodes)) {
             rejected[unit.target] = str_cat("the compiler rejects it: ", *alone);
             found = true;

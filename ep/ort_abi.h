@@ -358,15 +358,17 @@ NACC_ORT_SLOT(OrtEpApi, EpGraphSupportInfo_AddNodesToFuse, 2);
 NACC_ORT_SLOT(OrtEpApi, NodeComputeContext_NodeName, 4);
 
 // ---- OrtModelEditorApi (version 22), for the EPContext nodes -------------------
+// (Upstream declares a one-field dummy struct in ORT_MINIMAL_BUILD, where
+// GetModelEditorApi returns NULL; the full-build layout is the one here.)
 struct OrtModelEditorApi {
-  void* unused_0_4[5];
-  // 5
+  void* unused_0_5[6];  // CreateTensorTypeInfo .. CreateValueInfo
+  // 6
   StatusPtr (*CreateNode)(const char* op_type, const char* domain, const char* node_name,
                           const char* const* input_names, size_t num_inputs,
                           const char* const* output_names, size_t num_outputs,
                           OrtOpAttr** attributes, size_t num_attributes, OrtNode** node) noexcept;
 };
-NACC_ORT_SLOT(OrtModelEditorApi, CreateNode, 5);
+NACC_ORT_SLOT(OrtModelEditorApi, CreateNode, 6);
 
 // ---- structs the EP implements -------------------------------------------------
 

@@ -99,7 +99,7 @@ UnitScan find_units(const OnnxGraph& g) {
       NodeUnit u;
       u.form = NodeUnit::Form::kQOperator;
       u.target = index;
-      u.nodes = {index};
+      u.nodes.push_back(index);
       scan.units.push_back(std::move(u));
       continue;
     }
@@ -110,7 +110,7 @@ UnitScan find_units(const OnnxGraph& g) {
       NodeUnit u;
       u.form = NodeUnit::Form::kInt8;
       u.target = index;
-      u.nodes = {index};
+      u.nodes.push_back(index);
       scan.units.push_back(std::move(u));
       continue;
     }
@@ -128,7 +128,7 @@ UnitScan find_units(const OnnxGraph& g) {
     if (!touches_qdq) continue;
     NodeUnit u;
     u.target = index;
-    u.nodes = {index};
+    u.nodes.push_back(index);
     u.dq.assign(n.inputs.size(), -1);
     std::string why;
     for (int in : info->data_inputs) {
@@ -334,10 +334,14 @@ struct UnitTranslator {
     if (u8) {
       for (auto& z : w->zero_points) z -= kUint8ToInt8Offset;
     }
-    if (node.name == b.config_.test_perturb_node) {
-      for (auto& s : w->scales) s *= 2.0f;  // test only: requantization shift off by one
-    }
     return std::nullopt;
+  }
+
+  // Test only (Config::test_perturb_node): doubles the weight scales the
+  // compiler sees for this node — its requantization shift off by one.
+  void perturb(ir::QuantParams* wq) const {
+    if (node.name != b.config_.test_perturb_node) return;
+    for (float& s : wq->scales) s *= 2.0f;
   }
 
   // int32 bias [N] (QDQ: DequantizeLinear with scale = input scale x weight scale, zero point 0).
@@ -448,6 +452,7 @@ struct UnitTranslator {
     if (v < 0 || depth > 64) return r;
     const int p = g.value(v).producer;
     if (p < 0) return r;
+    if (b.restrict_ != nullptr && !(*b.restrict_)[p]) return r;  // outside the partition
     const OnnxNode& n = g.nodes[p];
     if (n.is("QuantizeLinear", "*")) {
       r.scale = n.input(1);
@@ -681,6 +686,7 @@ struct UnitTranslator {
       wq.axis = 0;
     }
     if (!wq.per_channel()) wq.axis = 0;
+    perturb(&wq);
     const int wt = constant(g.value(wi.value).name, ir_shape, DType::kInt8, std::move(data), wq);
 
     int bt = -1;
@@ -757,6 +763,7 @@ struct UnitTranslator {
     wq.scales = w.scales;
     wq.zero_points = w.zero_points;
     wq.axis = 0;
+    perturb(&wq);
     const int wt = constant(bv.name, {n, k}, DType::kInt8, std::move(data), wq);
     int bt = -1;
     const int bias_value = qop ? (gemm ? node.input(6) : -1) : (gemm ? in(2).value : -1);
@@ -882,7 +889,8 @@ struct UnitTranslator {
     if (xs.size() != 4) return str_cat("input ", shape_str(xs), " is not 4-D NCHW");
     if (node.attr_int("channels_last", 0) != 0) return std::string("channels_last=1");
     ir::Attributes a;
-    a.axes = {1, 2};
+    a.axes.push_back(1);
+    a.axes.push_back(2);
     a.keep_dims = true;
     add_op(OpKind::kMean, {x, -1}, y, a);
     return std::nullopt;

@@ -81,6 +81,9 @@ class IrBuilder {
   IoBinding binding(int value_id) const;
   // Useful multiply-accumulates of the ops added so far.
   int64_t macs() const { return macs_; }
+  // Only nodes with (*in_set)[node] may define the quantization of int8-form
+  // units (a partition cannot see nodes outside it at Compile time).
+  void restrict_to(const std::vector<bool>* in_set) { restrict_ = in_set; }
   // IR op indices added by the last successful add_unit.
   const std::vector<int>& last_ops() const { return last_ops_; }
 
@@ -93,6 +96,7 @@ class IrBuilder {
   std::map<int, int> elem_type_;  // ONNX value id -> ONNX elem type (int8 / uint8)
   int64_t macs_ = 0;
   std::vector<int> last_ops_;
+  const std::vector<bool>* restrict_ = nullptr;
   friend struct UnitTranslator;
 };
 

@@ -273,7 +273,7 @@ def _act_qparams(lo, hi, dtype):
 
 
 def qdq_unit(model: onnx.ModelProto, *, dtype="int8", weight_dtype=None, per_channel=False,
-             seed=0, fixed_output=None) -> bytes:
+             seed=0, fixed_output=None, weight_bits=8) -> bytes:
     """The one-op float `model` as one QDQ node unit with 8-bit model I/O.
 
     Graph inputs become int8/uint8 inputs dequantized by their own
@@ -282,6 +282,9 @@ def qdq_unit(model: onnx.ModelProto, *, dtype="int8", weight_dtype=None, per_cha
     input scale x weight scale; the output is quantized by a QuantizeLinear to
     an 8-bit graph output. Activation ranges come from running the float model
     on seeded data. `fixed_output` = (scale, zero point) overrides the output's.
+    `weight_bits=7` keeps weights in [-63, 63] (ORT's reduce_range): ONNX
+    Runtime's x86 uint8 x int8 kernels (vpmaddubsw) saturate pairs of products
+    beyond that, so comparisons with uint8 activations use it.
     """
     import onnxruntime as ort
 
@@ -314,15 +317,16 @@ def qdq_unit(model: onnx.ModelProto, *, dtype="int8", weight_dtype=None, per_cha
             continue
         if idx == w_index:
             w = inits[name]
+            qw = (1 << (weight_bits - 1)) - 1
             if per_channel:
                 red = tuple(d for d in range(w.ndim) if d != w_axis)
-                ws = (np.abs(w).max(axis=red) / 127.0).astype(np.float32)
+                ws = (np.abs(w).max(axis=red) / qw).astype(np.float32)
             else:
-                ws = np.array(np.abs(w).max() / 127.0, np.float32)
+                ws = np.array(np.abs(w).max() / qw, np.float32)
             shape = [1] * w.ndim
             if per_channel:
                 shape[w_axis] = -1
-            wq = np.clip(np.round(w / ws.reshape(shape) if per_channel else w / ws), -127, 127)
+            wq = np.clip(np.round(w / ws.reshape(shape) if per_channel else w / ws), -qw, qw)
             if weight_dtype == "uint8":
                 wq, wz = (wq + 128).astype(np.uint8), np.full(ws.shape, 128, np.uint8)
             else:
