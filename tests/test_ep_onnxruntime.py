@@ -284,9 +284,13 @@ def test_qdq_cnn_is_one_partition():
     model = om.quantize(om.small_cnn())
     om.session(model, "nacc")
     rep = last_report()
-    assert sorted(set(claimed_ops(rep))) == ["Add", "Conv", "Flatten", "Gemm", "GlobalAveragePool",
-                                             "MaxPool"]
+    ops = set(claimed_ops(rep))
+    assert {"Add", "Conv", "Flatten", "Gemm", "MaxPool"} <= ops
     host = [h for h in rep["host_nodes"] if NO_BACKEND not in h["reason"]]
+    if "GlobalAveragePool" not in ops:  # the rules accept it; this compiler may not lower MEAN yet
+        gap = [h for h in host if h["op_type"] == "GlobalAveragePool"]
+        assert gap[0]["reason"].startswith("the compiler rejects it")
+        host = [h for h in host if h["name"] not in ("gap", "g_QuantizeLinear", "s3_DequantizeLinear")]
     # only the model's float -> int8 input and int8 -> float output conversions stay home
     assert sorted(h["op_type"] for h in host) == ["DequantizeLinear", "QuantizeLinear"], host
 
@@ -300,7 +304,10 @@ def test_qoperator_cnn():
     # quantizes their input; without a linked compiler nothing forms one.
     assert {"QGemm", "QLinearAdd", "QLinearConv"} <= ops
     if rep["partitions"]:
-        assert {"Flatten", "MaxPool"} <= ops
+        assert "MaxPool" in ops
+        # Flatten's quantization comes from QLinearGlobalAveragePool: it can
+        # only join that op's partition
+        assert ("Flatten" in ops) == ("QLinearGlobalAveragePool" in ops)
 
 
 def test_unsupported_node_in_the_middle_splits_partitions():
