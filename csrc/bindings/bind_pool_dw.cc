@@ -15,7 +15,7 @@
 #include "common/shape.h"
 #include "device/units/conv.h"
 #include "device/units/pool.h"
-#include "device/units/window_checks.h"
+#include "device/units/unit_checks.h"
 
 namespace py = pybind11;
 
@@ -63,9 +63,9 @@ nacc::WindowParams window_of(Pair stride, const Padding& padding) {
 // by the stride). The unit re-checks everything.
 nacc::Shape4 window_output_shape(const char* op, const nacc::Shape4& in, int kernel_h,
                                  int kernel_w, const nacc::WindowParams& w, int out_c) {
-  nacc::units_detail::check_feature_map(op, "input", in);
-  nacc::units_detail::check_window_geometry(op, kernel_h, kernel_w, w);
-  return nacc::units_detail::window_output_shape(op, in, kernel_h, kernel_w, w, out_c);
+  nacc::detail::check_feature_map(op, "input", in);
+  nacc::detail::check_window(op, w, kernel_h, kernel_w);
+  return nacc::detail::window_output_shape(op, in, kernel_h, kernel_w, w, out_c);
 }
 
 py::array_t<int8_t> new_output(const nacc::Shape4& s) {
@@ -84,7 +84,7 @@ py::array_t<int8_t> pool(bool average, const py::array& input_arr, Pair kernel, 
   params.act_min = act_min;
   params.act_max = act_max;
   if (average) {
-    nacc::units_detail::check_avg_pool_window(op, kernel.first, kernel.second, params.window);
+    nacc::detail::check_avg_pool_window(op, kernel.first, kernel.second, params.window);
   }
   const nacc::Shape4 out_shape =
       window_output_shape(op, in_shape, kernel.first, kernel.second, params.window, in_shape.c);

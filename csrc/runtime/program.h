@@ -67,8 +67,23 @@ struct Program {
 
   // Format: docs/command_stream.md, "Program container".
   std::vector<uint8_t> serialize() const;
-  // Throws InvalidArgument with a precise reason on any malformed input.
+  // Throws InvalidArgument with a precise reason on any malformed input
+  // (structure, checksum, then validate()).
   static Program deserialize(const uint8_t* data, size_t size);
+  // Checks that the parts agree: the HwConfig (validate_hw_config), region
+  // kinds and sizes against the constants and the I/O tensors, op word ranges
+  // inside the stream, and the stream itself (decode_stream). InvalidArgument
+  // "program: ..." naming the first problem.
+  void validate() const;
 };
+
+// Checks a HwConfig: cores in {1, 2, 4, 8, 16, 32}, sram_bytes a multiple of
+// 1024 in [4 KB, 16 MB], bytes-per-cycle figures in [1, 4096].
+void validate_hw_config(const HwConfig& hw);
+
+// "unused", "constant", "input", "output", "scratch"; region_kind_by_name
+// throws InvalidArgument for other names.
+const char* region_kind_name(RegionKind kind);
+RegionKind region_kind_by_name(const std::string& name);
 
 }  // namespace nacc

@@ -1,0 +1,171 @@
+// The NACC driver: batch-handler allocation, region binding, submission via
+// the register interface, completion and fault reporting (see runtime.h).
+#include "runtime/runtime.h"
+
+#include <cstring>
+
+#include "common/error.h"
+
+namespace nacc {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the command stream is bound in place: host words must be little-endian");
+
+namespace {
+constexpr FieldRef kCmdStart = field_of(Reg::CMD, "START");
+constexpr FieldRef kCmdClearIrq = field_of(Reg::CMD, "CLEAR_IRQ");
+constexpr FieldRef kCmdHandler = field_of(Reg::CMD, "BATCH_HANDLER");
+constexpr FieldRef kDone = field_of(Reg::NACC_INT_STATUS, "FULL_TRANS_DONE_INTR");
+
+uint32_t offset_of(Reg r) { return describe(r).offset; }
+}  // namespace
+
+Runtime::Runtime(const HwConfig& hw, int host_threads)
+    : device_(hw, host_threads),
+      busy_(size_t(limits::kNumBatchHandlers), false),
+      scratch_(size_t(limits::kNumBatchHandlers),
+               std::vector<std::vector<uint8_t>>(size_t(limits::kNumRegions))) {}
+
+uint64_t Runtime::region_address(int handler, int region) {
+  return (uint64_t(handler + 1) << 36) | (uint64_t(region) << 32);
+}
+
+uint64_t Runtime::stream_address(int handler) {
+  return (uint64_t(handler + 1) << 36) | (uint64_t(limits::kNumRegions) << 32);
+}
+
+void Runtime::check_program(const Program& program) const {
+  program.validate();
+  check_arg(program.hw.cores <= hw().cores, "program compiled for ", program.hw.cores,
+            " cores; the runtime's device has ", hw().cores);
+  check_arg(program.hw.sram_bytes == hw().sram_bytes, "program compiled for ",
+            program.hw.sram_bytes, " bytes of SRAM per core; the runtime's device has ",
+            hw().sram_bytes);
+  check_arg(program.commands.size() * 4 <= 0xFFFFFFFFull, "program: stream of ",
+            program.commands.size(), " words does not fit QSIZE");
+}
+
+std::shared_ptr<const Program> Runtime::load(Program program) const {
+  check_program(program);
+  return std::make_shared<const Program>(std::move(program));
+}
+
+int Runtime::acquire() {
+  std::unique_lock<std::mutex> lk(mu_);
+  for (;;) {
+    for (size_t b = 0; b < busy_.size(); ++b) {
+      if (!busy_[b]) {
+        busy_[b] = true;
+        return int(b);
+      }
+    }
+    free_cv_.wait(lk);
+  }
+}
+
+void Runtime::release(int handler) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    busy_[size_t(handler)] = false;
+  }
+  free_cv_.notify_one();
+}
+
+RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& inputs,
+                      const std::vector<OutputBuffer>& outputs, bool checked) {
+  if (!checked) check_program(program);
+  check_arg(inputs.size() == program.inputs.size(), "run: ", inputs.size(),
+            " input buffers for a program with ", program.inputs.size(), " inputs");
+  check_arg(outputs.size() == program.outputs.size(), "run: ", outputs.size(),
+            " output buffers for a program with ", program.outputs.size(), " outputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const IoTensor& t = program.inputs[i];
+    check_arg(inputs[i].data != nullptr && inputs[i].size == size_t(t.size), "run: input ", i,
+              " '", t.name, "' has ", inputs[i].size, " bytes; the program expects ", t.size);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const IoTensor& t = program.outputs[i];
+    check_arg(outputs[i].data != nullptr && outputs[i].size == size_t(t.size), "run: output ", i,
+              " '", t.name, "' has ", outputs[i].size, " bytes; the program expects ", t.size);
+  }
+
+  const int b = acquire();
+  std::vector<uint64_t> bound;
+  struct Guard {
+    Runtime* rt;
+    int b;
+    std::vector<uint64_t>* bound;
+    ~Guard() {
+      for (uint64_t a : *bound) {
+        try {
+          rt->device_.unbind_buffer(a);
+        } catch (...) {  // cannot happen: these addresses were bound above
+        }
+      }
+      rt->release(b);
+    }
+  } guard{this, b, &bound};
+
+  auto bind = [&](uint64_t addr, const void* data, size_t size, bool writable, std::string name) {
+    device_.bind_buffer(addr, const_cast<void*>(data), size, writable, std::move(name));
+    bound.push_back(addr);
+  };
+  std::vector<std::pair<uint32_t, uint32_t>> writes;
+  for (int i = 0; i < limits::kNumRegions; ++i) {
+    const RegionDesc& d = program.regions[size_t(i)];
+    const uint64_t addr = region_address(b, i);
+    const std::string where = str_cat("handler ", b, " region ", i);
+    switch (d.kind) {
+      case RegionKind::kUnused: break;
+      case RegionKind::kConstant:
+        bind(addr, program.constants.data(), program.constants.size(), false,
+             where + " (constants)");
+        break;
+      case RegionKind::kInput: {
+        const IoTensor& t = program.inputs[size_t(d.io_index)];
+        bind(addr, inputs[size_t(d.io_index)].data, size_t(t.size), false,
+             str_cat(where, " (input '", t.name, "')"));
+        break;
+      }
+      case RegionKind::kOutput: {
+        const IoTensor& t = program.outputs[size_t(d.io_index)];
+        bind(addr, outputs[size_t(d.io_index)].data, size_t(t.size), true,
+             str_cat(where, " (output '", t.name, "')"));
+        break;
+      }
+      case RegionKind::kScratch: {
+        auto& mem = scratch_[size_t(b)][size_t(i)];
+        mem.assign(size_t(d.size), 0);  // zeroed per run: results never depend on history
+        bind(addr, mem.data(), mem.size(), true, where + " (scratch)");
+        break;
+      }
+    }
+    writes.emplace_back(offset_of(batch_addr_lo(b, i)), uint32_t(addr));
+    writes.emplace_back(offset_of(batch_addr_hi(b, i)), uint32_t(addr >> 32));
+  }
+  const uint64_t stream = stream_address(b);
+  const size_t stream_bytes = program.commands.size() * 4;
+  bind(stream, program.commands.data(), stream_bytes, false, str_cat("handler ", b, " stream"));
+  writes.emplace_back(offset_of(Reg::INSTR_ADDR_L), uint32_t(stream));
+  writes.emplace_back(offset_of(Reg::INSTR_ADDR_H), uint32_t(stream >> 32));
+  writes.emplace_back(offset_of(Reg::QSIZE), uint32_t(stream_bytes));
+  uint32_t cmd = 0;
+  cmd = kCmdHandler.insert(cmd, uint32_t(b));
+  cmd = kCmdClearIrq.insert(cmd, 1);
+  cmd = kCmdStart.insert(cmd, 1);
+  writes.emplace_back(offset_of(Reg::CMD), cmd);
+  device_.write_registers(writes);
+
+  device_.run(b);  // throws DeviceFault on a fault
+  const uint32_t status = device_.handler_register(b, Reg::NACC_INT_STATUS);
+  if (status != kDone.mask() || device_.state(b) != HandlerState::kStopped) {
+    throw DeviceFault(str_cat("batch handler ", b, ": run ended with NACC_INT_STATUS = ", status,
+                              " (expected FULL_TRANS_DONE_INTR only)"));
+  }
+  RunStats stats;
+  stats.handler = b;
+  stats.counters = device_.counters(b);
+  return stats;
+}
+
+}  // namespace nacc

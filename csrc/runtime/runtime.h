@@ -1,0 +1,75 @@
+// The NACC driver (NACC_SPEC §5, §6): loads Programs, binds their regions to
+// buffers per batch handler (constants from the Program, inputs and outputs to
+// the caller's buffers, scratch owned per handler), places the command stream
+// at a 4 KB-aligned instruction address, starts it with CMD, runs it to
+// NPU_OP_STOP and turns every fault into an exception. Thread-safe: several
+// threads may run (the same or different) Programs at once, one batch handler
+// each; more concurrent runs than handlers wait for a free one.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "device/device.h"
+#include "runtime/program.h"
+
+namespace nacc {
+
+struct InputBuffer {
+  const void* data = nullptr;
+  size_t size = 0;  // bytes; must equal the Program's IoTensor size
+};
+
+struct OutputBuffer {
+  void* data = nullptr;
+  size_t size = 0;
+};
+
+struct RunStats {
+  int handler = 0;       // batch handler the run used
+  RunCounters counters;  // copy of the device's counters of the run
+};
+
+class Runtime {
+ public:
+  // host_threads: host threads for the cores of one command (see Device).
+  Runtime(const HwConfig& hw, int host_threads = 1);
+
+  const HwConfig& hw() const { return device_.hw(); }
+  Device& device() { return device_; }
+
+  // Validates the Program (Program::validate) and that it fits this device:
+  // program.hw.cores <= hw.cores, equal SRAM size. InvalidArgument otherwise.
+  void check_program(const Program& program) const;
+  // A validated, shared, immutable copy for repeated runs.
+  std::shared_ptr<const Program> load(Program program) const;
+
+  // Runs `program` once. inputs/outputs are in the order of program.inputs /
+  // program.outputs, sizes checked. Throws DeviceFault (naming command, register
+  // and address) when the run faults; outputs are then unspecified. `checked`:
+  // the program was already checked (e.g. it came from load()).
+  RunStats run(const Program& program, const std::vector<InputBuffer>& inputs,
+               const std::vector<OutputBuffer>& outputs, bool checked = false);
+
+  // Device address of region `region` of batch handler `handler`, and of its
+  // instruction stream: handler windows of 64 GB at (handler + 1) << 36, regions
+  // 4 GB apart, the stream after region 7; all 4 KB aligned.
+  static uint64_t region_address(int handler, int region);
+  static uint64_t stream_address(int handler);
+
+ private:
+  int acquire();
+  void release(int handler);
+
+  Device device_;
+  std::mutex mu_;
+  std::condition_variable free_cv_;
+  std::vector<bool> busy_;
+  // Scratch memory per handler and region, grown as needed, zeroed per run.
+  std::vector<std::vector<std::vector<uint8_t>>> scratch_;
+};
+
+}  // namespace nacc
