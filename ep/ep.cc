@@ -147,7 +147,9 @@ const char* NaccEp::GetCompiledModelCompatibilityInfoImpl(OrtEp* self, const Ort
 
 void NaccEp::fail_if_fallback_error() const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!fallback_error_.empty()) throw OrtError(ORT_FAIL, fallback_error_);
+  for (const auto& [graph, error] : fallback_errors_) {
+    if (!error.empty()) throw OrtError(ORT_FAIL, error);
+  }
 }
 
 std::shared_ptr<const PartitionBlob> NaccEp::compiled(const PartitionIr& ir, bool* compiled_now) {
@@ -232,12 +234,13 @@ void NaccEp::get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) 
       if (!boundary) offending.push_back(str_cat(n.label(), " (", h.reason, ")"));
     }
     std::lock_guard<std::mutex> lock(mu_);
-    fallback_error_.clear();
+    std::string& error = fallback_errors_[g.name];
+    error.clear();
     if (config_.fallback == Fallback::kError && !offending.empty()) {
-      fallback_error_ = str_cat("NaccExecutionProvider: fallback=error and ", offending.size(),
-                                " node", offending.size() == 1 ? "" : "s",
-                                " would run on the host: ");
-      for (size_t i = 0; i < offending.size(); ++i) fallback_error_ += (i ? "; " : "") + offending[i];
+      error = str_cat("NaccExecutionProvider: fallback=error and ", offending.size(), " node",
+                      offending.size() == 1 ? "" : "s", " of graph '", g.name,
+                      "' would run on the host: ");
+      for (size_t i = 0; i < offending.size(); ++i) error += (i ? "; " : "") + offending[i];
     }
   }
 

@@ -61,7 +61,10 @@ class NaccEp : public OrtEp {
   std::string compatibility_;
   mutable std::mutex mu_;
   std::set<std::string> logged_graphs_;  // graphs whose placement was already logged
-  std::string fallback_error_;           // fallback=error: the nodes that would run on the host
+  // fallback=error: per graph (the main graph and control-flow subgraphs are
+  // offered separately; the latest offer of a graph counts), the nodes that
+  // would run on the host.
+  std::map<std::string, std::string> fallback_errors_;
 };
 
 // Partition reports of this process (JSON objects), most recent last; kept
