@@ -28,7 +28,9 @@ Provider options (all values strings; ORT stores them as the session config
 entries ``ep.naccexecutionprovider.<key>``):
 
 ==================== ============================================================
-``threads``          host threads simulating the cores (0 = automatic)
+``threads``          host threads simulating the cores (0 = one per simulated
+                     core, up to the CPUs; the plugin ABI does not expose the
+                     session's intra-op thread count, so it cannot follow it)
 ``cores``            simulated NACC cores: 1, 2, 4, 8, 16, 32 (default 1)
 ``sram_kb``          SRAM per core in KiB, a power of two in [16, 1024] (64)
 ``clock_mhz``        clock for latency figures, [1, 10000] (1000)
