@@ -1,11 +1,16 @@
-"""Build of nacc: the pybind11 core extension nacc._core from csrc/, and the
-ONNX Runtime plugin EP library nacc/_nacc_ort_ep*.so from ep/ plus the core
-(without its Python bindings; it exports only CreateEpFactories,
-ReleaseEpFactory and nacc_ep_reports_json, see ep/exports.lds).
+"""Build of nacc: the core (csrc/) compiled once and linked into
+  - nacc._core, the pybind11 extension (plus csrc/bindings/),
+  - nacc/libnacc_tflite_delegate.so, the TFLite external delegate (plus
+    delegate/): a plain C-ABI shared library, no Python and no TensorFlow in it,
+  - nacc/libnacc_ort_ep.so, the ONNX Runtime plugin execution provider (plus
+    ep/): a plain C-ABI library that exports only CreateEpFactories,
+    ReleaseEpFactory and two report functions (ep/exports.lds); it declares
+    the ORT C ABI subset it uses itself and does not link ONNX Runtime.
 
-C++17, -O3, warnings on. No -march flag: AVX2 kernels are compiled per
-function with a target attribute and chosen at run time (csrc/common/cpu.h),
-so a wheel built here runs on any x86-64 CPU.
+C++17, -O3, warnings on, hidden visibility (each library exports only its
+entry points). No -march flag: AVX2 kernels are compiled per function with a
+target attribute and chosen at run time (csrc/common/cpu.h), so a wheel built
+here runs on any x86-64 CPU.
 Set NACC_BUILD_JOBS to change the number of parallel compile jobs.
 """
 import glob
@@ -27,28 +32,66 @@ def _sources(*patterns):
 
 
 CXX_FLAGS = ["-O3", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fno-math-errno"]
+CORE_FLAGS = ["-std=c++17", "-fvisibility=hidden", "-fvisibility-inlines-hidden", *CXX_FLAGS]
+
+BINDINGS = _sources("bindings/*.cc")
+CORE_SOURCES = [s for s in _sources("**/*.cc") if s not in BINDINGS]
+DELEGATE = "nacc.libnacc_tflite_delegate"
+ORT_EP = "nacc.libnacc_ort_ep"
+PLAIN_LIBRARIES = (DELEGATE, ORT_EP)
 
 core = Pybind11Extension(
     "nacc._core",
-    _sources("**/*.cc"),
+    BINDINGS,
     include_dirs=["csrc"],
     cxx_std=17,
     extra_compile_args=CXX_FLAGS,
     extra_link_args=["-pthread"],
 )
 
-# The ONNX Runtime plugin EP: not a Python module (ORT dlopens it), so a plain
-# Extension with the same flags as the core and a version script.
-ep_library = Extension(
-    "nacc._nacc_ort_ep",
-    sorted(glob.glob(os.path.join("ep", "*.cc")))
-    + [s for s in _sources("**/*.cc") if os.sep + "bindings" + os.sep not in s],
+delegate = Extension(
+    DELEGATE,
+    sorted(glob.glob(os.path.join("delegate", "*.cc"))),
+    include_dirs=["csrc", "delegate"],
+    language="c++",
+    extra_compile_args=CORE_FLAGS,
+    extra_link_args=["-pthread", "-Wl,--no-undefined"],
+)
+
+ort_ep = Extension(
+    ORT_EP,
+    sorted(glob.glob(os.path.join("ep", "*.cc"))),
     include_dirs=["csrc", "."],
     language="c++",
-    extra_compile_args=["-std=c++17", "-fvisibility=hidden", *CXX_FLAGS],
-    extra_link_args=["-pthread", "-Wl,--version-script=" + os.path.join("ep", "exports.lds")],
+    extra_compile_args=CORE_FLAGS,
+    extra_link_args=["-pthread", "-Wl,--no-undefined",
+                     "-Wl,--version-script=" + os.path.join("ep", "exports.lds")],
     depends=sorted(glob.glob(os.path.join("ep", "*.h"))) + [os.path.join("ep", "exports.lds")],
 )
+
+
+class BuildExt(build_ext):
+    """Compiles the core sources once and links the objects into every library."""
+
+    def build_extensions(self):
+        objects = self.compiler.compile(CORE_SOURCES, output_dir=self.build_temp,
+                                        include_dirs=["csrc"], extra_postargs=CORE_FLAGS)
+        for ext in self.extensions:
+            ext.extra_objects = list(objects) + list(ext.extra_objects or [])
+        super().build_extensions()
+
+    def get_ext_filename(self, fullname):
+        # A plain shared library, not a Python module: no EXT_SUFFIX. distutils
+        # asks with the full name and with its last component.
+        if any(fullname in (lib, lib.split(".")[-1]) for lib in PLAIN_LIBRARIES):
+            return os.path.join(*fullname.split(".")) + ".so"
+        return super().get_ext_filename(fullname)
+
+    def get_export_symbols(self, ext):
+        if ext.name in PLAIN_LIBRARIES:
+            return []
+        return super().get_export_symbols(ext)
+
 
 setup(
     name="nacc",
@@ -59,15 +102,19 @@ setup(
     long_description_content_type="text/markdown",
     package_dir={"": "python"},
     packages=find_packages("python"),
-    ext_modules=[core, ep_library],
-    cmdclass={"build_ext": build_ext},
+    ext_modules=[core, delegate, ort_ep],
+    cmdclass={"build_ext": BuildExt},
     python_requires=">=3.9",
     install_requires=["numpy>=1.23"],
     extras_require={
+        # The delegate's TFLite ABI declaration is verified against exactly these.
         "tflite": ["tensorflow==2.21.0"],
+        "litert": ["ai-edge-litert==2.3.0"],
         "onnxruntime": ["onnxruntime>=1.22", "onnx>=1.16"],
         "test": [
             "tensorflow==2.21.0",
+            "ai-edge-litert==2.3.0",
+            "scikit-learn>=1.3",
             "onnxruntime>=1.22",
             "onnx>=1.16",
             "flatbuffers>=24.3",

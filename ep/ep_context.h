@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/version.h"
 #include "ep/config.h"
 #include "ep/ort_api.h"
 #include "ep/translate.h"
@@ -24,7 +25,7 @@
 namespace nacc::ep {
 
 // The nacc version recorded in blobs and compatibility strings.
-constexpr const char* kNaccVersion = "0.1.0";
+constexpr const char* kNaccVersion = nacc::kVersion;
 
 struct PartitionBlob {
   std::vector<IoBinding> inputs;   // in the fused node's input order

@@ -14,7 +14,7 @@ import nacc_streams as ns
 from nacc_streams import Layer, Tile, grid, ra
 
 
-def conv_program(seed=0, H=9, W=8, C=5, OC=6, tiles=None, scratch_two_layers=False):
+def conv_program(seed=0, H=9, W=8, C=5, OC=6, tiles=None, scratch_two_layers=False, cores=1):
     rng = np.random.default_rng(seed)
     x = rng.integers(-128, 128, (1, H, W, C), dtype=np.int8)
     L = Layer("conv", x, rng.integers(-128, 128, (OC, 3, 3, C), dtype=np.int8),
@@ -28,10 +28,13 @@ def conv_program(seed=0, H=9, W=8, C=5, OC=6, tiles=None, scratch_two_layers=Fal
               bias=None, mult=np.full(4, 1 << 30, np.int32), shift=np.full(4, -7, np.int32),
               pad=(1, 1, 1, 1))
     sb = ns.StreamBuilder()
-    sb.layer(L, grid(H, W, 3, 8), in_addr=ra(ns.INPUT, 0), out_addr=ra(ns.SCRATCH, 0))
+    mc = dict(mode=2, cores=cores) if cores > 1 else {}
+    sb.layer(L, grid(H, W, max(3, cores), 8, **mc), in_addr=ra(ns.INPUT, 0),
+             out_addr=ra(ns.SCRATCH, 0))
     sb.e.op("NPU_OP_KERNEL_WAIT", 0)
-    sb.layer(B, grid(H, W, 5, 4), in_addr=ra(ns.SCRATCH, 0), out_addr=ra(ns.OUTPUT, 0))
-    p = ns.program(sb, [x], [(1, H, W, 4)], scratch=H * W * OC)
+    sb.layer(B, grid(H, W, 6 if cores > 1 else 5, 4, **mc), in_addr=ra(ns.SCRATCH, 0),
+             out_addr=ra(ns.OUTPUT, 0))
+    p = ns.program(sb, [x], [(1, H, W, 4)], scratch=H * W * OC, cores=cores)
     p.add_op("conv_a", "CONV_2D", 0, len(p.commands) // 2, macs=123, bound_cycles=456,
              weight_bytes=OC * 9 * C, weight_bytes_stored=99, min_dma_bytes=777)
     return p, [x], B.reference()
@@ -237,9 +240,12 @@ def test_fault_never_reports_success():
 
 def test_more_concurrent_runs_than_handlers():
     """16 threads x 3 runs on 12 batch handlers: every run waits for a handler, none fails,
-    every output exact; the same Program runs on several handlers at once."""
-    progs = [conv_program(seed=s, scratch_two_layers=True) for s in range(4)]
-    rt = _core.Runtime(threads=2)
+    every output exact; the same Program runs on several handlers at once, and the cores of
+    the 4-core programs share one host-thread pool between concurrent runs."""
+    progs = [conv_program(seed=s, scratch_two_layers=True, cores=1 + s % 2 * 3, H=12)
+             for s in range(4)]
+    rt = _core.Runtime(cores=4, threads=2)
+    rt.set_parallel_min_macs(0)  # every multi-core command on the shared host-thread pool
     errors, handlers = [], set()
     barrier = threading.Barrier(16)
 

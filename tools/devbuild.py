@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Incremental developer build of nacc._core into python/nacc/ (not for users).
+"""Incremental developer build of nacc._core, the TFLite delegate library and
+the ONNX Runtime EP library into python/nacc/ (not for users).
 
 `pip install .` rebuilds every source each time; this compiles only the .cc
 files whose object is older than the source or any header it includes (gcc
@@ -7,7 +8,11 @@ files whose object is older than the source or any header it includes (gcc
 
     python tools/devbuild.py && PYTHONPATH=python python -m pytest tests/...
 
-Same flags as setup.py. NACC_BUILD_JOBS sets the parallel compile jobs (2).
+Targets (default: all): `core` (nacc/_core*.so: csrc/ with its pybind11
+bindings), `delegate` (nacc/libnacc_tflite_delegate.so: delegate/ + csrc/
+without the bindings; a plain C-ABI library, no Python) and `ep`
+(nacc/libnacc_ort_ep.so: ep/ + csrc/ without the bindings, exports limited by
+ep/exports.lds). Same flags as setup.py. NACC_BUILD_JOBS sets the parallel compile jobs (2).
 """
 import concurrent.futures
 import glob
@@ -35,13 +40,14 @@ def needs_build(src, obj, dep):
 
 
 def compile_one(src):
-    base = os.path.join(ROOT, "csrc") if src.startswith(os.path.join(ROOT, "csrc")) else ROOT
-    rel = os.path.relpath(src, base)
+    rel = os.path.relpath(src, ROOT)
     obj = os.path.join(OBJ_DIR, rel.replace("/", "__") + ".o")
     dep = obj[:-2] + ".d"
     if not needs_build(src, obj, dep):
         return obj, None
-    cmd = ["g++", *FLAGS, *EXTRA, "-I", os.path.join(ROOT, "csrc"), "-I", ROOT, "-I", pybind11.get_include(),
+    cmd = ["g++", *FLAGS, *EXTRA, "-I", os.path.join(ROOT, "csrc"), "-I", os.path.join(ROOT, "delegate"),
+           "-I", ROOT,
+           "-I", pybind11.get_include(),
            "-I", sysconfig.get_paths()["include"], "-MMD", "-MF", dep, "-c", src, "-o", obj]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -51,31 +57,45 @@ def compile_one(src):
     return obj, None
 
 
+def link(out, objs, extra=()):
+    if not os.path.exists(out) or any(os.path.getmtime(o) > os.path.getmtime(out) for o in objs):
+        subprocess.run(["g++", "-shared", "-pthread", *EXTRA, *objs, *extra, "-o", out], check=True)
+    print("built", os.path.relpath(out, ROOT))
+
+
 def main():
+    targets = set(sys.argv[1:]) or {"core", "delegate", "ep"}
+    unknown = targets - {"core", "delegate", "ep"}
+    if unknown:
+        sys.exit(f"unknown target(s) {sorted(unknown)}; targets: core, delegate, ep")
     os.makedirs(OBJ_DIR, exist_ok=True)
-    sources = sorted(glob.glob(os.path.join(ROOT, "csrc", "**", "*.cc"), recursive=True))
-    ep_sources = sorted(glob.glob(os.path.join(ROOT, "ep", "*.cc")))
+    bindings_dir = os.path.join(ROOT, "csrc", "bindings") + os.sep
+    all_core = sorted(glob.glob(os.path.join(ROOT, "csrc", "**", "*.cc"), recursive=True))
+    core = [s for s in all_core if not s.startswith(bindings_dir)]
+    bindings = [s for s in all_core if s.startswith(bindings_dir)]
+    delegate = sorted(glob.glob(os.path.join(ROOT, "delegate", "*.cc")))
+    ep = sorted(glob.glob(os.path.join(ROOT, "ep", "*.cc")))
+    sources = core + (bindings if "core" in targets else []) + (
+        delegate if "delegate" in targets else []) + (ep if "ep" in targets else [])
     jobs = int(os.environ.get("NACC_BUILD_JOBS", "2"))
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        results = list(pool.map(compile_one, sources + ep_sources))
-    errors = [e for _, e in results if e]
+        results = dict(zip(sources, pool.map(compile_one, sources)))
+    errors = [e for _, e in results.values() if e]
     if errors:
         sys.stderr.write("\n".join(errors))
         sys.exit(1)
-    out = os.path.join(ROOT, "python", "nacc", "_core" + sysconfig.get_config_var("EXT_SUFFIX"))
-    objs = [o for o, _ in results[:len(sources)]]
-    if not os.path.exists(out) or any(os.path.getmtime(o) > os.path.getmtime(out) for o in objs):
-        subprocess.run(["g++", "-shared", "-pthread", *EXTRA, *objs, "-o", out], check=True)
-    print("built", os.path.relpath(out, ROOT))
-    # The ONNX Runtime plugin EP: ep/*.cc + the core without its Python bindings.
-    ep_out = os.path.join(ROOT, "python", "nacc", "_nacc_ort_ep" + sysconfig.get_config_var("EXT_SUFFIX"))
-    ep_objs = [o for o, _ in results[len(sources):]] + [
-        o for o, src in zip(objs, sources) if os.sep + "bindings" + os.sep not in src]
-    if not os.path.exists(ep_out) or any(os.path.getmtime(o) > os.path.getmtime(ep_out) for o in ep_objs):
-        subprocess.run(["g++", "-shared", "-pthread", *EXTRA, *ep_objs, "-Wl,--version-script=" +
-                        os.path.join(ROOT, "ep", "exports.lds"), "-Wl,--no-undefined", "-o", ep_out],
-                       check=True)
-    print("built", os.path.relpath(ep_out, ROOT))
+    core_objs = [results[s][0] for s in core]
+    if "core" in targets:
+        out = os.path.join(ROOT, "python", "nacc", "_core" + sysconfig.get_config_var("EXT_SUFFIX"))
+        link(out, core_objs + [results[s][0] for s in bindings])
+    if "delegate" in targets:
+        out = os.path.join(ROOT, "python", "nacc", "libnacc_tflite_delegate.so")
+        link(out, core_objs + [results[s][0] for s in delegate], ["-Wl,--no-undefined"])
+    if "ep" in targets:
+        out = os.path.join(ROOT, "python", "nacc", "libnacc_ort_ep.so")
+        script = os.path.join(ROOT, "ep", "exports.lds")
+        link(out, core_objs + [results[s][0] for s in ep],
+             ["-Wl,--no-undefined", "-Wl,--version-script=" + script])
 
 
 if __name__ == "__main__":

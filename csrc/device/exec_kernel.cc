@@ -94,7 +94,7 @@ NACC_FIELD(kRealScale, NACC_ACT_PARA, "QUANT_REAL_SCALE");
 
 // NACC_CTRL values (register_table.h).
 constexpr uint32_t kConvModeRgb = 2;
-constexpr uint32_t kPoolModeMax = 0, kPoolModeAverage = 1;
+constexpr uint32_t kPoolModeAverage = 1;  // POOL_MODE: 0 MAX, 1 AVERAGE
 constexpr uint32_t kBcNone = 0, kBcSplitKernel = 1, kBcSplitHeight = 2;
 constexpr int64_t kKAlign = 64;  // docs/device_model.md §1: K-area parts start 64-byte aligned
 constexpr int64_t kBeatBytes = 16;  // K_TRANS_LEN counts 16-byte bus beats
@@ -352,8 +352,6 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   Setup s;
   s.op = op;
   s.fam = family_of(op);
-  const uint32_t ctrl = r.get(Reg::NACC_CTRL);
-  (void)ctrl;
   require(r.field(kConvMode) != kConvModeRgb,
           "NACC_CTRL.CONV_MODE = RGB_CONV: the q7 RGB convolution is not modelled; per-channel "
           "int8 first layers use im2col + matrix mode (NACC_SPEC §1)");

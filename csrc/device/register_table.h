@@ -226,13 +226,15 @@ inline constexpr FieldDesc kF_NACC_OUT_FM_SPLIT_LEN[] = {
     rw("OUT_FM_SPLIT_LEFT_LEN", 31, 16, 0, "output split left length"),
 };
 inline constexpr FieldDesc kF_NACC_IN_FM_SPLIT_W_OFFSET[] = {
-    rw("IN_FM_START_SPLIT_W_OFFSET", 31, 0, 0, "input first split width offset"),
+    rw_signed("IN_FM_START_SPLIT_W_OFFSET", 31, 0,
+              "input first split width offset: first input column/row of the tile, negative inside the padding"),
 };
 inline constexpr FieldDesc kF_NACC_IN_FM_SPLIT_W_OFFSET1[] = {
     rw("IN_FM_MID_SPLIT_W_OFFSET", 31, 0, 0, "input middle split width offset"),
 };
 inline constexpr FieldDesc kF_NACC_IN_FM_SPLIT_H_OFFSET[] = {
-    rw("IN_FM_START_SPLIT_H_OFFSET", 31, 0, 0, "input first split height offset"),
+    rw_signed("IN_FM_START_SPLIT_H_OFFSET", 31, 0,
+              "input first split height offset: first input column/row of the tile, negative inside the padding"),
 };
 inline constexpr FieldDesc kF_NACC_IN_FM_SPLIT_H_OFFSET1[] = {
     rw("IN_FM_MID_SPLIT_H_OV_OFFSET", 31, 0, 0, "input middle split height overflow offset"),

@@ -74,8 +74,7 @@ int64_t min_sram_bytes(const ir::Graph& graph, const ir::Op& op, const SupportCo
     case OpKind::kFullyConnected: {
       const ir::Tensor& w = graph.tensor(op.inputs[1]);
       need_rank(w, 2);
-      const int64_t group = std::min(w.shape[1], lanes);
-      return 2 * A(group) + per_channel_params + A(1);
+      return 2 * A(w.shape[1]) + per_channel_params + A(1);
     }
     case OpKind::kBatchMatMul: {
       check_arg(in.rank() >= 2, label, ": operand rank ", in.rank(), " < 2");
@@ -89,7 +88,7 @@ int64_t min_sram_bytes(const ir::Graph& graph, const ir::Op& op, const SupportCo
     case OpKind::kAdd:
     case OpKind::kSub:
     case OpKind::kMul:
-      return 3 * A(1);
+      return 3 * A(1) + A(kMultiplierBytesPerChannel) + A(kShiftBytesPerChannel);
     case OpKind::kPad:
     case OpKind::kConcatenation:
       return 2 * A(1);

@@ -31,9 +31,11 @@ constexpr int64_t kShiftBytesPerChannel = 4;
 // arithmetic: it may split the output by height, width (NACC_SPEC §3
 // NACC_IN/OUT_FM_SPLIT) and output channels (kernel split), but never the
 // input channels or kernel taps of a convolution — partial sums do not leave
-// the MAC array, so the whole receptive field of an output must be resident.
-// Fully connected and matrix mode walk their depth in 64-lane groups
-// (NACC_SPEC §2 FULL_KER_SIZE), one group resident at a time. Each buffer is
+// the MAC array, so the whole receptive field of an output must be resident;
+// likewise a fully connected output needs its whole input row and weight row
+// (the K area holds a command's decompressed weights, docs/device_model.md §1).
+// Matrix mode walks its depth in 64-lane groups (NACC_SPEC §2), one group
+// resident at a time. Each buffer is
 // rounded up to the allocator's granularity: A(x) = ceil(x / g) * g with
 // g = config.sram_alignment; P = 3 * A(4) (bias, multiplier, shift of one
 // output channel). No double buffering: this is the lower bound.
@@ -47,12 +49,14 @@ constexpr int64_t kShiftBytesPerChannel = 4;
 //                        A(min(KH,H) * min(KW,W)) + A(KH * KW * M)
 //                      + 3 * A(4 * M) + A(M)
 //   MEAN               as DEPTHWISE_CONV_2D with KH = H, KW = W, M = 1 (a window of ones)
-//   FULLY_CONNECTED    one output x one 64-deep group of its K inputs:
-//                        2 * A(min(K, 64)) + P + A(1)
+//   FULLY_CONNECTED    one output x its K inputs: 2 * A(K) + P + A(1)
+//                      (P covers the bias and the float64 scale of the
+//                      real-scale output stage, 12 bytes, as well)
 //   BATCH_MATMUL       one output x one 64-deep group (per-tensor, no bias):
 //                        2 * A(min(K, 64)) + 2 * A(4) + A(1)
 //   MAX/AVERAGE_POOL   one output pixel x one channel: A(min(KH,H) * min(KW,W)) + A(1)
-//   ADD, SUB, MUL      one element of each operand and of the output: 3 * A(1)
+//   ADD, SUB, MUL      one element of each operand and of the output, and the
+//                      output multiplier and shift: 3 * A(1) + 2 * A(4)
 //   LUT ops (RELU*, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, QUANTIZE)
 //                      the 256-entry table and one element in and out: A(256) + 2 * A(1)
 //   PAD, CONCATENATION one element staged in and out: 2 * A(1)

@@ -54,14 +54,13 @@ it is imported only when :func:`register` is called.
 from __future__ import annotations
 
 import ctypes
-import glob
 import json
 import os
 import threading
 from typing import Any, Dict, List
 
 EP_NAME = "NaccExecutionProvider"
-_LIBRARY_STEM = "_nacc_ort_ep"
+_LIBRARY_NAME = "libnacc_ort_ep.so"
 
 _lock = threading.Lock()
 _registered = False
@@ -80,13 +79,12 @@ def get_library_path() -> str:
 
     Raises FileNotFoundError when the package was built without it.
     """
-    here = os.path.dirname(os.path.abspath(__file__))
-    matches = sorted(glob.glob(os.path.join(here, _LIBRARY_STEM + "*.so")))
-    if not matches:
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), _LIBRARY_NAME)
+    if not os.path.isfile(path):
         raise FileNotFoundError(
-            f"the NACC ONNX Runtime EP library ({_LIBRARY_STEM}*.so) is not in {here}; "
-            "rebuild nacc (pip install . or python tools/devbuild.py)")
-    return matches[0]
+            f"the NACC ONNX Runtime EP library {path} is missing; "
+            "rebuild nacc (pip install . or python tools/devbuild.py ep)")
+    return path
 
 
 def _import_onnxruntime():

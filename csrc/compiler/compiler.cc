@@ -1,0 +1,802 @@
+// The compiler driver: re-checks every op with the capability rules, lowers
+// it, plans memory, tiles each op and emits its commands through the
+// register-shadow Emitter, then fills the Program's records (docs/compiler.md).
+#include "compiler/compiler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "common/error.h"
+#include "common/limits.h"
+#include "compiler/command_stream.h"
+#include "compiler/memory.h"
+#include "compiler/weight_codec.h"
+#include "support/rules.h"
+
+namespace nacc {
+
+using compiler::BroadcastMode;
+using compiler::CoreSplit;
+using compiler::LoweredOp;
+using compiler::Span;
+using compiler::Storage;
+using compiler::TilePlan;
+using compiler::Unit;
+
+namespace {
+
+// ---- register fields ---------------------------------------------------------
+
+#define NACC_FIELD(NAME, REG, FIELD) constexpr FieldRef NAME = field_of(Reg::REG, FIELD)
+NACC_FIELD(kConvMode, NACC_CTRL, "CONV_MODE");
+NACC_FIELD(kPoolMode, NACC_CTRL, "POOL_MODE");
+NACC_FIELD(kActMode, NACC_CTRL, "ACT_MODE");
+NACC_FIELD(kQuantEn, NACC_CTRL, "QUANT_EN");
+NACC_FIELD(kBiasEn, NACC_CTRL, "BIAS_EN");
+NACC_FIELD(kFmUpd, NACC_CTRL, "FM_UPD");
+NACC_FIELD(kKUpd, NACC_CTRL, "K_UPD");
+NACC_FIELD(kIm2colEn, NACC_CTRL, "IM2COL_EN");
+NACC_FIELD(kElementEn, NACC_CTRL, "ELEMENT_EN");
+NACC_FIELD(kElementInputQuantEn, NACC_CTRL, "ELEMENT_INPUT_QUANT_EN");
+NACC_FIELD(kDataForm, NACC_CTRL, "DATA_FORM");
+NACC_FIELD(kClkBypass, NACC_CTRL, "CLK_BYPASS");
+NACC_FIELD(kKSizeX, NACC_KERNEL, "K_SIZE_X");
+NACC_FIELD(kKSizeY, NACC_KERNEL, "K_SIZE_Y");
+NACC_FIELD(kKSizeXY, NACC_KERNEL, "K_SIZE_XY");
+NACC_FIELD(kKStrideX, NACC_KERNEL, "K_STRIDE_X");
+NACC_FIELD(kKStrideY, NACC_KERNEL, "K_STRIDE_Y");
+NACC_FIELD(kKDilationX, NACC_KERNEL, "K_DILATION_X");
+NACC_FIELD(kKDilationY, NACC_KERNEL, "K_DILATION_Y");
+NACC_FIELD(kInFmWidth, NACC_IN_FM, "IN_FM_WIDTH");
+NACC_FIELD(kInFmHeight, NACC_IN_FM, "IN_FM_HEIGHT");
+NACC_FIELD(kOutFmWidth, NACC_OUT_FM, "OUT_FM_WIDTH");
+NACC_FIELD(kOutFmHeight, NACC_OUT_FM, "OUT_FM_HEIGHT");
+NACC_FIELD(kPadX, NACC_PADDING, "PAD_X");
+NACC_FIELD(kPadY, NACC_PADDING, "PAD_Y");
+NACC_FIELD(kEltMode, NACC_ELEMENTWISE, "ELEMENTWISE_MODE");
+NACC_FIELD(kEltOffset1, NACC_ELEMENTWISE, "IN_ELEMENT_OFFSET1");
+NACC_FIELD(kEltOffset2, NACC_ELEMENTWISE, "IN_ELEMENT_OFFSET2");
+NACC_FIELD(kEltLeftShift, NACC_ELEMENTWISE, "LEFT_SHIFT");
+NACC_FIELD(kActMax, NACC_ACT_MAX, "ACT_MAX");
+NACC_FIELD(kActMin, NACC_ACT_MIN, "ACT_MIN");
+NACC_FIELD(kActIntW, NACC_ACT_PARA, "ACT_INT_W");
+NACC_FIELD(kQuantRealScale, NACC_ACT_PARA, "QUANT_REAL_SCALE");
+NACC_FIELD(kInFmOffset, NACC_FM_OFFSET, "IN_FM_OFFSET");
+NACC_FIELD(kOutFmOffset, NACC_FM_OFFSET, "OUT_FM_OFFSET");
+NACC_FIELD(kKTransLen, NACC_CONV_TRANS_LEN, "K_TRANS_LEN");
+NACC_FIELD(kOutPixelPitch, NACC_DMA_OUT_TRANS_LEN, "DMA_OUT_TRANS_LEN");
+NACC_FIELD(kFullKerSize, NACC_FULL_CONV_PARA, "FULL_KER_SIZE");
+NACC_FIELD(kInPixelPitch, NACC_DMA_PARA2, "FM_TRANS_OFFSET");
+NACC_FIELD(kDwChMult, NACC_DMA_PARA3, "DW_CH_MULT");
+NACC_FIELD(kKTransOffset, NACC_DMA_PARAA, "K_TRANS_OFFSET");
+NACC_FIELD(kIfmMemBase, NACC_MEM_RANGE, "IFM_MEM_BASE");
+NACC_FIELD(kKMemBase, NACC_MEM_RANGE, "K_MEM_BASE");
+NACC_FIELD(kOfmMemBase, NACC_MEM_RANGE, "OFM_MEM_BASE");
+NACC_FIELD(kTempMemBase, NACC_MEM_RANGE, "TEMP_MEM_BASE");
+NACC_FIELD(kInRowPitch, NACC_DMA_OFFSET1, "IN_DMA_ROW_OFFSET");
+NACC_FIELD(kOutRowPitch, NACC_DMA_OFFSET2, "OUT_DMA_OFFSET");
+NACC_FIELD(kInFmCh, NACC_FM_CH, "IN_FM_CH");
+NACC_FIELD(kOutFmCh, NACC_FM_CH, "OUT_FM_CH");
+NACC_FIELD(kInSplitWidth, NACC_IN_FM_SPLIT, "IN_FM_SPLIT_WIDTH");
+NACC_FIELD(kInSplitLeftLen, NACC_IN_FM_SPLIT, "IN_FM_SPLIT_LEFT_LEN");
+NACC_FIELD(kOutSplitWidth, NACC_OUT_FM_SPLIT, "OUT_FM_SPLIT_WIDTH");
+NACC_FIELD(kOutSplitLen, NACC_OUT_FM_SPLIT_LEN, "OUT_FM_SPLIT_LEN");
+NACC_FIELD(kOutSplitLeftLen, NACC_OUT_FM_SPLIT_LEN, "OUT_FM_SPLIT_LEFT_LEN");
+NACC_FIELD(kInStartW, NACC_IN_FM_SPLIT_W_OFFSET, "IN_FM_START_SPLIT_W_OFFSET");
+NACC_FIELD(kInStartH, NACC_IN_FM_SPLIT_H_OFFSET, "IN_FM_START_SPLIT_H_OFFSET");
+NACC_FIELD(kOutStartH, NACC_OUT_FM_SPLIT_H_OFFSET, "OUT_FM_START_SPLIT_H_OFFSET");
+NACC_FIELD(kBroadcastMode, NACC_BROADCAST_CTRL, "BROADCAST_MODE");
+NACC_FIELD(kBroadcastNum, NACC_BROADCAST_CTRL, "BROADCAST_NUM");
+NACC_FIELD(kBroadcastOverEn, NACC_BROADCAST_CTRL1, "BROADCAST_OVER_EN");
+NACC_FIELD(kUnicastOv, NACC_BROADCAST_DMA, "IN_DMA_UNICAST_OV_OFFSET");
+NACC_FIELD(kUnicastAvg, NACC_BROADCAST_DMA, "IN_DMA_UNICAST_AVG_OFFSET");
+NACC_FIELD(kEuBiasStart, NACC_BROADCAST_DMA, "EU_BIAS_START_OFFSET");
+NACC_FIELD(kSplitOvHeight, NACC_BROADCAST_SPLIT, "OUT_FM_SPLIT_OV_HEIGHT");
+NACC_FIELD(kSplitAvgHeight, NACC_BROADCAST_SPLIT, "OUT_FM_SPLIT_AVG_HEIGHT");
+NACC_FIELD(kEltMult1, NACC_ELEMENT_QUANT1_MULT, "IN_ELEMENT_MULT1");
+NACC_FIELD(kEltShift1, NACC_ELEMENT_QUANT1_SHIFT, "IN_ELEMENT_SHIFT1");
+NACC_FIELD(kEltMult2, NACC_ELEMENT_QUANT2_MULT, "IN_ELEMENT_MULT2");
+NACC_FIELD(kEltShift2, NACC_ELEMENT_QUANT2_SHIFT, "IN_ELEMENT_SHIFT2");
+#undef NACC_FIELD
+
+// Symbolic field values (register_table.h).
+enum ConvModeValue { kConvolution = 0, kDepthwiseMode = 3, kFullyConnectedMode = 4, kConvNone = 5 };
+enum PoolModeValue { kPoolMax = 0, kPoolAverage = 1, kPoolNone = 2 };
+constexpr int kDataFormInt8 = 0;
+
+// A register value assembled field by field (InvalidArgument if a value does not fit).
+class Value {
+ public:
+  Value& set(FieldRef f, int64_t v) {
+    v_ = with_field(v_, f, v);
+    return *this;
+  }
+  uint32_t get() const { return v_; }
+
+ private:
+  uint32_t v_ = 0;
+};
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t tensor_bytes(const ir::Tensor& t) { return t.elements() * ir::dtype_size(t.dtype); }
+
+// ---- hazards between ops -----------------------------------------------------
+
+struct Interval {
+  int region;
+  int64_t begin, end;
+  bool overlaps(const Interval& o) const {
+    return region == o.region && begin < o.end && o.begin < end;
+  }
+};
+
+bool any_overlap(const std::vector<Interval>& a, const Interval& b) {
+  for (const Interval& x : a) {
+    if (x.overlaps(b)) return true;
+  }
+  return false;
+}
+
+// ---- the compilation context -------------------------------------------------
+
+struct Context {
+  const ir::Graph& graph;
+  const CompileOptions& options;
+  compiler::SramGeometry geo;
+  compiler::MemoryPlan mem;
+  compiler::ConstantPool pool;
+  Emitter em;
+  // Memory kernels issued since the last NPU_OP_KERNEL_WAIT read and wrote.
+  std::vector<Interval> reads_since_wait, writes_since_wait;
+
+  Context(const ir::Graph& g, const CompileOptions& o)
+      : graph(g), options(o), geo(compiler::sram_geometry(o.hw.sram_bytes)) {}
+
+  Interval interval_of(int tensor) const {
+    const Storage& s = mem.storage.at(tensor);
+    return {s.region, s.offset, s.offset + s.size};
+  }
+  uint32_t address(int tensor, int64_t byte_offset) const {
+    const Storage& s = mem.storage.at(tensor);
+    check_arg(s.valid(), "tensor '", graph.tensor(tensor).name, "' has no storage");
+    return region_address(s.region, s.offset + byte_offset);
+  }
+
+  // NPU_OP_KERNEL_WAIT 0 before work that reads what earlier kernels may still
+  // be writing, or writes what they may still be reading or writing.
+  void wait_if_needed(const std::vector<Interval>& reads, const std::vector<Interval>& writes) {
+    bool hazard = false;
+    for (const Interval& r : reads) hazard = hazard || any_overlap(writes_since_wait, r);
+    for (const Interval& w : writes) {
+      hazard = hazard || any_overlap(writes_since_wait, w) || any_overlap(reads_since_wait, w);
+    }
+    if (hazard) {
+      em.op(Opcode::NPU_OP_KERNEL_WAIT, 0);
+      reads_since_wait.clear();
+      writes_since_wait.clear();
+    }
+    reads_since_wait.insert(reads_since_wait.end(), reads.begin(), reads.end());
+    writes_since_wait.insert(writes_since_wait.end(), writes.begin(), writes.end());
+  }
+
+  // A DMA copy of `bytes` bytes (after every kernel, then waited for).
+  void copy(const Storage& src, const Storage& dst, int64_t bytes) {
+    em.op(Opcode::NPU_OP_KERNEL_WAIT, 0);
+    reads_since_wait.clear();
+    writes_since_wait.clear();
+    em.set_register(Reg::DMA_SRC, region_address(src.region, src.offset));
+    em.set_register(Reg::DMA_DST, region_address(dst.region, dst.offset));
+    em.set_register(Reg::DMA_LEN, uint32_t(bytes));
+    em.op(Opcode::NPU_OP_DMA_START, 0);
+    em.op(Opcode::NPU_OP_DMA_WAIT, 0);
+  }
+};
+
+// ---- per-op constants --------------------------------------------------------
+
+// Weights of basis channels [c0, c0 + n) in the unit's layout.
+std::vector<int8_t> weight_slice(const LoweredOp& op, int c0, int n) {
+  switch (op.unit) {
+    case Unit::kConv:
+    case Unit::kFullyConnected: {
+      const int64_t per = op.weight_bytes(1);
+      return std::vector<int8_t>(op.weights.begin() + c0 * per, op.weights.begin() + (c0 + n) * per);
+    }
+    case Unit::kDepthwise: {
+      const int m = op.depth_multiplier, cout = op.out_shape.c;
+      std::vector<int8_t> out;
+      out.reserve(size_t(n) * m * op.kernel_h * op.kernel_w);
+      for (int t = 0; t < op.kernel_h * op.kernel_w; ++t) {
+        const auto first = op.weights.begin() + int64_t(t) * cout + int64_t(c0) * m;
+        out.insert(out.end(), first, first + int64_t(n) * m);
+      }
+      return out;
+    }
+    default:
+      return {};
+  }
+}
+
+struct WeightStream {
+  int64_t offset = 0;    // region 0 offset of core 0's stream
+  int k_trans_len = 0;   // 16-byte beats per core
+};
+
+struct OpConstants {
+  int64_t bias = -1, multiplier = -1, shift = -1, real_scale = -1, lut = -1, operand2 = -1;
+  // (c0, group, cores, channels per core) -> stream
+  std::map<std::tuple<int, int, int, int>, WeightStream> streams;
+  int64_t weight_raw = 0, weight_stored = 0;
+};
+
+void add_op_constants(Context& ctx, const LoweredOp& op, OpConstants& k) {
+  if (!op.bias.empty()) k.bias = ctx.pool.add_int32(op.bias);
+  if (op.unit == Unit::kFullyConnected) {
+    k.real_scale = ctx.pool.add_float64(op.real_scale);
+  } else if (!op.multiplier.empty()) {
+    k.multiplier = ctx.pool.add_int32(op.multiplier);
+    k.shift = ctx.pool.add_int32(op.shift);
+  }
+  if (op.has_lut) k.lut = ctx.pool.add(op.lut.data(), op.lut.size());
+  if (op.input2_is_constant) {
+    k.operand2 = ctx.pool.add(op.input2_constant.data(), op.input2_constant.size());
+  }
+  k.weight_raw = int64_t(op.weights.size());
+}
+
+// The weight blocks of one command: one per core in mode 1, each padded with
+// zeros to the common per-core stride K_TRANS_LEN * 16 (docs/device_model.md §4, §5).
+const WeightStream& weight_stream(Context& ctx, const LoweredOp& op, OpConstants& k, int c0,
+                                  int group, const CoreSplit& split, bool split_kernel) {
+  const int cores = split_kernel ? split.cores : 1;
+  const int per_core = split_kernel ? split.avg : group;
+  const auto key = std::make_tuple(c0, group, cores, per_core);
+  auto it = k.streams.find(key);
+  if (it != k.streams.end()) return it->second;
+  // Weight block: u32 little-endian stream length, the stream, zero padding.
+  std::vector<std::vector<uint8_t>> streams;
+  size_t longest = 0;
+  for (int i = 0; i < cores; ++i) {
+    const int first = c0 + i * per_core;
+    const int n = i + 1 < cores ? per_core : group - per_core * (cores - 1);
+    const std::vector<int8_t> w = weight_slice(op, first, n);
+    const std::vector<uint8_t> stream = weight_codec::encode(w.data(), w.size());
+    const uint32_t len = uint32_t(stream.size());
+    std::vector<uint8_t> block = {uint8_t(len), uint8_t(len >> 8), uint8_t(len >> 16),
+                                  uint8_t(len >> 24)};
+    block.insert(block.end(), stream.begin(), stream.end());
+    longest = std::max(longest, block.size());
+    streams.push_back(std::move(block));
+  }
+  const int64_t stride = ceil_div(int64_t(longest), 16) * 16;
+  if (stride / 16 > 0xFFFF) {
+    throw Unsupported(str_cat(op.label, ": a weight stream of ", stride,
+                              " bytes exceeds NACC_CONV_TRANS_LEN.K_TRANS_LEN (65535 beats)"));
+  }
+  WeightStream ws;
+  ws.k_trans_len = int(stride / 16);
+  for (int i = 0; i < cores; ++i) {
+    const int64_t at = ctx.pool.add(streams[i].data(), streams[i].size(), size_t(stride));
+    if (i == 0) ws.offset = at;
+  }
+  k.weight_stored += stride * cores;
+  return k.streams.emplace(key, ws).first->second;
+}
+
+// ---- emission ------------------------------------------------------------------
+
+struct Residency {
+  // The kernel and the IFM tile each core loaded last, as the registers (and
+  // SRAM base) that loaded them: the device keeps one of each per core
+  // (docs/device_model.md §1), so only the last load can be reused.
+  std::vector<uint32_t> k, fm;
+};
+
+int log2_exact(int v) {
+  int l = 0;
+  while ((1 << l) < v) ++l;
+  return l;
+}
+
+// One command: which part of the op, on which cores, with which SRAM set.
+struct CommandShape {
+  Span rows, cols, group;   // output rows, columns and basis channels
+  CoreSplit split;          // cores of this command
+  BroadcastMode mode = BroadcastMode::kNone;
+  int set = 0;              // buffer set (double buffering)
+};
+
+// The layer: window, feature-map sizes, channels, zero points, clamp, and where
+// the feature maps are in external memory (docs/device_model.md §2-§4).
+void set_layer(Context& ctx, const LoweredOp& op, const CommandShape& c) {
+  Emitter& em = ctx.em;
+  const int in_c0 = (op.unit == Unit::kConv || op.unit == Unit::kFullyConnected) ? 0 : c.group.start;
+  em.set_register(Reg::NACC_KERNEL, Value()
+                                        .set(kKSizeX, op.kernel_w)
+                                        .set(kKSizeY, op.kernel_h)
+                                        .set(kKSizeXY, op.kernel_w * op.kernel_h - 1)
+                                        .set(kKStrideX, op.stride_w)
+                                        .set(kKStrideY, op.stride_h)
+                                        .set(kKDilationX, 1)
+                                        .set(kKDilationY, 1)
+                                        .get());
+  em.set_register(Reg::NACC_IN_FM,
+                  Value().set(kInFmWidth, op.in_shape.w).set(kInFmHeight, op.in_shape.h).get());
+  em.set_register(Reg::NACC_OUT_FM,
+                  Value().set(kOutFmWidth, op.out_shape.w).set(kOutFmHeight, op.out_shape.h).get());
+  em.set_register(Reg::NACC_PADDING, Value().set(kPadX, op.pad_left).set(kPadY, op.pad_top).get());
+  em.set_register(Reg::NACC_FM_CH, Value()
+                                       .set(kInFmCh, op.in_channels(c.group.size))
+                                       .set(kOutFmCh, op.out_channels(c.group.size))
+                                       .get());
+  em.set_register(Reg::NACC_FM_OFFSET, Value()
+                                           .set(kInFmOffset, -op.input_zero_point)
+                                           .set(kOutFmOffset, op.output_zero_point)
+                                           .get());
+  em.set_register(Reg::NACC_ACT_MIN, Value().set(kActMin, op.act_min).get());
+  em.set_register(Reg::NACC_ACT_MAX, Value().set(kActMax, op.act_max).get());
+  em.set_register(Reg::NACC_ACT_PARA, Value()
+                                          .set(kActIntW, 0)
+                                          .set(kQuantRealScale, op.unit == Unit::kFullyConnected)
+                                          .get());
+  em.set_register(Reg::NACC_IN_FM_DMA_ADDR, ctx.address(op.input, in_c0));
+  em.set_register(Reg::NACC_DMA_PARA2, Value().set(kInPixelPitch, op.in_shape.c).get());
+  em.set_register(Reg::NACC_DMA_OFFSET1,
+                  Value().set(kInRowPitch, int64_t(op.in_shape.w) * op.in_shape.c).get());
+  em.set_register(Reg::NACC_OUT_DMA_ADDR, ctx.address(op.output, op.out_channels(c.group.start)));
+  em.set_register(Reg::NACC_DMA_OUT_TRANS_LEN, Value().set(kOutPixelPitch, op.out_shape.c).get());
+  em.set_register(Reg::NACC_DMA_OFFSET2,
+                  Value().set(kOutRowPitch, int64_t(op.out_shape.w) * op.out_shape.c).get());
+}
+
+// The output tile, its input tile (halo included) and the cores
+// (docs/device_model.md §3, §5).
+void set_tile(Context& ctx, const LoweredOp& op, const CommandShape& c) {
+  Emitter& em = ctx.em;
+  const CoreSplit& s = c.split;
+  const int core_rows = c.mode == BroadcastMode::kSplitHeight ? s.avg : c.rows.size;
+  em.set_register(Reg::NACC_OUT_FM_SPLIT_H_OFFSET, Value().set(kOutStartH, c.rows.start).get());
+  em.set_register(Reg::NACC_OUT_FM_SPLIT_LEN,
+                  Value().set(kOutSplitLen, c.rows.size).set(kOutSplitLeftLen, c.cols.start).get());
+  em.set_register(Reg::NACC_OUT_FM_SPLIT, Value().set(kOutSplitWidth, c.cols.size).get());
+  em.set_register(Reg::NACC_IN_FM_SPLIT_H_OFFSET,
+                  Value().set(kInStartH, c.rows.start * op.stride_h - op.pad_top).get());
+  em.set_register(Reg::NACC_IN_FM_SPLIT_W_OFFSET,
+                  Value().set(kInStartW, c.cols.start * op.stride_w - op.pad_left).get());
+  em.set_register(Reg::NACC_IN_FM_SPLIT,
+                  Value()
+                      .set(kInSplitWidth, compiler::input_extent(c.cols.size, op.stride_w, op.kernel_w))
+                      .set(kInSplitLeftLen, compiler::input_extent(core_rows, op.stride_h, op.kernel_h))
+                      .get());
+  em.set_register(Reg::NACC_BROADCAST_CTRL,
+                  Value().set(kBroadcastMode, int(c.mode)).set(kBroadcastNum, s.cores - 1).get());
+  if (c.mode == BroadcastMode::kNone) return;
+  em.set_register(Reg::NACC_BROADCAST_CTRL1,
+                  Value().set(kBroadcastOverEn, s.avg != s.last ? 1 : 0).get());
+  if (c.mode == BroadcastMode::kSplitHeight) {
+    em.set_register(Reg::NACC_BROADCAST_SPLIT,
+                    Value().set(kSplitOvHeight, s.last).set(kSplitAvgHeight, s.avg).get());
+    em.set_register(Reg::NACC_BROADCAST_DMA,
+                    Value()
+                        .set(kUnicastOv, compiler::input_extent(s.last, op.stride_h, op.kernel_h))
+                        .set(kUnicastAvg, s.avg * op.stride_h)
+                        .set(kEuBiasStart, 0)
+                        .get());
+  } else {
+    em.set_register(Reg::NACC_BROADCAST_DMA, Value().set(kEuBiasStart, s.avg).get());
+  }
+}
+
+// The operands of the K area and the unit's own registers. Returns the
+// registers that identify the loaded kernel (empty: the command has none).
+std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstants& k,
+                                   const CommandShape& c) {
+  Emitter& em = ctx.em;
+  const auto constant = [](int64_t offset) {
+    return region_address(compiler::kConstantRegion, offset);
+  };
+  const int64_t oc0 = op.out_channels(c.group.start);
+  uint32_t k_addr = 0;
+  int k_trans_len = 0;
+  switch (op.unit) {
+    case Unit::kConv:
+    case Unit::kDepthwise:
+    case Unit::kFullyConnected: {
+      const WeightStream& ws = weight_stream(ctx, op, k, c.group.start, c.group.size, c.split,
+                                             c.mode == BroadcastMode::kSplitKernel);
+      k_addr = constant(ws.offset);
+      k_trans_len = ws.k_trans_len;
+      em.set_register(Reg::NACC_IN_K_DMA_ADDR, k_addr);
+      em.set_register(Reg::NACC_CONV_TRANS_LEN, Value().set(kKTransLen, k_trans_len).get());
+      if (k.bias >= 0) em.set_register(Reg::NACC_BIAS_DMA_ADDR, constant(k.bias + 4 * oc0));
+      if (op.unit == Unit::kFullyConnected) {
+        em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.real_scale + 8 * oc0));
+        em.set_register(Reg::NACC_FULL_CONV_PARA,
+                        Value()
+                            .set(kFullKerSize, op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
+                            .get());
+      } else {
+        em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.multiplier + 4 * oc0));
+        em.set_register(Reg::NACC_QUANT_SHIFT_DMA_ADDR, constant(k.shift + 4 * oc0));
+      }
+      if (op.unit == Unit::kDepthwise) {
+        em.set_register(Reg::NACC_DMA_PARA3,
+                        Value().set(kDwChMult, log2_exact(op.depth_multiplier)).get());
+      }
+      break;
+    }
+    case Unit::kElementwise: {
+      // The output multiplier and shift (K area); the second operand (TEMP
+      // area; docs/device_model.md §2: pixel pitch 0 = one pixel broadcast).
+      em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.multiplier));
+      em.set_register(Reg::NACC_QUANT_SHIFT_DMA_ADDR, constant(k.shift));
+      em.set_register(Reg::NACC_IN_K_DMA_ADDR, op.input2_is_constant
+                                                   ? constant(k.operand2 + c.group.start)
+                                                   : ctx.address(op.input2, c.group.start));
+      em.set_register(Reg::NACC_DMA_PARAA,
+                      Value().set(kKTransOffset, op.input2_broadcast ? 0 : op.out_shape.c).get());
+      const ElementwiseParams& e = op.eltwise;
+      em.set_register(Reg::NACC_ELEMENTWISE, Value()
+                                                 .set(kEltMode, int(e.mode))
+                                                 .set(kEltOffset1, e.input1_offset)
+                                                 .set(kEltOffset2, e.input2_offset)
+                                                 .set(kEltLeftShift, e.left_shift)
+                                                 .get());
+      em.set_register(Reg::NACC_ELEMENT_QUANT1_MULT, Value().set(kEltMult1, e.input1_multiplier).get());
+      em.set_register(Reg::NACC_ELEMENT_QUANT1_SHIFT, Value().set(kEltShift1, e.input1_shift).get());
+      em.set_register(Reg::NACC_ELEMENT_QUANT2_MULT, Value().set(kEltMult2, e.input2_multiplier).get());
+      em.set_register(Reg::NACC_ELEMENT_QUANT2_SHIFT, Value().set(kEltShift2, e.input2_shift).get());
+      return {};  // reloaded with every tile (its TEMP operand always is)
+    }
+    case Unit::kActivation:
+      em.set_register(Reg::NACC_IN_ACT_DMA_ADDR, constant(k.lut));
+      break;
+    default:
+      return {};  // pooling: no K operands
+  }
+  return {k_addr,
+          uint32_t(k_trans_len),
+          em.shadow(Reg::NACC_BIAS_DMA_ADDR),
+          em.shadow(Reg::NACC_QUANT_MUL_DMA_ADDR),
+          em.shadow(Reg::NACC_QUANT_SHIFT_DMA_ADDR),
+          em.shadow(Reg::NACC_IN_ACT_DMA_ADDR),
+          uint32_t(op.out_channels(c.group.size)),
+          em.shadow(Reg::NACC_BROADCAST_CTRL),
+          uint32_t(c.mode == BroadcastMode::kSplitKernel ? c.split.avg : 0)};
+}
+
+// NACC_CTRL with every mode field explicit (NACC_SPEC §1: never rely on reset
+// values meaning "off"), and the opcode.
+std::pair<uint32_t, Opcode> control(const LoweredOp& op, bool fm_upd, bool k_upd) {
+  Value ctrl;
+  ctrl.set(kIm2colEn, 0).set(kDataForm, kDataFormInt8).set(kClkBypass, 0);
+  ctrl.set(kFmUpd, fm_upd).set(kKUpd, k_upd);
+  ctrl.set(kElementEn, 0).set(kElementInputQuantEn, 0).set(kQuantEn, 0).set(kBiasEn, 0);
+  ctrl.set(kActMode, int(op.act_mode));
+  switch (op.unit) {
+    case Unit::kConv:
+    case Unit::kDepthwise:
+    case Unit::kFullyConnected:
+      ctrl.set(kConvMode, op.unit == Unit::kConv        ? kConvolution
+                          : op.unit == Unit::kDepthwise ? kDepthwiseMode
+                                                        : kFullyConnectedMode);
+      ctrl.set(kPoolMode, kPoolNone).set(kQuantEn, 1).set(kBiasEn, op.bias.empty() ? 0 : 1);
+      return {ctrl.get(), op.unit == Unit::kConv        ? Opcode::NPU_OP_CONV
+                          : op.unit == Unit::kDepthwise ? Opcode::NPU_OP_DEPTHWISE
+                                                        : Opcode::NPU_OP_FULLY_CONNECTED};
+    case Unit::kMaxPool:
+    case Unit::kAvgPool:
+      ctrl.set(kConvMode, kConvNone).set(kPoolMode, op.unit == Unit::kMaxPool ? kPoolMax : kPoolAverage);
+      return {ctrl.get(), Opcode::NPU_OP_POOL};
+    case Unit::kElementwise:
+      ctrl.set(kConvMode, kConvNone).set(kPoolMode, kPoolNone).set(kElementEn, 1).set(kQuantEn, 1);
+      ctrl.set(kElementInputQuantEn, op.eltwise.mode == ElementwiseMode::kMul ? 0 : 1);
+      return {ctrl.get(), Opcode::NPU_OP_ELEMENTWISE};
+    case Unit::kActivation:
+      ctrl.set(kConvMode, kConvNone).set(kPoolMode, kPoolNone);
+      return {ctrl.get(), Opcode::NPU_OP_ACTIVATION};
+    default:
+      throw InvalidArgument(str_cat(op.label, ": no command for unit ", compiler::unit_name(op.unit)));
+  }
+}
+
+void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstants& k,
+                  Residency& res, const CommandShape& c) {
+  Emitter& em = ctx.em;
+  set_layer(ctx, op, c);
+  set_tile(ctx, op, c);
+  std::vector<uint32_t> k_sig = set_operands(ctx, op, k, c);
+  const bool uses_k = op.unit != Unit::kMaxPool && op.unit != Unit::kAvgPool;
+
+  // SRAM areas; the base of an area the command does not use is 0 (ignored).
+  const compiler::SramLayout& lay = plan.layout;
+  const int64_t ifm_base = lay.ifm[c.set], ofm_base = lay.ofm[c.set];
+  const int64_t k_base = uses_k ? lay.k[c.set] : 0;
+  const int64_t temp_base = op.unit == Unit::kElementwise ? lay.temp[c.set] : 0;
+  em.set_register(Reg::NACC_MEM_RANGE, Value()
+                                           .set(kIfmMemBase, ifm_base / ctx.geo.quarter)
+                                           .set(kKMemBase, k_base / ctx.geo.unit)
+                                           .set(kOfmMemBase, ofm_base / ctx.geo.unit)
+                                           .set(kTempMemBase, temp_base / ctx.geo.unit)
+                                           .get());
+
+  // Reuse the kernel / IFM tile a core holds when the same registers (and
+  // SRAM base) loaded it: K_UPD = 0 / FM_UPD = 0 (docs/device_model.md §1).
+  if (!k_sig.empty()) k_sig.push_back(uint32_t(k_base));
+  const std::vector<uint32_t> fm_sig = {em.shadow(Reg::NACC_IN_FM_DMA_ADDR),
+                                        em.shadow(Reg::NACC_DMA_PARA2),
+                                        em.shadow(Reg::NACC_DMA_OFFSET1),
+                                        em.shadow(Reg::NACC_IN_FM_SPLIT),
+                                        em.shadow(Reg::NACC_IN_FM_SPLIT_H_OFFSET),
+                                        em.shadow(Reg::NACC_IN_FM_SPLIT_W_OFFSET),
+                                        em.shadow(Reg::NACC_FM_CH) & 0xFFFFu,
+                                        uint32_t(ifm_base),
+                                        em.shadow(Reg::NACC_BROADCAST_CTRL),
+                                        em.shadow(Reg::NACC_BROADCAST_DMA),
+                                        em.shadow(Reg::NACC_BROADCAST_SPLIT)};
+  const bool k_resident = !k_sig.empty() && res.k == k_sig;
+  const bool fm_resident = op.unit != Unit::kElementwise && res.fm == fm_sig;
+  if (!k_sig.empty()) res.k = k_sig;
+  res.fm = fm_sig;
+
+  const auto [ctrl, opcode] = control(op, !fm_resident, !k_resident);
+  em.set_register(Reg::NACC_CTRL, ctrl);
+  em.op(opcode, 0);
+}
+
+void emit_op(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstants& k) {
+  // Order the hazard check: this op reads its inputs and writes its output.
+  std::vector<Interval> reads = {ctx.interval_of(op.input)};
+  if (op.input2 >= 0 && !op.input2_is_constant) reads.push_back(ctx.interval_of(op.input2));
+  ctx.wait_if_needed(reads, {ctx.interval_of(op.output)});
+
+  Residency res;
+  int index = 0;
+  const auto emit = [&](const Span& r, const Span& c, const Span& g) {
+    CommandShape shape;
+    shape.rows = r;
+    shape.cols = c;
+    shape.group = g;
+    shape.split = compiler::command_split(op, plan, r.size, g.size);
+    shape.mode = shape.split.cores > 1 ? plan.mode : BroadcastMode::kNone;  // a short tile may use one core
+    shape.set = plan.double_buffer ? index++ % 2 : 0;
+    emit_command(ctx, op, plan, k, res, shape);
+  };
+  if (plan.weights_outer) {
+    for (const Span& g : plan.groups) {
+      for (const Span& r : plan.row_pieces) {
+        for (const Span& c : plan.col_pieces) emit(r, c, g);
+      }
+    }
+  } else {
+    for (const Span& r : plan.row_pieces) {
+      for (const Span& c : plan.col_pieces) {
+        for (const Span& g : plan.groups) emit(r, c, g);
+      }
+    }
+  }
+}
+
+// ---- records -------------------------------------------------------------------
+
+// Input positions [0, in) a window of `kernel` taps starting at out*stride -
+// pad covers, summed over the `outputs` output positions.
+int64_t valid_taps(int outputs, int in, int kernel, int stride, int pad) {
+  int64_t sum = 0;
+  for (int o = 0; o < outputs; ++o) {
+    const int b = o * stride - pad;
+    sum += std::max(0, std::min(in, b + kernel) - std::max(0, b));
+  }
+  return sum;
+}
+
+int64_t useful_macs(const LoweredOp& op) {
+  const int64_t taps = valid_taps(op.out_shape.h, op.in_shape.h, op.kernel_h, op.stride_h, op.pad_top) *
+                       valid_taps(op.out_shape.w, op.in_shape.w, op.kernel_w, op.stride_w, op.pad_left);
+  switch (op.unit) {
+    case Unit::kConv:
+      return taps * op.in_shape.c * op.out_shape.c;
+    case Unit::kDepthwise:
+      return taps * op.out_shape.c;
+    case Unit::kFullyConnected:
+      return int64_t(op.in_shape.h) * op.in_shape.c * op.out_shape.c;
+    default:
+      return 0;
+  }
+}
+
+void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, OpRecord& rec) {
+  const HwConfig& hw = ctx.options.hw;
+  rec.macs = useful_macs(op);
+  rec.weight_bytes = k.weight_raw;
+  rec.weight_bytes_stored = k.weight_stored;
+  if (op.unit == Unit::kView) return;
+  // Move-once DMA bytes: every input, constant and output byte once.
+  int64_t read = tensor_bytes(ctx.graph.tensor(op.input));
+  if (op.unit == Unit::kElementwise) {
+    read += op.input2_is_constant ? int64_t(op.input2_constant.size())
+                                  : tensor_bytes(ctx.graph.tensor(op.input2));
+  }
+  read += k.weight_stored + 4 * int64_t(op.bias.size());                   // weights, bias
+  read += 4 * int64_t(op.multiplier.size() + op.shift.size());             // multipliers, shifts
+  read += 8 * int64_t(op.real_scale.size());                               // FC scales
+  read += op.has_lut ? limits::kLutEntries : 0;                            // LUT
+  const int64_t write = tensor_bytes(ctx.graph.tensor(op.output));
+  rec.min_dma_bytes = read + write;
+  // NACC_SPEC §8: max(MAC-array cycles, activation cycles, move-once bytes /
+  // bandwidth) with the work spread over every core and the bandwidth the
+  // lesser of the shared external port and the cores' own DMA ports.
+  const int channels = op.split_channels();
+  const int64_t mac = compiler::mac_cycles(op, op.out_shape.h, op.out_shape.w, channels);
+  const int64_t act = compiler::act_cycles(op, op.out_shape.h, op.out_shape.w, channels);
+  const int64_t bw = std::min<int64_t>(hw.ext_bytes_per_cycle, int64_t(hw.dma_bytes_per_cycle) * hw.cores);
+  rec.bound_cycles = std::max({ceil_div(mac, hw.cores), ceil_div(act, hw.cores), ceil_div(read, bw),
+                               ceil_div(write, bw)});
+}
+
+// ---- driver --------------------------------------------------------------------
+
+void check_options(const CompileOptions& o) {
+  const HwConfig& hw = o.hw;
+  check_arg(hw.cores >= 1 && hw.cores <= limits::kMaxCores && (hw.cores & (hw.cores - 1)) == 0,
+            "compile: cores ", hw.cores, " must be 1, 2, 4, 8, 16 or 32 (NACC_SPEC §4)");
+  compiler::sram_geometry(hw.sram_bytes);  // validates
+  check_arg(hw.dma_bytes_per_cycle >= 1, "compile: dma_bytes_per_cycle ", hw.dma_bytes_per_cycle,
+            " must be >= 1");
+  check_arg(hw.ext_bytes_per_cycle >= 1, "compile: ext_bytes_per_cycle ", hw.ext_bytes_per_cycle,
+            " must be >= 1");
+  check_arg(o.force_cores == 0 || (o.force_cores <= hw.cores && (o.force_cores & (o.force_cores - 1)) == 0),
+            "compile: force_cores ", o.force_cores, " must be 0 or a power of two <= cores");
+  check_arg(o.force_mode >= -1 && o.force_mode <= 2, "compile: force_mode ", o.force_mode,
+            " must be -1, 0, 1 or 2");
+}
+
+compiler::PlanOptions plan_options(const CompileOptions& o) {
+  compiler::PlanOptions p;
+  p.allow_double_buffer = o.double_buffer;
+  p.force_cores = o.force_cores;
+  p.force_mode = o.force_mode;
+  return p;
+}
+
+// Re-checks the op with the capability rules (claim and compile share the
+// predicate) and lowers it.
+LoweredOp check_and_lower(const ir::Graph& g, int i, const CompileOptions& o) {
+  // The rules see the SRAM the compiler tiles to, with its buffer alignment.
+  support::SupportConfig cfg;
+  cfg.sram_bytes = o.hw.sram_bytes;
+  cfg.sram_alignment = compiler::sram_geometry(o.hw.sram_bytes).align;
+  const auto violations = support::check_op(g, i, cfg);
+  if (!violations.empty()) {
+    std::string msg = violations[0].message;
+    for (size_t v = 1; v < violations.size(); ++v) msg += "; " + violations[v].message;
+    throw Unsupported(msg);
+  }
+  return compiler::lower_op(g, i);
+}
+
+void resolve_io(const ir::Graph& g, std::vector<int>* inputs, std::vector<int>* outputs) {
+  *inputs = g.inputs;
+  *outputs = g.outputs;
+  if (!inputs->empty() || !outputs->empty()) return;
+  std::set<int> produced, consumed;
+  for (const ir::Op& op : g.ops) {
+    for (int id : op.outputs) produced.insert(id);
+    for (int id : op.inputs) {
+      if (id >= 0) consumed.insert(id);
+    }
+  }
+  for (int id : consumed) {
+    if (!produced.count(id) && !g.tensor(id).is_constant()) inputs->push_back(id);
+  }
+  for (int id : produced) {
+    if (!consumed.count(id)) outputs->push_back(id);
+  }
+}
+
+void check_partition(const ir::Graph& g, const std::vector<int>& inputs,
+                     const std::vector<int>& outputs) {
+  std::vector<char> ready(g.tensors.size(), 0);
+  for (int id : inputs) {
+    const ir::Tensor& t = g.tensor(id);
+    check_arg(!t.is_constant(), "compile: partition input '", t.name, "' is a constant");
+    ready[id] = 1;
+  }
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const ir::Op& op = g.ops[i];
+    for (int id : op.inputs) {
+      if (id < 0 || g.tensor(id).is_constant()) continue;
+      check_arg(ready[id], "compile: ", op.display_type(), " ", g.op_label(int(i)), " reads '",
+                g.tensor(id).name,
+                "', which is neither a partition input nor produced by an earlier op "
+                "(ops must be in topological order)");
+    }
+    for (int id : op.outputs) ready[id] = 1;
+  }
+  for (int id : outputs) {
+    check_arg(ready[id], "compile: partition output '", g.tensor(id).name, "' is never produced");
+  }
+  std::set<int> seen;
+  for (int id : inputs) check_arg(seen.insert(id).second, "compile: input '", g.tensor(id).name, "' listed twice");
+  seen.clear();
+  for (int id : outputs) check_arg(seen.insert(id).second, "compile: output '", g.tensor(id).name, "' listed twice");
+  for (int id : inputs) {
+    const ir::Tensor& t = g.tensor(id);
+    check_arg(t.dtype == ir::DType::kInt8 && t.quant.scales.size() == 1 && t.is_static(),
+              "compile: partition input '", t.name, "' must be a static per-tensor int8 tensor");
+  }
+  for (int id : outputs) {
+    const ir::Tensor& t = g.tensor(id);
+    check_arg(t.dtype == ir::DType::kInt8 && t.quant.scales.size() == 1 && t.is_static(),
+              "compile: partition output '", t.name, "' must be a static per-tensor int8 tensor");
+  }
+}
+
+}  // namespace
+
+compiler::TilePlan plan_op(const ir::Graph& graph, int op_index, const CompileOptions& options) {
+  check_options(options);
+  const LoweredOp op = check_and_lower(graph, op_index, options);
+  check_arg(op.unit != Unit::kView, "plan_op: ", op.label, " moves no data (a view)");
+  return compiler::plan_tiles(op, options.hw, plan_options(options));
+}
+
+Program compile(const ir::Graph& partition, const CompileOptions& options) {
+  check_options(options);
+  partition.validate();
+  std::vector<int> inputs, outputs;
+  resolve_io(partition, &inputs, &outputs);
+  check_partition(partition, inputs, outputs);
+
+  std::vector<LoweredOp> lowered;
+  for (int i = 0; i < int(partition.ops.size()); ++i) {
+    lowered.push_back(check_and_lower(partition, i, options));
+  }
+
+  Context ctx(partition, options);
+  ctx.mem = compiler::plan_memory(partition, lowered, inputs, outputs);
+
+  Program prog;
+  prog.hw = options.hw;
+  std::set<int> copy_ops(ctx.mem.copy_ops.begin(), ctx.mem.copy_ops.end());
+  for (const LoweredOp& op : lowered) {
+    OpRecord rec;
+    rec.name = partition.ops[op.op_index].name.empty() ? str_cat("#", op.op_index)
+                                                       : partition.ops[op.op_index].name;
+    rec.kind = ir::op_kind_name(op.kind);
+    rec.first_word = uint32_t(ctx.em.words().size());
+    OpConstants k;
+    if (op.unit == Unit::kView) {
+      if (copy_ops.count(op.op_index)) {
+        ctx.copy(ctx.mem.storage.at(op.input), ctx.mem.storage.at(op.output),
+                 tensor_bytes(partition.tensor(op.output)));
+      }
+    } else {
+      add_op_constants(ctx, op, k);
+      const TilePlan plan = compiler::plan_tiles(op, options.hw, plan_options(options));
+      emit_op(ctx, op, plan, k);
+    }
+    rec.end_word = uint32_t(ctx.em.words().size());
+    fill_record(ctx, op, k, rec);
+    prog.ops.push_back(rec);
+  }
+  for (const auto& c : ctx.mem.end_copies) ctx.copy(c.src, c.dst, c.src.size);
+  ctx.em.stop();
+
+  prog.commands = ctx.em.words();
+  prog.constants = ctx.pool.bytes();
+  prog.regions = ctx.mem.regions;
+  if (!prog.constants.empty()) {
+    prog.regions[compiler::kConstantRegion] =
+        RegionDesc{RegionKind::kConstant, -1, int64_t(prog.constants.size())};
+  }
+  prog.inputs = ctx.mem.inputs;
+  prog.outputs = ctx.mem.outputs;
+  return prog;
+}
+
+}  // namespace nacc

@@ -1,0 +1,488 @@
+// Op -> unit lowering: geometry and the TFLite-exact unit parameters of each
+// op kind the compiler implements (see lower.h). Every float -> fixed-point
+// derivation of the project's compiled programs happens here.
+#include "compiler/lower.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "common/error.h"
+#include "common/limits.h"
+
+namespace nacc::compiler {
+
+using ir::OpKind;
+
+const char* unit_name(Unit unit) {
+  switch (unit) {
+    case Unit::kConv: return "conv";
+    case Unit::kDepthwise: return "depthwise";
+    case Unit::kFullyConnected: return "fully_connected";
+    case Unit::kMaxPool: return "max_pool";
+    case Unit::kAvgPool: return "avg_pool";
+    case Unit::kElementwise: return "elementwise";
+    case Unit::kActivation: return "activation";
+    case Unit::kView: return "view";
+  }
+  return "?";
+}
+
+int LoweredOp::split_channels() const {
+  switch (unit) {
+    case Unit::kConv:
+    case Unit::kFullyConnected:
+      return out_shape.c;
+    default:
+      return in_shape.c;
+  }
+}
+
+int LoweredOp::in_channels(int group) const {
+  switch (unit) {
+    case Unit::kConv:
+    case Unit::kFullyConnected:
+      return in_shape.c;
+    default:
+      return group;
+  }
+}
+
+int LoweredOp::out_channels(int group) const {
+  return unit == Unit::kDepthwise ? group * depth_multiplier : group;
+}
+
+int64_t LoweredOp::weight_bytes(int group) const {
+  switch (unit) {
+    case Unit::kConv:
+      return int64_t(group) * kernel_h * kernel_w * in_shape.c;
+    case Unit::kDepthwise:
+      return int64_t(group) * depth_multiplier * kernel_h * kernel_w;
+    case Unit::kFullyConnected:
+      return int64_t(group) * in_shape.c;
+    default:
+      return 0;
+  }
+}
+
+Shape4 nhwc_of(const std::vector<int64_t>& shape) {
+  check_arg(shape.size() <= 4, "nhwc_of: rank ", shape.size(), " > 4");
+  int64_t d[4] = {1, 1, 1, 1};
+  for (size_t i = 0; i < shape.size(); ++i) d[4 - shape.size() + i] = shape[i];
+  for (int64_t v : d) {
+    check_arg(v >= 1 && v <= limits::kMaxFeatureMapDim, "nhwc_of: dimension ", v,
+              " out of range [1, ", limits::kMaxFeatureMapDim, "]");
+  }
+  return Shape4{int(d[0]), int(d[1]), int(d[2]), int(d[3])};
+}
+
+void conv_requantization(float input_scale, const std::vector<float>& filter_scales,
+                         float output_scale, int channels, std::vector<int32_t>* multiplier,
+                         std::vector<int32_t>* shift) {
+  check_arg(filter_scales.size() == 1 || int(filter_scales.size()) == channels,
+            "conv_requantization: ", filter_scales.size(), " filter scales for ", channels,
+            " channels");
+  multiplier->resize(channels);
+  shift->resize(channels);
+  for (int c = 0; c < channels; ++c) {
+    const double filter_scale = static_cast<double>(filter_scales[filter_scales.size() == 1 ? 0 : c]);
+    const double effective =
+        static_cast<double>(input_scale) * filter_scale / static_cast<double>(output_scale);
+    const QuantizedMultiplier q = quantize_multiplier(effective);
+    (*multiplier)[c] = q.multiplier;
+    (*shift)[c] = q.shift;
+  }
+}
+
+std::vector<double> fully_connected_real_scales(float input_scale,
+                                                const std::vector<float>& filter_scales,
+                                                float output_scale, int channels) {
+  check_arg(filter_scales.size() == 1 || int(filter_scales.size()) == channels,
+            "fully_connected_real_scales: ", filter_scales.size(), " filter scales for ",
+            channels, " channels");
+  std::vector<double> out(channels);
+  for (int c = 0; c < channels; ++c) {
+    out[c] = static_cast<double>(input_scale) *
+             static_cast<double>(filter_scales[filter_scales.size() == 1 ? 0 : c]) /
+             static_cast<double>(output_scale);
+  }
+  return out;
+}
+
+FusedActivation fused_activation_of(ir::Activation act, const std::string& label) {
+  switch (act) {
+    case ir::Activation::kNone: return FusedActivation::kNone;
+    case ir::Activation::kRelu: return FusedActivation::kRelu;
+    case ir::Activation::kReluN1To1: return FusedActivation::kReluN1To1;
+    case ir::Activation::kRelu6: return FusedActivation::kRelu6;
+    default:
+      throw Unsupported(str_cat(label, ": fused activation ", ir::activation_name(act),
+                                " cannot be clamped in the output stage"));
+  }
+}
+
+namespace {
+
+// The output stage's ACT_MODE for a fused activation: the clamp bounds carry
+// the function (docs/device_model.md §4); the mode states the intent.
+ActMode act_mode_of(FusedActivation act) {
+  switch (act) {
+    case FusedActivation::kRelu: return ActMode::kRelu;
+    case FusedActivation::kRelu6: return ActMode::kRelu6;
+    default: return ActMode::kNone;
+  }
+}
+
+struct Quant {
+  float scale = 0.0f;
+  int32_t zero_point = 0;
+};
+
+Quant per_tensor(const ir::Tensor& t, const std::string& label) {
+  if (t.quant.scales.size() != 1 || t.quant.zero_points.size() != 1) {
+    throw Unsupported(str_cat(label, ": tensor '", t.name, "' must be quantized per tensor"));
+  }
+  return {t.quant.scales[0], t.quant.zero_points[0]};
+}
+
+std::vector<int8_t> int8_data(const ir::Tensor& t, const std::string& label, const char* what) {
+  if (!t.is_constant()) {
+    throw Unsupported(str_cat(label, ": ", what, " '", t.name, "' must be a constant tensor"));
+  }
+  if (t.dtype != ir::DType::kInt8) {
+    throw Unsupported(str_cat(label, ": ", what, " '", t.name, "' must be int8"));
+  }
+  const auto& d = *t.data;
+  std::vector<int8_t> out(d.size());
+  if (!d.empty()) std::memcpy(out.data(), d.data(), d.size());
+  return out;
+}
+
+std::vector<int32_t> int32_data(const ir::Tensor& t, const std::string& label, const char* what) {
+  if (!t.is_constant()) {
+    throw Unsupported(str_cat(label, ": ", what, " '", t.name, "' must be a constant tensor"));
+  }
+  if (t.dtype != ir::DType::kInt32) {
+    throw Unsupported(str_cat(label, ": ", what, " '", t.name, "' must be int32"));
+  }
+  const auto& d = *t.data;
+  std::vector<int32_t> out(d.size() / 4);
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i] = int32_t(uint32_t(d[4 * i]) | uint32_t(d[4 * i + 1]) << 8 |
+                     uint32_t(d[4 * i + 2]) << 16 | uint32_t(d[4 * i + 3]) << 24);
+  }
+  return out;
+}
+
+void check_weight_zero_points(const ir::Tensor& w, const std::string& label) {
+  for (int32_t zp : w.quant.zero_points) {
+    if (zp != 0) throw Unsupported(str_cat(label, ": weights '", w.name, "' zero point ", zp, " != 0"));
+  }
+  if (w.quant.scales.empty()) {
+    throw Unsupported(str_cat(label, ": weights '", w.name, "' are not quantized"));
+  }
+}
+
+// Window geometry: explicit top/left padding, the right/bottom padding the
+// sizes imply (docs/device_model.md §3), both within the 4-bit fields.
+void set_window(LoweredOp& l, const ir::Op& op, int kh, int kw) {
+  const auto& a = op.attrs;
+  l.kernel_h = kh;
+  l.kernel_w = kw;
+  l.stride_h = a.stride_h;
+  l.stride_w = a.stride_w;
+  l.pad_top = int(a.padding.top);
+  l.pad_left = int(a.padding.left);
+  l.pad_bottom = std::max(0, (l.out_shape.h - 1) * l.stride_h + kh - l.in_shape.h - l.pad_top);
+  l.pad_right = std::max(0, (l.out_shape.w - 1) * l.stride_w + kw - l.in_shape.w - l.pad_left);
+  const auto check = [&](const char* what, int v) {
+    if (v < 0 || v > limits::kMaxPadding) {
+      throw Unsupported(str_cat(l.label, ": ", what, " padding ", v, " out of range [0, ",
+                                limits::kMaxPadding, "] (NACC_PADDING)"));
+    }
+  };
+  check("top", l.pad_top);
+  check("left", l.pad_left);
+  check("bottom", l.pad_bottom);
+  check("right", l.pad_right);
+  if (a.dilation_h != 1 || a.dilation_w != 1) {
+    throw Unsupported(str_cat(l.label, ": dilation ", a.dilation_h, "x", a.dilation_w, " != 1"));
+  }
+  // The output size must be what the window gives (no cropping).
+  const int oh = (l.in_shape.h + l.pad_top + l.pad_bottom - kh) / l.stride_h + 1;
+  const int ow = (l.in_shape.w + l.pad_left + l.pad_right - kw) / l.stride_w + 1;
+  check_arg(oh == l.out_shape.h && ow == l.out_shape.w, l.label, ": output ", l.out_shape.str(),
+            " does not match the window (", oh, "x", ow, ")");
+}
+
+void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
+  const ir::Tensor& in = g.tensor(op.inputs[0]);
+  const ir::Tensor& w = g.tensor(op.inputs[1]);
+  const ir::Tensor& out = g.tensor(op.outputs[0]);
+  const bool depthwise = op.kind == OpKind::kDepthwiseConv2D;
+  l.unit = depthwise ? Unit::kDepthwise : Unit::kConv;
+  l.in_shape = nhwc_of(in.shape);
+  l.out_shape = nhwc_of(out.shape);
+  check_arg(w.rank() == 4, l.label, ": weights rank ", w.rank(), " != 4");
+  const int kh = int(w.shape[1]), kw = int(w.shape[2]);
+  set_window(l, op, kh, kw);
+  const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
+  check_weight_zero_points(w, l.label);
+  l.input_zero_point = qi.zero_point;
+  l.output_zero_point = qo.zero_point;
+  l.weights = int8_data(w, l.label, "weights");
+  const int c_out = l.out_shape.c;
+  if (depthwise) {
+    const int m = op.attrs.depth_multiplier;
+    if (m != 1 && m != 2 && m != 4 && m != 8) {
+      throw Unsupported(str_cat(l.label, ": depth multiplier ", m, " not in {1, 2, 4, 8}"));
+    }
+    l.depth_multiplier = m;
+    check_arg(c_out == l.in_shape.c * m && w.shape[3] == c_out && w.shape[0] == 1, l.label,
+              ": depthwise channels do not match (input ", l.in_shape.c, ", multiplier ", m,
+              ", weights ", ir::shape_str(w.shape), ", output ", c_out, ")");
+  } else {
+    check_arg(w.shape[0] == c_out && w.shape[3] == l.in_shape.c, l.label, ": weights ",
+              ir::shape_str(w.shape), " do not match input ", l.in_shape.str(), " / output ",
+              l.out_shape.str());
+  }
+  if (op.inputs.size() > 2 && op.inputs[2] >= 0) {
+    l.bias = int32_data(g.tensor(op.inputs[2]), l.label, "bias");
+    check_arg(int(l.bias.size()) == c_out, l.label, ": bias has ", l.bias.size(),
+              " entries, expected ", c_out);
+  }
+  conv_requantization(qi.scale, w.quant.scales, qo.scale, c_out, &l.multiplier, &l.shift);
+  const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
+  fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
+  l.act_mode = act_mode_of(act);
+}
+
+void lower_fully_connected(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
+  const ir::Tensor& in = g.tensor(op.inputs[0]);
+  const ir::Tensor& w = g.tensor(op.inputs[1]);
+  const ir::Tensor& out = g.tensor(op.outputs[0]);
+  l.unit = Unit::kFullyConnected;
+  check_arg(w.rank() == 2, l.label, ": weights rank ", w.rank(), " != 2");
+  const int64_t n = w.shape[0], k = w.shape[1];
+  const int64_t m = in.elements() / k;
+  check_arg(m * k == in.elements() && out.elements() == m * n, l.label, ": input ",
+            ir::shape_str(in.shape), " / weights ", ir::shape_str(w.shape), " / output ",
+            ir::shape_str(out.shape), " are not [M, K] x [N, K] -> [M, N]");
+  // FULL_KER_SIZE = IN_FM_WIDTH * ceil(IN_FM_CH / 64) - 1 is an 8-bit field.
+  const int64_t groups = (k + limits::kMacLanes - 1) / limits::kMacLanes;
+  if (groups > 256) {
+    throw Unsupported(str_cat(l.label, ": ", k, " inputs per output need ", groups,
+                              " 64-lane groups; NACC_FULL_CONV_PARA.FULL_KER_SIZE allows 256"));
+  }
+  l.in_shape = nhwc_of({1, m, 1, k});
+  l.out_shape = nhwc_of({1, m, 1, n});
+  const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
+  check_weight_zero_points(w, l.label);
+  l.input_zero_point = qi.zero_point;
+  l.output_zero_point = qo.zero_point;
+  l.weights = int8_data(w, l.label, "weights");
+  if (op.inputs.size() > 2 && op.inputs[2] >= 0) {
+    l.bias = int32_data(g.tensor(op.inputs[2]), l.label, "bias");
+    check_arg(int64_t(l.bias.size()) == n, l.label, ": bias has ", l.bias.size(),
+              " entries, expected ", n);
+  }
+  l.real_scale = fully_connected_real_scales(qi.scale, w.quant.scales, qo.scale, int(n));
+  const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
+  fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
+  l.act_mode = act_mode_of(act);
+}
+
+void lower_pool(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
+  const ir::Tensor& in = g.tensor(op.inputs[0]);
+  const ir::Tensor& out = g.tensor(op.outputs[0]);
+  l.unit = op.kind == OpKind::kMaxPool2D ? Unit::kMaxPool : Unit::kAvgPool;
+  l.in_shape = nhwc_of(in.shape);
+  l.out_shape = nhwc_of(out.shape);
+  set_window(l, op, op.attrs.kernel_h, op.attrs.kernel_w);
+  const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
+  if (qi.scale != qo.scale || qi.zero_point != qo.zero_point) {
+    throw Unsupported(str_cat(l.label, ": input and output quantization differ"));
+  }
+  if (l.unit == Unit::kAvgPool &&
+      (l.kernel_h != limits::kAvgPoolKernel || l.kernel_w != limits::kAvgPoolKernel ||
+       l.stride_h != limits::kAvgPoolStride || l.stride_w != limits::kAvgPoolStride)) {
+    throw Unsupported(str_cat(l.label, ": average pool must be 2x2 with stride 2"));
+  }
+  l.input_zero_point = qi.zero_point;
+  l.output_zero_point = qo.zero_point;
+  const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
+  fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
+  l.act_mode = act_mode_of(act);
+}
+
+bool is_channel_vector(const Shape4& s, const Shape4& out) {
+  return s.h == 1 && s.w == 1 && (s.c == out.c || s.c == 1);
+}
+
+void lower_elementwise(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
+  l.unit = Unit::kElementwise;
+  int a = op.inputs[0], b = op.inputs[1];
+  const ir::Tensor& out = g.tensor(op.outputs[0]);
+  l.out_shape = nhwc_of(out.shape);
+  Shape4 sa = nhwc_of(g.tensor(a).shape), sb = nhwc_of(g.tensor(b).shape);
+  const Quant qo = per_tensor(out, l.label);
+  Quant qa = per_tensor(g.tensor(a), l.label), qb = per_tensor(g.tensor(b), l.label);
+  // The IFM must be an operand of the output's shape and a runtime tensor;
+  // ADD and MUL are symmetric, so their operands may swap (exactly: each
+  // input keeps its own offset, multiplier and shift).
+  const bool symmetric = op.kind != OpKind::kSub;
+  const bool a_full = sa == l.out_shape, b_full = sb == l.out_shape;
+  const bool a_const = g.tensor(a).is_constant(), b_const = g.tensor(b).is_constant();
+  const bool swap = symmetric && ((!a_full && b_full) || (a_full && b_full && a_const && !b_const));
+  if (swap) {
+    std::swap(a, b);
+    std::swap(sa, sb);
+    std::swap(qa, qb);
+  }
+  if (sa != l.out_shape) {
+    throw Unsupported(str_cat(l.label, ": the first operand ", sa.str(),
+                              " is broadcast against ", sb.str(),
+                              "; only the second operand of SUB may be broadcast"));
+  }
+  if (g.tensor(a).is_constant()) {
+    throw Unsupported(str_cat(l.label, ": a constant operand needs a runtime operand beside it"));
+  }
+  if (sb != l.out_shape && !is_channel_vector(sb, l.out_shape)) {
+    throw Unsupported(str_cat(l.label, ": operand ", sb.str(), " is neither ", l.out_shape.str(),
+                              " nor a [1,1,1,C] vector"));
+  }
+  l.input = a;
+  l.input2 = b;
+  l.in_shape = sa;
+  l.input2_broadcast = sb != l.out_shape;
+  if (g.tensor(b).is_constant()) {
+    l.input2_is_constant = true;
+    l.input2_constant = int8_data(g.tensor(b), l.label, "operand");
+    if (l.input2_broadcast && sb.c != l.out_shape.c) {  // a scalar: one entry per channel
+      l.input2_constant.assign(l.out_shape.c, l.input2_constant.at(0));
+    }
+  } else if (l.input2_broadcast && sb.c != l.out_shape.c) {
+    throw Unsupported(str_cat(l.label, ": a runtime scalar operand against ", l.out_shape.c,
+                              " channels (only a constant scalar or a [1,1,1,C] vector)"));
+  }
+  const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
+  switch (op.kind) {
+    case OpKind::kAdd:
+      l.eltwise = tflite_add_params(qa.scale, qa.zero_point, qb.scale, qb.zero_point, qo.scale,
+                                    qo.zero_point, act);
+      break;
+    case OpKind::kSub:
+      l.eltwise = tflite_sub_params(qa.scale, qa.zero_point, qb.scale, qb.zero_point, qo.scale,
+                                    qo.zero_point, act);
+      break;
+    default:
+      l.eltwise = tflite_mul_params(qa.scale, qa.zero_point, qb.scale, qb.zero_point, qo.scale,
+                                    qo.zero_point, act);
+      break;
+  }
+  validate_elementwise_params(l.eltwise);
+  l.input_zero_point = qa.zero_point;
+  l.output_zero_point = qo.zero_point;
+  l.act_min = l.eltwise.act_min;
+  l.act_max = l.eltwise.act_max;
+  l.act_mode = act_mode_of(act);
+  l.multiplier = {l.eltwise.output_multiplier};
+  l.shift = {l.eltwise.output_shift};
+}
+
+void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
+  const ir::Tensor& in = g.tensor(op.inputs[0]);
+  const ir::Tensor& out = g.tensor(op.outputs[0]);
+  l.unit = Unit::kActivation;
+  l.in_shape = nhwc_of(in.shape);
+  l.out_shape = nhwc_of(out.shape);
+  check_arg(l.in_shape == l.out_shape, l.label, ": input ", l.in_shape.str(), " != output ",
+            l.out_shape.str());
+  const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
+  l.input_zero_point = qi.zero_point;
+  l.output_zero_point = qo.zero_point;
+  switch (op.kind) {
+    case OpKind::kLogistic:
+      l.lut = lut_tflite_logistic(qi.scale, qi.zero_point, qo.scale, qo.zero_point);
+      break;
+    case OpKind::kTanh:
+      l.lut = lut_tflite_tanh(qi.scale, qi.zero_point, qo.scale, qo.zero_point);
+      break;
+    default: {
+      // The RELU family: TFLite's requantize-and-clamp evaluated by the
+      // activation unit's own definition on all 256 inputs, so the LUT holds
+      // exactly what ACT_MODE RELU / RELU6 / NONE would compute.
+      const ReluKind kind = op.kind == OpKind::kRelu    ? ReluKind::kRelu
+                            : op.kind == OpKind::kRelu6 ? ReluKind::kRelu6
+                                                        : ReluKind::kReluN1To1;
+      const ActivationParams p =
+          tflite_relu_params(kind, qi.scale, qi.zero_point, qo.scale, qo.zero_point);
+      int8_t inputs[256];
+      for (int i = 0; i < 256; ++i) inputs[i] = static_cast<int8_t>(static_cast<uint8_t>(i));
+      activation_s8(p, 256, inputs, l.lut.data());
+      break;
+    }
+  }
+  l.has_lut = true;
+  l.act_mode = ActMode::kLut;
+  l.act_min = -128;
+  l.act_max = 127;
+}
+
+}  // namespace
+
+LoweredOp lower_op(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp l;
+  l.op_index = op_index;
+  l.kind = op.kind;
+  l.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  check_arg(!op.inputs.empty() && op.inputs[0] >= 0 && op.outputs.size() == 1, l.label,
+            ": needs an input and one output");
+  l.input = op.inputs[0];
+  l.output = op.outputs[0];
+  try {
+    switch (op.kind) {
+      case OpKind::kConv2D:
+      case OpKind::kDepthwiseConv2D:
+        lower_conv_like(graph, op, l);
+        break;
+      case OpKind::kFullyConnected:
+        lower_fully_connected(graph, op, l);
+        break;
+      case OpKind::kMaxPool2D:
+      case OpKind::kAveragePool2D:
+        lower_pool(graph, op, l);
+        break;
+      case OpKind::kAdd:
+      case OpKind::kSub:
+      case OpKind::kMul:
+        lower_elementwise(graph, op, l);
+        break;
+      case OpKind::kRelu:
+      case OpKind::kRelu6:
+      case OpKind::kReluN1To1:
+      case OpKind::kLogistic:
+      case OpKind::kTanh:
+        lower_activation(graph, op, l);
+        break;
+      case OpKind::kReshape:
+        l.unit = Unit::kView;
+        check_arg(graph.tensor(l.input).elements() == graph.tensor(l.output).elements(), l.label,
+                  ": element counts differ");
+        break;
+      default:
+        throw Unsupported(str_cat(l.label, ": ", op.display_type(),
+                                  " is not lowered by this compiler version"));
+    }
+  } catch (const Unsupported&) {
+    throw;
+  } catch (const InvalidArgument& e) {
+    // A parameter the unit cannot take (e.g. an output multiplier >= 1 for
+    // ADD): decline the op rather than emit something wrong.
+    const std::string what = e.what();
+    throw Unsupported(what.rfind(l.label, 0) == 0 ? what : str_cat(l.label, ": ", what));
+  }
+  return l;
+}
+
+}  // namespace nacc::compiler

@@ -1,0 +1,119 @@
+// Lowering of one IR op to the NACC unit that runs it: the op's geometry as
+// the registers see it (NHWC feature maps, window, padding) and every unit
+// parameter derived from the model's float scales exactly as TFLite derives
+// them. This is the ONE place where op -> unit-parameter arithmetic lives;
+// the frontends and the rest of the compiler never repeat it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/quant.h"
+#include "common/shape.h"
+#include "device/units/activation.h"
+#include "device/units/elementwise.h"
+#include "ir/ir.h"
+
+namespace nacc::compiler {
+
+// The unit (and NPU_OP_* opcode) an op runs on.
+enum class Unit : uint8_t {
+  kConv,            // NPU_OP_CONV, weights [C_out, KH, KW, C_in]
+  kDepthwise,       // NPU_OP_DEPTHWISE, weights [KH, KW, C_in * M]
+  kFullyConnected,  // NPU_OP_FULLY_CONNECTED, weights [N, K]; IFM is M rows of 1 pixel
+  kMaxPool,         // NPU_OP_POOL, POOL_MODE = MAX
+  kAvgPool,         // NPU_OP_POOL, POOL_MODE = AVERAGE
+  kElementwise,     // NPU_OP_ELEMENTWISE, second operand at IN_K_DMA_ADDR
+  kActivation,      // NPU_OP_ACTIVATION, ACT_MODE = LUT
+  kView,            // RESHAPE: no command, the output aliases the input's bytes
+};
+
+const char* unit_name(Unit unit);
+
+// A lowered op. Feature maps are NHWC with N = 1 (NACC_SPEC §1); tensors of
+// lower rank are read as [1, 1, .., C] (leading ones). FULLY_CONNECTED's
+// [M, K] input is H = M rows of W = 1 pixel of C = K channels, its output
+// H = M rows of 1 pixel of N channels (docs/device_model.md §4).
+struct LoweredOp {
+  int op_index = -1;
+  std::string label;    // "CONV_2D 'name'" for messages
+  ir::OpKind kind = ir::OpKind::kOther;
+  Unit unit = Unit::kView;
+
+  // Tensor ids: the IFM, the element-wise second operand (or -1), the OFM.
+  int input = -1, input2 = -1, output = -1;
+  Shape4 in_shape, out_shape;   // N = 1
+  // Element-wise: the second operand is one pixel [1,1,1,C] re-read for every
+  // output pixel (pixel pitch 0, NACC_DMA_PARAA.K_TRANS_OFFSET = 0).
+  bool input2_broadcast = false;
+  // A constant second operand (expanded to [C] when it was a scalar), stored
+  // in the constant region.
+  std::vector<int8_t> input2_constant;
+  bool input2_is_constant = false;
+
+  // Window (NACC_KERNEL, NACC_PADDING). Right/bottom padding is implied by the
+  // sizes (docs/device_model.md §3); kept here for checks.
+  int kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
+  int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int depth_multiplier = 1;  // depthwise: 1, 2, 4 or 8 (DW_CH_MULT = log2)
+
+  // Output stage. input_zero_point / output_zero_point are the tensors' zero
+  // points (IN_FM_OFFSET = -input_zero_point, OUT_FM_OFFSET = output_zero_point).
+  int32_t input_zero_point = 0, output_zero_point = 0;
+  int32_t act_min = -128, act_max = 127;  // NACC_ACT_MIN / NACC_ACT_MAX
+  ActMode act_mode = ActMode::kNone;       // NACC_CTRL.ACT_MODE
+
+  // Constants, in the unit's layout.
+  std::vector<int8_t> weights;      // conv OHWI, depthwise [KH, KW, C*M], FC [N, K]
+  std::vector<int32_t> bias;        // [C_out] or empty (BIAS_EN = 0)
+  std::vector<int32_t> multiplier;  // [C_out] (conv, depthwise); [1] element-wise
+  std::vector<int32_t> shift;       // same length as multiplier
+  // FULLY_CONNECTED: TFLite's reference kernel requantizes in double with
+  // effective_scale[n] = double(input_scale) * double(filter_scale[n]) /
+  // double(output_scale) (docs/device_model.md §4: the QUANT_MUL array holds
+  // these binary64 values in this mode; QUANT_SHIFT is not read).
+  std::vector<double> real_scale;   // [N]
+  ElementwiseParams eltwise;        // element-wise registers
+  std::array<int8_t, 256> lut{};    // activation LUT (entry i = f((int8)i))
+  bool has_lut = false;
+
+  // Channels of one output pixel and of one input pixel of a command that
+  // computes `group` channels of the op's channel-split basis: conv / FC split
+  // output channels and read all input channels; the others split channels
+  // with the input (depthwise: `group` input channels -> group * M outputs).
+  int split_channels() const;               // the basis: C_out or C_in
+  int in_channels(int group) const;         // IN_FM_CH of the command
+  int out_channels(int group) const;        // OUT_FM_CH of the command
+  // Decompressed weight bytes of `group` basis channels.
+  int64_t weight_bytes(int group) const;
+};
+
+// Lowers graph.ops[op_index]. Throws nacc::Unsupported naming the op when the
+// compiler cannot lower it exactly (an op kind or configuration this version
+// does not implement), InvalidArgument for a malformed op.
+LoweredOp lower_op(const ir::Graph& graph, int op_index);
+
+// ---- the TFLite arithmetic, exposed for tests and frontends -------------------
+
+// CONV_2D / DEPTHWISE_CONV_2D per-channel requantization (TFLite 2.21
+// kernel_util.cc PopulateConvolutionQuantizationParams): effective[c] =
+// double(input_scale) * double(filter_scale[c or 0]) / double(output_scale),
+// then QuantizeMultiplier. `filter_scales` has 1 (per tensor) or `channels` entries.
+void conv_requantization(float input_scale, const std::vector<float>& filter_scales,
+                         float output_scale, int channels, std::vector<int32_t>* multiplier,
+                         std::vector<int32_t>* shift);
+
+// FULLY_CONNECTED's reference-kernel scales (see LoweredOp::real_scale).
+std::vector<double> fully_connected_real_scales(float input_scale,
+                                                const std::vector<float>& filter_scales,
+                                                float output_scale, int channels);
+
+// ir::Activation -> the clamp kind; Unsupported for TANH / SIGN_BIT.
+FusedActivation fused_activation_of(ir::Activation act, const std::string& label);
+
+// NHWC view of a tensor shape of rank <= 4 (leading ones added).
+Shape4 nhwc_of(const std::vector<int64_t>& shape);
+
+}  // namespace nacc::compiler

@@ -1,0 +1,589 @@
+// The tile planner: an exhaustive search over core count, broadcast mode,
+// channel-group size, loop order, double buffering and tile width, each
+// candidate taking the tallest tile that fits one core's SRAM, judged by a
+// model of the device's timeline (docs/compiler.md, "Tiling").
+#include "compiler/tiling.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/limits.h"
+
+namespace nacc::compiler {
+
+namespace {
+
+constexpr int64_t kKAlign = 64;       // K-area sub-buffers (docs/device_model.md §1)
+constexpr int kMaxSplitWidth = 255;   // OUT_FM_SPLIT_WIDTH / IN_FM_SPLIT_WIDTH: 8 bits
+constexpr int kMaxCoreRows = 1023;    // OUT_FM_SPLIT_AVG/OV_HEIGHT, IN_DMA_UNICAST_*: 10 bits
+constexpr int kMaxCoreChannels = 255; // EU_BIAS_START_OFFSET: 8 bits
+constexpr int kMaxSplitLen = 65535;   // IN_FM_SPLIT_LEFT_LEN: 16 bits
+// The SRAM sizes the device model accepts (runtime/program.h validate_hw_config).
+constexpr int64_t kMinSramBytes = 4 * 1024;
+constexpr int64_t kMaxSramBytes = 16 * 1024 * 1024;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t align_k(int64_t b) { return ceil_div(b, kKAlign) * kKAlign; }
+
+bool ifm_shared_across_groups(const LoweredOp& op) {
+  return op.unit == Unit::kConv || op.unit == Unit::kFullyConnected;
+}
+
+// Per-core buffer bytes of a tile.
+struct TileBytes {
+  int64_t ifm = 0, temp = 0, ofm = 0, k = 0;
+};
+
+TileBytes tile_bytes(const LoweredOp& op, int rows, int cols, int channels) {
+  TileBytes b;
+  const int64_t in_rows = std::min(input_extent(rows, op.stride_h, op.kernel_h), op.in_shape.h);
+  const int64_t in_cols = std::min(input_extent(cols, op.stride_w, op.kernel_w), op.in_shape.w);
+  b.ifm = in_rows * in_cols * op.in_channels(channels);
+  b.ofm = int64_t(rows) * cols * op.out_channels(channels);
+  if (op.unit == Unit::kElementwise) b.temp = int64_t(rows) * cols * channels;
+  b.k = k_area_bytes(op, channels);
+  return b;
+}
+
+enum class LayoutKind { kSingle, kDoubleFm, kDoubleK };
+
+std::optional<SramLayout> make_layout(const SramGeometry& g, const TileBytes& b, LayoutKind kind) {
+  SramLayout l;
+  l.ifm_bytes = b.ifm;
+  l.temp_bytes = b.temp;
+  l.ofm_bytes = b.ofm;
+  l.k_bytes = b.k;
+  const int64_t ifm = g.round(b.ifm), temp = g.round(b.temp), ofm = g.round(b.ofm),
+                k = g.round(b.k);
+  switch (kind) {
+    case LayoutKind::kSingle:
+      l.ifm[0] = l.ifm[1] = 0;
+      l.temp[0] = l.temp[1] = ifm;
+      l.ofm[0] = l.ofm[1] = ifm + temp;
+      l.k[0] = l.k[1] = ifm + temp + ofm;
+      l.end = ifm + temp + ofm + k;
+      break;
+    case LayoutKind::kDoubleFm: {
+      // Set 0 at 0, set 1 at the first quarter boundary above set 0 (IFM_MEM_BASE
+      // counts quarters), the resident K area above set 1.
+      const int64_t set = ifm + temp + ofm;
+      const int64_t j = std::max<int64_t>(1, ceil_div(set, g.quarter));
+      if (j > 3) return std::nullopt;
+      const int64_t b1 = j * g.quarter;
+      l.ifm[0] = 0;
+      l.temp[0] = ifm;
+      l.ofm[0] = ifm + temp;
+      l.ifm[1] = b1;
+      l.temp[1] = b1 + ifm;
+      l.ofm[1] = b1 + ifm + temp;
+      l.k[0] = l.k[1] = b1 + set;
+      l.end = b1 + set + k;
+      break;
+    }
+    case LayoutKind::kDoubleK:
+      // The IFM resident at 0; K and OFM alternate above it.
+      l.ifm[0] = l.ifm[1] = 0;
+      l.temp[0] = l.temp[1] = 0;
+      l.k[0] = ifm;
+      l.ofm[0] = ifm + k;
+      l.k[1] = ifm + k + ofm;
+      l.ofm[1] = ifm + 2 * k + ofm;
+      l.end = ifm + 2 * (k + ofm);
+      break;
+  }
+  if (l.end > g.bytes) return std::nullopt;
+  return l;
+}
+
+// Largest v in [1, hi] with ok(v), given ok is monotone (true then false); 0 if none.
+template <typename F>
+int largest(int hi, F ok) {
+  if (hi < 1 || !ok(1)) return 0;
+  int lo = 1;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo + 1) / 2;
+    if (ok(mid)) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+std::vector<Span> balanced(int total, int pieces) {
+  std::vector<Span> out;
+  const int base = total / pieces, extra = total % pieces;
+  int start = 0;
+  for (int i = 0; i < pieces; ++i) {
+    const int size = base + (i < extra ? 1 : 0);
+    out.push_back({start, size});
+    start += size;
+  }
+  return out;
+}
+
+// Pieces of `total` rows (mode 2) or channels (mode 1) for commands split
+// across up to max_cores cores of at most `cap` each: full pieces of
+// max_cores * cap, then the remainder in one piece when the cores can share it
+// (split_across_cores), else in pieces of the most cores that fit it whole.
+std::vector<Span> make_pieces(int total, int max_cores, int cap, int avg_cap) {
+  std::vector<Span> out;
+  const int full = max_cores * std::min(cap, avg_cap);
+  int start = 0, left = total;
+  while (left > 0) {
+    int take = full;
+    if (left < full) {
+      if (split_across_cores(left, max_cores, cap, avg_cap)) {
+        take = left;
+      } else {
+        int n = max_cores;
+        while (n > 1 && n * std::min(cap, avg_cap) > left) n /= 2;
+        take = std::min(left, n * std::min(cap, avg_cap));
+      }
+    }
+    out.push_back({start, take});
+    start += take;
+    left -= take;
+  }
+  return out;
+}
+
+std::map<int, int> size_classes(const std::vector<Span>& spans) {
+  std::map<int, int> m;
+  for (const Span& s : spans) ++m[s.size];
+  return m;
+}
+
+// Plans within this fraction of the fewest estimated cycles count as equally
+// fast; among them the fewest DMA bytes win (the estimate is a model, and a
+// plan that moves less data is the more robust choice).
+constexpr double kCycleTolerance = 0.01;
+
+// a before b among equally fast plans: fewer DMA bytes, fewer cycles, fewer commands.
+bool better(const PlanEstimate& a, const PlanEstimate& b) {
+  if (a.read_bytes + a.write_bytes != b.read_bytes + b.write_bytes) {
+    return a.read_bytes + a.write_bytes < b.read_bytes + b.write_bytes;
+  }
+  if (a.cycles != b.cycles) return a.cycles < b.cycles;
+  return a.commands < b.commands;
+}
+
+int row_cap(const LoweredOp& op, BroadcastMode mode) {
+  const int field_cap = mode == BroadcastMode::kSplitHeight
+                            ? std::min(kMaxCoreRows, (kMaxCoreRows - op.kernel_h) / op.stride_h + 1)
+                            : (kMaxSplitLen - op.kernel_h) / op.stride_h + 1;
+  return std::min(op.out_shape.h, field_cap);
+}
+
+int row_avg_cap(const LoweredOp& op) { return kMaxCoreRows / op.stride_h; }
+
+// The model of docs/device_model.md §6 applied to a plan (see docs/compiler.md).
+PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p) {
+  const double core_bw = hw.dma_bytes_per_cycle, ext_bw = hw.ext_bytes_per_cycle;
+  const auto transfer = [&](double core_bytes, double ext_bytes) {
+    return std::max(core_bytes / core_bw, ext_bytes / ext_bw);
+  };
+  const auto rows_in = [&](int r) {
+    return std::min(input_extent(r, op.stride_h, op.kernel_h), op.in_shape.h);
+  };
+  const auto cols_in = [&](int c) {
+    return std::min(input_extent(c, op.stride_w, op.kernel_w), op.in_shape.w);
+  };
+
+  struct Cmd {
+    double read_fm_t = 0, read_k_t = 0, compute = 0, write_t = 0;
+    double fm_ext = 0, k_ext = 0, write_ext = 0;
+  };
+  // One command of `h` rows, `w` columns, `g` basis channels.
+  const auto command = [&](int h, int w, int g) {
+    Cmd c;
+    const CoreSplit split = command_split(op, p, h, g);
+    int r = h, e = g;
+    if (p.mode == BroadcastMode::kSplitHeight) r = split.max_per_core();
+    if (p.mode == BroadcastMode::kSplitKernel) e = split.max_per_core();
+    const int n = split.cores;
+    const double in_ch = op.in_channels(g);
+    double fm_core = double(rows_in(r)) * cols_in(w) * op.in_channels(e);
+    double fm_ext = p.mode == BroadcastMode::kSplitHeight
+                        ? double(rows_in(split.avg)) * (n - 1) * cols_in(w) * in_ch +
+                              double(rows_in(split.last)) * cols_in(w) * in_ch
+                        : fm_core;
+    if (op.unit == Unit::kElementwise) {  // the second operand
+      const double t_core = op.input2_broadcast ? e : double(r) * w * e;
+      const double t_ext = op.input2_broadcast ? g : double(h) * w * g;
+      fm_core += t_core;
+      fm_ext += t_ext;
+    }
+    const double k_core = k_area_bytes(op, e);
+    const double k_ext = p.mode == BroadcastMode::kSplitKernel ? k_area_bytes(op, g) + (n - 1) * 64.0
+                                                               : k_core;
+    c.read_fm_t = transfer(fm_core, fm_ext);
+    c.read_k_t = transfer(k_core, k_ext);
+    c.compute = std::max(mac_cycles(op, r, w, e), act_cycles(op, r, w, e));
+    c.write_t = transfer(double(r) * w * op.out_channels(e), double(h) * w * op.out_channels(g));
+    c.fm_ext = fm_ext;
+    c.k_ext = k_ext;
+    c.write_ext = double(h) * w * op.out_channels(g);
+    return c;
+  };
+
+  const auto rows = size_classes(p.row_pieces), cols = size_classes(p.col_pieces),
+             groups = size_classes(p.groups);
+  const int64_t spatial = int64_t(p.row_pieces.size()) * p.col_pieces.size();
+  const int64_t ngroups = int64_t(p.groups.size());
+  double cycles = 0, read = 0, write = 0;
+  double first_read = -1, last_write = 0;
+  const bool fm_once = !p.double_buffer && spatial == 1 && ifm_shared_across_groups(op);
+  const bool k_once = !p.double_buffer && ngroups == 1;
+  const auto stage = [&](double r, double c, double w) {
+    return p.double_buffer ? std::max({r, c, w}) : std::max(r, w) + c;
+  };
+  // Sums over the size classes; an instance that reuses the resident IFM
+  // (fm_once) or kernel (k_once) reads nothing for it.
+  if (p.weights_outer) {
+    bool first = true;
+    for (const auto& [g, ng] : groups) {
+      double with_fm = 0, without_fm = 0, fm_read = 0, wr = 0;
+      Cmd any{};
+      for (const auto& [h, nh] : rows) {
+        for (const auto& [w, nw] : cols) {
+          const Cmd c = command(h, w, g);
+          const double cnt = double(nh) * nw;
+          with_fm += cnt * stage(c.read_fm_t, c.compute, c.write_t);
+          without_fm += cnt * stage(0.0, c.compute, c.write_t);
+          fm_read += cnt * c.fm_ext;
+          wr += cnt * c.write_ext;
+          if (first_read < 0) first_read = c.read_fm_t;
+          last_write = c.write_t;
+          any = c;
+        }
+      }
+      const double n_with = fm_once ? (first ? 1.0 : 0.0) : double(ng);
+      const double n_without = double(ng) - n_with;
+      // Each group's weights are loaded once, before its first tile.
+      cycles += n_with * with_fm + n_without * without_fm + double(ng) * any.read_k_t;
+      read += n_with * fm_read + double(ng) * any.k_ext;
+      write += double(ng) * wr;
+      first = false;
+    }
+  } else {
+    bool first = true;
+    for (const auto& [h, nh] : rows) {
+      for (const auto& [w, nw] : cols) {
+        double with_k = 0, without_k = 0, k_read = 0, wr = 0;
+        Cmd any{};
+        for (const auto& [g, ng] : groups) {
+          const Cmd c = command(h, w, g);
+          with_k += double(ng) * stage(c.read_k_t, c.compute, c.write_t);
+          without_k += double(ng) * stage(0.0, c.compute, c.write_t);
+          k_read += double(ng) * c.k_ext;
+          wr += double(ng) * c.write_ext;
+          if (first_read < 0) first_read = c.read_k_t;
+          last_write = c.write_t;
+          any = c;
+        }
+        const double cnt = double(nh) * nw;
+        const double n_with = k_once ? (first ? 1.0 : 0.0) : cnt;
+        const double n_without = cnt - n_with;
+        // Each spatial tile's IFM is loaded once, before its first group.
+        cycles += n_with * with_k + n_without * without_k + cnt * any.read_fm_t;
+        read += n_with * k_read + cnt * any.fm_ext;
+        write += cnt * wr;
+        first = false;
+      }
+    }
+  }
+  if (p.double_buffer) cycles += std::max(0.0, first_read) + last_write;
+  else cycles += last_write;
+  PlanEstimate e;
+  e.cycles = int64_t(cycles + 0.5);
+  e.read_bytes = int64_t(read + 0.5);
+  e.write_bytes = int64_t(write + 0.5);
+  e.commands = spatial * ngroups;
+  return e;
+}
+
+}  // namespace
+
+const char* broadcast_mode_name(BroadcastMode mode) {
+  switch (mode) {
+    case BroadcastMode::kNone: return "NONE";
+    case BroadcastMode::kSplitKernel: return "SPLIT_KERNEL";
+    case BroadcastMode::kSplitHeight: return "SPLIT_HEIGHT";
+  }
+  return "?";
+}
+
+std::optional<CoreSplit> split_across_cores(int total, int max_cores, int cap, int avg_cap) {
+  if (total < 1 || cap < 1) return std::nullopt;
+  std::optional<CoreSplit> best;
+  for (int n = 1; n <= std::min(max_cores, total); n *= 2) {
+    std::optional<CoreSplit> c;
+    if (n == 1) {
+      if (total <= cap) c = CoreSplit{1, total, total};
+    } else {
+      // avg in [lo, hi] keeps the last core's share in [1, cap]; the most even
+      // split is the avg nearest total / n.
+      const int lo = std::max<int>(1, int(ceil_div(std::max(0, total - cap), n - 1)));
+      const int hi = std::min({cap, avg_cap, (total - 1) / (n - 1)});
+      if (lo > hi) continue;
+      for (int a : {total / n, int(ceil_div(total, n))}) {
+        const int avg = std::clamp(a, lo, hi);
+        const CoreSplit s{n, avg, total - avg * (n - 1)};
+        if (!c || s.max_per_core() < c->max_per_core()) c = s;
+      }
+    }
+    // The shortest longest share wins; on a tie, fewer cores (less halo traffic).
+    if (c && (!best || c->max_per_core() < best->max_per_core())) best = c;
+  }
+  return best;
+}
+
+CoreSplit command_split(const LoweredOp& op, const TilePlan& plan, int rows, int channels) {
+  std::optional<CoreSplit> s;
+  if (plan.mode == BroadcastMode::kSplitHeight) {
+    s = split_across_cores(rows, plan.cores, plan.rows_per_core, row_avg_cap(op));
+  } else if (plan.mode == BroadcastMode::kSplitKernel) {
+    s = split_across_cores(channels, plan.cores, plan.channels_per_core, kMaxCoreChannels);
+  } else {
+    s = CoreSplit{1, rows, rows};
+  }
+  check_arg(s.has_value(), op.label, ": no core split for a command of ", rows, " rows, ",
+            channels, " channels");
+  return *s;
+}
+
+SramGeometry sram_geometry(int64_t sram_bytes) {
+  check_arg(sram_bytes >= kMinSramBytes && sram_bytes <= kMaxSramBytes && sram_bytes % 1024 == 0,
+            "sram_bytes ", sram_bytes, " must be a multiple of 1024 (NACC_MEM_RANGE bases count "
+            "SRAM/1024 units) in [", kMinSramBytes, ", ", kMaxSramBytes, "]");
+  SramGeometry g;
+  g.bytes = sram_bytes;
+  g.unit = sram_bytes / 1024;
+  g.quarter = sram_bytes / 4;
+  g.align = std::lcm(g.unit, kKAlign);
+  return g;
+}
+
+int64_t k_area_bytes(const LoweredOp& op, int group) {
+  const int64_t oc = op.out_channels(group);
+  int64_t bytes = 0;
+  switch (op.unit) {
+    case Unit::kConv:
+    case Unit::kDepthwise:
+      bytes += align_k(op.weight_bytes(group));
+      if (!op.bias.empty()) bytes += align_k(4 * oc);
+      bytes += align_k(4 * oc) + align_k(4 * oc);  // multipliers, shifts
+      break;
+    case Unit::kFullyConnected:
+      bytes += align_k(op.weight_bytes(group));
+      if (!op.bias.empty()) bytes += align_k(4 * oc);
+      bytes += align_k(8 * oc);  // binary64 scales; no shifts
+      break;
+    case Unit::kElementwise:
+      bytes += 2 * align_k(4);  // the output multiplier and shift (one entry each)
+      break;
+    case Unit::kActivation:
+      bytes += align_k(limits::kLutEntries);
+      break;
+    default:
+      break;
+  }
+  return bytes;
+}
+
+int64_t mac_cycles(const LoweredOp& op, int64_t rows, int64_t cols, int channels) {
+  const int64_t lanes = limits::kMacLanes;
+  const int64_t taps = int64_t(op.kernel_h) * op.kernel_w;
+  switch (op.unit) {
+    case Unit::kConv:
+      return rows * cols * op.out_channels(channels) * taps * ceil_div(op.in_shape.c, lanes);
+    case Unit::kFullyConnected:
+      return rows * op.out_channels(channels) * ceil_div(op.in_shape.c, lanes);
+    case Unit::kDepthwise:
+    case Unit::kMaxPool:
+    case Unit::kAvgPool:
+      return rows * cols * ceil_div(op.out_channels(channels), lanes) * taps;
+    case Unit::kElementwise:
+      return ceil_div(3 * rows * cols * channels, 16);
+    default:
+      return 0;
+  }
+}
+
+int64_t act_cycles(const LoweredOp& op, int64_t rows, int64_t cols, int channels) {
+  return op.unit == Unit::kActivation ? rows * cols * channels : 0;
+}
+
+Span valid_input_span(int out_start, int out_size, int stride, int kernel, int pad, int in_size) {
+  const int begin = out_start * stride - pad;
+  const int end = begin + input_extent(out_size, stride, kernel);
+  const int b = std::max(0, begin), e = std::min(in_size, end);
+  return {b, std::max(0, e - b)};
+}
+
+std::string TilePlan::describe() const {
+  std::ostringstream os;
+  os << "cores " << cores << " mode " << broadcast_mode_name(mode) << ", "
+     << (weights_outer ? "weights resident" : "IFM resident")
+     << (double_buffer ? ", double-buffered" : "") << ", tile " << rows_per_core
+     << " rows/core x " << cols << " cols x " << channels_per_core << " ch/core; "
+     << row_pieces.size() << " row x " << col_pieces.size() << " col x " << groups.size()
+     << " channel pieces; SRAM " << layout.end << " B; est. " << estimate.cycles << " cycles, "
+     << estimate.read_bytes << " B read, " << estimate.write_bytes << " B written";
+  return os.str();
+}
+
+namespace {
+
+// One point of the search space; build_plan turns it into a TilePlan.
+struct Choice {
+  int cores = 1;
+  BroadcastMode mode = BroadcastMode::kNone;
+  int channels_per_core = 1;
+  bool weights_outer = true;
+  bool double_buffer = false;
+  int cols = 1;            // tile width
+  int rows_per_core = 1;   // tile height one core holds
+  PlanEstimate estimate;
+};
+
+LayoutKind layout_kind(bool double_buffer, bool weights_outer) {
+  return !double_buffer ? LayoutKind::kSingle
+         : weights_outer ? LayoutKind::kDoubleFm
+                         : LayoutKind::kDoubleK;
+}
+
+TilePlan build_plan(const LoweredOp& op, const HwConfig& hw, const SramGeometry& geo,
+                    const Choice& c) {
+  const int channels = op.split_channels();
+  const int oh = op.out_shape.h, ow = op.out_shape.w;
+  TilePlan p;
+  p.cores = c.cores;
+  p.mode = c.mode;
+  p.weights_outer = c.weights_outer;
+  p.double_buffer = c.double_buffer;
+  p.cols = c.cols;
+  p.rows_per_core = c.rows_per_core;
+  p.channels_per_core = c.channels_per_core;
+  p.col_pieces = balanced(ow, int(ceil_div(ow, c.cols)));
+  if (c.mode == BroadcastMode::kSplitHeight) {
+    p.row_pieces = make_pieces(oh, c.cores, c.rows_per_core, row_avg_cap(op));
+  } else {
+    p.row_pieces = balanced(oh, int(ceil_div(oh, c.rows_per_core)));
+  }
+  if (c.mode == BroadcastMode::kSplitKernel) {
+    p.groups = make_pieces(channels, c.cores, c.channels_per_core, kMaxCoreChannels);
+  } else {
+    p.groups = balanced(channels, int(ceil_div(channels, c.channels_per_core)));
+  }
+  p.layout = *make_layout(geo, tile_bytes(op, c.rows_per_core, c.cols, c.channels_per_core),
+                          layout_kind(c.double_buffer, c.weights_outer));
+  p.estimate = estimate(op, hw, p);
+  return p;
+}
+
+}  // namespace
+
+TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& options) {
+  check_arg(op.unit != Unit::kView, "plan_tiles: ", op.label, " moves no data");
+  const SramGeometry geo = sram_geometry(hw.sram_bytes);
+  const int channels = op.split_channels();
+  const int oh = op.out_shape.h, ow = op.out_shape.w;
+  // Columns: OUT_FM_SPLIT_WIDTH and IN_FM_SPLIT_WIDTH are 8-bit fields.
+  const int col_cap =
+      std::min({ow, kMaxSplitWidth, (kMaxSplitWidth - op.kernel_w) / op.stride_w + 1});
+  check_arg(col_cap >= 1, op.label, ": kernel width ", op.kernel_w, " leaves no tile width");
+
+  // Candidate channels per core: every distinct ceil(C / k).
+  std::set<int, std::greater<int>> channel_caps;
+  for (int k = 1; k <= channels; ++k) channel_caps.insert(int(ceil_div(channels, k)));
+
+  // Every (cores, mode, channels per core, order, double buffering, width,
+  // height) whose tile fits; each width and height the largest that fits or
+  // one that splits the work more evenly.
+  std::vector<Choice> choices;
+  const auto consider = [&](Choice c) {
+    const LayoutKind kind = layout_kind(c.double_buffer, c.weights_outer);
+    const auto fit = [&](int rows, int cols) {
+      return make_layout(geo, tile_bytes(op, rows, cols, c.channels_per_core), kind).has_value();
+    };
+    const int wmax = largest(col_cap, [&](int w) { return fit(1, w); });
+    if (wmax == 0) return;
+    const int nc_min = int(ceil_div(ow, wmax));
+    std::set<int> widths;
+    for (int f : {1, 2, 4}) widths.insert(int(ceil_div(ow, std::min(ow, nc_min * f))));
+    const int rcap = row_cap(op, c.mode);
+    for (int w : widths) {
+      const int hmax = largest(rcap, [&](int r) { return fit(r, w); });
+      if (hmax == 0) continue;
+      std::set<int> heights = {hmax};
+      if (c.mode == BroadcastMode::kSplitHeight) {
+        // Rows per core beyond an even share of the whole height buy nothing;
+        // below it, fewer rows per core trade halo traffic for shorter
+        // pipeline fill and drain.
+        const int even = std::min(hmax, int(ceil_div(oh, c.cores)));
+        heights = {even};
+        for (int r = 1; r <= std::min(even, 16); ++r) heights.insert(r);
+        for (int k = 2; k <= 8; ++k) heights.insert(std::min(even, int(ceil_div(oh, int64_t(c.cores) * k))));
+      }
+      for (int h : heights) {
+        c.cols = w;
+        c.rows_per_core = h;
+        c.estimate = build_plan(op, hw, geo, c).estimate;
+        choices.push_back(c);
+      }
+    }
+  };
+  for (int n = 1; n <= hw.cores; n *= 2) {
+    if (options.force_cores && n != options.force_cores) continue;
+    std::vector<BroadcastMode> modes;
+    if (n == 1) {
+      modes = {BroadcastMode::kNone};
+    } else {
+      modes = {BroadcastMode::kSplitHeight};
+      if ((op.unit == Unit::kConv || op.unit == Unit::kFullyConnected) && channels >= 2) {
+        modes.push_back(BroadcastMode::kSplitKernel);
+      }
+    }
+    for (BroadcastMode mode : modes) {
+      if (options.force_mode >= 0 && n > 1 && int(mode) != options.force_mode) continue;
+      for (int gc : channel_caps) {
+        if (mode == BroadcastMode::kSplitKernel && gc > kMaxCoreChannels) continue;
+        for (bool weights_outer : {true, false}) {
+          if (!weights_outer && !ifm_shared_across_groups(op)) continue;
+          for (bool db : {false, true}) {
+            if (db && !options.allow_double_buffer) continue;
+            Choice c;
+            c.cores = n;
+            c.mode = mode;
+            c.channels_per_core = gc;
+            c.weights_outer = weights_outer;
+            c.double_buffer = db;
+            consider(c);
+          }
+        }
+      }
+    }
+  }
+  if (choices.empty()) {
+    const TileBytes b = tile_bytes(op, 1, 1, 1);
+    throw Unsupported(str_cat(op.label, ": no tile fits one core's SRAM of ", hw.sram_bytes,
+                              " bytes (the smallest needs IFM ", b.ifm, " + K ", b.k, " + OFM ",
+                              b.ofm, (b.temp ? str_cat(" + operand ", b.temp) : std::string()),
+                              " bytes before alignment)"));
+  }
+  int64_t fastest = choices[0].estimate.cycles;
+  for (const Choice& c : choices) fastest = std::min(fastest, c.estimate.cycles);
+  const double limit = double(fastest) * (1.0 + kCycleTolerance);
+  const Choice* best = nullptr;
+  for (const Choice& c : choices) {
+    if (double(c.estimate.cycles) <= limit && (!best || better(c.estimate, best->estimate))) {
+      best = &c;
+    }
+  }
+  return build_plan(op, hw, geo, *best);
+}
+
+}  // namespace nacc::compiler

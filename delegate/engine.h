@@ -1,0 +1,60 @@
+// The delegate's two calls into the core: compile a partition's IR graph into
+// a Program (nacc::compile) and run a Program on the simulated device
+// (nacc::Runtime). Kept in one file so the frontend stays thin: nothing here
+// decides or computes, it only adapts types.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "options.h"
+#include "runtime/program.h"
+#include "support/sram.h"
+
+namespace nacc::tflite {
+
+// The hardware the options describe.
+HwConfig hardware_config(const DelegateOptions& options);
+
+// The SRAM size and buffer alignment the capability rules judge with: those
+// the compiler tiles to, so claim and compile agree.
+support::SupportConfig support_config(const DelegateOptions& options);
+
+// Compiles `graph` (inputs/outputs = the partition's I/O, in order) for the
+// options' hardware. Throws nacc::Error (Unsupported, InvalidArgument) when
+// the compiler cannot place it; the caller falls back to TFLite.
+Program compile_graph(const ir::Graph& graph, const DelegateOptions& options);
+
+// Disassembly of the Program's command stream, for dump_dir.
+std::string disassemble_program(const Program& program);
+
+// Program::serialize / Program::deserialize (cache_dir, dump_dir). Throw
+// nacc::Error on malformed bytes.
+std::vector<uint8_t> serialize_program(const Program& program);
+Program deserialize_program(const std::vector<uint8_t>& bytes);
+
+// What one run of a Program cost on the simulated device.
+struct RunStats {
+  int64_t cycles = 0;     // device cycles, start to done interrupt
+  int64_t dma_bytes = 0;  // external-memory bytes read and written
+  int64_t sram_peak = 0;  // SRAM high-water mark, bytes (largest core)
+};
+
+// Runs one Program; owns the simulated device it runs on.
+class Executor {
+ public:
+  Executor(const Program& program, const DelegateOptions& options, int host_threads);
+  ~Executor();
+  // inputs[i] / outputs[i]: buffers of program.inputs[i].size / outputs[i].size bytes.
+  // Throws nacc::DeviceFault or nacc::Error.
+  RunStats run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nacc::tflite

@@ -1,0 +1,833 @@
+// TFLite node -> IR op translation with the frontend's decline reasons, shape
+// propagation for NPU-kind ops, and the capability-rule pass (translate.h).
+#include "translate.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "common/error.h"
+
+namespace nacc::tflite {
+
+namespace {
+
+using ir::OpKind;
+
+const char* const kBuiltinNames[] = {
+#include "builtin_names.inc"
+};
+constexpr int kNumBuiltinNames = sizeof(kBuiltinNames) / sizeof(kBuiltinNames[0]);
+
+// Highest op version of each builtin the core implements (TFLite's op
+// versioning, tensorflow/lite/tools/versioning/op_version.cc): the versions
+// past these add int16, int4, hybrid, sparse or grouped variants.
+struct VersionLimit {
+  int32_t code;
+  int max_version;
+  const char* why;  // what the next version adds
+};
+constexpr VersionLimit kVersionLimits[] = {
+    {kTfLiteBuiltinConv2d, 3, "4: int16x16, 5: hybrid per-channel, 6: grouped, 7: int4 weights"},
+    {kTfLiteBuiltinDepthwiseConv2d, 3, "4: hybrid, 5: int16, 7: int4 weights"},
+    {kTfLiteBuiltinFullyConnected, 6, "7: int16, 8: sparse weights, 9+: hybrid / int4"},
+    {kTfLiteBuiltinBatchMatmul, 2, "3: int16, 4: hybrid"},
+    {kTfLiteBuiltinMaxPool2d, 2, "3: int16"},
+    {kTfLiteBuiltinAveragePool2d, 2, "3: int16"},
+    {kTfLiteBuiltinAdd, 2, "3: int16, 4: int64"},
+    {kTfLiteBuiltinSub, 3, "4: int64, 5: int16"},
+    {kTfLiteBuiltinMul, 3, "4: int16, 5+: int64 / complex"},
+    {kTfLiteBuiltinRelu, 2, "3: int16"},
+    {kTfLiteBuiltinRelu6, 2, "3: int16"},
+    {kTfLiteBuiltinReluN1To1, 1, ""},
+    {kTfLiteBuiltinLogistic, 2, "3: int16"},
+    {kTfLiteBuiltinTanh, 2, "3: int16"},
+    {kTfLiteBuiltinHardSwish, 1, ""},
+    {kTfLiteBuiltinLeakyRelu, 1, "2: int16"},
+    {kTfLiteBuiltinQuantize, 2, "3: per-channel, 4: int4"},
+    {kTfLiteBuiltinPad, 2, "3: int16, 4: rank > 4"},
+    {kTfLiteBuiltinPadv2, 2, "3: int16, 4: rank > 4"},
+    {kTfLiteBuiltinConcatenation, 2, "3: int16, 4: uint32"},
+    {kTfLiteBuiltinMean, 2, "3: int16"},
+    {kTfLiteBuiltinSqueeze, 1, "2: string"},
+};
+
+std::optional<VersionLimit> version_limit(int32_t code) {
+  for (const VersionLimit& v : kVersionLimits) {
+    if (v.code == code) return v;
+  }
+  return std::nullopt;
+}
+
+// The IR kind a builtin becomes (kOther for everything the core lacks).
+OpKind kind_of(int32_t code) {
+  switch (code) {
+    case kTfLiteBuiltinConv2d: return OpKind::kConv2D;
+    case kTfLiteBuiltinDepthwiseConv2d: return OpKind::kDepthwiseConv2D;
+    case kTfLiteBuiltinFullyConnected: return OpKind::kFullyConnected;
+    case kTfLiteBuiltinBatchMatmul: return OpKind::kBatchMatMul;
+    case kTfLiteBuiltinMaxPool2d: return OpKind::kMaxPool2D;
+    case kTfLiteBuiltinAveragePool2d: return OpKind::kAveragePool2D;
+    case kTfLiteBuiltinAdd: return OpKind::kAdd;
+    case kTfLiteBuiltinSub: return OpKind::kSub;
+    case kTfLiteBuiltinMul: return OpKind::kMul;
+    case kTfLiteBuiltinRelu: return OpKind::kRelu;
+    case kTfLiteBuiltinRelu6: return OpKind::kRelu6;
+    case kTfLiteBuiltinReluN1To1: return OpKind::kReluN1To1;
+    case kTfLiteBuiltinLogistic: return OpKind::kLogistic;
+    case kTfLiteBuiltinTanh: return OpKind::kTanh;
+    case kTfLiteBuiltinHardSwish: return OpKind::kHardSwish;
+    case kTfLiteBuiltinLeakyRelu: return OpKind::kLeakyRelu;
+    case kTfLiteBuiltinQuantize: return OpKind::kQuantize;
+    case kTfLiteBuiltinReshape:
+    case kTfLiteBuiltinSqueeze:
+    case kTfLiteBuiltinExpandDims: return OpKind::kReshape;
+    case kTfLiteBuiltinPad:
+    case kTfLiteBuiltinPadv2: return OpKind::kPad;
+    case kTfLiteBuiltinConcatenation: return OpKind::kConcatenation;
+    case kTfLiteBuiltinMean: return OpKind::kMean;
+    default: return OpKind::kOther;
+  }
+}
+
+bool has_weights(OpKind k) {
+  return k == OpKind::kConv2D || k == OpKind::kDepthwiseConv2D || k == OpKind::kFullyConnected;
+}
+
+ir::DType dtype_of(TfLiteType t) {
+  switch (t) {
+    case kTfLiteInt8: return ir::DType::kInt8;
+    case kTfLiteUInt8: return ir::DType::kUInt8;
+    case kTfLiteInt16: return ir::DType::kInt16;
+    case kTfLiteInt32: return ir::DType::kInt32;
+    case kTfLiteInt64: return ir::DType::kInt64;
+    case kTfLiteFloat32: return ir::DType::kFloat32;
+    default: return ir::DType::kOther;
+  }
+}
+
+const char* tflite_type_name(TfLiteType t) {
+  switch (t) {
+    case kTfLiteFloat32: return "float32";
+    case kTfLiteInt32: return "int32";
+    case kTfLiteUInt8: return "uint8";
+    case kTfLiteInt64: return "int64";
+    case kTfLiteInt16: return "int16";
+    case kTfLiteInt8: return "int8";
+    case kTfLiteFloat16: return "float16";
+    case kTfLiteInt4: return "int4";
+    case kTfLiteBool: return "bool";
+    case kTfLiteString: return "string";
+    default: return "other";
+  }
+}
+
+std::vector<int64_t> dims_of(const TfLiteTensor& t) {
+  std::vector<int64_t> shape;
+  if (t.dims) {
+    for (int i = 0; i < t.dims->size; ++i) shape.push_back(t.dims->data[i]);
+  }
+  return shape;
+}
+
+bool is_constant(const TfLiteTensor& t) {
+  return t.allocation_type == kTfLiteMmapRo && t.data.raw != nullptr;
+}
+
+// Values of a constant int32 / int64 tensor (shape, axes, paddings).
+std::optional<std::vector<int64_t>> constant_ints(const TfLiteContext& ctx, int index) {
+  if (index < 0 || static_cast<size_t>(index) >= ctx.tensors_size) return std::nullopt;
+  const TfLiteTensor& t = ctx.tensors[index];
+  if (!is_constant(t)) return std::nullopt;
+  std::vector<int64_t> out;
+  if (t.type == kTfLiteInt32) {
+    for (size_t i = 0; i < t.bytes / 4; ++i) out.push_back(t.data.i32[i]);
+  } else if (t.type == kTfLiteInt64) {
+    for (size_t i = 0; i < t.bytes / 8; ++i) out.push_back(t.data.i64[i]);
+  } else {
+    return std::nullopt;
+  }
+  return out;
+}
+
+// NumPy-style broadcast; nullopt when incompatible.
+std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a,
+                                              const std::vector<int64_t>& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+int64_t product(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+bool all_positive(const std::vector<int64_t>& s) {
+  return std::all_of(s.begin(), s.end(), [](int64_t d) { return d > 0; });
+}
+
+class Translator {
+ public:
+  explicit Translator(const TfLiteContext& ctx) : ctx_(ctx) {}
+
+  Translation run(const std::vector<NodeSpec>& specs) {
+    for (const NodeSpec& spec : specs) {
+      out_.node_position[spec.index] = static_cast<int>(out_.nodes.size());
+      out_.nodes.push_back(translate_node(spec));
+    }
+    return std::move(out_);
+  }
+
+ private:
+  const TfLiteTensor& tfl(int index) const { return ctx_.tensors[index]; }
+
+  // IR id of TFLite tensor `index`, adding it on first use. Problems that
+  // make the tensor unusable on the NPU are kept in tensor_problem_.
+  int tensor(int index) {
+    if (index < 0) return -1;
+    check_arg(static_cast<size_t>(index) < ctx_.tensors_size, "tensor index ", index,
+              " out of range (", ctx_.tensors_size, " tensors)");
+    auto it = out_.ir_tensor.find(index);
+    if (it != out_.ir_tensor.end()) return it->second;
+    const TfLiteTensor& t = tfl(index);
+    ir::Tensor x;
+    x.name = t.name && *t.name ? t.name : str_cat("t", index);
+    x.shape = dims_of(t);
+    x.dtype = dtype_of(t.type);
+    if (t.type == kTfLiteInt4) tensor_problem_[index] = {"int4_weights", "int4 data"};
+    if (t.quantization.type == kTfLiteAffineQuantization && t.quantization.params) {
+      const auto* q = static_cast<const TfLiteAffineQuantization*>(t.quantization.params);
+      if (q->scale && q->zero_point) {
+        for (int i = 0; i < q->scale->size; ++i) x.quant.scales.push_back(q->scale->data[i]);
+        for (int i = 0; i < q->zero_point->size; ++i) {
+          x.quant.zero_points.push_back(q->zero_point->data[i]);
+        }
+        // A single zero point with several scales: broadcast it.
+        if (x.quant.zero_points.size() == 1 && x.quant.scales.size() > 1) {
+          x.quant.zero_points.resize(x.quant.scales.size(), x.quant.zero_points[0]);
+        }
+        x.quant.axis = q->quantized_dimension;
+      }
+    } else if (t.quantization.type == kTfLiteBlockwiseQuantization) {
+      tensor_problem_[index] = {"block_quantized", "blockwise quantization"};
+    } else if (t.params.scale != 0.0f) {
+      x.quant.scales = {t.params.scale};
+      x.quant.zero_points = {t.params.zero_point};
+    }
+    if (is_constant(t) && ir::dtype_size(x.dtype) > 0 && all_positive(x.shape) &&
+        t.bytes == static_cast<size_t>(product(x.shape) * ir::dtype_size(x.dtype))) {
+      const auto* p = reinterpret_cast<const uint8_t*>(t.data.raw_const);
+      x.data = std::vector<uint8_t>(p, p + t.bytes);
+    }
+    int id;
+    try {
+      id = out_.graph.add_tensor(x);
+    } catch (const InvalidArgument& e) {
+      tensor_problem_[index] = {"tensor", e.what()};
+      x.quant = {};
+      x.data.reset();
+      id = out_.graph.add_tensor(x);
+    }
+    out_.ir_tensor[index] = id;
+    out_.tflite_tensor.push_back(index);
+    return id;
+  }
+
+  TfLiteType type_of(int index) const { return index >= 0 ? tfl(index).type : kTfLiteNoType; }
+
+  static void reason(NodeResult& r, const std::string& rule, const std::string& detail,
+                     const std::string& text) {
+    r.reasons.push_back({rule, detail, text});
+  }
+
+  NodeResult translate_node(const NodeSpec& spec) {
+    NodeResult r;
+    r.spec = spec;
+    const int32_t code = spec.builtin_code;
+    r.op_type = code == kTfLiteBuiltinCustom && !spec.custom_name.empty() ? spec.custom_name
+                                                                          : builtin_name(code);
+    if (!spec.outputs.empty() && spec.outputs[0] >= 0) {
+      const char* n = tfl(spec.outputs[0]).name;
+      r.name = n ? n : "";
+    }
+    const OpKind kind = kind_of(code);
+
+    ir::Op op;
+    op.kind = kind;
+    op.name = r.name;
+    op.type_name = r.op_type;
+    for (int i : spec.inputs) op.inputs.push_back(tensor(i));
+    for (int o : spec.outputs) op.outputs.push_back(tensor(o));
+
+    if (kind == OpKind::kOther) {
+      r.host_kind = true;
+      reason(r, "npu_op_kind", "no NPU implementation",
+             "only the op kinds listed in docs/supported_ops.md run on the NPU");
+      add(r, op);
+      return r;
+    }
+
+    frontend_checks(spec, kind, r);
+    std::optional<ir::PaddingMode> padding;
+    fill_attributes(spec, kind, op, r, &padding);
+    if (add(r, op) && padding) {
+      try {
+        ir::resolve_tflite_padding(out_.graph, out_.graph.ops[r.ir_op], *padding);
+      } catch (const InvalidArgument& e) {
+        reason(r, "padding_resolution", e.what(), "SAME/VALID padding needs 4-D NHWC shapes");
+      }
+    }
+    if (r.ir_op >= 0) {
+      propagate_shape(spec, out_.graph.ops[r.ir_op]);
+      r.macs = op_macs(out_.graph, out_.graph.ops[r.ir_op]);
+    }
+    return r;
+  }
+
+  bool add(NodeResult& r, ir::Op& op) {
+    try {
+      r.ir_op = out_.graph.add_op(op);
+      return true;
+    } catch (const InvalidArgument& e) {
+      reason(r, "translation", e.what(), "the node must translate into the IR");
+      return false;
+    }
+  }
+
+  // Reasons that lie in TFLite's terms, before the capability rules.
+  // The data-type reasons come first: they explain the op version too.
+  void frontend_checks(const NodeSpec& spec, OpKind kind, NodeResult& r) {
+    if (dtype_checks(spec, kind, r)) return;
+    if (auto lim = version_limit(spec.builtin_code); lim && spec.version > lim->max_version) {
+      reason(r, "op_version", str_cat("version ", spec.version),
+             str_cat("the core implements versions 1 to ", lim->max_version, " (", lim->why, ")"));
+    }
+  }
+
+  // Hybrid, 16x8, float and int4 / block-quantized operands; true when one applies.
+  bool dtype_checks(const NodeSpec& spec, OpKind kind, NodeResult& r) {
+    const int in0 = spec.inputs.empty() ? -1 : spec.inputs[0];
+    const int out0 = spec.outputs.empty() ? -1 : spec.outputs[0];
+    const TfLiteType tin = type_of(in0), tout = type_of(out0);
+    const int w = spec.inputs.size() > 1 ? spec.inputs[1] : -1;
+    if (has_weights(kind) || kind == OpKind::kBatchMatMul) {
+      if (tin == kTfLiteFloat32 && w >= 0 &&
+          (type_of(w) == kTfLiteInt8 || type_of(w) == kTfLiteUInt8 || type_of(w) == kTfLiteInt4)) {
+        reason(r, "hybrid", str_cat("float32 activations with ", tflite_type_name(type_of(w)),
+                                    " weights (dynamic-range quantization)"),
+               "only fully int8-quantized ops run on the NPU; convert with a representative "
+               "dataset and integer-only quantization");
+        return true;
+      }
+    }
+    if (tin == kTfLiteInt16 || tout == kTfLiteInt16) {
+      reason(r, "int16_activations", "int16 activations (16x8 quantization)",
+             "the NPU runs int8 activations only (NACC_SPEC §1)");
+      return true;
+    }
+    bool all_float = true, any_float = false;
+    for (int t : spec.inputs) {
+      if (t < 0 || is_constant(tfl(t))) continue;
+      all_float &= tfl(t).type == kTfLiteFloat32;
+      any_float |= tfl(t).type == kTfLiteFloat32;
+    }
+    for (int t : spec.outputs) {
+      all_float &= tfl(t).type == kTfLiteFloat32;
+      any_float |= tfl(t).type == kTfLiteFloat32;
+    }
+    if (all_float) {
+      r.host_kind = true;
+      reason(r, "float32", "float32 op", "the NPU runs int8-quantized ops only");
+      return true;
+    }
+    if (kind == OpKind::kQuantize && any_float) {
+      r.host_kind = true;
+      reason(r, "float_quantize",
+             str_cat(tflite_type_name(tin), " -> ", tflite_type_name(tout), " conversion"),
+             "the NPU requantizes int8 -> int8 only; float conversions stay on the host");
+      return true;
+    }
+    for (int t : spec.inputs) {
+      if (t < 0) continue;
+      auto it = tensor_problem_.find(t);
+      if (it != tensor_problem_.end()) {
+        const auto& [rule, detail] = it->second;
+        const std::string text = rule == "int4_weights"
+                                     ? "the NPU reads int8 weights only (NACC_SPEC §1)"
+                                 : rule == "block_quantized"
+                                     ? "weights must be quantized per tensor or per channel"
+                                     : "tensors must have consistent shape and quantization";
+        reason(r, rule, str_cat("tensor '", tfl(t).name ? tfl(t).name : "", "' has ", detail),
+               text);
+      }
+    }
+    return !r.reasons.empty();
+  }
+
+  static void activation(const NodeParams& p, ir::Op& op) {
+    if (p.activation >= kTfLiteActNone && p.activation <= kTfLiteActSignBit) {
+      op.attrs.activation = static_cast<ir::Activation>(p.activation);
+    } else {
+      op.attrs.unsupported_options.push_back(str_cat("fused activation ", p.activation ==
+                                                     kTfLiteActSigmoid ? "SIGMOID" : "unknown"));
+    }
+  }
+
+  static std::optional<ir::PaddingMode> padding_mode(const NodeParams& p, ir::Op& op) {
+    if (p.padding == kTfLitePaddingSame) return ir::PaddingMode::kSame;
+    if (p.padding == kTfLitePaddingValid) return ir::PaddingMode::kValid;
+    op.attrs.unsupported_options.push_back("padding UNKNOWN");
+    return std::nullopt;
+  }
+
+  void fill_attributes(const NodeSpec& spec, OpKind kind, ir::Op& op, NodeResult& r,
+                       std::optional<ir::PaddingMode>* padding) {
+    const NodeParams& p = spec.params;
+    ir::Attributes& a = op.attrs;
+    const auto positive = [&](int v, const char* what) {
+      if (v < 1) a.unsupported_options.push_back(str_cat(what, " ", v));
+      return std::max(v, 1);
+    };
+    switch (spec.builtin_code) {
+      case kTfLiteBuiltinConv2d:
+      case kTfLiteBuiltinDepthwiseConv2d:
+        a.stride_w = positive(p.stride_w, "stride_w");
+        a.stride_h = positive(p.stride_h, "stride_h");
+        a.dilation_w = positive(p.dilation_w, "dilation_w");
+        a.dilation_h = positive(p.dilation_h, "dilation_h");
+        activation(p, op);
+        *padding = padding_mode(p, op);
+        if (kind == OpKind::kDepthwiseConv2D) {
+          // C_out / C_in from the shapes (the params field is redundant, may be 0).
+          const TfLiteTensor* in = spec.inputs.size() > 0 && spec.inputs[0] >= 0 ? &tfl(spec.inputs[0]) : nullptr;
+          const TfLiteTensor* f = spec.inputs.size() > 1 && spec.inputs[1] >= 0 ? &tfl(spec.inputs[1]) : nullptr;
+          int m = p.depth_multiplier > 0 ? p.depth_multiplier : 1;
+          if (in && f && in->dims && f->dims && in->dims->size == 4 && f->dims->size == 4 &&
+              in->dims->data[3] > 0 && f->dims->data[3] % in->dims->data[3] == 0) {
+            m = f->dims->data[3] / in->dims->data[3];
+          }
+          a.depth_multiplier = std::max(m, 1);
+        }
+        break;
+      case kTfLiteBuiltinMaxPool2d:
+      case kTfLiteBuiltinAveragePool2d:
+        a.stride_w = positive(p.stride_w, "stride_w");
+        a.stride_h = positive(p.stride_h, "stride_h");
+        a.kernel_w = std::max(p.filter_w, 0);
+        a.kernel_h = std::max(p.filter_h, 0);
+        activation(p, op);
+        *padding = padding_mode(p, op);
+        break;
+      case kTfLiteBuiltinFullyConnected:
+        activation(p, op);
+        if (p.weights_format != kTfLiteFullyConnectedWeightsFormatDefault) {
+          a.unsupported_options.push_back("weights_format SHUFFLED4x16INT8");
+        }
+        if (p.keep_num_dims) a.unsupported_options.push_back("keep_num_dims");
+        if (p.asymmetric_quantize_inputs) a.unsupported_options.push_back("asymmetric_quantize_inputs");
+        break;
+      case kTfLiteBuiltinBatchMatmul:
+        if (p.adj_x) a.unsupported_options.push_back("adj_x");
+        if (p.adj_y) a.unsupported_options.push_back("adj_y");
+        if (p.asymmetric_quantize_inputs) a.unsupported_options.push_back("asymmetric_quantize_inputs");
+        break;
+      case kTfLiteBuiltinAdd:
+      case kTfLiteBuiltinSub:
+      case kTfLiteBuiltinMul:
+        activation(p, op);
+        break;
+      case kTfLiteBuiltinConcatenation:
+        a.axis = p.axis;
+        activation(p, op);
+        break;
+      case kTfLiteBuiltinLeakyRelu:
+        a.alpha = p.alpha;
+        break;
+      case kTfLiteBuiltinReshape:
+        if (spec.inputs.size() > 1 && spec.inputs[1] >= 0 && !constant_ints(ctx_, spec.inputs[1])) {
+          a.unsupported_options.push_back("non-constant shape");
+        }
+        break;
+      case kTfLiteBuiltinExpandDims:
+        if (spec.inputs.size() < 2 || !constant_ints(ctx_, spec.inputs[1])) {
+          a.unsupported_options.push_back("non-constant axis");
+        }
+        break;
+      case kTfLiteBuiltinPad:
+      case kTfLiteBuiltinPadv2: {
+        auto pads = spec.inputs.size() > 1 ? constant_ints(ctx_, spec.inputs[1]) : std::nullopt;
+        if (!pads || pads->size() % 2 != 0) {
+          a.unsupported_options.push_back("non-constant paddings");
+        } else {
+          for (size_t i = 0; i + 1 < pads->size(); i += 2) a.paddings.push_back({(*pads)[i], (*pads)[i + 1]});
+        }
+        if (spec.builtin_code == kTfLiteBuiltinPadv2 && spec.inputs.size() > 2 && spec.inputs[2] >= 0) {
+          pad_value_check(spec, a);
+          // The IR's PAD takes its value from the zero point; drop the value operand.
+          op.inputs.resize(2);
+        }
+        break;
+      }
+      case kTfLiteBuiltinMean: {
+        auto axes = spec.inputs.size() > 1 ? constant_ints(ctx_, spec.inputs[1]) : std::nullopt;
+        if (!axes) {
+          a.unsupported_options.push_back("non-constant axes");
+        } else {
+          for (int64_t x : *axes) a.axes.push_back(static_cast<int>(x));
+        }
+        a.keep_dims = p.keep_dims;
+        break;
+      }
+      default:
+        break;
+    }
+    (void)r;
+  }
+
+  // PADV2 pads with its constant operand; the NPU pads with the zero point.
+  void pad_value_check(const NodeSpec& spec, ir::Attributes& a) {
+    const TfLiteTensor& v = tfl(spec.inputs[2]);
+    const TfLiteTensor& out = tfl(spec.outputs[0]);
+    if (!is_constant(v) || v.type != kTfLiteInt8 || v.bytes != 1) {
+      a.unsupported_options.push_back("non-constant pad value");
+    } else if (v.data.int8[0] != out.params.zero_point) {
+      a.unsupported_options.push_back(str_cat("pad value ", int(v.data.int8[0]),
+                                              " != output zero point ", out.params.zero_point));
+    }
+  }
+
+  // Sets the output shape of an NPU-kind op to what its inputs imply.
+  void propagate_shape(const NodeSpec& spec, const ir::Op& op) {
+    if (op.outputs.size() != 1 || op.inputs.empty() || op.inputs[0] < 0) return;
+    std::optional<std::vector<int64_t>> s;
+    try {
+      s = infer(spec, op);
+    } catch (const Error&) {
+      return;
+    }
+    if (s && all_positive(*s)) out_.graph.tensors[op.outputs[0]].shape = *s;
+  }
+
+  std::optional<std::vector<int64_t>> infer(const NodeSpec& spec, const ir::Op& op) {
+    const ir::Graph& g = out_.graph;
+    const ir::Tensor& in = g.tensor(op.inputs[0]);
+    if (!in.is_static()) return std::nullopt;
+    const ir::Attributes& a = op.attrs;
+    auto input = [&](size_t i) -> const ir::Tensor* {
+      return i < op.inputs.size() && op.inputs[i] >= 0 ? &g.tensor(op.inputs[i]) : nullptr;
+    };
+    switch (op.kind) {
+      case OpKind::kConv2D:
+      case OpKind::kDepthwiseConv2D:
+      case OpKind::kMaxPool2D:
+      case OpKind::kAveragePool2D: {
+        const auto k = ir::window_kernel(g, op);
+        if (!k || in.rank() != 4) return std::nullopt;
+        const bool conv = op.kind == OpKind::kConv2D || op.kind == OpKind::kDepthwiseConv2D;
+        int64_t c = in.shape[3];
+        if (conv) {
+          const ir::Tensor* f = input(1);
+          c = op.kind == OpKind::kConv2D ? f->shape[0] : f->shape[3];
+        }
+        const int64_t oh = ir::window_output_size(in.shape[1], (*k)[0], a.stride_h, a.padding.top,
+                                                  a.padding.bottom, conv ? a.dilation_h : 1);
+        const int64_t ow = ir::window_output_size(in.shape[2], (*k)[1], a.stride_w, a.padding.left,
+                                                  a.padding.right, conv ? a.dilation_w : 1);
+        return std::vector<int64_t>{in.shape[0], oh, ow, c};
+      }
+      case OpKind::kFullyConnected: {
+        const ir::Tensor* w = input(1);
+        if (!w || w->rank() != 2 || w->shape[1] <= 0 || in.elements() % w->shape[1]) return std::nullopt;
+        if (spec.params.keep_num_dims) {
+          std::vector<int64_t> s = in.shape;
+          s.back() = w->shape[0];
+          return s;
+        }
+        return std::vector<int64_t>{in.elements() / w->shape[1], w->shape[0]};
+      }
+      case OpKind::kBatchMatMul: {
+        const ir::Tensor* b = input(1);
+        if (!b || in.rank() < 2 || b->rank() < 2) return std::nullopt;
+        auto batch = broadcast({in.shape.begin(), in.shape.end() - 2},
+                               {b->shape.begin(), b->shape.end() - 2});
+        if (!batch) return std::nullopt;
+        batch->push_back(in.dim(-2));
+        batch->push_back(b->dim(-1));
+        return batch;
+      }
+      case OpKind::kAdd:
+      case OpKind::kSub:
+      case OpKind::kMul: {
+        const ir::Tensor* b = input(1);
+        if (!b) return std::nullopt;
+        return broadcast(in.shape, b->shape);
+      }
+      case OpKind::kReshape:
+        return infer_reshape(spec, in);
+      case OpKind::kPad: {
+        if (a.paddings.size() != in.shape.size()) return std::nullopt;
+        std::vector<int64_t> s = in.shape;
+        for (size_t i = 0; i < s.size(); ++i) s[i] += a.paddings[i][0] + a.paddings[i][1];
+        return s;
+      }
+      case OpKind::kConcatenation: {
+        const int rank = in.rank();
+        const int axis = a.axis < 0 ? a.axis + rank : a.axis;
+        if (axis < 0 || axis >= rank) return std::nullopt;
+        std::vector<int64_t> s = in.shape;
+        s[axis] = 0;
+        for (int id : op.inputs) {
+          const ir::Tensor& t = g.tensor(id);
+          if (t.rank() != rank) return std::nullopt;
+          s[axis] += t.shape[axis];
+        }
+        return s;
+      }
+      case OpKind::kMean: {
+        std::set<int> reduced;
+        for (int ax : a.axes) reduced.insert(ax < 0 ? ax + in.rank() : ax);
+        std::vector<int64_t> s;
+        for (int d = 0; d < in.rank(); ++d) {
+          if (!reduced.count(d)) {
+            s.push_back(in.shape[d]);
+          } else if (a.keep_dims) {
+            s.push_back(1);
+          }
+        }
+        return s;
+      }
+      default:
+        return in.shape;  // element-wise unary ops
+    }
+  }
+
+  // RESHAPE (shape operand or options, one -1 allowed), SQUEEZE, EXPAND_DIMS.
+  std::optional<std::vector<int64_t>> infer_reshape(const NodeSpec& spec, const ir::Tensor& in) {
+    const int64_t n = in.elements();
+    if (spec.builtin_code == kTfLiteBuiltinSqueeze) {
+      std::set<int> dims;
+      for (int d : spec.params.squeeze_dims) dims.insert(d < 0 ? d + in.rank() : d);
+      std::vector<int64_t> s;
+      for (int d = 0; d < in.rank(); ++d) {
+        const bool squeeze = dims.empty() ? in.shape[d] == 1 : dims.count(d) > 0;
+        if (!squeeze) s.push_back(in.shape[d]);
+      }
+      return s;
+    }
+    if (spec.builtin_code == kTfLiteBuiltinExpandDims) {
+      auto axis = constant_ints(ctx_, spec.inputs[1]);
+      if (!axis || axis->size() != 1) return std::nullopt;
+      int64_t ax = (*axis)[0];
+      if (ax < 0) ax += in.rank() + 1;
+      if (ax < 0 || ax > in.rank()) return std::nullopt;
+      std::vector<int64_t> s = in.shape;
+      s.insert(s.begin() + ax, 1);
+      return s;
+    }
+    std::vector<int64_t> target;
+    if (spec.inputs.size() > 1 && spec.inputs[1] >= 0) {
+      auto t = constant_ints(ctx_, spec.inputs[1]);
+      if (!t) return std::nullopt;
+      target = *t;
+    } else if (!spec.params.reshape_shape.empty()) {
+      target.assign(spec.params.reshape_shape.begin(), spec.params.reshape_shape.end());
+    } else {
+      return std::nullopt;
+    }
+    int64_t known = 1;
+    int unknown = -1;
+    for (size_t i = 0; i < target.size(); ++i) {
+      if (target[i] == -1) {
+        if (unknown >= 0) return std::nullopt;
+        unknown = static_cast<int>(i);
+      } else if (target[i] <= 0) {
+        return std::nullopt;
+      } else {
+        known *= target[i];
+      }
+    }
+    if (unknown >= 0) {
+      if (known == 0 || n % known) return std::nullopt;
+      target[unknown] = n / known;
+    }
+    if (product(target) != n) return std::nullopt;
+    return target;
+  }
+
+  const TfLiteContext& ctx_;
+  Translation out_;
+  std::unordered_map<int, std::pair<std::string, std::string>> tensor_problem_;
+};
+
+}  // namespace
+
+std::string builtin_name(int32_t code) {
+  if (code >= 0 && code < kNumBuiltinNames) return kBuiltinNames[code];
+  return str_cat("UNKNOWN_", code);
+}
+
+std::string Reason::display() const { return text.empty() ? detail : str_cat(detail, " \u2014 ", text); }
+
+std::string NodeResult::label() const {
+  // Converter tensor names list every fused layer, separated by ';': the first names the node.
+  const std::string shown = name.substr(0, name.find(';'));
+  return shown.empty() ? str_cat(op_type, " #", spec.index) : str_cat(op_type, " '", shown, "'");
+}
+
+const NodeResult* Translation::node(int tflite_index) const {
+  auto it = node_position.find(tflite_index);
+  return it == node_position.end() ? nullptr : &nodes[it->second];
+}
+
+NodeSpec capture_node(int index, const TfLiteNode& node, const TfLiteRegistration& reg) {
+  NodeSpec s;
+  s.index = index;
+  s.builtin_code = reg.builtin_code;
+  s.version = reg.version;
+  if (reg.custom_name) s.custom_name = reg.custom_name;
+  if (node.inputs) s.inputs.assign(node.inputs->data, node.inputs->data + node.inputs->size);
+  if (node.outputs) s.outputs.assign(node.outputs->data, node.outputs->data + node.outputs->size);
+  NodeParams& p = s.params;
+  const void* d = node.builtin_data;
+  p.present = d != nullptr;
+  if (!d) return s;
+  switch (reg.builtin_code) {
+    case kTfLiteBuiltinConv2d: {
+      const auto* c = static_cast<const TfLiteConvParams*>(d);
+      p.padding = c->padding;
+      p.stride_w = c->stride_width;
+      p.stride_h = c->stride_height;
+      p.activation = c->activation;
+      p.dilation_w = c->dilation_width_factor;
+      p.dilation_h = c->dilation_height_factor;
+      break;
+    }
+    case kTfLiteBuiltinDepthwiseConv2d: {
+      const auto* c = static_cast<const TfLiteDepthwiseConvParams*>(d);
+      p.padding = c->padding;
+      p.stride_w = c->stride_width;
+      p.stride_h = c->stride_height;
+      p.depth_multiplier = c->depth_multiplier;
+      p.activation = c->activation;
+      p.dilation_w = c->dilation_width_factor;
+      p.dilation_h = c->dilation_height_factor;
+      break;
+    }
+    case kTfLiteBuiltinMaxPool2d:
+    case kTfLiteBuiltinAveragePool2d: {
+      const auto* c = static_cast<const TfLitePoolParams*>(d);
+      p.padding = c->padding;
+      p.stride_w = c->stride_width;
+      p.stride_h = c->stride_height;
+      p.filter_w = c->filter_width;
+      p.filter_h = c->filter_height;
+      p.activation = c->activation;
+      break;
+    }
+    case kTfLiteBuiltinFullyConnected: {
+      const auto* c = static_cast<const TfLiteFullyConnectedParams*>(d);
+      p.activation = c->activation;
+      p.weights_format = c->weights_format;
+      p.keep_num_dims = c->keep_num_dims;
+      p.asymmetric_quantize_inputs = c->asymmetric_quantize_inputs;
+      break;
+    }
+    case kTfLiteBuiltinBatchMatmul: {
+      const auto* c = static_cast<const TfLiteBatchMatMulParams*>(d);
+      p.adj_x = c->adj_x;
+      p.adj_y = c->adj_y;
+      p.asymmetric_quantize_inputs = c->asymmetric_quantize_inputs;
+      break;
+    }
+    case kTfLiteBuiltinAdd:
+      p.activation = static_cast<const TfLiteAddParams*>(d)->activation;
+      break;
+    case kTfLiteBuiltinSub:
+      p.activation = static_cast<const TfLiteSubParams*>(d)->activation;
+      break;
+    case kTfLiteBuiltinMul:
+      p.activation = static_cast<const TfLiteMulParams*>(d)->activation;
+      break;
+    case kTfLiteBuiltinConcatenation: {
+      const auto* c = static_cast<const TfLiteConcatenationParams*>(d);
+      p.axis = c->axis;
+      p.activation = c->activation;
+      break;
+    }
+    case kTfLiteBuiltinMean:
+      p.keep_dims = static_cast<const TfLiteReducerParams*>(d)->keep_dims;
+      break;
+    case kTfLiteBuiltinLeakyRelu:
+      p.alpha = static_cast<const TfLiteLeakyReluParams*>(d)->alpha;
+      break;
+    case kTfLiteBuiltinReshape: {
+      const auto* c = static_cast<const TfLiteReshapeParams*>(d);
+      const int n = std::clamp(c->num_dimensions, 0, 8);
+      p.reshape_shape.assign(c->shape, c->shape + n);
+      break;
+    }
+    case kTfLiteBuiltinSqueeze: {
+      const auto* c = static_cast<const TfLiteSqueezeParams*>(d);
+      const int n = std::clamp(c->num_squeeze_dims, 0, 8);
+      p.squeeze_dims.assign(c->squeeze_dims, c->squeeze_dims + n);
+      break;
+    }
+    default:
+      break;
+  }
+  return s;
+}
+
+Translation translate(const TfLiteContext& context, const std::vector<NodeSpec>& specs) {
+  return Translator(context).run(specs);
+}
+
+void apply_rules(Translation& t, const support::SupportConfig& config) {
+  for (NodeResult& r : t.nodes) {
+    if (!r.reasons.empty() || r.ir_op < 0) continue;
+    for (const support::Violation& v : support::check_op(t.graph, r.ir_op, config)) {
+      std::string text;
+      for (const support::Rule& rule : support::rules()) {
+        if (rule.name == v.rule) text = rule.text;
+      }
+      r.reasons.push_back({v.rule, v.detail, text});
+    }
+  }
+}
+
+int64_t op_macs(const ir::Graph& g, const ir::Op& op) {
+  if (op.outputs.size() != 1 || op.inputs.size() < 2 || op.inputs[0] < 0 || op.inputs[1] < 0) {
+    return 0;
+  }
+  const ir::Tensor& in = g.tensor(op.inputs[0]);
+  const ir::Tensor& w = g.tensor(op.inputs[1]);
+  const ir::Tensor& out = g.tensor(op.outputs[0]);
+  if (!in.is_static() || !w.is_static() || !out.is_static()) return 0;
+  switch (op.kind) {
+    case OpKind::kConv2D:
+      if (w.rank() != 4) return 0;
+      return out.elements() * w.shape[1] * w.shape[2] * w.shape[3];
+    case OpKind::kDepthwiseConv2D:
+      if (w.rank() != 4) return 0;
+      return out.elements() * w.shape[1] * w.shape[2];
+    case OpKind::kFullyConnected:
+      if (w.rank() != 2) return 0;
+      return out.elements() * w.shape[1];
+    case OpKind::kBatchMatMul:
+      return out.elements() * in.dim(-1);
+    case OpKind::kMean:
+      return in.elements();
+    default:
+      return 0;
+  }
+}
+
+}  // namespace nacc::tflite

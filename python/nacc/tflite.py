@@ -1,0 +1,386 @@
+"""The NACC TensorFlow Lite delegate from Python.
+
+    import nacc, tensorflow as tf
+    delegate = nacc.load_delegate(cores=4)
+    interpreter = tf.lite.Interpreter(model_path="model_int8.tflite",
+                                      experimental_delegates=[delegate])
+    interpreter.allocate_tensors(); ...; interpreter.invoke()
+    print(delegate.report())        # claimed / declined nodes, partitions, cycles
+
+The same object works with ``ai_edge_litert.interpreter.Interpreter``. The
+delegate itself is the plain C-ABI library ``delegate_library_path()``
+(``libnacc_tflite_delegate.so``), also loadable without this module:
+``tf.lite.experimental.load_delegate(nacc.delegate_library_path(), {"cores": "4"})``.
+
+The TFLite delegate ABI carries no version number, so ``load_delegate``
+refuses TensorFlow / LiteRT releases other than the tested ones
+(``TESTED_RUNTIMES``) instead of risking memory corruption. Options are
+validated by the library's own option table (one source of truth for the
+raw .so and for Python); errors name the option and what is allowed.
+"""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import difflib
+import importlib.metadata
+import json
+import os
+import sys
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+__all__ = [
+    "TESTED_RUNTIMES",
+    "DelegateReport",
+    "IncompatibleRuntimeError",
+    "NaccDelegate",
+    "NodeDecision",
+    "PartitionReport",
+    "SubgraphReport",
+    "delegate_library_path",
+    "delegate_option_specs",
+    "load_delegate",
+]
+
+# Distribution name -> the one release the delegate's ABI declaration
+# (delegate/tflite_abi.h) was verified against.
+TESTED_RUNTIMES: Dict[str, str] = {"tensorflow": "2.21.0", "ai-edge-litert": "2.3.0"}
+# Runtime names accepted by load_delegate(runtime=...), with their module and distribution.
+_RUNTIMES = {"tensorflow": ("tensorflow", "tensorflow"), "litert": ("ai_edge_litert", "ai-edge-litert")}
+
+_LIBRARY_NAME = "libnacc_tflite_delegate.so"
+_INT_OPTIONS = {"cores", "threads", "sram_kb", "clock_mhz", "min_partition_macs"}
+_PATH_OPTIONS = {"dump_dir", "cache_dir"}
+
+
+class IncompatibleRuntimeError(RuntimeError):
+    """The installed TensorFlow / LiteRT is not a release the delegate was tested with."""
+
+
+def delegate_library_path() -> str:
+    """Absolute path of the delegate library (for tf.lite.experimental.load_delegate,
+    ai_edge_litert.interpreter.load_delegate or benchmark_model's --external_delegate_path)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), _LIBRARY_NAME)
+
+
+_lib: Optional[ctypes.CDLL] = None
+
+
+def _library() -> ctypes.CDLL:
+    global _lib
+    if _lib is None:
+        path = delegate_library_path()
+        if not os.path.exists(path):
+            raise FileNotFoundError(
+                f"the NACC delegate library is missing at {path}; reinstall nacc "
+                "(pip install .) or run tools/devbuild.py in a source tree")
+        lib = ctypes.CDLL(path)
+        lib.nacc_tflite_version.restype = ctypes.c_char_p
+        lib.nacc_tflite_option_specs_json.restype = ctypes.c_char_p
+        lib.nacc_tflite_validate_options.argtypes = [
+            ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
+            ctypes.c_char_p, ctypes.c_size_t]
+        lib.nacc_tflite_validate_options.restype = ctypes.c_int
+        lib.nacc_tflite_delegate_report.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64]
+        lib.nacc_tflite_delegate_report.restype = ctypes.c_int64
+        lib.tflite_plugin_create_delegate.argtypes = [
+            ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
+            ctypes.CFUNCTYPE(None, ctypes.c_char_p)]
+        lib.tflite_plugin_create_delegate.restype = ctypes.c_void_p
+        lib.tflite_plugin_destroy_delegate.argtypes = [ctypes.c_void_p]
+        lib.tflite_plugin_destroy_delegate.restype = None
+        from nacc import __version__
+
+        lib_version = lib.nacc_tflite_version().decode()
+        if lib_version != __version__:
+            raise ImportError(f"{path} is nacc {lib_version}, the Python package is nacc "
+                              f"{__version__}; rebuild or reinstall nacc")
+        _lib = lib
+    return _lib
+
+
+@dataclasses.dataclass(frozen=True)
+class OptionSpec:
+    name: str
+    allowed: str
+    default: str
+    help: str
+
+
+def delegate_option_specs() -> List[OptionSpec]:
+    """The delegate's options (the library's own table), in documentation order."""
+    raw = json.loads(_library().nacc_tflite_option_specs_json().decode())
+    return [OptionSpec(**o) for o in raw]
+
+
+def _option_strings(options: Mapping[str, Any]) -> Dict[str, str]:
+    """Checks names and Python types, returns the strings the library parses."""
+    specs = {s.name: s for s in delegate_option_specs()}
+    out = {}
+    for key, value in options.items():
+        if key not in specs:
+            close = difflib.get_close_matches(key, list(specs), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"nacc.load_delegate: unknown option {key!r}{hint}; known options: "
+                             f"{', '.join(specs)}")
+        if value is None:
+            continue  # the default
+        if key in _INT_OPTIONS:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"nacc.load_delegate: option {key!r} must be an int, got "
+                                 f"{type(value).__name__} {value!r}; allowed: {specs[key].allowed}")
+            out[key] = str(value)
+        elif key in _PATH_OPTIONS:
+            if not isinstance(value, (str, os.PathLike)):
+                raise ValueError(f"nacc.load_delegate: option {key!r} must be a path (str or "
+                                 f"os.PathLike), got {type(value).__name__}")
+            out[key] = os.fspath(value)
+        else:
+            if not isinstance(value, str):
+                raise ValueError(f"nacc.load_delegate: option {key!r} must be a str, got "
+                                 f"{type(value).__name__} {value!r}; allowed: {specs[key].allowed}")
+            out[key] = value
+    return out
+
+
+def _c_strings(options: Mapping[str, str]):
+    keys = (ctypes.c_char_p * max(len(options), 1))()
+    values = (ctypes.c_char_p * max(len(options), 1))()
+    for i, (k, v) in enumerate(options.items()):
+        keys[i] = k.encode()
+        values[i] = v.encode()
+    return keys, values
+
+
+def validate_options(**options: Any) -> Dict[str, str]:
+    """Validates delegate options as load_delegate does, without creating a delegate;
+    returns them as the library's key/value strings. Raises ValueError."""
+    strings = _option_strings(options)
+    keys, values = _c_strings(strings)
+    error = ctypes.create_string_buffer(1024)
+    if _library().nacc_tflite_validate_options(keys, values, len(strings), error, len(error)):
+        raise ValueError(f"nacc.load_delegate: {error.value.decode()}")
+    return strings
+
+
+def _installed_version(distribution: str) -> Optional[str]:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def check_runtime_versions(runtime: Optional[str] = None) -> List[str]:
+    """Checks the TFLite runtime(s) the delegate will be loaded into against
+    TESTED_RUNTIMES; returns the names checked. `runtime`: "tensorflow",
+    "litert", or None for those already imported (all installed ones if none is).
+    Raises IncompatibleRuntimeError for an untested release."""
+    if runtime is not None and runtime not in _RUNTIMES:
+        raise ValueError(f"nacc.load_delegate: runtime {runtime!r} is not one of "
+                         f"{', '.join(map(repr, _RUNTIMES))} (or None: detect)")
+    names = [runtime] if runtime else [n for n, (m, _) in _RUNTIMES.items() if m in sys.modules]
+    if not names:
+        names = [n for n, (_, dist) in _RUNTIMES.items() if _installed_version(dist)]
+    if not names:
+        raise IncompatibleRuntimeError(
+            "nacc.load_delegate: neither tensorflow nor ai-edge-litert is installed; install "
+            f"tensorflow=={TESTED_RUNTIMES['tensorflow']} (pip install 'nacc[tflite]') or "
+            f"ai-edge-litert=={TESTED_RUNTIMES['ai-edge-litert']} (pip install 'nacc[litert]')")
+    for name in names:
+        dist = _RUNTIMES[name][1]
+        found = _installed_version(dist)
+        tested = TESTED_RUNTIMES[dist]
+        if found != tested:
+            other = [n for n in _RUNTIMES if n != name]
+            raise IncompatibleRuntimeError(
+                f"nacc.load_delegate: {dist} {found or '(not installed)'} is not supported; the "
+                f"NACC delegate is built against the TFLite C ABI of {dist} {tested}, which "
+                "carries no version number, so another release could corrupt memory instead of "
+                f"failing cleanly. Install {dist}=={tested}"
+                + (f", or pass runtime={other[0]!r} to use the other runtime." if other else "."))
+    return names
+
+
+@dataclasses.dataclass(frozen=True)
+class DeclineReason:
+    rule: str     # capability rule or frontend check, e.g. "stride", "hybrid"
+    detail: str   # what the node has: "stride 4x4"
+    text: str     # the rule: "stride must be in [1, 3] (...)"
+    message: str  # "detail — text"
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeDecision:
+    node: int
+    op: str
+    name: str
+    claimed: bool
+    partition: int         # -1 when on the host
+    host_kind: bool        # on the host by op kind or dtype (info), not a declined instance
+    macs: int
+    reasons: Tuple[DeclineReason, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionReport:
+    index: int
+    nodes: Tuple[int, ...]
+    ops: Tuple[str, ...]
+    input_tensors: Tuple[int, ...]
+    output_tensors: Tuple[int, ...]
+    macs: int
+    cache_key: str
+    cache_hit: bool
+    compile_ms: float
+    program_ops: int
+    command_words: int
+    constant_bytes: int
+    invocations: int
+    recompilations: int
+    last_cycles: int       # simulated device cycles of the last Invoke
+    last_dma_bytes: int
+    sram_peak: int
+    total_cycles: int
+    host_ms_total: float
+    last_latency_us: float  # last_cycles at clock_mhz
+
+
+@dataclasses.dataclass(frozen=True)
+class SubgraphReport:
+    ordinal: int
+    context: int
+    total_nodes: int
+    claimed_nodes: int
+    summary: str
+    messages: Tuple[str, ...]
+    nodes: Tuple[NodeDecision, ...]
+    partitions: Tuple[PartitionReport, ...]
+
+    @property
+    def declined(self) -> List[NodeDecision]:
+        return [n for n in self.nodes if not n.claimed]
+
+
+@dataclasses.dataclass(frozen=True)
+class DelegateReport:
+    """What the delegate claimed and why not, per prepared subgraph (one per
+    interpreter subgraph the delegate was applied to), and per partition the
+    compile and simulated-run numbers (updated on every Invoke)."""
+
+    nacc_version: str
+    options: Dict[str, str]
+    subgraphs: Tuple[SubgraphReport, ...]
+
+    @classmethod
+    def from_json(cls, text: str) -> "DelegateReport":
+        raw = json.loads(text)
+        subgraphs = []
+        for sg in raw["subgraphs"]:
+            nodes = tuple(
+                NodeDecision(**{**n, "reasons": tuple(DeclineReason(**r) for r in n["reasons"])})
+                for n in sg["nodes"])
+            parts = tuple(PartitionReport(**{k: tuple(v) if isinstance(v, list) else v
+                                             for k, v in p.items()}) for p in sg["partitions"])
+            subgraphs.append(SubgraphReport(
+                ordinal=sg["ordinal"], context=sg["context"], total_nodes=sg["total_nodes"],
+                claimed_nodes=sg["claimed_nodes"], summary=sg["summary"],
+                messages=tuple(sg["messages"]), nodes=nodes, partitions=parts))
+        return cls(raw["nacc_version"], raw["options"], tuple(subgraphs))
+
+    @property
+    def total_nodes(self) -> int:
+        return sum(s.total_nodes for s in self.subgraphs)
+
+    @property
+    def claimed_nodes(self) -> int:
+        return sum(s.claimed_nodes for s in self.subgraphs)
+
+    @property
+    def partitions(self) -> List[PartitionReport]:
+        return [p for s in self.subgraphs for p in s.partitions]
+
+    @property
+    def nodes(self) -> List[NodeDecision]:
+        return [n for s in self.subgraphs for n in s.nodes]
+
+    def __str__(self) -> str:
+        lines = []
+        for s in self.subgraphs:
+            lines.append(s.summary)
+            lines += [f"  {m}" for m in s.messages if m != s.summary]
+            for p in s.partitions:
+                lines.append(f"  partition {p.index}: {len(p.nodes)} ops, {p.macs} MACs, "
+                             f"{p.last_cycles} cycles ({p.last_latency_us:.1f} us), "
+                             f"{p.last_dma_bytes} DMA bytes, SRAM peak {p.sram_peak} B"
+                             + (", cache hit" if p.cache_hit else ""))
+        return "\n".join(lines) if lines else "NACC delegate: no subgraph prepared yet"
+
+
+class NaccDelegate:
+    """A NACC delegate instance; pass it in ``experimental_delegates`` of
+    ``tf.lite.Interpreter`` or ``ai_edge_litert.interpreter.Interpreter``.
+    Keep it alive as long as any interpreter using it (the interpreters hold a
+    reference)."""
+
+    def __init__(self, options: Mapping[str, str]):
+        lib = _library()
+        self._lib = lib
+        self.options = dict(options)
+        keys, values = _c_strings(self.options)
+        messages: List[str] = []
+        callback = ctypes.CFUNCTYPE(None, ctypes.c_char_p)(
+            lambda m: messages.append(m.decode(errors="replace")))
+        self._ptr = lib.tflite_plugin_create_delegate(keys, values, len(self.options), callback)
+        if not self._ptr:
+            raise ValueError("; ".join(messages) or "NACC delegate: creation failed")
+
+    def _get_native_delegate_pointer(self) -> int:
+        """The TfLiteDelegate* (what the TFLite interpreters read)."""
+        return self._ptr
+
+    def report(self) -> DelegateReport:
+        """The report as of now: decisions from Prepare, run numbers from the last Invoke."""
+        if not self._ptr:
+            raise RuntimeError("the delegate has been closed")
+        size = self._lib.nacc_tflite_delegate_report(self._ptr, None, 0)
+        if size < 0:
+            raise RuntimeError("the delegate is not known to the library")
+        buf = ctypes.create_string_buffer(size + 1)
+        self._lib.nacc_tflite_delegate_report(self._ptr, buf, size + 1)
+        return DelegateReport.from_json(buf.value.decode())
+
+    def close(self) -> None:
+        """Destroys the delegate. Only once no interpreter uses it any more."""
+        if getattr(self, "_ptr", None):
+            self._lib.tflite_plugin_destroy_delegate(self._ptr)
+            self._ptr = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: ctypes may be gone already
+            pass
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={v!r}" for k, v in self.options.items())
+        return f"NaccDelegate({opts})"
+
+
+def load_delegate(*, runtime: Optional[str] = None, **options: Any) -> NaccDelegate:
+    """Creates a NACC delegate for ``tf.lite.Interpreter(experimental_delegates=[...])``
+    or LiteRT's interpreter.
+
+    Options (validated; unknown keys rejected, see ``delegate_option_specs()``):
+    cores (1, 2, 4, 8, 16, 32), threads (host threads; default the interpreter's
+    num_threads), sram_kb, clock_mhz, min_partition_macs, log_level
+    ("off", "error", "warning", "info", "debug"), dump_dir, cache_dir,
+    fallback ("allow" or "error": fail when any node would stay on the host).
+
+    runtime: "tensorflow" or "litert" to check only that runtime's version;
+    None checks the runtimes already imported (all installed ones if none is).
+    Raises ValueError for a bad option, IncompatibleRuntimeError for an
+    untested TensorFlow / LiteRT release.
+    """
+    strings = validate_options(**options)
+    check_runtime_versions(runtime)
+    return NaccDelegate(strings)
