@@ -273,6 +273,16 @@ CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config,
       pp.nodes.insert(pp.nodes.end(), plan.units[u].nodes.begin(), plan.units[u].nodes.end());
     }
     std::sort(pp.nodes.begin(), pp.nodes.end());
+    bool views_only = true;
+    for (const ir::Op& op : part.builder.graph().ops) {
+      if (op.kind != ir::OpKind::kReshape) views_only = false;
+    }
+    if (views_only) {  // as the delegate: a reshape alone is not worth a round trip
+      for (int n : pp.nodes) {
+        node_reason[n] = "its partition would only reshape (a view; no NPU work), so it stays on the host";
+      }
+      continue;
+    }
     if (pp.macs < config.min_partition_macs) {
       const std::string why =
           str_cat("fragmentation guard: its partition has ", pp.ir_ops, " op", pp.ir_ops == 1 ? "" : "s",

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "common/limits.h"
 
@@ -30,6 +32,25 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
   return s;
+}
+
+// Creates `path` if missing and checks it is a writable directory; returns
+// the problem, or "" when fine.
+std::string directory_problem(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return "must be a directory path";
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (!fs::is_directory(path)) {
+    return str_cat("cannot create directory '", path, "'", ec ? str_cat(" (", ec.message(), ")") : "");
+  }
+  const fs::path probe = fs::path(path) / ".nacc_write_probe";
+  {
+    std::ofstream f(probe);
+    if (!f) return str_cat("directory '", path, "' is not writable");
+  }
+  fs::remove(probe, ec);
+  return "";
 }
 
 }  // namespace
@@ -78,10 +99,13 @@ Config Config::from_pairs(const std::vector<std::pair<std::string, std::string>>
       }
     } else if (key == "clock_mhz") {
       if (int_in(key, value, 1, kMaxClockMhz, &v)) c.clock_mhz = static_cast<int>(v);
-    } else if (key == "dump_dir") {
-      c.dump_dir = value;
-    } else if (key == "cache_dir") {
-      c.cache_dir = value;
+    } else if (key == "dump_dir" || key == "cache_dir") {
+      const std::string problem = directory_problem(value);
+      if (!problem.empty()) {
+        bad(key, value, problem);
+      } else {
+        (key == "dump_dir" ? c.dump_dir : c.cache_dir) = value;
+      }
     } else if (key == "fallback") {
       if (value == "allow") {
         c.fallback = Fallback::kAllow;

@@ -22,11 +22,12 @@ struct Config {
   int threads = 0;                 // host threads simulating cores; 0 = one per core, up to the CPUs
   int cores = 1;                   // simulated NACC cores: 1, 2, 4, 8, 16 or 32 (NACC_SPEC §4)
   int sram_kb = 64;                // SRAM per core in KiB (NACC_SPEC §1: 64)
-  int clock_mhz = 1000;            // for latency figures in reports
-  std::string dump_dir;            // write partition report, IR summaries and Programs here
+  int clock_mhz = 500;             // for latency figures in reports (as the delegate)
+  std::string dump_dir;            // write the partition report and compiled partitions here
   std::string cache_dir;           // reuse compiled Programs across sessions
+  // (both directories are created if missing and must be writable)
   Fallback fallback = Fallback::kAllow;
-  int64_t min_partition_macs = 1;  // fragmentation guard: partitions below this stay on the host
+  int64_t min_partition_macs = 0;  // fragmentation guard: partitions below this stay on the host
   // Test only: the node whose weight scales are doubled in the IR (a shift
   // off by one in that layer), to show that accuracy checks catch it.
   std::string test_perturb_node;

@@ -270,12 +270,29 @@ def test_dynamic_shape_declined():
 
 def test_fragmentation_guard():
     model = om.qdq_unit(om.binary("Add"))
-    om.session(model, "nacc")  # default min_partition_macs=1: a MAC-free partition stays home
+    om.session(model, "nacc", {"min_partition_macs": "1"})  # a MAC-free partition stays home
     rep = last_report()
     assert claimed_ops(rep) == []
     assert "fragmentation guard" in declined(rep)["Add"]
-    om.session(model, "nacc", {"min_partition_macs": "0"})
+    om.session(model, "nacc")  # default 0: the guard is off
     assert claimed_ops(last_report()) == ["Add"]
+
+
+def test_reshape_alone_stays_home():
+    model = om.qdq_unit(om.float_model(
+        [onnx.helper.make_node("Flatten", ["x"], ["y"], name="flatten")], {"x": (1, 8, 1, 1)},
+        {"y": (1, 8)}))
+    om.session(model, "nacc")
+    assert "would only reshape" in declined(last_report())["Flatten"]
+
+
+@pytest.mark.parametrize("key", ["dump_dir", "cache_dir"])
+def test_unwritable_directory_options(key, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(Exception) as e:
+        om.session(om.qdq_unit(om.conv()), "nacc", {key: str(blocker / "sub")})
+    assert f"ep.naccexecutionprovider.{key}=" in str(e.value) and "cannot create directory" in str(e.value)
 
 
 # ---- capability: whole models ---------------------------------------------------

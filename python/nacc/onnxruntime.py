@@ -33,13 +33,16 @@ entries ``ep.naccexecutionprovider.<key>``):
                      session's intra-op thread count, so it cannot follow it)
 ``cores``            simulated NACC cores: 1, 2, 4, 8, 16, 32 (default 1)
 ``sram_kb``          SRAM per core in KiB, a power of two in [16, 1024] (64)
-``clock_mhz``        clock for latency figures, [1, 10000] (1000)
+``clock_mhz``        clock for latency figures, [1, 10000] (500)
 ``dump_dir``         write ``partition_report.json`` and compiled partitions here
+                     (created if missing; must be writable)
 ``cache_dir``        reuse compiled Programs across sessions and processes
+                     (created if missing; must be writable)
 ``fallback``         ``allow`` (default) or ``error``: fail when any node other
                      than the float<->int8 boundary conversions stays on the host
 ``min_partition_macs`` fragmentation guard: partitions with fewer useful MACs
-                     stay on the host (default 1: no MAC-free partitions; 0 = off)
+                     stay on the host (default 0 = off; as the TFLite delegate,
+                     a partition that would only reshape always stays home)
 ==================== ============================================================
 
 Seeing what ran where: ``session.get_provider_graph_assignment_info()`` (with
