@@ -159,11 +159,3 @@ NACC_BINDINGS(compiler) {
         "A Program as plain data: commands (np.uint32), constants (bytes), regions, inputs, "
         "outputs, ops (records), hw.");
 }
-
-// The device engineer's bind_device.cc binds Program; until it exists, a
-// minimal class so that compile() can return one (registered after 'device').
-NACC_BINDINGS(program_fallback) {
-  if (py::detail::get_type_info(typeid(nacc::Program)) == nullptr) {
-    py::class_<nacc::Program>(m, "Program", "A compiled program (see program_info).");
-  }
-}

@@ -248,16 +248,18 @@ NACC_BINDINGS(ir) {
            "Checks ids, tensors, operand counts and shape consistency; raises ValueError.");
 
   py::class_<support::SupportConfig>(m, "SupportConfig", "Options of the capability check.")
-      .def(py::init([](int64_t sram_bytes, int64_t sram_alignment) {
+      .def(py::init([](int64_t sram_bytes, int64_t sram_alignment, bool check_lowering) {
              if (sram_bytes < 1 || sram_alignment < 1) {
                throw py::value_error(str_cat("SupportConfig: sram_bytes ", sram_bytes,
                                              " and sram_alignment ", sram_alignment,
                                              " must be >= 1"));
              }
-             return support::SupportConfig{sram_bytes, sram_alignment};
+             return support::SupportConfig{sram_bytes, sram_alignment, check_lowering};
            }),
            py::kw_only(), py::arg("sram_bytes") = nacc::limits::kDefaultSramBytes,
-           py::arg("sram_alignment") = nacc::limits::kSramAlignment)
+           py::arg("sram_alignment") = nacc::limits::kSramAlignment,
+           py::arg("check_lowering") = true)
+      .def_readonly("check_lowering", &support::SupportConfig::check_lowering)
       .def_readonly("sram_bytes", &support::SupportConfig::sram_bytes)
       .def_readonly("sram_alignment", &support::SupportConfig::sram_alignment);
 

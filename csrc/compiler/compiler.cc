@@ -641,16 +641,10 @@ void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, 
 // ---- driver --------------------------------------------------------------------
 
 void check_options(const CompileOptions& o) {
-  const HwConfig& hw = o.hw;
-  check_arg(hw.cores >= 1 && hw.cores <= limits::kMaxCores && (hw.cores & (hw.cores - 1)) == 0,
-            "compile: cores ", hw.cores, " must be 1, 2, 4, 8, 16 or 32 (NACC_SPEC §4)");
-  compiler::sram_geometry(hw.sram_bytes);  // validates
-  check_arg(hw.dma_bytes_per_cycle >= 1, "compile: dma_bytes_per_cycle ", hw.dma_bytes_per_cycle,
-            " must be >= 1");
-  check_arg(hw.ext_bytes_per_cycle >= 1, "compile: ext_bytes_per_cycle ", hw.ext_bytes_per_cycle,
-            " must be >= 1");
-  check_arg(o.force_cores == 0 || (o.force_cores <= hw.cores && (o.force_cores & (o.force_cores - 1)) == 0),
-            "compile: force_cores ", o.force_cores, " must be 0 or a power of two <= cores");
+  validate_hw_config(o.hw);  // the device's own limits (runtime/program.h)
+  const int cores = o.hw.cores;
+  check_arg(o.force_cores == 0 || (o.force_cores <= cores && (o.force_cores & (o.force_cores - 1)) == 0),
+            "compile: force_cores ", o.force_cores, " must be 0 or a power of two <= cores ", cores);
   check_arg(o.force_mode >= -1 && o.force_mode <= 2, "compile: force_mode ", o.force_mode,
             " must be -1, 0, 1 or 2");
 }

@@ -440,6 +440,10 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
             ": needs an input and one output");
   l.input = op.inputs[0];
   l.output = op.outputs[0];
+  if (graph.tensor(l.input).is_constant() && op.kind != OpKind::kAdd && op.kind != OpKind::kMul) {
+    throw Unsupported(str_cat(l.label, ": its input '", graph.tensor(l.input).name,
+                              "' is a constant (fold it on the host)"));
+  }
   try {
     switch (op.kind) {
       case OpKind::kConv2D:

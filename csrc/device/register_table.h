@@ -227,14 +227,14 @@ inline constexpr FieldDesc kF_NACC_OUT_FM_SPLIT_LEN[] = {
 };
 inline constexpr FieldDesc kF_NACC_IN_FM_SPLIT_W_OFFSET[] = {
     rw_signed("IN_FM_START_SPLIT_W_OFFSET", 31, 0,
-              "input first split width offset: first input column/row of the tile, negative inside the padding"),
+              "input first split width offset: the tile's first input column (negative in the left padding)"),
 };
 inline constexpr FieldDesc kF_NACC_IN_FM_SPLIT_W_OFFSET1[] = {
     rw("IN_FM_MID_SPLIT_W_OFFSET", 31, 0, 0, "input middle split width offset"),
 };
 inline constexpr FieldDesc kF_NACC_IN_FM_SPLIT_H_OFFSET[] = {
     rw_signed("IN_FM_START_SPLIT_H_OFFSET", 31, 0,
-              "input first split height offset: first input column/row of the tile, negative inside the padding"),
+              "input first split height offset: the tile's first input row (negative in the top padding)"),
 };
 inline constexpr FieldDesc kF_NACC_IN_FM_SPLIT_H_OFFSET1[] = {
     rw("IN_FM_MID_SPLIT_H_OV_OFFSET", 31, 0, 0, "input middle split height overflow offset"),

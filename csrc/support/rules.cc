@@ -177,6 +177,23 @@ std::optional<std::string> check_npu_op_kind(const Graph&, const Op& op, const S
   return std::string("no NPU implementation");
 }
 
+// The op kinds the hardware could run but this compiler does not lower yet
+// (csrc/compiler/lower.cc): declined up front so that nothing is claimed and
+// then fails to compile.
+const std::vector<ir::OpKind>& not_yet_lowered_kinds() {
+  static const std::vector<ir::OpKind> kinds = {
+      ir::OpKind::kBatchMatMul, ir::OpKind::kHardSwish, ir::OpKind::kLeakyRelu,
+      ir::OpKind::kQuantize,    ir::OpKind::kPad,       ir::OpKind::kConcatenation,
+      ir::OpKind::kMean};
+  return kinds;
+}
+
+std::optional<std::string> check_compiler_lowering(const Graph&, const Op& op,
+                                                   const SupportConfig& config) {
+  if (!config.check_lowering) return std::nullopt;
+  return str_cat(op.display_type(), " is not lowered by this compiler version");
+}
+
 std::optional<std::string> check_operand_count(const Graph& g, const Op& op,
                                                const SupportConfig&) {
   return ir::op_arity_error(g, op);
@@ -526,6 +543,10 @@ std::vector<Rule> build_rules() {
       {"npu_op_kind", {K::kOther},
        "only the op kinds listed in docs/supported_ops.md run on the NPU; every other op runs on the host",
        true, check_npu_op_kind},
+      {"compiler_lowering", not_yet_lowered_kinds(),
+       "the compiler must lower the op kind (BATCH_MATMUL, HARD_SWISH, LEAKY_RELU, QUANTIZE, PAD, "
+       "CONCATENATION and MEAN are not lowered yet and run on the host)",
+       true, check_compiler_lowering},
       {"operand_count", {},
        "inputs and outputs must be those of the op kind (optional bias, parameter tensors)", true,
        check_operand_count},

@@ -16,6 +16,10 @@ struct SupportConfig {
   int64_t sram_bytes = limits::kDefaultSramBytes;
   // Every SRAM buffer starts on a multiple of this (NACC_SPEC §3: 64 bytes).
   int64_t sram_alignment = limits::kSramAlignment;
+  // Decline the op kinds the compiler does not lower yet (rule
+  // "compiler_lowering"). Frontends keep it on; tests of the hardware rules
+  // on those kinds turn it off.
+  bool check_lowering = true;
 };
 
 // Bytes of the per-output-channel requantization data the compiler keeps in
