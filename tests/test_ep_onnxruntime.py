@@ -22,6 +22,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:Specified .providers.:UserWarnin
 
 EP = "NaccExecutionProvider"
 NO_BACKEND = "this build has no NACC compiler"
+# the capability rule (compiler_lowering) naming op kinds the compiler does not lower yet
+NOT_LOWERED = "is not lowered by this compiler version"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -188,7 +190,8 @@ def test_claims_single_unit(builder, ops):
     om.session(builder(), "nacc", {"min_partition_macs": "0"})
     rep = last_report()
     compiler = [h["reason"] for h in rep["host_nodes"]
-                if h["reason"].startswith("the compiler rejects it") and NO_BACKEND not in h["reason"]]
+                if (h["reason"].startswith("the compiler rejects it") or NOT_LOWERED in h["reason"])
+                and NO_BACKEND not in h["reason"]]
     if compiler:  # the rules accept it; the compiler of this checkout does not lower it yet
         pytest.xfail(compiler[0])
     assert claimed_ops(rep) == ops, rep
@@ -304,9 +307,9 @@ def test_qdq_cnn_is_one_partition():
     ops = set(claimed_ops(rep))
     assert {"Add", "Conv", "Flatten", "Gemm", "MaxPool"} <= ops
     host = [h for h in rep["host_nodes"] if NO_BACKEND not in h["reason"]]
-    if "GlobalAveragePool" not in ops:  # the rules accept it; this compiler may not lower MEAN yet
+    if "GlobalAveragePool" not in ops:  # this compiler may not lower MEAN yet
         gap = [h for h in host if h["op_type"] == "GlobalAveragePool"]
-        assert gap[0]["reason"].startswith("the compiler rejects it")
+        assert NOT_LOWERED in gap[0]["reason"]
         host = [h for h in host if h["name"] not in ("gap", "g_QuantizeLinear", "s3_DequantizeLinear")]
     # only the model's float -> int8 input and int8 -> float output conversions stay home
     assert sorted(h["op_type"] for h in host) == ["DequantizeLinear", "QuantizeLinear"], host
