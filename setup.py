@@ -1,7 +1,11 @@
 """Build of nacc: the core (csrc/) compiled once and linked into
-  - nacc._core, the pybind11 extension (plus csrc/bindings/), and
+  - nacc._core, the pybind11 extension (plus csrc/bindings/),
   - nacc/libnacc_tflite_delegate.so, the TFLite external delegate (plus
-    delegate/): a plain C-ABI shared library, no Python and no TensorFlow in it.
+    delegate/): a plain C-ABI shared library, no Python and no TensorFlow in it,
+  - nacc/libnacc_ort_ep.so, the ONNX Runtime plugin execution provider (plus
+    ep/): a plain C-ABI library that exports only CreateEpFactories,
+    ReleaseEpFactory and two report functions (ep/exports.lds); it declares
+    the ORT C ABI subset it uses itself and does not link ONNX Runtime.
 
 C++17, -O3, warnings on, hidden visibility (each library exports only its
 entry points). No -march flag: AVX2 kernels are compiled per function with a
@@ -33,6 +37,8 @@ CORE_FLAGS = ["-std=c++17", "-fvisibility=hidden", "-fvisibility-inlines-hidden"
 BINDINGS = _sources("bindings/*.cc")
 CORE_SOURCES = [s for s in _sources("**/*.cc") if s not in BINDINGS]
 DELEGATE = "nacc.libnacc_tflite_delegate"
+ORT_EP = "nacc.libnacc_ort_ep"
+PLAIN_LIBRARIES = (DELEGATE, ORT_EP)
 
 core = Pybind11Extension(
     "nacc._core",
@@ -52,6 +58,17 @@ delegate = Extension(
     extra_link_args=["-pthread", "-Wl,--no-undefined"],
 )
 
+ort_ep = Extension(
+    ORT_EP,
+    sorted(glob.glob(os.path.join("ep", "*.cc"))),
+    include_dirs=["csrc", "."],
+    language="c++",
+    extra_compile_args=CORE_FLAGS,
+    extra_link_args=["-pthread", "-Wl,--no-undefined",
+                     "-Wl,--version-script=" + os.path.join("ep", "exports.lds")],
+    depends=sorted(glob.glob(os.path.join("ep", "*.h"))) + [os.path.join("ep", "exports.lds")],
+)
+
 
 class BuildExt(build_ext):
     """Compiles the core sources once and links the objects into every library."""
@@ -66,12 +83,12 @@ class BuildExt(build_ext):
     def get_ext_filename(self, fullname):
         # A plain shared library, not a Python module: no EXT_SUFFIX. distutils
         # asks with the full name and with its last component.
-        if fullname in (DELEGATE, DELEGATE.split(".")[-1]):
+        if any(fullname in (lib, lib.split(".")[-1]) for lib in PLAIN_LIBRARIES):
             return os.path.join(*fullname.split(".")) + ".so"
         return super().get_ext_filename(fullname)
 
     def get_export_symbols(self, ext):
-        if ext.name == DELEGATE:
+        if ext.name in PLAIN_LIBRARIES:
             return []
         return super().get_export_symbols(ext)
 
@@ -85,7 +102,7 @@ setup(
     long_description_content_type="text/markdown",
     package_dir={"": "python"},
     packages=find_packages("python"),
-    ext_modules=[core, delegate],
+    ext_modules=[core, delegate, ort_ep],
     cmdclass={"build_ext": BuildExt},
     python_requires=">=3.9",
     install_requires=["numpy>=1.23"],

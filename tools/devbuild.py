@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Incremental developer build of nacc._core and the TFLite delegate library
-into python/nacc/ (not for users).
+"""Incremental developer build of nacc._core, the TFLite delegate library and
+the ONNX Runtime EP library into python/nacc/ (not for users).
 
 `pip install .` rebuilds every source each time; this compiles only the .cc
 files whose object is older than the source or any header it includes (gcc
@@ -9,9 +9,10 @@ files whose object is older than the source or any header it includes (gcc
     python tools/devbuild.py && PYTHONPATH=python python -m pytest tests/...
 
 Targets (default: all): `core` (nacc/_core*.so: csrc/ with its pybind11
-bindings) and `delegate` (nacc/libnacc_tflite_delegate.so: delegate/ + csrc/
-without the bindings; a plain C-ABI library, no Python). Same flags as
-setup.py. NACC_BUILD_JOBS sets the parallel compile jobs (2).
+bindings), `delegate` (nacc/libnacc_tflite_delegate.so: delegate/ + csrc/
+without the bindings; a plain C-ABI library, no Python) and `ep`
+(nacc/libnacc_ort_ep.so: ep/ + csrc/ without the bindings, exports limited by
+ep/exports.lds). Same flags as setup.py. NACC_BUILD_JOBS sets the parallel compile jobs (2).
 """
 import concurrent.futures
 import glob
@@ -45,6 +46,7 @@ def compile_one(src):
     if not needs_build(src, obj, dep):
         return obj, None
     cmd = ["g++", *FLAGS, *EXTRA, "-I", os.path.join(ROOT, "csrc"), "-I", os.path.join(ROOT, "delegate"),
+           "-I", ROOT,
            "-I", pybind11.get_include(),
            "-I", sysconfig.get_paths()["include"], "-MMD", "-MF", dep, "-c", src, "-o", obj]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -62,18 +64,19 @@ def link(out, objs, extra=()):
 
 
 def main():
-    targets = set(sys.argv[1:]) or {"core", "delegate"}
-    unknown = targets - {"core", "delegate"}
+    targets = set(sys.argv[1:]) or {"core", "delegate", "ep"}
+    unknown = targets - {"core", "delegate", "ep"}
     if unknown:
-        sys.exit(f"unknown target(s) {sorted(unknown)}; targets: core, delegate")
+        sys.exit(f"unknown target(s) {sorted(unknown)}; targets: core, delegate, ep")
     os.makedirs(OBJ_DIR, exist_ok=True)
     bindings_dir = os.path.join(ROOT, "csrc", "bindings") + os.sep
     all_core = sorted(glob.glob(os.path.join(ROOT, "csrc", "**", "*.cc"), recursive=True))
     core = [s for s in all_core if not s.startswith(bindings_dir)]
     bindings = [s for s in all_core if s.startswith(bindings_dir)]
     delegate = sorted(glob.glob(os.path.join(ROOT, "delegate", "*.cc")))
+    ep = sorted(glob.glob(os.path.join(ROOT, "ep", "*.cc")))
     sources = core + (bindings if "core" in targets else []) + (
-        delegate if "delegate" in targets else [])
+        delegate if "delegate" in targets else []) + (ep if "ep" in targets else [])
     jobs = int(os.environ.get("NACC_BUILD_JOBS", "2"))
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         results = dict(zip(sources, pool.map(compile_one, sources)))
@@ -88,6 +91,11 @@ def main():
     if "delegate" in targets:
         out = os.path.join(ROOT, "python", "nacc", "libnacc_tflite_delegate.so")
         link(out, core_objs + [results[s][0] for s in delegate], ["-Wl,--no-undefined"])
+    if "ep" in targets:
+        out = os.path.join(ROOT, "python", "nacc", "libnacc_ort_ep.so")
+        script = os.path.join(ROOT, "ep", "exports.lds")
+        link(out, core_objs + [results[s][0] for s in ep],
+             ["-Wl,--no-undefined", "-Wl,--version-script=" + script])
 
 
 if __name__ == "__main__":

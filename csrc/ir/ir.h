@@ -122,6 +122,12 @@ struct Attributes {
   std::vector<int> axes;               // MEAN reduction axes (negative: from the end)
   bool keep_dims = false;              // MEAN
   float alpha = 0.0f;                  // LEAKY_RELU slope
+  // LUT ops (RELU*, LOGISTIC, TANH, LEAKY_RELU, HARD_SWISH): the frontend's
+  // own table when its semantics are not TFLite's (ONNX: dequantize in
+  // float32, apply the function, quantize with round-half-to-even), 256
+  // entries, entry i = output for the int8 input (int8)i. Empty = TFLite's
+  // table for the op's quantization.
+  std::vector<int8_t> lut;
   // PAD: (before, after) per input dimension.
   std::vector<std::array<int64_t, 2>> paddings;
   // Options set on the frontend's node that the core does not implement

@@ -323,6 +323,8 @@ std::optional<std::string> check_same_quantization(const Graph& g, const Op& op,
 
 std::optional<std::string> check_sigmoid_tanh_output_quantization(const Graph& g, const Op& op,
                                                                   const SupportConfig&) {
+  // A frontend-supplied table is exact for any output quantization.
+  if (op.attrs.lut.size() == static_cast<size_t>(limits::kLutEntries)) return std::nullopt;
   const Operand out = output(g, op);
   const auto& q = out.tensor->quant;
   const bool logistic = op.kind == OpKind::kLogistic;
@@ -581,7 +583,8 @@ std::vector<Rule> build_rules() {
       {"sigmoid_tanh_output_quantization", {K::kLogistic, K::kTanh},
        str_cat("the output must be quantized as TFLite's int8 spec requires: LOGISTIC scale 1/",
                kLogisticOutputScaleInverse, " zero point ", kLogisticOutputZeroPoint,
-               ", TANH scale 1/", kTanhOutputScaleInverse, " zero point ", kTanhOutputZeroPoint),
+               ", TANH scale 1/", kTanhOutputScaleInverse, " zero point ", kTanhOutputZeroPoint,
+               " (any, when the frontend supplies the op's lookup table)"),
        false, check_sigmoid_tanh_output_quantization},
 
       // Shapes.

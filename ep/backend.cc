@@ -1,0 +1,121 @@
+// The core seam (backend.h): nacc::compile and the nacc::Runtime driver.
+// While a checkout lacks them (the compiler and device branches land on main
+// separately), compile_partition reports that the backend is missing, so
+// GetCapability declines everything with that reason instead of claiming work
+// it cannot run.
+#include "ep/backend.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "common/error.h"
+
+#if __has_include("compiler/compiler.h") && __has_include("runtime/runtime.h")
+#define NACC_EP_HAS_BACKEND 1
+#include "compiler/compiler.h"
+#include "runtime/runtime.h"
+#else
+#define NACC_EP_HAS_BACKEND 0
+#endif
+
+namespace nacc::ep {
+
+HwConfig hw_config(const Config& config) {
+  HwConfig hw;
+  hw.cores = config.cores;
+  hw.sram_bytes = static_cast<int64_t>(config.sram_kb) * 1024;
+  return hw;
+}
+
+#if NACC_EP_HAS_BACKEND
+
+bool backend_available() { return true; }
+
+Program compile_partition(const ir::Graph& partition, const Config& config) {
+  CompileOptions options;
+  options.hw = hw_config(config);
+  return nacc::compile(partition, options);
+}
+
+std::vector<uint8_t> serialize_program(const Program& program) { return program.serialize(); }
+
+Program deserialize_program(const uint8_t* data, size_t size) {
+  return Program::deserialize(data, size);
+}
+
+// One Runtime (simulated device + driver) per hardware configuration a
+// Program was compiled for: a compiled model may carry Programs for another
+// core count than this session's options.
+struct Executor::Impl {
+  Config config;
+  std::mutex mu;
+  std::map<std::pair<int, int64_t>, std::unique_ptr<Runtime>> runtimes;
+
+  Runtime& runtime_for(const HwConfig& hw) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto& rt = runtimes[{hw.cores, hw.sram_bytes}];
+    if (!rt) {
+      int threads = config.threads;
+      if (threads == 0) {
+        const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        threads = std::min(hw.cores, cpus);
+      }
+      rt = std::make_unique<Runtime>(hw, threads);
+    }
+    return *rt;
+  }
+};
+
+Executor::Executor(const Config& config) : impl_(std::make_unique<Impl>()) { impl_->config = config; }
+Executor::~Executor() = default;
+
+void Executor::check(const Program& program) { impl_->runtime_for(program.hw).check_program(program); }
+
+RunStats Executor::run(const Program& program, const std::vector<const void*>& inputs,
+                       const std::vector<void*>& outputs) {
+  Runtime& rt = impl_->runtime_for(program.hw);
+  std::vector<InputBuffer> ins;
+  std::vector<OutputBuffer> outs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ins.push_back({inputs[i], static_cast<size_t>(program.inputs.at(i).size)});
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outs.push_back({outputs[i], static_cast<size_t>(program.outputs.at(i).size)});
+  }
+  const nacc::RunStats s = rt.run(program, ins, outs, /*checked=*/true);
+  return {s.counters.cycles, s.counters.macs};
+}
+
+#else  // no compiler / runtime in this checkout
+
+bool backend_available() { return false; }
+
+Program compile_partition(const ir::Graph&, const Config&) {
+  throw Unsupported("NaccExecutionProvider: this build has no NACC compiler (nacc::compile is not "
+                    "on this branch yet)");
+}
+
+std::vector<uint8_t> serialize_program(const Program&) {
+  throw Unsupported("NaccExecutionProvider: Program serialization is not on this branch yet");
+}
+
+Program deserialize_program(const uint8_t*, size_t) {
+  throw Unsupported("NaccExecutionProvider: Program serialization is not on this branch yet");
+}
+
+struct Executor::Impl {};
+
+Executor::Executor(const Config&) : impl_(std::make_unique<Impl>()) {}
+Executor::~Executor() = default;
+
+void Executor::check(const Program&) {}
+
+RunStats Executor::run(const Program&, const std::vector<const void*>&, const std::vector<void*>&) {
+  throw Unsupported("NaccExecutionProvider: this build has no NACC device runtime");
+}
+
+#endif
+
+}  // namespace nacc::ep

@@ -1,0 +1,56 @@
+// The EP's one seam to the core: compile a partition's IR graph into a
+// Program, and run a Program on the simulated device. Claimed work always
+// goes through here — the same compiler and device the TFLite delegate uses;
+// the EP has no kernels of its own.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ep/config.h"
+#include "ir/ir.h"
+#include "runtime/program.h"
+
+namespace nacc::ep {
+
+// Whether this build links the compiler and the device runtime.
+bool backend_available();
+
+// The hardware configuration the options describe.
+HwConfig hw_config(const Config& config);
+
+// Compiles `partition` (graph.inputs / outputs are the partition's I/O).
+// Throws nacc::Unsupported / InvalidArgument with the compiler's reason.
+Program compile_partition(const ir::Graph& partition, const Config& config);
+
+// Program <-> bytes (the container format of docs/command_stream.md).
+std::vector<uint8_t> serialize_program(const Program& program);
+Program deserialize_program(const uint8_t* data, size_t size);
+
+// Statistics of one run.
+struct RunStats {
+  int64_t cycles = 0;
+  int64_t macs = 0;
+};
+
+// Runs Programs on one simulated device; thread-safe (concurrent runs use
+// different batch handlers, NACC_SPEC §6).
+class Executor {
+ public:
+  explicit Executor(const Config& config);
+  ~Executor();
+  // Validates `program` against the device it will run on (once, at compile
+  // time); run() then skips the check. Throws InvalidArgument.
+  void check(const Program& program);
+  // inputs[i] / outputs[i]: int8 buffers of program.inputs[i] / outputs[i]
+  // (NHWC for rank 4), sizes as the Program says.
+  RunStats run(const Program& program, const std::vector<const void*>& inputs,
+               const std::vector<void*>& outputs);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nacc::ep

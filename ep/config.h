@@ -1,0 +1,52 @@
+// The EP's provider options, parsed and validated once per session from the
+// session config entries `ep.naccexecutionprovider.<key>` (where ORT puts the
+// options of all three selection forms) plus ORT's own `ep.context_*` keys.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ep/ort_api.h"
+
+namespace nacc::ep {
+
+constexpr const char* kEpName = "NaccExecutionProvider";
+constexpr const char* kEpVendor = "nacc";
+// Session config prefix of the provider options: "ep." + lower-cased EP name + ".".
+constexpr const char* kOptionPrefix = "ep.naccexecutionprovider.";
+
+enum class Fallback { kAllow, kError };
+
+struct Config {
+  int threads = 0;                 // host threads simulating cores; 0 = one per core, up to the CPUs
+  int cores = 1;                   // simulated NACC cores: 1, 2, 4, 8, 16 or 32 (NACC_SPEC §4)
+  int sram_kb = 64;                // SRAM per core in KiB (NACC_SPEC §1: 64)
+  int clock_mhz = 500;             // for latency figures in reports (as the delegate)
+  std::string dump_dir;            // write the partition report and compiled partitions here
+  std::string cache_dir;           // reuse compiled Programs across sessions
+  // (both directories are created if missing and must be writable)
+  Fallback fallback = Fallback::kAllow;
+  int64_t min_partition_macs = 0;  // fragmentation guard: partitions below this stay on the host
+  // Test only: the node whose weight scales are doubled in the IR (a shift
+  // off by one in that layer), to show that accuracy checks catch it.
+  std::string test_perturb_node;
+
+  // ORT's EP-context (compiled model) settings.
+  bool ep_context_enable = false;
+  bool ep_context_embed = true;
+
+  // Parses the options; throws OrtError(ORT_INVALID_ARGUMENT) naming the key,
+  // the value and what is allowed, for every bad or unknown option at once.
+  static Config from_session(const Api& api, const OrtSessionOptions* options);
+  // Parses (key, value) pairs as given by the user (keys without the prefix).
+  static Config from_pairs(const std::vector<std::pair<std::string, std::string>>& pairs);
+
+  // "cores=4 sram_kb=64 ..." for logs and compatibility strings.
+  std::string summary() const;
+};
+
+// The documented option keys.
+const std::vector<std::string>& option_keys();
+
+}  // namespace nacc::ep

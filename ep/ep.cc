@@ -1,0 +1,354 @@
+// NaccEp: capability, compilation and compute of the NACC plugin EP (ep.h).
+#include "ep/ep.h"
+
+#include <algorithm>
+#include <deque>
+#include <fstream>
+#include <map>
+
+#include "ep/capability.h"
+#include "ep/ep_context.h"
+#include "ep/onnx_graph.h"
+
+namespace nacc::ep {
+
+namespace {
+
+constexpr size_t kMaxReports = 32;
+std::mutex g_reports_mu;
+std::deque<std::string> g_reports;
+
+// The compute function ORT calls for one fused node.
+struct NodeComputeInfo : OrtNodeComputeInfo {
+  NodeComputeInfo(const Api& a, std::unique_ptr<CompiledPartition> p)
+      : OrtNodeComputeInfo{}, api(a), partition(std::move(p)) {
+    ort_version_supported = kOrtApiVersion;
+    CreateState = CreateStateImpl;
+    Compute = ComputeImpl;
+    ReleaseState = ReleaseStateImpl;
+  }
+  static OrtStatus* CreateStateImpl(OrtNodeComputeInfo* self, OrtNodeComputeContext*,
+                                    void** state) noexcept {
+    auto* info = static_cast<NodeComputeInfo*>(self);
+    *state = info->partition.get();
+    return nullptr;
+  }
+  static OrtStatus* ComputeImpl(OrtNodeComputeInfo* self, void* state,
+                                OrtKernelContext* context) noexcept {
+    auto* info = static_cast<NodeComputeInfo*>(self);
+    return guarded(info->api, [&] {
+      static_cast<const CompiledPartition*>(state)->compute(info->api, context);
+    });
+  }
+  static void ReleaseStateImpl(OrtNodeComputeInfo*, void*) noexcept {}
+
+  const Api& api;
+  std::unique_ptr<CompiledPartition> partition;
+};
+
+std::string node_name(const Api& api, const OrtNode* node) {
+  const char* s = nullptr;
+  api.check(api.ort->Node_GetName(node, &s));
+  return s ? s : "";
+}
+
+std::vector<std::string> value_names(const Api& api, const OrtNode* node, bool inputs) {
+  size_t n = 0;
+  api.check(inputs ? api.ort->Node_GetNumInputs(node, &n) : api.ort->Node_GetNumOutputs(node, &n));
+  std::vector<const OrtValueInfo*> vis(n);
+  if (n) {
+    api.check(inputs ? api.ort->Node_GetInputs(node, vis.data(), n)
+                     : api.ort->Node_GetOutputs(node, vis.data(), n));
+  }
+  std::vector<std::string> names;
+  for (const OrtValueInfo* vi : vis) names.push_back(vi ? value_name(api, vi) : "");
+  return names;
+}
+
+// Reorders a blob's bindings into the fused node's input / output order.
+std::vector<IoBinding> in_order(const std::vector<IoBinding>& bindings,
+                                const std::vector<std::string>& names, const std::string& what) {
+  std::vector<IoBinding> out;
+  for (const std::string& n : names) {
+    auto it = std::find_if(bindings.begin(), bindings.end(),
+                           [&](const IoBinding& b) { return b.name == n; });
+    if (it == bindings.end()) {
+      throw OrtError(ORT_EP_FAIL, str_cat("NaccExecutionProvider: fused node ", what, " '", n,
+                                          "' is not a boundary tensor of its partition"));
+    }
+    out.push_back(*it);
+  }
+  if (out.size() != bindings.size()) {
+    throw OrtError(ORT_EP_FAIL, str_cat("NaccExecutionProvider: fused node has ", out.size(), " ",
+                                        what, "s, its partition ", bindings.size()));
+  }
+  return out;
+}
+
+}  // namespace
+
+void record_report(const std::string& json) {
+  std::lock_guard<std::mutex> lock(g_reports_mu);
+  g_reports.push_back(json);
+  while (g_reports.size() > kMaxReports) g_reports.pop_front();
+}
+
+std::string reports_json() {
+  std::lock_guard<std::mutex> lock(g_reports_mu);
+  std::string s = "[";
+  for (size_t i = 0; i < g_reports.size(); ++i) s += (i ? ", " : "") + g_reports[i];
+  return s + "]";
+}
+
+NaccEp::NaccEp(const Api& api, Config config, const OrtLogger* logger)
+    : OrtEp{}, api_(api), config_(std::move(config)), logger_(logger) {
+  ort_version_supported = kOrtApiVersion;
+  GetName = GetNameImpl;
+  GetCapability = GetCapabilityImpl;
+  Compile = CompileImpl;
+  ReleaseNodeComputeInfos = ReleaseNodeComputeInfosImpl;
+  OnRunStart = OnRunStartImpl;
+  GetCompiledModelCompatibilityInfo = GetCompiledModelCompatibilityInfoImpl;
+  executor_ = std::make_shared<Executor>(config_);
+  compatibility_ = compatibility_string(config_);
+  api_.log(logger_, ORT_LOGGING_LEVEL_INFO,
+           str_cat("NaccExecutionProvider created: ", config_.summary()), "NaccEp");
+}
+
+NaccEp::~NaccEp() = default;
+
+const char* NaccEp::GetNameImpl(const OrtEp*) noexcept { return kEpName; }
+
+OrtStatus* NaccEp::GetCapabilityImpl(OrtEp* self, const OrtGraph* graph,
+                                     OrtEpGraphSupportInfo* info) noexcept {
+  auto* ep = static_cast<NaccEp*>(self);
+  return guarded(ep->api_, [&] { ep->get_capability(graph, info); });
+}
+
+OrtStatus* NaccEp::CompileImpl(OrtEp* self, const OrtGraph** graphs, const OrtNode** fused_nodes,
+                               size_t count, OrtNodeComputeInfo** infos,
+                               OrtNode** ep_context_nodes) noexcept {
+  auto* ep = static_cast<NaccEp*>(self);
+  return guarded(ep->api_, [&] { ep->compile(graphs, fused_nodes, count, infos, ep_context_nodes); });
+}
+
+void NaccEp::ReleaseNodeComputeInfosImpl(OrtEp*, OrtNodeComputeInfo** infos, size_t count) noexcept {
+  for (size_t i = 0; i < count; ++i) delete static_cast<NodeComputeInfo*>(infos[i]);
+}
+
+OrtStatus* NaccEp::OnRunStartImpl(OrtEp* self, const OrtRunOptions*) noexcept {
+  auto* ep = static_cast<NaccEp*>(self);
+  return guarded(ep->api_, [&] { ep->fail_if_fallback_error(); });
+}
+
+const char* NaccEp::GetCompiledModelCompatibilityInfoImpl(OrtEp* self, const OrtGraph*) noexcept {
+  return static_cast<NaccEp*>(self)->compatibility_.c_str();
+}
+
+void NaccEp::fail_if_fallback_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [graph, error] : fallback_errors_) {
+    if (!error.empty()) throw OrtError(ORT_FAIL, error);
+  }
+}
+
+std::shared_ptr<const PartitionBlob> NaccEp::compiled(const PartitionIr& ir, bool* compiled_now) {
+  *compiled_now = false;
+  const uint64_t key = fingerprint(ir.graph, ir.inputs, ir.outputs, config_);
+  if (auto blob = memory_cache_get(key)) return blob;
+  if (!config_.cache_dir.empty()) {
+    if (auto blob = cache_load(config_.cache_dir, key)) {
+      auto shared = std::make_shared<const PartitionBlob>(std::move(*blob));
+      memory_cache_put(key, shared);
+      return shared;
+    }
+  }
+  auto blob = std::make_shared<PartitionBlob>();
+  blob->inputs = ir.inputs;
+  blob->outputs = ir.outputs;
+  blob->program = compile_partition(ir.graph, config_);
+  *compiled_now = true;
+  if (!config_.cache_dir.empty()) cache_store(config_.cache_dir, key, *blob);
+  memory_cache_put(key, blob);
+  return blob;
+}
+
+std::optional<std::string> NaccEp::try_compile(const OnnxGraph& g, const std::vector<int>& nodes) {
+  try {
+    const PartitionIr ir = build_partition(g, nodes, config_);
+    bool now = false;
+    compiled(ir, &now);
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    return std::string(e.what());
+  }
+}
+
+void NaccEp::get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
+  const OnnxGraph g = OnnxGraph::read(api_, graph);
+
+  // Compile each planned partition now: what the compiler rejects stays on
+  // the host with the compiler's reason instead of failing the session later
+  // (STYLE.md rule 2), and Compile() then finds the Program in the cache.
+  // A partition that fails is retried unit by unit; the units that fail
+  // alone are declined and the graph is planned again without them.
+  std::map<int, std::string> rejected;  // unit target -> compiler's reason
+  CapabilityPlan plan;
+  constexpr int kMaxReplans = 8;
+  for (int attempt = 0;; ++attempt) {
+    plan = plan_capability(g, config_, rejected);
+    bool changed = false;
+    for (const PlannedPartition& p : plan.partitions) {
+      if (p.units.empty()) continue;  // an EPContext node
+      if (auto why = try_compile(g, p.nodes)) {
+        bool found = false;
+        for (int u : p.units) {
+          const NodeUnit& unit = plan.units[u];
+          // int8-form units cannot stand alone (their quantization comes
+          // from a neighbour); they follow whatever happens to that one.
+          if (unit.form == NodeUnit::Form::kInt8) continue;
+          if (auto alone = try_compile(g, unit.nodes)) {
+            rejected[unit.target] = str_cat("the compiler rejects it: ", *alone);
+            found = true;
+          }
+        }
+        if (!found) {  // only the combination fails: keep the whole partition home
+          for (int u : p.units) {
+            rejected[plan.units[u].target] = str_cat("its partition does not compile: ", *why);
+          }
+        }
+        changed = true;
+      }
+    }
+    if (!changed || attempt == kMaxReplans) break;
+  }
+
+  // fallback=error: any host node other than the float <-> int8 boundary
+  // conversions fails the session (at Compile, or at the first Run).
+  {
+    std::vector<std::string> offending;
+    for (const HostNode& h : plan.host_nodes) {
+      const OnnxNode& n = g.nodes[h.node];
+      const bool boundary = (n.is("QuantizeLinear", "*") || n.is("DequantizeLinear", "*")) &&
+                            h.reason.rfind("not part of a claimed", 0) == 0;
+      if (!boundary) offending.push_back(str_cat(n.label(), " (", h.reason, ")"));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string& error = fallback_errors_[g.name];
+    error.clear();
+    if (config_.fallback == Fallback::kError && !offending.empty()) {
+      error = str_cat("NaccExecutionProvider: fallback=error and ", offending.size(), " node",
+                      offending.size() == 1 ? "" : "s", " of graph '", g.name,
+                      "' would run on the host: ");
+      for (size_t i = 0; i < offending.size(); ++i) error += (i ? "; " : "") + offending[i];
+    }
+  }
+
+  // Placement messages, once per graph: Info per host-only op kind, Warning
+  // per declined instance of an op the NPU runs, and the summary.
+  const std::string report = plan.to_json(g);
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    first = logged_graphs_.insert(str_cat(g.name, "#", g.nodes.size(), "#", report.size())).second;
+  }
+  if (first) {
+    std::set<std::string> host_kinds;
+    for (const HostNode& h : plan.host_nodes) {
+      const OnnxNode& n = g.nodes[h.node];
+      if (!h.npu_candidate) {
+        if (host_kinds.insert(n.op_type).second) {
+          api_.log(logger_, ORT_LOGGING_LEVEL_INFO,
+                   str_cat("NaccExecutionProvider: ", n.op_type, " runs on the host"), "GetCapability");
+        }
+      } else if (!n.is("QuantizeLinear", "*") && !n.is("DequantizeLinear", "*")) {
+        api_.log(logger_, ORT_LOGGING_LEVEL_WARNING,
+                 str_cat("NaccExecutionProvider: ", n.label(), " stays on the host \u2014 ", h.reason),
+                 "GetCapability");
+      }
+    }
+    api_.log(logger_, ORT_LOGGING_LEVEL_INFO, plan.summary(), "GetCapability");
+    record_report(report);
+    if (!config_.dump_dir.empty()) {
+      std::ofstream(config_.dump_dir + "/partition_report.json") << report << "\n";
+    }
+  }
+
+  if (!backend_available()) return;
+  for (const PlannedPartition& p : plan.partitions) {
+    std::vector<const OrtNode*> handles;
+    for (int n : p.nodes) handles.push_back(g.nodes[n].handle);
+    OrtNodeFusionOptions options{};
+    options.ort_version_supported = kOrtApiVersion;
+    options.drop_constant_initializers = true;  // the Program holds its own weights
+    api_.check(api_.ep->EpGraphSupportInfo_AddNodesToFuse(info, handles.data(), handles.size(),
+                                                          &options));
+  }
+}
+
+void NaccEp::compile(const OrtGraph** graphs, const OrtNode** fused_nodes, size_t count,
+                     OrtNodeComputeInfo** infos, OrtNode** ep_context_nodes) {
+  fail_if_fallback_error();
+  for (size_t i = 0; i < count; ++i) infos[i] = nullptr;
+  for (size_t i = 0; i < count; ++i) {
+    OrtNode** context_node = config_.ep_context_enable && ep_context_nodes ? &ep_context_nodes[i]
+                                                                           : nullptr;
+    auto partition = compile_one(graphs[i], fused_nodes[i], context_node);
+    infos[i] = new NodeComputeInfo(api_, std::move(partition));
+  }
+}
+
+std::unique_ptr<CompiledPartition> NaccEp::compile_one(const OrtGraph* graph,
+                                                       const OrtNode* fused_node,
+                                                       OrtNode** ep_context_node) {
+  const std::string name = node_name(api_, fused_node);
+  const std::vector<std::string> in_names = value_names(api_, fused_node, true);
+  const std::vector<std::string> out_names = value_names(api_, fused_node, false);
+  const OnnxGraph g = OnnxGraph::read(api_, graph);
+
+  PartitionBlob blob;
+  if (g.nodes.size() == 1 && g.nodes[0].op_type == "EPContext") {
+    // A compiled model: the Program is in the node; nothing is compiled.
+    if (ep_context_node) {
+      throw OrtError(ORT_INVALID_ARGUMENT,
+                     "NaccExecutionProvider: ep.context_enable=1 but the model is already "
+                     "compiled (it has NaccExecutionProvider EPContext nodes); load the original "
+                     "model to compile it again");
+    }
+    const OnnxNode& n = g.nodes[0];
+    if (n.attr_int("embed_mode", 1) != 1) {
+      throw OrtError(ORT_NOT_IMPLEMENTED, str_cat("NaccExecutionProvider: EPContext '", n.name,
+                                                  "' has embed_mode=0; nacc embeds its Programs"));
+    }
+    auto it = n.attrs.find("ep_cache_context");
+    if (it == n.attrs.end()) {
+      throw OrtError(ORT_INVALID_GRAPH, str_cat("NaccExecutionProvider: EPContext '", n.name,
+                                                "' has no ep_cache_context"));
+    }
+    const std::string& s = it->second.s;
+    blob = PartitionBlob::deserialize(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+    api_.log(logger_, ORT_LOGGING_LEVEL_INFO,
+             str_cat("NaccExecutionProvider: loaded compiled partition '", n.name,
+                     "' from its EPContext node (no compilation)"),
+             "Compile");
+  } else {
+    std::vector<int> all(g.nodes.size());
+    for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
+    const PartitionIr ir = build_partition(g, all, config_);
+    bool now = false;
+    blob = *compiled(ir, &now);
+    if (!config_.dump_dir.empty()) {
+      const auto bytes = blob.serialize();
+      std::ofstream(config_.dump_dir + "/" + name + ".naccpart", std::ios::binary)
+          .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    }
+    if (ep_context_node) {
+      *ep_context_node = make_ep_context_node(api_, name, in_names, out_names, blob.serialize());
+    }
+  }
+  blob.inputs = in_order(blob.inputs, in_names, "input");
+  blob.outputs = in_order(blob.outputs, out_names, "output");
+  return std::make_unique<CompiledPartition>(name, std::move(blob), executor_);
+}
+
+}  // namespace nacc::ep

@@ -1,0 +1,311 @@
+// Partition blobs, compatibility strings, the program cache and EPContext
+// nodes (ep_context.h).
+#include "ep/ep_context.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "common/error.h"
+#include "ep/backend.h"
+
+namespace nacc::ep {
+
+namespace {
+
+constexpr char kMagic[8] = {'N', 'A', 'C', 'C', 'E', 'P', 'C', '1'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kMaxCount = 1u << 16;
+
+class Writer {
+ public:
+  void bytes(const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    out.insert(out.end(), b, b + n);
+  }
+  template <typename T>
+  void pod(T v) { bytes(&v, sizeof v); }
+  void str(const std::string& s) {
+    pod<uint32_t>(static_cast<uint32_t>(s.size()));
+    bytes(s.data(), s.size());
+  }
+  std::vector<uint8_t> out;
+};
+
+class Reader {
+ public:
+  Reader(const uint8_t* d, size_t n) : data(d), size(n) {}
+  void bytes(void* p, size_t n) {
+    check_arg(n <= size - pos, "NaccExecutionProvider: compiled partition blob truncated at byte ",
+              pos, " (", size, " bytes)");
+    std::memcpy(p, data + pos, n);
+    pos += n;
+  }
+  template <typename T>
+  T pod() {
+    T v;
+    bytes(&v, sizeof v);
+    return v;
+  }
+  std::string str() {
+    const uint32_t n = pod<uint32_t>();
+    check_arg(n <= size - pos, "NaccExecutionProvider: string of ", n, " bytes past the blob end");
+    std::string s(reinterpret_cast<const char*>(data + pos), n);
+    pos += n;
+    return s;
+  }
+  const uint8_t* data;
+  size_t size;
+  size_t pos = 0;
+};
+
+void write_binding(Writer& w, const IoBinding& b) {
+  w.str(b.name);
+  w.pod<int32_t>(b.elem_type);
+  w.pod<uint8_t>(b.nchw ? 1 : 0);
+  w.pod<uint32_t>(static_cast<uint32_t>(b.onnx_shape.size()));
+  for (int64_t d : b.onnx_shape) w.pod<int64_t>(d);
+}
+
+IoBinding read_binding(Reader& r) {
+  IoBinding b;
+  b.name = r.str();
+  b.elem_type = r.pod<int32_t>();
+  b.nchw = r.pod<uint8_t>() != 0;
+  const uint32_t rank = r.pod<uint32_t>();
+  check_arg(rank <= 8, "NaccExecutionProvider: binding '", b.name, "' has rank ", rank);
+  for (uint32_t i = 0; i < rank; ++i) b.onnx_shape.push_back(r.pod<int64_t>());
+  check_arg(!b.nchw || rank == 4, "NaccExecutionProvider: NCHW binding '", b.name, "' of rank ", rank);
+  b.ir_shape = b.nchw ? std::vector<int64_t>{b.onnx_shape[0], b.onnx_shape[2], b.onnx_shape[3],
+                                             b.onnx_shape[1]}
+                      : b.onnx_shape;
+  return b;
+}
+
+std::string hw_summary(const HwConfig& hw) {
+  return str_cat("cores=", hw.cores, ";sram_kb=", hw.sram_bytes / 1024);
+}
+
+class Fnv {
+ public:
+  void bytes(const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    for (size_t i = 0; i < n; ++i) {
+      h ^= b[i];
+      h *= 1099511628211ull;
+    }
+  }
+  template <typename T>
+  void pod(const T& v) { bytes(&v, sizeof v); }
+  void str(const std::string& s) {
+    pod(s.size());
+    bytes(s.data(), s.size());
+  }
+  uint64_t h = 14695981039346656037ull;
+};
+
+std::string cache_path(const std::string& dir, uint64_t key) {
+  char name[40];
+  std::snprintf(name, sizeof name, "%016llx.naccpart", static_cast<unsigned long long>(key));
+  return dir + "/" + name;
+}
+
+}  // namespace
+
+std::vector<uint8_t> PartitionBlob::serialize() const {
+  Writer w;
+  w.bytes(kMagic, sizeof kMagic);
+  w.pod<uint32_t>(kFormatVersion);
+  w.str(kNaccVersion);
+  w.str(hw_summary(program.hw));
+  w.pod<uint32_t>(static_cast<uint32_t>(inputs.size()));
+  for (const auto& b : inputs) write_binding(w, b);
+  w.pod<uint32_t>(static_cast<uint32_t>(outputs.size()));
+  for (const auto& b : outputs) write_binding(w, b);
+  const std::vector<uint8_t> p = serialize_program(program);
+  w.pod<uint64_t>(p.size());
+  w.bytes(p.data(), p.size());
+  return std::move(w.out);
+}
+
+PartitionBlob PartitionBlob::deserialize(const uint8_t* data, size_t size) {
+  Reader r(data, size);
+  char magic[8];
+  r.bytes(magic, sizeof magic);
+  check_arg(std::memcmp(magic, kMagic, sizeof magic) == 0,
+            "NaccExecutionProvider: not a compiled NACC partition (bad magic)");
+  const uint32_t version = r.pod<uint32_t>();
+  check_arg(version == kFormatVersion, "NaccExecutionProvider: compiled partition format ", version,
+            ", this build reads ", kFormatVersion, "; recompile the model");
+  const std::string nacc_version = r.str();
+  check_arg(nacc_version == kNaccVersion, "NaccExecutionProvider: partition compiled by nacc ",
+            nacc_version, ", this is nacc ", kNaccVersion, "; recompile the model");
+  r.str();  // hardware summary (informational; the Program carries its HwConfig)
+  PartitionBlob blob;
+  const uint32_t n_in = r.pod<uint32_t>();
+  check_arg(n_in <= kMaxCount, "NaccExecutionProvider: ", n_in, " inputs");
+  for (uint32_t i = 0; i < n_in; ++i) blob.inputs.push_back(read_binding(r));
+  const uint32_t n_out = r.pod<uint32_t>();
+  check_arg(n_out <= kMaxCount, "NaccExecutionProvider: ", n_out, " outputs");
+  for (uint32_t i = 0; i < n_out; ++i) blob.outputs.push_back(read_binding(r));
+  const uint64_t n = r.pod<uint64_t>();
+  check_arg(n == r.size - r.pos, "NaccExecutionProvider: Program of ", n, " bytes, ",
+            r.size - r.pos, " left in the blob");
+  blob.program = deserialize_program(data + r.pos, static_cast<size_t>(n));
+  return blob;
+}
+
+std::string compatibility_string(const Config& config) {
+  return str_cat("nacc=", kNaccVersion, ";format=", kFormatVersion, ";cores=", config.cores,
+                 ";sram_kb=", config.sram_kb);
+}
+
+OrtCompiledModelCompatibility check_compatibility(const std::string& info, const Config& config) {
+  if (info.rfind("nacc=", 0) != 0) return OrtCompiledModelCompatibility_EP_NOT_APPLICABLE;
+  const std::string mine = compatibility_string(config);
+  if (info == mine) return OrtCompiledModelCompatibility_EP_SUPPORTED_OPTIMAL;
+  const std::string prefix = str_cat("nacc=", kNaccVersion, ";format=", kFormatVersion, ";");
+  // Same nacc and format, other hardware options: runs (the Program carries
+  // its own configuration) but a recompile would match this session's.
+  if (info.rfind(prefix, 0) == 0) return OrtCompiledModelCompatibility_EP_SUPPORTED_PREFER_RECOMPILATION;
+  return OrtCompiledModelCompatibility_EP_UNSUPPORTED;
+}
+
+uint64_t fingerprint(const ir::Graph& g, const std::vector<IoBinding>& inputs,
+                     const std::vector<IoBinding>& outputs, const Config& config) {
+  Fnv f;
+  for (const auto* list : {&inputs, &outputs}) {
+    f.pod(list->size());
+    for (const IoBinding& b : *list) {
+      f.str(b.name);
+      f.pod(b.elem_type);
+      f.pod(b.nchw);
+      for (int64_t d : b.onnx_shape) f.pod(d);
+    }
+  }
+  f.str(kNaccVersion);
+  f.pod(kFormatVersion);
+  f.pod(config.cores);
+  f.pod(config.sram_kb);
+  for (const ir::Tensor& t : g.tensors) {
+    f.str(t.name);
+    f.pod(static_cast<int>(t.dtype));
+    f.pod(t.shape.size());
+    for (int64_t d : t.shape) f.pod(d);
+    f.pod(t.quant.axis);
+    for (float s : t.quant.scales) f.pod(s);
+    for (int32_t z : t.quant.zero_points) f.pod(z);
+    f.pod(t.data.has_value());
+    if (t.data) f.bytes(t.data->data(), t.data->size());
+  }
+  for (const ir::Op& op : g.ops) {
+    f.pod(static_cast<int>(op.kind));
+    f.str(op.name);
+    for (int i : op.inputs) f.pod(i);
+    for (int o : op.outputs) f.pod(o);
+    const ir::Attributes& a = op.attrs;
+    for (int v : {a.stride_h, a.stride_w, a.dilation_h, a.dilation_w, a.kernel_h, a.kernel_w,
+                  a.depth_multiplier, static_cast<int>(a.activation), a.axis, a.keep_dims ? 1 : 0}) {
+      f.pod(v);
+    }
+    for (int64_t v : {a.padding.top, a.padding.bottom, a.padding.left, a.padding.right}) f.pod(v);
+    f.pod(a.alpha);
+    for (int ax : a.axes) f.pod(ax);
+    f.pod(a.lut.size());
+    f.bytes(a.lut.data(), a.lut.size());
+  }
+  for (int i : g.inputs) f.pod(i);
+  for (int o : g.outputs) f.pod(o);
+  return f.h;
+}
+
+std::optional<PartitionBlob> cache_load(const std::string& dir, uint64_t key) {
+  std::ifstream in(cache_path(dir, key), std::ios::binary);
+  if (!in) return std::nullopt;
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  try {
+    return PartitionBlob::deserialize(bytes.data(), bytes.size());
+  } catch (const nacc::Error&) {
+    return std::nullopt;  // stale or damaged: recompile and overwrite
+  }
+}
+
+void cache_store(const std::string& dir, uint64_t key, const PartitionBlob& blob) {
+  const std::string path = cache_path(dir, key);
+  const std::string tmp = str_cat(path, ".tmp", reinterpret_cast<uintptr_t>(&blob));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return;
+    const std::vector<uint8_t> bytes = blob.serialize();
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (!out) return;
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+namespace {
+constexpr size_t kMemoryCacheEntries = 64;
+std::mutex g_cache_mu;
+std::map<uint64_t, std::pair<uint64_t, std::shared_ptr<const PartitionBlob>>> g_cache;  // key -> (stamp, blob)
+uint64_t g_cache_stamp = 0;
+}  // namespace
+
+std::shared_ptr<const PartitionBlob> memory_cache_get(uint64_t key) {
+  std::lock_guard<std::mutex> lock(g_cache_mu);
+  auto it = g_cache.find(key);
+  if (it == g_cache.end()) return nullptr;
+  it->second.first = ++g_cache_stamp;
+  return it->second.second;
+}
+
+void memory_cache_put(uint64_t key, std::shared_ptr<const PartitionBlob> blob) {
+  std::lock_guard<std::mutex> lock(g_cache_mu);
+  if (g_cache.size() >= kMemoryCacheEntries && !g_cache.count(key)) {
+    auto oldest = g_cache.begin();
+    for (auto it = g_cache.begin(); it != g_cache.end(); ++it) {
+      if (it->second.first < oldest->second.first) oldest = it;
+    }
+    g_cache.erase(oldest);
+  }
+  g_cache[key] = {++g_cache_stamp, std::move(blob)};
+}
+
+OrtNode* make_ep_context_node(const Api& api, const std::string& node_name,
+                              const std::vector<std::string>& inputs,
+                              const std::vector<std::string>& outputs,
+                              const std::vector<uint8_t>& blob) {
+  check_arg(api.editor != nullptr, "NaccExecutionProvider: ONNX Runtime has no model editor API");
+  std::vector<OrtOpAttr*> attrs;
+  struct Release {
+    const Api& api;
+    std::vector<OrtOpAttr*>& attrs;
+    ~Release() {
+      for (OrtOpAttr* a : attrs) api.ort->ReleaseOpAttr(a);
+    }
+  } release{api, attrs};
+  auto add = [&](const char* name, const void* data, int len, OrtOpAttrType type) {
+    OrtOpAttr* a = nullptr;
+    api.check(api.ort->CreateOpAttr(name, data, len, type, &a));
+    attrs.push_back(a);
+  };
+  const int64_t main_context = 1, embed_mode = 1;
+  add("main_context", &main_context, 1, ORT_OP_ATTR_INT);
+  add("embed_mode", &embed_mode, 1, ORT_OP_ATTR_INT);
+  add("ep_cache_context", blob.data(), static_cast<int>(blob.size()), ORT_OP_ATTR_STRING);
+  add("ep_sdk_version", kNaccVersion, static_cast<int>(std::strlen(kNaccVersion)), ORT_OP_ATTR_STRING);
+  add("partition_name", node_name.data(), static_cast<int>(node_name.size()), ORT_OP_ATTR_STRING);
+  add("source", kEpName, static_cast<int>(std::strlen(kEpName)), ORT_OP_ATTR_STRING);
+  std::vector<const char*> in_names, out_names;
+  for (const auto& s : inputs) in_names.push_back(s.c_str());
+  for (const auto& s : outputs) out_names.push_back(s.c_str());
+  OrtNode* node = nullptr;
+  api.check(api.editor->CreateNode("EPContext", "com.microsoft", node_name.c_str(), in_names.data(),
+                                   in_names.size(), out_names.data(), out_names.size(), attrs.data(),
+                                   attrs.size(), &node));
+  return node;
+}
+
+}  // namespace nacc::ep

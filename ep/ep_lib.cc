@@ -1,0 +1,79 @@
+// The exported entry points of the plugin EP library: CreateEpFactories /
+// ReleaseEpFactory (what ORT looks up after register_execution_provider_library)
+// and nacc_ep_reports_json (nacc's partition reports, read by
+// nacc.onnxruntime.partition_reports() through ctypes). Everything else in
+// the library is hidden (ep/exports.lds).
+#include <cstring>
+#include <string>
+
+#include "ep/ep.h"
+#include "ep/ep_factory.h"
+#include "ep/kernel.h"
+
+using nacc::ep::Api;
+using nacc::ep::NaccEpFactory;
+using nacc::ortabi::OrtApiBase;
+using nacc::ortabi::OrtEpFactory;
+using nacc::ortabi::OrtLogger;
+using nacc::ortabi::OrtStatus;
+
+extern "C" {
+
+__attribute__((visibility("default"))) OrtStatus* CreateEpFactories(
+    const char* registered_name, const OrtApiBase* ort_api_base, const OrtLogger* default_logger,
+    OrtEpFactory** factories, size_t max_factories, size_t* num_factories) noexcept {
+  (void)registered_name;
+  *num_factories = 0;
+  Api api;
+  try {
+    api = Api::load(ort_api_base);
+  } catch (const nacc::ep::OrtError& e) {
+    // Only report through ORT when its status functions are usable.
+    if (api.ort == nullptr && ort_api_base != nullptr) {
+      const auto* any = ort_api_base->GetApi(1);  // version 1 always exists: CreateStatus is slot 0
+      if (any) return any->CreateStatus(e.code(), e.what());
+    }
+    return api.ort ? api.status(e.code(), e.what()) : nullptr;
+  }
+  return nacc::ep::guarded(api, [&] {
+    if (max_factories < 1) {
+      throw nacc::ep::OrtError(nacc::ortabi::ORT_INVALID_ARGUMENT,
+                               "NaccExecutionProvider: no room for its factory");
+    }
+    factories[0] = new NaccEpFactory(api, default_logger);
+    *num_factories = 1;
+  });
+}
+
+__attribute__((visibility("default"))) OrtStatus* ReleaseEpFactory(OrtEpFactory* factory) noexcept {
+  delete static_cast<NaccEpFactory*>(factory);
+  return nullptr;
+}
+
+// Copies the JSON array of this process's partition reports into `buffer`
+// (NUL-terminated when it fits) and returns its length in bytes.
+__attribute__((visibility("default"))) size_t nacc_ep_reports_json(char* buffer,
+                                                                   size_t capacity) noexcept {
+  try {
+    const std::string s = nacc::ep::reports_json();
+    if (buffer != nullptr && capacity > s.size()) std::memcpy(buffer, s.c_str(), s.size() + 1);
+    return s.size();
+  } catch (...) {
+    return 0;
+  }
+}
+
+// The same for nacc.onnxruntime.run_stats(): per fused partition, the runs
+// and the simulated cycles and MACs of the last run.
+__attribute__((visibility("default"))) size_t nacc_ep_run_stats_json(char* buffer,
+                                                                     size_t capacity) noexcept {
+  try {
+    const std::string s = nacc::ep::run_stats_json();
+    if (buffer != nullptr && capacity > s.size()) std::memcpy(buffer, s.c_str(), s.size() + 1);
+    return s.size();
+  } catch (...) {
+    return 0;
+  }
+}
+
+}  // extern "C"

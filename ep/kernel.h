@@ -1,0 +1,42 @@
+// One fused partition at inference time: its compiled Program and the
+// binding of ORT's input/output buffers to the Program's NHWC int8 regions.
+// Compiled once (in OrtEp::Compile); Compute only converts layouts and runs
+// the Program on the simulated device. Thread-safe: sessions may Run from
+// several threads at once.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ep/backend.h"
+#include "ep/ep_context.h"
+#include "ep/ort_api.h"
+
+namespace nacc::ep {
+
+// Simulated-device statistics of the partitions run in this process, by
+// fused node name: {"name": {"runs": n, "cycles": last, "macs": last}, ...}
+// as JSON (nacc.onnxruntime.run_stats()).
+std::string run_stats_json();
+
+class CompiledPartition {
+ public:
+  CompiledPartition(std::string name, PartitionBlob blob, std::shared_ptr<Executor> executor);
+
+  const std::string& name() const { return name_; }
+  const PartitionBlob& blob() const { return blob_; }
+
+  // Reads the fused node's inputs from `context`, runs the Program, writes
+  // the outputs. Throws OrtError / nacc::Error with the reason.
+  void compute(const Api& api, OrtKernelContext* context) const;
+
+ private:
+  std::string name_;
+  PartitionBlob blob_;
+  std::shared_ptr<Executor> executor_;
+  std::vector<int> program_input_of_;   // fused input i -> Program input index
+  std::vector<int> program_output_of_;  // fused output i -> Program output index
+};
+
+}  // namespace nacc::ep

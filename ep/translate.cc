@@ -1,0 +1,1050 @@
+// ONNX node units -> IR ops (translate.h). Reasons returned here are the
+// ONNX-side limits (attribute modes, layouts, quantization forms the IR cannot
+// carry); the hardware limits are the capability rules' business (support/).
+#include "ep/translate.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+namespace nacc::ep {
+
+namespace {
+
+using ir::DType;
+using ir::OpKind;
+
+constexpr int kUint8ToInt8Offset = 128;  // q_int8 = q_uint8 - 128, exactly
+constexpr const char* kMsDomain = "com.microsoft";
+// Bias scale must equal input scale x weight scale up to float rounding.
+constexpr double kBiasScaleTolerance = 1e-4;
+
+bool is_8bit(int elem) {
+  return elem == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8 || elem == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;
+}
+
+std::vector<int64_t> to_nhwc(const std::vector<int64_t>& s) {
+  if (s.size() != 4) return s;
+  return {s[0], s[2], s[3], s[1]};
+}
+
+std::string shape_str(const std::vector<int64_t>& s) { return ir::shape_str(s); }
+
+// Data types of the QDQ target ops and which inputs carry (de)quantized data.
+struct QdqOpInfo {
+  const char* type;
+  std::vector<int> data_inputs;  // inputs that must come from a DequantizeLinear
+  int optional_from = 99;        // data inputs at or after this index may be absent
+  bool fuses_activation = false; // may absorb a following Relu / Clip
+};
+
+const std::vector<QdqOpInfo>& qdq_ops() {
+  static const std::vector<QdqOpInfo> ops = {
+      {"Conv", {0, 1, 2}, 2, true},
+      {"MatMul", {0, 1}, 99, true},
+      {"Gemm", {0, 1, 2}, 2, true},
+      {"Add", {0, 1}, 99, true},
+      {"Sub", {0, 1}, 99, true},
+      {"Mul", {0, 1}, 99, true},
+      {"MaxPool", {0}},
+      {"AveragePool", {0}},
+      {"GlobalAveragePool", {0}},
+      {"Relu", {0}},
+      {"Clip", {0}},
+      {"Sigmoid", {0}},
+      {"Tanh", {0}},
+      {"LeakyRelu", {0}},
+      {"Reshape", {0}},
+      {"Flatten", {0}},
+  };
+  return ops;
+}
+
+const QdqOpInfo* qdq_info(const OnnxNode& n) {
+  if (!(n.domain.empty() || n.domain == "ai.onnx")) return nullptr;
+  for (const auto& info : qdq_ops()) {
+    if (n.op_type == info.type) return &info;
+  }
+  return nullptr;
+}
+
+bool is_qoperator(const OnnxNode& n) {
+  static const std::set<std::string> onnx_ops = {"QLinearConv", "QLinearMatMul"};
+  static const std::set<std::string> ms_ops = {"QLinearAdd", "QLinearMul", "QLinearAveragePool", "QGemm",
+                                               "QLinearSigmoid", "QLinearLeakyRelu",
+                                               "QLinearGlobalAveragePool"};
+  if ((n.domain.empty() || n.domain == "ai.onnx") && onnx_ops.count(n.op_type)) return true;
+  return n.domain == kMsDomain && ms_ops.count(n.op_type);
+}
+
+}  // namespace
+
+bool is_npu_candidate(const OnnxNode& node) {
+  return qdq_info(node) != nullptr || is_qoperator(node) ||
+         node.is("DequantizeLinear", "*") || node.is("QuantizeLinear", "*");
+}
+
+bool translate_is_float_op(const OnnxNode& node) { return qdq_info(node) != nullptr; }
+
+// ---- unit discovery ------------------------------------------------------------
+
+UnitScan find_units(const OnnxGraph& g) {
+  UnitScan scan;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const OnnxNode& n = g.nodes[i];
+    const int index = static_cast<int>(i);
+    if (is_qoperator(n)) {
+      NodeUnit u;
+      u.form = NodeUnit::Form::kQOperator;
+      u.target = index;
+      u.nodes.push_back(index);
+      scan.units.push_back(std::move(u));
+      continue;
+    }
+    const QdqOpInfo* info = qdq_info(n);
+    if (info == nullptr) continue;
+    if ((n.op_type == "MaxPool" || n.op_type == "Reshape" || n.op_type == "Flatten") &&
+        n.input(0) >= 0 && is_8bit(g.value(n.input(0)).elem_type)) {
+      NodeUnit u;
+      u.form = NodeUnit::Form::kInt8;
+      u.target = index;
+      u.nodes.push_back(index);
+      scan.units.push_back(std::move(u));
+      continue;
+    }
+    // A float op with no DequantizeLinear input and no QuantizeLinear after
+    // it is ordinary float work: not a candidate, nothing to explain.
+    bool touches_qdq = false;
+    for (int in : info->data_inputs) {
+      if (g.producer_if(n.input(static_cast<size_t>(in)), "DequantizeLinear")) touches_qdq = true;
+    }
+    if (!n.outputs.empty() && n.outputs[0] >= 0) {
+      for (int c : g.value(n.outputs[0]).consumers) {
+        if (g.nodes[c].is("QuantizeLinear", "*")) touches_qdq = true;
+      }
+    }
+    if (!touches_qdq) continue;
+    NodeUnit u;
+    u.target = index;
+    u.nodes.push_back(index);
+    u.dq.assign(n.inputs.size(), -1);
+    std::string why;
+    for (int in : info->data_inputs) {
+      const int v = n.input(static_cast<size_t>(in));
+      if (v < 0) {
+        if (in < info->optional_from) why = str_cat("input ", in, " is missing");
+        continue;
+      }
+      const OnnxNode* dq = g.producer_if(v, "DequantizeLinear");
+      if (dq == nullptr) {
+        why = str_cat("input ", in, " '", g.value(v).name,
+                      "' is not produced by a DequantizeLinear (not a QDQ node unit)");
+        break;
+      }
+      if (g.sole_consumer(v) != &n) {
+        why = str_cat("the DequantizeLinear output '", g.value(v).name,
+                      "' also feeds other nodes");
+        break;
+      }
+      u.dq[in] = g.index_of(dq);
+    }
+    if (why.empty()) {
+      if (n.outputs.empty() || n.outputs[0] < 0) {
+        why = "has no output";
+      } else {
+        for (size_t o = 1; o < n.outputs.size(); ++o) {
+          if (n.outputs[o] >= 0 && !g.value(n.outputs[o]).consumers.empty()) {
+            why = str_cat("output ", o, " '", g.value(n.outputs[o]).name, "' is used");
+          }
+        }
+      }
+    }
+    if (why.empty()) {
+      int out = n.outputs[0];
+      const OnnxNode* next = g.sole_consumer(out);
+      if (next && info->fuses_activation && (next->is("Relu") || next->is("Clip")) &&
+          !next->outputs.empty()) {
+        const OnnxNode* q = g.sole_consumer(next->outputs[0]);
+        if (q && q->is("QuantizeLinear", "*")) {
+          u.activation = g.index_of(next);
+          next = q;
+        }
+      }
+      if (next && next->is("QuantizeLinear", "*")) {
+        u.q = g.index_of(next);
+      } else {
+        why = str_cat("output '", g.value(out).name,
+                      "' is not quantized by its own QuantizeLinear (not a QDQ node unit)");
+      }
+    }
+    if (!why.empty()) {
+      scan.not_a_unit[index] = why;
+      continue;
+    }
+    for (int d : u.dq) {
+      if (d >= 0) u.nodes.push_back(d);
+    }
+    if (u.activation >= 0) u.nodes.push_back(u.activation);
+    u.nodes.push_back(u.q);
+    scan.units.push_back(std::move(u));
+  }
+  return scan;
+}
+
+int64_t IoBinding::bytes() const {
+  int64_t n = 1;
+  for (int64_t d : onnx_shape) n *= d;
+  return n;
+}
+
+// ---- translation -------------------------------------------------------------
+
+namespace {
+
+// Per-tensor quantization of an int8 / uint8 activation, in IR terms.
+struct ActQuant {
+  int elem_type = 0;  // ONNX int8 or uint8
+  float scale = 0;
+  int32_t zero_point = 0;  // IR (int8) zero point
+};
+
+struct Weights {
+  std::vector<int64_t> shape;  // ONNX shape
+  std::vector<int8_t> data;    // int8 (uint8 shifted by -128)
+  std::vector<float> scales;
+  std::vector<int32_t> zero_points;  // int8 terms
+  int axis = 0;
+};
+
+}  // namespace
+
+// One unit's translation: collects tensors and ops locally, then commits them
+// into the builder, so a unit that fails leaves the builder unchanged.
+struct UnitTranslator {
+  IrBuilder& b;
+  const OnnxGraph& g;
+  const NodeUnit& unit;
+  const OnnxNode& node;
+
+  struct LocalTensor {
+    int value_id = -1;  // ONNX value, or -1 for a constant made by the unit
+    ir::Tensor tensor;
+    int elem_type = 0;
+  };
+  std::vector<LocalTensor> tensors;
+  struct LocalOp {
+    ir::Op op;
+    std::vector<int> in, out;  // local tensor indices, -1 = omitted
+  };
+  std::vector<LocalOp> ops;
+  int64_t macs = 0;
+
+  UnitTranslator(IrBuilder& builder, const NodeUnit& u)
+      : b(builder), g(builder.g_), unit(u), node(builder.g_.nodes[u.target]) {}
+
+  // -- reading quantization parameters ------------------------------------------
+
+  // Scale and zero point constants of a (De)QuantizeLinear or QLinear op.
+  std::optional<std::string> read_qparams(int scale_id, int zp_id, int data_elem,
+                                          std::vector<float>* scales,
+                                          std::vector<int32_t>* zps, int* elem) {
+    if (scale_id < 0) return std::string("its quantization is unknown (no QuantizeLinear or QLinear op defines it)");
+    const OnnxValue& s = g.value(scale_id);
+    if (!s.is_constant || s.elem_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
+      return str_cat("scale '", s.name, "' is not a float32 constant");
+    }
+    scales->clear();
+    for (double v : s.numbers()) scales->push_back(static_cast<float>(v));
+    *elem = data_elem;
+    zps->assign(scales->size(), 0);
+    if (zp_id >= 0) {
+      const OnnxValue& z = g.value(zp_id);
+      if (!z.is_constant) return str_cat("zero point '", z.name, "' is not a constant");
+      *elem = z.elem_type;
+      const auto nums = z.numbers();
+      if (nums.size() != scales->size()) {
+        return str_cat("zero point '", z.name, "' has ", nums.size(), " values for ",
+                       scales->size(), " scales");
+      }
+      for (size_t i = 0; i < nums.size(); ++i) (*zps)[i] = static_cast<int32_t>(nums[i]);
+    } else if (*elem == 0) {
+      *elem = ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;  // ONNX default without a zero point
+    }
+    return std::nullopt;
+  }
+
+  // Activation quantization from (scale, zero point) of a DQ / Q / QLinear op.
+  std::optional<std::string> act_quant(int value_id, int scale_id, int zp_id, ActQuant* out) {
+    const OnnxValue& v = g.value(value_id);
+    std::vector<float> scales;
+    std::vector<int32_t> zps;
+    int elem = v.elem_type;
+    if (auto e = read_qparams(scale_id, zp_id, v.elem_type, &scales, &zps, &elem)) {
+      return str_cat("'", v.name, "': ", *e);
+    }
+    if (!is_8bit(elem)) {
+      return str_cat("'", v.name, "' is ", onnx_elem_name(elem), " (int8 or uint8 needed)");
+    }
+    if (scales.size() != 1) {
+      return str_cat("'", v.name, "' is quantized per channel (", scales.size(),
+                     " scales); activations need one scale");
+    }
+    out->elem_type = elem;
+    out->scale = scales[0];
+    out->zero_point = zps[0] - (elem == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8 ? kUint8ToInt8Offset : 0);
+    return std::nullopt;
+  }
+
+  // Weights (constant int8 / uint8) with per-tensor or per-channel scales.
+  // `channel_axis` is the ONNX axis per-channel scales must be on.
+  std::optional<std::string> read_weights(int value_id, int scale_id, int zp_id, int axis_attr,
+                                          int channel_axis, Weights* w) {
+    const OnnxValue& v = g.value(value_id);
+    if (!v.is_constant) return str_cat("weights '", v.name, "' are not a constant initializer");
+    if (!is_8bit(v.elem_type)) {
+      return str_cat("weights '", v.name, "' are ", onnx_elem_name(v.elem_type),
+                     " (int8 or uint8 needed)");
+    }
+    int elem = v.elem_type;
+    if (auto e = read_qparams(scale_id, zp_id, v.elem_type, &w->scales, &w->zero_points, &elem)) {
+      return str_cat("weights '", v.name, "': ", *e);
+    }
+    w->shape = v.shape;
+    const int rank = static_cast<int>(v.shape.size());
+    if (w->scales.size() > 1) {
+      const int axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
+      if (axis != channel_axis) {
+        return str_cat("weights '", v.name, "' have per-channel scales on axis ", axis_attr,
+                       "; the NPU requantizes per output channel (axis ", channel_axis, ")");
+      }
+      if (static_cast<int64_t>(w->scales.size()) != v.shape[axis]) {
+        return str_cat("weights '", v.name, "' have ", w->scales.size(), " scales for ",
+                       v.shape[axis], " channels");
+      }
+      w->axis = axis;
+    }
+    const bool u8 = v.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;
+    w->data.resize(v.data.size());
+    for (size_t i = 0; i < v.data.size(); ++i) {
+      w->data[i] = u8 ? static_cast<int8_t>(static_cast<int>(v.data[i]) - kUint8ToInt8Offset)
+                      : static_cast<int8_t>(v.data[i]);
+    }
+    if (u8) {
+      for (auto& z : w->zero_points) z -= kUint8ToInt8Offset;
+    }
+    return std::nullopt;
+  }
+
+  // Test only (Config::test_perturb_node): doubles the weight scales the
+  // compiler sees for this node — its requantization shift off by one.
+  void perturb(ir::QuantParams* wq) const {
+    if (node.name != b.config_.test_perturb_node) return;
+    for (float& s : wq->scales) s *= 2.0f;
+  }
+
+  // int32 bias [N] (QDQ: DequantizeLinear with scale = input scale x weight scale, zero point 0).
+  std::optional<std::string> read_bias(int value_id, int64_t n, const ActQuant& x,
+                                       const Weights& w, bool check_scale, int scale_id,
+                                       int zp_id, std::vector<int32_t>* bias) {
+    const OnnxValue& v = g.value(value_id);
+    if (!v.is_constant || v.elem_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32) {
+      return str_cat("bias '", v.name, "' is not an int32 constant");
+    }
+    if (v.elements() != n) {
+      return str_cat("bias '", v.name, "' has ", v.elements(), " values for ", n, " channels");
+    }
+    bias->resize(static_cast<size_t>(n));
+    std::memcpy(bias->data(), v.data.data(), static_cast<size_t>(n) * 4);
+    if (!check_scale) return std::nullopt;
+    std::vector<float> scales;
+    std::vector<int32_t> zps;
+    int elem = 0;
+    if (auto e = read_qparams(scale_id, zp_id, v.elem_type, &scales, &zps, &elem)) {
+      return str_cat("bias '", v.name, "': ", *e);
+    }
+    for (size_t c = 0; c < static_cast<size_t>(n); ++c) {
+      const float s = scales.size() == 1 ? scales[0] : scales.at(c);
+      const int32_t z = zps.size() == 1 ? zps[0] : zps.at(c);
+      const float ws = w.scales.size() == 1 ? w.scales[0] : w.scales[c];
+      const double expected = static_cast<double>(x.scale) * ws;
+      if (z != 0) return str_cat("bias '", v.name, "' has zero point ", z, " (0 needed)");
+      if (std::abs(s - expected) > kBiasScaleTolerance * expected) {
+        return str_cat("bias '", v.name, "' scale ", s, " (channel ", c,
+                       ") is not input scale x weight scale ", expected);
+      }
+    }
+    return std::nullopt;
+  }
+
+  // -- local tensors -------------------------------------------------------------
+
+  int add_local(int value_id, ir::Tensor t, int elem) {
+    tensors.push_back({value_id, std::move(t), elem});
+    return static_cast<int>(tensors.size()) - 1;
+  }
+
+  // The IR tensor of an activation value (NHWC for rank 4).
+  std::optional<std::string> activation(int value_id, const ActQuant& q, int* local) {
+    const OnnxValue& v = g.value(value_id);
+    if (!v.is_static()) {
+      return str_cat("'", v.name, "' has a dynamic shape ", shape_str(v.shape));
+    }
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (tensors[i].value_id == value_id) {
+        *local = static_cast<int>(i);
+        return std::nullopt;
+      }
+    }
+    ir::Tensor t;
+    t.name = v.name;
+    t.shape = to_nhwc(v.shape);
+    t.dtype = DType::kInt8;
+    t.quant.scales = {q.scale};
+    t.quant.zero_points = {q.zero_point};
+    const int existing = b.tensor_of(value_id);
+    if (existing >= 0) {
+      const ir::Tensor& e = b.graph_.tensor(existing);
+      if (!(e.quant == t.quant)) {
+        return str_cat("'", v.name, "' is quantized with scale ", q.scale, " zero point ",
+                       q.zero_point, " here and scale ", e.quant.scales[0], " zero point ",
+                       e.quant.zero_points[0], " by its producer");
+      }
+    }
+    *local = add_local(value_id, std::move(t), q.elem_type);
+    return std::nullopt;
+  }
+
+  int constant(const std::string& name, std::vector<int64_t> shape, DType dtype,
+               std::vector<uint8_t> bytes, ir::QuantParams quant) {
+    ir::Tensor t;
+    t.name = name;
+    t.shape = std::move(shape);
+    t.dtype = dtype;
+    t.quant = std::move(quant);
+    t.data = std::move(bytes);
+    return add_local(-1, std::move(t), 0);
+  }
+
+  void add_op(OpKind kind, std::vector<int> in, int out, ir::Attributes attrs = {}) {
+    LocalOp op;
+    op.op.kind = kind;
+    op.op.name = node.name;
+    op.op.type_name = node.op_type;
+    op.op.attrs = std::move(attrs);
+    op.in = std::move(in);
+    op.out = {out};
+    ops.push_back(std::move(op));
+  }
+
+  // -- unit forms ------------------------------------------------------------------
+
+  // Input `i` of the target: (value, scale, zero point) ids of its quantization.
+  struct QIn {
+    int value = -1, scale = -1, zp = -1, axis = 1;
+  };
+  // Where the quantization of int8 value `v` is defined: the QuantizeLinear
+  // or QOperator op producing it, through any int8-form ops in between.
+  QIn quant_source(int v, int depth = 0) const {
+    QIn r;
+    r.value = v;
+    if (v < 0 || depth > 64) return r;
+    const int p = g.value(v).producer;
+    if (p < 0) return r;
+    if (b.restrict_ != nullptr && !(*b.restrict_)[p]) return r;  // outside the partition
+    const OnnxNode& n = g.nodes[p];
+    if (n.is("QuantizeLinear", "*")) {
+      r.scale = n.input(1);
+      r.zp = n.input(2);
+    } else if (is_qoperator(n)) {
+      NodeUnit u;
+      u.form = NodeUnit::Form::kQOperator;
+      u.target = p;
+      UnitTranslator other(b, u);
+      const QIn o = other.out();
+      r.scale = o.scale;
+      r.zp = o.zp;
+    } else if (n.op_type == "MaxPool" || n.op_type == "Reshape" || n.op_type == "Flatten") {
+      const QIn up = quant_source(n.input(0), depth + 1);
+      r.scale = up.scale;
+      r.zp = up.zp;
+    }
+    return r;
+  }
+
+  QIn in(size_t i) const {
+    QIn r;
+    if (unit.form == NodeUnit::Form::kInt8) {
+      if (i != 0) return r;
+      return quant_source(node.input(0));
+    }
+    if (unit.form == NodeUnit::Form::kQdq) {
+      if (i >= unit.dq.size() || unit.dq[i] < 0) return r;
+      const OnnxNode& dq = g.nodes[unit.dq[i]];
+      r.value = dq.input(0);
+      r.scale = dq.input(1);
+      r.zp = dq.input(2);
+      r.axis = static_cast<int>(dq.attr_int("axis", 1));
+      return r;
+    }
+    // QOperator: (x, x_scale, x_zp) triples; the op's own layout.
+    static const std::map<std::string, std::vector<std::array<int, 3>>> layouts = {
+        {"QLinearConv", {{0, 1, 2}, {3, 4, 5}}},
+        {"QLinearMatMul", {{0, 1, 2}, {3, 4, 5}}},
+        {"QGemm", {{0, 1, 2}, {3, 4, 5}}},
+        {"QLinearAdd", {{0, 1, 2}, {3, 4, 5}}},
+        {"QLinearMul", {{0, 1, 2}, {3, 4, 5}}},
+        {"QLinearAveragePool", {{0, 1, 2}}},
+        {"QLinearGlobalAveragePool", {{0, 1, 2}}},
+        {"QLinearSigmoid", {{0, 1, 2}}},
+        {"QLinearLeakyRelu", {{0, 1, 2}}},
+    };
+    const auto& l = layouts.at(node.op_type);
+    if (i >= l.size()) return r;
+    r.value = node.input(l[i][0]);
+    r.scale = node.input(l[i][1]);
+    r.zp = node.input(l[i][2]);
+    r.axis = 0;
+    return r;
+  }
+
+  // The output value and its (scale, zero point) ids.
+  QIn out() const {
+    QIn r;
+    if (unit.form == NodeUnit::Form::kInt8) {  // same quantization as the input
+      r = quant_source(node.input(0));
+      r.value = node.outputs[0];
+      return r;
+    }
+    if (unit.form == NodeUnit::Form::kQdq) {
+      const OnnxNode& q = g.nodes[unit.q];
+      r.value = q.outputs[0];
+      r.scale = q.input(1);
+      r.zp = q.input(2);
+      return r;
+    }
+    static const std::map<std::string, std::array<int, 2>> layouts = {
+        {"QLinearConv", {6, 7}},        {"QLinearMatMul", {6, 7}},
+        {"QGemm", {7, 8}},
+        {"QLinearAdd", {6, 7}},         {"QLinearMul", {6, 7}},
+        {"QLinearAveragePool", {3, 4}}, {"QLinearGlobalAveragePool", {3, 4}},
+        {"QLinearSigmoid", {3, 4}},     {"QLinearLeakyRelu", {3, 4}},
+    };
+    const auto& l = layouts.at(node.op_type);
+    r.value = node.outputs[0];
+    r.scale = node.input(l[0]);
+    r.zp = node.input(l[1]);
+    return r;
+  }
+
+  std::optional<std::string> act_in(size_t i, ActQuant* q, int* local) {
+    const QIn x = in(i);
+    if (x.value < 0) return str_cat("input ", i, " is missing");
+    if (auto e = act_quant(x.value, x.scale, x.zp, q)) return e;
+    return activation(x.value, *q, local);
+  }
+
+  std::optional<std::string> act_out(ActQuant* q, int* local) {
+    const QIn y = out();
+    if (auto e = act_quant(y.value, y.scale, y.zp, q)) return e;
+    return activation(y.value, *q, local);
+  }
+
+  // The fused activation of a QDQ unit (Relu / Clip between op and Q).
+  std::optional<std::string> fused_activation(ir::Activation* act) {
+    *act = ir::Activation::kNone;
+    if (unit.activation < 0) return std::nullopt;
+    const OnnxNode& a = g.nodes[unit.activation];
+    if (a.is("Relu")) {
+      *act = ir::Activation::kRelu;
+      return std::nullopt;
+    }
+    float lo = -INFINITY, hi = INFINITY;
+    if (auto e = clip_bounds(a, &lo, &hi)) return e;
+    if (lo == 0.0f && hi == INFINITY) *act = ir::Activation::kRelu;
+    else if (lo == 0.0f && hi == 6.0f) *act = ir::Activation::kRelu6;
+    else if (lo == -1.0f && hi == 1.0f) *act = ir::Activation::kReluN1To1;
+    else return str_cat("fused Clip [", lo, ", ", hi, "] is not Relu, Relu6 or ReluN1To1");
+    return std::nullopt;
+  }
+
+  std::optional<std::string> clip_bounds(const OnnxNode& c, float* lo, float* hi) {
+    if (auto it = c.attrs.find("min"); it != c.attrs.end()) *lo = it->second.f;
+    if (auto it = c.attrs.find("max"); it != c.attrs.end()) *hi = it->second.f;
+    for (int i : {1, 2}) {
+      const int v = c.input(static_cast<size_t>(i));
+      if (v < 0) continue;
+      const OnnxValue& val = g.value(v);
+      if (!val.is_constant) return str_cat("Clip bound '", val.name, "' is not a constant");
+      const auto nums = val.numbers();
+      if (nums.size() != 1) return str_cat("Clip bound '", val.name, "' is not a scalar");
+      (i == 1 ? *lo : *hi) = static_cast<float>(nums[0]);
+    }
+    return std::nullopt;
+  }
+
+  // Padding of a window op from ONNX pads / auto_pad.
+  std::optional<std::string> window_padding(const std::vector<int64_t>& in_nchw, int64_t kh,
+                                            int64_t kw, int sh, int sw, int dh, int dw,
+                                            ir::Padding* p) {
+    const std::string mode = node.attr_string("auto_pad", "NOTSET");
+    if (mode == "NOTSET") {
+      const auto pads = node.attr_ints("pads").value_or(std::vector<int64_t>(4, 0));
+      if (pads.size() != 4) return str_cat("pads has ", pads.size(), " values (4 needed)");
+      *p = {pads[0], pads[2], pads[1], pads[3]};
+    } else if (mode == "VALID") {
+      *p = {};
+    } else if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+      *p = ir::tflite_padding(ir::PaddingMode::kSame, in_nchw[2], in_nchw[3], kh, kw, sh, sw, dh,
+                              dw);
+      if (mode == "SAME_LOWER") {
+        std::swap(p->top, p->bottom);
+        std::swap(p->left, p->right);
+      }
+    } else {
+      return str_cat("auto_pad '", mode, "'");
+    }
+    return std::nullopt;
+  }
+
+  std::optional<std::string> strides_dilations(int* sh, int* sw, int* dh, int* dw) {
+    const auto strides = node.attr_ints("strides").value_or(std::vector<int64_t>{1, 1});
+    const auto dil = node.attr_ints("dilations").value_or(std::vector<int64_t>{1, 1});
+    if (strides.size() != 2 || dil.size() != 2) {
+      return std::string("only 2-D windows (4-D NCHW tensors) are supported");
+    }
+    *sh = static_cast<int>(strides[0]);
+    *sw = static_cast<int>(strides[1]);
+    *dh = static_cast<int>(dil[0]);
+    *dw = static_cast<int>(dil[1]);
+    return std::nullopt;
+  }
+
+  // -- per op ------------------------------------------------------------------------
+
+  std::optional<std::string> conv() {
+    ActQuant xq, yq;
+    int x = -1, y = -1;
+    if (auto e = act_in(0, &xq, &x)) return e;
+    if (auto e = act_out(&yq, &y)) return e;
+    const QIn wi = in(1);
+    Weights w;
+    if (wi.value < 0) return std::string("weights are missing");
+    const bool qop = unit.form == NodeUnit::Form::kQOperator;
+    if (auto e = read_weights(wi.value, wi.scale, wi.zp, qop ? 0 : wi.axis, 0, &w)) return e;
+    const auto& xs = g.value(in(0).value).shape;
+    if (xs.size() != 4 || w.shape.size() != 4) {
+      return str_cat("only 2-D convolutions are supported (input ", shape_str(xs), ", weights ",
+                     shape_str(w.shape), ")");
+    }
+    const int64_t o = w.shape[0], ipg = w.shape[1], kh = w.shape[2], kw = w.shape[3];
+    const int64_t c_in = xs[1];
+    const int64_t group = node.attr_int("group", 1);
+    if (auto ks = node.attr_ints("kernel_shape"); ks && (ks->size() != 2 || (*ks)[0] != kh ||
+                                                        (*ks)[1] != kw)) {
+      return str_cat("kernel_shape ", shape_str(*ks), " disagrees with weights ",
+                     shape_str(w.shape));
+    }
+    int sh, sw, dh, dw;
+    if (auto e = strides_dilations(&sh, &sw, &dh, &dw)) return e;
+    ir::Attributes a;
+    a.stride_h = sh;
+    a.stride_w = sw;
+    a.dilation_h = dh;
+    a.dilation_w = dw;
+    if (auto e = window_padding(xs, kh, kw, sh, sw, dh, dw, &a.padding)) return e;
+    if (auto e = fused_activation(&a.activation)) return e;
+
+    const bool depthwise = group > 1 && group == c_in && ipg == 1 && o % c_in == 0;
+    OpKind kind = OpKind::kConv2D;
+    std::vector<int64_t> ir_shape;
+    std::vector<uint8_t> data(w.data.size());
+    ir::QuantParams wq;
+    wq.scales = w.scales;
+    wq.zero_points = w.zero_points;
+    if (depthwise) {
+      kind = OpKind::kDepthwiseConv2D;
+      a.depth_multiplier = static_cast<int>(o / c_in);
+      ir_shape = {1, kh, kw, o};  // [1, KH, KW, O]
+      for (int64_t oc = 0; oc < o; ++oc)
+        for (int64_t y0 = 0; y0 < kh; ++y0)
+          for (int64_t x0 = 0; x0 < kw; ++x0)
+            data[(y0 * kw + x0) * o + oc] = static_cast<uint8_t>(w.data[(oc * kh + y0) * kw + x0]);
+      wq.axis = 3;
+    } else {
+      // [O, I/g, KH, KW] -> [O, KH, KW, I/g]; a group > 1 stays a CONV_2D whose
+      // filter depth differs from the input channels, which the
+      // grouped_convolution rule declines with its own message.
+      ir_shape = {o, kh, kw, ipg};
+      for (int64_t oc = 0; oc < o; ++oc)
+        for (int64_t ic = 0; ic < ipg; ++ic)
+          for (int64_t y0 = 0; y0 < kh; ++y0)
+            for (int64_t x0 = 0; x0 < kw; ++x0)
+              data[((oc * kh + y0) * kw + x0) * ipg + ic] =
+                  static_cast<uint8_t>(w.data[((oc * ipg + ic) * kh + y0) * kw + x0]);
+      wq.axis = 0;
+    }
+    if (!wq.per_channel()) wq.axis = 0;
+    perturb(&wq);
+    const int wt = constant(g.value(wi.value).name, ir_shape, DType::kInt8, std::move(data), wq);
+
+    int bt = -1;
+    const int bias_input = qop ? 8 : 2;
+    const int bias_value = qop ? node.input(bias_input) : in(2).value;
+    if (bias_value >= 0) {
+      std::vector<int32_t> bias;
+      const QIn bi = in(2);
+      if (auto e = read_bias(bias_value, o, xq, w, !qop, bi.scale, bi.zp, &bias)) return e;
+      std::vector<uint8_t> bytes(bias.size() * 4);
+      std::memcpy(bytes.data(), bias.data(), bytes.size());
+      bt = constant(g.value(bias_value).name, {o}, DType::kInt32, std::move(bytes), {});
+    }
+    const auto& ys = g.value(out().value).shape;
+    if (ys.size() == 4) macs = ys[2] * ys[3] * o * kh * kw * ipg;
+    add_op(kind, {x, wt, bt}, y, a);
+    return std::nullopt;
+  }
+
+  std::optional<std::string> matmul_or_gemm() {
+    ActQuant aq, yq;
+    int a_local = -1, y = -1;
+    if (auto e = act_in(0, &aq, &a_local)) return e;
+    if (auto e = act_out(&yq, &y)) return e;
+    const bool gemm = node.op_type == "Gemm" || node.op_type == "QGemm";
+    const auto& as = g.value(in(0).value).shape;
+    if (as.size() < 2 || as.size() > 3) {
+      return str_cat("A ", shape_str(as), " must be rank 2 or 3 (rank-4 operands would need "
+                     "their NCHW layout kept)");
+    }
+    if (gemm) {
+      if (node.attr_int("transA", 0) != 0) return std::string("transA=1");
+      if (node.attr_float("alpha", 1.0f) != 1.0f || node.attr_float("beta", 1.0f) != 1.0f) {
+        return std::string("alpha or beta is not 1");
+      }
+    }
+    const QIn bi = in(1);
+    if (bi.value < 0) return std::string("B is missing");
+    const OnnxValue& bv = g.value(bi.value);
+    ir::Attributes attrs;
+    if (auto e = fused_activation(&attrs.activation)) return e;
+    if (!bv.is_constant) {
+      if (gemm) return std::string("B is not a constant");
+      if (unit.activation >= 0) return std::string("a fused activation after MatMul of two activations");
+      ActQuant bq;
+      int b_local = -1;
+      if (auto e = act_in(1, &bq, &b_local)) return e;
+      const auto& bs = bv.shape;
+      if (bs.size() != as.size()) return str_cat("operands ", shape_str(as), " and ", shape_str(bs),
+                                                 " differ in rank");
+      int64_t batch = 1;
+      for (size_t d = 0; d + 2 < as.size(); ++d) batch *= as[d];
+      macs = batch * as[as.size() - 2] * as.back() * bs.back();
+      add_op(OpKind::kBatchMatMul, {a_local, b_local}, y);
+      return std::nullopt;
+    }
+    const bool trans_b = gemm && node.attr_int("transB", 0) != 0;
+    Weights w;
+    const bool qop = unit.form == NodeUnit::Form::kQOperator;
+    // Per-channel scales are along N: axis 1 of [K, N], axis 0 of [N, K].
+    const int channel_axis = trans_b ? 0 : 1;
+    if (auto e = read_weights(bi.value, bi.scale, bi.zp, qop ? channel_axis : bi.axis,
+                              channel_axis, &w)) {
+      return e;
+    }
+    if (w.shape.size() != 2) return str_cat("B ", shape_str(w.shape), " is not 2-D");
+    const int64_t k = trans_b ? w.shape[1] : w.shape[0];
+    const int64_t n = trans_b ? w.shape[0] : w.shape[1];
+    std::vector<uint8_t> data(w.data.size());
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < k; ++c)
+        data[r * k + c] = static_cast<uint8_t>(trans_b ? w.data[r * k + c] : w.data[c * n + r]);
+    ir::QuantParams wq;
+    wq.scales = w.scales;
+    wq.zero_points = w.zero_points;
+    wq.axis = 0;
+    perturb(&wq);
+    const int wt = constant(bv.name, {n, k}, DType::kInt8, std::move(data), wq);
+    int bt = -1;
+    const int bias_value = qop ? (gemm ? node.input(6) : -1) : (gemm ? in(2).value : -1);
+    if (bias_value >= 0) {
+      std::vector<int32_t> bias;
+      const QIn ci = in(2);
+      if (auto e = read_bias(bias_value, n, aq, w, !qop, ci.scale, ci.zp, &bias)) return e;
+      std::vector<uint8_t> bytes(bias.size() * 4);
+      std::memcpy(bytes.data(), bias.data(), bytes.size());
+      bt = constant(g.value(bias_value).name, {n}, DType::kInt32, std::move(bytes), {});
+    }
+    int64_t m = 1;
+    for (size_t d = 0; d + 1 < as.size(); ++d) m *= as[d];
+    macs = m * n * k;
+    add_op(OpKind::kFullyConnected, {a_local, wt, bt}, y, attrs);
+    return std::nullopt;
+  }
+
+  std::optional<std::string> elementwise(OpKind kind) {
+    ActQuant yq;
+    int y = -1;
+    if (auto e = act_out(&yq, &y)) return e;
+    const auto& ys = g.value(out().value).shape;
+    std::vector<int> operands;
+    for (size_t i = 0; i < 2; ++i) {
+      const QIn xi = in(i);
+      if (xi.value < 0) return str_cat("input ", i, " is missing");
+      const OnnxValue& v = g.value(xi.value);
+      ActQuant q;
+      if (auto e = act_quant(xi.value, xi.scale, xi.zp, &q)) return e;
+      if (!v.is_constant) {
+        if (v.shape.size() != ys.size()) {
+          return str_cat("operand '", v.name, "' ", shape_str(v.shape), " has a lower rank than the output ",
+                         shape_str(ys));
+        }
+        int local = -1;
+        if (auto e = activation(xi.value, q, &local)) return e;
+        operands.push_back(local);
+        continue;
+      }
+      // A constant operand: broadcast to the output rank, NHWC for rank 4.
+      if (v.shape.size() > ys.size()) return str_cat("constant '", v.name, "' has a higher rank");
+      std::vector<int64_t> shape(ys.size() - v.shape.size(), 1);
+      shape.insert(shape.end(), v.shape.begin(), v.shape.end());
+      const bool u8 = q.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;
+      std::vector<uint8_t> data = v.data;
+      if (u8) {
+        for (auto& d : data) d = static_cast<uint8_t>(d ^ 0x80);  // uint8 -> int8, -128
+      }
+      if (shape.size() == 4) {
+        std::vector<uint8_t> t(data.size());
+        const int64_t N = shape[0], C = shape[1], H = shape[2], W = shape[3];
+        for (int64_t n0 = 0; n0 < N; ++n0)
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t h = 0; h < H; ++h)
+              for (int64_t w0 = 0; w0 < W; ++w0)
+                t[((n0 * H + h) * W + w0) * C + c] = data[((n0 * C + c) * H + h) * W + w0];
+        data = std::move(t);
+        shape = to_nhwc(shape);
+      }
+      ir::QuantParams qp;
+      qp.scales = {q.scale};
+      qp.zero_points = {q.zero_point};
+      operands.push_back(constant(v.name, shape, DType::kInt8, std::move(data), qp));
+    }
+    ir::Attributes a;
+    if (auto e = fused_activation(&a.activation)) return e;
+    add_op(kind, operands, y, a);
+    return std::nullopt;
+  }
+
+  std::optional<std::string> pool(OpKind kind) {
+    ActQuant xq, yq;
+    int x = -1, y = -1;
+    if (auto e = act_in(0, &xq, &x)) return e;
+    if (auto e = act_out(&yq, &y)) return e;
+    const auto& xs = g.value(in(0).value).shape;
+    if (xs.size() != 4) return str_cat("input ", shape_str(xs), " is not 4-D NCHW");
+    if (node.attr_int("channels_last", 0) != 0) return std::string("channels_last=1");
+    const auto ks = node.attr_ints("kernel_shape");
+    if (!ks || ks->size() != 2) return std::string("kernel_shape is not 2-D");
+    int sh, sw, dh, dw;
+    if (auto e = strides_dilations(&sh, &sw, &dh, &dw)) return e;
+    if (dh != 1 || dw != 1) return str_cat("dilations ", dh, "x", dw);
+    if (node.attr_int("storage_order", 0) != 0) return std::string("storage_order=1");
+    ir::Attributes a;
+    a.kernel_h = static_cast<int>((*ks)[0]);
+    a.kernel_w = static_cast<int>((*ks)[1]);
+    a.stride_h = sh;
+    a.stride_w = sw;
+    if (auto e = window_padding(xs, (*ks)[0], (*ks)[1], sh, sw, 1, 1, &a.padding)) return e;
+    const auto& p = a.padding;
+    if (node.attr_int("ceil_mode", 0) != 0) {
+      // ceil_mode only matters when it adds an output row / column.
+      const auto floor_out = [](int64_t in, int64_t k, int64_t s, int64_t lo, int64_t hi) {
+        return (in + lo + hi - k) / s + 1;
+      };
+      const auto ceil_out = [](int64_t in, int64_t k, int64_t s, int64_t lo, int64_t hi) {
+        return (in + lo + hi - k + s - 1) / s + 1;
+      };
+      if (floor_out(xs[2], a.kernel_h, sh, p.top, p.bottom) !=
+              ceil_out(xs[2], a.kernel_h, sh, p.top, p.bottom) ||
+          floor_out(xs[3], a.kernel_w, sw, p.left, p.right) !=
+              ceil_out(xs[3], a.kernel_w, sw, p.left, p.right)) {
+        return std::string("ceil_mode=1 adds a partial window (the NPU computes floor mode)");
+      }
+    }
+    if (kind == OpKind::kAveragePool2D && node.attr_int("count_include_pad", 0) != 0 &&
+        (p.top || p.bottom || p.left || p.right)) {
+      return std::string("count_include_pad=1 with padding (the NPU averages the valid "
+                         "elements only)");
+    }
+    add_op(kind, {x}, y, a);
+    return std::nullopt;
+  }
+
+  std::optional<std::string> global_average_pool() {
+    ActQuant xq, yq;
+    int x = -1, y = -1;
+    if (auto e = act_in(0, &xq, &x)) return e;
+    if (auto e = act_out(&yq, &y)) return e;
+    const auto& xs = g.value(in(0).value).shape;
+    if (xs.size() != 4) return str_cat("input ", shape_str(xs), " is not 4-D NCHW");
+    if (node.attr_int("channels_last", 0) != 0) return std::string("channels_last=1");
+    ir::Attributes a;
+    a.axes.push_back(1);
+    a.axes.push_back(2);
+    a.keep_dims = true;
+    add_op(OpKind::kMean, {x, -1}, y, a);
+    return std::nullopt;
+  }
+
+  std::optional<std::string> unary(OpKind kind) {
+    ActQuant xq, yq;
+    int x = -1, y = -1;
+    if (auto e = act_in(0, &xq, &x)) return e;
+    if (auto e = act_out(&yq, &y)) return e;
+    ir::Attributes a;
+    if (node.op_type == "Clip") {
+      float lo = -INFINITY, hi = INFINITY;
+      if (auto e = clip_bounds(node, &lo, &hi)) return e;
+      if (lo == 0.0f && hi == INFINITY) kind = OpKind::kRelu;
+      else if (lo == 0.0f && hi == 6.0f) kind = OpKind::kRelu6;
+      else if (lo == -1.0f && hi == 1.0f) kind = OpKind::kReluN1To1;
+      else return str_cat("Clip [", lo, ", ", hi, "] is not Relu, Relu6 or ReluN1To1");
+    }
+    if (kind == OpKind::kLeakyRelu) a.alpha = node.attr_float("alpha", 0.01f);
+    a.lut = onnx_lut(kind, xq, yq, a.alpha);
+    add_op(kind, {x}, y, a);
+    return std::nullopt;
+  }
+
+  // The op's table with ONNX Runtime's semantics: DequantizeLinear in float32,
+  // the float function, QuantizeLinear (round half to even, saturate), for
+  // each of the 256 int8 inputs — bit-exact to the CPU EP's unit.
+  static std::vector<int8_t> onnx_lut(OpKind kind, const ActQuant& xq, const ActQuant& yq,
+                                      float alpha) {
+    std::vector<int8_t> lut(256);
+    for (int i = 0; i < 256; ++i) {
+      const int q = static_cast<int8_t>(static_cast<uint8_t>(i));
+      const float x = static_cast<float>(q - xq.zero_point) * xq.scale;
+      float y = x;
+      switch (kind) {
+        case OpKind::kLogistic: y = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x)))); break;
+        case OpKind::kTanh: y = static_cast<float>(std::tanh(static_cast<double>(x))); break;
+        case OpKind::kLeakyRelu: y = x >= 0.0f ? x : x * alpha; break;
+        case OpKind::kRelu: y = std::max(x, 0.0f); break;
+        case OpKind::kRelu6: y = std::min(std::max(x, 0.0f), 6.0f); break;
+        case OpKind::kReluN1To1: y = std::min(std::max(x, -1.0f), 1.0f); break;
+        default: break;
+      }
+      const float r = std::nearbyint(y / yq.scale) + static_cast<float>(yq.zero_point);
+      lut[i] = static_cast<int8_t>(std::min(127.0f, std::max(-128.0f, r)));
+    }
+    return lut;
+  }
+
+  std::optional<std::string> reshape() {
+    ActQuant xq, yq;
+    int x = -1, y = -1;
+    if (auto e = act_in(0, &xq, &x)) return e;
+    if (auto e = act_out(&yq, &y)) return e;
+    if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
+      return std::string("input and output are quantized differently (a requantizing reshape)");
+    }
+    // NCHW and NHWC flatten orders agree only when H = W = 1.
+    auto neutral = [&](int v) {
+      const auto& s = g.value(v).shape;
+      return s.size() < 4 || (s.size() == 4 && s[2] * s[3] == 1);
+    };
+    const int xv = in(0).value, yv = out().value;
+    if (!neutral(xv) || !neutral(yv)) {
+      return str_cat("reshape ", shape_str(g.value(xv).shape), " -> ", shape_str(g.value(yv).shape),
+                     " depends on the NCHW element order");
+    }
+    add_op(OpKind::kReshape, {x, -1}, y);
+    return std::nullopt;
+  }
+
+  std::optional<std::string> translate() {
+    const std::string& t = node.op_type;
+    if (t == "Conv" || t == "QLinearConv") return conv();
+    if (t == "MatMul" || t == "Gemm" || t == "QLinearMatMul" || t == "QGemm") return matmul_or_gemm();
+    if (t == "Add" || t == "QLinearAdd") return elementwise(OpKind::kAdd);
+    if (t == "Sub") return elementwise(OpKind::kSub);
+    if (t == "Mul" || t == "QLinearMul") return elementwise(OpKind::kMul);
+    if (t == "MaxPool") return pool(OpKind::kMaxPool2D);
+    if (t == "AveragePool" || t == "QLinearAveragePool") return pool(OpKind::kAveragePool2D);
+    if (t == "GlobalAveragePool" || t == "QLinearGlobalAveragePool") return global_average_pool();
+    if (t == "Relu" || t == "Clip") return unary(OpKind::kRelu);
+    if (t == "Sigmoid" || t == "QLinearSigmoid") return unary(OpKind::kLogistic);
+    if (t == "Tanh") return unary(OpKind::kTanh);
+    if (t == "LeakyRelu" || t == "QLinearLeakyRelu") return unary(OpKind::kLeakyRelu);
+    if (t == "Reshape" || t == "Flatten") return reshape();
+    return str_cat(t, " has no translation");
+  }
+
+  // Adds the local tensors and ops to the builder.
+  void commit() {
+    std::vector<int> ids(tensors.size(), -1);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const int v = tensors[i].value_id;
+      if (v >= 0) {
+        const int existing = b.tensor_of(v);
+        if (existing >= 0) {
+          ids[i] = existing;
+          continue;
+        }
+      }
+      ir::Tensor t = tensors[i].tensor;
+      if (v < 0) t.name = str_cat(t.name, "#", b.graph_.tensors.size());  // constants: unique
+      ids[i] = b.graph_.add_tensor(std::move(t));
+      if (v >= 0) {
+        b.tensor_of_[v] = ids[i];
+        b.elem_type_[v] = tensors[i].elem_type;
+      }
+    }
+    b.last_ops_.clear();
+    for (LocalOp& op : ops) {
+      for (int i : op.in) op.op.inputs.push_back(i >= 0 ? ids[i] : -1);
+      for (int i : op.out) op.op.outputs.push_back(ids[i]);
+      b.last_ops_.push_back(b.graph_.add_op(std::move(op.op)));
+    }
+    b.macs_ += macs;
+  }
+};
+
+std::optional<std::string> IrBuilder::add_unit(const NodeUnit& unit) {
+  UnitTranslator t(*this, unit);
+  std::optional<std::string> why;
+  try {
+    why = t.translate();
+  } catch (const nacc::Error& e) {
+    why = e.what();
+  }
+  if (why) return why;
+  // The output of a unit must not already exist with a producer (each ONNX
+  // value has one producer; a second would mean the unit was added twice).
+  try {
+    t.commit();
+  } catch (const nacc::Error& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
+int IrBuilder::tensor_of(int value_id) const {
+  auto it = tensor_of_.find(value_id);
+  return it == tensor_of_.end() ? -1 : it->second;
+}
+
+IoBinding IrBuilder::binding(int value_id) const {
+  const OnnxValue& v = g_.value(value_id);
+  IoBinding io;
+  io.name = v.name;
+  auto it = elem_type_.find(value_id);
+  io.elem_type = it != elem_type_.end() ? it->second : v.elem_type;
+  io.onnx_shape = v.shape;
+  io.ir_shape = to_nhwc(v.shape);
+  io.nchw = v.shape.size() == 4;
+  return io;
+}
+
+}  // namespace nacc::ep

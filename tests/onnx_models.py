@@ -1,0 +1,387 @@
+"""Small ONNX test models for the NACC ONNX Runtime EP.
+
+Float models are built with ``onnx.helper`` and quantized with
+``onnxruntime.quantization.quantize_static`` (QDQ or QOperator format, int8 or
+uint8 activations, per-tensor or per-channel weights), calibrated on seeded
+random data. QOperator ops the quantizer does not emit are built directly.
+Models are returned as serialized bytes.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+IR_VERSION = 9  # onnxruntime 1.31 reads IR versions <= 13; onnx 1.23 writes 14 by default
+
+
+def float_model(nodes, inputs: Dict[str, Sequence[int]], outputs: Dict[str, Sequence[int]],
+                initializers: Optional[Dict[str, np.ndarray]] = None, name="g") -> onnx.ModelProto:
+    """A float32 model; inputs / outputs map names to shapes."""
+    g = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v)) for k, v in inputs.items()],
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v)) for k, v in outputs.items()],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in (initializers or {}).items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+    onnx.checker.check_model(m)
+    return m
+
+
+def calibration(model: onnx.ModelProto, n: int = 8, seed: int = 0, scale: float = 1.0):
+    """Seeded random calibration inputs for every graph input."""
+    rng = np.random.default_rng(seed)
+    feeds = []
+    for _ in range(n):
+        d = {}
+        for vi in model.graph.input:
+            shape = [x.dim_value for x in vi.type.tensor_type.shape.dim]
+            d[vi.name] = (rng.standard_normal(shape) * scale).astype(np.float32)
+        feeds.append(d)
+    return feeds
+
+
+def quantize(model: onnx.ModelProto, *, fmt: str = "QDQ", activation: str = "int8",
+             weight: str = "int8", per_channel: bool = False, calib=None,
+             extra_options: Optional[dict] = None) -> bytes:
+    """quantize_static with a seeded calibration set; returns model bytes."""
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                          quantize_static)
+
+    feeds = calib if calib is not None else calibration(model)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter(feeds)
+
+        def get_next(self):
+            return next(self.it, None)
+
+    types = {"int8": QuantType.QInt8, "uint8": QuantType.QUInt8}
+    with tempfile.TemporaryDirectory() as d:
+        src, dst = os.path.join(d, "f.onnx"), os.path.join(d, "q.onnx")
+        onnx.save(model, src)
+        quantize_static(src, dst, Reader(),
+                        quant_format=QuantFormat.QDQ if fmt == "QDQ" else QuantFormat.QOperator,
+                        activation_type=types[activation], weight_type=types[weight],
+                        per_channel=per_channel,
+                        extra_options=dict(extra_options or {}))
+        q = onnx.load(dst)
+    q.ir_version = min(q.ir_version, IR_VERSION)
+    return q.SerializeToString()
+
+
+def rng_weights(shape, seed=1, scale=0.3):
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+
+
+# ---- single-op float models ------------------------------------------------------
+
+def conv(c_in=8, c_out=16, hw=(10, 10), k=3, stride=1, pads=(1, 1, 1, 1), group=1, bias=True,
+         dilation=1, auto_pad=None, seed=1) -> onnx.ModelProto:
+    w = rng_weights((c_out, c_in // group, k, k), seed)
+    attrs = dict(kernel_shape=[k, k], strides=[stride, stride], group=group,
+                 dilations=[dilation, dilation])
+    if auto_pad:
+        attrs["auto_pad"] = auto_pad
+    else:
+        attrs["pads"] = list(pads)
+    ins = ["x", "w"] + (["b"] if bias else [])
+    inits = {"w": w}
+    if bias:
+        inits["b"] = rng_weights((c_out,), seed + 1, 0.1)
+    h, wd = hw
+    eff = dilation * (k - 1) + 1
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        oh, ow = -(-h // stride), -(-wd // stride)
+    else:
+        oh = (h + pads[0] + pads[2] - eff) // stride + 1
+        ow = (wd + pads[1] + pads[3] - eff) // stride + 1
+    return float_model([helper.make_node("Conv", ins, ["y"], name="conv", **attrs)],
+                       {"x": (1, c_in, h, wd)}, {"y": (1, c_out, oh, ow)}, inits)
+
+
+def matmul(m=4, k=32, n=16, const_b=True, rank3=False) -> onnx.ModelProto:
+    a_shape = (1, m, k) if rank3 else (m, k)
+    y_shape = (1, m, n) if rank3 else (m, n)
+    if const_b:
+        return float_model([helper.make_node("MatMul", ["a", "b"], ["y"], name="matmul")],
+                           {"a": a_shape}, {"y": y_shape}, {"b": rng_weights((k, n))})
+    b_shape = (1, k, n) if rank3 else (k, n)
+    return float_model([helper.make_node("MatMul", ["a", "b"], ["y"], name="matmul")],
+                       {"a": a_shape, "b": b_shape}, {"y": y_shape})
+
+
+def gemm(m=2, k=64, n=10, trans_b=1) -> onnx.ModelProto:
+    b = rng_weights((n, k) if trans_b else (k, n))
+    return float_model([helper.make_node("Gemm", ["a", "b", "c"], ["y"], name="gemm", transB=trans_b)],
+                       {"a": (m, k)}, {"y": (m, n)}, {"b": b, "c": rng_weights((n,), 2, 0.1)})
+
+
+def binary(op="Add", shape=(1, 8, 6, 6), shape_b=None) -> onnx.ModelProto:
+    shape_b = shape_b or shape
+    return float_model([helper.make_node(op, ["a", "b"], ["y"], name=op.lower())],
+                       {"a": shape, "b": shape_b}, {"y": shape})
+
+
+def pool(op="MaxPool", c=8, hw=(8, 8), k=2, stride=2, pads=(0, 0, 0, 0), ceil_mode=0,
+         count_include_pad=None) -> onnx.ModelProto:
+    attrs = dict(kernel_shape=[k, k], strides=[stride, stride], pads=list(pads), ceil_mode=ceil_mode)
+    if count_include_pad is not None:
+        attrs["count_include_pad"] = count_include_pad
+    h, w = hw
+    rnd = (lambda a, b: -(-a // b)) if ceil_mode else (lambda a, b: a // b)
+    oh = rnd(h + pads[0] + pads[2] - k, stride) + 1
+    ow = rnd(w + pads[1] + pads[3] - k, stride) + 1
+    return float_model([helper.make_node(op, ["x"], ["y"], name=op.lower(), **attrs)],
+                       {"x": (1, c, h, w)}, {"y": (1, c, oh, ow)})
+
+
+def global_average_pool(c=16, hw=(7, 7)) -> onnx.ModelProto:
+    return float_model([helper.make_node("GlobalAveragePool", ["x"], ["y"], name="gap")],
+                       {"x": (1, c, *hw)}, {"y": (1, c, 1, 1)})
+
+
+def unary(op="Relu", shape=(1, 8, 6, 6), **attrs) -> onnx.ModelProto:
+    ins = ["x"]
+    inits = {}
+    if op == "Clip":
+        ins += ["lo", "hi"]
+        inits = {"lo": np.array(attrs.pop("lo", 0.0), np.float32),
+                 "hi": np.array(attrs.pop("hi", 6.0), np.float32)}
+    return float_model([helper.make_node(op, ins, ["y"], name=op.lower(), **attrs)],
+                       {"x": shape}, {"y": shape}, inits)
+
+
+# ---- whole small models ------------------------------------------------------------
+
+def small_cnn(c=8, hw=16, classes=10, softmax_in_middle=False) -> onnx.ModelProto:
+    """conv-relu-conv(s2)-relu-maxpool-conv(dw)-relu-add-gap-flatten-gemm."""
+    n = []
+    inits = {
+        "w1": rng_weights((c, 3, 3, 3), 11), "b1": rng_weights((c,), 12, 0.1),
+        "w2": rng_weights((2 * c, c, 3, 3), 13, 0.2), "b2": rng_weights((2 * c,), 14, 0.1),
+        "w3": rng_weights((2 * c, 1, 3, 3), 15), "b3": rng_weights((2 * c,), 16, 0.1),
+        "w4": rng_weights((classes, 2 * c), 17, 0.2), "b4": rng_weights((classes,), 18, 0.1),
+    }
+    n.append(helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3],
+                              pads=[1, 1, 1, 1]))
+    n.append(helper.make_node("Relu", ["c1"], ["r1"], name="relu1"))
+    n.append(helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2", kernel_shape=[3, 3],
+                              pads=[1, 1, 1, 1], strides=[2, 2]))
+    n.append(helper.make_node("Relu", ["c2"], ["r2"], name="relu2"))
+    n.append(helper.make_node("MaxPool", ["r2"], ["p2"], name="pool2", kernel_shape=[2, 2],
+                              strides=[2, 2]))
+    mid = "p2"
+    if softmax_in_middle:
+        n.append(helper.make_node("Softmax", ["p2"], ["sm"], name="softmax_mid", axis=1))
+        mid = "sm"
+    n.append(helper.make_node("Conv", [mid, "w3", "b3"], ["c3"], name="conv3_dw",
+                              kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=2 * c))
+    n.append(helper.make_node("Relu", ["c3"], ["r3"], name="relu3"))
+    n.append(helper.make_node("Add", ["r3", mid], ["s3"], name="add3"))
+    n.append(helper.make_node("GlobalAveragePool", ["s3"], ["g"], name="gap"))
+    n.append(helper.make_node("Flatten", ["g"], ["f"], name="flatten"))
+    n.append(helper.make_node("Gemm", ["f", "w4", "b4"], ["y"], name="fc", transB=1))
+    return float_model(n, {"x": (1, 3, hw, hw)}, {"y": (1, classes)}, inits, name="small_cnn")
+
+
+def mlp(k=32, hidden=64, classes=10, batch=1) -> onnx.ModelProto:
+    inits = {"w1": rng_weights((k, hidden), 21, 0.2), "b1": rng_weights((hidden,), 22, 0.1),
+             "w2": rng_weights((hidden, classes), 23, 0.2), "b2": rng_weights((classes,), 24, 0.1)}
+    n = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], name="fc1"),
+         helper.make_node("Relu", ["h"], ["r"], name="relu"),
+         helper.make_node("Gemm", ["r", "w2", "b2"], ["y"], name="fc2")]
+    return float_model(n, {"x": (batch, k)}, {"y": (batch, classes)}, inits, name="mlp")
+
+
+# ---- running ----------------------------------------------------------------------
+
+def session(model: bytes, providers, options: Optional[dict] = None, config: Optional[dict] = None,
+            opt_level=None):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    for k, v in (config or {}).items():
+        so.add_session_config_entry(k, v)
+    if opt_level is not None:
+        so.graph_optimization_level = opt_level
+    if providers == "nacc":
+        so.add_provider("NaccExecutionProvider", {k: str(v) for k, v in (options or {}).items()})
+        return strict_session(model, so)
+    return ort.InferenceSession(model, sess_options=so, providers=providers)
+
+
+class EpError(RuntimeError):
+    """The EP failed to create; ORT's Python wrapper fell back to the CPU EP."""
+
+
+def strict_session(model, so):
+    """InferenceSession that raises when the EP fails: onnxruntime 1.31's
+    Python wrapper prints an EP's creation error and retries with the CPU EP
+    only; this turns that fallback back into an exception."""
+    import contextlib
+    import io
+
+    import onnxruntime as ort
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        s = ort.InferenceSession(model, sess_options=so)
+    if "NaccExecutionProvider" not in s.get_providers():
+        raise EpError(out.getvalue())
+    return s
+
+
+def input_feeds(model: bytes, seed=0, n=1):
+    m = onnx.load_from_string(model)
+    inits = {i.name for i in m.graph.initializer}
+    return calibration(onnx.helper.make_model(
+        helper.make_graph([], "x", [i for i in m.graph.input if i.name not in inits], []),
+        ir_version=IR_VERSION), n=n, seed=seed)
+
+
+# ---- hand-built QDQ single units -------------------------------------------------
+
+# Which input of an op holds weights, and the axis of its output channels.
+_WEIGHT_AXIS = {"Conv": (1, 0), "MatMul": (1, 1)}
+
+
+def _qrange(dtype):
+    return (-128, 127) if dtype == "int8" else (0, 255)
+
+
+def _np_dtype(dtype):
+    return np.int8 if dtype == "int8" else np.uint8
+
+
+def _onnx_dtype(dtype):
+    return TensorProto.INT8 if dtype == "int8" else TensorProto.UINT8
+
+
+def _act_qparams(lo, hi, dtype):
+    """Asymmetric (scale, zero point) covering [lo, hi] (and 0)."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    qmin, qmax = _qrange(dtype)
+    scale = np.float32(max(hi - lo, 1e-3) / (qmax - qmin))
+    zp = int(np.clip(round(qmin - lo / float(scale)), qmin, qmax))
+    return scale, zp
+
+
+def qdq_unit(model: onnx.ModelProto, *, dtype="int8", weight_dtype=None, per_channel=False,
+             seed=0, fixed_output=None, weight_bits=8) -> bytes:
+    """The one-op float `model` as one QDQ node unit with 8-bit model I/O.
+
+    Graph inputs become int8/uint8 inputs dequantized by their own
+    DequantizeLinear; weights are quantized (per tensor or per output channel,
+    int8 zero point 0 or uint8 zero point 128); the bias is int32 with scale
+    input scale x weight scale; the output is quantized by a QuantizeLinear to
+    an 8-bit graph output. Activation ranges come from running the float model
+    on seeded data. `fixed_output` = (scale, zero point) overrides the output's.
+    `weight_bits=7` keeps weights in [-63, 63] (ORT's reduce_range): ONNX
+    Runtime's x86 uint8 x int8 kernels (vpmaddubsw) saturate pairs of products
+    beyond that, so comparisons with uint8 activations use it.
+    """
+    import onnxruntime as ort
+
+    weight_dtype = weight_dtype or "int8"
+    node = model.graph.node[0]
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    feeds = calibration(model, n=4, seed=seed)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    outs = [sess.run(None, f)[0] for f in feeds]
+    new_inits, nodes, inputs = [], [], []
+    qp = {}
+    for vi in model.graph.input:
+        data = np.concatenate([f[vi.name].ravel() for f in feeds])
+        s, z = _act_qparams(data.min(), data.max(), dtype)
+        qp[vi.name] = (s, z)
+        shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        inputs.append(helper.make_tensor_value_info(vi.name + "_q", _onnx_dtype(dtype), shape))
+        new_inits += [numpy_helper.from_array(np.array(s, np.float32), vi.name + "_s"),
+                      numpy_helper.from_array(np.array(z, _np_dtype(dtype)), vi.name + "_z")]
+        nodes.append(helper.make_node("DequantizeLinear", [vi.name + "_q", vi.name + "_s", vi.name + "_z"],
+                                      [vi.name], name=vi.name + "_dq"))
+    op = node.op_type
+    w_index, w_axis = _WEIGHT_AXIS.get(op, (None, None))
+    if op == "Gemm":
+        trans_b = next((a.i for a in node.attribute if a.name == "transB"), 0)
+        w_index, w_axis = 1, (0 if trans_b else 1)
+    weight_scale = None
+    for idx, name in enumerate(node.input):
+        if name not in inits:
+            continue
+        if idx == w_index:
+            w = inits[name]
+            qw = (1 << (weight_bits - 1)) - 1
+            if per_channel:
+                red = tuple(d for d in range(w.ndim) if d != w_axis)
+                ws = (np.abs(w).max(axis=red) / qw).astype(np.float32)
+            else:
+                ws = np.array(np.abs(w).max() / qw, np.float32)
+            shape = [1] * w.ndim
+            if per_channel:
+                shape[w_axis] = -1
+            wq = np.clip(np.round(w / ws.reshape(shape) if per_channel else w / ws), -qw, qw)
+            if weight_dtype == "uint8":
+                wq, wz = (wq + 128).astype(np.uint8), np.full(ws.shape, 128, np.uint8)
+            else:
+                wq, wz = wq.astype(np.int8), np.zeros(ws.shape, np.int8)
+            weight_scale = ws
+            new_inits += [numpy_helper.from_array(wq, name + "_q"), numpy_helper.from_array(ws, name + "_s"),
+                          numpy_helper.from_array(wz, name + "_z")]
+            attrs = {"axis": w_axis} if per_channel else {}
+            nodes.append(helper.make_node("DequantizeLinear", [name + "_q", name + "_s", name + "_z"],
+                                          [name], name=name + "_dq", **attrs))
+        elif op in ("Conv", "Gemm") and idx == 2:
+            b = inits[name]
+            xs = qp[node.input[0]][0]
+            bs = (np.float32(xs) * weight_scale).astype(np.float32)
+            bq = np.round(b / bs).astype(np.int32)
+            new_inits += [numpy_helper.from_array(bq, name + "_q"),
+                          numpy_helper.from_array(np.asarray(bs, np.float32), name + "_s"),
+                          numpy_helper.from_array(np.zeros(np.shape(bs), np.int32), name + "_z")]
+            attrs = {"axis": 0} if np.ndim(bs) else {}
+            nodes.append(helper.make_node("DequantizeLinear", [name + "_q", name + "_s", name + "_z"],
+                                          [name], name=name + "_dq", **attrs))
+        else:
+            new_inits.append(numpy_helper.from_array(inits[name], name))
+    nodes.append(node)
+    y = model.graph.output[0]
+    if fixed_output is not None:
+        ys, yz = fixed_output
+    else:
+        data = np.concatenate([o.ravel() for o in outs])
+        ys, yz = _act_qparams(data.min(), data.max(), dtype)
+    new_inits += [numpy_helper.from_array(np.array(ys, np.float32), y.name + "_s"),
+                  numpy_helper.from_array(np.array(yz, _np_dtype(dtype)), y.name + "_z")]
+    nodes.append(helper.make_node("QuantizeLinear", [y.name, y.name + "_s", y.name + "_z"], [y.name + "_q"],
+                                  name=y.name + "_q"))
+    shape = [d.dim_value for d in y.type.tensor_type.shape.dim]
+    g = helper.make_graph(nodes, "unit_" + op, inputs,
+                          [helper.make_tensor_value_info(y.name + "_q", _onnx_dtype(dtype), shape)],
+                          new_inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", max(OPSET, 19 if per_channel else OPSET))],
+                          ir_version=IR_VERSION)
+    onnx.checker.check_model(m)
+    return m.SerializeToString()
+
+
+def int8_feeds(model: bytes, seed=0):
+    """Seeded random 8-bit inputs (full range) for a model with 8-bit inputs."""
+    m = onnx.load_from_string(model)
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for vi in m.graph.input:
+        shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        if vi.type.tensor_type.elem_type == TensorProto.INT8:
+            feeds[vi.name] = rng.integers(-128, 128, shape).astype(np.int8)
+        elif vi.type.tensor_type.elem_type == TensorProto.UINT8:
+            feeds[vi.name] = rng.integers(0, 256, shape).astype(np.uint8)
+        else:
+            feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds

@@ -1,0 +1,350 @@
+"""NACC ONNX Runtime EP numerics, measured at two levels (issue 5):
+
+- single node units: every output element within 1 of ORT's CPU EP (the NPU
+  requantizes with TFLite's fixed-point multiplier/shift, the CPU EP with a
+  float scale); the count of differing elements is printed;
+- whole small models: cosine similarity of the dequantized outputs >= 0.99
+  against the CPU EP (max difference and fraction differing printed), and a
+  deliberately wrong multiplier (one layer's shift off by one) fails it;
+- exactness where it is defined: an independent numpy reference of ONNX QDQ
+  Conv semantics with NACC's fixed-point requantization matches the EP bit for
+  bit, across core counts;
+- sessions: two sessions, four threads sharing one session, the EP-context
+  (compiled model) round trip and the cache_dir round trip.
+"""
+import threading
+
+import numpy as np
+import pytest
+
+ort = pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx")
+
+import nacc.onnxruntime as nort  # noqa: E402
+import onnx_models as om  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore:Specified .providers.:UserWarning")
+
+EP = "NaccExecutionProvider"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def backend():
+    nort.register()
+    om.session(om.qdq_unit(om.conv()), "nacc")
+    rep = nort.partition_reports()[-1]
+    if not rep["partitions"]:
+        pytest.skip("the core compiler/runtime is not linked into the EP yet: "
+                    + rep["host_nodes"][1]["reason"])
+
+
+def run_both(model, feeds, options=None):
+    cpu = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)
+    s = om.session(model, "nacc", options)
+    rep = nort.partition_reports()[-1]
+    return cpu, s.run(None, feeds), rep
+
+
+def diff_stats(a, b):
+    d = np.abs(a.astype(np.int32) - b.astype(np.int32))
+    return int(d.max()), int(np.count_nonzero(d)), d.size
+
+
+# ---- single units: within 1 of the CPU EP ------------------------------------------
+
+def _pool_same_q(op, **kw):
+    m = om.pool(op, **kw)
+    q = onnx.load_from_string(om.qdq_unit(m))
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in q.graph.initializer}
+    return om.qdq_unit(m, fixed_output=(float(inits["x_s"]), int(inits["x_z"])))
+
+
+UNITS = [
+    ("conv", lambda: om.qdq_unit(om.conv())),
+    # uint8 activations: 7-bit weights, see om.qdq_unit (the CPU EP's U8S8
+    # kernels saturate otherwise; the numpy reference below covers 8 bits)
+    ("conv_uint8", lambda: om.qdq_unit(om.conv(), dtype="uint8", weight_bits=7)),
+    ("conv_per_channel", lambda: om.qdq_unit(om.conv(), per_channel=True)),
+    ("conv_uint8_per_channel_u8w", lambda: om.qdq_unit(om.conv(), dtype="uint8", per_channel=True,
+                                                        weight_dtype="uint8", weight_bits=7)),
+    ("conv_stride2_same", lambda: om.qdq_unit(om.conv(stride=2, auto_pad="SAME_UPPER"))),
+    ("conv_stride3_pad5", lambda: om.qdq_unit(om.conv(hw=(13, 11), k=5, stride=3, pads=(5, 5, 5, 5)))),
+    ("conv_1x1", lambda: om.qdq_unit(om.conv(k=1, pads=(0, 0, 0, 0), c_in=64, c_out=8))),
+    ("conv_k15", lambda: om.qdq_unit(om.conv(c_in=2, c_out=3, hw=(16, 16), k=15, pads=(0, 0, 0, 0)))),
+    ("conv_c_in_65", lambda: om.qdq_unit(om.conv(c_in=65, c_out=4, hw=(5, 5)))),
+    ("depthwise", lambda: om.qdq_unit(om.conv(c_in=8, c_out=8, group=8))),
+    ("depthwise_mult2_pc", lambda: om.qdq_unit(om.conv(c_in=8, c_out=16, group=8), per_channel=True)),
+    ("matmul", lambda: om.qdq_unit(om.matmul())),
+    ("matmul_per_channel", lambda: om.qdq_unit(om.matmul(), per_channel=True)),
+    ("matmul_activations", lambda: om.qdq_unit(om.matmul(const_b=False))),
+    ("gemm", lambda: om.qdq_unit(om.gemm())),
+    ("gemm_uint8_pc", lambda: om.qdq_unit(om.gemm(), dtype="uint8", per_channel=True, weight_bits=7)),
+    ("add", lambda: om.qdq_unit(om.binary("Add"))),
+    ("sub", lambda: om.qdq_unit(om.binary("Sub"))),
+    ("mul", lambda: om.qdq_unit(om.binary("Mul"))),
+    ("mul_broadcast", lambda: om.qdq_unit(om.binary("Mul", shape_b=(1, 8, 1, 1)))),
+    ("maxpool", lambda: _pool_same_q("MaxPool")),
+    ("maxpool_3x3_s2_pad1", lambda: _pool_same_q("MaxPool", k=3, stride=2, pads=(1, 1, 1, 1), hw=(9, 9))),
+    ("avgpool", lambda: _pool_same_q("AveragePool")),
+    ("relu", lambda: om.qdq_unit(om.unary("Relu"))),
+    ("relu6", lambda: om.qdq_unit(om.unary("Clip", lo=0.0, hi=6.0))),
+    ("sigmoid", lambda: om.qdq_unit(om.unary("Sigmoid"), fixed_output=(1 / 256, -128))),
+    ("tanh", lambda: om.qdq_unit(om.unary("Tanh"), fixed_output=(1 / 128, 0))),
+    ("tanh_free_scale", lambda: om.qdq_unit(om.unary("Tanh"))),
+    ("sigmoid_uint8", lambda: om.qdq_unit(om.unary("Sigmoid"), dtype="uint8")),
+    ("leaky_relu", lambda: om.qdq_unit(om.unary("LeakyRelu", alpha=0.1))),
+    ("global_average_pool", lambda: om.qdq_unit(om.global_average_pool())),
+    # QOperator forms (float model I/O; the int8 core is one partition)
+    ("qlinearconv", lambda: om.quantize(om.conv(), fmt="QOperator")),
+    ("qlinearconv_pc", lambda: om.quantize(om.conv(), fmt="QOperator", per_channel=True)),
+    ("qlinearmatmul", lambda: om.quantize(om.matmul(), fmt="QOperator")),
+    ("qgemm", lambda: om.quantize(om.gemm(), fmt="QOperator")),
+    ("qlinearadd", lambda: om.quantize(om.binary("Add"), fmt="QOperator")),
+    ("qlinearmul", lambda: om.quantize(om.binary("Mul"), fmt="QOperator")),
+    ("qlinearsigmoid", lambda: om.quantize(om.unary("Sigmoid"), fmt="QOperator")),
+    ("qlinearleakyrelu", lambda: om.quantize(om.unary("LeakyRelu", alpha=0.1), fmt="QOperator")),
+]
+
+
+@pytest.mark.parametrize("builder", [u[1] for u in UNITS], ids=[u[0] for u in UNITS])
+def test_single_unit_within_one_of_cpu_ep(builder):
+    model = builder()
+    feeds = om.int8_feeds(model, seed=3)
+    (cpu,), (npu,), rep = run_both(model, feeds, {"min_partition_macs": 0})
+    if not rep["partitions"]:
+        why = [h["reason"] for h in rep["host_nodes"] if h["npu_candidate"]
+               and h["op_type"] not in ("QuantizeLinear", "DequantizeLinear")]
+        if any(w.startswith("the compiler rejects it") or "is not lowered by this compiler" in w
+               for w in why):
+            pytest.xfail(f"not lowered by the compiler yet: {why}")
+        pytest.fail(f"not claimed: {why}")
+    if cpu.dtype == np.float32:  # QOperator models: compare in the quantized domain
+        scale = np.abs(cpu - npu).max()
+        print(f"max |diff| {scale:.6f} (float outputs)")
+        q = onnx.load_from_string(model)
+        dq = [n for n in q.graph.node if n.op_type == "DequantizeLinear"][-1]
+        inits = {i.name: onnx.numpy_helper.to_array(i) for i in q.graph.initializer}
+        s = float(inits[dq.input[1]])
+        cpu, npu = np.round(cpu / s), np.round(npu / s)
+    mx, n, size = diff_stats(cpu, npu)
+    print(f"{n}/{size} elements differ from the CPU EP, max |diff| {mx}")
+    assert mx <= 1
+
+
+LUT_UNITS = [
+    ("sigmoid", lambda: om.qdq_unit(om.unary("Sigmoid", shape=(1, 8, 32, 1)))),
+    ("tanh", lambda: om.qdq_unit(om.unary("Tanh", shape=(1, 8, 32, 1)))),
+    ("leaky_relu", lambda: om.qdq_unit(om.unary("LeakyRelu", shape=(1, 8, 32, 1), alpha=0.2))),
+    ("relu", lambda: om.qdq_unit(om.unary("Relu", shape=(1, 8, 32, 1)))),
+    ("sigmoid_uint8", lambda: om.qdq_unit(om.unary("Sigmoid", shape=(1, 8, 32, 1)), dtype="uint8")),
+]
+
+
+@pytest.mark.xfail(strict=False, reason="bit-exact only when the compiler uses the EP's ONNX-semantics "
+                                        "table (ir::Attributes::lut) instead of TFLite's")
+@pytest.mark.parametrize("builder", [u[1] for u in LUT_UNITS], ids=[u[0] for u in LUT_UNITS])
+def test_lut_units_bit_exact_to_cpu_ep(builder):
+    """Unary units over all 256 input values: the table is ONNX semantics."""
+    model = builder()
+    q = onnx.load_from_string(model)
+    u8 = q.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.UINT8
+    x = (np.arange(256, dtype=np.uint8) if u8 else np.arange(-128, 128).astype(np.int8)).reshape(1, 8, 32, 1)
+    (cpu,), (npu,), rep = run_both(model, {"x_q": x}, {"min_partition_macs": 0})
+    assert rep["partitions"]
+    mx, n, size = diff_stats(cpu, npu)
+    print(f"{n}/{size} table entries differ from the CPU EP, max |diff| {mx}")
+    np.testing.assert_array_equal(npu, cpu)
+
+
+# ---- whole small models ------------------------------------------------------------
+
+def _cosine(a, b):
+    a, b = a.ravel().astype(np.float64), b.ravel().astype(np.float64)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30))
+
+
+MODELS = [
+    ("cnn_qdq_int8", lambda: om.quantize(om.small_cnn())),
+    ("cnn_qdq_uint8_per_channel", lambda: om.quantize(om.small_cnn(), activation="uint8",
+                                                      per_channel=True)),
+    ("cnn_qoperator", lambda: om.quantize(om.small_cnn(), fmt="QOperator")),
+    ("cnn_softmax_in_middle", lambda: om.quantize(om.small_cnn(softmax_in_middle=True))),
+    ("mlp_qdq", lambda: om.quantize(om.mlp(batch=4))),
+]
+
+
+def whole_model_stats(model, options=None, seed=5):
+    feeds = om.input_feeds(model, seed=seed, n=1)[0]
+    (cpu,), (npu,), rep = run_both(model, feeds, options)
+    d = np.abs(cpu - npu)
+    return dict(cosine=_cosine(cpu, npu), max_diff=float(d.max()),
+                frac_diff=float(np.count_nonzero(d) / d.size), claimed=rep["claimed_nodes"],
+                total=rep["total_nodes"], partitions=len(rep["partitions"]))
+
+
+@pytest.mark.parametrize("builder", [m[1] for m in MODELS], ids=[m[0] for m in MODELS])
+def test_whole_model_cosine(builder):
+    stats = whole_model_stats(builder())
+    print(stats)
+    assert stats["partitions"] >= 1
+    assert stats["cosine"] >= 0.99
+
+
+@pytest.mark.parametrize("layer", ["conv1", "conv2", "fc"])
+def test_wrong_multiplier_fails_the_cosine_check(layer):
+    """One layer's weight scales doubled in the IR (its requantization shift
+    off by one): the whole-model check must catch it. (Measured: cosine about
+    0.96 for conv1, conv2 and fc; the depthwise conv3_dw on the residual branch
+    only drops to about 0.994 — a metric this coarse cannot see every bug,
+    which is why the single-unit and bit-exact tests exist.)"""
+    model = om.quantize(om.small_cnn())
+    good = whole_model_stats(model)
+    bad = whole_model_stats(model, {"test_perturb_node": layer})
+    print("good", good, "perturbed", bad)
+    assert bad["claimed"] == good["claimed"]  # the perturbed layer still runs on the NPU
+    assert good["cosine"] >= 0.99 > bad["cosine"]
+
+
+# ---- exactness: independent numpy reference ----------------------------------------
+
+def quantize_multiplier(m):
+    """TFLite QuantizeMultiplier: (q31 multiplier, shift) with m = q * 2^(shift-31)."""
+    if m == 0:
+        return 0, 0
+    frac, shift = np.frexp(m)
+    q = int(np.round(frac * (1 << 31))) if frac >= 0 else -int(np.round(-frac * (1 << 31)))
+    if q == 1 << 31:
+        q //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    return q, int(shift)
+
+
+def rdbpot(x, e):
+    mask = (1 << e) - 1
+    rem = x & mask
+    thr = (mask >> 1) + (x < 0)
+    return (x >> e) + (rem > thr)
+
+
+def mbqm(acc, q, shift):
+    left, right = max(shift, 0), max(-shift, 0)
+    x = acc.astype(np.int64) * (1 << left)
+    x = ((x + (1 << 31)) % (1 << 32)) - (1 << 31)  # int32 wrap, as TFLite's multiply
+    # SaturatingRoundingDoublingHighMul, exact in int64 (round half away from zero)
+    ab = x * np.int64(q)
+    nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+    num = ab + nudge
+    hi = np.where(num >= 0, num // (1 << 31), -((-num) // (1 << 31)))
+    return rdbpot(hi, right)
+
+
+def numpy_qdq_conv(x_q, x_s, x_z, w_q, w_s, b_q, y_s, y_z, stride, pads, qmin, qmax):
+    """ONNX QDQ Conv: int32 accumulation of (x - zx) * w + bias, requantized per
+    output channel with TFLite's fixed-point multiplier/shift (NACC_SPEC §1)."""
+    x = x_q.astype(np.int64) - x_z
+    n, c, h, w = x.shape
+    o, _, kh, kw = w_q.shape
+    t, l, b, r = pads
+    xp = np.zeros((n, c, h + t + b, w + l + r), np.int64)
+    xp[:, :, t:t + h, l:l + w] = x
+    oh = (h + t + b - kh) // stride + 1
+    ow = (w + l + r - kw) // stride + 1
+    acc = np.zeros((n, o, oh, ow), np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            patch = xp[:, :, ky:ky + stride * oh:stride, kx:kx + stride * ow:stride]
+            acc += np.einsum("nchw,oc->nohw", patch, w_q[:, :, ky, kx].astype(np.int64))
+    acc += b_q.reshape(1, o, 1, 1)
+    out = np.empty_like(acc)
+    ws = np.broadcast_to(np.asarray(w_s, np.float32), (o,))
+    for oc in range(o):
+        q, shift = quantize_multiplier(float(np.float64(x_s) * np.float64(ws[oc]) / np.float64(y_s)))
+        out[:, oc] = mbqm(acc[:, oc], q, shift)
+    return np.clip(out + y_z, qmin, qmax)
+
+
+CONV_CASES = [
+    dict(), dict(stride=2, pads=(1, 0, 2, 1)), dict(k=5, pads=(2, 2, 2, 2), c_out=33),
+    dict(k=1, pads=(0, 0, 0, 0), c_in=70),
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=[str(c) for c in CONV_CASES])
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_conv_bit_exact_to_numpy_reference(case, per_channel, dtype):
+    model = om.qdq_unit(om.conv(**case), dtype=dtype, per_channel=per_channel)
+    q = onnx.load_from_string(model)
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in q.graph.initializer}
+    feeds = om.int8_feeds(model, seed=7)
+    qmin, qmax = (-128, 127) if dtype == "int8" else (0, 255)
+    conv = om.conv(**case).graph.node[0]
+    stride = [a.ints[0] for a in conv.attribute if a.name == "strides"][0]
+    pads = tuple([a.ints for a in conv.attribute if a.name == "pads"][0])
+    pads = (pads[0], pads[1], pads[2], pads[3])
+    ref = numpy_qdq_conv(feeds["x_q"], inits["x_s"], int(inits["x_z"]), inits["w_q"], inits["w_s"],
+                         inits["b_q"], inits["y_s"], int(inits["y_z"]), stride, pads, qmin, qmax)
+    for cores in (1, 4, 8):
+        (npu,) = om.session(model, "nacc", {"cores": cores}).run(None, feeds)
+        np.testing.assert_array_equal(npu.astype(np.int64), ref, err_msg=f"cores={cores}")
+
+
+# ---- sessions ---------------------------------------------------------------------
+
+def test_two_sessions_and_four_threads():
+    model = om.quantize(om.small_cnn())
+    feeds = [om.input_feeds(model, seed=s)[0] for s in range(8)]
+    a = om.session(model, "nacc", {"cores": 2})
+    b = om.session(model, "nacc", {"cores": 4})
+    expected = [a.run(None, f)[0] for f in feeds]
+    for f, e in zip(feeds, expected):
+        np.testing.assert_array_equal(b.run(None, f)[0], e)
+    results = [None] * len(feeds)
+    errors = []
+
+    def worker(k):
+        try:
+            for i in range(k, len(feeds), 4):
+                results[i] = a.run(None, feeds[i])[0]
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for r, e in zip(results, expected):
+        np.testing.assert_array_equal(r, e)
+
+
+def test_ep_context_round_trip(tmp_path):
+    model = om.quantize(om.small_cnn())
+    feeds = om.input_feeds(model, seed=1)[0]
+    ref = om.session(model, "nacc").run(None, feeds)[0]
+    ctx = tmp_path / "model_ctx.onnx"
+    om.session(model, "nacc", config={"ep.context_enable": "1", "ep.context_file_path": str(ctx),
+                                      "ep.context_embed_mode": "1"})
+    assert ctx.exists()
+    m = onnx.load(str(ctx))
+    ops = [n.op_type for n in m.graph.node]
+    assert "EPContext" in ops and "Conv" not in ops
+    s = om.session(str(ctx), "nacc")
+    rep = nort.partition_reports()[-1]
+    assert rep["partitions"] and rep["partitions"][0]["units"] == []  # the EPContext node itself
+    np.testing.assert_array_equal(s.run(None, feeds)[0], ref)
+
+
+def test_cache_dir_round_trip(tmp_path):
+    model = om.quantize(om.small_cnn(c=6))
+    feeds = om.input_feeds(model, seed=2)[0]
+    first = om.session(model, "nacc", {"cache_dir": str(tmp_path)}).run(None, feeds)[0]
+    files = list(tmp_path.glob("*.naccpart"))
+    assert files
+    stamp = [f.stat().st_mtime_ns for f in files]
+    second = om.session(model, "nacc", {"cache_dir": str(tmp_path)}).run(None, feeds)[0]
+    np.testing.assert_array_equal(first, second)
+    assert [f.stat().st_mtime_ns for f in files] == stamp  # loaded, not recompiled
