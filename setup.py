@@ -115,7 +115,7 @@ setup(
             "tensorflow==2.21.0",
             "ai-edge-litert==2.3.0",
             "scikit-learn>=1.3",
-            "onnxruntime>=1.22",
+            "onnxruntime==1.31.1",
             "onnx>=1.16",
             "flatbuffers>=24.3",
             "pytest>=7",
