@@ -1,8 +1,5 @@
-// The core seam (backend.h): nacc::compile and the nacc::Runtime driver.
-// While a checkout lacks them (the compiler and device branches land on main
-// separately), compile_partition reports that the backend is missing, so
-// GetCapability declines everything with that reason instead of claiming work
-// it cannot run.
+// The core seam (backend.h): the only place the EP calls nacc::compile and
+// the nacc::Runtime driver.
 #include "ep/backend.h"
 
 #include <algorithm>
@@ -12,13 +9,8 @@
 
 #include "common/error.h"
 
-#if __has_include("compiler/compiler.h") && __has_include("runtime/runtime.h")
-#define NACC_EP_HAS_BACKEND 1
 #include "compiler/compiler.h"
 #include "runtime/runtime.h"
-#else
-#define NACC_EP_HAS_BACKEND 0
-#endif
 
 namespace nacc::ep {
 
@@ -29,9 +21,7 @@ HwConfig hw_config(const Config& config) {
   return hw;
 }
 
-#if NACC_EP_HAS_BACKEND
 
-bool backend_available() { return true; }
 
 Program compile_partition(const ir::Graph& partition, const Config& config) {
   CompileOptions options;
@@ -88,34 +78,5 @@ RunStats Executor::run(const Program& program, const std::vector<const void*>& i
   return {s.counters.cycles, s.counters.macs};
 }
 
-#else  // no compiler / runtime in this checkout
-
-bool backend_available() { return false; }
-
-Program compile_partition(const ir::Graph&, const Config&) {
-  throw Unsupported("NaccExecutionProvider: this build has no NACC compiler (nacc::compile is not "
-                    "on this branch yet)");
-}
-
-std::vector<uint8_t> serialize_program(const Program&) {
-  throw Unsupported("NaccExecutionProvider: Program serialization is not on this branch yet");
-}
-
-Program deserialize_program(const uint8_t*, size_t) {
-  throw Unsupported("NaccExecutionProvider: Program serialization is not on this branch yet");
-}
-
-struct Executor::Impl {};
-
-Executor::Executor(const Config&) : impl_(std::make_unique<Impl>()) {}
-Executor::~Executor() = default;
-
-void Executor::check(const Program&) {}
-
-RunStats Executor::run(const Program&, const std::vector<const void*>&, const std::vector<void*>&) {
-  throw Unsupported("NaccExecutionProvider: this build has no NACC device runtime");
-}
-
-#endif
 
 }  // namespace nacc::ep

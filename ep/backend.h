@@ -14,9 +14,6 @@
 
 namespace nacc::ep {
 
-// Whether this build links the compiler and the device runtime.
-bool backend_available();
-
 // The hardware configuration the options describe.
 HwConfig hw_config(const Config& config);
 

@@ -274,7 +274,6 @@ void NaccEp::get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) 
     }
   }
 
-  if (!backend_available()) return;
   for (const PlannedPartition& p : plan.partitions) {
     std::vector<const OrtNode*> handles;
     for (int n : p.nodes) handles.push_back(g.nodes[n].handle);
