@@ -74,20 +74,6 @@ int normalize_axis(int axis, int rank) {
   return (a >= 0 && a < rank) ? a : -1;
 }
 
-// Numpy broadcast of two shapes; nullopt when incompatible.
-std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<int64_t>& a,
-                                                    const std::vector<int64_t>& b) {
-  const size_t rank = std::max(a.size(), b.size());
-  std::vector<int64_t> out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1) return std::nullopt;
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
-
 const Tensor* input_or_null(const Graph& g, const Op& op, size_t i) {
   return i < op.inputs.size() && op.inputs[i] >= 0 ? &g.tensor(op.inputs[i]) : nullptr;
 }
@@ -624,6 +610,19 @@ void resolve_tflite_padding(const Graph& g, Op& op, PaddingMode mode) {
   op.attrs.padding = tflite_padding(mode, in.shape[1], in.shape[2], (*kernel)[0], (*kernel)[1],
                                     a.stride_h, a.stride_w, is_conv ? a.dilation_h : 1,
                                     is_conv ? a.dilation_w : 1);
+}
+
+std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<int64_t>& a,
+                                                    const std::vector<int64_t>& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
 }
 
 }  // namespace nacc::ir
