@@ -92,6 +92,8 @@ UNITS = [
     ("tanh_free_scale", lambda: om.qdq_unit(om.unary("Tanh"))),
     ("sigmoid_uint8", lambda: om.qdq_unit(om.unary("Sigmoid"), dtype="uint8")),
     ("leaky_relu", lambda: om.qdq_unit(om.unary("LeakyRelu", alpha=0.1))),
+    ("hard_swish", lambda: om.qdq_unit(om.unary("HardSwish"))),
+    ("hard_swish_uint8", lambda: om.qdq_unit(om.unary("HardSwish"), dtype="uint8")),
     ("global_average_pool", lambda: om.qdq_unit(om.global_average_pool())),
     # QOperator forms (float model I/O; the int8 core is one partition)
     ("qlinearconv", lambda: om.quantize(om.conv(), fmt="QOperator")),
@@ -136,11 +138,17 @@ LUT_UNITS = [
     ("leaky_relu", lambda: om.qdq_unit(om.unary("LeakyRelu", shape=(1, 8, 32, 1), alpha=0.2))),
     ("relu", lambda: om.qdq_unit(om.unary("Relu", shape=(1, 8, 32, 1)))),
     ("sigmoid_uint8", lambda: om.qdq_unit(om.unary("Sigmoid", shape=(1, 8, 32, 1)), dtype="uint8")),
+    ("sigmoid_1_256", lambda: om.qdq_unit(om.unary("Sigmoid", shape=(1, 8, 32, 1)),
+                                          fixed_output=(1 / 256, -128))),
+    ("hard_swish", lambda: om.qdq_unit(om.unary("HardSwish", shape=(1, 8, 32, 1)))),
+    ("hard_swish_uint8", lambda: om.qdq_unit(om.unary("HardSwish", shape=(1, 8, 32, 1)),
+                                             dtype="uint8")),
+    ("leaky_relu_negative_alpha", lambda: om.qdq_unit(om.unary("LeakyRelu", shape=(1, 8, 32, 1),
+                                                               alpha=-0.3))),
+    ("tanh_seed2", lambda: om.qdq_unit(om.unary("Tanh", shape=(1, 8, 32, 1)), seed=2)),
 ]
 
 
-@pytest.mark.xfail(strict=False, reason="bit-exact only when the compiler uses the EP's ONNX-semantics "
-                                        "table (ir::Attributes::lut) instead of TFLite's")
 @pytest.mark.parametrize("builder", [u[1] for u in LUT_UNITS], ids=[u[0] for u in LUT_UNITS])
 def test_lut_units_bit_exact_to_cpu_ep(builder):
     """Unary units over all 256 input values: the table is ONNX semantics."""

@@ -181,6 +181,7 @@ CLAIMS = [
     # ONNX-semantics tables (ir::Attributes::lut) make any output quantization exact
     ("tanh_free_output_scale", lambda: om.qdq_unit(om.unary("Tanh")), ["Tanh"]),
     ("sigmoid_free_output_scale", lambda: om.qdq_unit(om.unary("Sigmoid")), ["Sigmoid"]),
+    ("hard_swish", lambda: om.qdq_unit(om.unary("HardSwish")), ["HardSwish"]),
     ("global_average_pool", lambda: om.qdq_unit(om.global_average_pool()), ["GlobalAveragePool"]),
 ]
 
