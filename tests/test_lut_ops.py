@@ -360,3 +360,34 @@ def test_delegate_chain_claimed_and_exact():
                    ("QUANTIZE", True)], [(n.op, n.reasons) for n in report.nodes]
     (p,) = report.partitions
     assert p.invocations == 2
+
+
+BUILDER_ERRORS = [
+    (lambda: _core.lut_tflite_hard_swish(0.1, 128, 0.1, 0), "input zero point 128"),
+    (lambda: _core.lut_tflite_hard_swish(0.1, 0, 0.0, 0), "output scale must be positive"),
+    (lambda: _core.lut_tflite_leaky_relu(0.1, 0, 0.1, 0, float("nan")), "alpha nan must be finite"),
+    (lambda: _core.lut_tflite_leaky_relu(0.1, 0, 0.1, -129, 0.2), "output zero point -129"),
+    (lambda: _core.lut_tflite_requantize(float("inf"), 0, 0.1, 0), "input scale must be positive"),
+]
+
+
+@pytest.mark.parametrize("call,fragment", BUILDER_ERRORS, ids=[e[1] for e in BUILDER_ERRORS])
+def test_builder_argument_errors(call, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        call()
+
+
+def test_lut_order_and_known_values():
+    """Entry i is the output for input (int8)i; spot values by hand."""
+    # QUANTIZE 0.1 -> 0.2, zero points 0 -> 10: q / 2 + 10, the multiplier 0.5 is
+    # 2^30 with shift 0, so gemmlowp's SaturatingRoundingDoublingHighMul alone
+    # rounds, and its nudge (1 - 2^30 for negative products) sends ties up:
+    # 1.5 -> 2, -0.5 -> 0, -1.5 -> -1 (not half away from zero).
+    lut = _core.lut_tflite_requantize(0.1, 0, 0.2, 10)
+    assert lut[3] == 12 and lut[255] == 10 and lut[253] == 9 and lut[128] == -54
+    # LEAKY_RELU alpha 0: every negative input maps to the output zero point
+    lut = _core.lut_tflite_leaky_relu(0.05, 0, 0.05, -7, 0.0)
+    assert (lut[128:] == -7).all() and lut[5] == -2
+    # HARD_SWISH is 0 at 0 and at inputs <= -3
+    lut = _core.lut_tflite_hard_swish(0.1, 0, 0.05, 0)
+    assert lut[0] == 0 and lut[256 - 30] == 0 and lut[256 - 40] == 0
