@@ -14,6 +14,7 @@
 #include "compiler/command_stream.h"
 #include "compiler/memory.h"
 #include "compiler/weight_codec.h"
+#include "support/pad_fold.h"
 #include "support/rules.h"
 
 namespace nacc {
@@ -730,6 +731,45 @@ void check_partition(const ir::Graph& g, const std::vector<int>& inputs,
   }
 }
 
+// ---- PAD folding (support/pad_fold.h) ---------------------------------------------
+
+support::SupportConfig support_config(const CompileOptions& o) {
+  support::SupportConfig cfg;
+  cfg.sram_bytes = o.hw.sram_bytes;
+  cfg.sram_alignment = compiler::sram_geometry(o.hw.sram_bytes).align;
+  return cfg;
+}
+
+// The partition with every PAD that folds into its consumer removed from the
+// data flow: the consumer reads the PAD's input with the PAD's height/width
+// padding added to its own, and the PAD keeps no inputs or outputs (no
+// storage, no command). folded[i] is 1 for such a PAD. The PAD passed the
+// rules on the original partition (pad_lowering); its consumer is re-checked
+// on the rewritten graph by check_and_lower.
+ir::Graph fold_pads(const ir::Graph& g, const std::vector<int>& outputs, const CompileOptions& o,
+                    std::vector<char>* folded) {
+  ir::Graph out = g;
+  out.outputs = outputs;  // a PAD output that leaves the partition cannot fold
+  folded->assign(g.ops.size(), 0);
+  const support::SupportConfig cfg = support_config(o);
+  for (int i = 0; i < int(g.ops.size()); ++i) {
+    if (g.ops[i].kind != ir::OpKind::kPad) continue;
+    const auto fold = support::pad_fold(out, i, cfg, nullptr);
+    if (!fold) continue;
+    ir::Op& conv = out.ops[fold->consumer];
+    conv.inputs[0] = out.ops[i].inputs[0];
+    conv.attrs.padding.top += fold->pads.top;
+    conv.attrs.padding.bottom += fold->pads.bottom;
+    conv.attrs.padding.left += fold->pads.left;
+    conv.attrs.padding.right += fold->pads.right;
+    out.ops[i].inputs.clear();
+    out.ops[i].outputs.clear();
+    (*folded)[i] = 1;
+  }
+  out.outputs = g.outputs;
+  return out;
+}
+
 }  // namespace
 
 compiler::TilePlan plan_op(const ir::Graph& graph, int op_index, const CompileOptions& options) {
@@ -746,28 +786,49 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
   resolve_io(partition, &inputs, &outputs);
   check_partition(partition, inputs, outputs);
 
-  std::vector<LoweredOp> lowered;
+  // PADs that fold into their convolution: checked on the partition as given,
+  // then removed from the data flow of the graph the rest compiles.
   for (int i = 0; i < int(partition.ops.size()); ++i) {
-    lowered.push_back(check_and_lower(partition, i, options));
+    if (partition.ops[i].kind == ir::OpKind::kPad) {
+      const auto v = support::check_op(partition, i, support_config(options));
+      if (!v.empty()) throw Unsupported(v[0].message);
+    }
+  }
+  std::vector<char> folded;
+  const ir::Graph graph = fold_pads(partition, outputs, options, &folded);
+
+  std::vector<LoweredOp> lowered;
+  for (int i = 0; i < int(graph.ops.size()); ++i) {
+    if (!folded[i]) lowered.push_back(check_and_lower(graph, i, options));
   }
 
-  Context ctx(partition, options);
-  ctx.mem = compiler::plan_memory(partition, lowered, inputs, outputs);
+  Context ctx(graph, options);
+  ctx.mem = compiler::plan_memory(graph, lowered, inputs, outputs);
 
   Program prog;
   prog.hw = options.hw;
   std::set<int> copy_ops(ctx.mem.copy_ops.begin(), ctx.mem.copy_ops.end());
-  for (const LoweredOp& op : lowered) {
+  size_t next_lowered = 0;
+  for (int i = 0; i < int(graph.ops.size()); ++i) {
+    if (folded[i]) {  // no command: its padding is in the consumer's registers
+      OpRecord rec;
+      rec.name = graph.ops[i].name.empty() ? str_cat("#", i) : graph.ops[i].name;
+      rec.kind = ir::op_kind_name(graph.ops[i].kind);
+      rec.first_word = rec.end_word = uint32_t(ctx.em.words().size());
+      prog.ops.push_back(rec);
+      continue;
+    }
+    const LoweredOp& op = lowered[next_lowered++];
     OpRecord rec;
-    rec.name = partition.ops[op.op_index].name.empty() ? str_cat("#", op.op_index)
-                                                       : partition.ops[op.op_index].name;
+    rec.name = graph.ops[op.op_index].name.empty() ? str_cat("#", op.op_index)
+                                                   : graph.ops[op.op_index].name;
     rec.kind = ir::op_kind_name(op.kind);
     rec.first_word = uint32_t(ctx.em.words().size());
     OpConstants k;
     if (op.unit == Unit::kView) {
       if (copy_ops.count(op.op_index)) {
         ctx.copy(ctx.mem.storage.at(op.input), ctx.mem.storage.at(op.output),
-                 tensor_bytes(partition.tensor(op.output)));
+                 tensor_bytes(graph.tensor(op.output)));
       }
     } else {
       add_op_constants(ctx, op, k);
