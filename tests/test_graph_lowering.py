@@ -197,3 +197,83 @@ def test_sub_with_broadcast_first_operand_is_declined_with_reason():
     rep = exact(m.build([o]))
     assert not claimed(rep)["e"]
     assert "SUB's first operand [1,1,1,13] is broadcast" in reasons(rep, "e")
+
+
+# ---- direct: nacc._core.compile + Runtime ------------------------------------------------
+
+from nacc import _core  # noqa: E402
+import ir_builders as irb  # noqa: E402
+
+_RUNTIMES = {}
+
+
+def _runtime(cores, kb):
+    if (cores, kb) not in _RUNTIMES:
+        _RUNTIMES[(cores, kb)] = _core.Runtime(cores=cores, sram_kb=kb)
+    return _RUNTIMES[(cores, kb)]
+
+
+def _pad_conv_graph(paddings, kernel=3, conv_pads=(0, 0, 0, 0), pad_is_output=False, c=5):
+    """x -> PAD -> CONV_2D (explicit padding); PAD's output is also a graph
+    output when pad_is_output (then it cannot fold)."""
+    rng = np.random.default_rng(7)
+    g = _core.Graph()
+    x = irb.activation(g, "x", [1, 9, 8, c])
+    ph = 9 + paddings[1][0] + paddings[1][1]
+    pw = 8 + paddings[2][0] + paddings[2][1]
+    p = irb.activation(g, "p", [1, ph, pw, c])
+    g.add_op("PAD", [x], [p], name="pad", paddings=[list(q) for q in paddings])
+    w = g.add_tensor("w", [6, kernel, kernel, c], "int8", scales=[0.02] * 6, zero_points=[0] * 6,
+                     axis=0, data=rng.integers(-127, 128, (6, kernel, kernel, c), dtype=np.int8))
+    b = g.add_tensor("b", [6], "int32", scales=[irb.IN_SCALE * 0.02] * 6, zero_points=[0] * 6,
+                     data=rng.integers(-300, 300, 6, dtype=np.int32))
+    t, bo, l, r = conv_pads
+    oh, ow = ph + t + bo - kernel + 1, pw + l + r - kernel + 1
+    y = irb.activation(g, "y", [1, oh, ow, 6], scale=irb.OUT_SCALE, zero_point=irb.OUT_ZP)
+    g.add_op("CONV_2D", [p, w, b], [y], name="conv", pad_top=t, pad_bottom=bo,
+             pad_left=l, pad_right=r)
+    g.inputs = [x]
+    g.outputs = [p, y] if pad_is_output else [y]
+    return g, (1, 9, 8, c), [(1, ph, pw, c), (1, oh, ow, 6)] if pad_is_output else [(1, oh, ow, 6)]
+
+
+@pytest.mark.parametrize("paddings,conv_pads", [
+    (((0, 0), (1, 1), (1, 1), (0, 0)), (0, 0, 0, 0)),
+    (((0, 0), (0, 1), (2, 0), (0, 0)), (1, 1, 0, 2)),
+    (((0, 0), (2, 2), (1, 1), (0, 0)), (0, 0, 1, 1)),
+], ids=["symmetric", "asymmetric", "summed"])
+@pytest.mark.parametrize("cores,kb", [(1, 64), (2, 64), (8, 64), (32, 64), (4, 16)])
+def test_pad_fold_direct(paddings, conv_pads, cores, kb):
+    """The folded program (PAD without commands) equals the standalone one
+    (PAD as its own pass, kept because its output leaves the partition), and
+    the standalone PAD output equals numpy's constant pad with the zero point."""
+    g, in_shape, _ = _pad_conv_graph(paddings, conv_pads=conv_pads)
+    prog = _core.compile(g, cores=cores, sram_kb=kb)
+    ops = {o["name"]: o for o in _core.program_info(prog)["ops"]}
+    assert ops["pad"]["first_word"] == ops["pad"]["end_word"]  # folded: no command
+    g2, _, _ = _pad_conv_graph(paddings, conv_pads=conv_pads, pad_is_output=True)
+    prog2 = _core.compile(g2, cores=cores, sram_kb=kb)
+    ops2 = {o["name"]: o for o in _core.program_info(prog2)["ops"]}
+    assert ops2["pad"]["end_word"] > ops2["pad"]["first_word"]
+    x = np.random.default_rng(cores).integers(-128, 128, in_shape, dtype=np.int8)
+    (y,), _ = _runtime(cores, kb).run(prog, [x])
+    (p2, y2), _ = _runtime(cores, kb).run(prog2, [x])
+    want_p = np.pad(x, paddings, constant_values=irb.IN_ZP)
+    np.testing.assert_array_equal(np.asarray(p2).reshape(want_p.shape), want_p)
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(y2))
+
+
+@pytest.mark.parametrize("hw", [1, 7, 13])
+@pytest.mark.parametrize("cores,kb", [(1, 64), (8, 64), (32, 64), (2, 16)])
+def test_mean_direct_matches_tflite_formula(hw, cores, kb):
+    """MEAN compiled alone == TFLite 2.21's QuantizedMeanOrSum arithmetic
+    computed in numpy (sum - N*zi, folded multiplier, MBQM, zero point)."""
+    g, op = irb.mean(in_shape=(1, hw, hw, 19), keep_dims=False)
+    prog = _core.compile(g, cores=cores, sram_kb=kb)
+    x = np.random.default_rng(hw).integers(-128, 128, (1, hw, hw, 19), dtype=np.int8)
+    (y,), _ = _runtime(cores, kb).run(prog, [x])
+    m = ModelBuilder()
+    xi = m.input((1, hw, hw, 19), scale=irb.IN_SCALE, zp=irb.IN_ZP)
+    model = m.build([mean(m, xi, (1, 2), False, irb.OUT_SCALE, irb.OUT_ZP)])
+    (want,) = run(model, [x])
+    np.testing.assert_array_equal(np.asarray(y).reshape(want.shape), want)

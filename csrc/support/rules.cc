@@ -526,7 +526,14 @@ std::optional<std::string> check_pad_lowering(const Graph& g, const Op& op,
                                               const SupportConfig& config) {
   const int index = static_cast<int>(&op - g.ops.data());
   if (index < 0 || index >= static_cast<int>(g.ops.size())) return std::nullopt;
-  if (op.attrs.paddings.size() != 4) return std::nullopt;  // see check_padding
+  const auto& p = op.attrs.paddings;
+  if (p.size() != 4) return std::nullopt;  // see check_padding
+  // Batch / channel padding and a side beyond the register are pad_axes' and
+  // padding's to report.
+  if (p[0][0] || p[0][1] || p[3][0] || p[3][1]) return std::nullopt;
+  for (int d : {1, 2}) {
+    if (p[d][0] > limits::kMaxPadding || p[d][1] > limits::kMaxPadding) return std::nullopt;
+  }
   std::string why;
   if (pad_lowering(g, index, config, &why)) return std::nullopt;
   return why;
