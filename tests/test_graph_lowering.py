@@ -277,3 +277,57 @@ def test_mean_direct_matches_tflite_formula(hw, cores, kb):
     model = m.build([mean(m, xi, (1, 2), False, irb.OUT_SCALE, irb.OUT_ZP)])
     (want,) = run(model, [x])
     np.testing.assert_array_equal(np.asarray(y).reshape(want.shape), want)
+
+
+# ---- CONCATENATION -------------------------------------------------------------------
+
+def concat(m, xs, axis, name="cat"):
+    shapes = [m.meta[x].shape for x in xs]
+    t = m.meta[xs[0]]
+    out = list(shapes[0])
+    out[axis] = sum(s[axis] for s in shapes)
+    o = m.tensor(QTensor(out, "int8", scale=t.scale, zero_point=t.zero_point, name=name))
+    m.g.add_op("CONCATENATION", xs, [o], dict(axis=axis, fused_activation_function="NONE"))
+    return o
+
+
+def _same_quant_conv(m, x, cout, name, k=3):
+    """A conv whose output carries the model input's quantization (concat
+    inputs must share the output's scale and zero point)."""
+    return m.conv(x, cout, k=k, out_scale=0.05, out_zp=-3, name=name)
+
+
+CONCAT_CASES = [
+    # two partition inputs (copy passes only)
+    ("inputs-2", lambda m, x: [concat(m, [x, m.input((1, 6, 7, 5))], 3)], (1, 6, 7, 3)),
+    # producers inside the partition, 3 inputs, channel counts 3 + 17 + 1
+    ("convs-3", lambda m, x: [concat(m, [x, _same_quant_conv(m, x, 17, "c1"),
+                                         _same_quant_conv(m, x, 1, "c2", k=1)], -1)], (1, 9, 8, 3)),
+    # 4 inputs, one used twice, and a consumer after the concat
+    ("four-then-conv", lambda m, x: (lambda a: [m.conv(concat(m, [a, x, a, m.input((1, 5, 5, 2))], 3),
+                                                       6, name="after")])(
+        _same_quant_conv(m, x, 7, "c1")), (1, 5, 5, 9)),
+    # 2-D: fully connected outputs along the feature axis
+    ("fc-2d", lambda m, x: (lambda r: [concat(m, [r, m.input((1, 11))], 1)])(
+        m.unary("RELU", m.input((1, 13)))), (1, 2, 2, 2)),
+]
+
+
+@pytest.mark.parametrize("build,shape", [c[1:] for c in CONCAT_CASES],
+                         ids=[c[0] for c in CONCAT_CASES])
+def test_concatenation(build, shape):
+    m = ModelBuilder()
+    x = m.input(shape)
+    model = m.build(build(m, x))
+    for cfg in CONFIGS:
+        rep = exact(model, **cfg)
+        assert claimed(rep)["cat"], reasons(rep, "cat")
+
+
+def test_concatenation_off_the_channel_axis_is_declined():
+    m = ModelBuilder()
+    x = m.input((1, 4, 5, 3))
+    model = m.build([concat(m, [x, m.input((1, 2, 5, 3))], 1)])
+    rep = exact(model)
+    assert not claimed(rep)["cat"]
+    assert "axis 1 of rank 4" in reasons(rep, "cat")

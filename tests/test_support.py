@@ -37,7 +37,7 @@ def past(rule, id, build, detail, **kw):
 
 
 # The op kinds the hardware rules describe but the compiler does not lower yet.
-NOT_YET_LOWERED = {"BATCH_MATMUL", "HARD_SWISH", "LEAKY_RELU", "QUANTIZE", "CONCATENATION"}
+NOT_YET_LOWERED = {"BATCH_MATMUL", "HARD_SWISH", "LEAKY_RELU", "QUANTIZE"}
 
 def _mean_named(type_name):
     """A MEAN as the ONNX Runtime EP builds it from GlobalAveragePool."""
@@ -68,9 +68,9 @@ def _pad_then_conv(rows, kernel, conv_pad):
 CASES = [
     # Claim and compile agree: kinds the compiler cannot lower are declined up front.
     at("compiler_lowering", "conv-is-lowered", lambda: b.conv(), config=dict(check_lowering=True)),
-    at("compiler_lowering", "concat-with-check-off", lambda: b.concat()),
-    past("compiler_lowering", "concat", lambda: b.concat(),
-         "CONCATENATION is not lowered by this compiler version", config=dict(check_lowering=True)),
+    at("compiler_lowering", "matmul-with-check-off", lambda: b.batch_matmul()),
+    past("compiler_lowering", "matmul", lambda: b.batch_matmul(),
+         "BATCH_MATMUL is not lowered by this compiler version", config=dict(check_lowering=True)),
     # Gates.
     at("npu_op_kind", "relu", lambda: b.unary("RELU")),
     past("npu_op_kind", "softmax", lambda: b.other("SOFTMAX"), "no NPU implementation"),
@@ -226,6 +226,10 @@ CASES = [
     past("mean_axes", "channels", lambda: b.mean(axes=(3,)), "axes [3]"),
     past("mean_axes", "height-only", lambda: b.mean(axes=(1,)), "axes [1]"),
     at("mean_window", "15x15", lambda: b.mean(in_shape=(1, 15, 15, 8))),
+    at("concat_axis", "channels", lambda: b.concat(shapes=((1, 4, 4, 3), (1, 4, 4, 17)))),
+    at("concat_axis", "channels-negative-2d", lambda: b.concat(shapes=((3, 5), (3, 2)), axis=-1)),
+    past("concat_axis", "height", lambda: b.concat(axis=1, shapes=((1, 2, 4, 8), (1, 3, 4, 8))),
+         "axis 1 of rank 4"),
     at("mean_semantics", "tflite", lambda: b.mean()),
     past("mean_semantics", "onnx-global-average-pool", lambda: _mean_named("GlobalAveragePool"),
          "GlobalAveragePool with ONNX Runtime's rounding"),
@@ -342,7 +346,7 @@ def test_host_only_op_uses_frontend_name():
     (lambda: b.unary("QUANTIZE", out_scale=0.3, out_zp=0), "QUANTIZE"),
     (lambda: b.reshape(), "RESHAPE"),
     (lambda: b.reshape(with_shape_input=False, out_shape=(1, 1, 4, 32)), "RESHAPE"),
-    (lambda: b.concat(axis=1, shapes=((1, 2, 4, 8), (1, 3, 4, 8), (1, 1, 4, 8))), "CONCATENATION"),
+    (lambda: b.concat(axis=3, shapes=((1, 2, 4, 8), (1, 2, 4, 3), (1, 2, 4, 1))), "CONCATENATION"),
     (lambda: b.mean(keep_dims=False), "MEAN"),
 ])
 def test_typical_ops_are_supported(build, kind):

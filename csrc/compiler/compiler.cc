@@ -348,10 +348,11 @@ void set_layer(Context& ctx, const LoweredOp& op, const CommandShape& c) {
   em.set_register(Reg::NACC_DMA_PARA2, Value().set(kInPixelPitch, op.in_shape.c).get());
   em.set_register(Reg::NACC_DMA_OFFSET1,
                   Value().set(kInRowPitch, int64_t(op.in_shape.w) * op.in_shape.c).get());
-  em.set_register(Reg::NACC_OUT_DMA_ADDR, ctx.address(op.output, op.out_channels(c.group.start)));
-  em.set_register(Reg::NACC_DMA_OUT_TRANS_LEN, Value().set(kOutPixelPitch, op.out_shape.c).get());
+  em.set_register(Reg::NACC_OUT_DMA_ADDR,
+                  ctx.address(op.output, op.out_channel_offset + op.out_channels(c.group.start)));
+  em.set_register(Reg::NACC_DMA_OUT_TRANS_LEN, Value().set(kOutPixelPitch, op.out_pitch()).get());
   em.set_register(Reg::NACC_DMA_OFFSET2,
-                  Value().set(kOutRowPitch, int64_t(op.out_shape.w) * op.out_shape.c).get());
+                  Value().set(kOutRowPitch, int64_t(op.out_shape.w) * op.out_pitch()).get());
 }
 
 // The output tile, its input tile (halo included) and the cores
@@ -731,6 +732,29 @@ void check_partition(const ir::Graph& g, const std::vector<int>& inputs,
   }
 }
 
+// ---- CONCATENATION (compiler/lower.h lower_concatenation) --------------------------
+
+// The rules, then one lowered part per input.
+std::vector<LoweredOp> check_and_lower_parts(const ir::Graph& g, int i, const CompileOptions& o) {
+  check_and_lower(g, i, o);  // the rules, and the first part's lowering
+  return compiler::lower_concatenation(g, i);
+}
+
+// Every input and the output moved once; the parts' copy passes spread over
+// every core (NACC_SPEC §8 bound, as fill_record).
+void fill_concat_record(const Context& ctx, const std::vector<const LoweredOp*>& parts, OpRecord& rec) {
+  const HwConfig& hw = ctx.options.hw;
+  int64_t read = 0, mac = 0;
+  for (const LoweredOp* p : parts) {
+    read += tensor_bytes(ctx.graph.tensor(p->input));
+    mac += compiler::mac_cycles(*p, p->out_shape.h, p->out_shape.w, p->split_channels());
+  }
+  const int64_t write = parts.empty() ? 0 : tensor_bytes(ctx.graph.tensor(parts[0]->output));
+  rec.min_dma_bytes = read + write;
+  const int64_t bw = std::min<int64_t>(hw.ext_bytes_per_cycle, int64_t(hw.dma_bytes_per_cycle) * hw.cores);
+  rec.bound_cycles = std::max({ceil_div(mac, hw.cores), ceil_div(read, bw), ceil_div(write, bw)});
+}
+
 // ---- PAD folding (support/pad_fold.h) ---------------------------------------------
 
 support::SupportConfig support_config(const CompileOptions& o) {
@@ -799,7 +823,12 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
 
   std::vector<LoweredOp> lowered;
   for (int i = 0; i < int(graph.ops.size()); ++i) {
-    if (!folded[i]) lowered.push_back(check_and_lower(graph, i, options));
+    if (folded[i]) continue;
+    if (graph.ops[i].kind == ir::OpKind::kConcatenation) {
+      for (LoweredOp& part : check_and_lower_parts(graph, i, options)) lowered.push_back(std::move(part));
+    } else {
+      lowered.push_back(check_and_lower(graph, i, options));
+    }
   }
 
   Context ctx(graph, options);
@@ -815,6 +844,25 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
       rec.name = graph.ops[i].name.empty() ? str_cat("#", i) : graph.ops[i].name;
       rec.kind = ir::op_kind_name(graph.ops[i].kind);
       rec.first_word = rec.end_word = uint32_t(ctx.em.words().size());
+      prog.ops.push_back(rec);
+      continue;
+    }
+    if (graph.ops[i].kind == ir::OpKind::kConcatenation) {
+      OpRecord rec;
+      rec.name = graph.ops[i].name.empty() ? str_cat("#", i) : graph.ops[i].name;
+      rec.kind = ir::op_kind_name(graph.ops[i].kind);
+      rec.first_word = uint32_t(ctx.em.words().size());
+      std::vector<const LoweredOp*> parts;
+      while (next_lowered < lowered.size() && lowered[next_lowered].op_index == i) {
+        parts.push_back(&lowered[next_lowered++]);
+      }
+      for (const LoweredOp* part : parts) {
+        OpConstants k;
+        add_op_constants(ctx, *part, k);
+        emit_op(ctx, *part, compiler::plan_tiles(*part, options.hw, plan_options(options)), k);
+      }
+      rec.end_word = uint32_t(ctx.em.words().size());
+      fill_concat_record(ctx, parts, rec);
       prog.ops.push_back(rec);
       continue;
     }

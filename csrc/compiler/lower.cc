@@ -523,7 +523,76 @@ void lower_mean(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.act_mode = ActMode::kNone;
 }
 
+// One part of CONCATENATION (see lower.h): input `k` of the op copied into
+// channels [offset, offset + c_k) of the output.
+LoweredOp concat_part(const ir::Graph& g, const ir::Op& op, const LoweredOp& base, int k,
+                      int offset, int total) {
+  LoweredOp l = base;
+  const ir::Tensor& in = g.tensor(op.inputs[k]);
+  l.label = str_cat(base.label, " input ", k);
+  if (in.is_constant()) {
+    throw Unsupported(str_cat(l.label, ": '", in.name, "' is a constant (fold it on the host)"));
+  }
+  l.unit = Unit::kMaxPool;
+  l.input = op.inputs[k];
+  l.in_shape = nhwc_of(in.shape);
+  l.out_shape = l.in_shape;
+  ir::Op window = op;
+  window.attrs.padding = {};
+  window.attrs.stride_h = window.attrs.stride_w = 1;
+  window.attrs.dilation_h = window.attrs.dilation_w = 1;
+  set_window(l, window, 1, 1);
+  const Quant qi = per_tensor(in, l.label), qo = per_tensor(g.tensor(op.outputs[0]), l.label);
+  if (qi.scale != qo.scale || qi.zero_point != qo.zero_point) {
+    throw Unsupported(str_cat(l.label, ": input and output quantization differ"));
+  }
+  if (op.attrs.activation != ir::Activation::kNone) {
+    throw Unsupported(str_cat(l.label, ": fused activation ", ir::activation_name(op.attrs.activation),
+                              " (TFLite's CONCATENATION requires NONE)"));
+  }
+  l.input_zero_point = l.output_zero_point = qo.zero_point;
+  l.act_min = -128;
+  l.act_max = 127;
+  l.act_mode = ActMode::kNone;
+  l.out_channel_offset = offset;
+  l.out_pixel_pitch = total;
+  return l;
+}
+
 }  // namespace
+
+std::vector<LoweredOp> lower_concatenation(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base;
+  base.op_index = op_index;
+  base.kind = op.kind;
+  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  check_arg(op.kind == OpKind::kConcatenation && !op.inputs.empty() && op.outputs.size() == 1,
+            base.label, ": not a CONCATENATION with inputs and one output");
+  base.output = op.outputs[0];
+  const ir::Tensor& out = graph.tensor(base.output);
+  const int rank = out.rank();
+  const int axis = op.attrs.axis < 0 ? op.attrs.axis + rank : op.attrs.axis;
+  if (axis != rank - 1) {
+    throw Unsupported(str_cat(base.label, ": axis ", op.attrs.axis, " of a rank-", rank,
+                              " output is not the last (channel) axis"));
+  }
+  const Shape4 o = nhwc_of(out.shape);
+  std::vector<LoweredOp> parts;
+  int offset = 0;
+  try {
+    for (int k = 0; k < int(op.inputs.size()); ++k) {
+      parts.push_back(concat_part(graph, op, base, k, offset, o.c));
+      check_arg(parts.back().in_shape.h == o.h && parts.back().in_shape.w == o.w, base.label,
+                ": input ", k, " ", parts.back().in_shape.str(), " does not match output ", o.str());
+      offset += parts.back().in_shape.c;
+    }
+  } catch (const InvalidArgument& e) {
+    throw Unsupported(e.what());
+  }
+  check_arg(offset == o.c, base.label, ": inputs have ", offset, " channels, output ", o.c);
+  return parts;
+}
 
 LoweredOp lower_op(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
@@ -569,6 +638,9 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
         break;
       case OpKind::kMean:
         lower_mean(graph, op, l);
+        break;
+      case OpKind::kConcatenation:
+        l = lower_concatenation(graph, op_index).at(0);
         break;
       case OpKind::kReshape:
         l.unit = Unit::kView;

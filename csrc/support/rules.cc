@@ -183,8 +183,8 @@ std::optional<std::string> check_npu_op_kind(const Graph&, const Op& op, const S
 // then fails to compile.
 const std::vector<ir::OpKind>& not_yet_lowered_kinds() {
   static const std::vector<ir::OpKind> kinds = {
-      ir::OpKind::kBatchMatMul, ir::OpKind::kHardSwish,     ir::OpKind::kLeakyRelu,
-      ir::OpKind::kQuantize,    ir::OpKind::kConcatenation};
+      ir::OpKind::kBatchMatMul, ir::OpKind::kHardSwish, ir::OpKind::kLeakyRelu,
+      ir::OpKind::kQuantize};
   return kinds;
 }
 
@@ -539,6 +539,24 @@ std::optional<std::string> check_pad_lowering(const Graph& g, const Op& op,
   return why;
 }
 
+// CONCATENATION places each input's channels at its offset of every output
+// pixel (compiler/lower.h lower_concatenation): the last axis, runtime inputs.
+std::optional<std::string> check_concat_axis(const Graph& g, const Op& op, const SupportConfig&) {
+  const Tensor& out = *output(g, op).tensor;
+  const int axis = op.attrs.axis < 0 ? op.attrs.axis + out.rank() : op.attrs.axis;
+  std::vector<std::string> bad;
+  if (axis != out.rank() - 1) bad.push_back(str_cat("axis ", op.attrs.axis, " of rank ", out.rank()));
+  if (op.attrs.activation != Activation::kNone) {
+    bad.push_back(str_cat("fused activation ", ir::activation_name(op.attrs.activation)));
+  }
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (op.inputs[i] >= 0 && g.tensor(op.inputs[i]).is_constant()) {
+      bad.push_back(str_cat("input ", i, " is a constant"));
+    }
+  }
+  return joined_or_none(bad);
+}
+
 // ONNX Runtime's GlobalAveragePool / ReduceMean dequantize, average in float
 // and requantize (round half to even); the NPU lowering reproduces TFLite's
 // MEAN paths only.
@@ -583,8 +601,8 @@ std::vector<Rule> build_rules() {
        "only the op kinds listed in docs/supported_ops.md run on the NPU; every other op runs on the host",
        true, check_npu_op_kind},
       {"compiler_lowering", not_yet_lowered_kinds(),
-       "the compiler must lower the op kind (BATCH_MATMUL, HARD_SWISH, LEAKY_RELU, QUANTIZE and "
-       "CONCATENATION are not lowered yet and run on the host)",
+       "the compiler must lower the op kind (BATCH_MATMUL, HARD_SWISH, LEAKY_RELU and QUANTIZE "
+       "are not lowered yet and run on the host)",
        true, check_compiler_lowering},
       {"operand_count", {},
        "inputs and outputs must be those of the op kind (optional bias, parameter tensors)", true,
@@ -690,6 +708,11 @@ std::vector<Rule> build_rules() {
                " per side and below the kernel, or pad at most ", limits::kMaxPadding,
                " rows and ", limits::kMaxPadding, " columns in all (a standalone identity depthwise pass)"),
        false, check_pad_lowering},
+      {"concat_axis", {K::kConcatenation},
+       "CONCATENATION must join runtime tensors along the last (channel) axis with no fused "
+       "activation (TFLite's int8 kernel requires NONE; each input is written at its channel "
+       "offset of the output pixels)",
+       false, check_concat_axis},
       {"mean_semantics", {K::kMean},
        "MEAN must have TFLite's rounding (ONNX Runtime's float mean is not lowered by this "
        "compiler version)",
