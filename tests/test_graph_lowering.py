@@ -331,3 +331,35 @@ def test_concatenation_off_the_channel_axis_is_declined():
     rep = exact(model)
     assert not claimed(rep)["cat"]
     assert "axis 1 of rank 4" in reasons(rep, "cat")
+
+
+def _conv_concat_graph(with_concat):
+    rng = np.random.default_rng(3)
+    g = _core.Graph()
+    x = irb.activation(g, "x", [1, 6, 7, 4])
+    w = g.add_tensor("w", [7, 3, 3, 4], "int8", scales=[0.02] * 7, zero_points=[0] * 7, axis=0,
+                     data=rng.integers(-127, 128, (7, 3, 3, 4), dtype=np.int8))
+    y = irb.activation(g, "y", [1, 6, 7, 7])
+    g.add_op("CONV_2D", [x, w], [y], name="conv", padding="SAME")
+    if not with_concat:
+        return g
+    z = irb.activation(g, "z", [1, 6, 7, 11])
+    g.add_op("CONCATENATION", [y, x], [z], name="cat", axis=3)
+    return g
+
+
+@pytest.mark.parametrize("cores,kb", [(1, 64), (8, 64), (4, 16)])
+def test_concat_producer_writes_its_slice_directly(cores, kb):
+    """conv -> CONCATENATION: the conv writes channels [0, 7) of the output with
+    pixel pitch 11 (no copy pass for it); only the partition input x is copied."""
+    prog = _core.compile(_conv_concat_graph(True), cores=cores, sram_kb=kb)
+    info = _core.program_info(prog)
+    assert [o["region"] for o in info["outputs"]] and len(info["outputs"]) == 1
+    ops = {o["name"]: o for o in info["ops"]}
+    assert ops["cat"]["min_dma_bytes"] == 6 * 7 * 4 + 6 * 7 * 11  # only x is read
+    x = np.random.default_rng(1).integers(-128, 128, (1, 6, 7, 4), dtype=np.int8)
+    (z,), _ = _runtime(cores, kb).run(prog, [x])
+    (y,), _ = _runtime(cores, kb).run(_core.compile(_conv_concat_graph(False), cores=cores,
+                                                    sram_kb=kb), [x])
+    want = np.concatenate([np.asarray(y).reshape(1, 6, 7, 7), x], axis=3)
+    np.testing.assert_array_equal(np.asarray(z).reshape(want.shape), want)

@@ -627,7 +627,10 @@ void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, 
   read += 4 * int64_t(op.multiplier.size() + op.shift.size());             // multipliers, shifts
   read += 8 * int64_t(op.real_scale.size());                               // FC scales
   read += op.has_lut ? limits::kLutEntries : 0;                            // LUT
-  const int64_t write = tensor_bytes(ctx.graph.tensor(op.output));
+  // A producer writing its slice of a CONCATENATION writes only its own channels.
+  const int64_t write = op.out_pixel_pitch
+                            ? int64_t(op.out_shape.h) * op.out_shape.w * op.out_shape.c
+                            : tensor_bytes(ctx.graph.tensor(op.output));
   rec.min_dma_bytes = read + write;
   // NACC_SPEC §8: max(MAC-array cycles, activation cycles, move-once bytes /
   // bandwidth) with the work spread over every core and the bandwidth the
@@ -755,6 +758,68 @@ void fill_concat_record(const Context& ctx, const std::vector<const LoweredOp*>&
   rec.bound_cycles = std::max({ceil_div(mac, hw.cores), ceil_div(read, bw), ceil_div(write, bw)});
 }
 
+// Producers that write their output straight into a CONCATENATION's output
+// at the input's channel offset (OFM pixel pitch = the output's channels), so
+// the concatenation's copy pass for that input disappears. Applies to an
+// input produced by one op of this partition (not a view, not another
+// CONCATENATION, and lowered with the tensor's own NHWC layout), read only by
+// this CONCATENATION and only once, and neither a partition input nor output.
+// The graph is rewritten so that memory planning sees the producer writing the
+// CONCATENATION's output (its lifetime starts there) and the old tensor
+// unused; `lowered` loses the input's copy part.
+void alias_concat_producers(ir::Graph& g, const std::vector<int>& inputs,
+                            const std::vector<int>& outputs, std::vector<LoweredOp>& lowered) {
+  const auto is_io = [&](int id) {
+    return std::count(inputs.begin(), inputs.end(), id) || std::count(outputs.begin(), outputs.end(), id);
+  };
+  std::vector<int> readers(g.tensors.size(), 0), producer(g.tensors.size(), -1);
+  for (int i = 0; i < int(g.ops.size()); ++i) {
+    for (int id : g.ops[i].inputs) {
+      if (id >= 0) ++readers[id];
+    }
+    for (int id : g.ops[i].outputs) producer[id] = i;
+  }
+  std::vector<char> drop(lowered.size(), 0);
+  for (int c = 0; c < int(g.ops.size()); ++c) {
+    ir::Op& cat = g.ops[c];
+    if (cat.kind != ir::OpKind::kConcatenation) continue;
+    const int out = cat.outputs[0];
+    for (size_t k = 0; k < cat.inputs.size(); ++k) {
+      const int t = cat.inputs[k];
+      const int p = t >= 0 ? producer[t] : -1;
+      if (p < 0 || readers[t] != 1 || is_io(t) || g.ops[p].outputs.size() != 1 ||
+          g.ops[p].kind == ir::OpKind::kConcatenation) {
+        continue;
+      }
+      // The producer's single lowered op and this input's copy part.
+      int prod = -1, part = -1;
+      for (int l = 0; l < int(lowered.size()); ++l) {
+        if (lowered[l].op_index == p) prod = prod == -1 ? l : -2;
+        if (lowered[l].op_index == c && lowered[l].input == t && !drop[l]) part = l;
+      }
+      if (prod < 0 || part < 0) continue;
+      LoweredOp& lp = lowered[prod];
+      const ir::Tensor& tt = g.tensor(t);
+      if (lp.unit == Unit::kView || lp.output != t || lp.out_pixel_pitch != 0 ||
+          lp.out_shape.c != tt.shape.back() ||
+          int64_t(lp.out_shape.h) * lp.out_shape.w * lp.out_shape.c != tt.elements()) {
+        continue;
+      }
+      lp.output = out;
+      lp.out_channel_offset = lowered[part].out_channel_offset;
+      lp.out_pixel_pitch = lowered[part].out_pixel_pitch;
+      drop[part] = 1;
+      g.ops[p].outputs[0] = out;
+      cat.inputs[k] = -1;
+    }
+  }
+  std::vector<LoweredOp> kept;
+  for (size_t l = 0; l < lowered.size(); ++l) {
+    if (!drop[l]) kept.push_back(std::move(lowered[l]));
+  }
+  lowered = std::move(kept);
+}
+
 // ---- PAD folding (support/pad_fold.h) ---------------------------------------------
 
 support::SupportConfig support_config(const CompileOptions& o) {
@@ -819,7 +884,7 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
     }
   }
   std::vector<char> folded;
-  const ir::Graph graph = fold_pads(partition, outputs, options, &folded);
+  ir::Graph graph = fold_pads(partition, outputs, options, &folded);
 
   std::vector<LoweredOp> lowered;
   for (int i = 0; i < int(graph.ops.size()); ++i) {
@@ -830,6 +895,8 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
       lowered.push_back(check_and_lower(graph, i, options));
     }
   }
+
+  alias_concat_producers(graph, inputs, outputs, lowered);
 
   Context ctx(graph, options);
   ctx.mem = compiler::plan_memory(graph, lowered, inputs, outputs);
