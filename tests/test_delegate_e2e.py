@@ -78,7 +78,7 @@ def test_host_ops_in_the_middle_exact():
     by_name = {n.name: n for n in report.nodes}
     for name, rule in [("softmax", "npu_op_kind"), ("dilated", "dilation"), ("k16", "kernel_size"),
                        ("stride4", "stride"),
-                       ("mean_c", "compiler_lowering")]:
+                       ("mean_c", "mean_axes")]:
         assert not by_name[name].claimed and by_name[name].reasons[0].rule == rule
     for name in ("c0", "c1", "c2", "c3", "c4"):
         assert by_name[name].claimed
