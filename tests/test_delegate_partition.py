@@ -141,10 +141,8 @@ SINGLE_NODE_CASES = [
     ("avg_pool_2x2", single(lambda m, x: m.pool("AVERAGE_POOL_2D", x, 2, 2)), "npu", False),
     ("avg_pool_3x3", single(lambda m, x: m.pool("AVERAGE_POOL_2D", x, 3, 1)),
      ("avg_pool_window", "window 3x3"), False),
-    # MEAN fits the hardware rules over H and W (test_support.py) but the
-    # compiler does not lower it yet: declined up front, never claimed-then-failed.
-    ("mean_hw", single(lambda m, x: m.mean(x)),
-     ("compiler_lowering", "MEAN is not lowered by this compiler version"), False),
+    # MEAN over H and W: one depthwise pass (docs/compiler.md "MEAN").
+    ("mean_hw", single(lambda m, x: m.mean(x)), "npu", False),
     ("add", single(lambda m, x: m.add(x, x)), "npu", False),
     ("relu", single(lambda m, x: m.unary("RELU", x, version=2)), "npu", False),
     ("logistic", single(lambda m, x: m.unary(

@@ -37,14 +37,40 @@ def past(rule, id, build, detail, **kw):
 
 
 # The op kinds the hardware rules describe but the compiler does not lower yet.
-NOT_YET_LOWERED = {"BATCH_MATMUL", "PAD", "CONCATENATION", "MEAN"}
+NOT_YET_LOWERED = {"BATCH_MATMUL"}
+
+def _mean_named(type_name):
+    """A MEAN as the ONNX Runtime EP builds it from GlobalAveragePool."""
+    g = _core.Graph()
+    x = b.activation(g, "x", [1, 7, 7, 16])
+    y = b.activation(g, "y", [1, 1, 1, 16], scale=b.OUT_SCALE, zero_point=b.OUT_ZP)
+    return g, g.add_op("MEAN", [x], [y], name="gap", axes=[1, 2], keep_dims=True,
+                       type_name=type_name)
+
+
+def _pad_then_conv(rows, kernel, conv_pad):
+    """x [1,8,8,4] -> PAD (rows top/bottom) -> CONV_2D kernel x kernel with
+    padding conv_pad on every side; returns the PAD's index."""
+    g = _core.Graph()
+    x = b.activation(g, "x", [1, 8, 8, 4])
+    ph = 8 + rows[0] + rows[1]
+    p = b.activation(g, "p", [1, ph, 8, 4])
+    op = g.add_op("PAD", [x], [p], name="pad", paddings=[[0, 0], list(rows), [0, 0], [0, 0]])
+    w = b.constant(g, "w", [4, kernel, kernel, 4], "int8", 0.02, 0)
+    oh = ph + 2 * conv_pad - kernel + 1
+    ow = 8 + 2 * conv_pad - kernel + 1
+    y = b.activation(g, "y", [1, oh, ow, 4], scale=b.OUT_SCALE, zero_point=b.OUT_ZP)
+    g.add_op("CONV_2D", [p, w], [y], name="conv", pad_top=conv_pad, pad_bottom=conv_pad,
+             pad_left=conv_pad, pad_right=conv_pad)
+    return g, op
+
 
 CASES = [
     # Claim and compile agree: kinds the compiler cannot lower are declined up front.
     at("compiler_lowering", "conv-is-lowered", lambda: b.conv(), config=dict(check_lowering=True)),
-    at("compiler_lowering", "mean-with-check-off", lambda: b.mean(keep_dims=False)),
-    past("compiler_lowering", "mean", lambda: b.mean(keep_dims=False),
-         "MEAN is not lowered by this compiler version", config=dict(check_lowering=True)),
+    at("compiler_lowering", "matmul-with-check-off", lambda: b.batch_matmul()),
+    past("compiler_lowering", "matmul", lambda: b.batch_matmul(),
+         "BATCH_MATMUL is not lowered by this compiler version", config=dict(check_lowering=True)),
     # Gates.
     at("npu_op_kind", "relu", lambda: b.unary("RELU")),
     past("npu_op_kind", "softmax", lambda: b.other("SOFTMAX"), "no NPU implementation"),
@@ -194,7 +220,7 @@ CASES = [
        lambda: b.pool("AVERAGE_POOL_2D", in_hw=(7, 7), padding="SAME")),
     past("padding", "max-pool-6", lambda: b.pool(pads=(0, 0, 6, 0)),
          "padding top/bottom/left/right 0/0/6/0"),
-    at("padding", "pad-op-5", lambda: b.pad(paddings=((0, 0), (5, 5), (5, 5), (0, 0)))),
+    at("padding", "pad-op-5", lambda: b.pad(paddings=((0, 0), (5, 0), (0, 5), (0, 0)))),
     past("padding", "pad-op-6", lambda: b.pad(paddings=((0, 0), (0, 6), (0, 0), (0, 0))),
          "padding top/bottom/left/right 0/6/0/0"),
     at("depth_multiplier", "8", lambda: b.conv("DEPTHWISE_CONV_2D", c_in=2, depth_multiplier=8)),
@@ -221,6 +247,23 @@ CASES = [
     past("mean_axes", "channels", lambda: b.mean(axes=(3,)), "axes [3]"),
     past("mean_axes", "height-only", lambda: b.mean(axes=(1,)), "axes [1]"),
     at("mean_window", "15x15", lambda: b.mean(in_shape=(1, 15, 15, 8))),
+    at("concat_axis", "channels", lambda: b.concat(shapes=((1, 4, 4, 3), (1, 4, 4, 17)))),
+    at("concat_axis", "channels-negative-2d", lambda: b.concat(shapes=((3, 5), (3, 2)), axis=-1)),
+    past("concat_axis", "height", lambda: b.concat(axis=1, shapes=((1, 2, 4, 8), (1, 3, 4, 8))),
+         "axis 1 of rank 4"),
+    at("mean_semantics", "tflite", lambda: b.mean()),
+    past("mean_semantics", "onnx-global-average-pool", lambda: _mean_named("GlobalAveragePool"),
+         "GlobalAveragePool with ONNX Runtime's rounding"),
+    at("pad_lowering", "standalone-5", lambda: b.pad(paddings=((0, 0), (2, 3), (5, 0), (0, 0)))),
+    at("pad_lowering", "fold-5", lambda: _pad_then_conv((3, 2), kernel=7, conv_pad=2)),
+    past("pad_lowering", "standalone-6", lambda: b.pad(paddings=((0, 0), (3, 3), (0, 0), (0, 0))),
+         "cannot run alone (more than 5 rows or columns in all) and cannot fold: its output has 0 "
+         "consumers, not one"),
+    past("pad_lowering", "fold-6", lambda: _pad_then_conv((3, 3), kernel=7, conv_pad=3),
+         "the summed padding top/bottom/left/right 6/6/3/3 of CONV_2D 'conv' exceeds 5"),
+    past("pad_lowering", "fold-not-below-kernel", lambda: _pad_then_conv((3, 3), kernel=3, conv_pad=0),
+         "the summed padding top/bottom/left/right 3/3/0/0 of CONV_2D 'conv' is not below its 3x3 "
+         "kernel"),
     past("mean_window", "16x15", lambda: b.mean(in_shape=(1, 16, 15, 8)), "height x width 16x15"),
     at("pad_axes", "height-width", lambda: b.pad()),
     past("pad_axes", "channels", lambda: b.pad(paddings=((0, 0), (1, 1), (1, 1), (1, 1))),
@@ -324,7 +367,7 @@ def test_host_only_op_uses_frontend_name():
     (lambda: b.unary("QUANTIZE", out_scale=0.3, out_zp=0), "QUANTIZE"),
     (lambda: b.reshape(), "RESHAPE"),
     (lambda: b.reshape(with_shape_input=False, out_shape=(1, 1, 4, 32)), "RESHAPE"),
-    (lambda: b.concat(axis=1, shapes=((1, 2, 4, 8), (1, 3, 4, 8), (1, 1, 4, 8))), "CONCATENATION"),
+    (lambda: b.concat(axis=3, shapes=((1, 2, 4, 8), (1, 2, 4, 3), (1, 2, 4, 1))), "CONCATENATION"),
     (lambda: b.mean(keep_dims=False), "MEAN"),
 ])
 def test_typical_ops_are_supported(build, kind):

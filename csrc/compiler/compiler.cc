@@ -14,6 +14,7 @@
 #include "compiler/command_stream.h"
 #include "compiler/memory.h"
 #include "compiler/weight_codec.h"
+#include "support/pad_fold.h"
 #include "support/rules.h"
 
 namespace nacc {
@@ -347,10 +348,11 @@ void set_layer(Context& ctx, const LoweredOp& op, const CommandShape& c) {
   em.set_register(Reg::NACC_DMA_PARA2, Value().set(kInPixelPitch, op.in_shape.c).get());
   em.set_register(Reg::NACC_DMA_OFFSET1,
                   Value().set(kInRowPitch, int64_t(op.in_shape.w) * op.in_shape.c).get());
-  em.set_register(Reg::NACC_OUT_DMA_ADDR, ctx.address(op.output, op.out_channels(c.group.start)));
-  em.set_register(Reg::NACC_DMA_OUT_TRANS_LEN, Value().set(kOutPixelPitch, op.out_shape.c).get());
+  em.set_register(Reg::NACC_OUT_DMA_ADDR,
+                  ctx.address(op.output, op.out_channel_offset + op.out_channels(c.group.start)));
+  em.set_register(Reg::NACC_DMA_OUT_TRANS_LEN, Value().set(kOutPixelPitch, op.out_pitch()).get());
   em.set_register(Reg::NACC_DMA_OFFSET2,
-                  Value().set(kOutRowPitch, int64_t(op.out_shape.w) * op.out_shape.c).get());
+                  Value().set(kOutRowPitch, int64_t(op.out_shape.w) * op.out_pitch()).get());
 }
 
 // The output tile, its input tile (halo included) and the cores
@@ -625,7 +627,10 @@ void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, 
   read += 4 * int64_t(op.multiplier.size() + op.shift.size());             // multipliers, shifts
   read += 8 * int64_t(op.real_scale.size());                               // FC scales
   read += op.has_lut ? limits::kLutEntries : 0;                            // LUT
-  const int64_t write = tensor_bytes(ctx.graph.tensor(op.output));
+  // A producer writing its slice of a CONCATENATION writes only its own channels.
+  const int64_t write = op.out_pixel_pitch
+                            ? int64_t(op.out_shape.h) * op.out_shape.w * op.out_shape.c
+                            : tensor_bytes(ctx.graph.tensor(op.output));
   rec.min_dma_bytes = read + write;
   // NACC_SPEC §8: max(MAC-array cycles, activation cycles, move-once bytes /
   // bandwidth) with the work spread over every core and the bandwidth the
@@ -730,6 +735,130 @@ void check_partition(const ir::Graph& g, const std::vector<int>& inputs,
   }
 }
 
+// ---- CONCATENATION (compiler/lower.h lower_concatenation) --------------------------
+
+// The rules, then one lowered part per input.
+std::vector<LoweredOp> check_and_lower_parts(const ir::Graph& g, int i, const CompileOptions& o) {
+  check_and_lower(g, i, o);  // the rules, and the first part's lowering
+  return compiler::lower_concatenation(g, i);
+}
+
+// Every input and the output moved once; the parts' copy passes spread over
+// every core (NACC_SPEC §8 bound, as fill_record).
+void fill_concat_record(const Context& ctx, const std::vector<const LoweredOp*>& parts, OpRecord& rec) {
+  const HwConfig& hw = ctx.options.hw;
+  int64_t read = 0, mac = 0;
+  for (const LoweredOp* p : parts) {
+    read += tensor_bytes(ctx.graph.tensor(p->input));
+    mac += compiler::mac_cycles(*p, p->out_shape.h, p->out_shape.w, p->split_channels());
+  }
+  const int64_t write = parts.empty() ? 0 : tensor_bytes(ctx.graph.tensor(parts[0]->output));
+  rec.min_dma_bytes = read + write;
+  const int64_t bw = std::min<int64_t>(hw.ext_bytes_per_cycle, int64_t(hw.dma_bytes_per_cycle) * hw.cores);
+  rec.bound_cycles = std::max({ceil_div(mac, hw.cores), ceil_div(read, bw), ceil_div(write, bw)});
+}
+
+// Producers that write their output straight into a CONCATENATION's output
+// at the input's channel offset (OFM pixel pitch = the output's channels), so
+// the concatenation's copy pass for that input disappears. Applies to an
+// input produced by one op of this partition (not a view, not another
+// CONCATENATION, and lowered with the tensor's own NHWC layout), read only by
+// this CONCATENATION and only once, and neither a partition input nor output.
+// The graph is rewritten so that memory planning sees the producer writing the
+// CONCATENATION's output (its lifetime starts there) and the old tensor
+// unused; `lowered` loses the input's copy part.
+void alias_concat_producers(ir::Graph& g, const std::vector<int>& inputs,
+                            const std::vector<int>& outputs, std::vector<LoweredOp>& lowered) {
+  const auto is_io = [&](int id) {
+    return std::count(inputs.begin(), inputs.end(), id) || std::count(outputs.begin(), outputs.end(), id);
+  };
+  std::vector<int> readers(g.tensors.size(), 0), producer(g.tensors.size(), -1);
+  for (int i = 0; i < int(g.ops.size()); ++i) {
+    for (int id : g.ops[i].inputs) {
+      if (id >= 0) ++readers[id];
+    }
+    for (int id : g.ops[i].outputs) producer[id] = i;
+  }
+  std::vector<char> drop(lowered.size(), 0);
+  for (int c = 0; c < int(g.ops.size()); ++c) {
+    ir::Op& cat = g.ops[c];
+    if (cat.kind != ir::OpKind::kConcatenation) continue;
+    const int out = cat.outputs[0];
+    for (size_t k = 0; k < cat.inputs.size(); ++k) {
+      const int t = cat.inputs[k];
+      const int p = t >= 0 ? producer[t] : -1;
+      if (p < 0 || readers[t] != 1 || is_io(t) || g.ops[p].outputs.size() != 1 ||
+          g.ops[p].kind == ir::OpKind::kConcatenation) {
+        continue;
+      }
+      // The producer's single lowered op and this input's copy part.
+      int prod = -1, part = -1;
+      for (int l = 0; l < int(lowered.size()); ++l) {
+        if (lowered[l].op_index == p) prod = prod == -1 ? l : -2;
+        if (lowered[l].op_index == c && lowered[l].input == t && !drop[l]) part = l;
+      }
+      if (prod < 0 || part < 0) continue;
+      LoweredOp& lp = lowered[prod];
+      const ir::Tensor& tt = g.tensor(t);
+      if (lp.unit == Unit::kView || lp.output != t || lp.out_pixel_pitch != 0 ||
+          lp.out_shape.c != tt.shape.back() ||
+          int64_t(lp.out_shape.h) * lp.out_shape.w * lp.out_shape.c != tt.elements()) {
+        continue;
+      }
+      lp.output = out;
+      lp.out_channel_offset = lowered[part].out_channel_offset;
+      lp.out_pixel_pitch = lowered[part].out_pixel_pitch;
+      drop[part] = 1;
+      g.ops[p].outputs[0] = out;
+      cat.inputs[k] = -1;
+    }
+  }
+  std::vector<LoweredOp> kept;
+  for (size_t l = 0; l < lowered.size(); ++l) {
+    if (!drop[l]) kept.push_back(std::move(lowered[l]));
+  }
+  lowered = std::move(kept);
+}
+
+// ---- PAD folding (support/pad_fold.h) ---------------------------------------------
+
+support::SupportConfig support_config(const CompileOptions& o) {
+  support::SupportConfig cfg;
+  cfg.sram_bytes = o.hw.sram_bytes;
+  cfg.sram_alignment = compiler::sram_geometry(o.hw.sram_bytes).align;
+  return cfg;
+}
+
+// The partition with every PAD that folds into its consumer removed from the
+// data flow: the consumer reads the PAD's input with the PAD's height/width
+// padding added to its own, and the PAD keeps no inputs or outputs (no
+// storage, no command). folded[i] is 1 for such a PAD. The PAD passed the
+// rules on the original partition (pad_lowering); its consumer is re-checked
+// on the rewritten graph by check_and_lower.
+ir::Graph fold_pads(const ir::Graph& g, const std::vector<int>& outputs, const CompileOptions& o,
+                    std::vector<char>* folded) {
+  ir::Graph out = g;
+  out.outputs = outputs;  // a PAD output that leaves the partition cannot fold
+  folded->assign(g.ops.size(), 0);
+  const support::SupportConfig cfg = support_config(o);
+  for (int i = 0; i < int(g.ops.size()); ++i) {
+    if (g.ops[i].kind != ir::OpKind::kPad) continue;
+    const auto fold = support::pad_fold(out, i, cfg, nullptr);
+    if (!fold) continue;
+    ir::Op& conv = out.ops[fold->consumer];
+    conv.inputs[0] = out.ops[i].inputs[0];
+    conv.attrs.padding.top += fold->pads.top;
+    conv.attrs.padding.bottom += fold->pads.bottom;
+    conv.attrs.padding.left += fold->pads.left;
+    conv.attrs.padding.right += fold->pads.right;
+    out.ops[i].inputs.clear();
+    out.ops[i].outputs.clear();
+    (*folded)[i] = 1;
+  }
+  out.outputs = g.outputs;
+  return out;
+}
+
 }  // namespace
 
 compiler::TilePlan plan_op(const ir::Graph& graph, int op_index, const CompileOptions& options) {
@@ -746,28 +875,75 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
   resolve_io(partition, &inputs, &outputs);
   check_partition(partition, inputs, outputs);
 
-  std::vector<LoweredOp> lowered;
+  // PADs that fold into their convolution: checked on the partition as given,
+  // then removed from the data flow of the graph the rest compiles.
   for (int i = 0; i < int(partition.ops.size()); ++i) {
-    lowered.push_back(check_and_lower(partition, i, options));
+    if (partition.ops[i].kind == ir::OpKind::kPad) {
+      const auto v = support::check_op(partition, i, support_config(options));
+      if (!v.empty()) throw Unsupported(v[0].message);
+    }
+  }
+  std::vector<char> folded;
+  ir::Graph graph = fold_pads(partition, outputs, options, &folded);
+
+  std::vector<LoweredOp> lowered;
+  for (int i = 0; i < int(graph.ops.size()); ++i) {
+    if (folded[i]) continue;
+    if (graph.ops[i].kind == ir::OpKind::kConcatenation) {
+      for (LoweredOp& part : check_and_lower_parts(graph, i, options)) lowered.push_back(std::move(part));
+    } else {
+      lowered.push_back(check_and_lower(graph, i, options));
+    }
   }
 
-  Context ctx(partition, options);
-  ctx.mem = compiler::plan_memory(partition, lowered, inputs, outputs);
+  alias_concat_producers(graph, inputs, outputs, lowered);
+
+  Context ctx(graph, options);
+  ctx.mem = compiler::plan_memory(graph, lowered, inputs, outputs);
 
   Program prog;
   prog.hw = options.hw;
   std::set<int> copy_ops(ctx.mem.copy_ops.begin(), ctx.mem.copy_ops.end());
-  for (const LoweredOp& op : lowered) {
+  size_t next_lowered = 0;
+  for (int i = 0; i < int(graph.ops.size()); ++i) {
+    if (folded[i]) {  // no command: its padding is in the consumer's registers
+      OpRecord rec;
+      rec.name = graph.ops[i].name.empty() ? str_cat("#", i) : graph.ops[i].name;
+      rec.kind = ir::op_kind_name(graph.ops[i].kind);
+      rec.first_word = rec.end_word = uint32_t(ctx.em.words().size());
+      prog.ops.push_back(rec);
+      continue;
+    }
+    if (graph.ops[i].kind == ir::OpKind::kConcatenation) {
+      OpRecord rec;
+      rec.name = graph.ops[i].name.empty() ? str_cat("#", i) : graph.ops[i].name;
+      rec.kind = ir::op_kind_name(graph.ops[i].kind);
+      rec.first_word = uint32_t(ctx.em.words().size());
+      std::vector<const LoweredOp*> parts;
+      while (next_lowered < lowered.size() && lowered[next_lowered].op_index == i) {
+        parts.push_back(&lowered[next_lowered++]);
+      }
+      for (const LoweredOp* part : parts) {
+        OpConstants k;
+        add_op_constants(ctx, *part, k);
+        emit_op(ctx, *part, compiler::plan_tiles(*part, options.hw, plan_options(options)), k);
+      }
+      rec.end_word = uint32_t(ctx.em.words().size());
+      fill_concat_record(ctx, parts, rec);
+      prog.ops.push_back(rec);
+      continue;
+    }
+    const LoweredOp& op = lowered[next_lowered++];
     OpRecord rec;
-    rec.name = partition.ops[op.op_index].name.empty() ? str_cat("#", op.op_index)
-                                                       : partition.ops[op.op_index].name;
+    rec.name = graph.ops[op.op_index].name.empty() ? str_cat("#", op.op_index)
+                                                   : graph.ops[op.op_index].name;
     rec.kind = ir::op_kind_name(op.kind);
     rec.first_word = uint32_t(ctx.em.words().size());
     OpConstants k;
     if (op.unit == Unit::kView) {
       if (copy_ops.count(op.op_index)) {
         ctx.copy(ctx.mem.storage.at(op.input), ctx.mem.storage.at(op.output),
-                 tensor_bytes(partition.tensor(op.output)));
+                 tensor_bytes(graph.tensor(op.output)));
       }
     } else {
       add_op_constants(ctx, op, k);

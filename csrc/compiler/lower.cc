@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/limits.h"
+#include "compiler/mean.h"
 
 namespace nacc::compiler {
 
@@ -361,8 +362,16 @@ void lower_elementwise(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
       l.input2_constant.assign(l.out_shape.c, l.input2_constant.at(0));
     }
   } else if (l.input2_broadcast && sb.c != l.out_shape.c) {
-    throw Unsupported(str_cat(l.label, ": a runtime scalar operand against ", l.out_shape.c,
-                              " channels (only a constant scalar or a [1,1,1,C] vector)"));
+    // A runtime scalar: element-wise ops ignore the layout, so view both
+    // full-size tensors as [1, H, W*C, 1] and re-read the one byte per pixel.
+    const int64_t wide = int64_t(l.out_shape.w) * l.out_shape.c;
+    if (wide > limits::kMaxFeatureMapDim) {
+      throw Unsupported(str_cat(l.label, ": a runtime scalar operand against a row of ", wide,
+                                " elements (the [1, H, W*C, 1] view needs W*C <= ",
+                                limits::kMaxFeatureMapDim, ")"));
+    }
+    l.out_shape = Shape4{1, l.out_shape.h, int(wide), 1};
+    l.in_shape = l.out_shape;
   }
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
   switch (op.kind) {
@@ -462,7 +471,162 @@ void lower_tflite_lut(const ir::Op& op, const Quant& qi, const Quant& qo, Lowere
   }
 }
 
+
+// ---- graph-level lowerings (PAD, MEAN) ------------------------------------------
+
+// The identity output stage: multiplier 2^30 with shift 1 is exactly 1.0
+// (MultiplyByQuantizedMultiplier(x, 2^30, 1) == x for every int32 x that
+// doubles without overflow).
+constexpr int32_t kUnitMultiplier = int32_t(1) << 30;
+constexpr int kUnitShift = 1;
+
+// A PAD that does not fold into its consumer (support/pad_fold.h): an
+// identity depthwise pass. Weights are one-hot at tap (bottom, right) of a
+// (top + bottom + 1) x (left + right + 1) window with window padding
+// top + bottom and left + right, so output (y, x) reads input
+// (y - top, x - left); IN_FM_OFFSET = -pad value and OUT_FM_OFFSET = pad
+// value make valid pixels pass unchanged and padded ones the pad value.
+// Every window holds at least one input pixel (no all-padding tile).
+void lower_pad(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
+  const ir::Tensor& in = g.tensor(op.inputs[0]);
+  const ir::Tensor& out = g.tensor(op.outputs[0]);
+  const auto& p = op.attrs.paddings;
+  check_arg(p.size() == 4 && in.rank() == 4, l.label, ": PAD needs a 4-D input");
+  if (p[0][0] || p[0][1] || p[3][0] || p[3][1]) {
+    throw Unsupported(str_cat(l.label, ": pads batch or channels"));
+  }
+  const int top = int(p[1][0]), bottom = int(p[1][1]), left = int(p[2][0]), right = int(p[2][1]);
+  if (top + bottom > limits::kMaxPadding || left + right > limits::kMaxPadding) {
+    throw Unsupported(str_cat(l.label, ": a standalone PAD pads at most ", limits::kMaxPadding,
+                              " rows and columns in all (height ", top, "+", bottom, ", width ",
+                              left, "+", right, ")"));
+  }
+  l.unit = Unit::kDepthwise;
+  l.in_shape = nhwc_of(in.shape);
+  l.out_shape = nhwc_of(out.shape);
+  const int kh = top + bottom + 1, kw = left + right + 1;
+  ir::Op window = op;
+  window.attrs.padding = {top + bottom, top + bottom, left + right, left + right};
+  window.attrs.stride_h = window.attrs.stride_w = 1;
+  window.attrs.dilation_h = window.attrs.dilation_w = 1;
+  set_window(l, window, kh, kw);
+  const Quant qo = per_tensor(out, l.label);
+  // The IR's PAD pads with the output zero point (TFLite's int8 PAD; PADV2
+  // with another value is declined by the frontend).
+  l.input_zero_point = qo.zero_point;
+  l.output_zero_point = qo.zero_point;
+  const int c = l.in_shape.c;
+  l.weights.assign(size_t(kh) * kw * c, 0);
+  const size_t tap = size_t(bottom) * kw + right;
+  for (int ch = 0; ch < c; ++ch) l.weights[tap * c + ch] = 1;
+  l.multiplier.assign(c, kUnitMultiplier);
+  l.shift.assign(c, kUnitShift);
+  l.act_min = -128;
+  l.act_max = 127;
+  l.act_mode = ActMode::kNone;
+}
+
+// MEAN over height and width: a depthwise window over the whole input with
+// unit weights and TFLite's MEAN requantization (compiler/mean.h): the unit
+// computes MBQM(sum(x - zi), m', s') + zo exactly as TFLite's reference does.
+void lower_mean(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
+  const ir::Tensor& in = g.tensor(op.inputs[0]);
+  const ir::Tensor& out = g.tensor(op.outputs[0]);
+  l.unit = Unit::kDepthwise;
+  l.in_shape = nhwc_of(in.shape);
+  l.out_shape = Shape4{1, 1, 1, l.in_shape.c};
+  check_arg(in.rank() == 4 && out.elements() == l.in_shape.c, l.label, ": input ",
+            ir::shape_str(in.shape), " / output ", ir::shape_str(out.shape),
+            " is not a reduction over height and width");
+  ir::Op window = op;
+  window.attrs.padding = {};
+  window.attrs.stride_h = window.attrs.stride_w = 1;
+  window.attrs.dilation_h = window.attrs.dilation_w = 1;
+  set_window(l, window, l.in_shape.h, l.in_shape.w);
+  const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
+  const int c = l.in_shape.c;
+  const MeanRequantization r =
+      tflite_mean_requantization(qi.scale, qo.scale, int64_t(l.in_shape.h) * l.in_shape.w);
+  l.input_zero_point = qi.zero_point;
+  l.output_zero_point = qo.zero_point;
+  l.weights.assign(size_t(l.in_shape.h) * l.in_shape.w * c, 1);
+  l.multiplier.assign(c, r.multiplier);
+  l.shift.assign(c, r.shift);
+  l.act_min = -128;
+  l.act_max = 127;
+  l.act_mode = ActMode::kNone;
+}
+
+// One part of CONCATENATION (see lower.h): input `k` of the op copied into
+// channels [offset, offset + c_k) of the output.
+LoweredOp concat_part(const ir::Graph& g, const ir::Op& op, const LoweredOp& base, int k,
+                      int offset, int total) {
+  LoweredOp l = base;
+  const ir::Tensor& in = g.tensor(op.inputs[k]);
+  l.label = str_cat(base.label, " input ", k);
+  if (in.is_constant()) {
+    throw Unsupported(str_cat(l.label, ": '", in.name, "' is a constant (fold it on the host)"));
+  }
+  l.unit = Unit::kMaxPool;
+  l.input = op.inputs[k];
+  l.in_shape = nhwc_of(in.shape);
+  l.out_shape = l.in_shape;
+  ir::Op window = op;
+  window.attrs.padding = {};
+  window.attrs.stride_h = window.attrs.stride_w = 1;
+  window.attrs.dilation_h = window.attrs.dilation_w = 1;
+  set_window(l, window, 1, 1);
+  const Quant qi = per_tensor(in, l.label), qo = per_tensor(g.tensor(op.outputs[0]), l.label);
+  if (qi.scale != qo.scale || qi.zero_point != qo.zero_point) {
+    throw Unsupported(str_cat(l.label, ": input and output quantization differ"));
+  }
+  if (op.attrs.activation != ir::Activation::kNone) {
+    throw Unsupported(str_cat(l.label, ": fused activation ", ir::activation_name(op.attrs.activation),
+                              " (TFLite's CONCATENATION requires NONE)"));
+  }
+  l.input_zero_point = l.output_zero_point = qo.zero_point;
+  l.act_min = -128;
+  l.act_max = 127;
+  l.act_mode = ActMode::kNone;
+  l.out_channel_offset = offset;
+  l.out_pixel_pitch = total;
+  return l;
+}
+
 }  // namespace
+
+std::vector<LoweredOp> lower_concatenation(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base;
+  base.op_index = op_index;
+  base.kind = op.kind;
+  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  check_arg(op.kind == OpKind::kConcatenation && !op.inputs.empty() && op.outputs.size() == 1,
+            base.label, ": not a CONCATENATION with inputs and one output");
+  base.output = op.outputs[0];
+  const ir::Tensor& out = graph.tensor(base.output);
+  const int rank = out.rank();
+  const int axis = op.attrs.axis < 0 ? op.attrs.axis + rank : op.attrs.axis;
+  if (axis != rank - 1) {
+    throw Unsupported(str_cat(base.label, ": axis ", op.attrs.axis, " of a rank-", rank,
+                              " output is not the last (channel) axis"));
+  }
+  const Shape4 o = nhwc_of(out.shape);
+  std::vector<LoweredOp> parts;
+  int offset = 0;
+  try {
+    for (int k = 0; k < int(op.inputs.size()); ++k) {
+      parts.push_back(concat_part(graph, op, base, k, offset, o.c));
+      check_arg(parts.back().in_shape.h == o.h && parts.back().in_shape.w == o.w, base.label,
+                ": input ", k, " ", parts.back().in_shape.str(), " does not match output ", o.str());
+      offset += parts.back().in_shape.c;
+    }
+  } catch (const InvalidArgument& e) {
+    throw Unsupported(e.what());
+  }
+  check_arg(offset == o.c, base.label, ": inputs have ", offset, " channels, output ", o.c);
+  return parts;
+}
 
 LoweredOp lower_op(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
@@ -505,6 +669,15 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
       case OpKind::kLeakyRelu:
       case OpKind::kQuantize:
         lower_activation(graph, op, l);
+        break;
+      case OpKind::kPad:
+        lower_pad(graph, op, l);
+        break;
+      case OpKind::kMean:
+        lower_mean(graph, op, l);
+        break;
+      case OpKind::kConcatenation:
+        l = lower_concatenation(graph, op_index).at(0);
         break;
       case OpKind::kReshape:
         l.unit = Unit::kView;

@@ -79,6 +79,14 @@ struct LoweredOp {
   std::array<int8_t, 256> lut{};    // activation LUT (entry i = f((int8)i))
   bool has_lut = false;
 
+  // Where the output goes in its tensor: from channel `out_channel_offset` of
+  // each pixel, pixels `out_pixel_pitch` bytes apart (0: out_shape.c, dense).
+  // CONCATENATION's parts write their slice of the output this way
+  // (NACC_DMA_OUT_TRANS_LEN / NACC_DMA_OFFSET2, docs/device_model.md §2).
+  int out_channel_offset = 0;
+  int out_pixel_pitch = 0;
+  int out_pitch() const { return out_pixel_pitch ? out_pixel_pitch : out_shape.c; }
+
   // Channels of one output pixel and of one input pixel of a command that
   // computes `group` channels of the op's channel-split basis: conv / FC split
   // output channels and read all input channels; the others split channels
@@ -94,6 +102,13 @@ struct LoweredOp {
 // compiler cannot lower it exactly (an op kind or configuration this version
 // does not implement), InvalidArgument for a malformed op.
 LoweredOp lower_op(const ir::Graph& graph, int op_index);
+
+// CONCATENATION along the last axis: one part per input, each an identity
+// 1x1 max-pool pass (a byte copy: TFLite's int8 CONCATENATION requires every
+// input to share the output's scale and zero point and no fused activation)
+// that writes the input's channels at their offset of the output pixels.
+// lower_op returns the first part. Throws Unsupported as lower_op does.
+std::vector<LoweredOp> lower_concatenation(const ir::Graph& graph, int op_index);
 
 // ---- the TFLite arithmetic, exposed for tests and frontends -------------------
 

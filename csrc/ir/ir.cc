@@ -48,8 +48,10 @@ constexpr OpKindInfo kOpKinds[] = {
     {OpKind::kLeakyRelu, "LEAKY_RELU", "activation unit, 256-entry LUT of TFLite's reference int8 arithmetic (or the frontend's table)"},
     {OpKind::kQuantize, "QUANTIZE", "int8 -> int8 requantize: activation unit, 256-entry LUT of TFLite's reference arithmetic"},
     {OpKind::kReshape, "RESHAPE", "a view of the same bytes (also SQUEEZE, EXPAND_DIMS); no data moves"},
-    {OpKind::kPad, "PAD", "identity window with the PADDING registers"},
-    {OpKind::kConcatenation, "CONCATENATION", "DMA copies into one output buffer"},
+    {OpKind::kPad, "PAD",
+     "folded into the next convolution's PADDING registers, or an identity depthwise window"},
+    {OpKind::kConcatenation, "CONCATENATION",
+     "producers write at channel offsets of the output (strided OFM); 1x1 pool copies otherwise"},
     {OpKind::kMean, "MEAN", "MAC unit, depthwise window of ones over height and width"},
     {OpKind::kOther, "OTHER", "any op the core does not implement; runs on the host"},
 };

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/limits.h"
 #include "device/units/activation.h"
+#include "support/pad_fold.h"
 
 namespace nacc::support {
 
@@ -182,8 +183,7 @@ std::optional<std::string> check_npu_op_kind(const Graph&, const Op& op, const S
 // (csrc/compiler/lower.cc): declined up front so that nothing is claimed and
 // then fails to compile.
 const std::vector<ir::OpKind>& not_yet_lowered_kinds() {
-  static const std::vector<ir::OpKind> kinds = {ir::OpKind::kBatchMatMul, ir::OpKind::kPad,
-                                                ir::OpKind::kConcatenation, ir::OpKind::kMean};
+  static const std::vector<ir::OpKind> kinds = {ir::OpKind::kBatchMatMul};
   return kinds;
 }
 
@@ -421,8 +421,19 @@ std::optional<std::string> check_elementwise_broadcast(const Graph& g, const Op&
   const auto broadcast_ok = [&](const Tensor& small, const Tensor& big) {
     return big.shape == out.shape && (small.elements() == 1 || is_channel_vector(small));
   };
-  if (a.shape == b.shape || broadcast_ok(a, b) || broadcast_ok(b, a)) return std::nullopt;
-  return str_cat("operands ", ir::shape_str(a.shape), " and ", ir::shape_str(b.shape));
+  if (!(a.shape == b.shape || broadcast_ok(a, b) || broadcast_ok(b, a))) {
+    return str_cat("operands ", ir::shape_str(a.shape), " and ", ir::shape_str(b.shape));
+  }
+  // The IFM is the operand of the output's shape (compiler/lower.cc): SUB is
+  // not symmetric, so its first operand must be that one, and a runtime one.
+  if (op.kind == OpKind::kSub) {
+    if (a.shape != out.shape) {
+      return str_cat("SUB's first operand ", ir::shape_str(a.shape), " is broadcast against ",
+                     ir::shape_str(b.shape));
+    }
+    if (a.is_constant() && !b.is_constant()) return std::string("SUB's first operand is a constant");
+  }
+  return std::nullopt;
 }
 
 // ---- windows ------------------------------------------------------------------
@@ -544,6 +555,52 @@ std::optional<std::string> check_pad_axes(const Graph&, const Op& op, const Supp
   return str_cat("pads ", join(bad, ", "));
 }
 
+// How the PAD lowers (support/pad_fold.h): folded into its convolution's
+// padding or a standalone identity pass; otherwise why neither works.
+std::optional<std::string> check_pad_lowering(const Graph& g, const Op& op,
+                                              const SupportConfig& config) {
+  const int index = static_cast<int>(&op - g.ops.data());
+  if (index < 0 || index >= static_cast<int>(g.ops.size())) return std::nullopt;
+  const auto& p = op.attrs.paddings;
+  if (p.size() != 4) return std::nullopt;  // see check_padding
+  // Batch / channel padding and a side beyond the register are pad_axes' and
+  // padding's to report.
+  if (p[0][0] || p[0][1] || p[3][0] || p[3][1]) return std::nullopt;
+  for (int d : {1, 2}) {
+    if (p[d][0] > limits::kMaxPadding || p[d][1] > limits::kMaxPadding) return std::nullopt;
+  }
+  std::string why;
+  if (pad_lowering(g, index, config, &why)) return std::nullopt;
+  return why;
+}
+
+// CONCATENATION places each input's channels at its offset of every output
+// pixel (compiler/lower.h lower_concatenation): the last axis, runtime inputs.
+std::optional<std::string> check_concat_axis(const Graph& g, const Op& op, const SupportConfig&) {
+  const Tensor& out = *output(g, op).tensor;
+  const int axis = op.attrs.axis < 0 ? op.attrs.axis + out.rank() : op.attrs.axis;
+  std::vector<std::string> bad;
+  if (axis != out.rank() - 1) bad.push_back(str_cat("axis ", op.attrs.axis, " of rank ", out.rank()));
+  if (op.attrs.activation != Activation::kNone) {
+    bad.push_back(str_cat("fused activation ", ir::activation_name(op.attrs.activation)));
+  }
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (op.inputs[i] >= 0 && g.tensor(op.inputs[i]).is_constant()) {
+      bad.push_back(str_cat("input ", i, " is a constant"));
+    }
+  }
+  return joined_or_none(bad);
+}
+
+// ONNX Runtime's GlobalAveragePool / ReduceMean dequantize, average in float
+// and requantize (round half to even); the NPU lowering reproduces TFLite's
+// MEAN paths only.
+std::optional<std::string> check_mean_semantics(const Graph&, const Op& op, const SupportConfig&) {
+  if (op.type_name.empty() || op.type_name == "MEAN") return std::nullopt;
+  return str_cat(op.type_name, " with ONNX Runtime's rounding (dequantize, float mean, requantize "
+                               "half to even)");
+}
+
 // ---- SRAM -----------------------------------------------------------------------
 
 std::optional<std::string> check_sram_tile(const Graph& g, const Op& op,
@@ -583,8 +640,8 @@ std::vector<Rule> build_rules() {
        "only the op kinds listed in docs/supported_ops.md run on the NPU; every other op runs on the host",
        true, check_npu_op_kind},
       {"compiler_lowering", not_yet_lowered_kinds(),
-       "the compiler must lower the op kind (BATCH_MATMUL, PAD, CONCATENATION and MEAN are not "
-       "lowered yet and run on the host)",
+       "the compiler must lower the op kind (BATCH_MATMUL is not lowered yet and runs on the "
+       "host)",
        true, check_compiler_lowering},
       {"operand_count", {},
        "inputs and outputs must be those of the op kind (optional bias, parameter tensors)", true,
@@ -650,7 +707,8 @@ std::vector<Rule> build_rules() {
        false, check_feature_map_dims},
       {"elementwise_broadcast", elementwise,
        "operands must have equal shapes, or one must be a scalar or a [1,1,1,C] vector against "
-       "the other (exact DMA re-reads, NACC_SPEC §1)",
+       "the other (exact DMA re-reads, NACC_SPEC §1); SUB's first operand must be the full-size, "
+       "runtime one",
        false, check_elementwise_broadcast},
 
       // Options.
@@ -695,7 +753,21 @@ std::vector<Rule> build_rules() {
        false, check_mean_window},
       {"pad_axes", {K::kPad}, "PAD may pad only height and width (axes 1 and 2)", false,
        check_pad_axes},
-
+      {"pad_lowering", {K::kPad},
+       str_cat("PAD must fold into its only consumer, a claimed CONV_2D or DEPTHWISE_CONV_2D, with "
+               "the summed padding at most ", limits::kMaxPadding,
+               " per side and below the kernel, or pad at most ", limits::kMaxPadding,
+               " rows and ", limits::kMaxPadding, " columns in all (a standalone identity depthwise pass)"),
+       false, check_pad_lowering},
+      {"concat_axis", {K::kConcatenation},
+       "CONCATENATION must join runtime tensors along the last (channel) axis with no fused "
+       "activation (TFLite's int8 kernel requires NONE; each input is written at its channel "
+       "offset of the output pixels)",
+       false, check_concat_axis},
+      {"mean_semantics", {K::kMean},
+       "MEAN must have TFLite's rounding (ONNX Runtime's float mean is not lowered by this "
+       "compiler version)",
+       false, check_mean_semantics},
       // Memory.
       {"sram_tile", {},
        str_cat("the smallest tile (min_sram_bytes) must fit one core's SRAM (",
