@@ -147,6 +147,10 @@ def corrupt_op_output_offset(program_bytes: bytes, op_name: str, delta: int) -> 
 
     p = _core.Program.from_bytes(program_bytes)
     op = next(o for o in p.ops if o["name"] == op_name)
+    # Format version 2 records where the op's output lies (the debug dumps read it there).
+    assert op["output_name"] == op_name and op["output_region"] >= 0
+    assert op["output_size"] == int(np.prod(op["output_shape"]))
+    assert _core.Program.from_bytes(p.to_bytes()).ops == p.ops
     words = p.commands
     cmds = [c for c in _core.decode_stream(words)
             if op["first_word"] <= c["word"] < op["end_word"] and c.get("register") == "NACC_FM_OFFSET"]
@@ -195,3 +199,23 @@ def test_debug_dump_dir_is_validated_and_documented(tmp_path):
         nacc.load_delegate(debug_dump_dir=3)
     doc = open(os.path.join(os.path.dirname(__file__), "..", "docs", "tflite_delegate.md")).read()
     assert "debug_dump_dir" in doc
+
+
+def test_compare_onnx_lists_the_quantized_tensors(tmp_path, capsys):
+    """ONNX: the quantized intermediate tensors become graph outputs of both
+    sessions; each is compared (the EP is not bit-exact to the CPU EP, so only
+    the structure and the claim are checked here)."""
+    pytest.importorskip("onnxruntime")
+    import onnx_models
+
+    path = tmp_path / "cnn.onnx"
+    path.write_bytes(onnx_models.quantize(onnx_models.small_cnn(), per_channel=True))
+    code, result = run_compare([path], tmp_path)
+    capsys.readouterr()
+    assert code in (0, 1) and result["runtime"] == "onnxruntime" and result["claimed"] > 0
+    rows = result["tensors"]
+    assert len(rows) >= 3 and all(r["differing"] is not None for r in rows)
+    assert any(r["where"] == "nacc" for r in rows)
+    assert rows[-1]["op"] == "graph output"
+    for r in rows:
+        assert r["differing"] == 0 or r["max_abs_diff"] > 0

@@ -268,6 +268,7 @@ def bench_onnx(name: str, model: bytes, args, progress: Progress, tmp: str) -> D
     import nacc.onnxruntime as nort
 
     nort.register()
+    ort.set_default_logger_severity(3)  # nacc's per-node placement warnings: see the report
     res: Dict[str, Any] = {"model": name, "runtime": "onnxruntime", "oracle": "ort_cpu"}
 
     def session(providers):
@@ -425,14 +426,19 @@ def plot(report: Dict[str, Any], out_dir: str) -> List[str]:
         fig.savefig(path, dpi=100)
         plt.close(fig)
         written.append(path)
-        layers = r.get("per_layer")
+        # Views (RESHAPE: no commands, bound 0) are left out.
+        layers = [l for l in r.get("per_layer") or [] if l["cycles"] or l["bound_cycles"]]
         if layers:
-            fig, ax = plt.subplots(figsize=(max(6, len(layers) * 0.12), 4))
+            fig, ax = plt.subplots(figsize=(min(24, max(6, len(layers) * 0.12)), 4))
             x = np.arange(len(layers))
-            ax.bar(x, [l["cycles"] for l in layers], label="simulated cycles")
-            ax.plot(x, [l["bound_cycles"] for l in layers], color="red", marker=".", lw=1,
-                    label="§8 bound")
+            ax.bar(x, [max(l["cycles"], 1) for l in layers], label="simulated cycles")
+            ax.plot(x, [max(l["bound_cycles"], 1) for l in layers], color="red", marker="_",
+                    ls="none", ms=8, label="§8 bound")
             ax.set_yscale("log")
+            if len(layers) <= 20:
+                short = [l["op"].split(";")[0].strip("/").split("/") for l in layers]
+                ax.set_xticks(x, [f"{l['kind']}\n{(p[-2] if len(p) > 1 else p[0])[:16]}"
+                                  for l, p in zip(layers, short)], fontsize=7)
             ax.set_xlabel("op (execution order)")
             ax.set_ylabel("cycles")
             ax.set_title(f"{r['model']} per op, {r.get('per_layer_cores')} cores")

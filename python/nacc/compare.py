@@ -221,6 +221,7 @@ def compare_onnx(model: bytes, args, options: Dict[str, str]) -> Dict[str, Any]:
     import nacc.onnxruntime as nort
 
     nort.register()
+    ort.set_default_logger_severity(3)
     wide, order = with_intermediate_outputs(model, args.all_tensors)
 
     def session(providers):
@@ -244,8 +245,8 @@ def compare_onnx(model: bytes, args, options: Dict[str, str]) -> Dict[str, Any]:
     names = [o.name for o in cpu.get_outputs()]
     want = dict(zip(names, cpu.run(names, feeds)))
     got = dict(zip(names, npu.run(names, feeds)))
-    claimed_nodes = {n for r in reps for p in r.get("partitions", []) for n in p.get("nodes", [])
-                     if isinstance(n, str)}
+    claimed_nodes = {n.get("name") if isinstance(n, dict) else n
+                     for r in reps for p in r.get("partitions", []) for n in p.get("nodes", [])}
     rows = []
     for name, op_type, node in order:
         if name not in want:
