@@ -287,22 +287,28 @@ def markdown(result: Dict[str, Any], show_all: bool) -> str:
              f"{result['claimed']} of {result['total']} nodes in {result['partitions']} "
              f"partition(s); {len(result['tensors'])} tensors compared", ""]
     lines += ["| # | tensor | op | where | shape | differing | max diff |", "|---|---|---|---|---|---|---|"]
+    hidden = 0
     for i, r in enumerate(result["tensors"]):
         if not show_all and first is not None and r is not first and not r.get("differing") \
                 and len(result["tensors"]) > 40:
+            hidden += 1
             continue
         diff = "n/a" if r["differing"] is None else f"{r['differing']}/{r['elements']}"
         mx = "n/a" if r["max_abs_diff"] is None else f"{r['max_abs_diff']:g}"
         mark = " **← first divergence**" if r is first else ""
-        lines.append(f"| {i} | {r['tensor']}{mark} | {r['op']} | {r['where']} | "
+        # Converter names list every fused layer, ';'-separated: show the first (JSON: all).
+        shown = r["tensor"].split(";")[0]
+        lines.append(f"| {i} | {shown}{mark} | {r['op']} | {r['where']} | "
                      f"{'x'.join(map(str, r['shape']))} | {diff} | {mx} |")
     lines.append("")
+    if hidden:
+        lines.append(f"({hidden} identical tensors not shown; --all lists them.)")
     if first is None:
         missing = [r for r in result["tensors"] if r["differing"] is None]
         lines.append("No tensor differs." + (f" ({len(missing)} tensors could not be compared.)"
                                              if missing else ""))
     else:
-        lines.append(f"First divergence: tensor '{first['tensor']}' ({first['op']}, on "
+        lines.append(f"First divergence: tensor '{first['tensor'].split(';')[0]}' ({first['op']}, on "
                      f"{first['where']}): {first['differing']} of {first['elements']} elements "
                      f"differ, max difference {first['max_abs_diff']:g}.")
     return "\n".join(lines)
