@@ -371,20 +371,23 @@ def markdown(report: Dict[str, Any]) -> str:
               + " |", "|---|---|---|" + "---|" * len(cores)]
     for r in report["models"]:
         for mhz in CLOCKS_MHZ:
-            vals = [r["npu"][str(c)]["latency_us"][str(mhz)] for c in cores]
+            vals = [r["npu"].get(str(c), {}).get("latency_us", {}).get(str(mhz)) for c in cores]
             lines.append(f"| {r['model']} | {r['runtime']} | {mhz} MHz | "
-                         + " | ".join(f"{v:.1f}" for v in vals) + " |")
+                         + " | ".join("-" if v is None else f"{v:.1f}" for v in vals) + " |")
     lines += ["", "Device cycles / NACC_SPEC §8 bound (sum of per-op bounds), DMA and SRAM:", "",
               "| model | runtime | " + " | ".join(f"{c}c cycles (x bound)" for c in cores)
-              + " | DMA MB @1c | SRAM peak KB | host fallbacks |",
+              + " | DMA MB (fewest cores) | SRAM peak KB | host fallbacks |",
               "|---|---|" + "---|" * len(cores) + "---|---|---|"]
     for r in report["models"]:
         cells = []
         for c in cores:
-            n = r["npu"][str(c)]
+            n = r["npu"].get(str(c))
+            if n is None:
+                cells.append("-")
+                continue
             ratio = n["cycles_over_bound"]
             cells.append(f"{n['cycles']:,}" + (f" ({ratio:.2f})" if ratio else ""))
-        n1 = r["npu"][str(cores[0])]
+        n1 = r["npu"][min(r["npu"], key=int)]
         dma = "-" if n1["dma_bytes"] is None else f"{n1['dma_bytes'] / 1e6:.2f}"
         sram = "-" if n1["sram_peak"] is None else f"{n1['sram_peak'] / 1024:.1f}"
         kinds: Dict[str, int] = {}
@@ -403,8 +406,8 @@ def plot(report: Dict[str, Any], out_dir: str) -> List[str]:
 
     os.makedirs(out_dir, exist_ok=True)
     written = []
-    cores = report["cores"]
     for r in report["models"]:
+        cores = sorted(int(c) for c in r["npu"])
         fig, ax = plt.subplots(figsize=(6, 4))
         for mhz in CLOCKS_MHZ:
             ax.plot(cores, [r["npu"][str(c)]["latency_us"][str(mhz)] for c in cores], marker="o",
