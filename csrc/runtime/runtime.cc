@@ -180,10 +180,10 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
 
 void Runtime::run_with_op_hook(const Program& program, int b,
                                const std::array<const uint8_t*, limits::kNumRegions>& region_data) {
-  // The device executes each command's data effects when it issues it (see
-  // docs/device_model.md), so once the command processor is about to fetch
-  // word w, every op whose words end at or before w has left its output in
-  // external memory.
+  // Data effects happen in stream order, each command's when it is stepped
+  // (docs/device_model.md, "Order and races"), so once the command processor
+  // is about to fetch word w, every op whose words end at or before w has left
+  // its output in external memory.
   const std::vector<Command> cmds = decode_stream(program.commands);
   size_t next_op = 0;
   std::exception_ptr hook_error;
