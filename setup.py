@@ -111,7 +111,21 @@ setup(
         "tflite": ["tensorflow==2.21.0"],
         "litert": ["ai-edge-litert==2.3.0"],
         "onnxruntime": ["onnxruntime>=1.22", "onnx>=1.16"],
+        # nacc bench: charts, progress bar, and what builds the default models
+        # (Keras -> TFLite, Keras -> ONNX with tf2onnx, the digits data set).
+        "bench": [
+            "matplotlib>=3.5",
+            "tqdm>=4.60",
+            "tensorflow==2.21.0",
+            "onnxruntime==1.31.1",
+            "onnx>=1.16",
+            "tf2onnx>=1.16",
+            "scikit-learn>=1.3",
+        ],
         "test": [
+            "matplotlib>=3.5",
+            "tqdm>=4.60",
+            "tf2onnx>=1.16",
             "tensorflow==2.21.0",
             "ai-edge-litert==2.3.0",
             "scikit-learn>=1.3",

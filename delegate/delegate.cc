@@ -108,7 +108,9 @@ class PartitionKernel {
       const int threads = options_.threads > 0              ? options_.threads
                           : ctx->recommended_num_threads > 0 ? ctx->recommended_num_threads
                                                              : 1;
-      executor_ = std::make_unique<Executor>(*part_.program, options_, threads);
+      executor_ = std::make_unique<Executor>(
+          *part_.program, options_, threads,
+          str_cat("nacc_", part_.report->cache_key.substr(0, 16)), part_.label);
     }
     return kTfLiteOk;
   }

@@ -2,10 +2,15 @@
 // the only place the delegate calls nacc::compile and nacc::Runtime.
 #include "engine.h"
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
 #include "common/error.h"
 #include "compiler/command_stream.h"
 #include "compiler/compiler.h"
 #include "compiler/tiling.h"
+#include "json.h"
 #include "runtime/runtime.h"
 
 namespace nacc::tflite {
@@ -42,15 +47,56 @@ Program deserialize_program(const std::vector<uint8_t>& bytes) {
   return Program::deserialize(bytes.data(), bytes.size());
 }
 
+namespace {
+
+void write_dump_file(const std::filesystem::path& p, const void* data, size_t size) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  check_arg(static_cast<bool>(f), "debug_dump_dir: cannot write '", p.string(), "'");
+  f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+  check_arg(static_cast<bool>(f), "debug_dump_dir: cannot write '", p.string(), "'");
+}
+
+}  // namespace
+
 struct Executor::Impl {
   Runtime runtime;
   std::shared_ptr<const Program> program;
+  int64_t invocation = 0;
   Impl(const Program& p, const HwConfig& hw, int threads)
       : runtime(hw, threads), program(runtime.load(p)) {}
 };
 
-Executor::Executor(const Program& program, const DelegateOptions& options, int host_threads)
-    : impl_(std::make_unique<Impl>(program, hardware_config(options), host_threads)) {}
+Executor::Executor(const Program& program, const DelegateOptions& options, int host_threads,
+                   const std::string& dump_prefix, const std::string& dump_label)
+    : impl_(std::make_unique<Impl>(program, hardware_config(options), host_threads)) {
+  if (options.debug_dump_dir.empty()) return;
+  // Debug mode: the runtime steps the device and hands over each op's output
+  // as soon as the op's command words have run (Runtime::set_op_output_hook).
+  const std::filesystem::path dir(options.debug_dump_dir);
+  Impl* impl = impl_.get();
+  impl_->runtime.set_op_output_hook([dir, dump_prefix, dump_label, impl](
+                                        int index, const OpRecord& op, const uint8_t* data,
+                                        size_t size) {
+    char num[16];
+    std::snprintf(num, sizeof num, "%03d", index);
+    const std::string base = str_cat(dump_prefix, "_op", num);
+    JsonWriter w;
+    w.begin_object();
+    w.field("partition", dump_label).field("op_index", index).field("op", op.name);
+    w.field("kind", op.kind).field("tensor", op.output_name);
+    w.field("shape", op.output_shape).field("dtype", "int8");
+    w.field("invocation", impl->invocation);
+    if (data != nullptr) {
+      write_dump_file(dir / (base + ".bin"), data, size);
+      w.field("file", base + ".bin");
+    } else {
+      w.key("file").null();  // a Program without output records (format version 1)
+    }
+    w.end_object();
+    const std::string text = w.str();
+    write_dump_file(dir / (base + ".json"), text.data(), text.size());
+  });
+}
 
 Executor::~Executor() = default;
 
@@ -67,6 +113,7 @@ RunStats Executor::run(const std::vector<const void*>& inputs, const std::vector
   for (size_t i = 0; i < outputs.size(); ++i) {
     out.push_back({outputs[i], static_cast<size_t>(p.outputs[i].size)});
   }
+  ++impl_->invocation;
   const nacc::RunStats s = impl_->runtime.run(p, in, out, /*checked=*/true);
   RunStats r;
   r.cycles = s.counters.cycles;

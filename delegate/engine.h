@@ -46,7 +46,12 @@ struct RunStats {
 // Runs one Program; owns the simulated device it runs on.
 class Executor {
  public:
-  Executor(const Program& program, const DelegateOptions& options, int host_threads);
+  // With options.debug_dump_dir set, every run writes each op's output tensor,
+  // as the device left it, to <debug_dump_dir>/<dump_prefix>_op<NNN>.bin (raw
+  // int8, IR layout) and a .json beside it (tensor name, shape, op, partition
+  // label, invocation); see docs/tflite_delegate.md "Debug dumps".
+  Executor(const Program& program, const DelegateOptions& options, int host_threads,
+           const std::string& dump_prefix = "partition", const std::string& dump_label = "");
   ~Executor();
   // inputs[i] / outputs[i]: buffers of program.inputs[i].size / outputs[i].size bytes.
   // Throws nacc::DeviceFault or nacc::Error.

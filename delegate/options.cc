@@ -128,6 +128,10 @@ const std::vector<OptionSpec>& option_specs() {
        "hardware configuration and nacc version"},
       {"fallback", "allow or error", "allow",
        "error: fail when any node would stay on the host (strict mode)"},
+      {"debug_dump_dir", "a directory path (created if missing)", "(none)",
+       "debug mode: on every Invoke, writes each claimed op's output tensor as the simulated "
+       "device computed it (<op>.bin + .json, matched to TFLite tensors by name; nacc compare "
+       "reads them); runs slower"},
   };
   return table;
 }
@@ -169,6 +173,8 @@ DelegateOptions parse_options(const std::vector<std::pair<std::string, std::stri
       o.dump_dir = prepare_directory(key, value);
     } else if (key == "cache_dir") {
       o.cache_dir = prepare_directory(key, value);
+    } else if (key == "debug_dump_dir") {
+      o.debug_dump_dir = prepare_directory(key, value);
     } else if (key == "fallback") {
       const std::string v = lower(value);
       check_arg(v == "allow" || v == "error", bad_value(key, value));
@@ -189,6 +195,7 @@ std::vector<std::pair<std::string, std::string>> DelegateOptions::as_strings() c
       {"dump_dir", dump_dir},
       {"cache_dir", cache_dir},
       {"fallback", fallback == Fallback::kAllow ? "allow" : "error"},
+      {"debug_dump_dir", debug_dump_dir},
   };
 }
 

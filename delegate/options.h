@@ -23,6 +23,7 @@ struct DelegateOptions {
   LogLevel log_level = LogLevel::kInfo;
   std::string dump_dir;           // empty: no dumps
   std::string cache_dir;          // empty: no compiled-Program cache
+  std::string debug_dump_dir;     // empty: off; else every op's output tensor per Invoke
   Fallback fallback = Fallback::kAllow;
 
   // The options as the key/value strings they parse from (all keys, defaults

@@ -135,7 +135,7 @@ def test_litert_load_delegate_with_string_options():
 def test_option_specs_table():
     specs = {s.name: s for s in nt.delegate_option_specs()}
     assert list(specs) == ["cores", "threads", "sram_kb", "clock_mhz", "min_partition_macs",
-                           "log_level", "dump_dir", "cache_dir", "fallback"]
+                           "log_level", "dump_dir", "cache_dir", "fallback", "debug_dump_dir"]
     assert all(s.allowed and s.default and s.help for s in specs.values())
     # Defaults as the report shows them.
     d = nacc.load_delegate()

@@ -46,7 +46,7 @@ def conv_program(seed=0, H=9, W=8, C=5, OC=6, tiles=None, scratch_two_layers=Fal
 def test_round_trip_and_fields():
     p, ins, ref = conv_program(scratch_two_layers=True)
     b = p.to_bytes()
-    assert b[:8] == b"NACCPROG" and struct.unpack_from("<I", b, 8)[0] == 1
+    assert b[:8] == b"NACCPROG" and struct.unpack_from("<I", b, 8)[0] == 2
     q = _core.Program.from_bytes(b)
     assert q.to_bytes() == b
     np.testing.assert_array_equal(q.commands, p.commands)
@@ -59,6 +59,35 @@ def test_round_trip_and_fields():
     assert "NPU_OP_CONV" in q.disassemble() and q.disassemble().count("\n") > 50
     out, _ = _core.Runtime().run(q, ins)
     np.testing.assert_array_equal(out[0], ref)
+
+
+# An op record without an output location (add_op) ends with 28 bytes in format
+# version 2: empty name (4), rank 0 (4), region -1 (4), offset (8), size (8).
+OUTPUT_RECORD_BYTES = 28
+
+
+def test_format_version_1_still_loads():
+    p, ins, ref = conv_program(scratch_two_layers=True)
+    b = p.to_bytes()
+    v1 = with_checksum(b[:8] + struct.pack("<I", 1) + b[12:-8 - OUTPUT_RECORD_BYTES])
+    q = _core.Program.from_bytes(v1)
+    assert q.ops == p.ops and q.ops[0]["output_region"] == -1
+    out, _ = _core.Runtime().run(q, ins)
+    np.testing.assert_array_equal(out[0], ref)
+
+
+@pytest.mark.parametrize("region,offset,size,match", [
+    (0, 0, 16, "output is in region 0, a constant region"),
+    (8, 0, 16, "output region 8 out of range"),
+    (2, 0, 10 ** 6, r"output bytes \[0, 1000000\) are not inside region 2"),
+    (2, -1, 16, "output bytes"),
+])
+def test_bad_op_output_record_rejected(region, offset, size, match):
+    p, _, _ = conv_program(scratch_two_layers=True)
+    c = bytearray(p.to_bytes()[:-8])
+    struct.pack_into("<iqq", c, len(c) - 20, region, offset, size)
+    with pytest.raises(ValueError, match=match):
+        _core.Program.from_bytes(with_checksum(c))
 
 
 def layout_offsets(p):
@@ -121,8 +150,8 @@ def test_corrupt_bytes_rejected():
             _core.Program.from_bytes(bytes(c))
     with pytest.raises(ValueError, match="bad magic"):
         _core.Program.from_bytes(b"NACCPROX" + bytes(b[8:]))
-    with pytest.raises(ValueError, match="format version 2 is not supported"):
-        _core.Program.from_bytes(bytes(b[:8]) + struct.pack("<I", 2) + bytes(b[12:]))
+    with pytest.raises(ValueError, match="format version 3 is not supported"):
+        _core.Program.from_bytes(bytes(b[:8]) + struct.pack("<I", 3) + bytes(b[12:]))
     with pytest.raises(ValueError, match="checksum mismatch"):
         c = bytearray(b)
         c[-20] ^= 0x40

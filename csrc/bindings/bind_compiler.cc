@@ -103,7 +103,9 @@ py::dict program_info(const nacc::Program& p) {
                         "end_word"_a = o.end_word, "macs"_a = o.macs,
                         "bound_cycles"_a = o.bound_cycles, "weight_bytes"_a = o.weight_bytes,
                         "weight_bytes_stored"_a = o.weight_bytes_stored,
-                        "min_dma_bytes"_a = o.min_dma_bytes));
+                        "min_dma_bytes"_a = o.min_dma_bytes, "output_name"_a = o.output_name,
+                        "output_shape"_a = o.output_shape, "output_region"_a = o.output_region,
+                        "output_offset"_a = o.output_offset, "output_size"_a = o.output_size));
   }
   py::dict hw("cores"_a = p.hw.cores, "sram_bytes"_a = p.hw.sram_bytes,
               "dma_bytes_per_cycle"_a = p.hw.dma_bytes_per_cycle,

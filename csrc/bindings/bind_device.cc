@@ -300,6 +300,11 @@ void bind_program(py::module_& m) {
                                  d["weight_bytes"] = o.weight_bytes;
                                  d["weight_bytes_stored"] = o.weight_bytes_stored;
                                  d["min_dma_bytes"] = o.min_dma_bytes;
+                                 d["output_name"] = o.output_name;
+                                 d["output_shape"] = py::tuple(py::cast(o.output_shape));
+                                 d["output_region"] = o.output_region;
+                                 d["output_offset"] = o.output_offset;
+                                 d["output_size"] = o.output_size;
                                  out.append(d);
                                }
                                return out;
@@ -309,8 +314,17 @@ void bind_program(py::module_& m) {
           [](Program& p, const std::string& name, const std::string& kind, uint32_t first_word,
              uint32_t end_word, int64_t macs, int64_t bound_cycles, int64_t weight_bytes,
              int64_t weight_bytes_stored, int64_t min_dma_bytes) {
-            p.ops.push_back(nacc::OpRecord{name, kind, first_word, end_word, macs, bound_cycles,
-                                           weight_bytes, weight_bytes_stored, min_dma_bytes});
+            nacc::OpRecord o;
+            o.name = name;
+            o.kind = kind;
+            o.first_word = first_word;
+            o.end_word = end_word;
+            o.macs = macs;
+            o.bound_cycles = bound_cycles;
+            o.weight_bytes = weight_bytes;
+            o.weight_bytes_stored = weight_bytes_stored;
+            o.min_dma_bytes = min_dma_bytes;
+            p.ops.push_back(std::move(o));
           },
           py::arg("name"), py::arg("kind"), py::arg("first_word"), py::arg("end_word"),
           py::arg("macs") = 0, py::arg("bound_cycles") = 0, py::arg("weight_bytes") = 0,

@@ -952,6 +952,16 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
     }
     rec.end_word = uint32_t(ctx.em.words().size());
     fill_record(ctx, op, k, rec);
+    // Where the output sits once the op's words have run (debug dumps).
+    const ir::Tensor& out = partition.tensor(op.output);
+    const compiler::Storage& where = ctx.mem.storage.at(op.output);
+    if (where.valid()) {
+      rec.output_name = out.name;
+      rec.output_shape = out.shape;
+      rec.output_region = where.region;
+      rec.output_offset = where.offset;
+      rec.output_size = tensor_bytes(out);
+    }
     prog.ops.push_back(rec);
   }
   for (const auto& c : ctx.mem.end_copies) ctx.copy(c.src, c.dst, c.src.size);

@@ -16,7 +16,8 @@ namespace nacc {
 namespace {
 
 constexpr char kMagic[8] = {'N', 'A', 'C', 'C', 'P', 'R', 'O', 'G'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;  // 2 adds the op output records
+constexpr uint32_t kOldestFormatVersion = 1;
 constexpr uint32_t kMaxStringBytes = 65535;
 constexpr uint32_t kMaxRank = 8;
 constexpr int64_t kMaxRegionBytes = int64_t(1) << 29;  // region offsets are 29 bits
@@ -222,6 +223,14 @@ std::vector<uint8_t> Program::serialize() const {
     w.i64(o.weight_bytes);
     w.i64(o.weight_bytes_stored);
     w.i64(o.min_dma_bytes);
+    w.str(o.output_name, "op output name");
+    check_arg(o.output_shape.size() <= kMaxRank, "program: op '", o.name, "' output rank ",
+              o.output_shape.size(), " > ", kMaxRank);
+    w.u32(uint32_t(o.output_shape.size()));
+    for (int64_t d : o.output_shape) w.i64(d);
+    w.i32(o.output_region);
+    w.i64(o.output_offset);
+    w.i64(o.output_size);
   }
   w.u64(fnv1a64(w.out.data(), w.out.size()));
   return std::move(w.out);
@@ -236,8 +245,9 @@ Program Program::deserialize(const uint8_t* data, size_t size) {
   check_arg(std::memcmp(magic, kMagic, sizeof kMagic) == 0,
             "program: bad magic (not a NACC program: expected \"NACCPROG\")");
   const uint32_t version = r.u32();
-  check_arg(version == kFormatVersion, "program: format version ", version,
-            " is not supported (this build reads version ", kFormatVersion, ")");
+  check_arg(version >= kOldestFormatVersion && version <= kFormatVersion,
+            "program: format version ", version, " is not supported (this build reads versions ",
+            kOldestFormatVersion, " to ", kFormatVersion, ")");
   r.section("hardware configuration");
   p.hw.cores = int(r.u32());
   p.hw.sram_bytes = r.i64();
@@ -282,6 +292,19 @@ Program Program::deserialize(const uint8_t* data, size_t size) {
     o.weight_bytes = r.i64();
     o.weight_bytes_stored = r.i64();
     o.min_dma_bytes = r.i64();
+    if (version >= 2) {
+      o.output_name = r.str("op output name");
+      const uint32_t rank = r.u32();
+      if (rank > kMaxRank) {
+        throw InvalidArgument(str_cat("program: op '", o.name, "' output rank ", rank,
+                                      " exceeds ", kMaxRank));
+      }
+      o.output_shape.resize(rank);
+      for (auto& d : o.output_shape) d = r.i64();
+      o.output_region = r.i32();
+      o.output_offset = r.i64();
+      o.output_size = r.i64();
+    }
     p.ops.push_back(std::move(o));
   }
   r.section("checksum");
@@ -370,6 +393,19 @@ void Program::validate() const {
     check_arg(o.first_word <= o.end_word && o.end_word <= commands.size(), "program: op ", i, " '",
               o.name, "' words [", o.first_word, ", ", o.end_word, ") are not inside the ",
               commands.size(), "-word stream");
+    if (o.output_region == -1) continue;
+    check_arg(o.output_region >= 0 && o.output_region < limits::kNumRegions, "program: op ", i,
+              " '", o.name, "' output region ", o.output_region, " out of range [-1, 7]");
+    const RegionDesc& d = regions[size_t(o.output_region)];
+    check_arg(d.kind == RegionKind::kScratch || d.kind == RegionKind::kOutput ||
+                  d.kind == RegionKind::kInput,
+              "program: op ", i, " '", o.name, "' output is in region ", o.output_region,
+              ", a ", region_kind_name(d.kind), " region (must be scratch, output or input)");
+    check_arg(o.output_offset >= 0 && o.output_size >= 0 && o.output_offset <= d.size &&
+                  o.output_size <= d.size - o.output_offset,
+              "program: op ", i, " '", o.name, "' output bytes [", o.output_offset, ", ",
+              o.output_offset + o.output_size, ") are not inside region ", o.output_region,
+              " of ", d.size, " bytes");
   }
   try {
     decode_stream(commands);

@@ -54,6 +54,15 @@ struct OpRecord {
   int64_t weight_bytes = 0;  // uncompressed weight bytes
   int64_t weight_bytes_stored = 0;  // as stored (compressed)
   int64_t min_dma_bytes = 0;  // each weight, IFM and OFM byte moved once
+  // Where the op leaves its output tensor once its words have executed (the
+  // runtime's debug dumps read it there; format version 2). output_region -1:
+  // not recorded (a version-1 Program). The bytes are the int8 tensor in its
+  // IR layout (NHWC or [M, K]), output_size = element count.
+  std::string output_name;            // IR tensor name (the frontend's tensor name)
+  std::vector<int64_t> output_shape;
+  int output_region = -1;             // 0..7, a scratch, output or input region
+  int64_t output_offset = 0;          // byte offset in that region
+  int64_t output_size = 0;            // bytes
 };
 
 struct Program {

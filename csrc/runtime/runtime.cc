@@ -3,6 +3,8 @@
 #include "runtime/runtime.h"
 
 #include <cstring>
+#include <exception>
+#include <limits>
 
 #include "common/error.h"
 
@@ -111,6 +113,7 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
     bound.push_back(addr);
   };
   std::vector<std::pair<uint32_t, uint32_t>> writes;
+  std::array<const uint8_t*, limits::kNumRegions> region_data{};  // host bytes behind each region
   for (int i = 0; i < limits::kNumRegions; ++i) {
     const RegionDesc& d = program.regions[size_t(i)];
     const uint64_t addr = region_address(b, i);
@@ -125,18 +128,21 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
         const IoTensor& t = program.inputs[size_t(d.io_index)];
         bind(addr, inputs[size_t(d.io_index)].data, size_t(t.size), false,
              str_cat(where, " (input '", t.name, "')"));
+        region_data[size_t(i)] = static_cast<const uint8_t*>(inputs[size_t(d.io_index)].data);
         break;
       }
       case RegionKind::kOutput: {
         const IoTensor& t = program.outputs[size_t(d.io_index)];
         bind(addr, outputs[size_t(d.io_index)].data, size_t(t.size), true,
              str_cat(where, " (output '", t.name, "')"));
+        region_data[size_t(i)] = static_cast<const uint8_t*>(outputs[size_t(d.io_index)].data);
         break;
       }
       case RegionKind::kScratch: {
         auto& mem = scratch_[size_t(b)][size_t(i)];
         mem.assign(size_t(d.size), 0);  // zeroed per run: results never depend on history
         bind(addr, mem.data(), mem.size(), true, where + " (scratch)");
+        region_data[size_t(i)] = mem.data();
         break;
       }
     }
@@ -156,7 +162,11 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
   writes.emplace_back(offset_of(Reg::CMD), cmd);
   device_.write_registers(writes);
 
-  device_.run(b);  // throws DeviceFault on a fault
+  if (op_hook_) {
+    run_with_op_hook(program, b, region_data);  // throws DeviceFault on a fault
+  } else {
+    device_.run(b);  // throws DeviceFault on a fault
+  }
   const uint32_t status = device_.handler_register(b, Reg::NACC_INT_STATUS);
   if (status != kDone.mask() || device_.state(b) != HandlerState::kStopped) {
     throw DeviceFault(str_cat("batch handler ", b, ": run ended with NACC_INT_STATUS = ", status,
@@ -166,6 +176,40 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
   stats.handler = b;
   stats.counters = device_.counters(b);
   return stats;
+}
+
+void Runtime::run_with_op_hook(const Program& program, int b,
+                               const std::array<const uint8_t*, limits::kNumRegions>& region_data) {
+  // Data effects happen in stream order, each command's when it is stepped
+  // (docs/device_model.md, "Order and races"), so once the command processor
+  // is about to fetch word w, every op whose words end at or before w has left
+  // its output in external memory.
+  const std::vector<Command> cmds = decode_stream(program.commands);
+  size_t next_op = 0;
+  std::exception_ptr hook_error;
+  auto report_done = [&](uint64_t done_words) {
+    while (next_op < program.ops.size() && program.ops[next_op].end_word <= done_words) {
+      const OpRecord& o = program.ops[next_op];
+      const uint8_t* data = nullptr;
+      if (o.output_region >= 0 && region_data[size_t(o.output_region)] != nullptr) {
+        data = region_data[size_t(o.output_region)] + o.output_offset;
+      }
+      if (!hook_error) {
+        try {
+          op_hook_(int(next_op), o, data, data ? size_t(o.output_size) : 0);
+        } catch (...) {
+          hook_error = std::current_exception();  // finish the stream first
+        }
+      }
+      ++next_op;
+    }
+  };
+  for (size_t k = 0;; ++k) {
+    report_done(k < cmds.size() ? cmds[k].word : std::numeric_limits<uint64_t>::max());
+    if (!device_.step(b)) break;
+  }
+  report_done(std::numeric_limits<uint64_t>::max());
+  if (hook_error) std::rethrow_exception(hook_error);
 }
 
 }  // namespace nacc

@@ -7,8 +7,10 @@
 // each; more concurrent runs than handlers wait for a free one.
 #pragma once
 
+#include <array>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -60,7 +62,22 @@ class Runtime {
   static uint64_t region_address(int handler, int region);
   static uint64_t stream_address(int handler);
 
+  // Debug mode (delegate option debug_dump_dir): with a hook set, run() steps
+  // the device one command at a time and, as soon as every command word of op
+  // i of the Program has executed, calls hook(i, op, data, size) with the op's
+  // output tensor as the device left it in external memory (its scratch,
+  // output or input region: what the device computed, not a recomputation).
+  // data is null for ops without an output record (version-1 Programs). The
+  // hook runs on the calling thread; an exception it throws is rethrown after
+  // the stream has run to its end. Set it before any run; empty: off.
+  using OpOutputHook =
+      std::function<void(int op_index, const OpRecord& op, const uint8_t* data, size_t size)>;
+  void set_op_output_hook(OpOutputHook hook) { op_hook_ = std::move(hook); }
+
  private:
+  void run_with_op_hook(const Program& program, int handler,
+                        const std::array<const uint8_t*, limits::kNumRegions>& region_data);
+
   int acquire();
   void release(int handler);
 
@@ -70,6 +87,7 @@ class Runtime {
   std::vector<bool> busy_;
   // Scratch memory per handler and region, grown as needed, zeroed per run.
   std::vector<std::vector<std::vector<uint8_t>>> scratch_;
+  OpOutputHook op_hook_;
 };
 
 }  // namespace nacc

@@ -50,7 +50,7 @@ _RUNTIMES = {"tensorflow": ("tensorflow", "tensorflow"), "litert": ("ai_edge_lit
 
 _LIBRARY_NAME = "libnacc_tflite_delegate.so"
 _INT_OPTIONS = {"cores", "threads", "sram_kb", "clock_mhz", "min_partition_macs"}
-_PATH_OPTIONS = {"dump_dir", "cache_dir"}
+_PATH_OPTIONS = {"dump_dir", "cache_dir", "debug_dump_dir"}
 
 
 class IncompatibleRuntimeError(RuntimeError):
