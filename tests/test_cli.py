@@ -34,6 +34,9 @@ def declining_model() -> bytes:
 
 
 DECLINED = {"softmax": "npu_op_kind", "stride4": "stride"}
+# Useful MACs of the claimed convs, from the shapes: a 3x3 SAME window over 16
+# positions touches 16*3 - 2 = 46 real input rows (and columns) in total.
+USEFUL_MACS = {"c0": 46 * 46 * 8 * 16, "c1": 46 * 46 * 16 * 16, "c2": 4 * 4 * 16 * 8}
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +68,9 @@ def test_report_lists_declined_nodes_and_layers(model_path, tmp_path, capsys):
     for p in rep["partitions"]:
         layers = [l for l in p["layers"] if l["op"] >= 0]
         assert layers and all(l["cycles"] > 0 and l["bound_cycles"] > 0 for l in layers)
-        assert sum(l["macs"] for l in p["layers"]) == p["macs"]
+        assert {l["name"]: l["macs"] for l in layers}.items() <= USEFUL_MACS.items()
         assert sum(l["dma_bytes"] for l in p["layers"]) == p["dma_bytes"]
-        assert max(l["end"] for l in p["layers"]) == p["cycles"]
+        assert 0 <= p["cycles"] - max(l["end"] for l in p["layers"]) < 64  # STOP etc.
         assert all(len(l["busy_cycles"]) == 2 for l in layers)
         assert 0 < p["utilization"] <= 1
     assert rep["totals"]["cycles"] == sum(p["cycles"] for p in rep["partitions"])
@@ -82,10 +85,10 @@ def test_delegate_report_last_ops_add_up(model_path):
     for p in report.partitions:
         ops = p.last_ops
         assert [o["name"] for o in ops if o["op"] >= 0]
-        assert sum(o["macs"] for o in ops) == p.macs
+        assert sum(o["macs"] for o in ops) == sum(USEFUL_MACS[o["name"]] for o in ops)
         assert sum(o["dma_read_bytes"] + o["dma_write_bytes"] for o in ops) == p.last_dma_bytes
         assert max(o["sram_high_water"] for o in ops) == p.sram_peak
-        assert max(o["end"] for o in ops) == p.last_cycles
+        assert 0 <= p.last_cycles - max(o["end"] for o in ops) < 64
         assert all(len(o["cores"]) == 4 for o in ops)
 
 
@@ -133,10 +136,11 @@ def test_trace_is_chrome_json_with_one_track_per_core(model_path, tmp_path, caps
     core_tracks = {e["tid"]: e["args"]["name"] for e in events
                    if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == 1}
     assert core_tracks == {c: f"core {c}" for c in range(cores)}
-    compute = [e for e in events if e["ph"] == "X" and e["cat"] == "compute"]
+    compute = [e for e in events if e.get("cat") == "compute"]
     assert {e["tid"] for e in compute} == set(range(cores))
     assert {"c0", "c1", "c2"} <= {e["name"] for e in compute}
-    assert any(e["cat"] == "DMA read" for e in events) and any(e["cat"] == "DMA write" for e in events)
+    cats = {e.get("cat") for e in events}
+    assert {"DMA read", "DMA write", "op"} <= cats
     # Compute spans of one core never overlap (they are merged per op, in order).
     for c in range(cores):
         spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in compute if e["tid"] == c)
@@ -157,11 +161,9 @@ def test_bench_and_compare_are_delegated(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "nacc.bench", fake)
     assert cli.main(["bench", "--quick", "x.tflite"]) == 0
     assert calls == [["--quick", "x.tflite"]]
-    monkeypatch.setitem(sys.modules, "nacc.compare", None)  # import of it fails
-    rc = cli.main(["compare", "m.tflite"])
-    err = capsys.readouterr().err
-    if rc != 0:  # None in sys.modules raises ImportError, not ModuleNotFoundError, on some Pythons
-        assert rc == 2 and "nacc.compare" in err
+    monkeypatch.setitem(sys.modules, "nacc.compare", None)  # its import fails: ModuleNotFoundError
+    assert cli.main(["compare", "m.tflite"]) == 2
+    assert "no nacc.compare module" in capsys.readouterr().err
 
 
 def test_missing_or_wrong_model_is_a_clear_error(tmp_path):
@@ -200,8 +202,9 @@ def test_onnx_report_has_per_op_results(tmp_path, capsys):
     assert all(d["reasons"][0] for d in rep["declined"])
     for p in rep["partitions"]:
         assert p["fused_node"] and p["cycles"] > 0 and p["layers"]
-        assert sum(l["macs"] for l in p["layers"]) == p["macs"]
-        assert max(l["end"] for l in p["layers"]) == p["cycles"]
+        # The EP's partition MACs count padding taps too; the device counts useful ones.
+        assert 0 < sum(l["macs"] for l in p["layers"]) <= p["macs"]
+        assert 0 <= p["cycles"] - max(l["end"] for l in p["layers"]) < 64
     stats = nort.run_stats()
     for p in rep["partitions"]:
         st = stats[p["fused_node"]]
