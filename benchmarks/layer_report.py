@@ -82,7 +82,7 @@ def print_model(name: str, reps: dict, convert_s: float) -> None:
     print(" | ".join(head))
     print(" | ".join("---" for _ in head))
     for i, r0 in enumerate(rows[cores[0]]):
-        line = [str(i), r0["name"][-40:], r0["kind"] or "-", str(r0["macs"])]
+        line = [str(i), model_report.short_name(r0["name"], 40), r0["kind"] or "-", str(r0["macs"])]
         for c in cores:
             r = rows[c][i]
             line += [str(r["cycles"]), str(r["bound_cycles"]), ratio(r["cycles"], r["bound_cycles"])]

@@ -279,6 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's CUDA / CPU-feature banners
     if argv and argv[0] in _DELEGATED:
         return _delegated(argv[0], argv[1:])
     parser = build_parser()

@@ -326,6 +326,13 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> List[str]:
     return lines
 
 
+def short_name(name: str, width: int = 48) -> str:
+    """A layer name for a table: TFLite's fused names ("a;b;c") by their first
+    part, cut to `width` characters from the end (the JSON keeps full names)."""
+    first = name.split(";")[0]
+    return first if len(first) <= width else "…" + first[-(width - 1):]
+
+
 def format_report(rep: Dict[str, Any], layers: bool = True) -> str:
     """The report as text: summary, partitions, declined nodes, per-layer table, totals."""
     hw = rep["hardware"]
@@ -346,7 +353,8 @@ def format_report(rep: Dict[str, Any], layers: bool = True) -> str:
         lines.append(f"Nodes on the host ({len(rep['declined'])}):")
         for d in rep["declined"]:
             why = "; ".join(d["reasons"]) or "no reason recorded"
-            lines.append(f"  {d['op']} '{d['name']}' (node {d['node']}): {why}")
+            node = f" (node {d['node']})" if d["node"] != d["name"] else ""
+            lines.append(f"  {d['op']} '{short_name(d['name'], 64)}'{node}: {why}")
         lines.append("")
     if layers:
         for p in rep["partitions"]:
@@ -356,7 +364,7 @@ def format_report(rep: Dict[str, Any], layers: bool = True) -> str:
             lines += ["  " + l for l in _table(
                 ["layer", "kind", "cycles", "bound", "cyc/bound", "us", "MACs", "util",
                  "DMA bytes", "min DMA", "DMA/min", "stall", "SRAM peak"],
-                [[r["name"], r["kind"] or "-", r["cycles"], r["bound_cycles"],
+                [[short_name(r["name"]), r["kind"] or "-", r["cycles"], r["bound_cycles"],
                   _fmt_ratio(r["cycles_vs_bound"]), f"{r['latency_us']:.2f}", r["macs"],
                   f"{100 * r['utilization']:.1f}%", r["dma_bytes"], r["min_dma_bytes"],
                   _fmt_ratio(r["dma_vs_min"]), r["stall_cycles"], r["sram_high_water"]]
