@@ -119,6 +119,7 @@ RunStats Executor::run(const std::vector<const void*>& inputs, const std::vector
   r.cycles = s.counters.cycles;
   r.dma_bytes = s.counters.dma_read_bytes + s.counters.dma_write_bytes;
   r.sram_peak = s.counters.sram_high_water;
+  r.ops = s.ops;
   return r;
 }
 

@@ -11,6 +11,7 @@
 
 #include "ir/ir.h"
 #include "options.h"
+#include "runtime/op_counters.h"
 #include "runtime/program.h"
 #include "support/sram.h"
 
@@ -41,6 +42,7 @@ struct RunStats {
   int64_t cycles = 0;     // device cycles, start to done interrupt
   int64_t dma_bytes = 0;  // external-memory bytes read and written
   int64_t sram_peak = 0;  // SRAM high-water mark, bytes (largest core)
+  std::vector<OpCounters> ops;  // the run cut per Program op (runtime/op_counters.h)
 };
 
 // Runs one Program; owns the simulated device it runs on.

@@ -45,6 +45,8 @@ class JsonWriter {
     }
     return *this;
   }
+  // A value that is already JSON text (e.g. nacc::op_counters_json).
+  JsonWriter& raw(const std::string& json) { value_prefix(); out_ += json; return *this; }
   JsonWriter& null() { value_prefix(); out_ += "null"; return *this; }
   template <typename T>
   JsonWriter& value(const std::vector<T>& items) {

@@ -75,7 +75,13 @@ RunStats Executor::run(const Program& program, const std::vector<const void*>& i
     outs.push_back({outputs[i], static_cast<size_t>(program.outputs.at(i).size)});
   }
   const nacc::RunStats s = rt.run(program, ins, outs, /*checked=*/true);
-  return {s.counters.cycles, s.counters.macs};
+  RunStats r;
+  r.cycles = s.counters.cycles;
+  r.macs = s.counters.macs;
+  r.dma_bytes = s.counters.dma_read_bytes + s.counters.dma_write_bytes;
+  r.sram_high_water = s.counters.sram_high_water;
+  r.ops = s.ops;
+  return r;
 }
 
 

@@ -10,6 +10,7 @@
 
 #include "ep/config.h"
 #include "ir/ir.h"
+#include "runtime/op_counters.h"
 #include "runtime/program.h"
 
 namespace nacc::ep {
@@ -29,6 +30,9 @@ Program deserialize_program(const uint8_t* data, size_t size);
 struct RunStats {
   int64_t cycles = 0;
   int64_t macs = 0;
+  int64_t dma_bytes = 0;        // external-memory bytes read and written
+  int64_t sram_high_water = 0;  // largest core
+  std::vector<OpCounters> ops;  // the run cut per Program op (runtime/op_counters.h)
 };
 
 // Runs Programs on one simulated device; thread-safe (concurrent runs use

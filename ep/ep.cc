@@ -101,7 +101,7 @@ std::string reports_json() {
 }
 
 NaccEp::NaccEp(const Api& api, Config config, const OrtLogger* logger)
-    : OrtEp{}, api_(api), config_(std::move(config)), logger_(logger) {
+    : OrtEpExtended{}, api_(api), config_(std::move(config)), logger_(logger) {
   ort_version_supported = kOrtApiVersion;
   GetName = GetNameImpl;
   GetCapability = GetCapabilityImpl;
@@ -109,6 +109,10 @@ NaccEp::NaccEp(const Api& api, Config config, const OrtLogger* logger)
   ReleaseNodeComputeInfos = ReleaseNodeComputeInfosImpl;
   OnRunStart = OnRunStartImpl;
   GetCompiledModelCompatibilityInfo = GetCompiledModelCompatibilityInfoImpl;
+  if (const uint32_t v = profiler_table_version(api_)) {
+    ort_version_supported = v;  // ORT then reads the longer table; the other new slots stay NULL
+    CreateProfiler = CreateProfilerImpl;
+  }
   executor_ = std::make_shared<Executor>(config_);
   compatibility_ = compatibility_string(config_);
   api_.log(logger_, ORT_LOGGING_LEVEL_INFO,
@@ -134,6 +138,13 @@ OrtStatus* NaccEp::CompileImpl(OrtEp* self, const OrtGraph** graphs, const OrtNo
 
 void NaccEp::ReleaseNodeComputeInfosImpl(OrtEp*, OrtNodeComputeInfo** infos, size_t count) noexcept {
   for (size_t i = 0; i < count; ++i) delete static_cast<NodeComputeInfo*>(infos[i]);
+}
+
+OrtStatus* NaccEp::CreateProfilerImpl(OrtEp* self, OrtEpProfilerImpl** profiler) noexcept {
+  auto* ep = static_cast<NaccEp*>(self);
+  return guarded(ep->api_, [&] {
+    *profiler = create_profiler(ep->api_, ep->ort_version_supported, ep->config_.clock_mhz);
+  });
 }
 
 OrtStatus* NaccEp::OnRunStartImpl(OrtEp* self, const OrtRunOptions*) noexcept {

@@ -17,12 +17,13 @@
 #include "ep/kernel.h"
 #include "ep/onnx_graph.h"
 #include "ep/ort_api.h"
+#include "ep/profiler.h"
 
 namespace nacc::ep {
 
 class NaccEpFactory;
 
-class NaccEp : public OrtEp {
+class NaccEp : public OrtEpExtended {
  public:
   NaccEp(const Api& api, Config config, const OrtLogger* logger);
   ~NaccEp();
@@ -40,6 +41,8 @@ class NaccEp : public OrtEp {
   static void ReleaseNodeComputeInfosImpl(OrtEp* self, OrtNodeComputeInfo** infos,
                                           size_t count) noexcept;
   static OrtStatus* OnRunStartImpl(OrtEp* self, const OrtRunOptions* run_options) noexcept;
+  // ORT >= 1.31 (profiler.h): per-op simulated times in ORT's profile JSON.
+  static OrtStatus* CreateProfilerImpl(OrtEp* self, OrtEpProfilerImpl** profiler) noexcept;
   static const char* GetCompiledModelCompatibilityInfoImpl(OrtEp* self,
                                                            const OrtGraph* graph) noexcept;
 

@@ -3,25 +3,32 @@
 
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "ep/layout.h"
+#include "ep/profiler.h"
 
 namespace nacc::ep {
 
 namespace {
 
 struct PartitionStats {
-  int64_t runs = 0, cycles = 0, macs = 0;
+  int64_t runs = 0, cycles = 0, macs = 0, dma_bytes = 0, sram_high_water = 0;
+  std::string ops_json = "[]";  // the last run per Program op (op_counters_json)
 };
 std::mutex g_stats_mu;
 std::map<std::string, PartitionStats> g_stats;
 
 void record_run(const std::string& name, const RunStats& s) {
+  std::string ops_json = op_counters_json(s.ops);
   std::lock_guard<std::mutex> lock(g_stats_mu);
   PartitionStats& p = g_stats[name];
   ++p.runs;
   p.cycles = s.cycles;
   p.macs = s.macs;
+  p.dma_bytes = s.dma_bytes;
+  p.sram_high_water = s.sram_high_water;
+  p.ops_json = std::move(ops_json);
 }
 
 // Index of the Program I/O tensor named `name` (by name; by position when the
@@ -42,7 +49,8 @@ std::string run_stats_json() {
   bool first = true;
   for (const auto& [name, p] : g_stats) {
     s += str_cat(first ? "" : ", ", "\"", name, "\": {\"runs\": ", p.runs, ", \"cycles\": ", p.cycles,
-                 ", \"macs\": ", p.macs, "}");
+                 ", \"macs\": ", p.macs, ", \"dma_bytes\": ", p.dma_bytes,
+                 ", \"sram_high_water\": ", p.sram_high_water, ", \"ops\": ", p.ops_json, "}");
     first = false;
   }
   return s + "}";
@@ -116,7 +124,10 @@ void CompiledPartition::compute(const Api& api, OrtKernelContext* context) const
   std::vector<void*> outs;
   for (auto& b : in_bufs) ins.push_back(b.data());
   for (auto& b : out_bufs) outs.push_back(b.data());
-  record_run(name_, executor_->run(program, ins, outs));
+  const int64_t t0 = steady_now_ns();
+  const RunStats stats = executor_->run(program, ins, outs);
+  profile_run(name_, t0, steady_now_ns(), stats.cycles, stats.ops);
+  record_run(name_, stats);
 
   for (size_t i = 0; i < n_out; ++i) {
     const IoBinding& b = blob_.outputs[i];

@@ -16,8 +16,9 @@
 namespace nacc::ep {
 
 // Simulated-device statistics of the partitions run in this process, by
-// fused node name: {"name": {"runs": n, "cycles": last, "macs": last}, ...}
-// as JSON (nacc.onnxruntime.run_stats()).
+// fused node name: {"name": {"runs": n, "cycles": last, "macs": last,
+// "dma_bytes": last, "sram_high_water": last, "ops": [last run per Program
+// op, op_counters_json]}, ...} as JSON (nacc.onnxruntime.run_stats()).
 std::string run_stats_json();
 
 class CompiledPartition {

@@ -130,6 +130,7 @@ py::dict stats_dict(const nacc::RunCounters& r, int handler, bool timeline) {
         sd["act_cycles"] = s.act_cycles;
         sd["stall_cycles"] = s.stall_cycles;
         sd["macs"] = s.macs;
+        sd["sram_high"] = s.sram_high;
         spans.append(sd);
       }
       t["cores"] = spans;
@@ -137,6 +138,46 @@ py::dict stats_dict(const nacc::RunCounters& r, int handler, bool timeline) {
     }
     d["timeline"] = tl;
   }
+  return d;
+}
+
+// One OpCounters entry (runtime/op_counters.h) as a dict.
+py::dict op_dict(const nacc::OpCounters& o) {
+  py::dict d;
+  d["op"] = o.op;
+  d["name"] = o.name;
+  d["kind"] = o.kind;
+  d["start"] = o.start;
+  d["end"] = o.end;
+  d["cycles"] = o.cycles;
+  d["commands"] = o.commands;
+  d["kernels"] = o.kernels;
+  d["dma_ops"] = o.dma_ops;
+  d["macs"] = o.macs;
+  d["mac_cycles"] = o.mac_cycles;
+  d["act_cycles"] = o.act_cycles;
+  d["stall_cycles"] = o.stall_cycles;
+  d["busy_cycles"] = o.busy_cycles;
+  d["dma_read_bytes"] = o.dma_read_bytes;
+  d["dma_write_bytes"] = o.dma_write_bytes;
+  d["sram_high_water"] = o.sram_high_water;
+  d["bound_cycles"] = o.bound_cycles;
+  d["min_dma_bytes"] = o.min_dma_bytes;
+  py::list cores;
+  for (const auto& c : o.cores) {
+    py::dict cd;
+    cd["busy_cycles"] = c.busy_cycles;
+    cd["mac_cycles"] = c.mac_cycles;
+    cd["act_cycles"] = c.act_cycles;
+    cd["stall_cycles"] = c.stall_cycles;
+    cd["dma_read_bytes"] = c.dma_read_bytes;
+    cd["dma_write_bytes"] = c.dma_write_bytes;
+    cd["macs"] = c.macs;
+    cd["sram_high_water"] = c.sram_high_water;
+    cd["kernels"] = c.kernels;
+    cores.append(cd);
+  }
+  d["cores"] = cores;
   return d;
 }
 
@@ -387,11 +428,18 @@ void bind_runtime(py::module_& m) {
             }
             py::list outs;
             for (auto& a : out_arrays) outs.append(a);
-            return py::make_tuple(outs, stats_dict(stats.counters, stats.handler, timeline));
+            py::dict sd = stats_dict(stats.counters, stats.handler, timeline);
+            py::list ops;
+            for (const auto& o : stats.ops) ops.append(op_dict(o));
+            sd["ops"] = ops;
+            return py::make_tuple(outs, sd);
           },
           py::arg("program"), py::arg("inputs"), py::arg("timeline") = true,
           "Runs the program on int8 arrays (one per program input, element counts checked); "
-          "returns (list of output arrays, stats dict). nacc.DeviceFault on a device fault.");
+          "returns (list of output arrays, stats dict). The stats dict's 'ops' list holds the run "
+          "cut per Program op (cycles = span of the op's commands, per-core busy, MAC cycles, DMA "
+          "bytes, stalls, SRAM high water; a final op -1 entry for commands outside every op). "
+          "nacc.DeviceFault on a device fault.");
 }
 
 void bind_dev(py::module_& m) {

@@ -48,6 +48,7 @@ struct CoreSpan {
   int64_t write_start = 0, write_end = 0;
   int64_t read_bytes = 0, write_bytes = 0;
   int64_t mac_cycles = 0, act_cycles = 0, stall_cycles = 0, macs = 0;
+  int64_t sram_high = 0;  // highest SRAM byte offset + 1 this command's buffers reach
 };
 
 // One executed kernel or DMA-queue command (NPU_OP_DMA_START, NPU_OP_VNCHWCONV).

@@ -1128,6 +1128,7 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
     if (c.load_fm) high = std::max(high, c.ifm.hi);
     if (c.load_k) high = std::max(high, c.kern.hi);
     if (c.load_temp) high = std::max(high, c.temp.hi);
+    sp.sram_high = high;
     cc.sram_high_water = std::max(cc.sram_high_water, high);
     ctx.run.sram_high_water = std::max(ctx.run.sram_high_water, high);
     ctx.run.mac_cycles += sp.mac_cycles;

@@ -175,6 +175,7 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
   RunStats stats;
   stats.handler = b;
   stats.counters = device_.counters(b);
+  stats.ops = op_counters(program, stats.counters);
   return stats;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "device/device.h"
+#include "runtime/op_counters.h"
 #include "runtime/program.h"
 
 namespace nacc {
@@ -33,6 +34,7 @@ struct OutputBuffer {
 struct RunStats {
   int handler = 0;       // batch handler the run used
   RunCounters counters;  // copy of the device's counters of the run
+  std::vector<OpCounters> ops;  // the run cut per Program op (op_counters.h)
 };
 
 class Runtime {

@@ -138,10 +138,20 @@ def _json_from_library(symbol: str):
     return json.loads(buf.value.decode("utf-8"))
 
 
-def run_stats() -> Dict[str, Dict[str, int]]:
+def run_stats() -> Dict[str, Dict[str, Any]]:
     """Per fused partition (ORT's fused node name) of this process: ``runs``,
-    and the simulated device ``cycles`` and useful ``macs`` of the last run."""
+    and of the last run the simulated device ``cycles``, useful ``macs``,
+    external ``dma_bytes``, ``sram_high_water`` and ``ops``: the run cut per
+    Program op (dicts with ``name``, ``kind``, ``start``/``end``/``cycles``,
+    ``macs``, ``mac_cycles``, ``busy_cycles``, ``stall_cycles``,
+    ``dma_read_bytes``/``dma_write_bytes``, ``sram_high_water``,
+    ``bound_cycles``, ``min_dma_bytes`` and per-core ``cores``; a last ``op``
+    -1 entry holds commands outside every op)."""
     return _json_from_library("nacc_ep_run_stats_json")
+
+
+def _program_op_names(stats: Dict[str, Any]) -> frozenset:
+    return frozenset(o["name"] for o in stats.get("ops", []) if o.get("op", -1) >= 0)
 
 
 def partition_reports() -> List[Dict[str, Any]]:
@@ -149,6 +159,30 @@ def partition_reports() -> List[Dict[str, Any]]:
 
     Each report is a dict: ``graph``, ``total_nodes``, ``claimed_nodes``,
     ``partitions`` (``nodes``, ``units``, ``ir_ops``, ``macs``) and
-    ``host_nodes`` (``name``, ``op_type``, ``reason``).
+    ``host_nodes`` (``name``, ``op_type``, ``reason``). A partition that has
+    run also has ``fused_node`` (ORT's fused node name), ``runs``,
+    ``last_cycles``, ``last_dma_bytes``, ``sram_high_water`` and ``last_ops``
+    (its last run per Program op, as in :func:`run_stats`); it is matched to
+    its fused node by the node names its Program ops carry.
     """
-    return _json_from_library("nacc_ep_reports_json")
+    reports = _json_from_library("nacc_ep_reports_json")
+    stats = run_stats()
+    by_ops = {}
+    for fused, st in stats.items():
+        names = _program_op_names(st)
+        if names:
+            by_ops.setdefault(names, (fused, st))
+    for report in reports:
+        for part in report.get("partitions", []):
+            units = frozenset(u["name"] for u in part.get("units", []))
+            hit = by_ops.get(units)
+            if hit is None:  # a Program may drop view-only units; accept a subset
+                hit = next(((f, s) for n, (f, s) in by_ops.items() if n and n <= units), None)
+            if hit is None:
+                continue
+            fused, st = hit
+            part.update(fused_node=fused, runs=st["runs"], last_cycles=st["cycles"],
+                        last_dma_bytes=st.get("dma_bytes", 0),
+                        sram_high_water=st.get("sram_high_water", 0),
+                        last_ops=st.get("ops", []))
+    return reports

@@ -243,6 +243,12 @@ class PartitionReport:
     total_cycles: int
     host_ms_total: float
     last_latency_us: float  # last_cycles at clock_mhz
+    # The last Invoke cut per Program op: dicts with op (index; -1 = commands
+    # outside every op), name, kind, start/end/cycles (span on the simulated
+    # timeline), macs, mac_cycles, act_cycles, busy_cycles, stall_cycles,
+    # dma_read_bytes/dma_write_bytes, sram_high_water, bound_cycles (NACC_SPEC
+    # §8), min_dma_bytes and cores (per-core dicts of the same counters).
+    last_ops: Tuple[Dict[str, Any], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,232 @@
+"""Reference Keras models converted to int8 TFLite with a representative
+dataset, cached on disk so the converter runs once per machine: the default
+models of ``nacc demo``, ``nacc bench`` and benchmarks/layer_report.py, and
+the tests' Keras models (tests/keras_models.py uses this module).
+
+Cache directory: ``$NACC_MODEL_CACHE``, else ``$XDG_CACHE_HOME/nacc``, else
+``~/.cache/nacc``. File names carry a hash of the TensorFlow version and of
+the building code, so a change to either converts again.
+
+Random-weight networks would end in nearly flat logits, on which TFLite's
+reference int8 SOFTMAX aborts the process; so every model's BatchNorm layers
+get their statistics from calibration data (one training-mode pass with
+momentum 0) and the classifier weights are scaled to give the logits a
+realistic spread. Models are converted through a wrapper with batch size 1: a
+None batch makes the converter compute RESHAPE shapes at run time
+(SHAPE/STRIDED_SLICE/PACK), and TFLite applies no static-shape delegate to a
+graph with dynamic-sized tensors.
+
+Needs TensorFlow (and scikit-learn for ``digits_cnn``); imported only when a
+model must be built.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+from typing import Callable, Dict, Optional, Tuple
+
+import numpy as np
+
+__all__ = ["MODELS", "DEFAULT_SMALL_MODEL", "cache_dir", "converted", "model_path",
+           "digits_split"]
+
+CALIBRATION_SAMPLES = 16
+# Bump when the conversion below changes in a way the hashed sources do not show.
+_FORMAT = "nacc.models/1"
+
+
+def cache_dir() -> str:
+    """Where converted models are kept (see the module docstring)."""
+    if os.environ.get("NACC_MODEL_CACHE"):
+        return os.environ["NACC_MODEL_CACHE"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "nacc")
+
+
+def _calibration(shape, seed=0):
+    """Uniform [-1, 1] images, one batch of CALIBRATION_SAMPLES."""
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-1.0, 1.0, (CALIBRATION_SAMPLES, *shape)).astype(np.float32)
+
+
+def _settle(model, data, logit_scale=8.0):
+    """BatchNorm statistics from `data`; classifier scaled for a logit spread."""
+    import keras
+
+    bns = [l for l in model.layers if isinstance(l, keras.layers.BatchNormalization)]
+    for bn in bns:
+        bn.momentum = 0.0
+    model(data, training=True)
+    dense = [l for l in model.layers if isinstance(l, keras.layers.Dense)]
+    if dense:
+        w, b = dense[-1].get_weights()
+        dense[-1].set_weights([w * logit_scale, b])
+    return model
+
+
+def mobilenet_v1(alpha=0.25, size=128, classes=1000):
+    import keras
+
+    keras.utils.set_random_seed(1)
+    m = keras.applications.MobileNet(input_shape=(size, size, 3),
+                                     alpha=alpha, weights=None, classes=classes)
+    return _settle(m, _calibration((size, size, 3)))
+
+
+def mobilenet_v2(alpha=0.35, size=96, classes=1000):
+    import keras
+
+    keras.utils.set_random_seed(2)
+    m = keras.applications.MobileNetV2(input_shape=(size, size, 3),
+                                       alpha=alpha, weights=None, classes=classes)
+    return _settle(m, _calibration((size, size, 3)))
+
+
+def resnet50(size=224, classes=1000):
+    import keras
+
+    keras.utils.set_random_seed(5)
+    m = keras.applications.ResNet50(input_shape=(size, size, 3), weights=None, classes=classes)
+    return _settle(m, _calibration((size, size, 3)))
+
+
+def resnet_style(size=32, classes=10):
+    """Three residual stages (conv-BN-ReLU x2 + identity / 1x1 projection ADD)."""
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(3)
+    x = inp = keras.Input((size, size, 3))
+    x = layers.Conv2D(16, 3, padding="same", use_bias=False)(x)
+    x = layers.ReLU()(layers.BatchNormalization()(x))
+    for filters, stride in ((16, 1), (32, 2), (64, 2)):
+        y = layers.Conv2D(filters, 3, strides=stride, padding="same", use_bias=False)(x)
+        y = layers.ReLU()(layers.BatchNormalization()(y))
+        y = layers.Conv2D(filters, 3, padding="same", use_bias=False)(y)
+        y = layers.BatchNormalization()(y)
+        if stride != 1 or x.shape[-1] != filters:
+            x = layers.BatchNormalization()(layers.Conv2D(filters, 1, strides=stride,
+                                                          use_bias=False)(x))
+        x = layers.ReLU()(layers.Add()([x, y]))
+    x = layers.GlobalAveragePooling2D()(x)
+    out = layers.Dense(classes, activation="softmax")(x)
+    m = keras.Model(inp, out)
+    return _settle(m, _calibration((size, size, 3)))
+
+
+def digits_cnn(epochs=12):
+    """A small CNN trained on scikit-learn's load_digits (8x8 grey images)."""
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(4)
+    x, y, _, _ = digits_split()
+    m = keras.Sequential([
+        keras.Input((8, 8, 1)),
+        layers.Conv2D(16, 3, padding="same", activation="relu"),
+        layers.Conv2D(32, 3, strides=2, padding="same", activation="relu"),
+        layers.Conv2D(32, 3, padding="same", activation="relu"),
+        layers.Flatten(),
+        layers.Dense(10, activation="softmax"),
+    ])
+    m.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    m.fit(x, y, epochs=epochs, batch_size=64, verbose=0)
+    return m
+
+
+def digits_split():
+    """scikit-learn's load_digits as float32 [-1, 1] images (N, 8, 8, 1): an
+    80/20 split (x_train, y_train, x_test, y_test)."""
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    x = (d.images / 16.0 * 2.0 - 1.0).astype(np.float32)[..., None]
+    n = int(len(x) * 0.8)
+    return x[:n], d.target[:n], x[n:], d.target[n:]
+
+
+def _digits_calibration(_shape):
+    return digits_split()[0][:64]
+
+
+def _mobilenet_v2_224():
+    return mobilenet_v2(1.0, 224)
+
+
+# name -> (build, input shape HWC, calibration data for the shape)
+MODELS: Dict[str, Tuple[Callable, Tuple[int, ...], Callable]] = {
+    "mobilenet_v1_025_128": (mobilenet_v1, (128, 128, 3), _calibration),
+    "mobilenet_v2_035_96": (mobilenet_v2, (96, 96, 3), _calibration),
+    "mobilenet_v2_100_224": (_mobilenet_v2_224, (224, 224, 3), _calibration),
+    "resnet50_224": (resnet50, (224, 224, 3), _calibration),
+    "resnet_style_32": (resnet_style, (32, 32, 3), _calibration),
+    "digits_cnn": (digits_cnn, (8, 8, 1), _digits_calibration),
+}
+
+# The model ``nacc demo`` builds: the digits CNN trains in seconds and its
+# predictions on real images make exactness visible.
+DEFAULT_SMALL_MODEL = "digits_cnn"
+
+
+def _key(name: str) -> str:
+    import tensorflow as tf
+
+    build, _, calibration = MODELS[name]
+    h = hashlib.sha256(f"{_FORMAT}|{tf.__version__}|{name}".encode())
+    deps = [build, calibration, _settle, _calibration]
+    if name == "digits_cnn":
+        deps = [digits_cnn, digits_split, _digits_calibration]
+    elif name == "mobilenet_v2_100_224":
+        deps.append(mobilenet_v2)
+    for o in deps:
+        h.update(inspect.getsource(o).encode())
+    return h.hexdigest()[:12]
+
+
+def model_path(name: str, float_io: bool = False, cache: Optional[str] = None) -> str:
+    """Path of the cached int8 TFLite model `name` (int8 or float32 inputs and
+    outputs), converting it first when it is not cached. `cache` overrides
+    :func:`cache_dir`. Raises KeyError for an unknown name."""
+    if name not in MODELS:
+        raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(MODELS))}")
+    directory = cache or cache_dir()
+    path = os.path.join(directory, f"{name}-{'f32io' if float_io else 'i8io'}-{_key(name)}.tflite")
+    if os.path.exists(path):
+        return path
+    blob = _convert(name, float_io)
+    os.makedirs(directory, exist_ok=True)
+    tmp = path + f".tmp{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(blob)
+    os.replace(tmp, path)
+    return path
+
+
+def converted(name: str, float_io: bool = False, cache: Optional[str] = None) -> bytes:
+    """The int8 TFLite model `name` as bytes (see :func:`model_path`)."""
+    with open(model_path(name, float_io, cache), "rb") as f:
+        return f.read()
+
+
+def _convert(name: str, float_io: bool) -> bytes:
+    import keras
+    import tensorflow as tf
+
+    build, shape, calibration = MODELS[name]
+    model = build()
+    data = calibration(shape)
+
+    def representative():
+        for i in range(len(data)):
+            yield [data[i:i + 1]]
+
+    inp = keras.Input(shape, batch_size=1)  # static batch: constant RESHAPE shapes
+    conv = tf.lite.TFLiteConverter.from_keras_model(keras.Model(inp, model(inp)))
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = representative
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    if not float_io:
+        conv.inference_input_type = tf.int8
+        conv.inference_output_type = tf.int8
+    return conv.convert()
