@@ -375,19 +375,29 @@ std::optional<std::string> check_elementwise_broadcast(const Graph& g, const Op&
   const Tensor& a = *input(g, op, 0).tensor;
   const Tensor& b = *input(g, op, 1).tensor;
   const Tensor& out = *output(g, op).tensor;
-  // The small operand is re-read by DMA (NACC_SPEC §1): exact for a scalar or
-  // a per-channel vector [.., 1, 1, C] against an operand of the output shape.
+  // The element-wise unit streams a runtime IFM of the output's shape and
+  // re-reads the small second operand by DMA (NACC_SPEC §1): exact for a
+  // per-channel vector [.., 1, 1, C]; a scalar is expanded to C entries only
+  // when the compiler holds it as a constant. ADD and MUL may swap their
+  // operands, SUB may not (csrc/compiler/lower.cc, lower_elementwise).
   const auto is_channel_vector = [&](const Tensor& t) {
     for (int d = 0; d + 1 < t.rank(); ++d) {
       if (t.shape[d] != 1) return false;
     }
     return t.rank() >= 1 && out.rank() >= 1 && t.shape.back() == out.shape.back();
   };
-  const auto broadcast_ok = [&](const Tensor& small, const Tensor& big) {
-    return big.shape == out.shape && (small.elements() == 1 || is_channel_vector(small));
+  const auto second_ok = [&](const Tensor& second) {
+    if (second.shape == out.shape || is_channel_vector(second)) return true;
+    return second.elements() == 1 && second.is_constant();
   };
-  if (a.shape == b.shape || broadcast_ok(a, b) || broadcast_ok(b, a)) return std::nullopt;
-  return str_cat("operands ", ir::shape_str(a.shape), " and ", ir::shape_str(b.shape));
+  const auto order_ok = [&](const Tensor& first, const Tensor& second) {
+    return first.shape == out.shape && !first.is_constant() && second_ok(second);
+  };
+  if (order_ok(a, b) || (op.kind != OpKind::kSub && order_ok(b, a))) return std::nullopt;
+  const auto describe = [](const Tensor& t) {
+    return str_cat(t.is_constant() ? "constant " : "", ir::shape_str(t.shape));
+  };
+  return str_cat("operands ", describe(a), " and ", describe(b));
 }
 
 // ---- windows ------------------------------------------------------------------
@@ -598,8 +608,9 @@ std::vector<Rule> build_rules() {
                " (16-bit FM size fields, NACC_SPEC §3)"),
        false, check_feature_map_dims},
       {"elementwise_broadcast", elementwise,
-       "operands must have equal shapes, or one must be a scalar or a [1,1,1,C] vector against "
-       "the other (exact DMA re-reads, NACC_SPEC §1)",
+       "the first operand must be a runtime tensor of the output's shape and the second one of "
+       "the same shape, a [1,1,1,C] vector or a constant scalar (ADD and MUL: either order; "
+       "exact DMA re-reads, NACC_SPEC §1)",
        false, check_elementwise_broadcast},
 
       // Options.

@@ -1,0 +1,197 @@
+"""Worker processes of the fuzzer: `python -m fuzz.worker ref|nacc`.
+
+"ref" builds the models (TFLite with TensorFlow's schema, ONNX with onnx) and
+runs the references: TFLite BUILTIN_REF (tf.lite.Interpreter) and ONNX
+Runtime's CPU EP. "nacc" runs the same models through the NACC delegate (on
+the LiteRT interpreter, BUILTIN_REF kernels for the host nodes: it imports in
+a second where TensorFlow takes many) and the NACC ONNX Runtime EP.
+
+Each worker serves many requests (length-prefixed pickles on stdin / a dup of
+stdout; fd 1 itself goes to stderr so library prints cannot corrupt the
+stream). A process that dies (TFLite's reference int8 SOFTMAX aborts on
+nearly flat inputs, a crash in nacc) is restarted by the parent.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import sys
+import time
+import traceback
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def _read(stream):
+    head = stream.read(8)
+    if len(head) < 8:
+        return None
+    (n,) = struct.unpack("<Q", head)
+    return pickle.loads(stream.read(n))
+
+
+def _write(stream, obj):
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(struct.pack("<Q", len(data)) + data)
+    stream.flush()
+
+
+# ---- reference role ------------------------------------------------------------------
+
+class Reference:
+    def __init__(self):
+        self._tf = None
+
+    def tf(self):
+        if self._tf is None:
+            import tensorflow as tf
+            self._tf = tf
+        return self._tf
+
+    def build_tflite(self, spec):
+        from fuzz.build_tflite import build_tflite
+        return {"model": build_tflite(spec)}
+
+    def build_onnx(self, spec, expose=False):
+        from fuzz.build_onnx import build_onnx
+        return build_onnx(spec, expose)
+
+    def run_tflite(self, model, inputs):
+        tf = self.tf()
+        interp = tf.lite.Interpreter(
+            model_content=model, num_threads=1,
+            experimental_op_resolver_type=tf.lite.experimental.OpResolverType.BUILTIN_REF)
+        return {"outputs": _invoke(interp, inputs)}
+
+    def check_onnx_ops(self, spec, values):
+        """ORT CPU on each op of `spec` alone, fed with `values` (the tensors
+        nacc computed, NCHW int8 by name): {op index: output or error text}."""
+        from fuzz.build_onnx import build_onnx, single_op_spec
+        out = {}
+        for j in range(len(spec["ops"])):
+            sub = single_op_spec(spec, j)
+            try:
+                model = build_onnx(sub)["model"]
+                feeds = {f"t{t}": values[f"t{t}"] for t in sub["inputs"]}
+                out[j] = self.run_onnx_cpu(model, feeds)["outputs"][f"t{sub['outputs'][0]}"]
+            except Exception as e:
+                out[j] = f"{type(e).__name__}: {e}"
+        return {"outputs": out}
+
+    def run_onnx_cpu(self, model, feeds):
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        so.log_severity_level = 3
+        s = ort.InferenceSession(model, sess_options=so, providers=["CPUExecutionProvider"])
+        names = [o.name for o in s.get_outputs()]
+        return {"outputs": dict(zip(names, s.run(None, feeds)))}
+
+
+def _invoke(interp, inputs):
+    interp.allocate_tensors()
+    for d, x in zip(interp.get_input_details(), inputs):
+        interp.set_tensor(d["index"], x)
+    interp.invoke()
+    return [interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()]
+
+
+# ---- nacc role ------------------------------------------------------------------------
+
+class Nacc:
+    def run_tflite(self, model, inputs, options, host_check=True):
+        import nacc
+        from ai_edge_litert import interpreter as litert
+
+        result = {"stage": "load_delegate"}
+        d = nacc.load_delegate(runtime="litert", log_level="off", **options)
+        try:
+            result["stage"] = "interpreter"
+            interp = litert.Interpreter(
+                model_content=model, num_threads=1,
+                experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF,
+                experimental_delegates=[d])
+            rep = d.report()
+            result["nodes"] = [
+                {"op": n.op, "claimed": n.claimed, "host_kind": n.host_kind,
+                 "reasons": [(r.rule, r.detail) for r in n.reasons]} for n in rep.nodes]
+            result["stage"] = "allocate_tensors"
+            interp.allocate_tensors()
+            for det, x in zip(interp.get_input_details(), inputs):
+                interp.set_tensor(det["index"], x)
+            result["stage"] = "invoke"
+            interp.invoke()
+            result["outputs"] = [interp.get_tensor(det["index"]).copy()
+                                 for det in interp.get_output_details()]
+            result["stage"] = "done"
+            del interp
+        except Exception as e:  # an error status from TFLite: reported, compared by the parent
+            result["error"] = f"{type(e).__name__}: {e}"
+        finally:
+            d.close()
+        if host_check and "error" not in result:
+            # the same model on LiteRT's reference kernels without the delegate:
+            # tells a LiteRT-vs-TensorFlow reference difference from a nacc one
+            interp = litert.Interpreter(
+                model_content=model, num_threads=1,
+                experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)
+            result["host_outputs"] = _invoke(interp, inputs)
+        return result
+
+    def run_onnx(self, models, feeds, options):
+        import onnxruntime as ort
+        import nacc.onnxruntime as nort
+
+        nort.register()
+        result = {"runs": []}
+        for model in models:
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = 1
+            so.log_severity_level = 3
+            so.add_provider("NaccExecutionProvider", {k: str(v) for k, v in options.items()})
+            run = {"stage": "session"}
+            result["runs"].append(run)
+            try:
+                s = ort.InferenceSession(model, sess_options=so)
+                if "NaccExecutionProvider" not in s.get_providers():
+                    raise RuntimeError("the NACC EP was not used by the session")
+                rep = nort.partition_reports()[-1]
+                run["report"] = {"claimed": rep.get("claimed_nodes"), "total": rep.get("total_nodes"),
+                                 "partitions": [p.get("nodes") for p in rep.get("partitions", [])],
+                                 "host_nodes": [(h.get("name"), h.get("op_type"), h.get("reason"))
+                                                for h in rep.get("host_nodes", [])],
+                                 "units": [u for p in rep.get("partitions", [])
+                                           for u in p.get("units", [])]}
+                run["stage"] = "run"
+                names = [o.name for o in s.get_outputs()]
+                run["outputs"] = dict(zip(names, s.run(None, feeds)))
+                run["stage"] = "done"
+            except Exception as e:
+                run["error"] = f"{type(e).__name__}: {e}"
+                break
+        return result
+
+
+def main(role: str) -> None:
+    proto_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    handler = Reference() if role == "ref" else Nacc()
+    stream_in = sys.stdin.buffer
+    while True:
+        req = _read(stream_in)
+        if req is None:
+            return
+        method, kwargs = req
+        t0, c0 = time.monotonic(), time.process_time()
+        try:
+            resp = getattr(handler, method)(**kwargs)
+        except Exception as e:
+            resp = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+        resp["timing"] = (method, time.monotonic() - t0, time.process_time() - c0)
+        _write(proto_out, resp)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
