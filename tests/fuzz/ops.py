@@ -72,8 +72,8 @@ def act_quant(rng) -> dict:
     return {"scale": loguniform(rng, 0.004, 0.2), "zp": zp}
 
 
-def fused_activation(rng, invalid: List[str]) -> str:
-    if rng.random() < 0.03:
+def fused_activation(rng, invalid: List[str], allow_invalid: bool = True) -> str:
+    if allow_invalid and rng.random() < 0.03:
         invalid.append("fused TANH")
         return "TANH"
     return pick(rng, ACTIVATIONS, p=[0.4, 0.3, 0.2, 0.1])
@@ -264,7 +264,8 @@ def gen_fully_connected(ctx, x):
         return None
     p = {"invalid": [], "n": channels(rng, cap=None)}
     p["n"] = int(max(1, min(p["n"], ctx.mac_budget // k)))
-    p["act"] = fused_activation(rng, p["invalid"])
+    # TFLite's FULLY_CONNECTED itself rejects other fused activations
+    p["act"] = fused_activation(rng, p["invalid"], allow_invalid=False)
     p["per_channel"] = bool(rng.random() < 0.3)
     p["wmax"] = int(pick(rng, [127, 127, 64, 8]))
     p["wscale"] = loguniform(rng, 0.001, 0.03)
@@ -320,7 +321,7 @@ def gen_avg_pool(ctx, x):
     return _pool(ctx, x, avg=True)
 
 
-def _elementwise(ctx, x):
+def _elementwise(ctx, x, kind):
     rng, t = ctx.rng, ctx.tensor(x)
     shape = t["shape"]
     inv: List[str] = []
@@ -334,8 +335,15 @@ def _elementwise(ctx, x):
                    "scalar": [1] * len(shape),
                    "row": [1, shape[1], 1, shape[-1]] if len(shape) == 4 else shape}[mode]
     p["broadcast"] = mode
-    p["const"] = bool(mode != "self" and rng.random() < 0.3)
-    p["swap"] = bool(rng.random() < 0.3)
+    p["const"] = bool(mode != "self" and rng.random() < (0.8 if mode == "scalar" else 0.3))
+    p["swap"] = bool(rng.random() < (0.1 if kind == "SUB" else 0.3))
+    # what the NPU runs (rule elementwise_broadcast): a runtime first operand of
+    # the output's shape; a scalar second operand only as a constant (or one
+    # channel); SUB does not swap
+    full = other_shape == shape
+    small_ok = full or other_shape[-1] == shape[-1] or p["const"]
+    if mode != "row" and not (small_ok and (not p["swap"] or kind != "SUB" or (full and not p["const"]))):
+        inv.append("operand order / runtime scalar")
     if mode == "self":
         other = x
     elif p["const"]:
@@ -345,6 +353,18 @@ def _elementwise(ctx, x):
         other = ctx.new_input(other_shape)
     p["act"] = fused_activation(rng, inv)
     return p, [other], act_quant(rng)
+
+
+def gen_add(ctx, x):
+    return _elementwise(ctx, x, "ADD")
+
+
+def gen_sub(ctx, x):
+    return _elementwise(ctx, x, "SUB")
+
+
+def gen_mul(ctx, x):
+    return _elementwise(ctx, x, "MUL")
 
 
 def gen_unary_requant(ctx, x):
@@ -497,9 +517,9 @@ TABLE: List[OpKind] = [
     OpKind("FULLY_CONNECTED", gen_fully_connected, 2, 4, onnx="Gemm"),
     OpKind("MAX_POOL_2D", gen_max_pool, 2, 2, onnx="MaxPool"),
     OpKind("AVERAGE_POOL_2D", gen_avg_pool, 1.5, 2, onnx="AveragePool"),
-    OpKind("ADD", _elementwise, 2, 2, onnx="Add"),
-    OpKind("SUB", _elementwise, 1.5, 2, onnx="Sub"),
-    OpKind("MUL", _elementwise, 2, 2, onnx="Mul"),
+    OpKind("ADD", gen_add, 2, 2, onnx="Add"),
+    OpKind("SUB", gen_sub, 1.5, 2, onnx="Sub"),
+    OpKind("MUL", gen_mul, 2, 2, onnx="Mul"),
     OpKind("RELU", gen_unary_requant, 1, 2, onnx="Relu"),
     OpKind("RELU6", gen_unary_requant, 1, 2, onnx="Clip"),
     OpKind("RELU_N1_TO_1", gen_unary_requant, 0.7, 1, onnx="Clip"),

@@ -12,6 +12,7 @@ import json
 import os
 import pickle
 import select
+import signal
 import shutil
 import struct
 import subprocess
@@ -58,7 +59,7 @@ class WorkerProc:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "fuzz.worker", self.role],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                     cwd=ROOT, env=env)
+                                     cwd=ROOT, env=env, start_new_session=True)
         log.close()
         self.starts += 1
 
@@ -95,13 +96,19 @@ class WorkerProc:
             body = self.proc.stdout.read(n)
             if len(body) == n:
                 return pickle.loads(body)
-        code = self.proc.wait()
+        self._kill()
         self.proc = None
-        return {"died": "crash", "returncode": code, "stderr": self._stderr_tail()}
+        return {"died": "crash", "returncode": None, "stderr": self._stderr_tail()}
+
+    def _kill(self) -> None:
+        try:  # the worker and its forked child: the process group it leads
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
 
     def kill_for_timeout(self) -> dict:
-        self.proc.kill()
-        self.proc.wait()
+        self._kill()
         self.proc = None
         return {"died": "timeout", "returncode": None, "stderr": self._stderr_tail()}
 
@@ -111,8 +118,7 @@ class WorkerProc:
                 self.proc.stdin.close()
                 self.proc.wait(timeout=10)
             except Exception:
-                self.proc.kill()
-                self.proc.wait()
+                self._kill()
             self.proc = None
 
 
@@ -181,6 +187,8 @@ class Scheduler:
                     if self.workers[r].deadline <= time.monotonic():
                         finished.append((r, self.workers[r].kill_for_timeout()))
             for role, resp in finished:
+                if "died" in resp and not resp.get("stderr"):
+                    resp["stderr"] = self.workers[role]._stderr_tail()
                 if "timing" in resp:
                     m, wall, cpu = resp["timing"]
                     self.timing[m][0] += 1
@@ -339,7 +347,8 @@ def lowered_kinds() -> set:
 
 
 def node_claims(res: dict) -> List[tuple]:
-    """[(kind, claimed, intended valid, reasons)] per generated op of a finished graph."""
+    """[(kind, claimed, intended valid, reasons, generated past a limit)] per
+    generated op of a finished graph."""
     spec = res["spec"]
     out = []
     if res["format"] == "tflite":
@@ -347,18 +356,24 @@ def node_claims(res: dict) -> List[tuple]:
         if not nodes or len(nodes) != len(spec["ops"]):
             return []
         for op, nd in zip(spec["ops"], nodes):
-            out.append((op["kind"], bool(nd["claimed"]), not op["p"].get("invalid"),
-                        [r for r, _ in nd["reasons"]]))
+            inv = op["p"].get("invalid")
+            out.append((op["kind"], bool(nd["claimed"]), not inv,
+                        [r for r, _ in nd["reasons"]] or inv, bool(inv)))
     else:
         rep = res.get("report")
         if not rep:
             return []
         host = {h[0]: h[2] for h in rep["host_nodes"]}
+        claimed = set(rep.get("claimed_names", []))
         for j, op in enumerate(spec["ops"]):
             name = f"op{j}"
-            reason = host.get(name)
-            out.append((op["kind"], reason is None, not op["p"].get("invalid"),
-                        [] if reason is None else [reason.split(":")[0][:60]]))
+            reason = host.get(name, "node not in ORT's graph (rewritten by ORT)")
+            valid = not op["p"].get("invalid")
+            if op["kind"] in ("MAX_POOL_2D", "AVERAGE_POOL_2D") and op["p"].get("act", "NONE") != "NONE":
+                valid = False  # ONNX has no fused activation on pools: Pool -> Relu -> Q is no unit
+            inv = op["p"].get("invalid")
+            out.append((op["kind"], name in claimed, valid,
+                        ([] if name in claimed else [reason.split(":")[0][:60]]) or inv, bool(inv)))
     return out
 
 
@@ -391,21 +406,21 @@ class Stats:
         for hit in boundary_hits(res["spec"]):
             self.boundaries[hit] += 1
         if res["status"] == "ref_failed":
-            self.ref_failed[(fmt, res["message"][:90])] += 1
+            self.ref_failed[(fmt, res["message"][:240])] += 1
         elif res["status"] == "ref_disagreement":
             self.disagreements.append(f"{fmt} seed {res['spec']['seed']} graph {res['spec']['index']}: "
                                       f"{res['message']}")
         elif res["status"] == "fail":
             self.failures.append(res)
-        for kind, claimed, valid, reasons in node_claims(res):
+        for kind, claimed, valid, reasons, past_limit in node_claims(res):
             key = (fmt, kind)
             self.kind_total[key] += 1
             self.kind_claimed[key] += claimed
             if self.supported(kind):
                 if valid and not claimed:
                     self.unexpected_declines[(fmt, kind, ",".join(reasons))] += 1
-                if not valid and claimed:
-                    self.invalid_claimed[(fmt, kind)] += 1
+                if past_limit and claimed:
+                    self.invalid_claimed[(fmt, kind, ",".join(reasons))] += 1
         self.off_by_one.update(res.get("off_by_one", {}))
         self.compared.update(res.get("compared", {}))
 
@@ -434,7 +449,7 @@ class Stats:
                 f"{f}:{k} [{r}] x{n}" for (f, k, r), n in self.unexpected_declines.most_common(12)))
         if self.invalid_claimed:
             lines.append("nodes generated past a limit yet claimed: " + ", ".join(
-                f"{f}:{k} x{n}" for (f, k), n in self.invalid_claimed.items()))
+                f"{f}:{k} [{r}] x{n}" for (f, k, r), n in self.invalid_claimed.items()))
         by_param = collections.defaultdict(dict)
         for (param, value), n in sorted(self.boundaries.items(), key=lambda kv: str(kv[0])):
             by_param[param][str(value)] = n

@@ -43,11 +43,20 @@ class Reference:
     def __init__(self):
         self._tf = None
 
+    def preload(self):
+        self.tf()
+        import onnxruntime  # noqa: F401
+        import fuzz.build_onnx  # noqa: F401
+        import fuzz.build_tflite  # noqa: F401
+
     def tf(self):
         if self._tf is None:
             import tensorflow as tf
             self._tf = tf
         return self._tf
+
+    def crash_for_test(self):
+        os.abort()
 
     def build_tflite(self, spec):
         from fuzz.build_tflite import build_tflite
@@ -97,9 +106,25 @@ def _invoke(interp, inputs):
     return [interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()]
 
 
+def _inject_fault(result) -> None:
+    """Test hook of the fuzzer's own tests: with NACC_FUZZ_INJECT_FAULT=<KIND>,
+    a graph where the delegate claimed a node of KIND gets its first output
+    element changed, as a nacc bug would."""
+    kind = os.environ.get("NACC_FUZZ_INJECT_FAULT")
+    if kind and any(n["claimed"] and n["op"] == kind for n in result.get("nodes") or []):
+        out = result["outputs"][0].reshape(-1)
+        out[0] = out[0] ^ 1
+
+
 # ---- nacc role ------------------------------------------------------------------------
 
 class Nacc:
+    def preload(self):
+        import nacc  # noqa: F401
+        import nacc.onnxruntime  # noqa: F401
+        import onnxruntime  # noqa: F401
+        from ai_edge_litert import interpreter  # noqa: F401
+
     def run_tflite(self, model, inputs, options, host_check=True):
         import nacc
         from ai_edge_litert import interpreter as litert
@@ -124,6 +149,7 @@ class Nacc:
             interp.invoke()
             result["outputs"] = [interp.get_tensor(det["index"]).copy()
                                  for det in interp.get_output_details()]
+            _inject_fault(result)
             result["stage"] = "done"
             del interp
         except Exception as e:  # an error status from TFLite: reported, compared by the parent
@@ -158,7 +184,8 @@ class Nacc:
                     raise RuntimeError("the NACC EP was not used by the session")
                 rep = nort.partition_reports()[-1]
                 run["report"] = {"claimed": rep.get("claimed_nodes"), "total": rep.get("total_nodes"),
-                                 "partitions": [p.get("nodes") for p in rep.get("partitions", [])],
+                                 "claimed_names": [n.get("name") for p in rep.get("partitions", [])
+                                                   for n in p.get("nodes", [])],
                                  "host_nodes": [(h.get("name"), h.get("op_type"), h.get("reason"))
                                                 for h in rep.get("host_nodes", [])],
                                  "units": [u for p in rep.get("partitions", [])
@@ -173,12 +200,7 @@ class Nacc:
         return result
 
 
-def main(role: str) -> None:
-    proto_out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    handler = Reference() if role == "ref" else Nacc()
-    stream_in = sys.stdin.buffer
+def serve(handler, stream_in, proto_out) -> None:
     while True:
         req = _read(stream_in)
         if req is None:
@@ -191,6 +213,36 @@ def main(role: str) -> None:
             resp = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
         resp["timing"] = (method, time.monotonic() - t0, time.process_time() - c0)
         _write(proto_out, resp)
+
+
+def main(role: str) -> None:
+    """Imports once, then serves from forked children: a child that dies (an
+    abort in TFLite's reference SOFTMAX, a crash in nacc) is answered as a
+    crash of that request and replaced by a new fork in milliseconds, instead
+    of a new process importing TensorFlow again."""
+    proto_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    handler = Reference() if role == "ref" else Nacc()
+    handler.preload()
+    stream_in = sys.stdin.buffer
+    while True:
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                serve(handler, stream_in, proto_out)
+            except BaseException:
+                traceback.print_exc()
+                code = 3
+            finally:
+                sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+            return  # end of input
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        _write(proto_out, {"died": "crash", "returncode": code, "forks": True})
 
 
 if __name__ == "__main__":
