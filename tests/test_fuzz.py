@@ -43,10 +43,19 @@ def check(stats, min_tflite, min_onnx):
 
 
 @pytest.fixture(scope="module")
-def default_run(tmp_path_factory):
+def scheduler(tmp_path_factory):
+    """One pair of worker processes for the module (TensorFlow imports once)."""
+    sched = Scheduler(str(tmp_path_factory.mktemp("fuzz_logs")))
+    yield sched
+    sched.close()
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory, scheduler):
     out = str(tmp_path_factory.mktemp("fuzz"))
     t0 = time.monotonic()
-    stats = fuzz(DEFAULT_TFLITE, SEED, out, onnx_graphs=DEFAULT_ONNX, log=lambda m: None)
+    stats = fuzz(DEFAULT_TFLITE, SEED, out, onnx_graphs=DEFAULT_ONNX, log=lambda m: None,
+                 scheduler=scheduler)
     return stats, time.monotonic() - t0, out
 
 
@@ -94,12 +103,12 @@ def test_shrink_candidates_are_smaller_and_valid():
     assert remove_op(spec, len(spec["ops"]) - 1) is not None
 
 
-def test_injected_fault_is_found_shrunk_and_saved(tmp_path, monkeypatch):
+def test_injected_fault_is_found_shrunk_and_saved(tmp_path, scheduler):
     """The fuzzer's own check: a wrong element in any graph where a CONV_2D was
     claimed is a failure, shrunk to a graph of that CONV_2D, saved as a model +
     repro.json, and replaying the reproducer fails the same way."""
-    monkeypatch.setenv("NACC_FUZZ_INJECT_FAULT", "CONV_2D")
-    stats = fuzz(12, 5, str(tmp_path), log=lambda m: None)
+    stats = fuzz(12, 5, str(tmp_path), log=lambda m: None, scheduler=scheduler,
+                 inject_fault="CONV_2D")
     assert stats.failures, stats.report()
     f = stats.failures[0]
     assert f["category"] == "mismatch"
@@ -108,7 +117,7 @@ def test_injected_fault_is_found_shrunk_and_saved(tmp_path, monkeypatch):
     assert os.path.exists(os.path.join(f["repro"], "model.tflite"))
     doc = json.load(open(repro))
     assert doc["seed"] == 5 and doc["inputs"] and doc["options"]["cores"] >= 1
-    r = replay(repro, str(tmp_path))
+    r = replay(repro, str(tmp_path), scheduler=scheduler, inject_fault="CONV_2D")
     assert r["status"] == "fail" and r["category"] == "mismatch"
 
 
@@ -122,11 +131,12 @@ def _softmax_spec(value):
     return spec
 
 
-def test_reference_crash_is_reference_failed_and_the_worker_comes_back(tmp_path):
-    """A reference that dies on a graph is "reference failed" for that graph
-    (not a nacc failure) and the next graph runs on a fresh fork."""
-    sched = Scheduler(str(tmp_path))
-    try:
+def test_reference_crash_is_reference_failed_and_the_worker_comes_back(scheduler):
+    """A reference that dies on a request is answered as a crash (a graph's
+    job turns it into "reference failed", not a nacc failure) and the next
+    graph runs on a fresh fork of the same worker."""
+    sched = scheduler
+    if True:
         spec = _softmax_spec(0)
         ok = list(sched.run([tflite_job(spec)], window=1))[0]
         assert ok["status"] == "ok", ok.get("message")
@@ -140,8 +150,6 @@ def test_reference_crash_is_reference_failed_and_the_worker_comes_back(tmp_path)
         again = list(sched.run([tflite_job(spec)], window=1))[0]
         assert again["status"] == "ok"
         assert w.starts == 1  # the same worker process, a new fork
-    finally:
-        sched.close()
 
 
 @pytest.mark.slow

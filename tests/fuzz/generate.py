@@ -54,7 +54,7 @@ def generate(seed: int, index: int, fmt: str = "tflite", mac_budget: int = DEFAU
     rng = np.random.default_rng([seed, index, 0 if fmt == "tflite" else 1])
     spec = {"format": fmt, "seed": seed, "index": index, "tensors": {}, "inputs": [],
             "outputs": [], "ops": []}
-    ctx = Ctx(rng, spec, mac_budget, invalid_rate)
+    ctx = Ctx(rng, spec, mac_budget, invalid_rate, fmt)
     produced = [_first_input(ctx)]
     kinds = allowed_kinds(fmt)
     weights = np.array([k.weight for k in kinds], dtype=float)

@@ -109,6 +109,7 @@ class Ctx:
     spec: dict
     mac_budget: int
     invalid_rate: float
+    fmt: str = "tflite"
 
     def tensor(self, tid) -> dict:
         return self.spec["tensors"][str(tid)]
@@ -209,6 +210,8 @@ def _conv_like(ctx: Ctx, x: int, depthwise: bool):
         p["mult"] = pick(rng, [1, 1, 1, 2, 4, 8]) if "mult" not in inv else 3
         if cin * p["mult"] > 160:
             p["mult"] = 1
+            if "mult" in inv:
+                inv.remove("mult")
         cout = cin * p["mult"]
     else:
         p["cout"] = channels(rng)
@@ -309,7 +312,8 @@ def _pool(ctx, x, avg: bool):
         p["k" + axis] = k
     if avg and not inv and (p["kh"], p["kw"]) != (2, 2):
         return None
-    p["act"] = fused_activation(rng, inv)
+    # ONNX has no fused activation on pools (Pool -> Relu -> Q is no node unit)
+    p["act"] = fused_activation(rng, inv) if ctx.fmt == "tflite" or rng.random() < 0.1 else "NONE"
     return p, [], {"scale": t["scale"], "zp": t["zp"]}  # same quantization in and out
 
 
@@ -369,6 +373,13 @@ def gen_mul(ctx, x):
 
 def gen_unary_requant(ctx, x):
     return {"invalid": []}, [], act_quant(ctx.rng)
+
+
+def gen_hard_swish(ctx, x):
+    # TFLite's HARD_SWISH needs input scale / output scale <= 1 (activations.cc)
+    q = act_quant(ctx.rng)
+    q["scale"] = ctx.tensor(x)["scale"] * loguniform(ctx.rng, 1.0, 4.0)
+    return {"invalid": []}, [], q
 
 
 def gen_logistic(ctx, x):
@@ -526,7 +537,7 @@ TABLE: List[OpKind] = [
     OpKind("LOGISTIC", gen_logistic, 1, 2, onnx="Sigmoid"),
     OpKind("TANH", gen_tanh, 1, 2, onnx="Tanh"),
     OpKind("RESHAPE", gen_reshape, 1, 1, onnx="Reshape"),
-    OpKind("HARD_SWISH", gen_unary_requant, 0.5, 1, onnx="HardSwish"),
+    OpKind("HARD_SWISH", gen_hard_swish, 0.5, 1, onnx="HardSwish"),
     OpKind("LEAKY_RELU", gen_leaky_relu, 0.5, 1, onnx="LeakyRelu"),
     OpKind("QUANTIZE", gen_quantize, 0.4, 2, onnx=None),
     OpKind("PAD", gen_pad, 0.5, 2, onnx="Pad"),

@@ -106,11 +106,10 @@ def _invoke(interp, inputs):
     return [interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()]
 
 
-def _inject_fault(result) -> None:
-    """Test hook of the fuzzer's own tests: with NACC_FUZZ_INJECT_FAULT=<KIND>,
-    a graph where the delegate claimed a node of KIND gets its first output
-    element changed, as a nacc bug would."""
-    kind = os.environ.get("NACC_FUZZ_INJECT_FAULT")
+def _inject_fault(result, kind) -> None:
+    """Test hook of the fuzzer's own tests (inject_fault=<KIND>): a graph where
+    the delegate claimed a node of KIND gets its first output element changed,
+    as a nacc bug would."""
     if kind and any(n["claimed"] and n["op"] == kind for n in result.get("nodes") or []):
         out = result["outputs"][0].reshape(-1)
         out[0] = out[0] ^ 1
@@ -125,7 +124,7 @@ class Nacc:
         import onnxruntime  # noqa: F401
         from ai_edge_litert import interpreter  # noqa: F401
 
-    def run_tflite(self, model, inputs, options, host_check=True):
+    def run_tflite(self, model, inputs, options, host_check=True, inject_fault=None):
         import nacc
         from ai_edge_litert import interpreter as litert
 
@@ -149,7 +148,7 @@ class Nacc:
             interp.invoke()
             result["outputs"] = [interp.get_tensor(det["index"]).copy()
                                  for det in interp.get_output_details()]
-            _inject_fault(result)
+            _inject_fault(result, inject_fault)
             result["stage"] = "done"
             del interp
         except Exception as e:  # an error status from TFLite: reported, compared by the parent
@@ -179,17 +178,22 @@ class Nacc:
             run = {"stage": "session"}
             result["runs"].append(run)
             try:
+                before = nort.partition_reports()
                 s = ort.InferenceSession(model, sess_options=so)
                 if "NaccExecutionProvider" not in s.get_providers():
                     raise RuntimeError("the NACC EP was not used by the session")
-                rep = nort.partition_reports()[-1]
-                run["report"] = {"claimed": rep.get("claimed_nodes"), "total": rep.get("total_nodes"),
-                                 "claimed_names": [n.get("name") for p in rep.get("partitions", [])
+                reps = _new_reports(before, nort.partition_reports())
+                # ORT may offer the graph more than once (later offers lack the
+                # nodes already fused): claims are the union over the offers
+                rep = reps[0] if reps else {}
+                run["report"] = {"claimed": sum(r.get("claimed_nodes", 0) for r in reps),
+                                 "total": rep.get("total_nodes"),
+                                 "claimed_names": [n.get("name") for r in reps
+                                                   for p in r.get("partitions", [])
                                                    for n in p.get("nodes", [])],
                                  "host_nodes": [(h.get("name"), h.get("op_type"), h.get("reason"))
                                                 for h in rep.get("host_nodes", [])],
-                                 "units": [u for p in rep.get("partitions", [])
-                                           for u in p.get("units", [])]}
+                                 "offers": len(reps)}
                 run["stage"] = "run"
                 names = [o.name for o in s.get_outputs()]
                 run["outputs"] = dict(zip(names, s.run(None, feeds)))
@@ -213,6 +217,15 @@ def serve(handler, stream_in, proto_out) -> None:
             resp = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
         resp["timing"] = (method, time.monotonic() - t0, time.process_time() - c0)
         _write(proto_out, resp)
+
+
+def _new_reports(before: list, after: list) -> list:
+    """The reports in `after` (a capped, oldest-first list) added since `before`."""
+    for k in range(len(after) + 1):
+        keep = len(after) - k
+        if keep <= len(before) and after[:keep] == before[len(before) - keep:]:
+            return after[keep:]
+    return after
 
 
 def main(role: str) -> None:
@@ -240,7 +253,8 @@ def main(role: str) -> None:
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
-            return  # end of input
+            proto_out.flush()
+            os._exit(0)  # end of input (skips TensorFlow's slow interpreter teardown)
         code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
         _write(proto_out, {"died": "crash", "returncode": code, "forks": True})
 
