@@ -330,8 +330,8 @@ bool decline_uncompilable_ops(const Translation& t, const std::vector<int>& node
     const NodeResult* r = t.node(n);
     if (t.graph.op(r->ir_op).kind == ir::OpKind::kReshape) continue;  // a view compiles to nothing
     std::vector<int> inputs, bound;
-    for (int i : r->spec.inputs) {
-      if (i >= 0) inputs.push_back(i);
+    for (int i : r->spec.inputs) {  // once each: ADD(x, x) reads one tensor twice
+      if (i >= 0 && std::find(inputs.begin(), inputs.end(), i) == inputs.end()) inputs.push_back(i);
     }
     try {
       compile_graph(extract_partition(t, {n}, inputs, r->spec.outputs, &bound), options);

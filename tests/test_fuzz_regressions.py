@@ -88,3 +88,36 @@ def test_ep_partition_over_the_regions_gives_back_its_tail():
     (cpu,) = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)
     # within 1 of ORT's CPU kernels per Add (NACC_SPEC §1), through a chain of 5
     assert int(np.abs(got.astype(int) - cpu.astype(int)).max()) <= N_INPUTS - 1
+
+
+def self_operand_graph():
+    """Shrunk from fuzz seed 2026 graph 6153: SUB(x, x) and ADD(t, t) in a
+    partition past the regions; retrying each op alone listed 'x' twice as an
+    input of the one-op partition and declined it with "input listed twice"."""
+    from delegate_models import act
+
+    m = ModelBuilder()
+    x0, x2, x4, x7 = (m.input((1, 1), scale=0.05, zp=i) for i in (0, 2, 4, 7))
+
+    def op(kind, a, b):
+        o = m.tensor(act((1, 1), 0.1, 1))
+        m.g.add_op(kind, [a, b], [o], dict(fused_activation_function="NONE"), version=2)
+        return o
+
+    t1 = op("SUB", x0, x0)
+    t3 = op("SUB", x0, x2)
+    t5 = op("ADD", t3, x4)
+    t6 = op("ADD", t5, t5)
+    t8 = op("ADD", t5, x7)
+    return m.build([t1, t6, t8])
+
+
+def test_delegate_retries_ops_reading_one_tensor_twice():
+    model = self_operand_graph()
+    d = nacc.load_delegate(log_level="off")
+    x = [np.array([[v]], np.int8) for v in (-100, 7, 60, 127)]
+    got = run(model, x, delegates=[d])
+    assert all(np.array_equal(a, b) for a, b in zip(run(model, x), got))
+    details = [r.detail for n in d.report().nodes for r in n.reasons]
+    assert not [t for t in details if "listed twice" in t], details
+    assert d.report().claimed_nodes >= 3, details

@@ -194,6 +194,12 @@ def _conv_like(ctx: Ctx, x: int, depthwise: bool):
         elif which == "padding":
             p["padding"], p["kh"], p["sh"] = "SAME", 13, 1   # SAME pad 6
         inv.append(which)
+    if depthwise:
+        p["mult"] = pick(rng, [1, 1, 1, 2, 4, 8]) if "mult" not in inv else 3
+        if cin * p["mult"] > 160:
+            p["mult"] = 1
+            if "mult" in inv:
+                inv.remove("mult")
     # keep the op valid for TFLite: VALID needs the window inside the input,
     # SAME pads over the limit only when asked for
     for axis, size in (("h", h), ("w", w)):
@@ -207,11 +213,6 @@ def _conv_like(ctx: Ctx, x: int, depthwise: bool):
                 k -= 1
         p["k" + axis] = k
     if depthwise:
-        p["mult"] = pick(rng, [1, 1, 1, 2, 4, 8]) if "mult" not in inv else 3
-        if cin * p["mult"] > 160:
-            p["mult"] = 1
-            if "mult" in inv:
-                inv.remove("mult")
         cout = cin * p["mult"]
     else:
         p["cout"] = channels(rng)
@@ -398,7 +399,7 @@ def gen_reshape(ctx, x):
     rng, t = ctx.rng, ctx.tensor(x)
     shape = t["shape"]
     n = int(np.prod(shape))
-    choices = [[1, n]]
+    choices = [[1, n]] if n <= 65535 else []  # feature map dimensions are 16-bit
     if len(shape) == 4:
         choices.append([1, shape[1] * shape[2], shape[3]])
         choices.append([1, shape[2], shape[1], shape[3]])
@@ -410,6 +411,8 @@ def gen_reshape(ctx, x):
                 hs = [d for d in range(1, h + 1) if h % d == 0]
                 hh = hs[len(hs) // 2]
                 choices.append([1, hh, h // hh, c])
+    if not choices:
+        return None
     new = pick(rng, choices)
     if list(new) == list(shape):
         return None
