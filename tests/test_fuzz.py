@@ -152,6 +152,38 @@ def test_reference_crash_is_reference_failed_and_the_worker_comes_back(scheduler
         assert w.starts == 1  # the same worker process, a new fork
 
 
+# Found by the fuzzer (seed 31337, graph 46): nothing on the NPU, yet the graph
+# gives other values with its intermediates as outputs. ORT's CPU EP fuses
+# DequantizeLinear-Softmax-QuantizeLinear into com.microsoft QLinearSoftmax
+# (graph optimization level EXTENDED and up), which returns -128 (0.0) for a
+# softmax over one channel where the unfused graph returns 127 (1.0): a
+# reference bug, reported as a finding, not hidden and not a nacc failure.
+ORT_QLINEAR_SOFTMAX_SPEC = {
+    "format": "onnx", "seed": 31337, "index": 46,
+    "tensors": {"0": {"shape": [1, 129], "scale": 0.005219372906040597, "zp": -77},
+                "1": {"shape": [1, 43, 3, 1], "scale": 0.005219372906040597, "zp": -77},
+                "2": {"shape": [1, 43, 3, 1], "scale": 0.00390625, "zp": -128},
+                "3": {"shape": [1, 3, 43, 1], "scale": 0.00390625, "zp": -128}},
+    "inputs": [0], "outputs": [3],
+    "ops": [{"kind": "RESHAPE", "in": [0], "out": 1, "p": {"invalid": [], "new_shape": [1, 43, 3, 1]},
+             "seed": 1720251737},
+            {"kind": "SOFTMAX", "in": [1], "out": 2, "p": {"invalid": [], "beta": 0.5},
+             "seed": 234899449},
+            {"kind": "RESHAPE", "in": [2], "out": 3, "p": {"invalid": [], "new_shape": [1, 3, 43, 1]},
+             "seed": 1032569982}],
+    "options": {"cores": 1, "sram_kb": 64, "threads": 1}, "input_seed": 2049085230,
+    "input_mode": "full"}
+
+
+def test_ort_qlinear_softmax_difference_is_a_reference_finding(scheduler):
+    from fuzz.runner import onnx_job
+
+    (r,) = list(scheduler.run([onnx_job(ORT_QLINEAR_SOFTMAX_SPEC)], window=1))
+    assert r["status"] == "ok", r.get("message")
+    assert [c for c, _ in r["findings"]] == ["ort_fused_vs_unfused"], r["findings"]
+    assert np.all(r["expected"]["t3"] == -128)  # ORT's fused QLinearSoftmax: 0.0, not 1.0
+
+
 @pytest.mark.slow
 def test_long_fuzz(tmp_path):
     stats = fuzz(LONG_TFLITE, SEED + 1, str(tmp_path), onnx_graphs=LONG_ONNX,

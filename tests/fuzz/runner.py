@@ -311,9 +311,18 @@ def onnx_job(spec: dict):
         # the same nodes on the NPU: the intermediates must not change a bit
         for name, v in plain.items():
             if not np.array_equal(v, full[name]):
-                return _fail(res, "inconsistent",
-                             f"{name}: the graph with its intermediates as outputs gives other "
-                             f"values: {_diff(v, full[name])}")
+                msg = (f"{name}: the graph with its intermediates as outputs gives other "
+                       f"values: {_diff(v, full[name])}")
+                if np.array_equal(v, res["expected"].get(name)):
+                    # nacc equals ORT's CPU EP on the graph as is, and the exposed
+                    # graph passed the per-op check below: ORT itself computes
+                    # the two graphs differently (its QDQ fusions need the
+                    # intermediates internal), e.g. com.microsoft QLinearSoftmax
+                    # gives 0.0 for a one-element softmax where the unfused
+                    # DequantizeLinear-Softmax-QuantizeLinear gives 1.0
+                    res["findings"].append(("ort_fused_vs_unfused", msg))
+                    continue
+                return _fail(res, "inconsistent", msg)
     else:
         res["findings"].append(("exposed_partitioned_differently",
                                 f"{len(claims[0])} vs {len(claims[1])} nodes claimed"))
