@@ -332,8 +332,8 @@ bool decline_uncompilable_ops(const Translation& t, const std::vector<int>& node
     const NodeResult* r = t.node(n);
     if (t.graph.op(r->ir_op).kind == ir::OpKind::kReshape) continue;  // a view compiles to nothing
     std::vector<int> inputs, bound;
-    for (int i : r->spec.inputs) {
-      if (i >= 0) inputs.push_back(i);
+    for (int i : r->spec.inputs) {  // once each: ADD(x, x) reads one tensor twice
+      if (i >= 0 && std::find(inputs.begin(), inputs.end(), i) == inputs.end()) inputs.push_back(i);
     }
     try {
       compile_graph(extract_partition(t, {n}, inputs, r->spec.outputs, &bound), options);
@@ -426,9 +426,24 @@ TfLiteStatus prepare_impl(TfLiteContext* ctx, NaccDelegate* d) {
         // the compiler cannot place does not take its whole partition along;
         // when each compiles alone, the partition as a whole falls back.
         if (!decline_uncompilable_ops(t, p.nodes, d->options, decline)) {
-          decline(p.nodes, {"compile", str_cat("partition (", node_range(p.nodes),
-                                               ") does not compile: ", e.what()),
-                            "claimed partitions that fail to compile fall back to TFLite"});
+          if (p.nodes.size() > 1 && round + 1 < kMaxPartitionRounds / 2) {
+            // Only the combination fails (for example more partition inputs
+            // and outputs than the DMA regions of NACC_SPEC §6 hold): the
+            // partition's last node goes back to TFLite and the rest is
+            // planned again, instead of the whole partition falling back.
+            const int last = *std::max_element(
+                p.nodes.begin(), p.nodes.end(),
+                [&](int a, int b) { return plan_position.at(a) < plan_position.at(b); });
+            decline(std::vector<int>{last},
+                    {"compile", str_cat("partition (", node_range(p.nodes), ") does not compile: ",
+                                        e.what(), "; its last node (", last, ") stays on the host"),
+                     "a partition that fails to compile gives its last node back to TFLite "
+                     "until the rest compiles"});
+          } else {
+            decline(p.nodes, {"compile", str_cat("partition (", node_range(p.nodes),
+                                                 ") does not compile: ", e.what()),
+                              "claimed partitions that fail to compile fall back to TFLite"});
+          }
         }
         changed = true;
         continue;

@@ -205,7 +205,7 @@ void NaccEp::get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) 
   // alone are declined and the graph is planned again without them.
   std::map<int, std::string> rejected;  // unit target -> compiler's reason
   CapabilityPlan plan;
-  constexpr int kMaxReplans = 8;
+  constexpr int kMaxReplans = 16;
   for (int attempt = 0;; ++attempt) {
     plan = plan_capability(g, config_, rejected);
     bool changed = false;
@@ -223,6 +223,21 @@ void NaccEp::get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) 
             found = true;
           }
         }
+        if (!found && attempt + 1 < kMaxReplans && p.units.size() > 1) {
+          // Only the combination fails (for example more partition inputs and
+          // outputs than the DMA regions of NACC_SPEC §6 hold): the last unit
+          // goes back to the host and the rest is planned again.
+          int last = -1;
+          for (int u : p.units) {
+            if (plan.units[u].form == NodeUnit::Form::kInt8) continue;
+            if (last < 0 || plan.units[u].target > plan.units[last].target) last = u;
+          }
+          if (last >= 0) {
+            rejected[plan.units[last].target] =
+                str_cat("its partition does not compile: ", *why, "; the last unit stays on the host");
+            found = true;
+          }
+        }
         if (!found) {  // only the combination fails: keep the whole partition home
           for (int u : p.units) {
             rejected[plan.units[u].target] = str_cat("its partition does not compile: ", *why);
@@ -231,7 +246,11 @@ void NaccEp::get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) 
         changed = true;
       }
     }
-    if (!changed || attempt == kMaxReplans) break;
+    if (!changed) break;
+    if (attempt == kMaxReplans) {  // plan once more without the last rejections
+      plan = plan_capability(g, config_, rejected);
+      break;
+    }
   }
 
   // fallback=error: any host node other than the float <-> int8 boundary

@@ -410,30 +410,38 @@ std::optional<std::string> check_elementwise_broadcast(const Graph& g, const Op&
   const Tensor& a = *input(g, op, 0).tensor;
   const Tensor& b = *input(g, op, 1).tensor;
   const Tensor& out = *output(g, op).tensor;
-  // The small operand is re-read by DMA (NACC_SPEC §1): exact for a scalar or
-  // a per-channel vector [.., 1, 1, C] against an operand of the output shape.
+  // The element-wise unit streams a runtime IFM of the output's shape and
+  // re-reads the small second operand by DMA (NACC_SPEC §1): exact for a
+  // per-channel vector [.., 1, 1, C] and for a scalar (a constant is expanded
+  // to C entries; a runtime scalar re-read once per element of the
+  // [1, H, W*C, 1] view, so W*C must fit the 16-bit width field). ADD and MUL
+  // may swap their operands, SUB may not (csrc/compiler/lower.cc,
+  // lower_elementwise).
   const auto is_channel_vector = [&](const Tensor& t) {
     for (int d = 0; d + 1 < t.rank(); ++d) {
       if (t.shape[d] != 1) return false;
     }
     return t.rank() >= 1 && out.rank() >= 1 && t.shape.back() == out.shape.back();
   };
-  const auto broadcast_ok = [&](const Tensor& small, const Tensor& big) {
-    return big.shape == out.shape && (small.elements() == 1 || is_channel_vector(small));
+  const int64_t row = out.rank() >= 2 ? out.shape[out.rank() - 2] * out.shape.back()
+                                      : (out.rank() == 1 ? out.shape[0] : 1);
+  const auto second_ok = [&](const Tensor& second) {
+    if (second.shape == out.shape || is_channel_vector(second)) return true;
+    return second.elements() == 1 && (second.is_constant() || row <= limits::kMaxFeatureMapDim);
   };
-  if (!(a.shape == b.shape || broadcast_ok(a, b) || broadcast_ok(b, a))) {
-    return str_cat("operands ", ir::shape_str(a.shape), " and ", ir::shape_str(b.shape));
+  const auto order_ok = [&](const Tensor& first, const Tensor& second) {
+    return first.shape == out.shape && !first.is_constant() && second_ok(second);
+  };
+  if (order_ok(a, b) || (op.kind != OpKind::kSub && order_ok(b, a))) return std::nullopt;
+  const auto describe = [](const Tensor& t) {
+    return str_cat(t.is_constant() ? "constant " : "", ir::shape_str(t.shape));
+  };
+  std::string detail = str_cat("operands ", describe(a), " and ", describe(b));
+  if ((a.elements() == 1 || b.elements() == 1) && row > limits::kMaxFeatureMapDim) {
+    detail += str_cat(" (a runtime scalar against rows of ", row, " elements; W*C must be <= ",
+                      limits::kMaxFeatureMapDim, ")");
   }
-  // The IFM is the operand of the output's shape (compiler/lower.cc): SUB is
-  // not symmetric, so its first operand must be that one, and a runtime one.
-  if (op.kind == OpKind::kSub) {
-    if (a.shape != out.shape) {
-      return str_cat("SUB's first operand ", ir::shape_str(a.shape), " is broadcast against ",
-                     ir::shape_str(b.shape));
-    }
-    if (a.is_constant() && !b.is_constant()) return std::string("SUB's first operand is a constant");
-  }
-  return std::nullopt;
+  return detail;
 }
 
 // ---- windows ------------------------------------------------------------------
@@ -706,9 +714,9 @@ std::vector<Rule> build_rules() {
                " (16-bit FM size fields, NACC_SPEC §3)"),
        false, check_feature_map_dims},
       {"elementwise_broadcast", elementwise,
-       "operands must have equal shapes, or one must be a scalar or a [1,1,1,C] vector against "
-       "the other (exact DMA re-reads, NACC_SPEC §1); SUB's first operand must be the full-size, "
-       "runtime one",
+       "the first operand must be a runtime tensor of the output's shape and the second one of "
+       "the same shape, a [1,1,1,C] vector or a scalar (a runtime scalar needs W*C <= 65535; "
+       "ADD and MUL: either order; exact DMA re-reads, NACC_SPEC §1)",
        false, check_elementwise_broadcast},
 
       // Options.

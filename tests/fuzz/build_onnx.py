@@ -1,0 +1,226 @@
+"""Graph spec -> ONNX QDQ model (int8 graph inputs and outputs, NCHW).
+
+Every activation tensor of the spec is an int8 tensor "t<id>"; each op is a
+QDQ node unit: DequantizeLinear on each input (one per consumer), the float
+op (plus Relu / Clip for a fused activation), QuantizeLinear to its output.
+The ONNX model need not compute what the TFLite one does (the NCHW flatten
+order differs, for example): each format is compared with its own reference.
+"""
+from __future__ import annotations
+
+from typing import Dict, List
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from .ops import const_operand, same_pads, weights_of
+
+OPSET = 19
+IR_VERSION = 9
+
+
+def nchw(shape):
+    shape = list(shape)
+    return [shape[0], shape[3], shape[1], shape[2]] if len(shape) == 4 else shape
+
+
+def to_nchw(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if x.ndim == 4 else x
+
+
+def to_nhwc(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if x.ndim == 4 else x
+
+
+def _pads(x_shape, p):
+    """ONNX pads [top, left, bottom, right] of a TFLite window op (NHWC x)."""
+    if p["padding"] == "VALID":
+        return [0, 0, 0, 0]
+    t, b, _ = same_pads(x_shape[1], p["kh"], p["sh"], p.get("dh", 1))
+    l, r, _ = same_pads(x_shape[2], p["kw"], p["sw"], p.get("dw", 1))
+    return [t, l, b, r]
+
+
+def build_onnx(spec: dict, expose: bool = False) -> dict:
+    """{"model": bytes}; with `expose`, every op output is a graph output too."""
+    ts = spec["tensors"]
+    nodes: List = []
+    inits: Dict[str, np.ndarray] = {}
+    const_ids = {op["p"]["const_tensor"]: op for op in spec["ops"] if op["p"].get("const")}
+
+    def qparams(tid):
+        name = f"t{tid}"
+        if name + "_s" not in inits:
+            inits[name + "_s"] = np.array(ts[str(tid)]["scale"], np.float32)
+            inits[name + "_z"] = np.array(ts[str(tid)]["zp"], np.int8)
+            if tid in const_ids:
+                t = ts[str(tid)]
+                inits[name] = to_nchw(const_operand(const_ids[tid], t["shape"], t))
+        return name
+
+    def dq(tid, j, i):
+        name = qparams(tid)
+        out = f"{name}_dq{j}_{i}"
+        nodes.append(helper.make_node("DequantizeLinear", [name, name + "_s", name + "_z"], [out],
+                                      name=f"dq{j}_{i}_t{tid}"))
+        return out
+
+    def q(y, tid, j):
+        name = qparams(tid)
+        nodes.append(helper.make_node("QuantizeLinear", [y, name + "_s", name + "_z"], [name],
+                                      name=f"q{j}_t{tid}"))
+
+    def activation(y, act, j):
+        if act in (None, "NONE"):
+            return y
+        out = f"{y}_act"
+        if act == "RELU":
+            nodes.append(helper.make_node("Relu", [y], [out], name=f"op{j}_relu"))
+        elif act == "TANH":
+            nodes.append(helper.make_node("Tanh", [y], [out], name=f"op{j}_tanh"))
+        else:
+            lo, hi = (0.0, 6.0) if act == "RELU6" else (-1.0, 1.0)
+            inits[f"op{j}_lo"] = np.array(lo, np.float32)
+            inits[f"op{j}_hi"] = np.array(hi, np.float32)
+            nodes.append(helper.make_node("Clip", [y, f"op{j}_lo", f"op{j}_hi"], [out],
+                                          name=f"op{j}_clip"))
+        return out
+
+    def weights_dq(j, w, scales, bias, in_s, axis_w):
+        per_channel = len(scales) > 1
+        s = np.array(scales, np.float32) if per_channel else np.array(scales[0], np.float32)
+        inits[f"w{j}"] = w
+        inits[f"w{j}_s"] = s
+        inits[f"w{j}_z"] = np.zeros(s.shape, np.int8)
+        attrs = {"axis": axis_w} if per_channel else {}
+        nodes.append(helper.make_node("DequantizeLinear", [f"w{j}", f"w{j}_s", f"w{j}_z"],
+                                      [f"w{j}_f"], name=f"dqw{j}", **attrs))
+        inits[f"b{j}"] = bias
+        inits[f"b{j}_s"] = (np.float32(in_s) * s).astype(np.float32)
+        inits[f"b{j}_z"] = np.zeros(s.shape, np.int32)
+        attrs = {"axis": 0} if per_channel else {}
+        nodes.append(helper.make_node("DequantizeLinear", [f"b{j}", f"b{j}_s", f"b{j}_z"],
+                                      [f"b{j}_f"], name=f"dqb{j}", **attrs))
+        return f"w{j}_f", f"b{j}_f"
+
+    for j, op in enumerate(spec["ops"]):
+        kind, p = op["kind"], op["p"]
+        shapes = [ts[str(t)]["shape"] for t in op["in"]]
+        x_shape = shapes[0]
+        y = f"y{j}"
+        name = f"op{j}"
+        if kind in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+            w, scales, bias, in_s = weights_of(op, shapes, ts)
+            if kind == "CONV_2D":
+                w_onnx, group = np.ascontiguousarray(w.transpose(0, 3, 1, 2)), 1
+            else:
+                w_onnx = np.ascontiguousarray(w[0].transpose(2, 0, 1)[:, None])
+                group = x_shape[3]
+            wf, bf = weights_dq(j, w_onnx, scales, bias, in_s, 0)
+            nodes.append(helper.make_node(
+                "Conv", [dq(op["in"][0], j, 0), wf, bf], [y], name=name,
+                kernel_shape=[p["kh"], p["kw"]], strides=[p["sh"], p["sw"]],
+                dilations=[p["dh"], p["dw"]], pads=_pads(x_shape, p), group=group))
+            y = activation(y, p["act"], j)
+        elif kind == "FULLY_CONNECTED":
+            w, scales, bias, in_s = weights_of(op, shapes, ts)
+            x = dq(op["in"][0], j, 0)
+            if len(x_shape) != 2:
+                flat = f"t{op['in'][0]}_flat{j}"
+                nodes.append(helper.make_node("Flatten", [x], [flat + "_f"], name=f"op{j}_flatten"))
+                inits[flat + "_s"] = np.array(ts[str(op["in"][0])]["scale"], np.float32)
+                inits[flat + "_z"] = np.array(ts[str(op["in"][0])]["zp"], np.int8)
+                nodes.append(helper.make_node("QuantizeLinear", [flat + "_f", flat + "_s", flat + "_z"],
+                                              [flat], name=f"op{j}_flatten_q"))
+                nodes.append(helper.make_node("DequantizeLinear", [flat, flat + "_s", flat + "_z"],
+                                              [flat + "_dq"], name=f"op{j}_flatten_dq"))
+                x = flat + "_dq"
+            wf, bf = weights_dq(j, w, scales, bias, in_s, 0)
+            nodes.append(helper.make_node("Gemm", [x, wf, bf], [y], name=name, transB=1))
+            y = activation(y, p["act"], j)
+        elif kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
+            attrs = dict(kernel_shape=[p["kh"], p["kw"]], strides=[p["sh"], p["sw"]],
+                         pads=_pads(x_shape, p))
+            if kind == "AVERAGE_POOL_2D":
+                attrs["count_include_pad"] = 0
+            nodes.append(helper.make_node("MaxPool" if kind == "MAX_POOL_2D" else "AveragePool",
+                                          [dq(op["in"][0], j, 0)], [y], name=name, **attrs))
+            y = activation(y, p["act"], j)
+        elif kind in ("ADD", "SUB", "MUL"):
+            a, b = op["in"][0], op["in"][1]
+            if p["swap"] and p["broadcast"] != "self":
+                a, b = b, a
+            nodes.append(helper.make_node(kind.capitalize(), [dq(a, j, 0), dq(b, j, 1)], [y],
+                                          name=name))
+            y = activation(y, p["act"], j)
+        elif kind in ("RELU", "LOGISTIC", "TANH", "HARD_SWISH"):
+            t = {"RELU": "Relu", "LOGISTIC": "Sigmoid", "TANH": "Tanh", "HARD_SWISH": "HardSwish"}[kind]
+            nodes.append(helper.make_node(t, [dq(op["in"][0], j, 0)], [y], name=name))
+        elif kind in ("RELU6", "RELU_N1_TO_1"):
+            lo, hi = (0.0, 6.0) if kind == "RELU6" else (-1.0, 1.0)
+            inits[f"op{j}_lo"] = np.array(lo, np.float32)
+            inits[f"op{j}_hi"] = np.array(hi, np.float32)
+            nodes.append(helper.make_node("Clip", [dq(op["in"][0], j, 0), f"op{j}_lo", f"op{j}_hi"],
+                                          [y], name=name))
+        elif kind == "LEAKY_RELU":
+            nodes.append(helper.make_node("LeakyRelu", [dq(op["in"][0], j, 0)], [y], name=name,
+                                          alpha=p["alpha"]))
+        elif kind == "RESHAPE":
+            inits[f"op{j}_shape"] = np.array(nchw(p["new_shape"]), np.int64)
+            nodes.append(helper.make_node("Reshape", [dq(op["in"][0], j, 0), f"op{j}_shape"], [y],
+                                          name=name))
+        elif kind == "SOFTMAX":
+            nodes.append(helper.make_node("Softmax", [dq(op["in"][0], j, 0)], [y], name=name,
+                                          axis=1 if len(x_shape) == 4 else -1))
+        elif kind == "PAD":
+            pd = p["pads"]
+            inits[f"op{j}_pads"] = np.array([0, 0, pd[1][0], pd[2][0], 0, 0, pd[1][1], pd[2][1]],
+                                            np.int64)
+            nodes.append(helper.make_node("Pad", [dq(op["in"][0], j, 0), f"op{j}_pads"], [y],
+                                          name=name, mode="constant"))
+        elif kind == "CONCATENATION":
+            axis = {1: 2, 2: 3, 3: 1}[p["axis"]] if len(x_shape) == 4 else p["axis"]
+            nodes.append(helper.make_node("Concat", [dq(op["in"][0], j, 0), dq(op["in"][1], j, 1)],
+                                          [y], name=name, axis=axis))
+        elif kind == "MEAN":
+            if p["keep_dims"]:
+                nodes.append(helper.make_node("GlobalAveragePool", [dq(op["in"][0], j, 0)], [y],
+                                              name=name))
+            else:
+                inits[f"op{j}_axes"] = np.array([2, 3], np.int64)
+                nodes.append(helper.make_node("ReduceMean", [dq(op["in"][0], j, 0), f"op{j}_axes"],
+                                              [y], name=name, keepdims=0))
+        elif kind == "BATCH_MATMUL":
+            nodes.append(helper.make_node("MatMul", [dq(op["in"][0], j, 0), dq(op["in"][1], j, 1)],
+                                          [y], name=name))
+        else:
+            raise ValueError(f"{kind} has no ONNX mapping")
+        q(y, op["out"], j)
+
+    outputs = list(spec["outputs"])
+    if expose:
+        outputs += [op["out"] for op in spec["ops"] if op["out"] not in outputs]
+
+    def vi(tid):
+        return helper.make_tensor_value_info(f"t{tid}", TensorProto.INT8, nchw(ts[str(tid)]["shape"]))
+
+    graph = helper.make_graph(nodes, f"fuzz_{spec.get('seed')}_{spec.get('index')}",
+                              [vi(t) for t in spec["inputs"]], [vi(t) for t in outputs],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                          ir_version=IR_VERSION)
+    return {"model": m.SerializeToString(), "outputs": [f"t{t}" for t in outputs]}
+
+
+def single_op_spec(spec: dict, j: int) -> dict:
+    """The spec of op j alone: its activation inputs become graph inputs."""
+    op = spec["ops"][j]
+    const = op["p"].get("const_tensor")
+    ins = []
+    for t in op["in"]:
+        if t != const and t not in ins:
+            ins.append(t)
+    keep = set(op["in"]) | {op["out"]}
+    return {**spec, "ops": [op], "inputs": ins, "outputs": [op["out"]],
+            "tensors": {k: v for k, v in spec["tensors"].items() if int(k) in keep}}

@@ -1,0 +1,553 @@
+"""The fuzzer's op table: one entry per op kind (TFLite builtin name), each
+with its generator (random parameters, boundaries included), its output-shape
+rule, its constant data and its ONNX mapping.
+
+Everything here is plain numpy on JSON-able dicts, so the main process never
+imports TensorFlow. A graph spec (see generate.py) holds activation tensors
+{"shape": NHWC list, "scale", "zp"} and ops {"kind", "in", "out", "p", "seed"};
+constants (weights, bias, constant operands) are derived from the op's "seed"
+and its shapes, so a spec whose shapes shrink still builds.
+
+Adding a kind: write gen_<kind> and add one OpKind(...) row to TABLE.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+INT8_STD = 74.0  # standard deviation of uniform int8 data
+
+# Hardware boundaries (NACC_SPEC §1-§3, csrc/common/limits.h): the value at
+# each limit and one past it. A generated parameter equal to one of these
+# counts as a boundary hit for the report.
+BOUNDARIES: Dict[str, set] = {
+    "kernel": {1, 15, 16},
+    "stride": {1, 3, 4},
+    "padding": {0, 5, 6},
+    "dilation": {2},
+    "channels": {1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129},
+    "depth_multiplier": {1, 8, 3},
+    "fc_depth": {63, 64, 65, 127, 128, 129, 255, 256, 257},
+    "pool_window": {1, 15, 16},
+    "avg_pool_window": {"2x2s2", "other"},
+    "zero_point": {-128, 127},
+    "broadcast": {"scalar", "channel", "unsupported"},
+    "fused_activation": {"RELU_N1_TO_1", "TANH"},
+    "multiplier_gt_1": {True},
+    "sram_tiling": {True},
+    "cores": {1, 32},
+    "sram_kb": {16, 1024},
+    "feature_map_dim": {1},
+}
+
+ACTIVATIONS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
+
+
+# ---- small random helpers -------------------------------------------------------
+
+def loguniform(rng, lo, hi) -> float:
+    return float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
+
+
+def pick(rng, items, p=None):
+    return items[int(rng.choice(len(items), p=p))]
+
+
+def channels(rng, cap=72) -> int:
+    """Channel counts around the 16/32/64 lane multiples, sometimes plain random."""
+    if rng.random() < 0.6:
+        c = pick(rng, [1, 2, 3, 4, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65])
+    elif rng.random() < 0.1:
+        c = pick(rng, [127, 128, 129])
+    else:
+        c = int(rng.integers(1, 49))
+    return min(c, cap) if cap else c
+
+
+def act_quant(rng) -> dict:
+    zp = int(rng.integers(-128, 128)) if rng.random() < 0.8 else pick(rng, [-128, 127, 0])
+    return {"scale": loguniform(rng, 0.004, 0.2), "zp": zp}
+
+
+def fused_activation(rng, invalid: List[str], allow_invalid: bool = True) -> str:
+    if allow_invalid and rng.random() < 0.03:
+        invalid.append("fused TANH")
+        return "TANH"
+    return pick(rng, ACTIVATIONS, p=[0.4, 0.3, 0.2, 0.1])
+
+
+def same_pads(in_size, k, s, d=1):
+    """TFLite SAME padding (before, after) and output size."""
+    out = -(-in_size // s)
+    eff = d * (k - 1) + 1
+    total = max((out - 1) * s + eff - in_size, 0)
+    return total // 2, total - total // 2, out
+
+
+def window_out(in_size, k, s, padding, d=1):
+    if padding == "SAME":
+        return same_pads(in_size, k, s, d)[2]
+    eff = d * (k - 1) + 1
+    return (in_size - eff) // s + 1
+
+
+def window_pads(in_size, k, s, padding, d=1):
+    if padding == "SAME":
+        return same_pads(in_size, k, s, d)[:2]
+    return 0, 0
+
+
+# ---- generation context ------------------------------------------------------------
+
+@dataclasses.dataclass
+class Ctx:
+    """What a kind's generator sees: the rng, the spec being built, the MAC budget."""
+    rng: np.random.Generator
+    spec: dict
+    mac_budget: int
+    invalid_rate: float
+    fmt: str = "tflite"
+
+    def tensor(self, tid) -> dict:
+        return self.spec["tensors"][str(tid)]
+
+    def new_tensor(self, shape, quant=None) -> int:
+        tid = len(self.spec["tensors"])
+        q = quant or act_quant(self.rng)
+        self.spec["tensors"][str(tid)] = {"shape": [int(d) for d in shape],
+                                          "scale": float(q["scale"]), "zp": int(q["zp"])}
+        return tid
+
+    def new_input(self, shape, quant=None) -> int:
+        tid = self.new_tensor(shape, quant)
+        self.spec["inputs"].append(tid)
+        return tid
+
+    def want_invalid(self) -> bool:
+        return self.rng.random() < self.invalid_rate
+
+
+# ---- constants (weights, bias, constant operands) -------------------------------------
+
+def weights_of(op: dict, in_shapes: Sequence[Sequence[int]], tensors: dict):
+    """(weights int8 in TFLite layout, per-channel scales list, bias int32) of a
+    CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED op, from op["seed"]."""
+    rng = np.random.default_rng(op["seed"])
+    p, kind = op["p"], op["kind"]
+    x = in_shapes[0]
+    if kind == "CONV_2D":
+        shape = (p["cout"], p["kh"], p["kw"], x[3])
+    elif kind == "DEPTHWISE_CONV_2D":
+        shape = (1, p["kh"], p["kw"], x[3] * p["mult"])
+    else:
+        shape = (p["n"], int(np.prod(x[1:])) if len(x) > 2 else x[-1])
+    n_out = shape[3] if kind == "DEPTHWISE_CONV_2D" else shape[0]
+    wmax = p.get("wmax", 127)
+    w = rng.integers(-wmax, wmax + 1, shape).astype(np.int8)
+    if p.get("per_channel", True):
+        scales = [float(s) for s in p["wscale"] * rng.uniform(0.5, 2.0, n_out)]
+    else:
+        scales = [float(p["wscale"])]
+    in_s = tensors[str(op["in"][0])]["scale"]
+    brange = p.get("bias_range", 2000)
+    bias = rng.integers(-brange, brange + 1, n_out).astype(np.int32)
+    return w, scales, bias, in_s
+
+
+def const_operand(op: dict, shape, quant) -> np.ndarray:
+    rng = np.random.default_rng(op["seed"] + 7)
+    return rng.integers(-128, 128, shape).astype(np.int8)
+
+
+# ---- per-kind generators ------------------------------------------------------------
+# gen(ctx, x) adds nothing itself; it returns (op params, extra input tensor ids,
+# output quant) or None when the kind does not fit input x. Shapes come from
+# out_shape(op, in_shapes).
+
+def _conv_like(ctx: Ctx, x: int, depthwise: bool):
+    rng, t = ctx.rng, ctx.tensor(x)
+    if len(t["shape"]) != 4:
+        return None
+    _, h, w, cin = t["shape"]
+    inv: List[str] = []
+    p: dict = {"invalid": inv}
+    p["padding"] = pick(rng, ["SAME", "VALID"])
+    for axis, size in (("h", h), ("w", w)):
+        k = pick(rng, [1, 2, 3, 3, 5, 7, 15, int(rng.integers(1, 16))])
+        s = pick(rng, [1, 1, 2, 3])
+        p["s" + axis] = s
+        p["k" + axis] = k
+    p["dh"] = p["dw"] = 1
+    if ctx.want_invalid():
+        which = pick(rng, ["kernel", "stride", "dilation", "padding"] +
+                     ([] if depthwise else ["kernel"]) + (["mult"] if depthwise else []))
+        if which == "kernel":
+            p["kh"] = 16
+            p["padding"] = "VALID"
+        elif which == "stride":
+            p["sh"] = 4
+        elif which == "dilation":
+            p["dh"] = p["dw"] = 2
+        elif which == "padding":
+            p["padding"], p["kh"], p["sh"] = "SAME", 13, 1   # SAME pad 6
+        inv.append(which)
+    if depthwise:
+        p["mult"] = pick(rng, [1, 1, 1, 2, 4, 8]) if "mult" not in inv else 3
+        if cin * p["mult"] > 160:
+            p["mult"] = 1
+            if "mult" in inv:
+                inv.remove("mult")
+    # keep the op valid for TFLite: VALID needs the window inside the input,
+    # SAME pads over the limit only when asked for
+    for axis, size in (("h", h), ("w", w)):
+        k, s, d = p["k" + axis], p["s" + axis], p["d" + axis]
+        if p["padding"] == "VALID" and d * (k - 1) + 1 > size:
+            if "kernel" in inv and axis == "h":
+                return None
+            k = max(1, min(k, (size - 1) // d + 1))
+        if p["padding"] == "SAME" and not inv:
+            while k > 1 and max(window_pads(size, k, s, "SAME", d)) > 5:
+                k -= 1
+        p["k" + axis] = k
+    if depthwise:
+        cout = cin * p["mult"]
+    else:
+        p["cout"] = channels(rng)
+        cout = p["cout"]
+    oh = window_out(h, p["kh"], p["sh"], p["padding"], p["dh"])
+    ow = window_out(w, p["kw"], p["sw"], p["padding"], p["dw"])
+    if oh < 1 or ow < 1:
+        return None
+    depth = p["kh"] * p["kw"] * (1 if depthwise else cin)
+    if not depthwise:
+        p["cout"] = int(max(1, min(p["cout"], ctx.mac_budget // max(1, oh * ow * depth))))
+        cout = p["cout"]
+    elif oh * ow * depth * cout > ctx.mac_budget * 2:
+        return None
+    p["act"] = fused_activation(rng, inv)
+    p["per_channel"] = bool(rng.random() < 0.8)
+    p["wmax"] = int(pick(rng, [127, 127, 127, 64, 8]))
+    p["wscale"] = loguniform(rng, 0.001, 0.03)
+    p["bias_range"] = int(pick(rng, [0, 100, 2000, 100000]))
+    return p, [], _mac_out_quant(ctx, x, p, depth)
+
+
+def _mac_out_quant(ctx: Ctx, x: int, p: dict, depth: int) -> dict:
+    """An output scale that keeps the accumulator's spread inside int8 (times a
+    random factor; rarely a requantization multiplier above 1)."""
+    rng = ctx.rng
+    w_std = p["wmax"] / math.sqrt(3)
+    acc_std = math.sqrt(depth) * INT8_STD * w_std + 1.0
+    scale = ctx.tensor(x)["scale"] * p["wscale"] * acc_std / 40.0 * loguniform(rng, 0.3, 3.0)
+    if rng.random() < 0.03:
+        scale = ctx.tensor(x)["scale"] * p["wscale"] * loguniform(rng, 0.2, 0.9)  # multiplier > 1
+        p["multiplier_gt_1"] = True
+    q = act_quant(rng)
+    q["scale"] = scale
+    return q
+
+
+def gen_conv(ctx, x):
+    return _conv_like(ctx, x, depthwise=False)
+
+
+def gen_depthwise(ctx, x):
+    return _conv_like(ctx, x, depthwise=True)
+
+
+def gen_fully_connected(ctx, x):
+    rng, t = ctx.rng, ctx.tensor(x)
+    shape = t["shape"]
+    if len(shape) not in (2, 4) or shape[0] != 1:
+        return None
+    k = int(np.prod(shape[1:]))
+    if k > 4096:
+        return None
+    p = {"invalid": [], "n": channels(rng, cap=None)}
+    p["n"] = int(max(1, min(p["n"], ctx.mac_budget // k)))
+    # TFLite's FULLY_CONNECTED itself rejects other fused activations
+    p["act"] = fused_activation(rng, p["invalid"], allow_invalid=False)
+    p["per_channel"] = bool(rng.random() < 0.3)
+    p["wmax"] = int(pick(rng, [127, 127, 64, 8]))
+    p["wscale"] = loguniform(rng, 0.001, 0.03)
+    p["bias_range"] = int(pick(rng, [0, 100, 2000, 100000]))
+    return p, [], _mac_out_quant(ctx, x, p, k)
+
+
+def _pool(ctx, x, avg: bool):
+    rng, t = ctx.rng, ctx.tensor(x)
+    if len(t["shape"]) != 4:
+        return None
+    _, h, w, _ = t["shape"]
+    inv: List[str] = []
+    p = {"invalid": inv, "padding": pick(rng, ["SAME", "VALID"])}
+    if avg:
+        p["kh"] = p["kw"] = p["sh"] = p["sw"] = 2
+        if ctx.want_invalid():
+            p["kh"] = p["kw"] = pick(rng, [1, 3])
+            p["sh"] = p["sw"] = pick(rng, [1, 2])
+            inv.append("avg window")
+    else:
+        p["kh"] = pick(rng, [1, 2, 3, 3, 15, int(rng.integers(1, 16))])
+        p["kw"] = pick(rng, [1, 2, 3, 3, 15, int(rng.integers(1, 16))])
+        p["sh"], p["sw"] = pick(rng, [1, 2, 3]), pick(rng, [1, 2, 3])
+        if ctx.want_invalid():
+            if rng.random() < 0.5:
+                p["kh"], p["padding"] = 16, "VALID"
+                inv.append("window 16")
+            else:
+                p["sw"] = 4
+                inv.append("stride 4")
+    for axis, size in (("h", h), ("w", w)):
+        k, s = p["k" + axis], p["s" + axis]
+        if p["padding"] == "VALID" and k > size:
+            if inv and axis == "h" and k == 16:
+                return None
+            k = size
+        if p["padding"] == "SAME":
+            while k > 1 and max(window_pads(size, k, s, "SAME")) > 5:
+                k -= 1
+        p["k" + axis] = k
+    if avg and not inv and (p["kh"], p["kw"]) != (2, 2):
+        return None
+    # ONNX has no fused activation on pools (Pool -> Relu -> Q is no node unit)
+    p["act"] = fused_activation(rng, inv) if ctx.fmt == "tflite" or rng.random() < 0.1 else "NONE"
+    return p, [], {"scale": t["scale"], "zp": t["zp"]}  # same quantization in and out
+
+
+def gen_max_pool(ctx, x):
+    return _pool(ctx, x, avg=False)
+
+
+def gen_avg_pool(ctx, x):
+    return _pool(ctx, x, avg=True)
+
+
+def _elementwise(ctx, x, kind):
+    rng, t = ctx.rng, ctx.tensor(x)
+    shape = t["shape"]
+    inv: List[str] = []
+    p: dict = {"invalid": inv}
+    mode = pick(rng, ["full", "full", "channel", "scalar", "self"])
+    if ctx.want_invalid() and len(shape) == 4 and shape[1] > 1 and shape[2] > 1:
+        mode = "row"
+        inv.append("broadcast")
+    other_shape = {"full": shape, "self": shape,
+                   "channel": [1] * (len(shape) - 1) + [shape[-1]],
+                   "scalar": [1] * len(shape),
+                   "row": [1, shape[1], 1, shape[-1]] if len(shape) == 4 else shape}[mode]
+    p["broadcast"] = mode
+    p["const"] = bool(mode != "self" and rng.random() < (0.8 if mode == "scalar" else 0.3))
+    p["swap"] = bool(rng.random() < (0.1 if kind == "SUB" else 0.3))
+    # what the NPU runs (rule elementwise_broadcast): a runtime first operand of
+    # the output's shape; a scalar second operand only as a constant (or one
+    # channel); SUB does not swap
+    full = other_shape == shape
+    small_ok = full or other_shape[-1] == shape[-1] or p["const"]
+    if mode != "row" and not (small_ok and (not p["swap"] or kind != "SUB" or (full and not p["const"]))):
+        inv.append("operand order / runtime scalar")
+    if mode == "self":
+        other = x
+    elif p["const"]:
+        other = ctx.new_tensor(other_shape)
+        p["const_tensor"] = other
+    else:
+        other = ctx.new_input(other_shape)
+    p["act"] = fused_activation(rng, inv)
+    return p, [other], act_quant(rng)
+
+
+def gen_add(ctx, x):
+    return _elementwise(ctx, x, "ADD")
+
+
+def gen_sub(ctx, x):
+    return _elementwise(ctx, x, "SUB")
+
+
+def gen_mul(ctx, x):
+    return _elementwise(ctx, x, "MUL")
+
+
+def gen_unary_requant(ctx, x):
+    return {"invalid": []}, [], act_quant(ctx.rng)
+
+
+def gen_hard_swish(ctx, x):
+    # TFLite's HARD_SWISH needs input scale / output scale <= 1 (activations.cc)
+    q = act_quant(ctx.rng)
+    q["scale"] = ctx.tensor(x)["scale"] * loguniform(ctx.rng, 1.0, 4.0)
+    return {"invalid": []}, [], q
+
+
+def gen_logistic(ctx, x):
+    return {"invalid": []}, [], {"scale": 1 / 256, "zp": -128}
+
+
+def gen_tanh(ctx, x):
+    return {"invalid": []}, [], {"scale": 1 / 128, "zp": 0}
+
+
+def gen_leaky_relu(ctx, x):
+    return {"invalid": [], "alpha": pick(ctx.rng, [0.01, 0.1, 0.2, 0.5])}, [], act_quant(ctx.rng)
+
+
+def gen_reshape(ctx, x):
+    rng, t = ctx.rng, ctx.tensor(x)
+    shape = t["shape"]
+    n = int(np.prod(shape))
+    choices = [[1, n]] if n <= 65535 else []  # feature map dimensions are 16-bit
+    if len(shape) == 4:
+        choices.append([1, shape[1] * shape[2], shape[3]])
+        choices.append([1, shape[2], shape[1], shape[3]])
+        choices.append([1, 1, shape[1] * shape[2], shape[3]])
+    else:
+        for c in (1, 2, 4, 8, 16):
+            if n % c == 0 and n // c <= 4096:
+                h = n // c
+                hs = [d for d in range(1, h + 1) if h % d == 0]
+                hh = hs[len(hs) // 2]
+                choices.append([1, hh, h // hh, c])
+    if not choices:
+        return None
+    new = pick(rng, choices)
+    if list(new) == list(shape):
+        return None
+    return {"invalid": [], "new_shape": [int(d) for d in new]}, [], {"scale": t["scale"], "zp": t["zp"]}
+
+
+def gen_softmax(ctx, x):
+    return {"invalid": [], "beta": pick(ctx.rng, [1.0, 0.5, 2.0])}, [], {"scale": 1 / 256, "zp": -128}
+
+
+def gen_pad(ctx, x):
+    rng, t = ctx.rng, ctx.tensor(x)
+    if len(t["shape"]) != 4:
+        return None
+    pads = [[0, 0], [int(rng.integers(0, 6)), int(rng.integers(0, 6))],
+            [int(rng.integers(0, 6)), int(rng.integers(0, 6))], [0, 0]]
+    p = {"invalid": [], "pads": pads}
+    if ctx.want_invalid():
+        pads[1][1] = 6
+        p["invalid"].append("padding 6")
+    return p, [], {"scale": t["scale"], "zp": t["zp"]}
+
+
+def gen_concat(ctx, x):
+    rng, t = ctx.rng, ctx.tensor(x)
+    shape = t["shape"]
+    axis = len(shape) - 1 if rng.random() < 0.7 else int(rng.integers(1, len(shape)))
+    other_shape = list(shape)
+    other_shape[axis] = int(rng.integers(1, 17))
+    other = ctx.new_input(other_shape, {"scale": t["scale"], "zp": t["zp"]})
+    return {"invalid": [], "axis": axis, "act": "NONE"}, [other], {"scale": t["scale"], "zp": t["zp"]}
+
+
+def gen_mean(ctx, x):
+    rng, t = ctx.rng, ctx.tensor(x)
+    if len(t["shape"]) != 4:
+        return None
+    return {"invalid": [], "keep_dims": bool(rng.random() < 0.5)}, [], act_quant(rng)
+
+
+def gen_batch_matmul(ctx, x):
+    rng, t = ctx.rng, ctx.tensor(x)
+    shape = t["shape"]
+    if len(shape) != 3 or shape[0] != 1:
+        return None
+    n = channels(rng)
+    other = ctx.new_input([1, shape[2], n])
+    q = act_quant(rng)
+    q["scale"] = t["scale"] * ctx.tensor(other)["scale"] * math.sqrt(shape[2]) * INT8_STD ** 2 / 40
+    return {"invalid": [], "n": n}, [other], q
+
+
+def gen_quantize(ctx, x):
+    return {"invalid": []}, [], act_quant(ctx.rng)
+
+
+# ---- output shapes ------------------------------------------------------------------------
+
+def out_shape(op: dict, ins: Sequence[Sequence[int]]) -> Optional[List[int]]:
+    """The output shape of `op` for input shapes `ins`; None when invalid."""
+    k, p = op["kind"], op["p"]
+    x = list(ins[0])
+    if k in ("CONV_2D", "DEPTHWISE_CONV_2D", "MAX_POOL_2D", "AVERAGE_POOL_2D"):
+        if len(x) != 4:
+            return None
+        oh = window_out(x[1], p["kh"], p["sh"], p["padding"], p.get("dh", 1))
+        ow = window_out(x[2], p["kw"], p["sw"], p["padding"], p.get("dw", 1))
+        if oh < 1 or ow < 1:
+            return None
+        c = {"CONV_2D": p.get("cout"), "DEPTHWISE_CONV_2D": x[3] * p.get("mult", 1)}.get(k, x[3])
+        return [1, oh, ow, c]
+    if k == "FULLY_CONNECTED":
+        return [1, p["n"]]
+    if k in ("ADD", "SUB", "MUL"):
+        a, b = list(ins[0]), list(ins[1])
+        if len(a) != len(b):
+            return None
+        out = []
+        for da, db in zip(a, b):
+            if da != db and 1 not in (da, db):
+                return None
+            out.append(max(da, db))
+        return out
+    if k == "RESHAPE":
+        return list(p["new_shape"]) if int(np.prod(p["new_shape"])) == int(np.prod(x)) else None
+    if k == "PAD":
+        if len(x) != 4:
+            return None
+        return [x[i] + p["pads"][i][0] + p["pads"][i][1] for i in range(4)]
+    if k == "CONCATENATION":
+        out = list(x)
+        out[p["axis"]] = x[p["axis"]] + ins[1][p["axis"]]
+        return out
+    if k == "MEAN":
+        return [1, 1, 1, x[3]] if p["keep_dims"] else [1, x[3]]
+    if k == "BATCH_MATMUL":
+        return [1, x[1], ins[1][2]]
+    return x  # unary
+
+
+# ---- the table -------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class OpKind:
+    name: str                 # TFLite builtin
+    gen: Callable             # gen(ctx, x) -> (params, extra inputs, output quant) | None
+    weight: float             # relative generation frequency
+    version: int              # TFLite op version of the int8 op
+    npu: bool = True          # a kind of docs/supported_ops.md (False: host-only)
+    onnx: Optional[str] = None  # ONNX op type it maps to (None: TFLite only)
+
+
+TABLE: List[OpKind] = [
+    OpKind("CONV_2D", gen_conv, 5, 3, onnx="Conv"),
+    OpKind("DEPTHWISE_CONV_2D", gen_depthwise, 3, 3, onnx="Conv"),
+    OpKind("FULLY_CONNECTED", gen_fully_connected, 2, 4, onnx="Gemm"),
+    OpKind("MAX_POOL_2D", gen_max_pool, 2, 2, onnx="MaxPool"),
+    OpKind("AVERAGE_POOL_2D", gen_avg_pool, 1.5, 2, onnx="AveragePool"),
+    OpKind("ADD", gen_add, 2, 2, onnx="Add"),
+    OpKind("SUB", gen_sub, 1.5, 2, onnx="Sub"),
+    OpKind("MUL", gen_mul, 2, 2, onnx="Mul"),
+    OpKind("RELU", gen_unary_requant, 1, 2, onnx="Relu"),
+    OpKind("RELU6", gen_unary_requant, 1, 2, onnx="Clip"),
+    OpKind("RELU_N1_TO_1", gen_unary_requant, 0.7, 1, onnx="Clip"),
+    OpKind("LOGISTIC", gen_logistic, 1, 2, onnx="Sigmoid"),
+    OpKind("TANH", gen_tanh, 1, 2, onnx="Tanh"),
+    OpKind("RESHAPE", gen_reshape, 1, 1, onnx="Reshape"),
+    OpKind("HARD_SWISH", gen_hard_swish, 0.5, 1, onnx="HardSwish"),
+    OpKind("LEAKY_RELU", gen_leaky_relu, 0.5, 1, onnx="LeakyRelu"),
+    OpKind("QUANTIZE", gen_quantize, 0.4, 2, onnx=None),
+    OpKind("PAD", gen_pad, 0.5, 2, onnx="Pad"),
+    OpKind("CONCATENATION", gen_concat, 0.5, 2, onnx="Concat"),
+    OpKind("MEAN", gen_mean, 0.5, 2, onnx="ReduceMean"),
+    OpKind("BATCH_MATMUL", gen_batch_matmul, 0.5, 1, onnx="MatMul"),
+    # ops the NPU lacks
+    OpKind("SOFTMAX", gen_softmax, 0.6, 2, npu=False, onnx="Softmax"),
+]
+KINDS: Dict[str, OpKind] = {k.name: k for k in TABLE}

@@ -1,0 +1,123 @@
+"""Regression tests for what tests/fuzz (the differential fuzzer) found.
+
+- A partition needing more than the 8 DMA regions of NACC_SPEC §6 (inputs,
+  outputs, constants, scratch) failed to compile as a whole while each op
+  compiled alone; the delegate and the EP then kept the whole partition on the
+  host. They now give the partition's last node back and plan again.
+- (rules) elementwise_broadcast claimed what lower_elementwise rejects: see
+  tests/test_support.py::test_elementwise_broadcast_claim_agrees_with_compile.
+"""
+import numpy as np
+import pytest
+
+import nacc
+from delegate_models import ModelBuilder, run
+
+N_INPUTS = 6  # 5 ADDs over 6 inputs: 6 inputs + output + constants + scratch > 8 regions
+
+
+def add_chain_tflite():
+    m = ModelBuilder()
+    xs = [m.input((1, 4, 4, 8), scale=0.05, zp=i) for i in range(N_INPUTS)]
+    t = xs[0]
+    for x in xs[1:]:
+        t = m.add(t, x, out_scale=0.1, out_zp=2)
+    return m.build([t])
+
+
+def test_delegate_partition_over_the_regions_gives_back_its_tail():
+    model = add_chain_tflite()
+    d = nacc.load_delegate(log_level="off")
+    rng = np.random.default_rng(0)
+    x = [rng.integers(-128, 128, (1, 4, 4, 8), dtype=np.int8) for _ in range(N_INPUTS)]
+    got = run(model, x, delegates=[d])
+    want = run(model, x)
+    assert all(np.array_equal(a, b) for a, b in zip(want, got))
+    rep = d.report()
+    claimed = [n.node for n in rep.nodes if n.claimed]
+    # before the fix: 0 claimed (the whole partition fell back)
+    assert claimed == [0, 1, 2, 3], [(n.node, n.reasons) for n in rep.nodes]
+    tail = [n for n in rep.nodes if not n.claimed]
+    assert [r.rule for r in tail[0].reasons] == ["compile"]
+    assert "regions" in tail[0].reasons[0].detail and "stays on the host" in tail[0].reasons[0].detail
+
+
+def add_chain_onnx():
+    from onnx import TensorProto, helper, numpy_helper
+
+    import onnx_models as om
+
+    nodes, inits = [], []
+    for i in range(N_INPUTS):
+        inits += [numpy_helper.from_array(np.array(0.05, np.float32), f"x{i}_s"),
+                  numpy_helper.from_array(np.array(i, np.int8), f"x{i}_z")]
+    inits += [numpy_helper.from_array(np.array(0.1, np.float32), "y_s"),
+              numpy_helper.from_array(np.array(2, np.int8), "y_z")]
+    prev, prev_q = "x0", ("x0_s", "x0_z")
+    for i in range(1, N_INPUTS):
+        nodes.append(helper.make_node("DequantizeLinear", [prev, *prev_q], [f"a{i}"], name=f"dqa{i}"))
+        nodes.append(helper.make_node("DequantizeLinear", [f"x{i}", f"x{i}_s", f"x{i}_z"], [f"b{i}"],
+                                      name=f"dqb{i}"))
+        nodes.append(helper.make_node("Add", [f"a{i}", f"b{i}"], [f"s{i}"], name=f"add{i}"))
+        nodes.append(helper.make_node("QuantizeLinear", [f"s{i}", "y_s", "y_z"], [f"y{i}"], name=f"q{i}"))
+        prev, prev_q = f"y{i}", ("y_s", "y_z")
+    shape = [1, 8, 4, 4]
+    g = helper.make_graph(nodes, "add_chain",
+                          [helper.make_tensor_value_info(f"x{i}", TensorProto.INT8, shape)
+                           for i in range(N_INPUTS)],
+                          [helper.make_tensor_value_info(prev, TensorProto.INT8, shape)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", om.OPSET)],
+                             ir_version=om.IR_VERSION).SerializeToString()
+
+
+def test_ep_partition_over_the_regions_gives_back_its_tail():
+    pytest.importorskip("onnxruntime")
+    import nacc.onnxruntime as nort
+    import onnx_models as om
+
+    nort.register()
+    model = add_chain_onnx()
+    rng = np.random.default_rng(0)
+    feeds = {f"x{i}": rng.integers(-128, 128, (1, 8, 4, 4), dtype=np.int8) for i in range(N_INPUTS)}
+    s = om.session(model, "nacc")
+    rep = nort.partition_reports()[-1]
+    claimed = sorted(n["name"] for p in rep["partitions"] for n in p["nodes"] if n["op_type"] == "Add")
+    # before the fix: no partition (every unit: "its partition does not compile")
+    assert claimed == ["add1", "add2", "add3", "add4"], rep["host_nodes"]
+    (got,) = s.run(None, feeds)
+    (cpu,) = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)
+    # within 1 of ORT's CPU kernels per Add (NACC_SPEC §1), through a chain of 5
+    assert int(np.abs(got.astype(int) - cpu.astype(int)).max()) <= N_INPUTS - 1
+
+
+def self_operand_graph():
+    """Shrunk from fuzz seed 2026 graph 6153: SUB(x, x) and ADD(t, t) in a
+    partition past the regions; retrying each op alone listed 'x' twice as an
+    input of the one-op partition and declined it with "input listed twice"."""
+    from delegate_models import act
+
+    m = ModelBuilder()
+    x0, x2, x4, x7 = (m.input((1, 1), scale=0.05, zp=i) for i in (0, 2, 4, 7))
+
+    def op(kind, a, b):
+        o = m.tensor(act((1, 1), 0.1, 1))
+        m.g.add_op(kind, [a, b], [o], dict(fused_activation_function="NONE"), version=2)
+        return o
+
+    t1 = op("SUB", x0, x0)
+    t3 = op("SUB", x0, x2)
+    t5 = op("ADD", t3, x4)
+    t6 = op("ADD", t5, t5)
+    t8 = op("ADD", t5, x7)
+    return m.build([t1, t6, t8])
+
+
+def test_delegate_retries_ops_reading_one_tensor_twice():
+    model = self_operand_graph()
+    d = nacc.load_delegate(log_level="off")
+    x = [np.array([[v]], np.int8) for v in (-100, 7, 60, 127)]
+    got = run(model, x, delegates=[d])
+    assert all(np.array_equal(a, b) for a, b in zip(run(model, x), got))
+    details = [r.detail for n in d.report().nodes for r in n.reasons]
+    assert not [t for t in details if "listed twice" in t], details
+    assert d.report().claimed_nodes >= 3, details
