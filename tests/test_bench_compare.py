@@ -27,10 +27,11 @@ NPU_FIELDS = ["cycles", "bound_cycles", "cycles_over_bound", "latency_us", "dma_
 def bench_run(tmp_path_factory):
     from nacc import bench
 
-    # The default models are cached like the other Keras test models (first
-    # run: the digits CNN is trained and converted, about a minute).
-    if not (os.environ.get("NACC_MODEL_CACHE") or os.environ.get("NACC_TEST_MODEL_CACHE")):
-        os.environ["NACC_MODEL_CACHE"] = os.path.join(os.path.dirname(__file__), ".model_cache")
+    # The default models share the tests' model cache (tests/keras_models.py),
+    # so the digits CNN the other tests convert is not built a second time.
+    import keras_models
+
+    os.environ["NACC_MODEL_CACHE"] = keras_models.CACHE_DIR
     out = tmp_path_factory.mktemp("bench")
     json_path, plot_dir = out / "bench.json", out / "plots"
     assert bench.main(["--quick", "--json", str(json_path), "--plot", str(plot_dir)]) == 0

@@ -1,7 +1,7 @@
 """nacc bench: how fast would a model be on the NACC, and does it compute the same numbers?
 
 For each model (the default set, built on first use and cached — see
-nacc/_bench_models.py — or any .tflite / .onnx path given), in one process:
+nacc/models.py — or any .tflite / .onnx path given), in one process:
 
 - TFLite: XNNPACK (TFLite's default kernels), BUILTIN_REF (the oracle), and
   BUILTIN_REF + the nacc delegate;
@@ -503,19 +503,19 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def _default_models():
-    from nacc import _bench_models
+    from nacc import models as _models
 
-    return _bench_models.DEFAULT_MODELS
+    return _models.BENCH_MODELS
 
 
 def _jobs(args) -> List[Dict[str, str]]:
-    from nacc import _bench_models
+    from nacc import models as _models
 
-    names = list(args.models) or list(_bench_models.QUICK_MODELS if args.quick
-                                      else _bench_models.DEFAULT_MODELS)
+    names = list(args.models) or list(_models.QUICK_MODELS if args.quick
+                                      else _models.BENCH_MODELS)
     jobs = []
     for m in names:
-        if m in _bench_models.MODELS:
+        if m in _models.MODELS:
             kinds = ("tflite", "onnx") if args.runtime == "both" else (args.runtime,)
             jobs += [{"name": m, "kind": k, "source": "default"} for k in kinds]
         elif m.endswith(".tflite") or m.endswith(".onnx"):
@@ -526,13 +526,13 @@ def _jobs(args) -> List[Dict[str, str]]:
                          "source": os.path.abspath(m)})
         else:
             raise SystemExit(f"nacc bench: {m!r} is neither a .tflite / .onnx file nor a default "
-                             f"model ({', '.join(_bench_models.MODELS)})")
+                             f"model ({', '.join(_models.MODELS)})")
     return jobs
 
 
 def run(args: argparse.Namespace) -> Dict[str, Any]:
     import nacc
-    from nacc import _bench_models
+    from nacc import models as _models
 
     jobs = _jobs(args)
     if args.per_layer_model is None and jobs:
@@ -547,7 +547,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
             for job in jobs:
                 progress.step(f"{job['name']}: {job['kind']} model", 0)
                 if job["source"] == "default":
-                    model = _bench_models.model_bytes(job["name"], job["kind"])
+                    model = _models.model_bytes(job["name"], job["kind"])
                 else:
                     with open(job["source"], "rb") as f:
                         model = f.read()

@@ -16,22 +16,30 @@ None batch makes the converter compute RESHAPE shapes at run time
 (SHAPE/STRIDED_SLICE/PACK), and TFLite applies no static-shape delegate to a
 graph with dynamic-sized tensors.
 
-Needs TensorFlow (and scikit-learn for ``digits_cnn``); imported only when a
-model must be built.
+ONNX counterparts (``onnx_model``): the same Keras model exported with tf2onnx
+(``from_function``; tf2onnx 1.17's ``from_keras`` fails on Keras 3) and
+quantized with ``onnxruntime.quantization.quantize_static`` (QDQ, int8
+activations, per-channel int8 weights) on the same calibration data.
+
+Needs TensorFlow (and scikit-learn for ``digits_cnn``, tf2onnx, onnx and
+onnxruntime for the ONNX models); imported only when a model must be built.
 """
 from __future__ import annotations
 
 import hashlib
 import inspect
 import os
+import tempfile
 from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-__all__ = ["MODELS", "DEFAULT_SMALL_MODEL", "cache_dir", "converted", "model_path",
-           "digits_split"]
+__all__ = ["MODELS", "DEFAULT_SMALL_MODEL", "BENCH_MODELS", "QUICK_MODELS", "cache_dir",
+           "converted", "model_path", "onnx_model", "model_bytes", "digits_split"]
 
 CALIBRATION_SAMPLES = 16
+ONNX_IR_VERSION = 9  # onnxruntime 1.31 reads IR versions <= 13; onnx 1.23 writes 14
+ONNX_OPSET = 17
 # Bump when the conversion below changes in a way the hashed sources do not show.
 _FORMAT = "nacc.models/1"
 
@@ -167,6 +175,9 @@ MODELS: Dict[str, Tuple[Callable, Tuple[int, ...], Callable]] = {
 # The model ``nacc demo`` builds: the digits CNN trains in seconds and its
 # predictions on real images make exactness visible.
 DEFAULT_SMALL_MODEL = "digits_cnn"
+# ``nacc bench``'s default set and its --quick set.
+BENCH_MODELS = ("mobilenet_v1_025_128", "mobilenet_v2_100_224", "resnet50_224", "digits_cnn")
+QUICK_MODELS = ("digits_cnn",)
 
 
 def _key(name: str) -> str:
@@ -194,13 +205,16 @@ def model_path(name: str, float_io: bool = False, cache: Optional[str] = None) -
     path = os.path.join(directory, f"{name}-{'f32io' if float_io else 'i8io'}-{_key(name)}.tflite")
     if os.path.exists(path):
         return path
-    blob = _convert(name, float_io)
-    os.makedirs(directory, exist_ok=True)
+    _store(path, _convert(name, float_io))
+    return path
+
+
+def _store(path: str, blob: bytes) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + f".tmp{os.getpid()}"
     with open(tmp, "wb") as f:
         f.write(blob)
     os.replace(tmp, path)
-    return path
 
 
 def converted(name: str, float_io: bool = False, cache: Optional[str] = None) -> bytes:
@@ -209,20 +223,27 @@ def converted(name: str, float_io: bool = False, cache: Optional[str] = None) ->
         return f.read()
 
 
-def _convert(name: str, float_io: bool) -> bytes:
+def _keras_with_batch1(name: str):
+    """The Keras model behind a static batch-1 input (constant RESHAPE shapes)."""
     import keras
+
+    build, shape, _ = MODELS[name]
+    model = build()
+    inp = keras.Input(shape, batch_size=1)
+    return keras.Model(inp, model(inp))
+
+
+def _convert(name: str, float_io: bool) -> bytes:
     import tensorflow as tf
 
-    build, shape, calibration = MODELS[name]
-    model = build()
+    _, shape, calibration = MODELS[name]
     data = calibration(shape)
 
     def representative():
         for i in range(len(data)):
             yield [data[i:i + 1]]
 
-    inp = keras.Input(shape, batch_size=1)  # static batch: constant RESHAPE shapes
-    conv = tf.lite.TFLiteConverter.from_keras_model(keras.Model(inp, model(inp)))
+    conv = tf.lite.TFLiteConverter.from_keras_model(_keras_with_batch1(name))
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
     conv.representative_dataset = representative
     conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
@@ -230,3 +251,57 @@ def _convert(name: str, float_io: bool) -> bytes:
         conv.inference_input_type = tf.int8
         conv.inference_output_type = tf.int8
     return conv.convert()
+
+
+def onnx_model(name: str, cache: Optional[str] = None) -> bytes:
+    """The QDQ ONNX counterpart of `name` (float32 input and output, int8
+    inside), converted once and cached next to the TFLite models."""
+    if name not in MODELS:
+        raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(MODELS))}")
+    path = os.path.join(cache or cache_dir(), f"{name}-qdq-{_key(name)}.onnx")
+    if not os.path.exists(path):
+        _store(path, _convert_onnx(name))
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _convert_onnx(name: str) -> bytes:
+    import onnx
+    import tensorflow as tf
+    import tf2onnx
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                          quantize_static)
+
+    _, shape, calibration = MODELS[name]
+    model = _keras_with_batch1(name)
+    spec = (tf.TensorSpec((1, *shape), tf.float32, name="input"),)
+    fn = tf.function(lambda x: model(x, training=False))
+    float_model, _ = tf2onnx.convert.from_function(fn, input_signature=spec, opset=ONNX_OPSET)
+    data = calibration(shape)
+    input_name = float_model.graph.input[0].name
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{input_name: data[i:i + 1]} for i in range(len(data))])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    with tempfile.TemporaryDirectory() as d:
+        src, dst = os.path.join(d, "f.onnx"), os.path.join(d, "q.onnx")
+        onnx.save(float_model, src)
+        quantize_static(src, dst, Reader(), quant_format=QuantFormat.QDQ,
+                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                        per_channel=True)
+        q = onnx.load(dst)
+    q.ir_version = min(q.ir_version, ONNX_IR_VERSION)
+    return q.SerializeToString()
+
+
+def model_bytes(name: str, kind: str, cache: Optional[str] = None) -> bytes:
+    """Model `name` as int8-I/O TFLite (`kind` "tflite") or QDQ ONNX ("onnx")."""
+    if kind == "tflite":
+        return converted(name, cache=cache)
+    if kind == "onnx":
+        return onnx_model(name, cache=cache)
+    raise ValueError(f"model kind {kind!r} is not 'tflite' or 'onnx'")
