@@ -237,7 +237,8 @@ def check_stream(net, program, hw_sram):
         if op.kind == "RESHAPE":
             continue
         out = net.g.tensor(op.outputs[0])
-        if op.kind == "FULLY_CONNECTED":   # M rows of one pixel of N channels
+        if op.kind in ("FULLY_CONNECTED", "BATCH_MATMUL") or r["lowering"] == "matrix":
+            # M rows of one pixel of N channels (a 1x1 conv in matrix mode: M = H*W)
             nhwc = (1, int(np.prod(out.shape[:-1])), 1, out.shape[-1])
         else:
             nhwc = (1,) * (4 - len(out.shape)) + tuple(out.shape)
@@ -274,7 +275,7 @@ def check_sram(k, rows, cols, chans, irows, icols, sram):
              "OFM": k["OFM_MEM_BASE"] * unit, "TEMP": k["TEMP_MEM_BASE"] * unit}
     used = {"IFM", "OFM"}
     if k["opcode"] in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_FULLY_CONNECTED",
-                       "NPU_OP_ELEMENTWISE", "NPU_OP_ACTIVATION"):
+                       "NPU_OP_ELEMENTWISE", "NPU_OP_ACTIVATION", "NPU_OP_MATMUL"):
         used.add("K")
     if k["opcode"] == "NPU_OP_ELEMENTWISE":
         used.add("TEMP")
@@ -288,6 +289,8 @@ def check_sram(k, rows, cols, chans, irows, icols, sram):
     vr = min(irows[0] + irows[1], in_h) - max(irows[0], 0)
     vc = min(icols[0] + icols[1], in_w) - max(icols[0], 0)
     assert vr * vc * k["IN_FM_CH"] <= area("IFM")
+    if k["IM2COL_EN"]:  # one K-byte im2col row per output pixel
+        assert rows[1] * cols[1] * k["K_SIZE_X"] * k["K_SIZE_Y"] * k["IN_FM_CH"] <= area("IFM")
     assert rows[1] * cols[1] * chans[1] <= area("OFM")
     assert max(bases[n] for n in used) < sram
     assert len({bases[n] for n in used}) == len(used), "two used areas share a base"

@@ -130,6 +130,33 @@ def test_single_unit_within_one_of_cpu_ep(builder):
     assert mx <= 1
 
 
+MATMUL_ACTIVATION_UNITS = [
+    ("int8_4x32x16", lambda: om.qdq_unit(om.matmul(const_b=False))),
+    ("int8_rank3", lambda: om.qdq_unit(om.matmul(const_b=False, rank3=True), seed=1)),
+    ("int8_49x64x49", lambda: om.qdq_unit(om.matmul(m=49, k=64, n=49, const_b=False), seed=2)),
+    ("int8_k300", lambda: om.qdq_unit(om.matmul(m=8, k=300, n=70, const_b=False), seed=3)),
+    ("uint8_4x32x16", lambda: om.qdq_unit(om.matmul(const_b=False), dtype="uint8", seed=4)),
+]
+
+
+@pytest.mark.parametrize("builder", [u[1] for u in MATMUL_ACTIVATION_UNITS],
+                         ids=[u[0] for u in MATMUL_ACTIVATION_UNITS])
+def test_matmul_of_two_activations_bit_exact_to_cpu_ep(builder):
+    """MatMul of two activations (ir BATCH_MATMUL): the CPU EP runs it as
+    QLinearMatMul, requantizing float(acc) * float(s_a * s_b) / s_y with round
+    half to even (MLAS); the EP asks the compiler for that output stage
+    (ir::Attributes::onnx_requantize -> NACC_ACT_PARA.QUANT_FP32_SCALE), so the
+    NPU result is bit-exact, on one and on 8 cores."""
+    model = builder()
+    feeds = om.int8_feeds(model, seed=11)
+    for cores in ("1", "8"):
+        (cpu,), (npu,), rep = run_both(model, feeds, {"min_partition_macs": "0", "cores": cores})
+        assert rep["partitions"], rep["host_nodes"]
+        mx, n, size = diff_stats(cpu, npu)
+        print(f"cores {cores}: {n}/{size} elements differ from the CPU EP, max |diff| {mx}")
+        np.testing.assert_array_equal(npu, cpu)
+
+
 LUT_UNITS = [
     ("sigmoid", lambda: om.qdq_unit(om.unary("Sigmoid", shape=(1, 8, 32, 1)))),
     ("tanh", lambda: om.qdq_unit(om.unary("Tanh", shape=(1, 8, 32, 1)))),

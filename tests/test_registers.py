@@ -102,7 +102,7 @@ SEED_C_OFFSETS = {"CMD": 0x08, "QBASE0": 0x10, "QBASE1": 0x14, "QREAD": 0x18, "Q
 # Fields the project adds in bits [N] marks reserved; each is documented as a
 # deviation where it is used (docs/device_model.md).
 PROJECT_EXTENSION_FIELDS = {
-    "NACC_ACT_PARA": [("QUANT_REAL_SCALE", 2, 2, 0, "RW")],
+    "NACC_ACT_PARA": [("QUANT_REAL_SCALE", 2, 2, 0, "RW"), ("QUANT_FP32_SCALE", 3, 3, 0, "RW")],
 }
 
 

@@ -121,8 +121,8 @@ def test_corrupt_bytes_rejected():
             _core.Program.from_bytes(bytes(c))
     with pytest.raises(ValueError, match="bad magic"):
         _core.Program.from_bytes(b"NACCPROX" + bytes(b[8:]))
-    with pytest.raises(ValueError, match="format version 2 is not supported"):
-        _core.Program.from_bytes(bytes(b[:8]) + struct.pack("<I", 2) + bytes(b[12:]))
+    with pytest.raises(ValueError, match="format version 3 is not supported"):
+        _core.Program.from_bytes(bytes(b[:8]) + struct.pack("<I", 3) + bytes(b[12:]))
     with pytest.raises(ValueError, match="checksum mismatch"):
         c = bytearray(b)
         c[-20] ^= 0x40

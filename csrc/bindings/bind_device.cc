@@ -300,6 +300,7 @@ void bind_program(py::module_& m) {
                                  d["weight_bytes"] = o.weight_bytes;
                                  d["weight_bytes_stored"] = o.weight_bytes_stored;
                                  d["min_dma_bytes"] = o.min_dma_bytes;
+                                 d["lowering"] = o.lowering;
                                  out.append(d);
                                }
                                return out;
@@ -308,13 +309,15 @@ void bind_program(py::module_& m) {
           "add_op",
           [](Program& p, const std::string& name, const std::string& kind, uint32_t first_word,
              uint32_t end_word, int64_t macs, int64_t bound_cycles, int64_t weight_bytes,
-             int64_t weight_bytes_stored, int64_t min_dma_bytes) {
+             int64_t weight_bytes_stored, int64_t min_dma_bytes, const std::string& lowering) {
             p.ops.push_back(nacc::OpRecord{name, kind, first_word, end_word, macs, bound_cycles,
-                                           weight_bytes, weight_bytes_stored, min_dma_bytes});
+                                           weight_bytes, weight_bytes_stored, min_dma_bytes,
+                                           lowering});
           },
           py::arg("name"), py::arg("kind"), py::arg("first_word"), py::arg("end_word"),
           py::arg("macs") = 0, py::arg("bound_cycles") = 0, py::arg("weight_bytes") = 0,
-          py::arg("weight_bytes_stored") = 0, py::arg("min_dma_bytes") = 0)
+          py::arg("weight_bytes_stored") = 0, py::arg("min_dma_bytes") = 0,
+          py::arg("lowering") = "")
       .def(
           "disassemble",
           [](const Program& p, bool best_effort) {

@@ -16,7 +16,7 @@ namespace nacc {
 namespace {
 
 constexpr char kMagic[8] = {'N', 'A', 'C', 'C', 'P', 'R', 'O', 'G'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;  // 2: op records carry `lowering`
 constexpr uint32_t kMaxStringBytes = 65535;
 constexpr uint32_t kMaxRank = 8;
 constexpr int64_t kMaxRegionBytes = int64_t(1) << 29;  // region offsets are 29 bits
@@ -222,6 +222,7 @@ std::vector<uint8_t> Program::serialize() const {
     w.i64(o.weight_bytes);
     w.i64(o.weight_bytes_stored);
     w.i64(o.min_dma_bytes);
+    w.str(o.lowering, "op lowering");
   }
   w.u64(fnv1a64(w.out.data(), w.out.size()));
   return std::move(w.out);
@@ -282,6 +283,7 @@ Program Program::deserialize(const uint8_t* data, size_t size) {
     o.weight_bytes = r.i64();
     o.weight_bytes_stored = r.i64();
     o.min_dma_bytes = r.i64();
+    o.lowering = r.str("op lowering");
     p.ops.push_back(std::move(o));
   }
   r.section("checksum");

@@ -54,6 +54,9 @@ struct OpRecord {
   int64_t weight_bytes = 0;  // uncompressed weight bytes
   int64_t weight_bytes_stored = 0;  // as stored (compressed)
   int64_t min_dma_bytes = 0;  // each weight, IFM and OFM byte moved once
+  // How the op was lowered (docs/compiler.md §2): CONV_2D "direct", "matrix"
+  // or "im2col"; other ops their unit ("fully_connected", "matmul", ...).
+  std::string lowering;
 };
 
 struct Program {
