@@ -36,7 +36,7 @@ def conv_program(seed=0, H=9, W=8, C=5, OC=6, tiles=None, scratch_two_layers=Fal
              out_addr=ra(ns.OUTPUT, 0))
     p = ns.program(sb, [x], [(1, H, W, 4)], scratch=H * W * OC, cores=cores)
     p.add_op("conv_a", "CONV_2D", 0, len(p.commands) // 2, macs=123, bound_cycles=456,
-             weight_bytes=OC * 9 * C, weight_bytes_stored=99, min_dma_bytes=777)
+             weight_bytes=OC * 9 * C, weight_bytes_stored=99, min_dma_bytes=777, lowering="direct")
     return p, [x], B.reference()
 
 
@@ -46,14 +46,14 @@ def conv_program(seed=0, H=9, W=8, C=5, OC=6, tiles=None, scratch_two_layers=Fal
 def test_round_trip_and_fields():
     p, ins, ref = conv_program(scratch_two_layers=True)
     b = p.to_bytes()
-    assert b[:8] == b"NACCPROG" and struct.unpack_from("<I", b, 8)[0] == 1
+    assert b[:8] == b"NACCPROG" and struct.unpack_from("<I", b, 8)[0] == 2
     q = _core.Program.from_bytes(b)
     assert q.to_bytes() == b
     np.testing.assert_array_equal(q.commands, p.commands)
     assert q.commands.dtype == np.uint32
     np.testing.assert_array_equal(q.constants, p.constants)
     assert q.regions == p.regions and q.inputs == p.inputs and q.outputs == p.outputs
-    assert q.ops == p.ops and q.ops[0]["min_dma_bytes"] == 777
+    assert q.ops == p.ops and q.ops[0]["min_dma_bytes"] == 777 and q.ops[0]["lowering"] == "direct"
     assert q.hw.as_dict() == p.hw.as_dict()
     assert [r["kind"] for r in q.regions] == ["constant", "input", "scratch", "output"] + ["unused"] * 4
     assert "NPU_OP_CONV" in q.disassemble() and q.disassemble().count("\n") > 50
