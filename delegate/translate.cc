@@ -150,20 +150,6 @@ std::optional<std::vector<int64_t>> constant_ints(const TfLiteContext& ctx, int 
   return out;
 }
 
-// NumPy-style broadcast; nullopt when incompatible.
-std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a,
-                                              const std::vector<int64_t>& b) {
-  const size_t rank = std::max(a.size(), b.size());
-  std::vector<int64_t> out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1) return std::nullopt;
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
-
 int64_t product(const std::vector<int64_t>& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
@@ -556,7 +542,7 @@ class Translator {
       case OpKind::kBatchMatMul: {
         const ir::Tensor* b = input(1);
         if (!b || in.rank() < 2 || b->rank() < 2) return std::nullopt;
-        auto batch = broadcast({in.shape.begin(), in.shape.end() - 2},
+        auto batch = ir::broadcast_shape({in.shape.begin(), in.shape.end() - 2},
                                {b->shape.begin(), b->shape.end() - 2});
         if (!batch) return std::nullopt;
         batch->push_back(in.dim(-2));
@@ -568,7 +554,7 @@ class Translator {
       case OpKind::kMul: {
         const ir::Tensor* b = input(1);
         if (!b) return std::nullopt;
-        return broadcast(in.shape, b->shape);
+        return ir::broadcast_shape(in.shape, b->shape);
       }
       case OpKind::kReshape:
         return infer_reshape(spec, in);

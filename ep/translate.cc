@@ -56,6 +56,7 @@ const std::vector<QdqOpInfo>& qdq_ops() {
       {"Sigmoid", {0}},
       {"Tanh", {0}},
       {"LeakyRelu", {0}},
+      {"HardSwish", {0}},
       {"Reshape", {0}},
       {"Flatten", {0}},
   };
@@ -935,6 +936,10 @@ struct UnitTranslator {
         case OpKind::kLogistic: y = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x)))); break;
         case OpKind::kTanh: y = static_cast<float>(std::tanh(static_cast<double>(x))); break;
         case OpKind::kLeakyRelu: y = x >= 0.0f ? x : x * alpha; break;
+        // ONNX HardSwish: x * max(0, min(1, x / 6 + 1 / 2)), alpha = 1/6 in float32.
+        case OpKind::kHardSwish:
+          y = x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6.0f) + 0.5f));
+          break;
         case OpKind::kRelu: y = std::max(x, 0.0f); break;
         case OpKind::kRelu6: y = std::min(std::max(x, 0.0f), 6.0f); break;
         case OpKind::kReluN1To1: y = std::min(std::max(x, -1.0f), 1.0f); break;
@@ -982,6 +987,7 @@ struct UnitTranslator {
     if (t == "Sigmoid" || t == "QLinearSigmoid") return unary(OpKind::kLogistic);
     if (t == "Tanh") return unary(OpKind::kTanh);
     if (t == "LeakyRelu" || t == "QLinearLeakyRelu") return unary(OpKind::kLeakyRelu);
+    if (t == "HardSwish") return unary(OpKind::kHardSwish);
     if (t == "Reshape" || t == "Flatten") return reshape();
     return str_cat(t, " has no translation");
   }

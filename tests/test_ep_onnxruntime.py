@@ -24,6 +24,10 @@ EP = "NaccExecutionProvider"
 NO_BACKEND = "this build has no NACC compiler"
 # the capability rule (compiler_lowering) naming op kinds the compiler does not lower yet
 NOT_LOWERED = "is not lowered by this compiler version"
+# The only unit whose IR kind the compiler does not lower yet: GlobalAveragePool
+# (MEAN). Any other unit the compiler rejects is a failure, not an expected one
+# (a MatMul of two activations is BATCH_MATMUL, lowered to the matrix unit).
+STILL_NOT_LOWERED = ("GlobalAveragePool is not lowered",)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -181,6 +185,7 @@ CLAIMS = [
     # ONNX-semantics tables (ir::Attributes::lut) make any output quantization exact
     ("tanh_free_output_scale", lambda: om.qdq_unit(om.unary("Tanh")), ["Tanh"]),
     ("sigmoid_free_output_scale", lambda: om.qdq_unit(om.unary("Sigmoid")), ["Sigmoid"]),
+    ("hard_swish", lambda: om.qdq_unit(om.unary("HardSwish")), ["HardSwish"]),
     ("global_average_pool", lambda: om.qdq_unit(om.global_average_pool()), ["GlobalAveragePool"]),
 ]
 
@@ -192,8 +197,8 @@ def test_claims_single_unit(builder, ops):
     compiler = [h["reason"] for h in rep["host_nodes"]
                 if (h["reason"].startswith("the compiler rejects it") or NOT_LOWERED in h["reason"])
                 and NO_BACKEND not in h["reason"]]
-    if compiler:  # the rules accept it; the compiler of this checkout does not lower it yet
-        pytest.xfail(compiler[0])
+    if compiler and all(any(k in c for k in STILL_NOT_LOWERED) for c in compiler):
+        pytest.xfail(compiler[0])  # the rules accept it; MEAN is not lowered yet
     assert claimed_ops(rep) == ops, rep
     assert not declined(rep)
 

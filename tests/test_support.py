@@ -37,8 +37,7 @@ def past(rule, id, build, detail, **kw):
 
 
 # The op kinds the hardware rules describe but the compiler does not lower yet.
-NOT_YET_LOWERED = {"HARD_SWISH", "LEAKY_RELU", "QUANTIZE", "PAD", "CONCATENATION",
-                   "MEAN"}
+NOT_YET_LOWERED = {"PAD", "CONCATENATION", "MEAN"}
 
 CASES = [
     # Claim and compile agree: kinds the compiler cannot lower are declined up front.
@@ -120,6 +119,27 @@ CASES = [
     past("sigmoid_tanh_output_quantization", "tanh-scale-1/256",
          lambda: b.unary("TANH", out_scale=1 / 256, out_zp=0),
          "output 'y' has scale 0.00390625 zero point 0"),
+    at("sigmoid_tanh_output_quantization", "logistic-frontend-table",
+       lambda: b.unary("LOGISTIC", out_scale=0.01, out_zp=3, lut=[0] * 256)),
+    at("frontend_lut", "256-entries", lambda: b.unary("HARD_SWISH", lut=[1] * 256)),
+    past("frontend_lut", "255-entries", lambda: b.unary("LEAKY_RELU", lut=[1] * 255),
+         "the frontend's lookup table has 255 entries"),
+    # HARD_SWISH: TFLite's HardSwishPrepare needs input / (128 * output) < 1.
+    at("lut_arithmetic", "hard-swish-ratio-127.5",
+       lambda: b.unary("HARD_SWISH", in_scale=1.0, out_scale=1 / 127.5)),
+    past("lut_arithmetic", "hard-swish-ratio-128",
+         lambda: b.unary("HARD_SWISH", in_scale=1.0, out_scale=1 / 128),
+         "output multiplier input_scale / (128 * output_scale) = 1 is not below 1"),
+    # Multipliers needing a left shift above 31 (TFLite's 1 << shift overflows).
+    at("lut_arithmetic", "quantize-shift-31",
+       lambda: b.unary("QUANTIZE", in_scale=1.0, out_scale=2.0 ** -30)),
+    past("lut_arithmetic", "quantize-shift-32",
+         lambda: b.unary("QUANTIZE", in_scale=1.0, out_scale=2.0 ** -31),
+         "needs a left shift of 32 > 31"),
+    at("lut_arithmetic", "leaky-relu-negative-alpha", lambda: b.unary("LEAKY_RELU", alpha=-2.0)),
+    past("lut_arithmetic", "leaky-relu-alpha-shift-32",
+         lambda: b.unary("LEAKY_RELU", in_scale=1.0, out_scale=1.0, alpha=-3e9),
+         "alpha multiplier input_scale * alpha / output_scale = -3"),
 
     # Shapes.
     at("batch_size", "batch-1", lambda: b.conv(batch=1)),

@@ -30,6 +30,9 @@ _DTYPES = {
     "int32": (schema.TensorType.INT32, np.int32),
     "int64": (schema.TensorType.INT64, np.int64),
     "float32": (schema.TensorType.FLOAT32, np.float32),
+    # Constant data of an int4 tensor is given as int8 values in [-8, 7] and
+    # packed two per byte, the first in the low nibble (TFLite's layout).
+    "int4": (schema.TensorType.INT4, np.int8),
 }
 
 # BuiltinOperator name -> BuiltinOptions table name (ops without options omitted).
@@ -63,6 +66,16 @@ _ENUM_FIELDS = {
 # Fields whose schema default (0) TFLite rejects; tests override as needed.
 _DEFAULTS = {"strideW": 1, "strideH": 1, "filterWidth": 1, "filterHeight": 1,
              "depthMultiplier": 1}
+
+
+def _pack_int4(values: np.ndarray) -> np.ndarray:
+    flat = values.reshape(-1).astype(np.int64)
+    if flat.size and (flat.min() < -8 or flat.max() > 7):
+        raise ValueError("int4 data must lie in [-8, 7]")
+    nibbles = (flat & 0xF).astype(np.uint8)
+    if nibbles.size % 2:
+        nibbles = np.append(nibbles, np.uint8(0))
+    return nibbles[0::2] | (nibbles[1::2] << 4)
 
 
 def _camel(name: str) -> str:
@@ -106,7 +119,8 @@ class GraphBuilder:
         if t.data is not None:
             arr = np.ascontiguousarray(np.asarray(t.data, dtype=np_dtype).reshape(t.shape))
             buf = schema.BufferT()
-            buf.data = np.frombuffer(arr.tobytes(), dtype=np.uint8)
+            buf.data = (_pack_int4(arr) if t.dtype == "int4"
+                        else np.frombuffer(arr.tobytes(), dtype=np.uint8))
             self._buffers.append(buf)
             tensor.buffer = len(self._buffers) - 1
         if t.scale is not None:

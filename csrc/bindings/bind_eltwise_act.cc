@@ -317,4 +317,38 @@ NACC_BINDINGS(eltwise_act) {
       py::arg("input_scale"), py::arg("input_zero_point"), py::arg("output_scale") = 1.0 / 128,
       py::arg("output_zero_point") = 0,
       "The 256-entry int8 table equal to TFLite 2.21's int8 TANH (BUILTIN_REF).");
+  m.def(
+      "lut_tflite_hard_swish",
+      [](float input_scale, int32_t input_zero_point, float output_scale,
+         int32_t output_zero_point) {
+        return lut_array(nacc::lut_tflite_hard_swish(input_scale, input_zero_point, output_scale,
+                                                     output_zero_point));
+      },
+      py::arg("input_scale"), py::arg("input_zero_point"), py::arg("output_scale"),
+      py::arg("output_zero_point"),
+      "The 256-entry int8 table equal to TFLite 2.21's reference int8 HARD_SWISH "
+      "(BUILTIN_REF); ValueError where TFLite rejects the quantization (input_scale / "
+      "output_scale >= 128) or its arithmetic cannot evaluate it.");
+  m.def(
+      "lut_tflite_leaky_relu",
+      [](float input_scale, int32_t input_zero_point, float output_scale,
+         int32_t output_zero_point, float alpha) {
+        return lut_array(nacc::lut_tflite_leaky_relu(input_scale, input_zero_point, output_scale,
+                                                     output_zero_point, alpha));
+      },
+      py::arg("input_scale"), py::arg("input_zero_point"), py::arg("output_scale"),
+      py::arg("output_zero_point"), py::arg("alpha"),
+      "The 256-entry int8 table equal to TFLite 2.21's reference int8 LEAKY_RELU (any finite "
+      "alpha, including 0, negative and > 1).");
+  m.def(
+      "lut_tflite_requantize",
+      [](float input_scale, int32_t input_zero_point, float output_scale,
+         int32_t output_zero_point) {
+        return lut_array(nacc::lut_tflite_requantize(input_scale, input_zero_point, output_scale,
+                                                     output_zero_point));
+      },
+      py::arg("input_scale"), py::arg("input_zero_point"), py::arg("output_scale"),
+      py::arg("output_zero_point"),
+      "The 256-entry int8 table equal to TFLite 2.21's reference int8 -> int8 QUANTIZE "
+      "(Requantize).");
 }

@@ -96,6 +96,10 @@ std::optional<ir::PaddingMode> apply_attrs(ir::Op& op, const py::kwargs& kw) {
        [](ir::Attributes& a, const py::handle& v, const std::string& k) {
          a.alpha = cast_kwarg<float>(v, k, "a float");
        }},
+      {"lut",
+       [](ir::Attributes& a, const py::handle& v, const std::string& k) {
+         a.lut = cast_kwarg<std::vector<int8_t>>(v, k, "a sequence of int8 values");
+       }},
       {"paddings",
        [](ir::Attributes& a, const py::handle& v, const std::string& k) {
          a.paddings = cast_kwarg<std::vector<std::array<int64_t, 2>>>(
@@ -152,6 +156,7 @@ py::dict attrs_dict(const ir::Attributes& a) {
   d["axes"] = a.axes;
   d["keep_dims"] = a.keep_dims;
   d["alpha"] = a.alpha;
+  d["lut"] = a.lut;
   d["paddings"] = a.paddings;
   d["unsupported_options"] = a.unsupported_options;
   d["onnx_requantize"] = a.onnx_requantize;
@@ -241,7 +246,7 @@ NACC_BINDINGS(ir) {
           "inputs: tensor ids, -1 = omitted optional input. Attributes as keywords: stride_h, "
           "stride_w, dilation_h, dilation_w, padding='SAME'|'VALID' or pad_top/bottom/left/right, "
           "kernel_h, kernel_w (pools), depth_multiplier, activation ('RELU', ...), axis, axes, "
-          "keep_dims, alpha, paddings (PAD: [(before, after)] per dimension), "
+          "keep_dims, alpha, lut (256 int8 entries, entry i = output for input (int8)i), paddings (PAD: [(before, after)] per dimension), "
           "unsupported_options (list of str), type_name.")
       .def_readwrite("inputs", &ir::Graph::inputs, "Graph input tensor ids (assign a list).")
       .def_readwrite("outputs", &ir::Graph::outputs, "Graph output tensor ids (assign a list).")

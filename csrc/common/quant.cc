@@ -32,6 +32,28 @@ QuantizedMultiplier quantize_multiplier(double real_multiplier) {
   return out;
 }
 
+QuantizedMultiplier quantize_multiplier_signed(double real_multiplier) {
+  check_arg(std::isfinite(real_multiplier), "quantize_multiplier_signed: multiplier must be "
+            "finite, got ", real_multiplier);
+  if (real_multiplier >= 0.0) return quantize_multiplier(real_multiplier);
+  QuantizedMultiplier out;
+  int shift = 0;
+  const double q = std::frexp(real_multiplier, &shift);  // q in (-1, -0.5]
+  const int64_t one = int64_t{1} << limits::kMultiplierBits;
+  // q * 2^31 rounds to at least -2^31, which fits int32: no renormalisation.
+  int64_t q_fixed = static_cast<int64_t>(std::round(q * static_cast<double>(one)));
+  if (shift < limits::kMinShift) {
+    shift = 0;
+    q_fixed = 0;
+  }
+  check_arg(shift <= limits::kMaxShift, "quantize_multiplier_signed: multiplier ",
+            real_multiplier, " is too large (needs a left shift of ", shift, " > ",
+            limits::kMaxShift, ")");
+  out.multiplier = static_cast<int32_t>(q_fixed);
+  out.shift = shift;
+  return out;
+}
+
 QuantizedMultiplier quantize_multiplier_smaller_than_one(double real_multiplier) {
   check_arg(real_multiplier > 0.0 && real_multiplier < 1.0,
             "quantize_multiplier_smaller_than_one: multiplier must be in (0, 1), got ",

@@ -27,6 +27,14 @@ QuantizedMultiplier quantize_multiplier_smaller_than_one(double real_multiplier)
 // TFLite QuantizeMultiplierGreaterThanOne: requires m > 1; shift >= 0.
 QuantizedMultiplier quantize_multiplier_greater_than_one(double real_multiplier);
 
+// TFLite QuantizeMultiplier for a multiplier of either sign (LEAKY_RELU's
+// alpha multiplier is negative for a negative alpha): frexp, round half away
+// from zero; only +2^31 is renormalised (to 2^30 with shift+1), so a negative
+// multiplier may come out as -2^31; shifts below -31 flush to zero. The
+// multiplier is in [-2^31, -2^30] U {0} U [2^30, 2^31). Throws InvalidArgument
+// for a non-finite value or a left shift above kMaxShift (31).
+QuantizedMultiplier quantize_multiplier_signed(double real_multiplier);
+
 // gemmlowp SaturatingRoundingDoublingHighMul: (a * b * 2 + 2^31) >> 32 with
 // round-half-away-from-zero nudging; saturates the single overflow case.
 inline int32_t saturating_rounding_doubling_high_mul(int32_t a, int32_t b) {
@@ -45,6 +53,29 @@ inline int32_t rounding_divide_by_pot(int32_t x, int exponent) {
   const int32_t remainder = x & mask;
   const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
   return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+// gemmlowp's int16 SaturatingRoundingDoublingHighMul (Q0.15): (a * b + nudge)
+// / 2^15 with nudge +-2^14, truncated toward zero; saturates (-2^15)^2.
+inline int16_t saturating_rounding_doubling_high_mul_s16(int16_t a, int16_t b) {
+  if (a == b && a == std::numeric_limits<int16_t>::min()) {
+    return std::numeric_limits<int16_t>::max();
+  }
+  const int32_t ab = int32_t{a} * int32_t{b};
+  const int32_t nudge = ab >= 0 ? (1 << 14) : (1 - (1 << 14));
+  return static_cast<int16_t>((ab + nudge) / (1 << 15));
+}
+
+// gemmlowp's RoundingDivideByPOT instantiated for int16_t, exponent in
+// [0, 31], bit for bit including its behaviour for exponents >= 16: the mask
+// (2^exponent - 1) is narrowed to int16 and becomes -1, so the result is +1
+// for x >= 0 and -1 for x < 0 (TFLite's int8 HARD_SWISH reaches this with
+// output multipliers below 2^-16).
+inline int16_t rounding_divide_by_pot_s16(int16_t x, int exponent) {
+  const int16_t mask = static_cast<int16_t>((int64_t{1} << exponent) - 1);
+  const int16_t remainder = static_cast<int16_t>(x & mask);
+  const int16_t threshold = static_cast<int16_t>((mask >> 1) + (x < 0 ? 1 : 0));
+  return static_cast<int16_t>((x >> exponent) + (remainder > threshold ? 1 : 0));
 }
 
 // x * 2^left_shift with the two's-complement wrap-around of TFLite's int32

@@ -452,6 +452,10 @@ void lower_elementwise(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.shift = {l.eltwise.output_shift};
 }
 
+void lower_tflite_lut(const ir::Op& op, const Quant& qi, const Quant& qo, LoweredOp& l);
+
+// Single-input int8 -> int8 ops: the activation unit in LUT mode, with the
+// frontend's table (ir::Attributes::lut) when it gives one, else TFLite's.
 void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const ir::Tensor& in = g.tensor(op.inputs[0]);
   const ir::Tensor& out = g.tensor(op.outputs[0]);
@@ -460,10 +464,44 @@ void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.out_shape = nhwc_of(out.shape);
   check_arg(l.in_shape == l.out_shape, l.label, ": input ", l.in_shape.str(), " != output ",
             l.out_shape.str());
+  if (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8) {
+    throw Unsupported(str_cat(l.label, ": ", ir::dtype_name(in.dtype), " -> ",
+                              ir::dtype_name(out.dtype), " (the activation unit maps int8 to int8)"));
+  }
   const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
   l.input_zero_point = qi.zero_point;
   l.output_zero_point = qo.zero_point;
+  const std::vector<int8_t>& given = op.attrs.lut;
+  if (!given.empty()) {
+    // The frontend's own table (e.g. the ONNX Runtime EP's ONNX semantics):
+    // used as given, whatever the op kind's TFLite arithmetic would be.
+    if (given.size() != static_cast<size_t>(limits::kLutEntries)) {
+      throw Unsupported(str_cat(l.label, ": the frontend's lookup table has ", given.size(),
+                                " entries, the activation unit takes ", limits::kLutEntries));
+    }
+    std::memcpy(l.lut.data(), given.data(), given.size());
+  } else {
+    lower_tflite_lut(op, qi, qo, l);
+  }
+  l.has_lut = true;
+  l.act_mode = ActMode::kLut;
+  l.act_min = -128;
+  l.act_max = 127;
+}
+
+// TFLite's own table for the op's quantization (activations.cc, quantize.cc).
+void lower_tflite_lut(const ir::Op& op, const Quant& qi, const Quant& qo, LoweredOp& l) {
   switch (op.kind) {
+    case OpKind::kHardSwish:
+      l.lut = lut_tflite_hard_swish(qi.scale, qi.zero_point, qo.scale, qo.zero_point);
+      break;
+    case OpKind::kLeakyRelu:
+      l.lut = lut_tflite_leaky_relu(qi.scale, qi.zero_point, qo.scale, qo.zero_point,
+                                    op.attrs.alpha);
+      break;
+    case OpKind::kQuantize:
+      l.lut = lut_tflite_requantize(qi.scale, qi.zero_point, qo.scale, qo.zero_point);
+      break;
     case OpKind::kLogistic:
       l.lut = lut_tflite_logistic(qi.scale, qi.zero_point, qo.scale, qo.zero_point);
       break;
@@ -485,10 +523,6 @@ void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
       break;
     }
   }
-  l.has_lut = true;
-  l.act_mode = ActMode::kLut;
-  l.act_min = -128;
-  l.act_max = 127;
 }
 
 }  // namespace
@@ -533,6 +567,9 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
       case OpKind::kReluN1To1:
       case OpKind::kLogistic:
       case OpKind::kTanh:
+      case OpKind::kHardSwish:
+      case OpKind::kLeakyRelu:
+      case OpKind::kQuantize:
         lower_activation(graph, op, l);
         break;
       case OpKind::kReshape:

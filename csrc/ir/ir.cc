@@ -42,11 +42,11 @@ constexpr OpKindInfo kOpKinds[] = {
     {OpKind::kRelu, "RELU", "activation unit, 256-entry LUT"},
     {OpKind::kRelu6, "RELU6", "activation unit, 256-entry LUT"},
     {OpKind::kReluN1To1, "RELU_N1_TO_1", "activation unit, 256-entry LUT"},
-    {OpKind::kLogistic, "LOGISTIC", "activation unit, 256-entry LUT filled as TFLite fills its table"},
-    {OpKind::kTanh, "TANH", "activation unit, 256-entry LUT filled as TFLite fills its table"},
-    {OpKind::kHardSwish, "HARD_SWISH", "activation unit, 256-entry LUT"},
-    {OpKind::kLeakyRelu, "LEAKY_RELU", "activation unit, 256-entry LUT"},
-    {OpKind::kQuantize, "QUANTIZE", "int8 -> int8 requantize through the 256-entry LUT"},
+    {OpKind::kLogistic, "LOGISTIC", "activation unit, 256-entry LUT filled as TFLite fills its table (or the frontend's table)"},
+    {OpKind::kTanh, "TANH", "activation unit, 256-entry LUT filled as TFLite fills its table (or the frontend's table)"},
+    {OpKind::kHardSwish, "HARD_SWISH", "activation unit, 256-entry LUT of TFLite's reference int8 arithmetic (or the frontend's table)"},
+    {OpKind::kLeakyRelu, "LEAKY_RELU", "activation unit, 256-entry LUT of TFLite's reference int8 arithmetic (or the frontend's table)"},
+    {OpKind::kQuantize, "QUANTIZE", "int8 -> int8 requantize: activation unit, 256-entry LUT of TFLite's reference arithmetic"},
     {OpKind::kReshape, "RESHAPE", "a view of the same bytes (also SQUEEZE, EXPAND_DIMS); no data moves"},
     {OpKind::kPad, "PAD", "identity window with the PADDING registers"},
     {OpKind::kConcatenation, "CONCATENATION", "DMA copies into one output buffer"},
@@ -72,20 +72,6 @@ std::string tensor_label(const Graph& g, int id) {
 int normalize_axis(int axis, int rank) {
   const int a = axis < 0 ? axis + rank : axis;
   return (a >= 0 && a < rank) ? a : -1;
-}
-
-// Numpy broadcast of two shapes; nullopt when incompatible.
-std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<int64_t>& a,
-                                                    const std::vector<int64_t>& b) {
-  const size_t rank = std::max(a.size(), b.size());
-  std::vector<int64_t> out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1) return std::nullopt;
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
 }
 
 const Tensor* input_or_null(const Graph& g, const Op& op, size_t i) {
@@ -624,6 +610,19 @@ void resolve_tflite_padding(const Graph& g, Op& op, PaddingMode mode) {
   op.attrs.padding = tflite_padding(mode, in.shape[1], in.shape[2], (*kernel)[0], (*kernel)[1],
                                     a.stride_h, a.stride_w, is_conv ? a.dilation_h : 1,
                                     is_conv ? a.dilation_w : 1);
+}
+
+std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<int64_t>& a,
+                                                    const std::vector<int64_t>& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
 }
 
 }  // namespace nacc::ir

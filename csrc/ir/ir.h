@@ -231,6 +231,11 @@ int64_t window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t p
 // SAME: out = ceil(in / stride), total = max((out - 1) * stride +
 // effective_kernel - in, 0), before = total / 2, after = total - before
 // (the extra element goes to the bottom / right). VALID: all zero.
+// NumPy broadcast of two shapes (aligned at the last dimension); nullopt when
+// incompatible.
+std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<int64_t>& a,
+                                                    const std::vector<int64_t>& b);
+
 Padding tflite_padding(PaddingMode mode, int64_t in_h, int64_t in_w, int64_t kernel_h,
                        int64_t kernel_w, int64_t stride_h, int64_t stride_w,
                        int64_t dilation_h = 1, int64_t dilation_w = 1);

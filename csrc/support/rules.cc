@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/limits.h"
+#include "device/units/activation.h"
 
 namespace nacc::support {
 
@@ -181,9 +182,8 @@ std::optional<std::string> check_npu_op_kind(const Graph&, const Op& op, const S
 // (csrc/compiler/lower.cc): declined up front so that nothing is claimed and
 // then fails to compile.
 const std::vector<ir::OpKind>& not_yet_lowered_kinds() {
-  static const std::vector<ir::OpKind> kinds = {
-      ir::OpKind::kHardSwish, ir::OpKind::kLeakyRelu, ir::OpKind::kQuantize,
-      ir::OpKind::kPad,       ir::OpKind::kConcatenation, ir::OpKind::kMean};
+  static const std::vector<ir::OpKind> kinds = {ir::OpKind::kPad, ir::OpKind::kConcatenation,
+                                                ir::OpKind::kMean};
   return kinds;
 }
 
@@ -334,6 +334,42 @@ std::optional<std::string> check_sigmoid_tanh_output_quantization(const Graph& g
     return std::nullopt;
   }
   return str_cat(out.label(), " has ", quant_str(q));
+}
+
+// HARD_SWISH, LEAKY_RELU and QUANTIZE run TFLite's reference arithmetic from a
+// table: the table builder is the rule (it declines exactly the quantizations
+// TFLite's Prepare rejects or its arithmetic cannot evaluate).
+std::optional<std::string> check_lut_arithmetic(const Graph& g, const Op& op,
+                                                const SupportConfig&) {
+  if (op.attrs.lut.size() == static_cast<size_t>(limits::kLutEntries)) return std::nullopt;
+  const Tensor& in = *input(g, op).tensor;
+  const Tensor& out = *output(g, op).tensor;
+  const auto usable = [](const Tensor& t) {  // else activation_dtype / _quantization decline
+    return t.dtype == DType::kInt8 && t.quant.scales.size() == 1 &&
+           std::isfinite(t.quant.scales[0]) && t.quant.scales[0] > 0 &&
+           t.quant.zero_points[0] >= kInt8Min && t.quant.zero_points[0] <= kInt8Max;
+  };
+  if (!usable(in) || !usable(out)) return std::nullopt;
+  const float is = in.quant.scales[0], os = out.quant.scales[0];
+  const int32_t iz = in.quant.zero_points[0], oz = out.quant.zero_points[0];
+  try {
+    switch (op.kind) {
+      case OpKind::kHardSwish: lut_tflite_hard_swish(is, iz, os, oz); break;
+      case OpKind::kLeakyRelu: lut_tflite_leaky_relu(is, iz, os, oz, op.attrs.alpha); break;
+      default: lut_tflite_requantize(is, iz, os, oz); break;
+    }
+  } catch (const InvalidArgument& e) {
+    std::string what = e.what();
+    const size_t colon = what.find(": ");  // drop the builder's name
+    return colon == std::string::npos ? what : what.substr(colon + 2);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_frontend_lut(const Graph&, const Op& op, const SupportConfig&) {
+  const size_t n = op.attrs.lut.size();
+  if (n == 0 || n == static_cast<size_t>(limits::kLutEntries)) return std::nullopt;
+  return str_cat("the frontend's lookup table has ", n, " entries");
 }
 
 // ---- shapes -------------------------------------------------------------------
@@ -524,6 +560,10 @@ std::vector<Rule> build_rules() {
   const std::vector<K> conv_like = {K::kConv2D, K::kDepthwiseConv2D};
   const std::vector<K> mac_with_weights = {K::kConv2D, K::kDepthwiseConv2D, K::kFullyConnected};
   const std::vector<K> elementwise = {K::kAdd, K::kSub, K::kMul};
+  // The activation unit's LUT-mode kinds (compiler/lower.cc lower_activation).
+  const std::vector<K> lut_kinds = {K::kRelu,      K::kRelu6,     K::kReluN1To1,
+                                    K::kLogistic,  K::kTanh,      K::kHardSwish,
+                                    K::kLeakyRelu, K::kQuantize};
 
   std::vector<K> batched;  // every kind whose feature maps carry a batch
   for (K k : ir::npu_op_kinds()) {
@@ -543,8 +583,8 @@ std::vector<Rule> build_rules() {
        "only the op kinds listed in docs/supported_ops.md run on the NPU; every other op runs on the host",
        true, check_npu_op_kind},
       {"compiler_lowering", not_yet_lowered_kinds(),
-       "the compiler must lower the op kind (HARD_SWISH, LEAKY_RELU, QUANTIZE, PAD, "
-       "CONCATENATION and MEAN are not lowered yet and run on the host)",
+       "the compiler must lower the op kind (PAD, CONCATENATION and MEAN are not lowered yet "
+       "and run on the host)",
        true, check_compiler_lowering},
       {"operand_count", {},
        "inputs and outputs must be those of the op kind (optional bias, parameter tensors)", true,
@@ -585,6 +625,18 @@ std::vector<Rule> build_rules() {
                ", TANH scale 1/", kTanhOutputScaleInverse, " zero point ", kTanhOutputZeroPoint,
                " (any, when the frontend supplies the op's lookup table)"),
        false, check_sigmoid_tanh_output_quantization},
+      {"frontend_lut", lut_kinds,
+       str_cat("a lookup table given by the frontend must have ", limits::kLutEntries,
+               " entries (entry i = output for the int8 input i)"),
+       false, check_frontend_lut},
+      {"lut_arithmetic", {K::kHardSwish, K::kLeakyRelu, K::kQuantize},
+       str_cat("HARD_SWISH, LEAKY_RELU and int8 QUANTIZE run TFLite's reference int8 arithmetic "
+               "from a ", limits::kLutEntries, "-entry table: TFLite must accept the quantization "
+               "(HARD_SWISH: input scale / (128 x output scale) below 1) and every fixed-point "
+               "multiplier must need a left shift of at most ", limits::kMaxShift,
+               " (TFLite's 1 << shift overflows beyond); LEAKY_RELU's alpha may be any finite "
+               "value. Any quantization when the frontend supplies the op's lookup table"),
+       false, check_lut_arithmetic},
 
       // Shapes.
       {"batch_size", batched,

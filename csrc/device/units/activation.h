@@ -1,7 +1,8 @@
 // The activation unit (NACC_SPEC §1): an int8 requantize-and-clamp path
 // (ReLU, ReLU6, none; bit-exact to TFLite's int8 RELU / RELU6 / RELU_N1_TO_1)
 // and a 256-entry int8 LUT (a project extension, ACT_MODE 4'b0101) that runs
-// TFLite's int8 LOGISTIC and TANH exactly. Also the LUT builders.
+// TFLite's int8 LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU and int8 -> int8
+// QUANTIZE exactly. Also the LUT builders.
 #pragma once
 
 #include <array>
@@ -86,5 +87,48 @@ std::array<int8_t, 256> lut_tflite_logistic(float input_scale, int32_t input_zer
 std::array<int8_t, 256> lut_tflite_tanh(float input_scale, int32_t input_zero_point,
                                         float output_scale = 1.0f / 128,
                                         int32_t output_zero_point = 0);
+
+// The tables of TFLite 2.21's *reference* int8 HARD_SWISH, LEAKY_RELU and
+// int8 -> int8 QUANTIZE (BUILTIN_REF), evaluated for all 256 inputs with the
+// kernels' own fixed-point arithmetic (common/quant.h). Each throws
+// InvalidArgument, naming the parameter and the allowed range, where TFLite
+// rejects the quantization in Prepare or where its arithmetic leaves defined
+// behaviour; every accepted quantization gives TFLite's bits.
+//
+// HARD_SWISH (activations.cc HardSwishPrepare, reference_ops::HardSwish):
+//   hires = input_scale / 128 (float32); output multiplier hires / output_scale
+//   and "reluish" multiplier hires / (3 / 32768), both float32 quotients,
+//   QuantizeMultiplier'd and rounded to Q0.15 (DownScaleInt32ToInt16Multiplier).
+//   Per input, in int16: v = (q - input_zp) * 128; the output-scale product
+//   SRDHM16(v, out_mul); the reluish value v rescaled (saturating left shift
+//   by exponent - 1, SRDHM16, last saturating shift by 1, or a rounding right
+//   shift) into [-1, 1] as Q0.15, then mapped to [0, 1]; their product by
+//   TFLite's truncating SaturatingDoublingHighMul; rounding right shift by
+//   -out_exponent (rounding_divide_by_pot_s16); + output_zp; clamp.
+//   Declined: an output multiplier >= 1, i.e. input_scale / output_scale
+//   >= 128 (its exponent would be > 0: TFLite's HardSwishPrepare fails the
+//   model), and a reluish multiplier >= 2^31 (input_scale >= ~2.5e7: a left
+//   shift above 31, where TFLite's 1 << shift overflows int).
+std::array<int8_t, 256> lut_tflite_hard_swish(float input_scale, int32_t input_zero_point,
+                                              float output_scale, int32_t output_zero_point);
+
+// LEAKY_RELU (activations.cc LeakyReluPrepare, reference_ops::QuantizeLeakyRelu):
+//   identity multiplier = input_scale / output_scale and alpha multiplier =
+//   input_scale * alpha / output_scale, both float32 expressions widened to
+//   double and QuantizeMultiplier'd (the alpha one may be negative or zero);
+//   x = q - input_zp; out = output_zp + MultiplyByQuantizedMultiplier(x, identity)
+//   for x >= 0, with the alpha multiplier for x < 0; clamp. Any finite alpha
+//   (0, negative, > 1). Declined: a non-finite multiplier or one needing a
+//   left shift > 31 (a ratio >= 2^31: TFLite's 1 << shift is undefined).
+std::array<int8_t, 256> lut_tflite_leaky_relu(float input_scale, int32_t input_zero_point,
+                                              float output_scale, int32_t output_zero_point,
+                                              float alpha);
+
+// QUANTIZE int8 -> int8 (quantize.cc Prepare, reference_ops::Requantize):
+//   multiplier = QuantizeMultiplier(double(input_scale) / double(output_scale));
+//   out = clamp(MultiplyByQuantizedMultiplier(q - input_zp) + output_zp).
+//   Declined: a ratio needing a left shift > 31 (as for LEAKY_RELU).
+std::array<int8_t, 256> lut_tflite_requantize(float input_scale, int32_t input_zero_point,
+                                              float output_scale, int32_t output_zero_point);
 
 }  // namespace nacc
