@@ -741,7 +741,12 @@ struct UnitTranslator {
       int64_t batch = 1;
       for (size_t d = 0; d + 2 < as.size(); ++d) batch *= as[d];
       macs = batch * as[as.size() - 2] * as.back() * bs.back();
-      add_op(OpKind::kBatchMatMul, {a_local, b_local}, y);
+      // ONNX Runtime's CPU EP requantizes QLinearMatMul in float32 (MLAS):
+      // the NPU uses the same output stage, so the result is bit-exact
+      // (docs/compiler.md §2, NACC_ACT_PARA.QUANT_FP32_SCALE).
+      ir::Attributes mm;
+      mm.onnx_requantize = true;
+      add_op(OpKind::kBatchMatMul, {a_local, b_local}, y, mm);
       return std::nullopt;
     }
     const bool trans_b = gemm && node.attr_int("transB", 0) != 0;

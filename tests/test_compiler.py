@@ -237,7 +237,8 @@ def check_stream(net, program, hw_sram):
         if op.kind == "RESHAPE":
             continue
         out = net.g.tensor(op.outputs[0])
-        if op.kind == "FULLY_CONNECTED":   # M rows of one pixel of N channels
+        if op.kind in ("FULLY_CONNECTED", "BATCH_MATMUL") or r["lowering"] == "matrix":
+            # M rows of one pixel of N channels (a 1x1 conv in matrix mode: M = H*W)
             nhwc = (1, int(np.prod(out.shape[:-1])), 1, out.shape[-1])
         else:
             nhwc = (1,) * (4 - len(out.shape)) + tuple(out.shape)
@@ -274,7 +275,7 @@ def check_sram(k, rows, cols, chans, irows, icols, sram):
              "OFM": k["OFM_MEM_BASE"] * unit, "TEMP": k["TEMP_MEM_BASE"] * unit}
     used = {"IFM", "OFM"}
     if k["opcode"] in ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_FULLY_CONNECTED",
-                       "NPU_OP_ELEMENTWISE", "NPU_OP_ACTIVATION"):
+                       "NPU_OP_ELEMENTWISE", "NPU_OP_ACTIVATION", "NPU_OP_MATMUL"):
         used.add("K")
     if k["opcode"] == "NPU_OP_ELEMENTWISE":
         used.add("TEMP")
@@ -288,6 +289,8 @@ def check_sram(k, rows, cols, chans, irows, icols, sram):
     vr = min(irows[0] + irows[1], in_h) - max(irows[0], 0)
     vc = min(icols[0] + icols[1], in_w) - max(icols[0], 0)
     assert vr * vc * k["IN_FM_CH"] <= area("IFM")
+    if k["IM2COL_EN"]:  # one K-byte im2col row per output pixel
+        assert rows[1] * cols[1] * k["K_SIZE_X"] * k["K_SIZE_Y"] * k["IN_FM_CH"] <= area("IFM")
     assert rows[1] * cols[1] * chans[1] <= area("OFM")
     assert max(bases[n] for n in used) < sram
     assert len({bases[n] for n in used}) == len(used), "two used areas share a base"
@@ -315,13 +318,13 @@ def test_golden_spec_example_valid_78x78():
     fewer bytes wins: 78 rows in 6 tiles of 13, 78 columns in 4 of 20/20/19/19.
     The weights stay resident (K_UPD = 1 only on the first command)."""
     net = conv_net(padding="VALID")
-    plan = _core.plan_op(net.g, 0, sram_kb=4, double_buffer=False)
+    plan = _core.plan_op(net.g, 0, sram_kb=4, double_buffer=False, conv_lowering="direct")
     assert (plan["rows_per_core"], plan["cols"], plan["channels_per_core"]) == (15, 20, 8)
     assert plan["row_pieces"] == [(0, 13), (13, 13), (26, 13), (39, 13), (52, 13), (65, 13)]
     assert plan["col_pieces"] == [(0, 20), (20, 20), (40, 19), (59, 19)]
     lay = plan["layout"]
     assert (lay["ifm"][0], lay["ofm"][0], lay["k"][0], lay["end"]) == (0, 1152, 3584, 4032)
-    prog = _core.compile(net.g, sram_kb=4, double_buffer=False)
+    prog = _core.compile(net.g, sram_kb=4, double_buffer=False, conv_lowering="direct")
     ks, first, last = first_last(prog)
     assert len(ks) == 24
     assert [k["K_UPD"] for k in ks] == [1] + [0] * 23
@@ -351,11 +354,11 @@ def test_golden_spec_example_same_80x80():
     implied bottom/right padding (docs/device_model.md §3), which no register
     states and the device derives from the sizes."""
     net = conv_net(padding="SAME")
-    plan = _core.plan_op(net.g, 0, sram_kb=4, double_buffer=False)
+    plan = _core.plan_op(net.g, 0, sram_kb=4, double_buffer=False, conv_lowering="direct")
     assert (plan["rows_per_core"], plan["cols"]) == (15, 20)
     assert plan["row_pieces"] == [(0, 14), (14, 14), (28, 13), (41, 13), (54, 13), (67, 13)]
     assert plan["col_pieces"] == [(0, 20), (20, 20), (40, 20), (60, 20)]
-    prog = _core.compile(net.g, sram_kb=4, double_buffer=False)
+    prog = _core.compile(net.g, sram_kb=4, double_buffer=False, conv_lowering="direct")
     ks, first, last = first_last(prog)
     assert len(ks) == 24
     assert (first["PAD_X"], first["PAD_Y"]) == (1, 1)
@@ -381,12 +384,12 @@ def test_golden_kernel_split():
     13/13/13/13/12 channels, each command writing its channels at their offset of
     the output pixel (OUT_DMA_ADDR + c0) with BIAS/QUANT addresses advanced by 4 c0."""
     net = conv_net(h=16, w=16, c=32, out_ch=64, k=3)
-    plan = _core.plan_op(net.g, 0, sram_kb=16, double_buffer=False)
+    plan = _core.plan_op(net.g, 0, sram_kb=16, double_buffer=False, conv_lowering="direct")
     assert plan["groups"] == [(0, 13), (13, 13), (26, 13), (39, 13), (52, 12)]
     assert plan["row_pieces"] == [(0, 16)] and plan["col_pieces"] == [(0, 16)]
     assert plan["weights_outer"] is False
     assert plan["layout"]["end"] == 15488
-    prog = _core.compile(net.g, sram_kb=16, double_buffer=False)
+    prog = _core.compile(net.g, sram_kb=16, double_buffer=False, conv_lowering="direct")
     ks = check_stream(net, prog, 16384)
     assert [k["OUT_FM_CH"] for k in ks] == [13, 13, 13, 13, 12]
     assert [k["FM_UPD"] for k in ks] == [1, 0, 0, 0, 0]
@@ -407,10 +410,10 @@ def test_golden_width_split_over_255_columns():
     implied right padding) — [N]'s "IFM1 has no right padding, IFM2 has no left
     padding"."""
     net = conv_net(h=4, w=300, c=4, out_ch=8, k=3)
-    plan = _core.plan_op(net.g, 0, sram_kb=16, double_buffer=False)
+    plan = _core.plan_op(net.g, 0, sram_kb=16, double_buffer=False, conv_lowering="direct")
     assert plan["col_pieces"] == [(0, 150), (150, 150)]
     assert plan["row_pieces"] == [(0, 4)]
-    prog = _core.compile(net.g, sram_kb=16, double_buffer=False)
+    prog = _core.compile(net.g, sram_kb=16, double_buffer=False, conv_lowering="direct")
     ks = check_stream(net, prog, 16384)
     assert [(k["OUT_FM_SPLIT_LEFT_LEN"], k["OUT_FM_SPLIT_WIDTH"]) for k in ks] == [(0, 150), (150, 150)]
     assert [(k["IN_FM_START_SPLIT_W_OFFSET"], k["IN_FM_SPLIT_WIDTH"]) for k in ks] == [(-1, 152), (149, 152)]
@@ -750,6 +753,9 @@ def test_records_macs_and_weights(case):
             raw = net.data[ins[1]].size if kind in ("CONV_2D", "DEPTHWISE_CONV_2D",
                                                     "FULLY_CONNECTED") else 0
             assert r["weight_bytes"] == raw
+            if r["lowering"] == "im2col":  # B of the matrix unit: [K, N], uncompressed
+                assert r["weight_bytes_stored"] == raw
+                continue
             assert r["weight_bytes_stored"] % 16 == 0
             if raw:
                 blocks = r["weight_bytes_stored"] // 16  # an upper bound on the block count
@@ -761,18 +767,24 @@ def test_record_bound_golden():
     bandwidth), the work spread over the cores and the bandwidth min(external 64,
     16 per core x cores) bytes per cycle, reads and writes each:
 
-    * the spec's conv (80x80x3 -> 8, 3x3 SAME): 80 x 80 x 8 x 3 x 3 x ceil(3/64) =
-      460800 MAC cycles on one core, 14400 on 32; its bytes are far below.
+    * the spec's conv (80x80x3 -> 8, 3x3 SAME) lowered directly: 80 x 80 x 8 x 3 x
+      3 x ceil(3/64) = 460800 MAC cycles on one core, 14400 on 32; its bytes are
+      far below. (The compiler lowers it to im2col, docs/compiler.md §2.1.)
       min_dma_bytes = 19200 in + 51200 out + stored weights + 32 (bias) + 64
       (multipliers and shifts);
     * max pool 3x3/2 on 33x33x24 -> 17x17x24: 17 x 17 x ceil(24/64) x 9 = 2601
       cycles on one core, but on 32 cores 82 MAC cycles against 26136 input bytes
       / 64 = 409 cycles: the DMA binds."""
     net = OP_CASES["conv3x3-80x80x3-spec"]()
-    r1 = info(_core.compile(net.g, cores=1))["ops"][0]
-    r32 = info(_core.compile(net.g, cores=32))["ops"][0]
+    r1 = info(_core.compile(net.g, cores=1, conv_lowering="direct"))["ops"][0]
+    r32 = info(_core.compile(net.g, cores=32, conv_lowering="direct"))["ops"][0]
     assert (r1["bound_cycles"], r32["bound_cycles"]) == (460800, 14400)
     assert r1["min_dma_bytes"] == 19200 + 51200 + r1["weight_bytes_stored"] + 96
+    # Lowered to im2col (the compiler's choice) the bound is the matrix
+    # product's: 6400 x 8 x ceil(27/64) = 51200 MAC cycles, 1600 on 32 cores.
+    i1 = info(_core.compile(net.g, cores=1))["ops"][0]
+    i32 = info(_core.compile(net.g, cores=32))["ops"][0]
+    assert (i1["lowering"], i1["bound_cycles"], i32["bound_cycles"]) == ("im2col", 51200, 1600)
     pool = OP_CASES["maxpool3x3-s2-same"]()
     p1 = info(_core.compile(pool.g, cores=1))["ops"][0]
     p32 = info(_core.compile(pool.g, cores=32))["ops"][0]
@@ -973,7 +985,9 @@ def test_smaller_sram_raises_dma_bytes(case):
     read bytes never fall as the SRAM shrinks, and at 4 KB they exceed 64 KB's."""
     net = OP_CASES[case]()
     x = net.random_inputs()
-    reads = [run(net, x, 1, kb)[1]["dma_read_bytes"] for kb in (4, 16, 64)]
+    # The direct convolution: an im2col gather reads each window once whatever
+    # the tile size (tests/test_matrix_mode.py), so it has no halo to re-read.
+    reads = [run(net, x, 1, kb, conv_lowering="direct")[1]["dma_read_bytes"] for kb in (4, 16, 64)]
     assert reads[0] >= reads[1] >= reads[2] and reads[0] > reads[2], reads
 
 

@@ -115,10 +115,9 @@ def test_single_unit_within_one_of_cpu_ep(builder):
     if not rep["partitions"]:
         why = [h["reason"] for h in rep["host_nodes"] if h["npu_candidate"]
                and h["op_type"] not in ("QuantizeLinear", "DequantizeLinear")]
-        # Only BATCH_MATMUL (MatMul of two activations) and MEAN (GlobalAveragePool)
-        # are not lowered yet; a compiler rejection of any other unit fails.
-        still_not_lowered = ("MatMul is not lowered", "GlobalAveragePool is not lowered",
-                             "float mean is not lowered")
+        # Only MEAN (GlobalAveragePool, ONNX Runtime's float-mean rounding) is
+        # not lowered; a compiler rejection of any other unit fails.
+        still_not_lowered = ("float mean is not lowered",)
         if why and all(any(k in w for k in still_not_lowered) for w in why):
             pytest.xfail(f"not lowered by the compiler yet: {why}")
         pytest.fail(f"not claimed: {why}")
@@ -133,6 +132,33 @@ def test_single_unit_within_one_of_cpu_ep(builder):
     mx, n, size = diff_stats(cpu, npu)
     print(f"{n}/{size} elements differ from the CPU EP, max |diff| {mx}")
     assert mx <= 1
+
+
+MATMUL_ACTIVATION_UNITS = [
+    ("int8_4x32x16", lambda: om.qdq_unit(om.matmul(const_b=False))),
+    ("int8_rank3", lambda: om.qdq_unit(om.matmul(const_b=False, rank3=True), seed=1)),
+    ("int8_49x64x49", lambda: om.qdq_unit(om.matmul(m=49, k=64, n=49, const_b=False), seed=2)),
+    ("int8_k300", lambda: om.qdq_unit(om.matmul(m=8, k=300, n=70, const_b=False), seed=3)),
+    ("uint8_4x32x16", lambda: om.qdq_unit(om.matmul(const_b=False), dtype="uint8", seed=4)),
+]
+
+
+@pytest.mark.parametrize("builder", [u[1] for u in MATMUL_ACTIVATION_UNITS],
+                         ids=[u[0] for u in MATMUL_ACTIVATION_UNITS])
+def test_matmul_of_two_activations_bit_exact_to_cpu_ep(builder):
+    """MatMul of two activations (ir BATCH_MATMUL): the CPU EP runs it as
+    QLinearMatMul, requantizing float(acc) * float(s_a * s_b) / s_y with round
+    half to even (MLAS); the EP asks the compiler for that output stage
+    (ir::Attributes::onnx_requantize -> NACC_ACT_PARA.QUANT_FP32_SCALE), so the
+    NPU result is bit-exact, on one and on 8 cores."""
+    model = builder()
+    feeds = om.int8_feeds(model, seed=11)
+    for cores in ("1", "8"):
+        (cpu,), (npu,), rep = run_both(model, feeds, {"min_partition_macs": "0", "cores": cores})
+        assert rep["partitions"], rep["host_nodes"]
+        mx, n, size = diff_stats(cpu, npu)
+        print(f"cores {cores}: {n}/{size} elements differ from the CPU EP, max |diff| {mx}")
+        np.testing.assert_array_equal(npu, cpu)
 
 
 LUT_UNITS = [

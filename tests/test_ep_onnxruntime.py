@@ -24,11 +24,10 @@ EP = "NaccExecutionProvider"
 NO_BACKEND = "this build has no NACC compiler"
 # the capability rule (compiler_lowering) naming op kinds the compiler does not lower yet
 NOT_LOWERED = "is not lowered by this compiler version"
-# The only units whose IR kind the compiler does not lower yet: a MatMul of two
-# activations (BATCH_MATMUL) and GlobalAveragePool (MEAN). Any other unit the
+# The only unit whose ONNX semantics the compiler does not lower: GlobalAveragePool
+# (ONNX Runtime's float mean, requantized half to even). Any other unit the
 # compiler rejects is a failure, not an expected one.
-STILL_NOT_LOWERED = ("MatMul is not lowered", "GlobalAveragePool is not lowered",
-                     "float mean is not lowered")
+STILL_NOT_LOWERED = ("float mean is not lowered",)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -199,7 +198,7 @@ def test_claims_single_unit(builder, ops):
                 if (h["reason"].startswith("the compiler rejects it") or NOT_LOWERED in h["reason"])
                 and NO_BACKEND not in h["reason"]]
     if compiler and all(any(k in c for k in STILL_NOT_LOWERED) for c in compiler):
-        pytest.xfail(compiler[0])  # the rules accept it; BATCH_MATMUL / MEAN are not lowered yet
+        pytest.xfail(compiler[0])  # the rules accept it; MEAN is not lowered yet
     assert claimed_ops(rep) == ops, rep
     assert not declined(rep)
 

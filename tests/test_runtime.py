@@ -36,7 +36,7 @@ def conv_program(seed=0, H=9, W=8, C=5, OC=6, tiles=None, scratch_two_layers=Fal
              out_addr=ra(ns.OUTPUT, 0))
     p = ns.program(sb, [x], [(1, H, W, 4)], scratch=H * W * OC, cores=cores)
     p.add_op("conv_a", "CONV_2D", 0, len(p.commands) // 2, macs=123, bound_cycles=456,
-             weight_bytes=OC * 9 * C, weight_bytes_stored=99, min_dma_bytes=777)
+             weight_bytes=OC * 9 * C, weight_bytes_stored=99, min_dma_bytes=777, lowering="direct")
     return p, [x], B.reference()
 
 
@@ -46,14 +46,14 @@ def conv_program(seed=0, H=9, W=8, C=5, OC=6, tiles=None, scratch_two_layers=Fal
 def test_round_trip_and_fields():
     p, ins, ref = conv_program(scratch_two_layers=True)
     b = p.to_bytes()
-    assert b[:8] == b"NACCPROG" and struct.unpack_from("<I", b, 8)[0] == 2
+    assert b[:8] == b"NACCPROG" and struct.unpack_from("<I", b, 8)[0] == 3
     q = _core.Program.from_bytes(b)
     assert q.to_bytes() == b
     np.testing.assert_array_equal(q.commands, p.commands)
     assert q.commands.dtype == np.uint32
     np.testing.assert_array_equal(q.constants, p.constants)
     assert q.regions == p.regions and q.inputs == p.inputs and q.outputs == p.outputs
-    assert q.ops == p.ops and q.ops[0]["min_dma_bytes"] == 777
+    assert q.ops == p.ops and q.ops[0]["min_dma_bytes"] == 777 and q.ops[0]["lowering"] == "direct"
     assert q.hw.as_dict() == p.hw.as_dict()
     assert [r["kind"] for r in q.regions] == ["constant", "input", "scratch", "output"] + ["unused"] * 4
     assert "NPU_OP_CONV" in q.disassemble() and q.disassemble().count("\n") > 50
@@ -61,19 +61,28 @@ def test_round_trip_and_fields():
     np.testing.assert_array_equal(out[0], ref)
 
 
-# An op record without an output location (add_op) ends with 28 bytes in format
-# version 2: empty name (4), rank 0 (4), region -1 (4), offset (8), size (8).
+# An op record without an output location (add_op) has 28 bytes of it, added
+# in format version 2: empty name (4), rank 0 (4), region -1 (4), offset (8),
+# size (8); version 3 then adds the lowering string (u32 length + bytes).
 OUTPUT_RECORD_BYTES = 28
 
 
-def test_format_version_1_still_loads():
+def lowering_bytes(p):
+    return 4 + len(p.ops[-1]["lowering"])
+
+
+def test_format_versions_1_and_2_still_load():
     p, ins, ref = conv_program(scratch_two_layers=True)
     b = p.to_bytes()
-    v1 = with_checksum(b[:8] + struct.pack("<I", 1) + b[12:-8 - OUTPUT_RECORD_BYTES])
-    q = _core.Program.from_bytes(v1)
-    assert q.ops == p.ops and q.ops[0]["output_region"] == -1
-    out, _ = _core.Runtime().run(q, ins)
-    np.testing.assert_array_equal(out[0], ref)
+    low = lowering_bytes(p)
+    v2 = with_checksum(b[:8] + struct.pack("<I", 2) + b[12:-8 - low])
+    v1 = with_checksum(b[:8] + struct.pack("<I", 1) + b[12:-8 - low - OUTPUT_RECORD_BYTES])
+    for version, blob in ((2, v2), (1, v1)):
+        q = _core.Program.from_bytes(blob)
+        assert q.ops[0]["lowering"] == "", version
+        assert q.ops[0]["output_region"] == (-1 if version == 1 else p.ops[0]["output_region"])
+        out, _ = _core.Runtime().run(q, ins)
+        np.testing.assert_array_equal(out[0], ref)
 
 
 @pytest.mark.parametrize("region,offset,size,match", [
@@ -85,7 +94,7 @@ def test_format_version_1_still_loads():
 def test_bad_op_output_record_rejected(region, offset, size, match):
     p, _, _ = conv_program(scratch_two_layers=True)
     c = bytearray(p.to_bytes()[:-8])
-    struct.pack_into("<iqq", c, len(c) - 20, region, offset, size)
+    struct.pack_into("<iqq", c, len(c) - lowering_bytes(p) - 20, region, offset, size)
     with pytest.raises(ValueError, match=match):
         _core.Program.from_bytes(with_checksum(c))
 
@@ -150,8 +159,8 @@ def test_corrupt_bytes_rejected():
             _core.Program.from_bytes(bytes(c))
     with pytest.raises(ValueError, match="bad magic"):
         _core.Program.from_bytes(b"NACCPROX" + bytes(b[8:]))
-    with pytest.raises(ValueError, match="format version 3 is not supported"):
-        _core.Program.from_bytes(bytes(b[:8]) + struct.pack("<I", 3) + bytes(b[12:]))
+    with pytest.raises(ValueError, match="format version 4 is not supported"):
+        _core.Program.from_bytes(bytes(b[:8]) + struct.pack("<I", 4) + bytes(b[12:]))
     with pytest.raises(ValueError, match="checksum mismatch"):
         c = bytearray(b)
         c[-20] ^= 0x40

@@ -50,7 +50,7 @@ def past(rule, id, build, detail, **kw):
 
 
 # The op kinds the hardware rules describe but the compiler does not lower yet.
-NOT_YET_LOWERED = {"BATCH_MATMUL"}
+NOT_YET_LOWERED: set = set()
 
 def _mean_named(type_name):
     """A MEAN as the ONNX Runtime EP builds it from GlobalAveragePool."""
@@ -80,10 +80,6 @@ def _pad_then_conv(rows, kernel, conv_pad):
 
 CASES = [
     # Claim and compile agree: kinds the compiler cannot lower are declined up front.
-    at("compiler_lowering", "conv-is-lowered", lambda: b.conv(), config=dict(check_lowering=True)),
-    at("compiler_lowering", "matmul-with-check-off", lambda: b.batch_matmul()),
-    past("compiler_lowering", "matmul", lambda: b.batch_matmul(),
-         "BATCH_MATMUL is not lowered by this compiler version", config=dict(check_lowering=True)),
     # Gates.
     at("npu_op_kind", "relu", lambda: b.unary("RELU")),
     past("npu_op_kind", "softmax", lambda: b.other("SOFTMAX"), "no NPU implementation"),
@@ -426,6 +422,8 @@ SRAM_GOLDEN = [
     ("fc-k-1000", lambda: b.fully_connected(k=1000), {}, 2 * 1024 + 192 + 64),
     ("fc-k-16-unaligned", lambda: b.fully_connected(k=16), dict(sram_alignment=1), 2 * 16 + 12 + 1),
     ("batch-matmul", lambda: b.batch_matmul(), dict(sram_alignment=1), 2 * 16 + 8 + 1),
+    ("batch-matmul-k-1000", lambda: b.batch_matmul(a_shape=(1, 4, 1000), b_shape=(1, 1000, 8)), {},
+     2 * 1024 + 2 * 64 + 64),
     ("max-pool-15", lambda: b.pool(kernel=(15, 15), in_hw=(15, 15), stride=(1, 1)), {}, 256 + 64),
     ("mean-7x7", lambda: b.mean(), dict(sram_alignment=1), 49 + 49 + 12 + 1),
     ("add", lambda: b.binary(), {}, 3 * 64 + 2 * 64),

@@ -30,7 +30,8 @@ int parse_mode(const std::optional<std::string>& mode) {
 nacc::CompileOptions make_options(int cores, std::optional<int64_t> sram_kb,
                                   std::optional<int64_t> sram_bytes, int ext_bytes_per_cycle,
                                   int dma_bytes_per_cycle, bool double_buffer, int force_cores,
-                                  const std::optional<std::string>& force_mode) {
+                                  const std::optional<std::string>& force_mode,
+                                  const std::string& conv_lowering) {
   if (sram_kb && sram_bytes) {
     throw py::value_error("compile: give sram_kb or sram_bytes, not both");
   }
@@ -42,6 +43,7 @@ nacc::CompileOptions make_options(int cores, std::optional<int64_t> sram_kb,
   o.double_buffer = double_buffer;
   o.force_cores = force_cores;
   o.force_mode = parse_mode(force_mode);
+  o.conv_lowering = nacc::compiler::parse_conv_lowering(conv_lowering);
   return o;
 }
 
@@ -66,7 +68,8 @@ py::dict plan_dict(const nacc::compiler::TilePlan& p) {
                   "rows_per_core"_a = p.rows_per_core, "cols"_a = p.cols,
                   "channels_per_core"_a = p.channels_per_core, "row_pieces"_a = spans(p.row_pieces),
                   "col_pieces"_a = spans(p.col_pieces), "groups"_a = spans(p.groups),
-                  "layout"_a = layout, "estimate"_a = est, "describe"_a = p.describe());
+                  "layout"_a = layout, "estimate"_a = est, "describe"_a = p.describe(),
+                  "lowering"_a = p.lowering);
 }
 
 const char* region_kind_label(nacc::RegionKind k) {
@@ -105,7 +108,7 @@ py::dict program_info(const nacc::Program& p) {
                         "weight_bytes_stored"_a = o.weight_bytes_stored,
                         "min_dma_bytes"_a = o.min_dma_bytes, "output_name"_a = o.output_name,
                         "output_shape"_a = o.output_shape, "output_region"_a = o.output_region,
-                        "output_offset"_a = o.output_offset, "output_size"_a = o.output_size));
+                        "output_offset"_a = o.output_offset, "output_size"_a = o.output_size, "lowering"_a = o.lowering));
   }
   py::dict hw("cores"_a = p.hw.cores, "sram_bytes"_a = p.hw.sram_bytes,
               "dma_bytes_per_cycle"_a = p.hw.dma_bytes_per_cycle,
@@ -124,9 +127,11 @@ NACC_BINDINGS(compiler) {
       "compile",
       [](const nacc::ir::Graph& graph, int cores, std::optional<int64_t> sram_kb,
          std::optional<int64_t> sram_bytes, int ext_bytes_per_cycle, int dma_bytes_per_cycle,
-         bool double_buffer, int force_cores, const std::optional<std::string>& force_mode) {
+         bool double_buffer, int force_cores, const std::optional<std::string>& force_mode,
+         const std::string& conv_lowering) {
         const auto o = make_options(cores, sram_kb, sram_bytes, ext_bytes_per_cycle,
-                                    dma_bytes_per_cycle, double_buffer, force_cores, force_mode);
+                                    dma_bytes_per_cycle, double_buffer, force_cores, force_mode,
+                                    conv_lowering);
         py::gil_scoped_release release;
         return nacc::compile(graph, o);
       },
@@ -134,29 +139,34 @@ NACC_BINDINGS(compiler) {
       py::arg("sram_bytes") = py::none(), py::arg("ext_bytes_per_cycle") = 64,
       py::arg("dma_bytes_per_cycle") = 16, py::arg("double_buffer") = true,
       py::arg("force_cores") = 0, py::arg("force_mode") = py::none(),
+      py::arg("conv_lowering") = "auto",
       "Compiles a partition (every op of `graph`, in order; its inputs/outputs become the "
       "Program's I/O regions) for `cores` cores (1..32, a power of two) with `sram_kb` KB (or "
       "`sram_bytes`, a multiple of 1024; default 64 KB) of SRAM per core. Raises "
       "nacc.UnsupportedError naming an op it cannot compile exactly, ValueError for bad "
       "arguments. force_cores / force_mode ('NONE', 'SPLIT_KERNEL', 'SPLIT_HEIGHT') restrict "
-      "the tile search (tests).");
+      "the tile search (tests); conv_lowering ('auto', 'direct', 'matrix', 'im2col') the CONV_2D "
+      "lowering (auto: the cheapest by the planner's estimate; the others where they apply).");
   m.def(
       "plan_op",
       [](const nacc::ir::Graph& graph, int op_index, int cores, std::optional<int64_t> sram_kb,
          std::optional<int64_t> sram_bytes, int ext_bytes_per_cycle, int dma_bytes_per_cycle,
-         bool double_buffer, int force_cores, const std::optional<std::string>& force_mode) {
+         bool double_buffer, int force_cores, const std::optional<std::string>& force_mode,
+         const std::string& conv_lowering) {
         const auto o = make_options(cores, sram_kb, sram_bytes, ext_bytes_per_cycle,
-                                    dma_bytes_per_cycle, double_buffer, force_cores, force_mode);
+                                    dma_bytes_per_cycle, double_buffer, force_cores, force_mode,
+                                    conv_lowering);
         return plan_dict(nacc::plan_op(graph, op_index, o));
       },
       py::arg("graph"), py::arg("op_index"), py::kw_only(), py::arg("cores") = 1,
       py::arg("sram_kb") = py::none(), py::arg("sram_bytes") = py::none(),
       py::arg("ext_bytes_per_cycle") = 64, py::arg("dma_bytes_per_cycle") = 16,
       py::arg("double_buffer") = true, py::arg("force_cores") = 0,
-      py::arg("force_mode") = py::none(),
+      py::arg("force_mode") = py::none(), py::arg("conv_lowering") = "auto",
       "The tile plan compile() would choose for one op, as a dict: cores, mode, weights_outer, "
       "double_buffer, rows_per_core, cols, channels_per_core, row_pieces / col_pieces / groups "
-      "((start, size) lists), layout (SRAM byte offsets of one core), estimate.");
+      "((start, size) lists), layout (SRAM byte offsets of one core), estimate, lowering (CONV_2D: direct, matrix or "
+      "im2col).");
   m.def("program_info", &program_info, py::arg("program"),
         "A Program as plain data: commands (np.uint32), constants (bytes), regions, inputs, "
         "outputs, ops (records), hw.");

@@ -346,6 +346,7 @@ void bind_program(py::module_& m) {
                                  d["output_region"] = o.output_region;
                                  d["output_offset"] = o.output_offset;
                                  d["output_size"] = o.output_size;
+                                 d["lowering"] = o.lowering;
                                  out.append(d);
                                }
                                return out;
@@ -354,7 +355,7 @@ void bind_program(py::module_& m) {
           "add_op",
           [](Program& p, const std::string& name, const std::string& kind, uint32_t first_word,
              uint32_t end_word, int64_t macs, int64_t bound_cycles, int64_t weight_bytes,
-             int64_t weight_bytes_stored, int64_t min_dma_bytes) {
+             int64_t weight_bytes_stored, int64_t min_dma_bytes, const std::string& lowering) {
             nacc::OpRecord o;
             o.name = name;
             o.kind = kind;
@@ -365,11 +366,13 @@ void bind_program(py::module_& m) {
             o.weight_bytes = weight_bytes;
             o.weight_bytes_stored = weight_bytes_stored;
             o.min_dma_bytes = min_dma_bytes;
+            o.lowering = lowering;
             p.ops.push_back(std::move(o));
           },
           py::arg("name"), py::arg("kind"), py::arg("first_word"), py::arg("end_word"),
           py::arg("macs") = 0, py::arg("bound_cycles") = 0, py::arg("weight_bytes") = 0,
-          py::arg("weight_bytes_stored") = 0, py::arg("min_dma_bytes") = 0)
+          py::arg("weight_bytes_stored") = 0, py::arg("min_dma_bytes") = 0,
+          py::arg("lowering") = "")
       .def(
           "disassemble",
           [](const Program& p, bool best_effort) {

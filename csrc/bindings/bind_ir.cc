@@ -105,6 +105,10 @@ std::optional<ir::PaddingMode> apply_attrs(ir::Op& op, const py::kwargs& kw) {
          a.paddings = cast_kwarg<std::vector<std::array<int64_t, 2>>>(
              v, k, "a list of (before, after) pairs");
        }},
+      {"onnx_requantize",
+       [](ir::Attributes& a, const py::handle& v, const std::string& k) {
+         a.onnx_requantize = cast_kwarg<bool>(v, k, "a bool");
+       }},
       {"unsupported_options",
        [](ir::Attributes& a, const py::handle& v, const std::string& k) {
          a.unsupported_options = cast_kwarg<std::vector<std::string>>(v, k, "a list of str");
@@ -155,6 +159,7 @@ py::dict attrs_dict(const ir::Attributes& a) {
   d["lut"] = a.lut;
   d["paddings"] = a.paddings;
   d["unsupported_options"] = a.unsupported_options;
+  d["onnx_requantize"] = a.onnx_requantize;
   return d;
 }
 

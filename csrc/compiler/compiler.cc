@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 #include <tuple>
@@ -65,6 +66,11 @@ NACC_FIELD(kActMax, NACC_ACT_MAX, "ACT_MAX");
 NACC_FIELD(kActMin, NACC_ACT_MIN, "ACT_MIN");
 NACC_FIELD(kActIntW, NACC_ACT_PARA, "ACT_INT_W");
 NACC_FIELD(kQuantRealScale, NACC_ACT_PARA, "QUANT_REAL_SCALE");
+NACC_FIELD(kQuantFp32Scale, NACC_ACT_PARA, "QUANT_FP32_SCALE");
+NACC_FIELD(kMatAX, NACC_MATRIX_A, "MATRIX_A_XSIZE");
+NACC_FIELD(kMatAY, NACC_MATRIX_A, "MATRIX_A_YSIZE");
+NACC_FIELD(kMatBX, NACC_MATRIX_B, "MATRIX_B_XSIZE");
+NACC_FIELD(kMatBY, NACC_MATRIX_B, "MATRIX_B_YSIZE");
 NACC_FIELD(kInFmOffset, NACC_FM_OFFSET, "IN_FM_OFFSET");
 NACC_FIELD(kOutFmOffset, NACC_FM_OFFSET, "OUT_FM_OFFSET");
 NACC_FIELD(kKTransLen, NACC_CONV_TRANS_LEN, "K_TRANS_LEN");
@@ -104,7 +110,9 @@ NACC_FIELD(kEltShift2, NACC_ELEMENT_QUANT2_SHIFT, "IN_ELEMENT_SHIFT2");
 #undef NACC_FIELD
 
 // Symbolic field values (register_table.h).
-enum ConvModeValue { kConvolution = 0, kDepthwiseMode = 3, kFullyConnectedMode = 4, kConvNone = 5 };
+enum ConvModeValue {
+  kConvolution = 0, kMatrixMode = 1, kDepthwiseMode = 3, kFullyConnectedMode = 4, kConvNone = 5
+};
 enum PoolModeValue { kPoolMax = 0, kPoolAverage = 1, kPoolNone = 2 };
 constexpr int kDataFormInt8 = 0;
 
@@ -229,6 +237,7 @@ struct WeightStream {
 
 struct OpConstants {
   int64_t bias = -1, multiplier = -1, shift = -1, real_scale = -1, lut = -1, operand2 = -1;
+  int64_t fp32_scale = -1, b_matrix = -1;  // matmul: float32 scales; im2col: B [K, N]
   // (c0, group, cores, channels per core) -> stream
   std::map<std::tuple<int, int, int, int>, WeightStream> streams;
   int64_t weight_raw = 0, weight_stored = 0;
@@ -236,8 +245,12 @@ struct OpConstants {
 
 void add_op_constants(Context& ctx, const LoweredOp& op, OpConstants& k) {
   if (!op.bias.empty()) k.bias = ctx.pool.add_int32(op.bias);
-  if (op.unit == Unit::kFullyConnected) {
+  if (!op.real_scale.empty()) {
     k.real_scale = ctx.pool.add_float64(op.real_scale);
+  } else if (!op.fp32_scale.empty()) {
+    std::vector<int32_t> bits(op.fp32_scale.size());
+    std::memcpy(bits.data(), op.fp32_scale.data(), 4 * bits.size());
+    k.fp32_scale = ctx.pool.add_int32(bits);
   } else if (!op.multiplier.empty()) {
     k.multiplier = ctx.pool.add_int32(op.multiplier);
     k.shift = ctx.pool.add_int32(op.shift);
@@ -247,6 +260,11 @@ void add_op_constants(Context& ctx, const LoweredOp& op, OpConstants& k) {
     k.operand2 = ctx.pool.add(op.input2_constant.data(), op.input2_constant.size());
   }
   k.weight_raw = int64_t(op.weights.size());
+  if (op.unit == Unit::kMatmul && op.im2col) {
+    // B of an im2col convolution: [K, N] uncompressed (NPU_OP_MATMUL reads B as is).
+    k.b_matrix = ctx.pool.add(op.weights.data(), op.weights.size());
+    k.weight_stored = int64_t(op.weights.size());
+  }
 }
 
 // The weight blocks of one command: one per core in mode 1, each padded with
@@ -315,7 +333,8 @@ struct CommandShape {
 // the feature maps are in external memory (docs/device_model.md §2-§4).
 void set_layer(Context& ctx, const LoweredOp& op, const CommandShape& c) {
   Emitter& em = ctx.em;
-  const int in_c0 = (op.unit == Unit::kConv || op.unit == Unit::kFullyConnected) ? 0 : c.group.start;
+  const int in_c0 = (op.unit == Unit::kConv || op.unit == Unit::kFullyConnected ||
+                     op.unit == Unit::kMatmul) ? 0 : c.group.start;
   em.set_register(Reg::NACC_KERNEL, Value()
                                         .set(kKSizeX, op.kernel_w)
                                         .set(kKSizeY, op.kernel_h)
@@ -342,7 +361,8 @@ void set_layer(Context& ctx, const LoweredOp& op, const CommandShape& c) {
   em.set_register(Reg::NACC_ACT_MAX, Value().set(kActMax, op.act_max).get());
   em.set_register(Reg::NACC_ACT_PARA, Value()
                                           .set(kActIntW, 0)
-                                          .set(kQuantRealScale, op.unit == Unit::kFullyConnected)
+                                          .set(kQuantRealScale, !op.real_scale.empty())
+                                          .set(kQuantFp32Scale, !op.fp32_scale.empty())
                                           .get());
   em.set_register(Reg::NACC_IN_FM_DMA_ADDR, ctx.address(op.input, in_c0));
   em.set_register(Reg::NACC_DMA_PARA2, Value().set(kInPixelPitch, op.in_shape.c).get());
@@ -415,8 +435,15 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
       em.set_register(Reg::NACC_IN_K_DMA_ADDR, k_addr);
       em.set_register(Reg::NACC_CONV_TRANS_LEN, Value().set(kKTransLen, k_trans_len).get());
       if (k.bias >= 0) em.set_register(Reg::NACC_BIAS_DMA_ADDR, constant(k.bias + 4 * oc0));
-      if (op.unit == Unit::kFullyConnected) {
+      if (op.unit == Unit::kFullyConnected && k.real_scale >= 0) {
         em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.real_scale + 8 * oc0));
+        em.set_register(Reg::NACC_FULL_CONV_PARA,
+                        Value()
+                            .set(kFullKerSize, op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
+                            .get());
+      } else if (op.unit == Unit::kFullyConnected) {  // a 1x1 conv in matrix mode
+        em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.multiplier + 4 * oc0));
+        em.set_register(Reg::NACC_QUANT_SHIFT_DMA_ADDR, constant(k.shift + 4 * oc0));
         em.set_register(Reg::NACC_FULL_CONV_PARA,
                         Value()
                             .set(kFullKerSize, op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
@@ -430,6 +457,38 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
                         Value().set(kDwChMult, log2_exact(op.depth_multiplier)).get());
       }
       break;
+    }
+    case Unit::kMatmul: {
+      // B: the runtime operand (BATCH_MATMUL) or the transposed weights
+      // (im2col), columns [n0, n0 + group) at row pitch N (docs/device_model.md §4).
+      const int k_dim = op.matmul_k();
+      const int64_t n0 = c.group.start;
+      k_addr = op.im2col ? constant(k.b_matrix + n0) : ctx.address(op.input2, n0);
+      em.set_register(Reg::NACC_IN_K_DMA_ADDR, k_addr);
+      em.set_register(Reg::NACC_DMA_PARAA, Value().set(kKTransOffset, op.out_shape.c).get());
+      const int64_t m = op.im2col ? int64_t(op.out_shape.h) * op.out_shape.w : op.in_shape.h;
+      em.set_register(Reg::NACC_MATRIX_A, Value().set(kMatAX, k_dim).set(kMatAY, m).get());
+      em.set_register(Reg::NACC_MATRIX_B,
+                      Value().set(kMatBX, op.out_channels(c.group.size)).set(kMatBY, k_dim).get());
+      em.set_register(Reg::NACC_ELEMENTWISE, Value().set(kEltOffset2, -op.b_zero_point).get());
+      if (k.bias >= 0) em.set_register(Reg::NACC_BIAS_DMA_ADDR, constant(k.bias + 4 * oc0));
+      if (k.fp32_scale >= 0) {
+        em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.fp32_scale + 4 * oc0));
+      } else {
+        em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.multiplier + 4 * oc0));
+        em.set_register(Reg::NACC_QUANT_SHIFT_DMA_ADDR, constant(k.shift + 4 * oc0));
+      }
+      return {k_addr,
+              em.shadow(Reg::NACC_DMA_PARAA),
+              em.shadow(Reg::NACC_MATRIX_B),
+              em.shadow(Reg::NACC_ELEMENTWISE),
+              em.shadow(Reg::NACC_CONV_TRANS_LEN),
+              em.shadow(Reg::NACC_ACT_PARA),
+              em.shadow(Reg::NACC_BIAS_DMA_ADDR),
+              em.shadow(Reg::NACC_QUANT_MUL_DMA_ADDR),
+              em.shadow(Reg::NACC_QUANT_SHIFT_DMA_ADDR),
+              uint32_t(op.out_channels(c.group.size)),
+              em.shadow(Reg::NACC_BROADCAST_CTRL)};
     }
     case Unit::kElementwise: {
       // The output multiplier and shift (K area); the second operand (TEMP
@@ -475,7 +534,7 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
 // values meaning "off"), and the opcode.
 std::pair<uint32_t, Opcode> control(const LoweredOp& op, bool fm_upd, bool k_upd) {
   Value ctrl;
-  ctrl.set(kIm2colEn, 0).set(kDataForm, kDataFormInt8).set(kClkBypass, 0);
+  ctrl.set(kIm2colEn, op.im2col ? 1 : 0).set(kDataForm, kDataFormInt8).set(kClkBypass, 0);
   ctrl.set(kFmUpd, fm_upd).set(kKUpd, k_upd);
   ctrl.set(kElementEn, 0).set(kElementInputQuantEn, 0).set(kQuantEn, 0).set(kBiasEn, 0);
   ctrl.set(kActMode, int(op.act_mode));
@@ -490,6 +549,10 @@ std::pair<uint32_t, Opcode> control(const LoweredOp& op, bool fm_upd, bool k_upd
       return {ctrl.get(), op.unit == Unit::kConv        ? Opcode::NPU_OP_CONV
                           : op.unit == Unit::kDepthwise ? Opcode::NPU_OP_DEPTHWISE
                                                         : Opcode::NPU_OP_FULLY_CONNECTED};
+    case Unit::kMatmul:
+      ctrl.set(kConvMode, kMatrixMode).set(kPoolMode, kPoolNone).set(kQuantEn, 1);
+      ctrl.set(kBiasEn, op.bias.empty() ? 0 : 1);
+      return {ctrl.get(), Opcode::NPU_OP_MATMUL};
     case Unit::kMaxPool:
     case Unit::kAvgPool:
       ctrl.set(kConvMode, kConvNone).set(kPoolMode, op.unit == Unit::kMaxPool ? kPoolMax : kPoolAverage);
@@ -606,6 +669,9 @@ int64_t useful_macs(const LoweredOp& op) {
       return taps * op.out_shape.c;
     case Unit::kFullyConnected:
       return int64_t(op.in_shape.h) * op.in_shape.c * op.out_shape.c;
+    case Unit::kMatmul:  // im2col: as the convolution (padding taps excluded); else M*K*N
+      return op.im2col ? taps * op.in_shape.c * op.out_shape.c
+                       : int64_t(op.in_shape.h) * op.in_shape.c * op.out_shape.c;
     default:
       return 0;
   }
@@ -614,11 +680,13 @@ int64_t useful_macs(const LoweredOp& op) {
 void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, OpRecord& rec) {
   const HwConfig& hw = ctx.options.hw;
   rec.macs = useful_macs(op);
+  rec.lowering = op.lowering;
   rec.weight_bytes = k.weight_raw;
   rec.weight_bytes_stored = k.weight_stored;
   if (op.unit == Unit::kView) return;
   // Move-once DMA bytes: every input, constant and output byte once.
   int64_t read = tensor_bytes(ctx.graph.tensor(op.input));
+  if (op.unit == Unit::kMatmul && !op.im2col) read += tensor_bytes(ctx.graph.tensor(op.input2));
   if (op.unit == Unit::kElementwise) {
     read += op.input2_is_constant ? int64_t(op.input2_constant.size())
                                   : tensor_bytes(ctx.graph.tensor(op.input2));
@@ -626,6 +694,7 @@ void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, 
   read += k.weight_stored + 4 * int64_t(op.bias.size());                   // weights, bias
   read += 4 * int64_t(op.multiplier.size() + op.shift.size());             // multipliers, shifts
   read += 8 * int64_t(op.real_scale.size());                               // FC scales
+  read += 4 * int64_t(op.fp32_scale.size());                               // matmul float32 scales
   read += op.has_lut ? limits::kLutEntries : 0;                            // LUT
   // A producer writing its slice of a CONCATENATION writes only its own channels.
   const int64_t write = op.out_pixel_pitch
@@ -865,7 +934,7 @@ compiler::TilePlan plan_op(const ir::Graph& graph, int op_index, const CompileOp
   check_options(options);
   const LoweredOp op = check_and_lower(graph, op_index, options);
   check_arg(op.unit != Unit::kView, "plan_op: ", op.label, " moves no data (a view)");
-  return compiler::plan_tiles(op, options.hw, plan_options(options));
+  return compiler::choose_lowering(op, options.hw, plan_options(options), options.conv_lowering).plan;
 }
 
 Program compile(const ir::Graph& partition, const CompileOptions& options) {
@@ -898,6 +967,21 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
 
   alias_concat_producers(graph, inputs, outputs, lowered);
 
+  // Plan every op; a CONV_2D takes the cheapest of its lowerings (direct,
+  // matrix, im2col: compiler/conv_modes.h) — direct when it writes a slice of
+  // a CONCATENATION (strided OFM writes are a direct-mode feature).
+  std::vector<TilePlan> plans;
+  for (LoweredOp& op : lowered) {
+    if (op.unit == Unit::kView) {
+      plans.emplace_back();
+      continue;
+    }
+    const auto mode = op.out_pixel_pitch ? compiler::ConvLowering::kDirect : options.conv_lowering;
+    compiler::ChosenLowering c = compiler::choose_lowering(op, options.hw, plan_options(options), mode);
+    op = std::move(c.op);
+    plans.push_back(std::move(c.plan));
+  }
+
   Context ctx(graph, options);
   ctx.mem = compiler::plan_memory(graph, lowered, inputs, outputs);
 
@@ -926,14 +1010,15 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
       for (const LoweredOp* part : parts) {
         OpConstants k;
         add_op_constants(ctx, *part, k);
-        emit_op(ctx, *part, compiler::plan_tiles(*part, options.hw, plan_options(options)), k);
+        emit_op(ctx, *part, plans[size_t(part - lowered.data())], k);
       }
       rec.end_word = uint32_t(ctx.em.words().size());
       fill_concat_record(ctx, parts, rec);
       prog.ops.push_back(rec);
       continue;
     }
-    const LoweredOp& op = lowered[next_lowered++];
+    const size_t li = next_lowered++;
+    const LoweredOp& op = lowered[li];
     OpRecord rec;
     rec.name = graph.ops[op.op_index].name.empty() ? str_cat("#", op.op_index)
                                                    : graph.ops[op.op_index].name;
@@ -947,13 +1032,12 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
       }
     } else {
       add_op_constants(ctx, op, k);
-      const TilePlan plan = compiler::plan_tiles(op, options.hw, plan_options(options));
-      emit_op(ctx, op, plan, k);
+      emit_op(ctx, op, plans[li], k);
     }
     rec.end_word = uint32_t(ctx.em.words().size());
     fill_record(ctx, op, k, rec);
     // Where the output sits once the op's words have run (debug dumps).
-    const ir::Tensor& out = partition.tensor(op.output);
+    const ir::Tensor& out = graph.tensor(op.output);
     const compiler::Storage& where = ctx.mem.storage.at(op.output);
     if (where.valid()) {
       rec.output_name = out.name;

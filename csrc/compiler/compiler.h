@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/conv_modes.h"
 #include "compiler/tiling.h"
 #include "ir/ir.h"
 #include "runtime/program.h"
@@ -20,6 +21,9 @@ struct CompileOptions {
   // Restrict the tile search (tests, experiments): 0 / -1 = choose freely.
   int force_cores = 0;
   int force_mode = -1;  // 0 NONE, 1 SPLIT_KERNEL, 2 SPLIT_HEIGHT
+  // CONV_2D lowering (docs/compiler.md §2): the cheapest of direct, matrix
+  // (1x1) and im2col by the planner's estimate, or one forced where it applies.
+  compiler::ConvLowering conv_lowering = compiler::ConvLowering::kAuto;
 };
 
 // Compiles `partition`. Its graph inputs / outputs (graph.inputs / outputs; when

@@ -19,6 +19,7 @@ const char* unit_name(Unit unit) {
     case Unit::kConv: return "conv";
     case Unit::kDepthwise: return "depthwise";
     case Unit::kFullyConnected: return "fully_connected";
+    case Unit::kMatmul: return "matmul";
     case Unit::kMaxPool: return "max_pool";
     case Unit::kAvgPool: return "avg_pool";
     case Unit::kElementwise: return "elementwise";
@@ -32,6 +33,7 @@ int LoweredOp::split_channels() const {
   switch (unit) {
     case Unit::kConv:
     case Unit::kFullyConnected:
+    case Unit::kMatmul:
       return out_shape.c;
     default:
       return in_shape.c;
@@ -42,6 +44,7 @@ int LoweredOp::in_channels(int group) const {
   switch (unit) {
     case Unit::kConv:
     case Unit::kFullyConnected:
+    case Unit::kMatmul:
       return in_shape.c;
     default:
       return group;
@@ -60,9 +63,15 @@ int64_t LoweredOp::weight_bytes(int group) const {
       return int64_t(group) * depth_multiplier * kernel_h * kernel_w;
     case Unit::kFullyConnected:
       return int64_t(group) * in_shape.c;
+    case Unit::kMatmul:
+      return int64_t(group) * matmul_k();
     default:
       return 0;
   }
+}
+
+int LoweredOp::matmul_k() const {
+  return im2col ? kernel_h * kernel_w * in_shape.c : in_shape.c;
 }
 
 Shape4 nhwc_of(const std::vector<int64_t>& shape) {
@@ -287,6 +296,60 @@ void lower_fully_connected(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
               " entries, expected ", n);
   }
   l.real_scale = fully_connected_real_scales(qi.scale, w.quant.scales, qo.scale, int(n));
+  const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
+  fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
+  l.act_mode = act_mode_of(act);
+}
+
+// BATCH_MATMUL of two runtime activations, [.., M, K] x [.., K, N] -> [.., M, N]
+// with every leading dimension 1 (the rules decline batches, adj_x / adj_y):
+// NPU_OP_MATMUL with A = M rows of K, B read from external memory.
+// Requantization: TFLite's (batch_matmul.cc: QuantizeMultiplier of
+// double(float(s_a * s_b)) / double(s_y), MultiplyByQuantizedMultiplier), or
+// with ir::Attributes::onnx_requantize ONNX Runtime's QLinearMatMul float32
+// stage (docs/compiler.md §2).
+void lower_batch_matmul(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
+  const ir::Tensor& a = g.tensor(op.inputs[0]);
+  const ir::Tensor& b = g.tensor(op.inputs[1]);
+  const ir::Tensor& out = g.tensor(op.outputs[0]);
+  l.unit = Unit::kMatmul;
+  check_arg(a.rank() >= 2 && b.rank() >= 2 && out.rank() >= 2, l.label, ": operands ",
+            ir::shape_str(a.shape), " x ", ir::shape_str(b.shape), " must have rank >= 2");
+  if (b.is_constant()) {
+    throw Unsupported(str_cat(l.label, ": B '", b.name, "' is a constant (a FULLY_CONNECTED)"));
+  }
+  for (const ir::Tensor* t : {&a, &b, &out}) {
+    for (int d = 0; d + 2 < t->rank(); ++d) {
+      if (t->shape[size_t(d)] != 1) {
+        throw Unsupported(str_cat(l.label, ": '", t->name, "' ", ir::shape_str(t->shape),
+                                  " has batch dimensions (batch must be 1)"));
+      }
+    }
+  }
+  if (!op.attrs.unsupported_options.empty()) {
+    throw Unsupported(str_cat(l.label, ": option ", op.attrs.unsupported_options[0], " is not implemented"));
+  }
+  const int64_t m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
+  check_arg(b.dim(-2) == k && out.dim(-2) == m && out.dim(-1) == n, l.label, ": ",
+            ir::shape_str(a.shape), " x ", ir::shape_str(b.shape), " -> ",
+            ir::shape_str(out.shape), " is not [M, K] x [K, N] -> [M, N]");
+  l.in_shape = nhwc_of({1, m, 1, k});
+  l.out_shape = nhwc_of({1, m, 1, n});
+  l.input2 = op.inputs[1];
+  const Quant qa = per_tensor(a, l.label), qb = per_tensor(b, l.label), qo = per_tensor(out, l.label);
+  l.input_zero_point = qa.zero_point;
+  l.b_zero_point = qb.zero_point;
+  l.output_zero_point = qo.zero_point;
+  if (op.attrs.onnx_requantize) {
+    l.fp32_scale.assign(size_t(n), (qa.scale * qb.scale) / qo.scale);
+  } else {
+    // batch_matmul.cc: the scale product in float32, then divided in double.
+    const float product = qa.scale * qb.scale;
+    const QuantizedMultiplier q = quantize_multiplier(static_cast<double>(product) /
+                                                      static_cast<double>(qo.scale));
+    l.multiplier.assign(size_t(n), q.multiplier);
+    l.shift.assign(size_t(n), q.shift);
+  }
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
   fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
   l.act_mode = act_mode_of(act);
@@ -651,6 +714,9 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
       case OpKind::kFullyConnected:
         lower_fully_connected(graph, op, l);
         break;
+      case OpKind::kBatchMatMul:
+        lower_batch_matmul(graph, op, l);
+        break;
       case OpKind::kMaxPool2D:
       case OpKind::kAveragePool2D:
         lower_pool(graph, op, l);
@@ -696,6 +762,7 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
     const std::string what = e.what();
     throw Unsupported(what.rfind(l.label, 0) == 0 ? what : str_cat(l.label, ": ", what));
   }
+  l.lowering = l.unit == Unit::kConv ? "direct" : unit_name(l.unit);
   return l;
 }
 

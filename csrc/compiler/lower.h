@@ -23,6 +23,7 @@ enum class Unit : uint8_t {
   kConv,            // NPU_OP_CONV, weights [C_out, KH, KW, C_in]
   kDepthwise,       // NPU_OP_DEPTHWISE, weights [KH, KW, C_in * M]
   kFullyConnected,  // NPU_OP_FULLY_CONNECTED, weights [N, K]; IFM is M rows of 1 pixel
+  kMatmul,          // NPU_OP_MATMUL: A = IFM rows (or im2col rows), B [K, N] uncompressed
   kMaxPool,         // NPU_OP_POOL, POOL_MODE = MAX
   kAvgPool,         // NPU_OP_POOL, POOL_MODE = AVERAGE
   kElementwise,     // NPU_OP_ELEMENTWISE, second operand at IN_K_DMA_ADDR
@@ -75,6 +76,24 @@ struct LoweredOp {
   // double(output_scale) (docs/device_model.md §4: the QUANT_MUL array holds
   // these binary64 values in this mode; QUANT_SHIFT is not read).
   std::vector<double> real_scale;   // [N]
+  // BATCH_MATMUL from ONNX (ir::Attributes::onnx_requantize): ONNX Runtime's
+  // float32 output stage, scale = float(s_a * s_b) / s_y (NACC_ACT_PARA.QUANT_FP32_SCALE).
+  std::vector<float> fp32_scale;    // [N] or empty
+
+  // kMatmul: the B operand. BATCH_MATMUL: the runtime tensor `input2` [K, N]
+  // with zero point b_zero_point. im2col convolution (im2col = true): the
+  // conv weights transposed to [K, N], K = KH * KW * C_in, stored in the
+  // constant region, zero point 0. The command's A rows: BATCH_MATMUL the IFM
+  // rows (in_shape [1, M, 1, K]); im2col one row per output pixel, gathered
+  // from the NHWC input by the DMA (NACC_CTRL.IM2COL_EN, docs/device_model.md §4).
+  bool im2col = false;
+  int32_t b_zero_point = 0;
+  int matmul_k() const;  // K: in_shape.c, or KH * KW * in_shape.c with im2col
+
+  // How a CONV_2D was lowered (docs/compiler.md §2): "direct" (NPU_OP_CONV),
+  // "matrix" (a 1x1 stride-1 conv as NPU_OP_FULLY_CONNECTED over H*W rows),
+  // "im2col" (NPU_OP_MATMUL fed by im2col); other ops: their unit's name.
+  std::string lowering;
   ElementwiseParams eltwise;        // element-wise registers
   std::array<int8_t, 256> lut{};    // activation LUT (entry i = f((int8)i))
   bool has_lut = false;
@@ -94,7 +113,7 @@ struct LoweredOp {
   int split_channels() const;               // the basis: C_out or C_in
   int in_channels(int group) const;         // IN_FM_CH of the command
   int out_channels(int group) const;        // OUT_FM_CH of the command
-  // Decompressed weight bytes of `group` basis channels.
+  // Decompressed weight bytes (kMatmul: B bytes) of `group` basis channels.
   int64_t weight_bytes(int group) const;
 };
 

@@ -30,7 +30,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t align_k(int64_t b) { return ceil_div(b, kKAlign) * kKAlign; }
 
 bool ifm_shared_across_groups(const LoweredOp& op) {
-  return op.unit == Unit::kConv || op.unit == Unit::kFullyConnected;
+  return op.unit == Unit::kConv || op.unit == Unit::kFullyConnected || op.unit == Unit::kMatmul;
 }
 
 // Per-core buffer bytes of a tile.
@@ -42,7 +42,8 @@ TileBytes tile_bytes(const LoweredOp& op, int rows, int cols, int channels) {
   TileBytes b;
   const int64_t in_rows = std::min(input_extent(rows, op.stride_h, op.kernel_h), op.in_shape.h);
   const int64_t in_cols = std::min(input_extent(cols, op.stride_w, op.kernel_w), op.in_shape.w);
-  b.ifm = in_rows * in_cols * op.in_channels(channels);
+  // im2col: one K-byte row per output pixel (docs/device_model.md §4).
+  b.ifm = op.im2col ? int64_t(rows) * cols * op.matmul_k() : in_rows * in_cols * op.in_channels(channels);
   b.ofm = int64_t(rows) * cols * op.out_channels(channels);
   if (op.unit == Unit::kElementwise) b.temp = int64_t(rows) * cols * channels;
   b.k = k_area_bytes(op, channels);
@@ -209,6 +210,10 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
                         ? double(rows_in(split.avg)) * (n - 1) * cols_in(w) * in_ch +
                               double(rows_in(split.last)) * cols_in(w) * in_ch
                         : fm_core;
+    if (op.im2col) {  // the DMA gathers every window (an upper bound: padding is not read)
+      fm_core = double(r) * w * op.matmul_k();
+      fm_ext = double(h) * w * op.matmul_k();
+    }
     if (op.unit == Unit::kElementwise) {  // the second operand
       const double t_core = op.input2_broadcast ? e : double(r) * w * e;
       const double t_ext = op.input2_broadcast ? g : double(h) * w * g;
@@ -379,7 +384,13 @@ int64_t k_area_bytes(const LoweredOp& op, int group) {
     case Unit::kFullyConnected:
       bytes += align_k(op.weight_bytes(group));
       if (!op.bias.empty()) bytes += align_k(4 * oc);
-      bytes += align_k(8 * oc);  // binary64 scales; no shifts
+      // binary64 scales (no shifts), or multipliers and shifts (a 1x1 conv in matrix mode)
+      bytes += op.real_scale.empty() ? align_k(4 * oc) + align_k(4 * oc) : align_k(8 * oc);
+      break;
+    case Unit::kMatmul:
+      bytes += align_k(op.weight_bytes(group));  // B: K x group, uncompressed
+      if (!op.bias.empty()) bytes += align_k(4 * oc);
+      bytes += op.fp32_scale.empty() ? align_k(4 * oc) + align_k(4 * oc) : align_k(4 * oc);
       break;
     case Unit::kElementwise:
       bytes += 2 * align_k(4);  // the output multiplier and shift (one entry each)
@@ -401,6 +412,8 @@ int64_t mac_cycles(const LoweredOp& op, int64_t rows, int64_t cols, int channels
       return rows * cols * op.out_channels(channels) * taps * ceil_div(op.in_shape.c, lanes);
     case Unit::kFullyConnected:
       return rows * op.out_channels(channels) * ceil_div(op.in_shape.c, lanes);
+    case Unit::kMatmul:  // M = rows (x cols with im2col), K = matmul_k()
+      return rows * (op.im2col ? cols : 1) * op.out_channels(channels) * ceil_div(op.matmul_k(), lanes);
     case Unit::kDepthwise:
     case Unit::kMaxPool:
     case Unit::kAvgPool:
@@ -425,7 +438,7 @@ Span valid_input_span(int out_start, int out_size, int stride, int kernel, int p
 
 std::string TilePlan::describe() const {
   std::ostringstream os;
-  os << "cores " << cores << " mode " << broadcast_mode_name(mode) << ", "
+  os << lowering << ": cores " << cores << " mode " << broadcast_mode_name(mode) << ", "
      << (weights_outer ? "weights resident" : "IFM resident")
      << (double_buffer ? ", double-buffered" : "") << ", tile " << rows_per_core
      << " rows/core x " << cols << " cols x " << channels_per_core << " ch/core; "
@@ -478,6 +491,7 @@ TilePlan build_plan(const LoweredOp& op, const HwConfig& hw, const SramGeometry&
   } else {
     p.groups = balanced(channels, int(ceil_div(channels, c.channels_per_core)));
   }
+  p.lowering = op.lowering;
   p.layout = *make_layout(geo, tile_bytes(op, c.rows_per_core, c.cols, c.channels_per_core),
                           layout_kind(c.double_buffer, c.weights_outer));
   p.estimate = estimate(op, hw, p);

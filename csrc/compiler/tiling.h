@@ -60,6 +60,7 @@ struct PlanEstimate {
 };
 
 struct TilePlan {
+  std::string lowering = "direct";  // LoweredOp::lowering of the op planned
   int cores = 1;  // most cores a command uses
   BroadcastMode mode = BroadcastMode::kNone;
   // true: for each channel group, the group's weights stay resident (K_UPD = 0)
@@ -111,6 +112,7 @@ int64_t k_area_bytes(const LoweredOp& op, int group);
 // MAC-array cycles of one core computing `rows` x `cols` output pixels of
 // `channels` basis channels (docs/device_model.md §6): convolution
 // rows*cols*C_out*KH*KW*ceil(C_in/64); fully connected rows*N*ceil(K/64);
+// matmul rows*N*ceil(K/64) (im2col: rows*cols*N*ceil(KH*KW*C_in/64));
 // depthwise and pooling rows*cols*ceil(C_out/64)*KH*KW; element-wise
 // ceil(3*rows*cols*C/16) (bus-bound); activation 0.
 int64_t mac_cycles(const LoweredOp& op, int64_t rows, int64_t cols, int channels);

@@ -5,6 +5,7 @@
 // out; counts bytes and cycles and places the command on the timeline.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 #include <exception>
 
 #include "common/weight_codec.h"
@@ -13,6 +14,7 @@
 #include "device/units/conv.h"
 #include "device/units/elementwise.h"
 #include "device/units/fully_connected.h"
+#include "device/units/matmul_float.h"
 #include "device/units/pool.h"
 
 namespace nacc::device_detail {
@@ -90,6 +92,7 @@ NACC_FIELD(kEwShift1, NACC_ELEMENT_QUANT1_SHIFT, "IN_ELEMENT_SHIFT1");
 NACC_FIELD(kEwMult2, NACC_ELEMENT_QUANT2_MULT, "IN_ELEMENT_MULT2");
 NACC_FIELD(kEwShift2, NACC_ELEMENT_QUANT2_SHIFT, "IN_ELEMENT_SHIFT2");
 NACC_FIELD(kRealScale, NACC_ACT_PARA, "QUANT_REAL_SCALE");
+NACC_FIELD(kFp32Scale, NACC_ACT_PARA, "QUANT_FP32_SCALE");
 #undef NACC_FIELD
 
 // NACC_CTRL values (register_table.h).
@@ -158,6 +161,11 @@ struct Setup {
   SramRange ifm_area, k_area, ofm_area, temp_area;
   bool needs_bias = false, needs_quant = false, needs_lut = false;
   bool real_scale = false;  // NACC_ACT_PARA.QUANT_REAL_SCALE: float64 scales, no shifts
+  bool fp32_scale = false;  // NACC_ACT_PARA.QUANT_FP32_SCALE: float32 scales, no shifts (matmul)
+  // NPU_OP_MATMUL with NACC_CTRL.IM2COL_EN = 1: A is gathered by the DMA from
+  // the feature map as im2col rows (docs/device_model.md §4); K = ky * kx * in_c.
+  bool im2col = false;
+  int64_t mat_k = 0;  // K of a matmul (IN_FM_CH, or ky * kx * IN_FM_CH with im2col)
   int quant_entries = 0;  // per core, 0 = per output channel
   // Element-wise / matmul extras.
   ElementwiseParams ew;
@@ -169,7 +177,7 @@ const char* act_name(uint32_t v) {
 }
 
 void read_geometry(const RegisterFile& r, Setup& s) {
-  if (is_window(s.fam)) {
+  if (is_window(s.fam) || s.im2col) {
     s.kx = int(r.field(kKSizeX));
     s.ky = int(r.field(kKSizeY));
     require(s.kx >= limits::kMinKernel && s.ky >= limits::kMinKernel,
@@ -235,6 +243,20 @@ void read_geometry(const RegisterFile& r, Setup& s) {
       break;
     }
     case Family::kMatmul: {
+      if (s.im2col) {
+        // im2col: A has one row per output pixel, K = ky * kx * IN_FM_CH.
+        const int ax = int(r.field(kMatAX)), ay = int(r.field(kMatAY));
+        const int bx = int(r.field(kMatBX)), by = int(r.field(kMatBY));
+        s.mat_k = int64_t(s.ky) * s.kx * s.in_c;
+        const int64_t m = int64_t(s.out_h) * s.out_w;
+        require(ax == s.mat_k && ay == m && by == s.mat_k && bx == s.out_c,
+                "matmul with im2col: NACC_MATRIX_A ", ax, "x", ay, " (x = K, y = M) and ",
+                "NACC_MATRIX_B ", bx, "x", by, " (x = N, y = K) disagree with K = K_SIZE_Y x ",
+                "K_SIZE_X x IN_FM_CH = ", s.mat_k, ", M = OUT_FM_HEIGHT x OUT_FM_WIDTH = ", m,
+                ", N = OUT_FM_CH = ", s.out_c);
+        break;
+      }
+      s.mat_k = s.in_c;
       require(s.in_w == 1 && s.out_w == 1 && s.out_h == s.in_h, "matmul: A is IN_FM_HEIGHT rows ",
               "of one pixel and the OFM OUT_FM_HEIGHT = IN_FM_HEIGHT rows of one pixel; got IN_FM ",
               s.in_w, "x", s.in_h, ", OUT_FM ", s.out_w, "x", s.out_h);
@@ -355,8 +377,9 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   require(r.field(kConvMode) != kConvModeRgb,
           "NACC_CTRL.CONV_MODE = RGB_CONV: the q7 RGB convolution is not modelled; per-channel "
           "int8 first layers use im2col + matrix mode (NACC_SPEC §1)");
-  require(r.field(kIm2colEn) == 0,
-          "NACC_CTRL.IM2COL_EN = 1: im2col is not modelled by the device (docs/device_model.md §4)");
+  s.im2col = r.field(kIm2colEn) != 0;
+  require(!s.im2col || s.fam == Family::kMatmul, "NACC_CTRL.IM2COL_EN = 1 feeds the matrix unit: "
+          "only NPU_OP_MATMUL, not ", opcode_name(op), " (docs/device_model.md §4)");
   require(r.field(kDataForm) == 0, "NACC_CTRL.DATA_FORM = ", r.field(kDataForm),
           ": only INT8 (0) is modelled");
   const uint32_t act = r.field(kActMode);
@@ -382,12 +405,17 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     require(!s.quant_en, "NPU_OP_POOL: NACC_CTRL.QUANT_EN = 1 has no meaning (the pooling unit ",
             "keeps the input quantization)");
   }
-  if (!has_weights(s.fam)) {
+  if (!has_weights(s.fam) && !s.im2col) {
     require(!s.bias_en, name, ": NACC_CTRL.BIAS_EN = 1 has no meaning (no bias input)");
   }
   s.real_scale = r.field(kRealScale) != 0;
   require(!s.real_scale || s.fam == Family::kFullyConnected,
           path(kRealScale), " = 1 is only for NPU_OP_FULLY_CONNECTED, not ", name,
+          " (docs/device_model.md §4)");
+  s.fp32_scale = r.field(kFp32Scale) != 0;
+  require(!s.fp32_scale || (s.fam == Family::kMatmul && !s.im2col && !s.real_scale),
+          path(kFp32Scale), " = 1 is only for NPU_OP_MATMUL without im2col and with ",
+          "QUANT_REAL_SCALE = 0, not ", name, s.im2col ? " with IM2COL_EN = 1" : "",
           " (docs/device_model.md §4)");
   s.needs_bias = s.bias_en;
   s.needs_quant = s.quant_en;
@@ -443,7 +471,7 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
             path(kKPitch), " = ", s.k_pitch, " is less than IN_FM_CH = ", s.in_c,
             " (0 broadcasts one pixel)");
   }
-  if (s.fam == Family::kMatmul && s.in_c > 1) {
+  if (s.fam == Family::kMatmul && s.mat_k > 1) {
     require(s.k_pitch >= uint64_t(s.out_c), "matmul: B row pitch ", path(kKPitch), " = ",
             s.k_pitch, " is less than N = ", s.out_c);
   }
@@ -472,6 +500,8 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     s.ew.act_max = s.act_max;
   }
   if (s.fam == Family::kMatmul) s.b_zp = -r.field_signed(kEwOffset2);
+  require(!s.im2col || s.b_zp == 0, "matmul with im2col: B holds convolution weights, whose zero ",
+          "point is 0; NACC_ELEMENTWISE.IN_ELEMENT_OFFSET2 = ", -s.b_zp);
 
   const bool uses_k = has_weights(s.fam) || s.fam == Family::kMatmul || s.needs_bias ||
                       s.needs_quant || s.needs_lut;
@@ -506,6 +536,7 @@ struct CoreWork {
   SramRange ifm, kern, ofm, temp;
   int64_t w_lo = 0, bias_lo = -1, mul_lo = -1, shift_lo = -1, lut_lo = -1, scale_lo = -1;
   int64_t weight_count = 0, quant_count = 0;
+  int64_t gathered = 0;  // im2col: IFM bytes the DMA gathers (padding positions excluded)
   bool load_fm = false, load_k = false, load_temp = false;
   Read fm_read, temp_read, b_read;  // IFM tile, element-wise operand, matmul B
   Read wblock;                      // weight block (u32 length + stream + padding)
@@ -546,8 +577,16 @@ void count_work(const Setup& s, CoreWork& c) {
     case Family::kPool:
       c.mac_cycles = h * w * ceil_div(s.out_c, limits::kMacLanes) * s.ky * s.kx;
       break;
-    case Family::kFullyConnected:
     case Family::kMatmul:
+      if (s.im2col) {
+        // One row of A per output pixel: M = h * w, K = ky * kx * in_c.
+        c.mac_cycles = h * w * c.noc * ceil_div(s.mat_k, limits::kMacLanes);
+        c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
+                 valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.in_c * c.noc;
+        break;
+      }
+      [[fallthrough]];
+    case Family::kFullyConnected:
       c.mac_cycles = h * c.noc * groups;
       c.macs = h * c.noc * s.in_c;
       break;
@@ -628,8 +667,10 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   c.pad_r = int(int64_t(s.ix0) + s.iw - vx1);
 
   // SRAM layout (docs/device_model.md §1).
-  const int64_t ifm_bytes = int64_t(c.vh) * c.vw * s.in_c;
-  require(s.ifm_area.lo + ifm_bytes <= s.ifm_area.hi, area_overflow("IFM tile", ifm_bytes, s.ifm_area),
+  // With im2col the IFM area holds one K-byte row per output pixel of the tile.
+  const int64_t ifm_bytes = s.im2col ? int64_t(c.h) * s.w * s.mat_k : int64_t(c.vh) * c.vw * s.in_c;
+  require(s.ifm_area.lo + ifm_bytes <= s.ifm_area.hi,
+          area_overflow(s.im2col ? "im2col rows" : "IFM tile", ifm_bytes, s.ifm_area),
           core_text(s, i));
   c.ifm = {s.ifm_area.lo, s.ifm_area.lo + ifm_bytes};
   const int64_t ofm_bytes = int64_t(c.h) * s.w * c.noc;
@@ -646,7 +687,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
     case Family::kConv: c.weight_count = int64_t(c.noc) * s.ky * s.kx * s.in_c; break;
     case Family::kDepthwise: c.weight_count = int64_t(s.ky) * s.kx * s.out_c; break;
     case Family::kFullyConnected: c.weight_count = int64_t(c.noc) * s.in_c; break;
-    case Family::kMatmul: c.weight_count = int64_t(s.in_c) * c.noc; break;
+    case Family::kMatmul: c.weight_count = s.mat_k * c.noc; break;
     default: break;
   }
   c.quant_count = s.quant_entries ? s.quant_entries : c.noc;
@@ -657,9 +698,9 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
     c.bias_lo = pos = align_up(pos, kKAlign);
     pos += 4 * c.quant_count;
   }
-  if (s.needs_quant && s.real_scale) {
+  if (s.needs_quant && (s.real_scale || s.fp32_scale)) {
     c.scale_lo = pos = align_up(pos, kKAlign);
-    pos += 8 * c.quant_count;
+    pos += (s.real_scale ? 8 : 4) * c.quant_count;
   } else if (s.needs_quant) {
     c.mul_lo = pos = align_up(pos, kKAlign);
     pos += 4 * c.quant_count;
@@ -690,14 +731,15 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   c.fm_read.sram = c.ifm.lo;
   c.fm_key = {c.fm_read.addr, s.in_row, s.in_pix, uint64_t(int64_t(c.iy0)), uint64_t(c.ih),
               uint64_t(int64_t(s.ix0)), uint64_t(s.iw), uint64_t(s.in_c), uint64_t(s.in_h),
-              uint64_t(s.in_w), uint64_t(c.ifm.lo)};
+              uint64_t(s.in_w), uint64_t(c.ifm.lo), uint64_t(s.im2col),
+              uint64_t(s.kx), uint64_t(s.ky), uint64_t(s.sx), uint64_t(s.sy)};
   const uint64_t none = ~uint64_t(0);
   c.k_key = {uint64_t(s.fam), device_address(ctx, s.a_k, ck * uint64_t(s.k_block)),
              uint64_t(s.k_block), s.fam == Family::kMatmul ? s.k_pitch : 0,
              s.needs_bias ? device_address(ctx, s.a_bias, 4 * uint64_t(c.oc0)) : none,
              s.needs_quant ? device_address(ctx, s.a_mul, (s.real_scale ? 8 : 4) * uint64_t(c.oc0)) : none,
-             s.needs_quant && !s.real_scale ? device_address(ctx, s.a_shift, 4 * uint64_t(c.oc0)) : none,
-             uint64_t(s.real_scale),
+             s.needs_quant && !s.real_scale && !s.fp32_scale ? device_address(ctx, s.a_shift, 4 * uint64_t(c.oc0)) : none,
+             uint64_t(s.real_scale) | uint64_t(s.fp32_scale) << 1,
              s.needs_lut ? device_address(ctx, s.a_act, 0) : none, uint64_t(c.noc),
              uint64_t(c.weight_count), uint64_t(c.quant_count), uint64_t(c.kern.lo),
              uint64_t(c.kern.hi)};
@@ -728,7 +770,16 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   const bool fm_broadcast = s.mode == kBcSplitKernel;
   if (c.load_fm) {
     resolve(env, c.fm_read, str_cat("IFM tile", core_text(s, i), " (", reg_text(Reg::NACC_IN_FM_DMA_ADDR, s.a_in), ")"));
-    (fm_broadcast ? c.rd_broadcast : c.rd_unicast) += c.fm_read.total();
+    if (s.im2col) {
+      // The DMA moves each valid byte of every output pixel's window (halo
+      // bytes as often as windows overlap them); padding positions are
+      // filled with the input zero point, not read.
+      c.gathered = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
+                   valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.in_c;
+      (fm_broadcast ? c.rd_broadcast : c.rd_unicast) += c.gathered;
+    } else {
+      (fm_broadcast ? c.rd_broadcast : c.rd_unicast) += c.fm_read.total();
+    }
   }
   if (c.load_k) {
     int64_t& acc = k_broadcast ? c.rd_broadcast : c.rd_unicast;
@@ -744,7 +795,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
     }
     if (s.fam == Family::kMatmul) {
       c.b_read.addr = device_address(ctx, s.a_k, 0);
-      c.b_read.rows = s.in_c;
+      c.b_read.rows = int(s.mat_k);
       c.b_read.bytes = c.noc;
       c.b_read.row_pitch = s.k_pitch;
       c.b_read.sram = c.w_lo;
@@ -762,9 +813,11 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
     const Part parts[] = {
         {s.needs_bias, Reg::NACC_BIAS_DMA_ADDR, s.a_bias, c.bias_lo, 4 * c.quant_count,
          4 * uint64_t(c.oc0), k_broadcast},
-        {s.needs_quant && !s.real_scale, Reg::NACC_QUANT_MUL_DMA_ADDR, s.a_mul, c.mul_lo,
-         4 * c.quant_count, 4 * uint64_t(c.oc0), k_broadcast},
-        {s.needs_quant && !s.real_scale, Reg::NACC_QUANT_SHIFT_DMA_ADDR, s.a_shift, c.shift_lo,
+        {s.needs_quant && !s.real_scale && !s.fp32_scale, Reg::NACC_QUANT_MUL_DMA_ADDR, s.a_mul,
+         c.mul_lo, 4 * c.quant_count, 4 * uint64_t(c.oc0), k_broadcast},
+        {s.needs_quant && !s.real_scale && !s.fp32_scale, Reg::NACC_QUANT_SHIFT_DMA_ADDR, s.a_shift,
+         c.shift_lo, 4 * c.quant_count, 4 * uint64_t(c.oc0), k_broadcast},
+        {s.needs_quant && s.fp32_scale, Reg::NACC_QUANT_MUL_DMA_ADDR, s.a_mul, c.scale_lo,
          4 * c.quant_count, 4 * uint64_t(c.oc0), k_broadcast},
         {s.needs_quant && s.real_scale, Reg::NACC_QUANT_MUL_DMA_ADDR, s.a_mul, c.scale_lo,
          8 * c.quant_count, 8 * uint64_t(c.oc0), k_broadcast},
@@ -829,6 +882,32 @@ void copy_in(const Read& r, uint8_t* sram) {
   }
 }
 
+// The im2col DMA: for each output pixel of core c's tile (row-major), its
+// ky x kx window of in_c-byte pixels, in (ky, kx, channel) order, into the
+// IFM area; window positions outside the input get the input zero point.
+void gather_im2col(const Setup& s, const CoreWork& c, uint8_t* sram) {
+  uint8_t* dst = sram + c.ifm.lo;
+  const uint8_t pad = uint8_t(int8_t(s.in_zp));
+  for (int oy = 0; oy < c.h; ++oy) {
+    for (int ox = 0; ox < s.w; ++ox) {
+      for (int ky = 0; ky < s.ky; ++ky) {
+        const int64_t iy = int64_t(c.iy0) + int64_t(oy) * s.sy + ky;
+        for (int kx = 0; kx < s.kx; ++kx) {
+          const int64_t ix = int64_t(s.ix0) + int64_t(ox) * s.sx + kx;
+          if (iy < c.vy0 || iy >= c.vy0 + c.vh || ix < c.vx0 || ix >= c.vx0 + c.vw) {
+            std::memset(dst, pad, size_t(s.in_c));
+          } else {
+            std::memcpy(dst, c.fm_read.host + uint64_t(iy - c.vy0) * s.in_row +
+                                 uint64_t(ix - c.vx0) * s.in_pix,
+                        size_t(s.in_c));
+          }
+          dst += s.in_c;
+        }
+      }
+    }
+  }
+}
+
 // Loads the weight block: u32 little-endian stream length L, then the
 // compressed stream (docs/weight_compression.md), decoded into SRAM.
 void load_weights(const Setup& s, const CoreWork& c, uint8_t* sram) {
@@ -888,7 +967,23 @@ void compute(const Setup& s, const CoreWork& c, uint8_t* sram) {
                          c.scale_lo >= 0 ? reinterpret_cast<const double*>(sram + c.scale_lo)
                                          : nullptr);
       break;
-    case Family::kMatmul: matmul_s8(s.in_zp, s.b_zp, os, c.h, s.in_c, c.noc, in, wts, out); break;
+    case Family::kMatmul:
+      if (s.im2col) {
+        // [h*w, K] x [K, noc] with bias and per-channel multiplier/shift: the
+        // fully-connected arithmetic on B transposed (weights [noc, K]).
+        const int64_t k = s.mat_k;
+        std::vector<int8_t> wt(size_t(k) * size_t(c.noc));
+        for (int64_t i = 0; i < k; ++i) {
+          for (int n = 0; n < c.noc; ++n) wt[size_t(n) * size_t(k) + size_t(i)] = wts[i * c.noc + n];
+        }
+        fully_connected_s8(s.in_zp, os, c.h * s.w, int(k), c.noc, in, wt.data(), bias, out, nullptr);
+      } else if (s.fp32_scale) {
+        matmul_s8_float_scale(s.in_zp, s.b_zp, reinterpret_cast<const float*>(sram + c.scale_lo),
+                              s.out_zp, s.act_min, s.act_max, c.h, s.in_c, c.noc, in, wts, out);
+      } else {
+        matmul_s8(s.in_zp, s.b_zp, os, c.h, s.in_c, c.noc, in, wts, out);
+      }
+      break;
     case Family::kPool: {
       PoolParams pp;
       pp.window = win;
@@ -1010,6 +1105,8 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
     if (c.load_fm) {
       if (s.mode == kBcSplitKernel && c.core > 0) {
         std::memcpy(sram + c.ifm.lo, sram0 + work[0].ifm.lo, size_t(c.ifm.hi - c.ifm.lo));
+      } else if (s.im2col) {
+        gather_im2col(s, c, sram);
       } else {
         copy_in(c.fm_read, sram);
       }

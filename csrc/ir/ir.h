@@ -128,6 +128,10 @@ struct Attributes {
   // entries, entry i = output for the int8 input (int8)i. Empty = TFLite's
   // table for the op's quantization.
   std::vector<int8_t> lut;
+  // BATCH_MATMUL: requantize as ONNX Runtime's CPU QLinearMatMul does (float32
+  // scale float(s_a * s_b) / s_y, float(acc) * scale rounded half to even)
+  // instead of TFLite's fixed-point multiplier; set by the ONNX frontend.
+  bool onnx_requantize = false;
   // PAD: (before, after) per input dimension.
   std::vector<std::array<int64_t, 2>> paddings;
   // Options set on the frontend's node that the core does not implement

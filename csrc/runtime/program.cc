@@ -16,7 +16,7 @@ namespace nacc {
 namespace {
 
 constexpr char kMagic[8] = {'N', 'A', 'C', 'C', 'P', 'R', 'O', 'G'};
-constexpr uint32_t kFormatVersion = 2;  // 2 adds the op output records
+constexpr uint32_t kFormatVersion = 3;  // 2 adds the op output records, 3 the op lowering
 constexpr uint32_t kOldestFormatVersion = 1;
 constexpr uint32_t kMaxStringBytes = 65535;
 constexpr uint32_t kMaxRank = 8;
@@ -231,6 +231,7 @@ std::vector<uint8_t> Program::serialize() const {
     w.i32(o.output_region);
     w.i64(o.output_offset);
     w.i64(o.output_size);
+    w.str(o.lowering, "op lowering");
   }
   w.u64(fnv1a64(w.out.data(), w.out.size()));
   return std::move(w.out);
@@ -305,6 +306,7 @@ Program Program::deserialize(const uint8_t* data, size_t size) {
       o.output_offset = r.i64();
       o.output_size = r.i64();
     }
+    if (version >= 3) o.lowering = r.str("op lowering");
     p.ops.push_back(std::move(o));
   }
   r.section("checksum");

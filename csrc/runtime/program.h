@@ -63,6 +63,9 @@ struct OpRecord {
   int output_region = -1;             // 0..7, a scratch, output or input region
   int64_t output_offset = 0;          // byte offset in that region
   int64_t output_size = 0;            // bytes
+  // How the op was lowered (docs/compiler.md §2): CONV_2D "direct", "matrix"
+  // or "im2col"; other ops their unit ("fully_connected", "matmul", ...).
+  std::string lowering;
 };
 
 struct Program {

@@ -52,7 +52,6 @@ int64_t min_sram_bytes(const ir::Graph& graph, const ir::Op& op, const SupportCo
            A(kBiasBytesPerChannel * m) + A(kMultiplierBytesPerChannel * m) +
            A(kShiftBytesPerChannel * m) + A(m);
   };
-  const int64_t lanes = limits::kMacLanes;
 
   switch (op.kind) {
     case OpKind::kConv2D: {
@@ -78,8 +77,8 @@ int64_t min_sram_bytes(const ir::Graph& graph, const ir::Op& op, const SupportCo
     }
     case OpKind::kBatchMatMul: {
       check_arg(in.rank() >= 2, label, ": operand rank ", in.rank(), " < 2");
-      const int64_t group = std::min(in.dim(-1), lanes);
-      return 2 * A(group) + A(kMultiplierBytesPerChannel) + A(kShiftBytesPerChannel) + A(1);
+      const int64_t k = in.dim(-1);  // NPU_OP_MATMUL takes all of K in one command
+      return 2 * A(k) + A(kMultiplierBytesPerChannel) + A(kShiftBytesPerChannel) + A(1);
     }
     case OpKind::kMaxPool2D:
     case OpKind::kAveragePool2D:

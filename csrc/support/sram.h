@@ -56,8 +56,9 @@ constexpr int64_t kShiftBytesPerChannel = 4;
 //   FULLY_CONNECTED    one output x its K inputs: 2 * A(K) + P + A(1)
 //                      (P covers the bias and the float64 scale of the
 //                      real-scale output stage, 12 bytes, as well)
-//   BATCH_MATMUL       one output x one 64-deep group (per-tensor, no bias):
-//                        2 * A(min(K, 64)) + 2 * A(4) + A(1)
+//   BATCH_MATMUL       one output x its K inputs (NPU_OP_MATMUL reads all of K:
+//                      one row of A, one column of B; multiplier, shift):
+//                        2 * A(K) + 2 * A(4) + A(1)
 //   MAX/AVERAGE_POOL   one output pixel x one channel: A(min(KH,H) * min(KW,W)) + A(1)
 //   ADD, SUB, MUL      one element of each operand and of the output, and the
 //                      output multiplier and shift: 3 * A(1) + 2 * A(4)

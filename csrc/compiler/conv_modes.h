@@ -1,0 +1,50 @@
+// CONV_2D on the matrix unit (NACC_SPEC §1, §2, §8): a 1x1 stride-1
+// convolution as a matrix product over its H*W pixels (NPU_OP_FULLY_CONNECTED
+// with the conv's multiplier/shift output stage), and a small-channel
+// convolution as im2col + matrix mode (NPU_OP_MATMUL, IM2COL_EN = 1). The
+// compiler plans every applicable lowering and keeps the one the planner's
+// model of the §8 counters says is cheapest (docs/compiler.md §2).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "compiler/lower.h"
+#include "compiler/tiling.h"
+
+namespace nacc::compiler {
+
+// Which CONV_2D lowerings the compiler may use: kAuto the cheapest applicable
+// one; the others force that lowering where it applies (direct otherwise) —
+// for tests and reports.
+enum class ConvLowering { kAuto, kDirect, kMatrix, kIm2col };
+// "auto", "direct", "matrix", "im2col"; InvalidArgument otherwise.
+ConvLowering parse_conv_lowering(const std::string& name);
+
+// The 1x1 stride-1 convolution `conv` (unit kConv) as M = H*W rows of C_in
+// channels times its [C_out, C_in] weights on the fully-connected unit, with
+// the conv's bias, per-channel multipliers/shifts and clamp (bit-identical:
+// the same sums and the same output stage). nullopt when not applicable
+// (kernel, stride, M > 65535 rows, ceil(C_in / 64) > 256 FULL_KER_SIZE).
+std::optional<LoweredOp> matrix_mode_of(const LoweredOp& conv);
+
+// `conv` as im2col + matrix mode: A = one row of K = KH*KW*C_in bytes per
+// output pixel, gathered by the DMA (padding positions = the input zero
+// point, so they add (zp - zp) * w = 0, exactly as the direct convolution
+// skips them); B = the weights transposed to [K, C_out]; bias, multipliers,
+// shifts and clamp unchanged. nullopt when not applicable (MATRIX_A fields:
+// K and OH*OW <= 65535) or when its MAC-array cycles per output
+// (ceil(K / 64)) are not below the direct ones (KH*KW*ceil(C_in / 64)).
+std::optional<LoweredOp> im2col_of(const LoweredOp& conv);
+
+struct ChosenLowering {
+  LoweredOp op;
+  TilePlan plan;
+};
+
+// Plans `op` (for kConv: every lowering `mode` allows) and returns the one
+// with the fewest estimated cycles (ties keep the direct convolution).
+ChosenLowering choose_lowering(const LoweredOp& op, const HwConfig& hw, const PlanOptions& options,
+                               ConvLowering mode);
+
+}  // namespace nacc::compiler
