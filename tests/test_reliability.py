@@ -10,8 +10,8 @@ that the DMA writing its tail runs past the buffer. Every fault must surface as
 an error (never success with a partly written output) and leave the
 interpreter / session usable and exact.
 
-Concurrency and resources: default sizes here; the issue's full sizes (1,000
-inferences per thread, 10,000 inferences) are the @slow twins.
+Concurrency runs the issue's full size (1,000 inferences per thread) by default;
+resources run 2,000 inferences by default and the full 10,000 in the @slow twin.
 """
 import ctypes
 import os
@@ -401,6 +401,9 @@ def concurrency(n):
     o_feeds = [om.int8_feeds(o_model, seed=s) for s in range(4)]
     first = om.session(o_model, "nacc")
     o_want = [first.run(None, f)[0] for f in o_feeds]
+    cpu = om.session(o_model, ["CPUExecutionProvider"])
+    for f, w in zip(o_feeds, o_want):  # the EP's documented rule against the CPU EP: within 1
+        assert np.abs(cpu.run(None, f)[0].astype(int) - w.astype(int)).max() <= 1
     shared = om.session(o_model, "nacc", {"cores": 2, "threads": 2})
     counts = [0] * 12
 
@@ -438,12 +441,7 @@ def concurrency(n):
 
 
 def test_concurrency():
-    concurrency(int(os.environ.get("NACC_RELIABILITY_RUNS", "100")))
-
-
-@pytest.mark.slow
-def test_concurrency_1000_each():
-    concurrency(1000)
+    concurrency(int(os.environ.get("NACC_RELIABILITY_RUNS", "1000")))
 
 
 # ---- resources --------------------------------------------------------------------------
@@ -542,7 +540,3 @@ def test_create_destroy_interpreters_and_sessions():
     n = int(os.environ.get("NACC_RELIABILITY_CREATE", "100"))
     check_flat(*create_destroy(n), f"{n} interpreters + {n} sessions")
 
-
-@pytest.mark.slow
-def test_create_destroy_100_interpreters_and_sessions():
-    check_flat(*create_destroy(100), "100 interpreters + 100 sessions")
