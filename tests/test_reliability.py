@@ -336,6 +336,28 @@ def test_damaged_ep_cache_entries_in_a_fresh_process(tmp_path):
     assert lines == [w for k in kinds for w in (k, "exact")], r.stdout + r.stderr[-2000:]
 
 
+def test_damaged_ep_context_blob_fails_session_creation(ort_case, tmp_path):
+    """A compiled model whose EPContext blob was damaged: session creation fails
+    naming the checksum; the intact compiled model still loads and is exact."""
+    import onnx
+
+    model, feeds, want = ort_case
+    ctx = tmp_path / "ctx.onnx"
+    om.session(model, "nacc", config={"ep.context_enable": "1", "ep.context_file_path": str(ctx),
+                                      "ep.context_embed_mode": "1"})
+    m = onnx.load(str(ctx))
+    (node,) = [n for n in m.graph.node if n.op_type == "EPContext"]
+    (attr,) = [a for a in node.attribute if a.name == "ep_cache_context"]
+    good = attr.s
+    for damaged in (good[:len(good) // 2], good[:40] + bytes([good[40] ^ 1]) + good[41:]):
+        attr.s = damaged
+        with pytest.raises(Exception, match="NaccExecutionProvider: compiled partition blob"):
+            om.session(m.SerializeToString(), "nacc")
+    attr.s = good
+    np.testing.assert_array_equal(om.session(m.SerializeToString(), "nacc").run(None, feeds[0])[0],
+                                  want[0])
+
+
 BAD_EP_OPTIONS = [  # wrong type or range: a clear error naming key, value and what is allowed
     ("cores", "4.0", "cores"), ("cores", "four", "cores"), ("cores", "", "cores"),
     ("threads", "1e3", "threads"), ("sram_kb", "-64", "sram_kb"),
