@@ -10,8 +10,9 @@ that the DMA writing its tail runs past the buffer. Every fault must surface as
 an error (never success with a partly written output) and leave the
 interpreter / session usable and exact.
 
-Concurrency runs the issue's full size (1,000 inferences per thread) by default;
-resources run 2,000 inferences by default and the full 10,000 in the @slow twin.
+Default sizes fit the test budget (250 inferences per thread, 1,000 steady
+inferences, 40 create/destroy cycles); the issue's full sizes (1,000 per thread,
+10,000 inferences, 100 interpreters and sessions) are the @slow twins.
 """
 import ctypes
 import os
@@ -463,7 +464,12 @@ def concurrency(n):
 
 
 def test_concurrency():
-    concurrency(int(os.environ.get("NACC_RELIABILITY_RUNS", "1000")))
+    concurrency(int(os.environ.get("NACC_RELIABILITY_RUNS", "250")))
+
+
+@pytest.mark.slow
+def test_concurrency_1000_each():
+    concurrency(1000)
 
 
 # ---- resources --------------------------------------------------------------------------
@@ -511,7 +517,7 @@ def check_flat(before, after, what):
 
 
 def test_steady_inferences_flat():
-    n = int(os.environ.get("NACC_RELIABILITY_INFERENCES", "2000"))
+    n = int(os.environ.get("NACC_RELIABILITY_INFERENCES", "1000"))
     check_flat(*steady_inferences(n), f"{n} inferences (delegate + EP each)")
 
 
@@ -559,6 +565,11 @@ def create_destroy(n, warmup=5):
 
 
 def test_create_destroy_interpreters_and_sessions():
-    n = int(os.environ.get("NACC_RELIABILITY_CREATE", "100"))
+    n = int(os.environ.get("NACC_RELIABILITY_CREATE", "40"))
     check_flat(*create_destroy(n), f"{n} interpreters + {n} sessions")
+
+
+@pytest.mark.slow
+def test_create_destroy_100_interpreters_and_sessions():
+    check_flat(*create_destroy(100), "100 interpreters + 100 sessions")
 

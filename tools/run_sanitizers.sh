@@ -78,7 +78,10 @@ if [[ "$WHICH" == asan || "$WHICH" == both ]]; then
   # detect_leaks=0: LeakSanitizer reports Python's and TensorFlow's deliberate
   # exit-time leaks, and a leak suppression cannot be limited to their frames (every
   # nacc allocation has Python frames under it); leaks are covered by the RSS tests.
-  run_tests asan "$(gcc -print-file-name=libasan.so)" \
+  # libstdc++ preloaded too: ASan resolves its __cxa_throw interceptor at start-up,
+  # and Python itself does not link libstdc++ (the first C++ exception thrown by
+  # an extension, e.g. matplotlib's under TensorFlow, would hit a CHECK failure).
+  run_tests asan "$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)" \
     ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0:strict_init_order=1:detect_stack_use_after_return=0" \
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$SUPP/ubsan.supp" \
     -- "${args[@]}" || status=1
