@@ -512,7 +512,11 @@ def steady_inferences(n, warmup=500):
 def check_flat(before, after, what):
     print(f"{what}: RSS {before[0]:.1f} -> {after[0]:.1f} MB, fds {before[1]} -> {after[1]}, "
           f"threads {before[2]} -> {after[2]}")
-    assert after[0] - before[0] < 5.0, (what, before, after)
+    # Under ASan (tools/run_sanitizers.sh sets NACC_SANITIZER) freed memory sits in
+    # the allocator's quarantine, so RSS is not a leak measure there; fds and
+    # threads still are.
+    if not os.environ.get("NACC_SANITIZER"):
+        assert after[0] - before[0] < 5.0, (what, before, after)
     assert after[1] == before[1] and after[2] == before[2], (what, before, after)
 
 

@@ -61,7 +61,9 @@ run_tests() {  # name preload-library env-assignments... -- pytest-args...
   start=$(date +%s)
   echo "== $name: pytest $*"
   set +e
-  (cd "$ROOT" && env "${envs[@]}" PYTHONPATH="$ROOT/build/$name" LD_PRELOAD="$lib" \
+  # NACC_SANITIZER: tests that measure RSS skip that check (ASan's quarantine holds
+  # freed memory); see tests/test_reliability.py.
+  (cd "$ROOT" && env "${envs[@]}" NACC_SANITIZER="$name" PYTHONPATH="$ROOT/build/$name" LD_PRELOAD="$lib" \
      "$PY" -m pytest -q -p no:cacheprovider "$@")
   local rc=$?
   set -e
