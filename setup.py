@@ -12,6 +12,10 @@ entry points). No -march flag: AVX2 kernels are compiled per function with a
 target attribute and chosen at run time (csrc/common/cpu.h), so a wheel built
 here runs on any x86-64 CPU.
 Set NACC_BUILD_JOBS to change the number of parallel compile jobs.
+NACC_SANITIZE=address,undefined (ASan + UBSan, no recovery: any UB aborts) or
+NACC_SANITIZE=thread (TSan) builds every library instrumented at -O1 (for
+testing only; the Python process then needs the sanitizer runtime in
+LD_PRELOAD, see docs/reliability.md and tools/run_sanitizers.sh).
 """
 import glob
 import os
@@ -32,6 +36,21 @@ def _sources(*patterns):
 
 
 CXX_FLAGS = ["-O3", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fno-math-errno"]
+LINK_FLAGS = ["-pthread"]
+
+# Sanitizer builds (the same table as tools/devbuild.py).
+SANITIZERS = {
+    "address,undefined": ["-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                          "-fno-omit-frame-pointer", "-g"],
+    "thread": ["-fsanitize=thread", "-fno-omit-frame-pointer", "-g"],
+}
+SANITIZE = os.environ.get("NACC_SANITIZE", "").strip()
+if SANITIZE:
+    if SANITIZE not in SANITIZERS:
+        raise SystemExit(f"NACC_SANITIZE={SANITIZE!r}: allowed values are {sorted(SANITIZERS)}")
+    CXX_FLAGS = [f for f in CXX_FLAGS if f != "-O3"] + ["-O1", *SANITIZERS[SANITIZE]]
+    LINK_FLAGS = LINK_FLAGS + SANITIZERS[SANITIZE]
+
 CORE_FLAGS = ["-std=c++17", "-fvisibility=hidden", "-fvisibility-inlines-hidden", *CXX_FLAGS]
 
 BINDINGS = _sources("bindings/*.cc")
@@ -46,7 +65,7 @@ core = Pybind11Extension(
     include_dirs=["csrc"],
     cxx_std=17,
     extra_compile_args=CXX_FLAGS,
-    extra_link_args=["-pthread"],
+    extra_link_args=LINK_FLAGS,
 )
 
 delegate = Extension(
@@ -55,7 +74,7 @@ delegate = Extension(
     include_dirs=["csrc", "delegate"],
     language="c++",
     extra_compile_args=CORE_FLAGS,
-    extra_link_args=["-pthread", "-Wl,--no-undefined"],
+    extra_link_args=[*LINK_FLAGS, "-Wl,--no-undefined"],
 )
 
 ort_ep = Extension(
@@ -64,7 +83,7 @@ ort_ep = Extension(
     include_dirs=["csrc", "."],
     language="c++",
     extra_compile_args=CORE_FLAGS,
-    extra_link_args=["-pthread", "-Wl,--no-undefined",
+    extra_link_args=[*LINK_FLAGS, "-Wl,--no-undefined",
                      "-Wl,--version-script=" + os.path.join("ep", "exports.lds")],
     depends=sorted(glob.glob(os.path.join("ep", "*.h"))) + [os.path.join("ep", "exports.lds")],
 )

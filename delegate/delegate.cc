@@ -23,6 +23,7 @@
 #include "options.h"
 #include "partition.h"
 #include "report.h"
+#include "runtime/runtime.h"
 #include "sha256.h"
 #include "support/sram.h"
 #include "tflite_abi.h"
@@ -710,6 +711,21 @@ __attribute__((visibility("default"))) int nacc_tflite_validate_options(
     error[n] = '\0';
   }
   return 1;
+}
+
+// Test only (docs/reliability.md): arms nacc::testing::inject_faults in this
+// library's copy of the runtime. kind: "none", "bus_error", "dma_overrun".
+// Returns 0, or 1 for a bad argument. Not reachable through any delegate option.
+__attribute__((visibility("default"))) int nacc_tflite_test_inject_fault(const char* kind,
+                                                                         int64_t command,
+                                                                         int runs) {
+  try {
+    nacc::testing::inject_faults(nacc::testing::fault_kind_by_name(kind ? kind : ""), command,
+                                 runs);
+    return 0;
+  } catch (...) {
+    return 1;
+  }
 }
 
 // Copies the delegate's report as JSON into `buffer` (NUL-terminated,

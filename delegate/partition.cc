@@ -1,6 +1,9 @@
 // Partition extraction, cache keys, compile-with-cache and dumps (partition.h).
 #include "partition.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -25,7 +28,11 @@ std::vector<uint8_t> read_file(const std::filesystem::path& p) {
 // Writes atomically (temporary file + rename) so a concurrent reader never
 // sees a partial entry.
 void write_file(const std::filesystem::path& p, const void* data, size_t size) {
-  const std::filesystem::path tmp = p.string() + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&p));
+  // Unique per process and call: concurrent writers (threads or processes
+  // sharing cache_dir) never write into one temporary file.
+  static std::atomic<uint64_t> counter{0};
+  const std::filesystem::path tmp =
+      p.string() + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   {
     std::ofstream f(tmp, std::ios::binary);
     check_arg(static_cast<bool>(f), "cannot write '", tmp.string(), "'");

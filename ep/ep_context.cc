@@ -2,6 +2,9 @@
 // nodes (ep_context.h).
 #include "ep/ep_context.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -17,7 +20,10 @@ namespace nacc::ep {
 namespace {
 
 constexpr char kMagic[8] = {'N', 'A', 'C', 'C', 'E', 'P', 'C', '1'};
-constexpr uint32_t kFormatVersion = 1;
+// Format 2 appends an FNV-1a-64 checksum of every preceding byte: format 1
+// protected only the embedded Program, so a damaged binding (NCHW flag, element
+// type) loaded and silently produced wrong outputs.
+constexpr uint32_t kFormatVersion = 2;
 constexpr uint32_t kMaxCount = 1u << 16;
 
 class Writer {
@@ -74,10 +80,25 @@ IoBinding read_binding(Reader& r) {
   IoBinding b;
   b.name = r.str();
   b.elem_type = r.pod<int32_t>();
-  b.nchw = r.pod<uint8_t>() != 0;
+  check_arg(b.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8 ||
+                b.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8,
+            "NaccExecutionProvider: binding '", b.name, "' has element type ", b.elem_type,
+            " (int8 or uint8 expected)");
+  const uint8_t nchw = r.pod<uint8_t>();
+  check_arg(nchw <= 1, "NaccExecutionProvider: binding '", b.name, "' has layout flag ", int(nchw));
+  b.nchw = nchw != 0;
   const uint32_t rank = r.pod<uint32_t>();
   check_arg(rank <= 8, "NaccExecutionProvider: binding '", b.name, "' has rank ", rank);
-  for (uint32_t i = 0; i < rank; ++i) b.onnx_shape.push_back(r.pod<int64_t>());
+  int64_t elements = 1;
+  for (uint32_t i = 0; i < rank; ++i) {
+    const int64_t d = r.pod<int64_t>();
+    // Bounded so that IoBinding::bytes() cannot overflow.
+    check_arg(d >= 1 && d <= (int64_t{1} << 31) && elements <= (int64_t{1} << 40) / d,
+              "NaccExecutionProvider: binding '", b.name, "' dimension ", i, " = ", d,
+              " out of range");
+    elements *= d;
+    b.onnx_shape.push_back(d);
+  }
   check_arg(!b.nchw || rank == 4, "NaccExecutionProvider: NCHW binding '", b.name, "' of rank ", rank);
   b.ir_shape = b.nchw ? std::vector<int64_t>{b.onnx_shape[0], b.onnx_shape[2], b.onnx_shape[3],
                                              b.onnx_shape[1]}
@@ -128,6 +149,9 @@ std::vector<uint8_t> PartitionBlob::serialize() const {
   const std::vector<uint8_t> p = serialize_program(program);
   w.pod<uint64_t>(p.size());
   w.bytes(p.data(), p.size());
+  Fnv f;
+  f.bytes(w.out.data(), w.out.size());
+  w.pod<uint64_t>(f.h);
   return std::move(w.out);
 }
 
@@ -140,6 +164,17 @@ PartitionBlob PartitionBlob::deserialize(const uint8_t* data, size_t size) {
   const uint32_t version = r.pod<uint32_t>();
   check_arg(version == kFormatVersion, "NaccExecutionProvider: compiled partition format ", version,
             ", this build reads ", kFormatVersion, "; recompile the model");
+  // The checksum trailer covers everything before it.
+  check_arg(size >= r.pos + sizeof(uint64_t), "NaccExecutionProvider: compiled partition blob "
+            "truncated (", size, " bytes)");
+  const size_t body = size - sizeof(uint64_t);
+  uint64_t stored = 0;
+  std::memcpy(&stored, data + body, sizeof stored);
+  Fnv f;
+  f.bytes(data, body);
+  check_arg(stored == f.h, "NaccExecutionProvider: compiled partition blob checksum mismatch "
+            "(damaged or truncated)");
+  r.size = body;
   const std::string nacc_version = r.str();
   check_arg(nacc_version == kNaccVersion, "NaccExecutionProvider: partition compiled by nacc ",
             nacc_version, ", this is nacc ", kNaccVersion, "; recompile the model");
@@ -235,7 +270,10 @@ std::optional<PartitionBlob> cache_load(const std::string& dir, uint64_t key) {
 
 void cache_store(const std::string& dir, uint64_t key, const PartitionBlob& blob) {
   const std::string path = cache_path(dir, key);
-  const std::string tmp = str_cat(path, ".tmp", reinterpret_cast<uintptr_t>(&blob));
+  // Unique per process and call: concurrent writers (threads or processes
+  // sharing cache_dir) never write into one temporary file.
+  static std::atomic<uint64_t> counter{0};
+  const std::string tmp = str_cat(path, ".tmp", ::getpid(), ".", counter.fetch_add(1));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return;

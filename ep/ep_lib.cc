@@ -9,6 +9,7 @@
 #include "ep/ep.h"
 #include "ep/ep_factory.h"
 #include "ep/kernel.h"
+#include "runtime/runtime.h"
 
 using nacc::ep::Api;
 using nacc::ep::NaccEpFactory;
@@ -73,6 +74,21 @@ __attribute__((visibility("default"))) size_t nacc_ep_run_stats_json(char* buffe
     return s.size();
   } catch (...) {
     return 0;
+  }
+}
+
+// Test only (docs/reliability.md): arms nacc::testing::inject_faults in this
+// library's copy of the runtime. kind: "none", "bus_error", "dma_overrun".
+// Returns 0, or 1 for a bad argument. Not reachable through any EP option.
+__attribute__((visibility("default"))) int nacc_ep_test_inject_fault(const char* kind,
+                                                                   int64_t command,
+                                                                   int runs) noexcept {
+  try {
+    nacc::testing::inject_faults(nacc::testing::fault_kind_by_name(kind ? kind : ""), command,
+                                 runs);
+    return 0;
+  } catch (...) {
+    return 1;
   }
 }
 

@@ -149,7 +149,7 @@ def test_library_exports_only_its_c_api_and_needs_no_tensorflow():
                          check=True).stdout
     exported = sorted(line.split()[-1] for line in out.splitlines() if " T " in line)
     assert exported == sorted([
-        "nacc_tflite_delegate_report", "nacc_tflite_option_specs_json",
+        "nacc_tflite_delegate_report", "nacc_tflite_option_specs_json", "nacc_tflite_test_inject_fault",
         "nacc_tflite_validate_options", "nacc_tflite_version",
         "tflite_plugin_create_delegate", "tflite_plugin_destroy_delegate"])
     deps = subprocess.run(["ldd", LIB], capture_output=True, text=True, check=True).stdout

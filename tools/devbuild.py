@@ -13,6 +13,12 @@ bindings), `delegate` (nacc/libnacc_tflite_delegate.so: delegate/ + csrc/
 without the bindings; a plain C-ABI library, no Python) and `ep`
 (nacc/libnacc_ort_ep.so: ep/ + csrc/ without the bindings, exports limited by
 ep/exports.lds). Same flags as setup.py. NACC_BUILD_JOBS sets the parallel compile jobs (2).
+
+Sanitizer builds (docs/reliability.md): NACC_SANITIZE=address,undefined (ASan + UBSan,
+-fno-sanitize-recover: any UB aborts) or NACC_SANITIZE=thread (TSan) compiles into
+build/dev-<asan|tsan> and links the libraries into NACC_DEV_OUT (default
+build/<asan|tsan>/nacc), never into python/nacc: the normal build stays untouched.
+tools/run_sanitizers.sh drives both.
 """
 import concurrent.futures
 import glob
@@ -28,6 +34,25 @@ OBJ_DIR = os.path.join(ROOT, "build", "dev")
 FLAGS = ["-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra",
          "-Wno-unused-parameter", "-fno-math-errno"]
 EXTRA = os.environ.get("NACC_DEV_CXXFLAGS", "").split()
+
+# NACC_SANITIZE value -> (name, compile+link flags). Shared with setup.py's list.
+SANITIZERS = {
+    "address,undefined": ("asan", ["-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                                   "-fno-omit-frame-pointer", "-g"]),
+    "thread": ("tsan", ["-fsanitize=thread", "-fno-omit-frame-pointer", "-g"]),
+}
+SANITIZE = os.environ.get("NACC_SANITIZE", "").strip()
+if SANITIZE:
+    if SANITIZE not in SANITIZERS:
+        sys.exit(f"NACC_SANITIZE={SANITIZE!r}: allowed values are {sorted(SANITIZERS)}")
+    SAN_NAME, SAN_FLAGS = SANITIZERS[SANITIZE]
+    # -O1: sanitizer reports with usable stacks at a bearable speed.
+    FLAGS = [f for f in FLAGS if f != "-O3"] + ["-O1"]
+    EXTRA = EXTRA + SAN_FLAGS
+    OBJ_DIR = os.path.join(ROOT, "build", "dev-" + SAN_NAME)
+    OUT_DIR = os.environ.get("NACC_DEV_OUT") or os.path.join(ROOT, "build", SAN_NAME, "nacc")
+else:
+    OUT_DIR = os.environ.get("NACC_DEV_OUT") or os.path.join(ROOT, "python", "nacc")
 
 
 def needs_build(src, obj, dep):
@@ -69,6 +94,7 @@ def main():
     if unknown:
         sys.exit(f"unknown target(s) {sorted(unknown)}; targets: core, delegate, ep")
     os.makedirs(OBJ_DIR, exist_ok=True)
+    os.makedirs(OUT_DIR, exist_ok=True)
     bindings_dir = os.path.join(ROOT, "csrc", "bindings") + os.sep
     all_core = sorted(glob.glob(os.path.join(ROOT, "csrc", "**", "*.cc"), recursive=True))
     core = [s for s in all_core if not s.startswith(bindings_dir)]
@@ -86,13 +112,13 @@ def main():
         sys.exit(1)
     core_objs = [results[s][0] for s in core]
     if "core" in targets:
-        out = os.path.join(ROOT, "python", "nacc", "_core" + sysconfig.get_config_var("EXT_SUFFIX"))
+        out = os.path.join(OUT_DIR, "_core" + sysconfig.get_config_var("EXT_SUFFIX"))
         link(out, core_objs + [results[s][0] for s in bindings])
     if "delegate" in targets:
-        out = os.path.join(ROOT, "python", "nacc", "libnacc_tflite_delegate.so")
+        out = os.path.join(OUT_DIR, "libnacc_tflite_delegate.so")
         link(out, core_objs + [results[s][0] for s in delegate], ["-Wl,--no-undefined"])
     if "ep" in targets:
-        out = os.path.join(ROOT, "python", "nacc", "libnacc_ort_ep.so")
+        out = os.path.join(OUT_DIR, "libnacc_ort_ep.so")
         script = os.path.join(ROOT, "ep", "exports.lds")
         link(out, core_objs + [results[s][0] for s in ep],
              ["-Wl,--no-undefined", "-Wl,--version-script=" + script])

@@ -275,6 +275,7 @@ void Device::start_locked(int b) {
   c.run = RunCounters{};
   c.run.cores.resize(size_t(hw_.cores));
   c.fault.clear();
+  c.injected_bus_error_at = -1;
   c.state = HandlerState::kRunning;
 }
 
@@ -297,6 +298,12 @@ RunCounters Device::counters(int handler) const {
   HandlerContext& c = ctx(handler);
   std::lock_guard<std::mutex> lk(c.mu);
   return c.run;
+}
+
+void Device::inject_bus_error(int handler, int64_t command) {
+  HandlerContext& c = ctx(handler);
+  std::lock_guard<std::mutex> lk(c.mu);
+  c.injected_bus_error_at = command;
 }
 
 namespace {
@@ -385,6 +392,13 @@ bool Device::step(int handler) {
     if (!err.empty()) throw DeviceFault(err);
     cmd.word = size_t(pc);
     op_name = opcode_name(cmd.op);
+    if (c.injected_bus_error_at >= 0 &&
+        (c.run.commands == c.injected_bus_error_at || cmd.op == Opcode::NPU_OP_STOP)) {
+      throw BusError(str_cat("bus read error: command fetch at device address ",
+                             device_detail::hex(c.stream_addr + pc * 4),
+                             " (injected by the test fault hook)"),
+                     false);
+    }
     c.regs.set(Reg::QREAD, uint32_t(pc * 4));
     device_detail::ExecEnv env{hw_, c, mem_, pool_, parallel_min_macs_};
     bool stopped = false;

@@ -132,6 +132,13 @@ class Device {
   // Counters of the handler's current or last run (a copy).
   RunCounters counters(int handler) const;
 
+  // Test only (docs/reliability.md, fault injection): the running handler's
+  // stream raises a bus read error, through the normal fault path
+  // (NACC_INT_STATUS.BUS_RD_ERR_INTR, handler faulted, DeviceFault), when it
+  // is about to execute its `command`-th command (0-based count of executed
+  // commands). Cleared by the next CMD.START. No register or stream reaches it.
+  void inject_bus_error(int handler, int64_t command);
+
  private:
   device_detail::HandlerContext& ctx(int handler) const;
   bool is_handler_register(Reg r) const;

@@ -90,6 +90,9 @@ struct HandlerContext {
   RunCounters run;
   Pmu pmu;
   std::string fault;
+  // Test-only fault injection (Device::inject_bus_error): the executed-command
+  // count at which this run raises a bus read error; -1 = none. CMD.START clears it.
+  int64_t injected_bus_error_at = -1;
 };
 
 // Everything a command executor needs.

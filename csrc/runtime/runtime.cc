@@ -2,6 +2,8 @@
 // the register interface, completion and fault reporting (see runtime.h).
 #include "runtime/runtime.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -20,7 +22,44 @@ constexpr FieldRef kCmdHandler = field_of(Reg::CMD, "BATCH_HANDLER");
 constexpr FieldRef kDone = field_of(Reg::NACC_INT_STATUS, "FULL_TRANS_DONE_INTR");
 
 uint32_t offset_of(Reg r) { return describe(r).offset; }
+
+// The armed test fault (testing::inject_faults); g_fault_runs is the fast-path check.
+struct FaultPlan {
+  testing::FaultKind kind = testing::FaultKind::kNone;
+  int64_t command = 0;
+};
+std::atomic<int> g_fault_runs{0};
+std::mutex g_fault_mu;
+FaultPlan g_fault_plan;
+
+// Takes one run's injection, if any is armed.
+FaultPlan take_fault() {
+  if (g_fault_runs.load(std::memory_order_relaxed) <= 0) return {};
+  std::lock_guard<std::mutex> lk(g_fault_mu);
+  if (g_fault_runs.load(std::memory_order_relaxed) <= 0) return {};
+  g_fault_runs.fetch_sub(1, std::memory_order_relaxed);
+  return g_fault_plan;
+}
 }  // namespace
+
+namespace testing {
+void inject_faults(FaultKind kind, int64_t command, int runs) {
+  check_arg(runs >= 0, "inject_faults: runs ", runs, " must be >= 0");
+  check_arg(command >= 0, "inject_faults: command ", command, " must be >= 0");
+  check_arg(kind != FaultKind::kDmaOverrun || command >= 1,
+            "inject_faults: dma_overrun needs a shortfall of at least 1 byte");
+  std::lock_guard<std::mutex> lk(g_fault_mu);
+  g_fault_plan = FaultPlan{kind, command};
+  g_fault_runs.store(kind == FaultKind::kNone ? 0 : runs, std::memory_order_relaxed);
+}
+
+FaultKind fault_kind_by_name(const std::string& name) {
+  if (name == "none") return FaultKind::kNone;
+  if (name == "bus_error") return FaultKind::kBusError;
+  if (name == "dma_overrun") return FaultKind::kDmaOverrun;
+  throw InvalidArgument(str_cat("fault kind '", name, "' is not one of none, bus_error, dma_overrun"));
+}
+}  // namespace testing
 
 Runtime::Runtime(const HwConfig& hw, int host_threads)
     : device_(hw, host_threads),
@@ -91,6 +130,7 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
               " '", t.name, "' has ", outputs[i].size, " bytes; the program expects ", t.size);
   }
 
+  const FaultPlan fault = take_fault();
   const int b = acquire();
   std::vector<uint64_t> bound;
   struct Guard {
@@ -133,7 +173,11 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
       }
       case RegionKind::kOutput: {
         const IoTensor& t = program.outputs[size_t(d.io_index)];
-        bind(addr, outputs[size_t(d.io_index)].data, size_t(t.size), true,
+        size_t bytes = size_t(t.size);
+        if (fault.kind == testing::FaultKind::kDmaOverrun && d.io_index == 0) {
+          bytes -= std::min(bytes - 1, size_t(fault.command));  // a buffer stays >= 1 byte
+        }
+        bind(addr, outputs[size_t(d.io_index)].data, bytes, true,
              str_cat(where, " (output '", t.name, "')"));
         region_data[size_t(i)] = static_cast<const uint8_t*>(outputs[size_t(d.io_index)].data);
         break;
@@ -161,6 +205,7 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
   cmd = kCmdStart.insert(cmd, 1);
   writes.emplace_back(offset_of(Reg::CMD), cmd);
   device_.write_registers(writes);
+  if (fault.kind == testing::FaultKind::kBusError) device_.inject_bus_error(b, fault.command);
 
   if (op_hook_) {
     run_with_op_hook(program, b, region_data);  // throws DeviceFault on a fault

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "device/device.h"
@@ -91,5 +92,24 @@ class Runtime {
   std::vector<std::vector<std::vector<uint8_t>>> scratch_;
   OpOutputHook op_hook_;
 };
+
+// Test-only fault injection (docs/reliability.md). Off by default; reached only
+// through this function (nacc._core._test_inject_fault and the test entry points
+// of the delegate and EP libraries), never through an option. Each of the next
+// `runs` Runtime::run calls in this library (any Runtime, any thread) faults:
+//   kBusError:   the device raises a bus read error before executing its
+//                `command`-th command (0-based; at NPU_OP_STOP when the stream
+//                is shorter, after the output was written);
+//   kDmaOverrun: the first output region is bound `command` bytes (>= 1) shorter
+//                than the output, so the DMA writing the output's tail runs past
+//                the end of its buffer (a bus write error after part of the
+//                output was written).
+// runs = 0 disarms. Throws InvalidArgument for a negative runs or command.
+namespace testing {
+enum class FaultKind { kNone, kBusError, kDmaOverrun };
+void inject_faults(FaultKind kind, int64_t command, int runs);
+// "none", "bus_error", "dma_overrun"; InvalidArgument for other names.
+FaultKind fault_kind_by_name(const std::string& name);
+}  // namespace testing
 
 }  // namespace nacc
