@@ -198,7 +198,7 @@ def test_claims_single_unit(builder, ops):
                 if (h["reason"].startswith("the compiler rejects it") or NOT_LOWERED in h["reason"])
                 and NO_BACKEND not in h["reason"]]
     if compiler and all(any(k in c for k in STILL_NOT_LOWERED) for c in compiler):
-        pytest.xfail(compiler[0])  # the rules accept it; MEAN is not lowered yet
+        pytest.xfail(compiler[0])  # GlobalAveragePool: ONNX Runtime's float-mean rounding is not lowered
     assert claimed_ops(rep) == ops, rep
     assert not declined(rep)
 
