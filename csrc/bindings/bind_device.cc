@@ -73,6 +73,26 @@ py::dict io_dict(const nacc::IoTensor& t) {
   return d;
 }
 
+// Per-core counters as dicts; the run's cores and an op's cores have the same fields.
+template <class Cores>
+py::list core_list(const Cores& cores) {
+  py::list out;
+  for (const auto& c : cores) {
+    py::dict cd;
+    cd["dma_read_bytes"] = c.dma_read_bytes;
+    cd["dma_write_bytes"] = c.dma_write_bytes;
+    cd["mac_cycles"] = c.mac_cycles;
+    cd["act_cycles"] = c.act_cycles;
+    cd["stall_cycles"] = c.stall_cycles;
+    cd["busy_cycles"] = c.busy_cycles;
+    cd["macs"] = c.macs;
+    cd["sram_high_water"] = c.sram_high_water;
+    cd["kernels"] = c.kernels;
+    out.append(cd);
+  }
+  return out;
+}
+
 py::dict stats_dict(const nacc::RunCounters& r, int handler, bool timeline) {
   py::dict d;
   d["handler"] = handler;
@@ -87,21 +107,7 @@ py::dict stats_dict(const nacc::RunCounters& r, int handler, bool timeline) {
   d["act_cycles"] = r.act_cycles;
   d["stall_cycles"] = r.stall_cycles;
   d["sram_high_water"] = r.sram_high_water;
-  py::list cores;
-  for (const auto& c : r.cores) {
-    py::dict cd;
-    cd["dma_read_bytes"] = c.dma_read_bytes;
-    cd["dma_write_bytes"] = c.dma_write_bytes;
-    cd["mac_cycles"] = c.mac_cycles;
-    cd["act_cycles"] = c.act_cycles;
-    cd["stall_cycles"] = c.stall_cycles;
-    cd["busy_cycles"] = c.busy_cycles;
-    cd["macs"] = c.macs;
-    cd["sram_high_water"] = c.sram_high_water;
-    cd["kernels"] = c.kernels;
-    cores.append(cd);
-  }
-  d["cores"] = cores;
+  d["cores"] = core_list(r.cores);
   if (timeline) {
     py::list tl;
     for (const auto& rec : r.timeline) {
@@ -163,21 +169,7 @@ py::dict op_dict(const nacc::OpCounters& o) {
   d["sram_high_water"] = o.sram_high_water;
   d["bound_cycles"] = o.bound_cycles;
   d["min_dma_bytes"] = o.min_dma_bytes;
-  py::list cores;
-  for (const auto& c : o.cores) {
-    py::dict cd;
-    cd["busy_cycles"] = c.busy_cycles;
-    cd["mac_cycles"] = c.mac_cycles;
-    cd["act_cycles"] = c.act_cycles;
-    cd["stall_cycles"] = c.stall_cycles;
-    cd["dma_read_bytes"] = c.dma_read_bytes;
-    cd["dma_write_bytes"] = c.dma_write_bytes;
-    cd["macs"] = c.macs;
-    cd["sram_high_water"] = c.sram_high_water;
-    cd["kernels"] = c.kernels;
-    cores.append(cd);
-  }
-  d["cores"] = cores;
+  d["cores"] = core_list(o.cores);
   return d;
 }
 
