@@ -703,6 +703,9 @@ struct UnitTranslator {
     }
     const auto& ys = g.value(out().value).shape;
     if (ys.size() == 4) macs = ys[2] * ys[3] * o * kh * kw * ipg;
+    // ONNX Runtime's CPU EP runs Conv as QLinearConv, whose output stage is
+    // float32 (MLAS): the NPU uses the same one (NACC_ACT_PARA.QUANT_FP32_SCALE).
+    a.onnx_requantize = true;
     add_op(kind, {x, wt, bt}, y, a);
     return std::nullopt;
   }
@@ -784,6 +787,8 @@ struct UnitTranslator {
     int64_t m = 1;
     for (size_t d = 0; d + 1 < as.size(); ++d) m *= as[d];
     macs = m * n * k;
+    // QLinearMatMul / QGemm requantize in float32 on the CPU EP, as above.
+    attrs.onnx_requantize = true;
     add_op(OpKind::kFullyConnected, {a_local, wt, bt}, y, attrs);
     return std::nullopt;
   }

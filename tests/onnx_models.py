@@ -49,8 +49,9 @@ def calibration(model: onnx.ModelProto, n: int = 8, seed: int = 0, scale: float 
 
 def quantize(model: onnx.ModelProto, *, fmt: str = "QDQ", activation: str = "int8",
              weight: str = "int8", per_channel: bool = False, calib=None,
-             extra_options: Optional[dict] = None) -> bytes:
-    """quantize_static with a seeded calibration set; returns model bytes."""
+             extra_options: Optional[dict] = None, reduce_range: bool = False) -> bytes:
+    """quantize_static with a seeded calibration set; returns model bytes.
+    `reduce_range`: 7-bit weights (see qdq_unit's weight_bits)."""
     from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
                                           quantize_static)
 
@@ -70,7 +71,7 @@ def quantize(model: onnx.ModelProto, *, fmt: str = "QDQ", activation: str = "int
         quantize_static(src, dst, Reader(),
                         quant_format=QuantFormat.QDQ if fmt == "QDQ" else QuantFormat.QOperator,
                         activation_type=types[activation], weight_type=types[weight],
-                        per_channel=per_channel,
+                        per_channel=per_channel, reduce_range=reduce_range,
                         extra_options=dict(extra_options or {}))
         q = onnx.load(dst)
     q.ir_version = min(q.ir_version, IR_VERSION)
@@ -161,8 +162,11 @@ def unary(op="Relu", shape=(1, 8, 6, 6), **attrs) -> onnx.ModelProto:
 
 # ---- whole small models ------------------------------------------------------------
 
-def small_cnn(c=8, hw=16, classes=10, softmax_in_middle=False) -> onnx.ModelProto:
-    """conv-relu-conv(s2)-relu-maxpool-conv(dw)-relu-add-gap-flatten-gemm."""
+def small_cnn(c=8, hw=16, classes=10, softmax_in_middle=False, residual=True,
+              head=True) -> onnx.ModelProto:
+    """conv-relu-conv(s2)-relu-maxpool-conv(dw)-relu-add-gap-flatten-gemm
+    (`residual=False`: without the add; `head=False`: the output is the feature
+    map before gap, [1, 2c, hw/4, hw/4])."""
     n = []
     inits = {
         "w1": rng_weights((c, 3, 3, 3), 11), "b1": rng_weights((c,), 12, 0.1),
@@ -184,9 +188,17 @@ def small_cnn(c=8, hw=16, classes=10, softmax_in_middle=False) -> onnx.ModelProt
         mid = "sm"
     n.append(helper.make_node("Conv", [mid, "w3", "b3"], ["c3"], name="conv3_dw",
                               kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=2 * c))
-    n.append(helper.make_node("Relu", ["c3"], ["r3"], name="relu3"))
-    n.append(helper.make_node("Add", ["r3", mid], ["s3"], name="add3"))
-    n.append(helper.make_node("GlobalAveragePool", ["s3"], ["g"], name="gap"))
+    features = "s3" if residual else "r3"
+    if not head:
+        features = "y"
+        del inits["w4"], inits["b4"]
+    n.append(helper.make_node("Relu", ["c3"], ["r3" if residual else features], name="relu3"))
+    if residual:
+        n.append(helper.make_node("Add", ["r3", mid], [features], name="add3"))
+    if not head:
+        return float_model(n, {"x": (1, 3, hw, hw)}, {"y": (1, 2 * c, hw // 4, hw // 4)}, inits,
+                           name="small_cnn_features")
+    n.append(helper.make_node("GlobalAveragePool", [features], ["g"], name="gap"))
     n.append(helper.make_node("Flatten", ["g"], ["f"], name="flatten"))
     n.append(helper.make_node("Gemm", ["f", "w4", "b4"], ["y"], name="fc", transB=1))
     return float_model(n, {"x": (1, 3, hw, hw)}, {"y": (1, classes)}, inits, name="small_cnn")

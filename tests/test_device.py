@@ -509,6 +509,19 @@ def test_fully_connected_register_checks():
         _core.Runtime().run(ns.program(sb, [L.x], [(1, 3, 1, 5)]), [L.x])
 
 
+def test_fp32_scale_rejected_where_no_unit_honours_it():
+    """NACC_ACT_PARA.QUANT_FP32_SCALE (bit 3) is for the MAC units only and not
+    together with QUANT_REAL_SCALE (bit 2)."""
+    R = np.random.default_rng(5)
+    for L, tiles in ((pool(R, "maxpool", 4, 4, 3), [Tile(0, 2, 0, 2)]),
+                     (eltwise(R, "add", 4, 4, 3), [Tile(0, 4, 0, 4)])):
+        with pytest.raises(nacc.DeviceFault, match="QUANT_FP32_SCALE = 1 is only for the MAC units"):
+            run(L, tiles, patch={"NACC_ACT_PARA": 8})
+    L = fc(rng_for("fp32"), 3, 20, 5, real_scale=True)
+    with pytest.raises(nacc.DeviceFault, match="with QUANT_REAL_SCALE = 1"):
+        run(L, [Tile(0, 3, 0, 1)], patch={"NACC_ACT_PARA": 12})
+
+
 def test_dma_copy_wait_and_race():
     """NPU_OP_DMA_START copies; a copy of a kernel's output without a KERNEL_WAIT is a race."""
     L = conv(rng_for("dma"), 6, 6, 3, 4)

@@ -237,7 +237,7 @@ struct WeightStream {
 
 struct OpConstants {
   int64_t bias = -1, multiplier = -1, shift = -1, real_scale = -1, lut = -1, operand2 = -1;
-  int64_t fp32_scale = -1, b_matrix = -1;  // matmul: float32 scales; im2col: B [K, N]
+  int64_t fp32_scale = -1, b_matrix = -1;  // ONNX float32 scales; im2col: B [K, N]
   // (c0, group, cores, channels per core) -> stream
   std::map<std::tuple<int, int, int, int>, WeightStream> streams;
   int64_t weight_raw = 0, weight_stored = 0;
@@ -435,7 +435,15 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
       em.set_register(Reg::NACC_IN_K_DMA_ADDR, k_addr);
       em.set_register(Reg::NACC_CONV_TRANS_LEN, Value().set(kKTransLen, k_trans_len).get());
       if (k.bias >= 0) em.set_register(Reg::NACC_BIAS_DMA_ADDR, constant(k.bias + 4 * oc0));
-      if (op.unit == Unit::kFullyConnected && k.real_scale >= 0) {
+      if (k.fp32_scale >= 0) {  // ONNX Runtime's float32 output stage (QUANT_FP32_SCALE)
+        em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.fp32_scale + 4 * oc0));
+        if (op.unit == Unit::kFullyConnected) {
+          em.set_register(Reg::NACC_FULL_CONV_PARA,
+                          Value()
+                              .set(kFullKerSize, op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
+                              .get());
+        }
+      } else if (op.unit == Unit::kFullyConnected && k.real_scale >= 0) {
         em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.real_scale + 8 * oc0));
         em.set_register(Reg::NACC_FULL_CONV_PARA,
                         Value()
@@ -694,7 +702,7 @@ void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, 
   read += k.weight_stored + 4 * int64_t(op.bias.size());                   // weights, bias
   read += 4 * int64_t(op.multiplier.size() + op.shift.size());             // multipliers, shifts
   read += 8 * int64_t(op.real_scale.size());                               // FC scales
-  read += 4 * int64_t(op.fp32_scale.size());                               // matmul float32 scales
+  read += 4 * int64_t(op.fp32_scale.size());                               // ONNX float32 scales
   read += op.has_lut ? limits::kLutEntries : 0;                            // LUT
   // A producer writing its slice of a CONCATENATION writes only its own channels.
   const int64_t write = op.out_pixel_pitch

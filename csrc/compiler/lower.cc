@@ -183,6 +183,25 @@ std::vector<int32_t> int32_data(const ir::Tensor& t, const std::string& label, c
   return out;
 }
 
+// ONNX Runtime's float32 output scales (QLinearConv / QLinearMatMul / QGemm
+// on the CPU EP): float(input_scale * filter_scale[c]) / output_scale, every
+// step in float32 (NACC_ACT_PARA.QUANT_FP32_SCALE, docs/compiler.md §2.2).
+std::vector<float> onnx_fp32_scales(float input_scale, const std::vector<float>& filter_scales,
+                                    float output_scale, int channels, const std::string& label) {
+  check_arg(filter_scales.size() == 1 || int(filter_scales.size()) == channels, label, ": ",
+            filter_scales.size(), " filter scales for ", channels, " output channels");
+  std::vector<float> out(static_cast<size_t>(channels));
+  for (int c = 0; c < channels; ++c) {
+    const float product = input_scale * filter_scales[filter_scales.size() == 1 ? 0 : size_t(c)];
+    out[size_t(c)] = product / output_scale;
+    if (!(std::isfinite(out[size_t(c)]) && out[size_t(c)] > 0.0f)) {
+      throw Unsupported(str_cat(label, ": output scale ", out[size_t(c)], " of channel ", c,
+                                " is not finite and > 0"));
+    }
+  }
+  return out;
+}
+
 void check_weight_zero_points(const ir::Tensor& w, const std::string& label) {
   for (int32_t zp : w.quant.zero_points) {
     if (zp != 0) throw Unsupported(str_cat(label, ": weights '", w.name, "' zero point ", zp, " != 0"));
@@ -260,7 +279,11 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     check_arg(int(l.bias.size()) == c_out, l.label, ": bias has ", l.bias.size(),
               " entries, expected ", c_out);
   }
-  conv_requantization(qi.scale, w.quant.scales, qo.scale, c_out, &l.multiplier, &l.shift);
+  if (op.attrs.onnx_requantize) {
+    l.fp32_scale = onnx_fp32_scales(qi.scale, w.quant.scales, qo.scale, c_out, l.label);
+  } else {
+    conv_requantization(qi.scale, w.quant.scales, qo.scale, c_out, &l.multiplier, &l.shift);
+  }
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
   fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
   l.act_mode = act_mode_of(act);
@@ -295,7 +318,11 @@ void lower_fully_connected(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     check_arg(int64_t(l.bias.size()) == n, l.label, ": bias has ", l.bias.size(),
               " entries, expected ", n);
   }
-  l.real_scale = fully_connected_real_scales(qi.scale, w.quant.scales, qo.scale, int(n));
+  if (op.attrs.onnx_requantize) {
+    l.fp32_scale = onnx_fp32_scales(qi.scale, w.quant.scales, qo.scale, int(n), l.label);
+  } else {
+    l.real_scale = fully_connected_real_scales(qi.scale, w.quant.scales, qo.scale, int(n));
+  }
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
   fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
   l.act_mode = act_mode_of(act);

@@ -379,13 +379,17 @@ int64_t k_area_bytes(const LoweredOp& op, int group) {
     case Unit::kDepthwise:
       bytes += align_k(op.weight_bytes(group));
       if (!op.bias.empty()) bytes += align_k(4 * oc);
-      bytes += align_k(4 * oc) + align_k(4 * oc);  // multipliers, shifts
+      // multipliers and shifts, or float32 scales (ONNX, QUANT_FP32_SCALE)
+      bytes += op.fp32_scale.empty() ? align_k(4 * oc) + align_k(4 * oc) : align_k(4 * oc);
       break;
     case Unit::kFullyConnected:
       bytes += align_k(op.weight_bytes(group));
       if (!op.bias.empty()) bytes += align_k(4 * oc);
-      // binary64 scales (no shifts), or multipliers and shifts (a 1x1 conv in matrix mode)
-      bytes += op.real_scale.empty() ? align_k(4 * oc) + align_k(4 * oc) : align_k(8 * oc);
+      // binary64 scales (no shifts), float32 scales (ONNX), or multipliers and
+      // shifts (a 1x1 conv in matrix mode)
+      bytes += !op.real_scale.empty()   ? align_k(8 * oc)
+               : !op.fp32_scale.empty() ? align_k(4 * oc)
+                                        : align_k(4 * oc) + align_k(4 * oc);
       break;
     case Unit::kMatmul:
       bytes += align_k(op.weight_bytes(group));  // B: K x group, uncompressed

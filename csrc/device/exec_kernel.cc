@@ -12,6 +12,7 @@
 #include "device/device_internal.h"
 #include "device/units/activation.h"
 #include "device/units/conv.h"
+#include "device/units/conv_float.h"
 #include "device/units/elementwise.h"
 #include "device/units/fully_connected.h"
 #include "device/units/matmul_float.h"
@@ -161,7 +162,7 @@ struct Setup {
   SramRange ifm_area, k_area, ofm_area, temp_area;
   bool needs_bias = false, needs_quant = false, needs_lut = false;
   bool real_scale = false;  // NACC_ACT_PARA.QUANT_REAL_SCALE: float64 scales, no shifts
-  bool fp32_scale = false;  // NACC_ACT_PARA.QUANT_FP32_SCALE: float32 scales, no shifts (matmul)
+  bool fp32_scale = false;  // NACC_ACT_PARA.QUANT_FP32_SCALE: float32 scales, no shifts (MAC units)
   // NPU_OP_MATMUL with NACC_CTRL.IM2COL_EN = 1: A is gathered by the DMA from
   // the feature map as im2col rows (docs/device_model.md §4); K = ky * kx * in_c.
   bool im2col = false;
@@ -413,10 +414,10 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
           path(kRealScale), " = 1 is only for NPU_OP_FULLY_CONNECTED, not ", name,
           " (docs/device_model.md §4)");
   s.fp32_scale = r.field(kFp32Scale) != 0;
-  require(!s.fp32_scale || (s.fam == Family::kMatmul && !s.im2col && !s.real_scale),
-          path(kFp32Scale), " = 1 is only for NPU_OP_MATMUL without im2col and with ",
-          "QUANT_REAL_SCALE = 0, not ", name, s.im2col ? " with IM2COL_EN = 1" : "",
-          " (docs/device_model.md §4)");
+  require(!s.fp32_scale || ((has_weights(s.fam) || s.fam == Family::kMatmul) && !s.real_scale),
+          path(kFp32Scale), " = 1 is only for the MAC units (NPU_OP_CONV, NPU_OP_DW_CONV, ",
+          "NPU_OP_FULLY_CONNECTED, NPU_OP_MATMUL) with QUANT_REAL_SCALE = 0, not ", name,
+          s.real_scale ? " with QUANT_REAL_SCALE = 1" : "", " (docs/device_model.md §4)");
   s.needs_bias = s.bias_en;
   s.needs_quant = s.quant_en;
   s.needs_lut = s.act == ActMode::kLut;
@@ -953,16 +954,35 @@ void compute(const Setup& s, const CoreWork& c, uint8_t* sram) {
   os.act_max = s.act_max;
   const Shape4 in_shape{1, c.vh, c.vw, s.in_c};
   const Shape4 out_shape{1, c.h, s.w, c.noc};
+  FloatStage fs;  // NACC_ACT_PARA.QUANT_FP32_SCALE (conv_float.h)
+  fs.scale = s.fp32_scale ? reinterpret_cast<const float*>(sram + c.scale_lo) : nullptr;
+  fs.output_zero_point = s.out_zp;
+  fs.act_min = s.act_min;
+  fs.act_max = s.act_max;
   switch (s.fam) {
     case Family::kConv:
+      if (s.fp32_scale) {
+        conv2d_s8_float_scale(win, s.in_zp, fs, in_shape, in, Shape4{c.noc, s.ky, s.kx, s.in_c},
+                              wts, bias, out_shape, out);
+        break;
+      }
       conv2d_s8(win, s.in_zp, os, in_shape, in, Shape4{c.noc, s.ky, s.kx, s.in_c}, wts, bias,
                 out_shape, out);
       break;
     case Family::kDepthwise:
+      if (s.fp32_scale) {
+        depthwise_conv2d_s8_float_scale(win, s.depth_mult, s.in_zp, fs, in_shape, in,
+                                        Shape4{1, s.ky, s.kx, s.out_c}, wts, bias, out_shape, out);
+        break;
+      }
       depthwise_conv2d_s8(win, s.depth_mult, s.in_zp, os, in_shape, in,
                           Shape4{1, s.ky, s.kx, s.out_c}, wts, bias, out_shape, out);
       break;
     case Family::kFullyConnected:
+      if (s.fp32_scale) {
+        fully_connected_s8_float_scale(s.in_zp, fs, c.h, s.in_c, c.noc, in, wts, bias, out);
+        break;
+      }
       fully_connected_s8(s.in_zp, os, c.h, s.in_c, c.noc, in, wts, bias, out,
                          c.scale_lo >= 0 ? reinterpret_cast<const double*>(sram + c.scale_lo)
                                          : nullptr);
@@ -976,7 +996,13 @@ void compute(const Setup& s, const CoreWork& c, uint8_t* sram) {
         for (int64_t i = 0; i < k; ++i) {
           for (int n = 0; n < c.noc; ++n) wt[size_t(n) * size_t(k) + size_t(i)] = wts[i * c.noc + n];
         }
-        fully_connected_s8(s.in_zp, os, c.h * s.w, int(k), c.noc, in, wt.data(), bias, out, nullptr);
+        if (s.fp32_scale) {
+          fully_connected_s8_float_scale(s.in_zp, fs, c.h * s.w, int(k), c.noc, in, wt.data(),
+                                         bias, out);
+        } else {
+          fully_connected_s8(s.in_zp, os, c.h * s.w, int(k), c.noc, in, wt.data(), bias, out,
+                             nullptr);
+        }
       } else if (s.fp32_scale) {
         matmul_s8_float_scale(s.in_zp, s.b_zp, reinterpret_cast<const float*>(sram + c.scale_lo),
                               s.out_zp, s.act_min, s.act_max, c.h, s.in_c, c.noc, in, wts, out);

@@ -124,8 +124,9 @@ inline constexpr FieldDesc kF_NACC_ACT_PARA[] = {
        "rounds acc * scale (TFLite's reference FULLY_CONNECTED); QUANT_SHIFT unused"),
     rw("QUANT_FP32_SCALE", 3, 3, 0,
        "project extension: 1 = QUANT_MUL_DMA_ADDR holds float32 scales and the output stage "
-       "rounds float(acc) * scale half to even (ONNX Runtime's QLinearMatMul); NPU_OP_MATMUL "
-       "only; QUANT_SHIFT unused"),
+       "rounds float(acc) * scale half to even (ONNX Runtime's QLinearConv / QLinearMatMul); "
+       "MAC units (CONV, DW_CONV, FULLY_CONNECTED, MATMUL) only, not with QUANT_REAL_SCALE; "
+       "QUANT_SHIFT unused"),
 };
 inline constexpr FieldDesc kF_NACC_IN_ACT_DMA_ADDR[] = {
     rw("IN_ACT_DMA_ADDR", 31, 0, 0, "activation data (the 256-byte LUT, NACC_SPEC §1)"),

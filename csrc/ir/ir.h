@@ -128,8 +128,9 @@ struct Attributes {
   // entries, entry i = output for the int8 input (int8)i. Empty = TFLite's
   // table for the op's quantization.
   std::vector<int8_t> lut;
-  // BATCH_MATMUL: requantize as ONNX Runtime's CPU QLinearMatMul does (float32
-  // scale float(s_a * s_b) / s_y, float(acc) * scale rounded half to even)
+  // BATCH_MATMUL, CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED: requantize as
+  // ONNX Runtime's CPU QLinearMatMul / QLinearConv / QGemm do (float32 scale
+  // float(s_x * s_w[c]) / s_y, float(acc + bias) * scale rounded half to even)
   // instead of TFLite's fixed-point multiplier; set by the ONNX frontend.
   bool onnx_requantize = false;
   // PAD: (before, after) per input dimension.
