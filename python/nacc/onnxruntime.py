@@ -76,7 +76,7 @@ _lock = threading.Lock()
 _registered = False
 
 __all__ = ["EP_NAME", "EpNotUsedError", "get_ep_name", "get_library_path", "register",
-           "partition_reports", "run_stats", "ep_devices", "provider_option_specs",
+           "partition_reports", "attach_run_stats", "run_stats", "ep_devices", "provider_option_specs",
            "validate_provider_options", "check_session", "create_session"]
 
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")
@@ -294,7 +294,7 @@ def _program_op_names(stats: Dict[str, Any]) -> frozenset:
     return frozenset(o["name"] for o in stats.get("ops", []) if o.get("op", -1) >= 0)
 
 
-def partition_reports() -> List[Dict[str, Any]]:
+def partition_reports(stats: Optional[Dict[str, Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
     """nacc's partition reports of this process, oldest first (at most 32).
 
     Each report is a dict: ``graph``, ``total_nodes``, ``claimed_nodes``,
@@ -303,10 +303,21 @@ def partition_reports() -> List[Dict[str, Any]]:
     run also has ``fused_node`` (ORT's fused node name), ``runs``,
     ``last_cycles``, ``last_dma_bytes``, ``sram_high_water`` and ``last_ops``
     (its last run per Program op, as in :func:`run_stats`); it is matched to
-    its fused node by the node names its Program ops carry.
+    its fused node by the node names its Program ops carry (see
+    :func:`attach_run_stats`; `stats` defaults to :func:`run_stats`).
     """
-    reports = _json_from_library("nacc_ep_reports_json")
-    stats = run_stats()
+    return attach_run_stats(_json_from_library("nacc_ep_reports_json"),
+                            run_stats() if stats is None else stats)
+
+
+def attach_run_stats(reports: List[Dict[str, Any]],
+                     stats: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Adds to each partition of `reports` the last run of its fused node in
+    `stats` (a :func:`run_stats` dict, or the part of it one session ran):
+    ``fused_node``, ``runs``, ``last_cycles``, ``last_dma_bytes``,
+    ``sram_high_water``, ``last_ops``; a partition without a match loses those
+    fields. Sessions of the same model share fused node names, so pass only
+    the entries of the session in question. Returns `reports`."""
     by_ops = {}
     for fused, st in stats.items():
         names = _program_op_names(st)
@@ -314,6 +325,9 @@ def partition_reports() -> List[Dict[str, Any]]:
             by_ops.setdefault(names, (fused, st))
     for report in reports:
         for part in report.get("partitions", []):
+            for key in ("fused_node", "runs", "last_cycles", "last_dma_bytes", "sram_high_water",
+                        "last_ops"):
+                part.pop(key, None)
             units = frozenset(u["name"] for u in part.get("units", []))
             hit = by_ops.get(units)
             if hit is None:  # a Program may drop view-only units; accept a subset
