@@ -56,21 +56,15 @@ std::string directory_problem(const std::string& path) {
 
 }  // namespace
 
+// In the order of the original option_keys() list (error messages list them so).
 const std::vector<OptionSpec>& option_specs() {
   static const std::vector<OptionSpec> table = {
-      {"cores", "1, 2, 4, 8, 16 or 32", "1", "simulated NACC cores the compiler splits work across"},
       {"threads", "an integer in [0, 256]", "0 (one per simulated core, up to the CPUs)",
        "host threads that run the simulated cores (results never depend on it)"},
+      {"cores", "1, 2, 4, 8, 16 or 32", "1", "simulated NACC cores the compiler splits work across"},
       {"sram_kb", "a power of two in [16, 1024]", "64", "SRAM per core in KiB (the NACC has 64)"},
       {"clock_mhz", "an integer in [1, 10000]", "500",
        "NPU clock that turns simulated cycles into reported latency"},
-      {"min_partition_macs", "an integer >= 0", "0",
-       "fragmentation guard: partitions doing fewer useful MACs stay on the host"},
-      {"log_level", "default, off, error, warning, info or debug", "default",
-       "floor under ORT's logger: default follows the logger ORT hands the EP (the session's "
-       "log_severity_level with add_provider / add_provider_for_devices); the others also drop "
-       "nacc's messages below that level (warning = declined nodes, info = host-only op kinds "
-       "and the placement summary)"},
       {"dump_dir", "a directory path (created if missing, must be writable)", "(none)",
        "writes partition_report.json and each compiled partition there"},
       {"cache_dir", "a directory path (created if missing, must be writable)", "(none)",
@@ -78,7 +72,14 @@ const std::vector<OptionSpec>& option_specs() {
       {"fallback", "allow or error", "allow",
        "error: fail when any node other than the float<->int8 boundary conversions stays on "
        "the host"},
-  };
+
+      {"min_partition_macs", "an integer >= 0", "0",
+       "fragmentation guard: partitions doing fewer useful MACs stay on the host"},
+      {"log_level", "default, off, error, warning, info or debug", "default",
+       "floor under ORT's logger: default follows the logger ORT hands the EP (the session's "
+       "log_severity_level with add_provider / add_provider_for_devices); the others also drop "
+       "nacc's messages below that level (warning = declined nodes, info = host-only op kinds "
+       "and the placement summary)"},  };
   return table;
 }
 

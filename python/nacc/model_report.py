@@ -472,8 +472,8 @@ def format_report(rep: Dict[str, Any], layers: bool = False) -> str:
                      + (f", {ms['reference']:.1f} ms reference" if ms.get("reference") is not None
                         else ""))
     if not layers and _all_layers(rep):
-        lines.append("Per-layer tables: --layers. Columns and the performance bound: "
-                     "`nacc docs report`.")
+        lines.append("Per-layer tables: --layers. What the columns and the performance bound "
+                     "mean: `nacc docs hardware`, §8.")
     return "\n".join(lines).rstrip()
 
 

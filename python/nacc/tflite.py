@@ -298,7 +298,7 @@ class PartitionReport:
     # The last Invoke cut per Program op: dicts with op (index; -1 = commands
     # outside every op), name, kind, start/end/cycles (span on the simulated
     # timeline), macs, mac_cycles, act_cycles, busy_cycles, stall_cycles,
-    # dma_read_bytes/dma_write_bytes, sram_high_water, bound_cycles (NACC_SPEC
+    # dma_read_bytes/dma_write_bytes, sram_high_water, bound_cycles (docs/hardware.md
     # §8), min_dma_bytes and cores (per-core dicts of the same counters).
     last_ops: Tuple[Dict[str, Any], ...] = ()
 
