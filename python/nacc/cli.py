@@ -514,6 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, module in _DELEGATED.items():
         sub.add_parser(name, add_help=False, help=f"see `nacc {name} --help` ({module})")
+    parser.commands = dict(sub.choices)  # command -> its parser (for its own usage errors)
     return parser
 
 
@@ -524,7 +525,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if argv and argv[0] in _DELEGATED:
         return guarded(argv[0], lambda: _delegated(argv[0], argv[1:]))
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        parser.commands.get(getattr(args, "command", None), parser).error(
+            f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -28,7 +28,7 @@ Provider options (values strings; ORT stores them as the session config
 entries ``ep.naccexecutionprovider.<key>``): ``cores``, ``threads``,
 ``sram_kb``, ``clock_mhz``, ``min_partition_macs``, ``log_level``,
 ``dump_dir``, ``cache_dir``, ``fallback`` — the EP library's own table,
-:func:`provider_option_specs` (``nacc docs onnxruntime`` prints it).
+:func:`provider_option_specs` (``nacc docs onnxruntime_ep`` prints it).
 
 ONNX Runtime's Python API does not fail when an execution provider cannot be
 created: it prints an "EP Error" and runs the whole model on the CPU EP. So
@@ -67,6 +67,7 @@ import json
 import os
 import re
 import threading
+import warnings
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 EP_NAME = "NaccExecutionProvider"
@@ -208,13 +209,14 @@ def validate_provider_options(options: Optional[Mapping[str, Any]] = None) -> Di
 
 def _ep_error(printed: str) -> str:
     """The reason in ONNX Runtime's printed "EP Error" block, as one line."""
-    for line in printed.splitlines():
-        if "Error creating execution provider" in line or "EP Error" in line:
-            text = line.split("Error creating execution provider:", 1)[-1]
-            text = re.sub(r"^.*?\[ONNXRuntimeError\] : \d+ : [A-Z_]+ : ", "", text.strip())
-            if text:
-                return text
-    return printed.strip().splitlines()[0] if printed.strip() else "no reason printed"
+    lines = [l.strip() for l in printed.splitlines() if l.strip()]
+    marker = "Error creating execution provider:"
+    for line in lines:
+        if marker in line:
+            text = line.split(marker, 1)[1].strip()
+            return re.sub(r"^\[ONNXRuntimeError\] : \d+ : [A-Z_]+ : ", "", text)
+    body = [l for l in lines if not l.startswith("****")]
+    return body[0] if body else "no reason printed"
 
 
 def check_session(session, printed: str = "") -> Any:
@@ -254,7 +256,9 @@ def create_session(model: Union[str, bytes, os.PathLike],
     if isinstance(model, os.PathLike):
         model = os.fspath(model)
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
+    with contextlib.redirect_stdout(out), warnings.catch_warnings():
+        # On a fallback ORT also warns that the session options already name providers.
+        warnings.simplefilter("ignore", UserWarning)
         session = ort.InferenceSession(model, sess_options=so)
     if echo and out.getvalue():
         print(out.getvalue(), end="")

@@ -41,10 +41,13 @@ def diff(got: Any, want: Any) -> Dict[str, Any]:
             return {"bit_exact": False, "differing": None, "elements": int(want.size),
                     "max_abs_diff": None, "note": f"shape {got.shape} vs {want.shape}"}
         got = got.reshape(want.shape)
-    d = np.abs(got.astype(np.float64) - want.astype(np.float64))
-    differing = int(np.count_nonzero(d)) + int(np.count_nonzero(np.isnan(d)))
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    both_nan = np.isnan(g) & np.isnan(w)
+    d = np.abs(g - w)
+    differing = int(np.count_nonzero((d != 0) & ~both_nan))  # NaN against a number differs
+    finite = d[~np.isnan(d)]
     return {"bit_exact": differing == 0, "differing": differing, "elements": int(d.size),
-            "max_abs_diff": float(np.nanmax(d)) if d.size and not np.isnan(d).all() else 0.0}
+            "max_abs_diff": float(finite.max()) if finite.size else 0.0}
 
 
 def agreement(got: Sequence[Any], want: Sequence[Any],
