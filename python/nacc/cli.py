@@ -25,6 +25,7 @@ import os
 import sys
 import time
 import traceback
+import warnings
 from typing import Callable, Dict, List, Optional, Sequence
 
 __all__ = ["main", "CliError", "Parser", "model_file", "output_file", "output_dir", "guarded",
@@ -522,6 +523,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # TensorFlow's C++ start-up messages (CPU features, oneDNN); TF reads this when imported.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # tf.lite.Interpreter warns on every construction that it is deprecated (nacc
+    # supports it next to LiteRT's interpreter); not news for a command's user.
+    warnings.filterwarnings("ignore", message=r"\s*Warning\W+tf\.lite\.Interpreter is deprecated",
+                            category=UserWarning)
     if argv and argv[0] in _DELEGATED:
         return guarded(argv[0], lambda: _delegated(argv[0], argv[1:]))
     parser = build_parser()
