@@ -38,13 +38,16 @@ struct QdqOpInfo {
   std::vector<int> data_inputs;  // inputs that must come from a DequantizeLinear
   int optional_from = 99;        // data inputs at or after this index may be absent
   bool fuses_activation = false; // may absorb a following Relu / Clip
+  // Inputs whose DequantizeLinear may read a folded constant chain
+  // (OnnxGraph::fold_constant): weights and bias.
+  std::vector<int> const_inputs = {};
 };
 
 const std::vector<QdqOpInfo>& qdq_ops() {
   static const std::vector<QdqOpInfo> ops = {
-      {"Conv", {0, 1, 2}, 2, true},
-      {"MatMul", {0, 1}, 99, true},
-      {"Gemm", {0, 1, 2}, 2, true},
+      {"Conv", {0, 1, 2}, 2, true, {1, 2}},
+      {"MatMul", {0, 1}, 99, true, {1}},
+      {"Gemm", {0, 1, 2}, 2, true, {1, 2}},
       {"Add", {0, 1}, 99, true},
       {"Sub", {0, 1}, 99, true},
       {"Mul", {0, 1}, 99, true},
@@ -187,6 +190,18 @@ UnitScan find_units(const OnnxGraph& g) {
     for (int d : u.dq) {
       if (d >= 0) u.nodes.push_back(d);
     }
+    // A weight or bias reaching its DequantizeLinear through a constant chain
+    // (Q -> Transpose -> DQ, ...): the chain is folded into the IR constant,
+    // so its nodes belong to the unit.
+    for (int in : info->const_inputs) {
+      const int d = static_cast<size_t>(in) < u.dq.size() ? u.dq[in] : -1;
+      if (d < 0 || g.nodes[d].input(0) < 0 || g.value(g.nodes[d].input(0)).is_constant) continue;
+      ConstTensor folded;
+      std::vector<int> chain;
+      if (!g.fold_constant(g.nodes[d].input(0), &folded, &chain)) {
+        u.nodes.insert(u.nodes.end(), chain.begin(), chain.end());
+      }
+    }
     if (u.activation >= 0) u.nodes.push_back(u.activation);
     u.nodes.push_back(u.q);
     scan.units.push_back(std::move(u));
@@ -300,28 +315,34 @@ struct UnitTranslator {
 
   // Weights (constant int8 / uint8) with per-tensor or per-channel scales.
   // `channel_axis` is the ONNX axis per-channel scales must be on.
+  // The weights may reach the op's DequantizeLinear through a constant chain
+  // (OnnxGraph::fold_constant); the per-channel axis is the DequantizeLinear's,
+  // on the folded tensor.
   std::optional<std::string> read_weights(int value_id, int scale_id, int zp_id, int axis_attr,
                                           int channel_axis, Weights* w) {
-    const OnnxValue& v = g.value(value_id);
-    if (!v.is_constant) return str_cat("weights '", v.name, "' are not a constant initializer");
+    ConstTensor v;
+    const std::string& name = g.value(value_id).name;
+    if (auto e = g.fold_constant(value_id, &v)) {
+      return str_cat("weights '", name, "' are not a constant: ", *e);
+    }
     if (!is_8bit(v.elem_type)) {
-      return str_cat("weights '", v.name, "' are ", onnx_elem_name(v.elem_type),
+      return str_cat("weights '", name, "' are ", onnx_elem_name(v.elem_type),
                      " (int8 or uint8 needed)");
     }
     int elem = v.elem_type;
     if (auto e = read_qparams(scale_id, zp_id, v.elem_type, &w->scales, &w->zero_points, &elem)) {
-      return str_cat("weights '", v.name, "': ", *e);
+      return str_cat("weights '", name, "': ", *e);
     }
     w->shape = v.shape;
     const int rank = static_cast<int>(v.shape.size());
     if (w->scales.size() > 1) {
       const int axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
       if (axis != channel_axis) {
-        return str_cat("weights '", v.name, "' have per-channel scales on axis ", axis_attr,
+        return str_cat("weights '", name, "' have per-channel scales on axis ", axis_attr,
                        "; the NPU requantizes per output channel (axis ", channel_axis, ")");
       }
       if (static_cast<int64_t>(w->scales.size()) != v.shape[axis]) {
-        return str_cat("weights '", v.name, "' have ", w->scales.size(), " scales for ",
+        return str_cat("weights '", name, "' have ", w->scales.size(), " scales for ",
                        v.shape[axis], " channels");
       }
       w->axis = axis;
@@ -339,9 +360,12 @@ struct UnitTranslator {
   }
 
   // Test only (Config::test_perturb_node): doubles the weight scales the
-  // compiler sees for this node — its requantization shift off by one.
+  // compiler sees for this node — its requantization shift off by one. Off
+  // unless the option names a node: ONNX node names are optional, and an
+  // unnamed node must never match the unset (empty) option.
   void perturb(ir::QuantParams* wq) const {
-    if (node.name != b.config_.test_perturb_node) return;
+    const std::string& target = b.config_.test_perturb_node;
+    if (target.empty() || node.name != target) return;
     for (float& s : wq->scales) s *= 2.0f;
   }
 
@@ -349,12 +373,16 @@ struct UnitTranslator {
   std::optional<std::string> read_bias(int value_id, int64_t n, const ActQuant& x,
                                        const Weights& w, bool check_scale, int scale_id,
                                        int zp_id, std::vector<int32_t>* bias) {
-    const OnnxValue& v = g.value(value_id);
-    if (!v.is_constant || v.elem_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32) {
-      return str_cat("bias '", v.name, "' is not an int32 constant");
+    const OnnxValue& bv = g.value(value_id);
+    ConstTensor v;
+    if (auto e = g.fold_constant(value_id, &v)) {
+      return str_cat("bias '", bv.name, "' is not a constant: ", *e);
+    }
+    if (v.elem_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32) {
+      return str_cat("bias '", bv.name, "' is ", onnx_elem_name(v.elem_type), " (int32 needed)");
     }
     if (v.elements() != n) {
-      return str_cat("bias '", v.name, "' has ", v.elements(), " values for ", n, " channels");
+      return str_cat("bias '", bv.name, "' has ", v.elements(), " values for ", n, " channels");
     }
     bias->resize(static_cast<size_t>(n));
     std::memcpy(bias->data(), v.data.data(), static_cast<size_t>(n) * 4);
@@ -363,16 +391,16 @@ struct UnitTranslator {
     std::vector<int32_t> zps;
     int elem = 0;
     if (auto e = read_qparams(scale_id, zp_id, v.elem_type, &scales, &zps, &elem)) {
-      return str_cat("bias '", v.name, "': ", *e);
+      return str_cat("bias '", bv.name, "': ", *e);
     }
     for (size_t c = 0; c < static_cast<size_t>(n); ++c) {
       const float s = scales.size() == 1 ? scales[0] : scales.at(c);
       const int32_t z = zps.size() == 1 ? zps[0] : zps.at(c);
       const float ws = w.scales.size() == 1 ? w.scales[0] : w.scales[c];
       const double expected = static_cast<double>(x.scale) * ws;
-      if (z != 0) return str_cat("bias '", v.name, "' has zero point ", z, " (0 needed)");
+      if (z != 0) return str_cat("bias '", bv.name, "' has zero point ", z, " (0 needed)");
       if (std::abs(s - expected) > kBiasScaleTolerance * expected) {
-        return str_cat("bias '", v.name, "' scale ", s, " (channel ", c,
+        return str_cat("bias '", bv.name, "' scale ", s, " (channel ", c,
                        ") is not input scale x weight scale ", expected);
       }
     }
@@ -732,7 +760,10 @@ struct UnitTranslator {
     const OnnxValue& bv = g.value(bi.value);
     ir::Attributes attrs;
     if (auto e = fused_activation(&attrs.activation)) return e;
-    if (!bv.is_constant) {
+    // B is a weight when it is a constant, directly or through a folded chain
+    // (as find_units decided when it put the chain into the unit).
+    ConstTensor b_const;
+    if (g.fold_constant(bi.value, &b_const)) {
       if (gemm) return std::string("B is not a constant");
       if (unit.activation >= 0) return std::string("a fused activation after MatMul of two activations");
       ActQuant bq;
