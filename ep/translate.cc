@@ -111,6 +111,10 @@ UnitScan find_units(const OnnxGraph& g) {
     if (info == nullptr) continue;
     if ((n.op_type == "MaxPool" || n.op_type == "Reshape" || n.op_type == "Flatten") &&
         n.input(0) >= 0 && is_8bit(g.value(n.input(0)).elem_type)) {
+      // A Reshape / Flatten of an int8 constant is a step of a weight chain,
+      // folded into the unit of the op it feeds.
+      ConstTensor folded;
+      if (n.op_type != "MaxPool" && !g.fold_constant(n.input(0), &folded)) continue;
       NodeUnit u;
       u.form = NodeUnit::Form::kInt8;
       u.target = index;
@@ -744,15 +748,24 @@ struct UnitTranslator {
     if (auto e = act_in(0, &aq, &a_local)) return e;
     if (auto e = act_out(&yq, &y)) return e;
     const bool gemm = node.op_type == "Gemm" || node.op_type == "QGemm";
+    const bool qop = unit.form == NodeUnit::Form::kQOperator;
     const auto& as = g.value(in(0).value).shape;
-    if (as.size() < 2 || as.size() > 3) {
-      return str_cat("A ", shape_str(as), " must be rank 2 or 3 (rank-4 operands would need "
+    // A is rank 1 to 3; 1-D only with constant weights (ONNX MatMul treats
+    // it as one row). Rank-4 operands would need their NCHW layout kept.
+    if (as.empty() || as.size() > 3) {
+      return str_cat("A ", shape_str(as), " must be rank 1, 2 or 3 (rank-4 operands would need "
                      "their NCHW layout kept)");
     }
+    const QIn ci = in(2);
     if (gemm) {
-      if (node.attr_int("transA", 0) != 0) return std::string("transA=1");
-      if (node.attr_float("alpha", 1.0f) != 1.0f || node.attr_float("beta", 1.0f) != 1.0f) {
-        return std::string("alpha or beta is not 1");
+      if (node.attr_int("transA", 0) != 0) {
+        return std::string("transA=1 (A would need a transpose on the NPU)");
+      }
+      const float alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
+      if (alpha != 1.0f) return str_cat("alpha=", alpha, " (the NPU computes A x B unscaled)");
+      const int c_value = qop ? node.input(6) : ci.value;
+      if (beta != 1.0f && c_value >= 0) {
+        return str_cat("beta=", beta, " with a bias C (the NPU adds C unscaled)");
       }
     }
     const QIn bi = in(1);
@@ -763,12 +776,16 @@ struct UnitTranslator {
     // B is a weight when it is a constant, directly or through a folded chain
     // (as find_units decided when it put the chain into the unit).
     ConstTensor b_const;
-    if (g.fold_constant(bi.value, &b_const)) {
-      if (gemm) return std::string("B is not a constant");
+    if (const auto not_const = g.fold_constant(bi.value, &b_const)) {
+      if (gemm) return str_cat("B is not a constant: ", *not_const);
+      if (as.size() < 2) return str_cat("A ", shape_str(as), " is 1-D and B is not a constant");
       if (unit.activation >= 0) return std::string("a fused activation after MatMul of two activations");
       ActQuant bq;
       int b_local = -1;
-      if (auto e = act_in(1, &bq, &b_local)) return e;
+      if (auto e = act_in(1, &bq, &b_local)) {
+        return str_cat(*e, " (B read as an activation; as a weight it is not a constant: ",
+                       *not_const, ")");
+      }
       const auto& bs = bv.shape;
       if (bs.size() != as.size()) return str_cat("operands ", shape_str(as), " and ", shape_str(bs),
                                                  " differ in rank");
@@ -785,16 +802,26 @@ struct UnitTranslator {
     }
     const bool trans_b = gemm && node.attr_int("transB", 0) != 0;
     Weights w;
-    const bool qop = unit.form == NodeUnit::Form::kQOperator;
-    // Per-channel scales are along N: axis 1 of [K, N], axis 0 of [N, K].
-    const int channel_axis = trans_b ? 0 : 1;
+    // MatMul weights: [K, N]; [1, ..., 1, K, N] of no higher rank than A (it
+    // broadcasts over A's batch: the same [K, N]); 1-D [K] (N = 1, a dimension
+    // ONNX drops from the output). Gemm weights: [K, N], or [N, K] with transB.
+    const auto& b_shape = b_const.shape;
+    if (gemm ? b_shape.size() != 2 : b_shape.empty() || b_shape.size() > std::max<size_t>(2, as.size())) {
+      return str_cat("B ", shape_str(b_shape), gemm ? " is not 2-D" : " has a higher rank than A");
+    }
+    for (size_t d = 0; d + 2 < b_shape.size(); ++d) {
+      if (b_shape[d] != 1) return str_cat("B ", shape_str(b_shape), " is a batch of weights");
+    }
+    // Per-channel scales are along N: the last axis of [.., K, N], axis 0 of
+    // [N, K]; a 1-D B has no N axis (one scale).
+    const int b_rank = static_cast<int>(b_shape.size());
+    const int channel_axis = trans_b ? 0 : std::max(1, b_rank - 1);
     if (auto e = read_weights(bi.value, bi.scale, bi.zp, qop ? channel_axis : bi.axis,
                               channel_axis, &w)) {
       return e;
     }
-    if (w.shape.size() != 2) return str_cat("B ", shape_str(w.shape), " is not 2-D");
-    const int64_t k = trans_b ? w.shape[1] : w.shape[0];
-    const int64_t n = trans_b ? w.shape[0] : w.shape[1];
+    const int64_t k = trans_b ? w.shape[1] : b_rank == 1 ? w.shape[0] : w.shape[b_rank - 2];
+    const int64_t n = trans_b ? w.shape[0] : b_rank == 1 ? 1 : w.shape[b_rank - 1];
     std::vector<uint8_t> data(w.data.size());
     for (int64_t r = 0; r < n; ++r)
       for (int64_t c = 0; c < k; ++c)
@@ -809,7 +836,6 @@ struct UnitTranslator {
     const int bias_value = qop ? (gemm ? node.input(6) : -1) : (gemm ? in(2).value : -1);
     if (bias_value >= 0) {
       std::vector<int32_t> bias;
-      const QIn ci = in(2);
       if (auto e = read_bias(bias_value, n, aq, w, !qop, ci.scale, ci.zp, &bias)) return e;
       std::vector<uint8_t> bytes(bias.size() * 4);
       std::memcpy(bytes.data(), bias.data(), bytes.size());
@@ -820,6 +846,16 @@ struct UnitTranslator {
     macs = m * n * k;
     // QLinearMatMul / QGemm requantize in float32 on the CPU EP, as above.
     attrs.onnx_requantize = true;
+    if (b_rank == 1) {
+      // A 1-D B: FULLY_CONNECTED writes [..., 1], a reshape (a view) drops the 1.
+      ir::Tensor t = tensors[y].tensor;
+      t.name = str_cat(t.name, "/fully_connected");
+      t.shape.push_back(1);
+      const int fc_out = add_local(-1, std::move(t), tensors[y].elem_type);
+      add_op(OpKind::kFullyConnected, {a_local, wt, bt}, fc_out, attrs);
+      add_op(OpKind::kReshape, {fc_out, -1}, y);
+      return std::nullopt;
+    }
     add_op(OpKind::kFullyConnected, {a_local, wt, bt}, y, attrs);
     return std::nullopt;
   }
