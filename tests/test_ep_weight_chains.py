@@ -216,3 +216,236 @@ def test_perturb_option_still_perturbs_its_node():
     assert "matmul" in claimed_names(rep)
     assert_zero_diff(cpu, good)
     assert np.count_nonzero(bad[0] != cpu[0]) > 0
+
+
+# ---- shared initializers -------------------------------------------------------------
+
+def _shared(kind):
+    """Two ops reading one weight initializer W [8, 10] (per channel along 8):
+    a Gemm (transB=1, axis 0) and a MatMul reading it transposed (axis 1)."""
+    w = om.rng_weights((8, 10), 7)
+    q, s = om._quantize_weight(w, 0)
+    inits = [numpy_helper.from_array(s, "w_scale"), numpy_helper.from_array(np.zeros(8, np.int8), "w_zp")]
+    nodes = []
+    if kind == "int8_two_dq":  # one int8 initializer, a DQ per path, a Transpose on one
+        inits.append(numpy_helper.from_array(q, "w_q"))
+        nodes += [helper.make_node("DequantizeLinear", ["w_q", "w_scale", "w_zp"], ["B1"], name="dq1", axis=0),
+                  helper.make_node("Transpose", ["w_q"], ["w_t"], name="t2", perm=[1, 0]),
+                  helper.make_node("DequantizeLinear", ["w_t", "w_scale", "w_zp"], ["B2"], name="dq2", axis=1)]
+    elif kind == "float_two_q":  # one float initializer, a Q per path (AddQDQPairToWeight)
+        inits.append(numpy_helper.from_array(w, "w_f"))
+        nodes += [helper.make_node("QuantizeLinear", ["w_f", "w_scale", "w_zp"], ["q1"], name="q1", axis=0),
+                  helper.make_node("DequantizeLinear", ["q1", "w_scale", "w_zp"], ["B1"], name="dq1", axis=0),
+                  helper.make_node("QuantizeLinear", ["w_f", "w_scale", "w_zp"], ["q2"], name="q2", axis=0),
+                  helper.make_node("Transpose", ["q2"], ["w_t"], name="t2", perm=[1, 0]),
+                  helper.make_node("DequantizeLinear", ["w_t", "w_scale", "w_zp"], ["B2"], name="dq2", axis=1)]
+    elif kind == "shared_q":  # one QuantizeLinear whose output feeds both paths
+        inits.append(numpy_helper.from_array(w, "w_f"))
+        nodes += [helper.make_node("QuantizeLinear", ["w_f", "w_scale", "w_zp"], ["q1"], name="q1", axis=0),
+                  helper.make_node("DequantizeLinear", ["q1", "w_scale", "w_zp"], ["B1"], name="dq1", axis=0),
+                  helper.make_node("Transpose", ["q1"], ["w_t"], name="t2", perm=[1, 0]),
+                  helper.make_node("DequantizeLinear", ["w_t", "w_scale", "w_zp"], ["B2"], name="dq2", axis=1)]
+    nodes += [helper.make_node("Gemm", ["a1", "B1"], ["y1"], name="gemm", transB=1),
+              helper.make_node("MatMul", ["a2", "B2"], ["y2"], name="matmul")]
+    return om.qdq_graph(nodes, inits, {"a1": (4, 10), "a2": (4, 10)}, {"y1": (4, 8), "y2": (4, 8)}, seed=7)
+
+
+def _shared_dq():
+    """One weight used by two MatMuls through ONE DequantizeLinear, as
+    quantize_static writes a weight shared by two nodes."""
+    w = om.rng_weights((10, 8), 9)
+    m = om.float_model([helper.make_node("MatMul", ["a1", "w"], ["y1"], name="matmul1"),
+                        helper.make_node("MatMul", ["a2", "w"], ["y2"], name="matmul2")],
+                       {"a1": (4, 10), "a2": (4, 10)}, {"y1": (4, 8), "y2": (4, 8)}, {"w": w})
+    q = om.int8_io(om.quantize(m, per_channel=True))
+    g = onnx.load_from_string(q).graph
+    inits = {i.name for i in g.initializer}
+    dqs = [n for n in g.node if n.op_type == "DequantizeLinear" and n.input[0] in inits]
+    assert len(dqs) == 1  # the quantizer's one weight DQ for both
+    return q
+
+
+# (id, builder, level, claimed nodes, {host node: reason fragment})
+SHARED = [
+    ("int8_two_dq", lambda: _shared("int8_two_dq"), "default", {"gemm", "matmul"}, {}),
+    ("int8_two_dq", lambda: _shared("int8_two_dq"), "none", {"gemm", "matmul", "t2"}, {}),
+    ("float_two_q", lambda: _shared("float_two_q"), "default", {"gemm", "matmul"}, {}),
+    ("float_two_q", lambda: _shared("float_two_q"), "none", {"gemm", "matmul", "q1", "q2", "t2"}, {}),
+    # ORT folds the shared Q at its default level; unfolded, a chain node with
+    # two consumers cannot go with one unit: both stay on the CPU EP
+    ("shared_q", lambda: _shared("shared_q"), "default", {"gemm", "matmul"}, {}),
+    ("shared_q", lambda: _shared("shared_q"), "none", set(),
+     {"gemm": "has other consumers", "matmul": "has other consumers"}),
+    # ORT gives each node unit its own copy of a shared DQ before partitioning
+    # (".../duplicated"), at every optimization level
+    ("shared_dq", _shared_dq, "default", {"matmul1", "matmul2"}, {}),
+    ("shared_dq", _shared_dq, "none", {"matmul1", "matmul2"}, {}),
+]
+
+
+@pytest.mark.parametrize("case", SHARED, ids=[f"{c[0]}-{c[2]}" for c in SHARED])
+def test_shared_weight_initializer(case):
+    _, build, level, claimed, declined = case
+    cpu, nacc, rep = run(build(), level)
+    assert_zero_diff(cpu, nacc)
+    assert claimed <= claimed_names(rep), rep["host_nodes"]
+    for name, why in declined.items():
+        assert name not in claimed_names(rep)
+        assert why in (host_reason(rep, name) or ""), host_reason(rep, name)
+    if not declined:
+        assert not rep["host_nodes"], rep["host_nodes"]
+
+
+# ---- chains as quantize_static writes them --------------------------------------------
+
+def _float_linear(transposed_weight=False, names=True):
+    """A bias-free Linear(10, 8) on [4, 10] as exporters write it: MatMul
+    with the weight pre-transposed to [10, 8], or (transposed_weight) the
+    PyTorch weight [8, 10] through a Transpose node."""
+    w = om.rng_weights((8, 10), 5)
+    if transposed_weight:
+        nodes = [helper.make_node("Transpose", ["w"], ["wt"], name="transpose" if names else None, perm=[1, 0]),
+                 helper.make_node("MatMul", ["x", "wt"], ["y"], name="matmul" if names else None)]
+        inits = {"w": w}
+    else:
+        nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul" if names else None)]
+        inits = {"w": np.ascontiguousarray(w.T)}
+    return om.float_model(nodes, {"x": (4, 10)}, {"y": (4, 8)}, inits)
+
+
+def _float_gemm_flatten(hw, op="Flatten"):
+    """Conv 1x1 [1, 4, h, w] -> Flatten (or Reshape) -> Gemm (transB=1) [10, 4*h*w]."""
+    c = 4
+    shape_init = {"shape": np.array([1, c * hw * hw], np.int64)} if op == "Reshape" else {}
+    flat = (helper.make_node("Flatten", ["c"], ["f"], name="flatten") if op == "Flatten" else
+            helper.make_node("Reshape", ["c", "shape"], ["f"], name="flatten"))
+    return om.float_model([helper.make_node("Conv", ["x", "cw"], ["c"], name="conv", kernel_shape=[1, 1]),
+                           flat, helper.make_node("Gemm", ["f", "w", "b"], ["y"], name="gemm", transB=1)],
+                          {"x": (1, c, hw, hw)}, {"y": (1, 10)},
+                          {"cw": om.rng_weights((c, c, 1, 1), 8), "w": om.rng_weights((10, c * hw * hw), 6),
+                           "b": om.rng_weights((10,), 7, 0.1), **shape_init})
+
+
+QS = {"symmetric": {"ActivationSymmetric": True}}
+# (id, float model, quantize_static options, claimed nodes, {host node: reason fragment})
+QUANTIZED = [
+    ("linear", lambda: _float_linear(), {}, {"matmul"}, {}),
+    ("linear_unnamed", lambda: _float_linear(names=False), {}, {""}, {}),
+    ("linear_qdq_pair", lambda: _float_linear(), {"AddQDQPairToWeight": True}, {"matmul"}, {}),
+    # the Transpose on the weight quantized like an activation (its own
+    # calibrated zero point): the NPU needs zero-point-0 weights
+    ("linear_transpose_node", lambda: _float_linear(True), {"ForceQuantizeNoInputCheck": True}, set(),
+     {"matmul": "zero point"}),
+    ("linear_transpose_node_symmetric", lambda: _float_linear(True),
+     {"ForceQuantizeNoInputCheck": True, **QS["symmetric"]}, {"matmul"}, {}),
+    ("linear_transpose_node_qdq_pair", lambda: _float_linear(True),
+     {"ForceQuantizeNoInputCheck": True, "AddQDQPairToWeight": True, **QS["symmetric"]}, {"matmul"}, {}),
+    ("gemm_qdq_pair", lambda: om.gemm(k=20), {"AddQDQPairToWeight": True}, {"gemm"}, {}),
+    ("gemm_transb0_qdq_pair", lambda: om.gemm(k=20, trans_b=0), {"AddQDQPairToWeight": True}, {"gemm"}, {}),
+    ("matmul_3d_qdq_pair", lambda: om.matmul(rank3=True), {"AddQDQPairToWeight": True}, {"matmul"}, {}),
+    ("conv_qdq_pair", lambda: om.conv(c_in=4, c_out=6, hw=(6, 6)), {"AddQDQPairToWeight": True}, {"conv"}, {}),
+    # Flatten / Reshape before Gemm: a view when H = W = 1; otherwise the NCHW
+    # flatten order differs from the NPU's NHWC and the reshape stays on the host
+    ("flatten_1x1_gemm", lambda: _float_gemm_flatten(1), {}, {"conv", "flatten", "gemm"}, {}),
+    ("reshape_1x1_gemm", lambda: _float_gemm_flatten(1, "Reshape"), {}, {"conv", "flatten", "gemm"}, {}),
+    ("flatten_3x3_gemm", lambda: _float_gemm_flatten(3), {}, {"conv", "gemm"},
+     {"flatten": "depends on the NCHW element order"}),
+]
+
+
+@pytest.mark.parametrize("level", list(LEVELS))
+@pytest.mark.parametrize("case", QUANTIZED, ids=[c[0] for c in QUANTIZED])
+def test_quantize_static_chain(case, level):
+    """Real quantize_static output (per channel, int8), its float I/O cut
+    off (onnx_models.int8_io) so the CPU EP stays on exact kernels."""
+    _, build, options, claimed, declined = case
+    model = om.int8_io(om.quantize(build(), per_channel=True, extra_options=options))
+    cpu, nacc, rep = run(model, level)
+    assert_zero_diff(cpu, nacc)
+    assert claimed <= claimed_names(rep), rep["host_nodes"]
+    for name, why in declined.items():
+        assert name not in claimed_names(rep)
+        assert why in (host_reason(rep, name) or ""), host_reason(rep, name)
+
+
+# ---- float model I/O: the CPU EP's uint8 x int8 kernel saturates -----------------------
+
+def _linear_reference(model: bytes, x: np.ndarray, saturate_pairs: bool) -> np.ndarray:
+    """int8 output of the quantized float-I/O Linear: QuantizeLinear of x, the
+    int32 accumulation, ONNX Runtime's float32 requantization. With
+    `saturate_pairs`, the accumulation as ORT's AVX2 uint8 x int8 kernel
+    (vpmaddubsw) does it: activations shifted to uint8, products summed in
+    pairs along K with int16 saturation, the zero point's share removed after."""
+    init = {i.name: numpy_helper.to_array(i) for i in onnx.load_from_string(model).graph.initializer}
+    xs, xz = init["x_scale"], int(init["x_zero_point"])
+    ys, yz = init["y_scale"], int(init["y_zero_point"])
+    w, ws = init["w_quantized"].astype(np.int64), init["w_scale"]
+    xq = np.clip(np.round(x / xs) + xz, -128, 127).astype(np.int64)
+    if saturate_pairs:
+        k = w.shape[0] + w.shape[0] % 2
+        a = np.zeros((x.shape[0], k), np.int64)
+        a[:, :w.shape[0]] = xq + 128
+        b = np.zeros((k, w.shape[1]), np.int64)
+        b[:w.shape[0]] = w
+        pairs = a[:, 0::2, None] * b[None, 0::2] + a[:, 1::2, None] * b[None, 1::2]
+        acc = np.clip(pairs, -32768, 32767).sum(axis=1) - (xz + 128) * w.sum(axis=0)
+    else:
+        acc = (xq - xz) @ w
+    mult = (np.float32(xs) * ws / ys).astype(np.float32)
+    return np.clip(np.round(acc * mult) + yz, -128, 127).astype(np.int32)
+
+
+def test_float_io_linear_cpu_ep_saturates():
+    """The issue's model with float I/O. ORT's CPU EP converts the int8
+    activations to uint8 (QDQS8ToU8) and, on x86 without AVX-VNNI, runs
+    vpmaddubsw, which saturates int16 pair sums: it is not exact-integer here.
+    NACC must equal the exact numpy reference; the CPU EP must equal either
+    the exact one or the saturating-kernel model (which one is printed)."""
+    model = om.quantize(_float_linear(), per_channel=True)
+    init = {i.name: numpy_helper.to_array(i) for i in onnx.load_from_string(model).graph.initializer}
+    ys, yz = init["y_scale"], int(init["y_zero_point"])
+    differing_cpu = 0
+    for seed in range(4):
+        x = (np.random.default_rng(seed).standard_normal((4, 10)) * 1.5).astype(np.float32)
+        cpu = om.session(model, ["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        nacc = om.session(model, "nacc").run(None, {"x": x})[0]
+        assert "matmul" in claimed_names(nort.partition_reports()[-1])
+        to_q = lambda y: np.round(y / ys).astype(np.int32) + yz  # noqa: E731
+        exact = _linear_reference(model, x, saturate_pairs=False)
+        saturating = _linear_reference(model, x, saturate_pairs=True)
+        assert np.count_nonzero(to_q(nacc) != exact) == 0
+        cpu_q = to_q(cpu)
+        assert (cpu_q == exact).all() or (cpu_q == saturating).all()
+        differing_cpu += int(np.count_nonzero(cpu_q != exact))
+    print(f"CPU EP elements off the exact result (saturating kernel): {differing_cpu} of 128")
+
+
+# ---- MatMul of two activations: 3-D and 1-D operands -----------------------------------
+
+def _matmul_activations(a_shape, b_shape):
+    y = np.matmul(np.zeros(a_shape), np.zeros(b_shape)).shape
+    return om.qdq_graph([helper.make_node("MatMul", ["a", "b"], ["y"], name="matmul")], [],
+                        {"a": a_shape, "b": b_shape}, {"y": y}, seed=4)
+
+
+# (id, A shape, B shape, expected host reason fragment or None for claimed)
+ACTIVATIONS = [
+    ("3d_3d", (1, 4, 10), (1, 10, 8), None),
+    ("3d_3d_batch2", (2, 4, 10), (2, 10, 8), "batch must be 1"),  # the capability rule
+    ("2d_2d", (4, 10), (10, 8), None),
+    ("1d_2d", (10,), (10, 8), "is 1-D and B is not a constant"),
+    ("3d_2d", (2, 4, 10), (10, 8), "differ in rank"),
+]
+
+
+@pytest.mark.parametrize("level", list(LEVELS))
+@pytest.mark.parametrize("case", ACTIVATIONS, ids=[c[0] for c in ACTIVATIONS])
+def test_matmul_of_activations_ranks(case, level):
+    _, a_shape, b_shape, reason = case
+    cpu, nacc, rep = run(_matmul_activations(a_shape, b_shape), level)
+    assert_zero_diff(cpu, nacc)
+    if reason is None:
+        assert "matmul" in claimed_names(rep), rep["host_nodes"]
+    else:
+        assert "matmul" not in claimed_names(rep)
+        assert reason in host_reason(rep, "matmul"), host_reason(rep, "matmul")
