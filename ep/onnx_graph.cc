@@ -245,11 +245,11 @@ std::optional<std::string> OnnxGraph::fold(int id, ConstTensor* out, std::vector
       if (auto p = n.attr_ints("perm")) perm = *p;
       std::vector<int64_t> sorted = perm;
       std::sort(sorted.begin(), sorted.end());
-      for (size_t d = 0; d < sorted.size(); ++d) {
-        if (sorted.size() != rank || sorted[d] != static_cast<int64_t>(d)) {
-          return str_cat(n.label(), ": perm ", ir::shape_str(perm), " is not a permutation of ",
-                         rank, " axes");
-        }
+      std::vector<int64_t> identity(rank);
+      std::iota(identity.begin(), identity.end(), 0);
+      if (sorted != identity) {
+        return str_cat(n.label(), ": perm ", ir::shape_str(perm), " is not a permutation of ",
+                       rank, " axes");
       }
       std::vector<int64_t> in_stride(rank, 1);
       for (size_t d = rank; d-- > 1;) in_stride[d - 1] = in_stride[d] * x.shape[d];

@@ -134,6 +134,13 @@ UnitScan find_units(const OnnxGraph& g) {
       }
     }
     if (!touches_qdq) continue;
+    // DQ -> Reshape / Flatten -> Q over a constant is a step of a weight chain
+    // (quantize_static writes it for a reshaped weight): folded into the unit
+    // of the op it feeds, not a unit of its own.
+    if ((n.op_type == "Reshape" || n.op_type == "Flatten") && !n.outputs.empty()) {
+      ConstTensor folded;
+      if (!g.fold_constant(n.outputs[0], &folded)) continue;
+    }
     NodeUnit u;
     u.target = index;
     u.nodes.push_back(index);

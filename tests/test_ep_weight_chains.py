@@ -132,6 +132,8 @@ CASES = [
     ("matmul_q_dq", lambda: matmul(WC("Q")), "matmul", None),
     ("matmul_q_dq_per_tensor", lambda: matmul(WC("Q", per_channel=False)), "matmul", None),
     ("matmul_dq_transpose_q_dq", lambda: matmul(WC("DQQ", ((T, (1, 0)),))), "matmul", None),
+    ("matmul_dq_reshape_q_dq", lambda: matmul(WC("DQQ", (("Reshape", (10, 8)),)), stored=(80,)),
+     "matmul", None),
     ("matmul_int8_reshape_dq", lambda: matmul(WC("int8", (("Reshape", (10, 8)),)), stored=(80,)),
      "matmul", None),
     ("matmul_q_reshape_transpose_dq", lambda: matmul(WC("Q", (("Reshape", (8, 10)), (T, (1, 0))), q_axis=0),
@@ -169,6 +171,8 @@ CASES = [
     ("conv_1x1_q_reshape", lambda: conv(WC("Q", (("Reshape", (6, 4, 1, 1)),), q_axis=0), k=1,
                                         stored=(6, 4)), "conv", None),
     ("conv_dqq_transpose", lambda: conv(WC("DQQ", ((T, (3, 2, 0, 1)),))), "conv", None),
+    ("conv_1x1_dq_reshape_q_dq", lambda: conv(WC("DQQ", (("Reshape", (6, 4, 1, 1)),)), k=1, stored=(6, 4)),
+     "conv", None),
     ("conv_scales_on_axis1", lambda: conv(WC("int8", dq_axis=1), c_in=6, bias=False), None,
      "per-channel scales on axis 1"),
 ]
