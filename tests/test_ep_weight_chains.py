@@ -39,7 +39,7 @@ from onnx_models import WeightChain as WC  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:Specified .providers.:UserWarning")
 
 LEVELS = {"default": None, "none": ort.GraphOptimizationLevel.ORT_DISABLE_ALL}
-X_SCALE = 0.05
+X_SCALE = 0.05  # onnx_models.qdq_graph's default input scale (the bias scales use it)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -84,6 +84,17 @@ def matmul(chain=WC(), a_shape=(4, 10), n=8, b_lead=(), stored=None, names=True,
     return om.qdq_graph(nodes, inits, {"a": a_shape}, {"y": y}, names=names, seed=seed)
 
 
+def _bias_dq(name, n, inits, seed):
+    """int32 bias [n] -> DequantizeLinear (scale input scale x weight scale "w_scale")."""
+    ws = next(numpy_helper.to_array(i) for i in inits if i.name == "w_scale")
+    bs = (np.float32(X_SCALE) * ws).astype(np.float32)
+    bq = np.round(om.rng_weights((n,), seed + 1, 0.2) / bs).astype(np.int32)
+    inits += [numpy_helper.from_array(bq, f"{name}_q"), numpy_helper.from_array(bs, f"{name}_s"),
+              numpy_helper.from_array(np.zeros(bs.shape, np.int32), f"{name}_z")]
+    return helper.make_node("DequantizeLinear", [f"{name}_q", f"{name}_s", f"{name}_z"], [name],
+                            name=f"{name}_dq", **({"axis": 0} if bs.ndim else {}))
+
+
 def gemm(chain=WC(), m=4, k=10, n=8, trans_a=0, trans_b=0, alpha=1.0, beta=1.0, bias=False,
          stored=None, seed=2):
     w = om.rng_weights((n, k) if trans_b else (k, n), seed)
@@ -91,13 +102,7 @@ def gemm(chain=WC(), m=4, k=10, n=8, trans_a=0, trans_b=0, alpha=1.0, beta=1.0, 
     nodes = om.weight_chain_nodes("w", w, 0 if trans_b else 1, chain, "B", inits, stored)
     ins = ["a", "B"]
     if bias:
-        ws = next(numpy_helper.to_array(i) for i in inits if i.name == "w_scale")
-        bs = (np.float32(X_SCALE) * ws).astype(np.float32)
-        bq = np.round(om.rng_weights((n,), seed + 1, 0.2) / bs).astype(np.int32)
-        inits += [numpy_helper.from_array(bq, "c_q"), numpy_helper.from_array(bs, "c_s"),
-                  numpy_helper.from_array(np.zeros(bs.shape, np.int32), "c_z")]
-        nodes.append(helper.make_node("DequantizeLinear", ["c_q", "c_s", "c_z"], ["C"], name="c_dq",
-                                      **({"axis": 0} if bs.ndim else {})))
+        nodes.append(_bias_dq("C", n, inits, seed))
         ins.append("C")
     nodes.append(helper.make_node("Gemm", ins, ["y"], name="gemm", transA=trans_a, transB=trans_b,
                                   alpha=alpha, beta=beta))
@@ -110,13 +115,7 @@ def conv(chain=WC(), c_in=4, c_out=6, hw=(6, 6), k=3, stored=None, bias=True, se
     nodes = om.weight_chain_nodes("w", w, 0, chain, "W", inits, stored)
     ins = ["x", "W"]
     if bias:
-        ws = next(numpy_helper.to_array(i) for i in inits if i.name == "w_scale")
-        bs = (np.float32(X_SCALE) * ws).astype(np.float32)
-        bq = np.round(om.rng_weights((c_out,), seed + 1, 0.2) / bs).astype(np.int32)
-        inits += [numpy_helper.from_array(bq, "b_q"), numpy_helper.from_array(bs, "b_s"),
-                  numpy_helper.from_array(np.zeros(bs.shape, np.int32), "b_z")]
-        nodes.append(helper.make_node("DequantizeLinear", ["b_q", "b_s", "b_z"], ["bias"], name="b_dq",
-                                      **({"axis": 0} if bs.ndim else {})))
+        nodes.append(_bias_dq("bias", c_out, inits, seed))
         ins.append("bias")
     p = k // 2
     nodes.append(helper.make_node("Conv", ins, ["y"], name="conv", kernel_shape=[k, k], pads=[p] * 4))
