@@ -29,7 +29,8 @@ import warnings
 from typing import Callable, Dict, List, Optional, Sequence
 
 __all__ = ["main", "CliError", "Parser", "model_file", "output_file", "output_dir", "guarded",
-           "hw_arguments", "hw_options", "check_flags", "parse_options"]
+           "hw_arguments", "hw_options", "check_flags", "parse_options", "model_parser",
+           "model_command", "write_json"]
 
 _DELEGATED = {"bench": "nacc.bench", "compare": "nacc.compare", "perf": "nacc.perf",
               "eval": "nacc.evaluate"}
@@ -259,6 +260,36 @@ def parse_options(items: Sequence[str], kind: str, command: str) -> Dict[str, st
     except ValueError as e:
         raise CliError(f"--option: {_one_line(e)}", 2)
     return out
+
+
+def model_parser(prog: str, doc: str) -> Parser:
+    """The parser of a command that takes one MODEL (its docstring's first paragraph)."""
+    p = Parser(prog=prog, description=doc.split("\n\n")[0],
+               formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", metavar="MODEL", help="a .tflite or .onnx model")
+    return p
+
+
+def model_command(args, command: str):
+    """Checks done before a model command's work: the model file, the
+    hardware flags and --option values against the runtime library's table,
+    the --json path. Returns (kind, HwOptions, options). Raises CliError."""
+    kind = model_file(args.model)
+    hw = hw_options(args, kind)
+    options = parse_options(getattr(args, "option", []), kind, command)
+    if getattr(args, "json", None):
+        output_file(args.json)
+    return kind, hw, options
+
+
+def write_json(path: Optional[str], data) -> None:
+    """Writes `data` as JSON to `path` (nothing when `path` is None)."""
+    if path:
+        import json
+
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1)
+            f.write("\n")
 
 
 # ---- commands ------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from nacc import results
-from nacc.cli import CliError, Parser, check_flags, model_file, output_file, parse_options
+from nacc.cli import CliError, check_flags, model_file, model_parser, output_file, parse_options
 
 
 def _diff(got: np.ndarray, want: np.ndarray) -> Dict[str, Any]:
@@ -301,9 +301,7 @@ def markdown(result: Dict[str, Any], show_all: bool) -> str:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = Parser(prog="nacc compare", description=__doc__.split("\n\n")[0],
-               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", metavar="MODEL", help="a .tflite or .onnx model")
+    p = model_parser("nacc compare", __doc__)
     p.add_argument("--cores", type=int, default=1,
                    help="simulated NACC cores: 1, 2, 4, 8, 16 or 32 (default 1)")
     p.add_argument("--threads", type=int, default=1, help="host threads for the simulation")

@@ -26,7 +26,6 @@ must fit the input's dtype.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import sys
@@ -36,8 +35,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from nacc import results
-from nacc.cli import (CliError, Parser, hw_arguments, hw_options, model_file, output_file,
-                      parse_options)
+from nacc.cli import CliError, hw_arguments, model_command, model_parser, write_json
 
 __all__ = ["main", "evaluate", "load_inputs", "prepare", "format_text"]
 
@@ -314,9 +312,7 @@ def format_text(r: Dict[str, Any]) -> str:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = Parser(prog="nacc eval", description=__doc__.split("\n\n")[0],
-               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", metavar="MODEL", help="a .tflite or .onnx model")
+    p = model_parser("nacc eval", __doc__)
     p.add_argument("--inputs", required=True, metavar="DIR|FILE",
                    help="a directory of .npy samples, an .npz or an .npy file")
     p.add_argument("--labels", metavar="FILE", help="class labels (.npy, or text: one per sample)")
@@ -338,17 +334,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    kind = model_file(args.model)
-    hw = hw_options(args, kind)
-    options = parse_options(args.option, kind, "eval")
-    if args.json:
-        output_file(args.json)
+    kind, hw, options = model_command(args, "eval")
     r = evaluate(args.model, kind, hw, args.inputs, labels=args.labels, workers=args.workers,
                  limit=args.limit, options=options, progress=not args.no_progress)
     print(format_text(r))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(r, f, indent=1)
+    write_json(args.json, r)
     return 1 if args.strict and r["bit_exact_share"] < 1 else 0
 
 

@@ -68,7 +68,7 @@ import os
 import re
 import threading
 import warnings
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 EP_NAME = "NaccExecutionProvider"
 _LIBRARY_NAME = "libnacc_ort_ep.so"

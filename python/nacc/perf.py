@@ -19,14 +19,12 @@ seeded random input, and prints:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
 from nacc import results
-from nacc.cli import (CliError, Parser, hw_arguments, hw_options, model_file, output_file,
-                      parse_options)
+from nacc.cli import hw_arguments, model_command, model_parser, write_json
 
 __all__ = ["main", "measure", "format_text"]
 
@@ -104,9 +102,7 @@ def _fmt(x: Optional[float]) -> str:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = Parser(prog="nacc perf", description=__doc__.split("\n\n")[0],
-               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", metavar="MODEL", help="a .tflite or .onnx model")
+    p = model_parser("nacc perf", __doc__)
     p.add_argument("--runs", type=int, default=50, help="timed runs (default 50)")
     p.add_argument("--duration", type=float, default=None, metavar="S",
                    help="time runs for S seconds instead of a fixed number")
@@ -125,18 +121,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    kind = model_file(args.model)
-    hw = hw_options(args, kind)
-    options = parse_options(args.option, kind, "perf")
-    if args.json:
-        output_file(args.json)
+    kind, hw, options = model_command(args, "perf")
     r = measure(args.model, kind, hw, runs=args.runs, warmup=args.warmup,
                 duration=args.duration, reference=args.reference, seed=args.seed,
                 options=options)
     print(format_text(r))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(r, f, indent=1)
+    write_json(args.json, r)
     return 0
 
 

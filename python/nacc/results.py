@@ -23,7 +23,7 @@ with the same keys wherever it appears (docs/cli.md, "Result schema").
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 
