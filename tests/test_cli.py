@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import types
 
@@ -193,6 +194,15 @@ def test_onnx_report_has_per_op_results(tmp_path, capsys):
     assert rep["runtime"] == "onnxruntime" and rep["partitions"]
     assert "softmax_mid" in {d["name"] for d in rep["declined"]}
     assert all(d["reasons"][0] for d in rep["declined"])
+    # No label repeats itself ("part of QDQ unit GlobalAveragePool 'gap': GlobalAveragePool
+    # 'gap': ..."), neither in the report nor in the EP's own partition reports.
+    repeated = re.compile(r"(\w+ '[^']*': )\1")
+    for d in rep["declined"]:
+        assert not repeated.search(d["reasons"][0]), d
+    for r in nort.partition_reports():
+        for h in r["host_nodes"]:
+            assert not repeated.search(h["reason"]) and not h["reason"].startswith(
+                f"{h['op_type']} '{h['name']}': {h['op_type']} '{h['name']}'"), h
     for p in rep["partitions"]:
         assert p["fused_node"] and p["cycles"] > 0 and p["layers"]
         # The EP's partition MACs count padding taps too; the device counts useful ones.
