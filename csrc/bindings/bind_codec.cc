@@ -7,7 +7,7 @@
 #include <string>
 
 #include "bindings/binding.h"
-#include "common/weight_codec.h"
+#include "arch/weight_codec.h"
 #include "compiler/weight_codec.h"
 
 namespace py = pybind11;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bindings/binding.h"
-#include "compiler/command_stream.h"
+#include "arch/command_stream.h"
 #include "device/device.h"
 #include "runtime/program.h"
 #include "runtime/runtime.h"

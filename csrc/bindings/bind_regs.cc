@@ -12,8 +12,9 @@
 #include <vector>
 
 #include "bindings/binding.h"
-#include "compiler/command_stream.h"
-#include "device/registers.h"
+#include "arch/command_stream.h"
+#include "compiler/emitter.h"
+#include "device/register_file.h"
 
 namespace py = pybind11;
 

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "common/limits.h"
+#include "arch/limits.h"
 
 namespace nacc {
 

@@ -3,7 +3,7 @@
 #include "compiler/conv_modes.h"
 
 #include "common/error.h"
-#include "common/limits.h"
+#include "arch/limits.h"
 
 namespace nacc::compiler {
 

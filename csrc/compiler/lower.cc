@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "common/error.h"
-#include "common/limits.h"
+#include "arch/limits.h"
 #include "compiler/mean.h"
 
 namespace nacc::compiler {
@@ -136,9 +136,9 @@ namespace {
 // the function (docs/device_model.md §4); the mode states the intent.
 ActMode act_mode_of(FusedActivation act) {
   switch (act) {
-    case FusedActivation::kRelu: return ActMode::kRelu;
-    case FusedActivation::kRelu6: return ActMode::kRelu6;
-    default: return ActMode::kNone;
+    case FusedActivation::kRelu: return ActMode::RELU;
+    case FusedActivation::kRelu6: return ActMode::RELU6;
+    default: return ActMode::NONE;
   }
 }
 
@@ -520,7 +520,7 @@ void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     lower_tflite_lut(op, qi, qo, l);
   }
   l.has_lut = true;
-  l.act_mode = ActMode::kLut;
+  l.act_mode = ActMode::LUT;
   l.act_min = -128;
   l.act_max = 127;
 }
@@ -613,7 +613,7 @@ void lower_pad(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.shift.assign(c, kUnitShift);
   l.act_min = -128;
   l.act_max = 127;
-  l.act_mode = ActMode::kNone;
+  l.act_mode = ActMode::NONE;
 }
 
 // MEAN over height and width: a depthwise window over the whole input with
@@ -644,7 +644,7 @@ void lower_mean(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.shift.assign(c, r.shift);
   l.act_min = -128;
   l.act_max = 127;
-  l.act_mode = ActMode::kNone;
+  l.act_mode = ActMode::NONE;
 }
 
 // One part of CONCATENATION (see lower.h): input `k` of the op copied into
@@ -677,7 +677,7 @@ LoweredOp concat_part(const ir::Graph& g, const ir::Op& op, const LoweredOp& bas
   l.input_zero_point = l.output_zero_point = qo.zero_point;
   l.act_min = -128;
   l.act_max = 127;
-  l.act_mode = ActMode::kNone;
+  l.act_mode = ActMode::NONE;
   l.out_channel_offset = offset;
   l.out_pixel_pitch = total;
   return l;

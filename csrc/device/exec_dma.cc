@@ -6,18 +6,12 @@
 #include <unordered_map>
 
 #include "device/device_internal.h"
+#include "arch/fields.h"
 #include "device/units/vnchwconv.h"
 
 namespace nacc::device_detail {
 namespace {
 
-constexpr FieldRef kRepeat = field_of(Reg::VNCHWCONV_CFG, "REPEAT");
-constexpr FieldRef kDtype = field_of(Reg::VNCHWCONV_CFG, "DTYPE");
-constexpr FieldRef kSrcHigh = field_of(Reg::VNCHWCONV_CFG, "SRC_HIGH_HALF");
-constexpr FieldRef kDstHigh = field_of(Reg::VNCHWCONV_CFG, "DST_HIGH_HALF");
-constexpr FieldRef kReverse = field_of(Reg::VNCHWCONV_CFG, "REVERSE");
-constexpr FieldRef kSrcStride = field_of(Reg::VNCHWCONV_STRIDE, "SRC_STRIDE");
-constexpr FieldRef kDstStride = field_of(Reg::VNCHWCONV_STRIDE, "DST_STRIDE");
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -76,9 +70,9 @@ void execute_vnchwconv(ExecEnv& env, uint32_t word) {
   const uint32_t src = r.get(Reg::VNCHWCONV_SRC), dst = r.get(Reg::VNCHWCONV_DST);
   const uint64_t sbs = r.get(Reg::VNCHWCONV_SRC_BLOCK_STRIDE);
   const uint64_t dbs = r.get(Reg::VNCHWCONV_DST_BLOCK_STRIDE);
-  const int repeat = int(r.field(kRepeat));
-  const uint64_t src_stride = r.field(kSrcStride), dst_stride = r.field(kDstStride);
-  const uint32_t dtype = r.field(kDtype);
+  const int repeat = int(r.field(fields::VNCHWCONV_CFG::REPEAT));
+  const uint64_t src_stride = r.field(fields::VNCHWCONV_STRIDE::SRC_STRIDE), dst_stride = r.field(fields::VNCHWCONV_STRIDE::DST_STRIDE);
+  const uint32_t dtype = r.field(fields::VNCHWCONV_CFG::DTYPE);
   PendingOp pend;
   pend.word = word;
   pend.op = Opcode::NPU_OP_VNCHWCONV;
@@ -144,14 +138,14 @@ void execute_vnchwconv(ExecEnv& env, uint32_t word) {
   VnchwconvParams p;
   p.elem = dtype == 0 ? VnchwElem::kB8 : dtype == 1 ? VnchwElem::kB16 : VnchwElem::kB32;
   p.repeat = 1;
-  p.src_high_half = r.field(kSrcHigh) != 0;
-  p.dst_high_half = r.field(kDstHigh) != 0;
+  p.src_high_half = r.field(fields::VNCHWCONV_CFG::SRC_HIGH_HALF) != 0;
+  p.dst_high_half = r.field(fields::VNCHWCONV_CFG::DST_HIGH_HALF) != 0;
   const UnifiedBuffer buf{ub.data(), int64_t(ub.size())};
   try {
     for (int it = 0; it < repeat; ++it) {
       p.src = src_slots[size_t(it)];
       p.dst = dst_slots[size_t(it)];
-      if (r.field(kReverse)) {
+      if (r.field(fields::VNCHWCONV_CFG::REVERSE)) {
         scatter_vnchwconv_reverse(buf, p);
       } else {
         scatter_vnchwconv(buf, p);

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "common/error.h"
-#include "common/limits.h"
+#include "arch/limits.h"
 
 namespace nacc {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "common/error.h"
-#include "common/limits.h"
+#include "arch/limits.h"
 #include "support/rules.h"
 
 namespace nacc::support {

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "common/error.h"
-#include "common/limits.h"
+#include "arch/limits.h"
 #include "device/units/activation.h"
 #include "support/pad_fold.h"
 

@@ -11,28 +11,16 @@
 
 #include "common/cpu.h"
 #include "common/error.h"
-#include "common/limits.h"
+#include "arch/limits.h"
 #include "device/units/unit_checks.h"
 
 namespace nacc {
-
-const char* act_mode_name(ActMode mode) {
-  switch (mode) {
-    case ActMode::kRelu: return "RELU";
-    case ActMode::kRelu6: return "RELU6";
-    case ActMode::kTanh: return "TANH";
-    case ActMode::kSigmoid: return "SIGMOID";
-    case ActMode::kNone: return "NONE";
-    case ActMode::kLut: return "LUT";
-  }
-  return "?";
-}
 
 namespace {
 
 // The output of one input byte: the unit's definition.
 inline int8_t activate_one(const ActivationParams& p, int32_t lo, int8_t x) {
-  if (p.mode == ActMode::kLut) {
+  if (p.mode == ActMode::LUT) {
     return saturate_to_int8(p.lut[static_cast<uint8_t>(x)], p.act_min, p.act_max);
   }
   const int32_t v = p.output_zero_point + multiply_by_quantized_multiplier(
@@ -42,7 +30,7 @@ inline int8_t activate_one(const ActivationParams& p, int32_t lo, int8_t x) {
 
 // Lower clamp bound: ReLU and ReLU6 also cut at real 0 (the output zero point).
 int32_t lower_bound(const ActivationParams& p) {
-  if (p.mode == ActMode::kRelu || p.mode == ActMode::kRelu6) {
+  if (p.mode == ActMode::RELU || p.mode == ActMode::RELU6) {
     return std::max(p.act_min, p.output_zero_point);
   }
   return p.act_min;
@@ -142,16 +130,16 @@ int16_t saturating_doubling_high_mul_s16(int16_t a, int16_t b) {
 void validate_activation_params(const ActivationParams& p) {
   const char* op = "activation_s8";
   switch (p.mode) {
-    case ActMode::kRelu:
-    case ActMode::kRelu6:
-    case ActMode::kNone:
+    case ActMode::RELU:
+    case ActMode::RELU6:
+    case ActMode::NONE:
       break;
-    case ActMode::kLut:
+    case ActMode::LUT:
       check_arg(p.lut != nullptr, op,
                 ": ACT_MODE LUT (4'b0101) needs a 256-entry table (NACC_IN_ACT_DMA_ADDR)");
       break;
-    case ActMode::kTanh:
-    case ActMode::kSigmoid:
+    case ActMode::TANH:
+    case ActMode::SIGMOID:
       throw Unsupported(str_cat(op, ": ACT_MODE ", act_mode_name(p.mode), " (",
                                 static_cast<int>(p.mode),
                                 ") is the hardware's q7 (ACT_INT_W) function, not modelled; "
@@ -210,15 +198,15 @@ ActivationParams tflite_relu_params(ReluKind kind, float input_scale, int32_t in
   FusedActivation fused = FusedActivation::kRelu;
   switch (kind) {
     case ReluKind::kRelu:
-      p.mode = ActMode::kRelu;
+      p.mode = ActMode::RELU;
       fused = FusedActivation::kRelu;
       break;
     case ReluKind::kRelu6:
-      p.mode = ActMode::kRelu6;
+      p.mode = ActMode::RELU6;
       fused = FusedActivation::kRelu6;
       break;
     case ReluKind::kReluN1To1:
-      p.mode = ActMode::kNone;
+      p.mode = ActMode::NONE;
       fused = FusedActivation::kReluN1To1;
       break;
   }

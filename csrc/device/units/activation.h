@@ -8,21 +8,13 @@
 #include <array>
 #include <cstdint>
 
+#include "arch/fields.h"
 #include "common/quant.h"
 
 namespace nacc {
 
-// NACC_CTRL.ACT_MODE (bits 11:8, NACC_SPEC §1). Reset value 0 is ReLU.
-enum class ActMode : uint8_t {
-  kRelu = 0,
-  kRelu6 = 1,
-  kTanh = 2,     // the hardware's q7 (ACT_INT_W) tanh: not modelled (Unsupported)
-  kSigmoid = 3,  // the hardware's q7 (ACT_INT_W) sigmoid: not modelled (Unsupported)
-  kNone = 4,
-  kLut = 5,      // project extension (NACC_SPEC §1 decision)
-};
-
-const char* act_mode_name(ActMode mode);
+// NACC_CTRL.ACT_MODE is arch's ActMode (field_values.h). The hardware's q7
+// (ACT_INT_W) TANH and SIGMOID are not modelled here (Unsupported).
 
 // The unit's registers for one int8 -> int8 activation.
 //
@@ -36,7 +28,7 @@ const char* act_mode_name(ActMode mode);
 // LUT: out = clamp(lut[uint8(x)], act_min, act_max); the requantization
 //   registers are not used.
 struct ActivationParams {
-  ActMode mode = ActMode::kNone;
+  ActMode mode = ActMode::NONE;
   // NACC_FM_OFFSET.IN_FM_OFFSET / OUT_FM_OFFSET: 9-bit signed, [-256, 255].
   int32_t input_zero_point = 0;
   int32_t output_zero_point = 0;

@@ -12,20 +12,10 @@
 
 #include "common/cpu.h"
 #include "common/error.h"
-#include "common/limits.h"
+#include "arch/limits.h"
 #include "device/units/unit_checks.h"
 
 namespace nacc {
-
-const char* elementwise_mode_name(ElementwiseMode mode) {
-  switch (mode) {
-    case ElementwiseMode::kSub: return "SUB";
-    case ElementwiseMode::kAdd: return "ADD";
-    case ElementwiseMode::kMulS16S8: return "MUL_S16_S8";
-    case ElementwiseMode::kMul: return "MUL";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -41,7 +31,7 @@ inline int32_t scale_input(int32_t x, int32_t offset, int left_shift, int32_t mu
 template <ElementwiseMode kMode>
 inline int8_t compute_one(const ElementwiseParams& p, int32_t x1, int32_t x2) {
   int32_t v;
-  if constexpr (kMode == ElementwiseMode::kMul) {
+  if constexpr (kMode == ElementwiseMode::MUL) {
     v = multiply_by_quantized_multiplier((x1 + p.input1_offset) * (x2 + p.input2_offset),
                                          p.output_multiplier, p.output_shift);
   } else {
@@ -49,7 +39,7 @@ inline int8_t compute_one(const ElementwiseParams& p, int32_t x1, int32_t x2) {
         scale_input(x1, p.input1_offset, p.left_shift, p.input1_multiplier, p.input1_shift);
     const int32_t s2 =
         scale_input(x2, p.input2_offset, p.left_shift, p.input2_multiplier, p.input2_shift);
-    const int32_t raw = kMode == ElementwiseMode::kSub ? s1 - s2 : s1 + s2;
+    const int32_t raw = kMode == ElementwiseMode::SUB ? s1 - s2 : s1 + s2;
     v = multiply_by_quantized_multiplier_smaller_than_one(raw, p.output_multiplier,
                                                           p.output_shift);
   }
@@ -174,7 +164,7 @@ NACC_AVX2 void run_avx2(const ElementwiseParams& p, const Run& r) {
   const __m256i off1 = _mm256_set1_epi32(p.input1_offset);
   const __m256i off2 = _mm256_set1_epi32(p.input2_offset);
   int64_t i = 0;
-  if constexpr (kMode == ElementwiseMode::kMul) {
+  if constexpr (kMode == ElementwiseMode::MUL) {
     const RequantAvx2 out_q = make_requant(p.output_multiplier, std::max(p.output_shift, 0),
                                            std::max(-p.output_shift, 0));
     // A constant operand: its offset value, broadcast.
@@ -218,7 +208,7 @@ NACC_AVX2 void run_avx2(const ElementwiseParams& p, const Run& r) {
         b_hi = requant_avx2(_mm256_add_epi32(b_hi, off2), in2_q);
       }
       __m256i lo, hi;
-      if constexpr (kMode == ElementwiseMode::kSub) {
+      if constexpr (kMode == ElementwiseMode::SUB) {
         lo = _mm256_sub_epi32(a_lo, b_lo);
         hi = _mm256_sub_epi32(a_hi, b_hi);
       } else {
@@ -356,11 +346,11 @@ ElementwiseParams tflite_add_sub_params(ElementwiseMode mode, const char* op, fl
 void validate_elementwise_params(const ElementwiseParams& p) {
   const char* op = "elementwise_s8";
   switch (p.mode) {
-    case ElementwiseMode::kAdd:
-    case ElementwiseMode::kSub:
-    case ElementwiseMode::kMul:
+    case ElementwiseMode::ADD:
+    case ElementwiseMode::SUB:
+    case ElementwiseMode::MUL:
       break;
-    case ElementwiseMode::kMulS16S8:
+    case ElementwiseMode::MUL_S16_S8:
       throw Unsupported(
           "elementwise_s8: ELEMENTWISE_MODE MUL_S16_S8 (4'b0100) is not modelled; "
           "use ADD (4'b0010), SUB (4'b0001) or MUL (4'b1000)");
@@ -390,7 +380,7 @@ void validate_elementwise_params(const ElementwiseParams& p) {
                       "NACC_ELEMENT_QUANT2_SHIFT");
   detail::check_multiplier(op, "output_multiplier", -1, p.output_multiplier, "QUANT_MUL[0]");
   detail::check_shift(op, "output_shift", -1, p.output_shift,
-                      p.mode == ElementwiseMode::kMul ? limits::kMaxShift : right_only,
+                      p.mode == ElementwiseMode::MUL ? limits::kMaxShift : right_only,
                       "QUANT_SHIFT[0]");
   detail::check_act_range(op, p.act_min, p.act_max);
 }
@@ -425,14 +415,14 @@ void elementwise_s8(const ElementwiseParams& params, const Shape4& in1_shape, co
   detail::check_not_null("elementwise_s8", "input2", in2);
   detail::check_not_null("elementwise_s8", "output", out);
   switch (params.mode) {
-    case ElementwiseMode::kAdd:
-      dispatch<ElementwiseMode::kAdd>(params, in1_shape, in1, in2_shape, in2, out_shape, out);
+    case ElementwiseMode::ADD:
+      dispatch<ElementwiseMode::ADD>(params, in1_shape, in1, in2_shape, in2, out_shape, out);
       break;
-    case ElementwiseMode::kSub:
-      dispatch<ElementwiseMode::kSub>(params, in1_shape, in1, in2_shape, in2, out_shape, out);
+    case ElementwiseMode::SUB:
+      dispatch<ElementwiseMode::SUB>(params, in1_shape, in1, in2_shape, in2, out_shape, out);
       break;
-    case ElementwiseMode::kMul:
-      dispatch<ElementwiseMode::kMul>(params, in1_shape, in1, in2_shape, in2, out_shape, out);
+    case ElementwiseMode::MUL:
+      dispatch<ElementwiseMode::MUL>(params, in1_shape, in1, in2_shape, in2, out_shape, out);
       break;
     default:
       break;  // rejected by validate_elementwise_params
@@ -443,7 +433,7 @@ ElementwiseParams tflite_add_params(float input1_scale, int32_t input1_zero_poin
                                     float input2_scale, int32_t input2_zero_point,
                                     float output_scale, int32_t output_zero_point,
                                     FusedActivation activation) {
-  return tflite_add_sub_params(ElementwiseMode::kAdd, "tflite_add_params", input1_scale,
+  return tflite_add_sub_params(ElementwiseMode::ADD, "tflite_add_params", input1_scale,
                                input1_zero_point, input2_scale, input2_zero_point,
                                output_scale, output_zero_point, activation);
 }
@@ -452,7 +442,7 @@ ElementwiseParams tflite_sub_params(float input1_scale, int32_t input1_zero_poin
                                     float input2_scale, int32_t input2_zero_point,
                                     float output_scale, int32_t output_zero_point,
                                     FusedActivation activation) {
-  return tflite_add_sub_params(ElementwiseMode::kSub, "tflite_sub_params", input1_scale,
+  return tflite_add_sub_params(ElementwiseMode::SUB, "tflite_sub_params", input1_scale,
                                input1_zero_point, input2_scale, input2_zero_point,
                                output_scale, output_zero_point, activation);
 }
@@ -465,7 +455,7 @@ ElementwiseParams tflite_mul_params(float input1_scale, int32_t input1_zero_poin
   check_tensor_quantization(op, input1_scale, input1_zero_point, input2_scale, input2_zero_point,
                             output_scale, output_zero_point);
   ElementwiseParams p;
-  p.mode = ElementwiseMode::kMul;
+  p.mode = ElementwiseMode::MUL;
   p.input1_offset = -input1_zero_point;
   p.input2_offset = -input2_zero_point;
   p.output_zero_point = output_zero_point;

@@ -7,19 +7,13 @@
 #include <cstdint>
 
 #include "common/quant.h"
+#include "arch/fields.h"
 #include "common/shape.h"
 
 namespace nacc {
 
-// NACC_ELEMENTWISE.ELEMENTWISE_MODE (4-bit one-hot field, NACC_SPEC §1 / [N] §5).
-enum class ElementwiseMode : uint8_t {
-  kSub = 0b0001,
-  kAdd = 0b0010,
-  kMulS16S8 = 0b0100,  // listed by the hardware; not modelled (Unsupported)
-  kMul = 0b1000,
-};
-
-const char* elementwise_mode_name(ElementwiseMode mode);
+// NACC_ELEMENTWISE.ELEMENTWISE_MODE is arch's ElementwiseMode (field_values.h);
+// MUL_S16_S8 is listed by the hardware and not modelled here (Unsupported).
 
 // The unit's registers for one element-wise operation.
 //
@@ -34,7 +28,7 @@ const char* elementwise_mode_name(ElementwiseMode mode);
 //                  output_multiplier, output_shift) + output_zero_point, act_min, act_max)
 //   MUL ignores left_shift and the per-input multipliers (ELEMENT_INPUT_QUANT_EN off).
 struct ElementwiseParams {
-  ElementwiseMode mode = ElementwiseMode::kAdd;
+  ElementwiseMode mode = ElementwiseMode::ADD;
   // NACC_ELEMENTWISE.IN_ELEMENT_OFFSET1/2: added to each input, i.e. minus the
   // input zero point. 9-bit signed field: [-256, 255].
   int32_t input1_offset = 0;

@@ -11,7 +11,7 @@
 
 #include "common/cpu.h"
 #include "common/error.h"
-#include "common/limits.h"
+#include "arch/limits.h"
 #include "common/quant.h"
 #include "device/units/unit_checks.h"
 

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "common/error.h"
-#include "common/limits.h"
+#include "arch/limits.h"
 
 namespace nacc::detail {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "common/limits.h"
+#include "arch/limits.h"
 
 namespace nacc {
 
