@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "bindings/binding.h"
-#include "common/quant.h"
+#include "arch/unit_checks.h"
+#include "quant/tflite.h"
 #include "common/shape.h"
 #include "device/units/activation.h"
 #include "device/units/elementwise.h"

@@ -15,7 +15,7 @@
 #include "common/shape.h"
 #include "device/units/conv.h"
 #include "device/units/pool.h"
-#include "device/units/unit_checks.h"
+#include "arch/unit_checks.h"
 
 namespace py = pybind11;
 

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "common/quant.h"
+#include "quant/tflite.h"
 #include "common/shape.h"
-#include "device/units/activation.h"
-#include "device/units/elementwise.h"
+#include "arch/unit_checks.h"
+#include "arch/unit_params.h"
 #include "ir/ir.h"
 
 namespace nacc::compiler {

@@ -23,7 +23,7 @@
 #include "device/memory_map.h"
 #include "device/register_file.h"
 #include "device/thread_pool.h"
-#include "runtime/program.h"
+#include "arch/hw_config.h"
 
 namespace nacc {
 

@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 #include "arch/limits.h"
-#include "device/units/activation.h"
+#include "quant/tflite.h"
 #include "support/pad_fold.h"
 
 namespace nacc::support {

@@ -10,24 +10,11 @@
 
 #include "common/cpu.h"
 #include "common/error.h"
-#include "common/quant.h"
+#include "arch/fixed_point.h"
 #include "device/units/gemm_s8.h"
-#include "device/units/unit_checks.h"
+#include "arch/unit_checks.h"
 
 namespace nacc {
-
-int window_output_size(int in, int kernel, int stride, int pad_before, int pad_after) {
-  check_arg(in >= 1, "window_output_size: input size ", in, " must be >= 1");
-  check_arg(kernel >= 1, "window_output_size: kernel ", kernel, " must be >= 1");
-  check_arg(stride >= 1, "window_output_size: stride ", stride, " must be >= 1");
-  check_arg(pad_before >= 0 && pad_after >= 0, "window_output_size: padding ", pad_before, "/",
-            pad_after, " must be >= 0");
-  const int64_t padded = int64_t{in} + pad_before + pad_after;
-  check_arg(padded >= kernel, "window_output_size: kernel ", kernel,
-            " larger than the padded input ", padded, " (input ", in, " + padding ", pad_before,
-            " + ", pad_after, ")");
-  return static_cast<int>((padded - kernel) / stride + 1);
-}
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "device/units/unit_checks.h"
+#include "arch/unit_checks.h"
 
 namespace nacc {
 

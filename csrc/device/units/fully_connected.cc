@@ -8,9 +8,9 @@
 
 #include "common/cpu.h"
 #include "common/error.h"
-#include "common/quant.h"
+#include "arch/fixed_point.h"
 #include "device/units/gemm_s8.h"
-#include "device/units/unit_checks.h"
+#include "arch/unit_checks.h"
 
 namespace nacc {
 

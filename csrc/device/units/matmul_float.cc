@@ -4,7 +4,7 @@
 #include "device/units/matmul_float.h"
 
 #include "device/units/conv_float.h"
-#include "device/units/unit_checks.h"
+#include "arch/unit_checks.h"
 
 namespace nacc {
 

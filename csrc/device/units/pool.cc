@@ -12,8 +12,8 @@
 #include "common/cpu.h"
 #include "common/error.h"
 #include "arch/limits.h"
-#include "common/quant.h"
-#include "device/units/unit_checks.h"
+#include "arch/fixed_point.h"
+#include "arch/unit_checks.h"
 
 namespace nacc {
 namespace {
