@@ -14,10 +14,8 @@
 #include "device/device_internal.h"
 #include "device/units/activation.h"
 #include "device/units/conv.h"
-#include "device/units/conv_float.h"
 #include "device/units/elementwise.h"
 #include "device/units/fully_connected.h"
-#include "device/units/matmul_float.h"
 #include "device/units/pool.h"
 
 namespace nacc::device_detail {
@@ -866,66 +864,44 @@ void compute(const Setup& s, const CoreWork& c, uint8_t* sram) {
   win.pad_bottom = c.pad_b;
   win.pad_left = c.pad_l;
   win.pad_right = c.pad_r;
+  // The MAC units' one output stage, in the mode NACC_ACT_PARA selects.
   OutputStage os;
   os.multiplier = mul;
   os.shift = shift;
+  if (s.fp32_scale) {
+    os.kind = OutputStageKind::kFloat32;
+    os.float_scale = reinterpret_cast<const float*>(sram + c.scale_lo);
+  } else if (s.real_scale) {
+    os.kind = OutputStageKind::kRealScale;
+    os.real_scale = reinterpret_cast<const double*>(sram + c.scale_lo);
+  }
   os.output_zero_point = s.out_zp;
   os.act_min = s.act_min;
   os.act_max = s.act_max;
   const Shape4 in_shape{1, c.vh, c.vw, s.in_c};
   const Shape4 out_shape{1, c.h, s.w, c.noc};
-  FloatStage fs;  // NACC_ACT_PARA.QUANT_FP32_SCALE (conv_float.h)
-  fs.scale = s.fp32_scale ? reinterpret_cast<const float*>(sram + c.scale_lo) : nullptr;
-  fs.output_zero_point = s.out_zp;
-  fs.act_min = s.act_min;
-  fs.act_max = s.act_max;
   switch (s.fam) {
     case Family::kConv:
-      if (s.fp32_scale) {
-        conv2d_s8_float_scale(win, s.in_zp, fs, in_shape, in, Shape4{c.noc, s.ky, s.kx, s.in_c},
-                              wts, bias, out_shape, out);
-        break;
-      }
       conv2d_s8(win, s.in_zp, os, in_shape, in, Shape4{c.noc, s.ky, s.kx, s.in_c}, wts, bias,
                 out_shape, out);
       break;
     case Family::kDepthwise:
-      if (s.fp32_scale) {
-        depthwise_conv2d_s8_float_scale(win, s.depth_mult, s.in_zp, fs, in_shape, in,
-                                        Shape4{1, s.ky, s.kx, s.out_c}, wts, bias, out_shape, out);
-        break;
-      }
       depthwise_conv2d_s8(win, s.depth_mult, s.in_zp, os, in_shape, in,
                           Shape4{1, s.ky, s.kx, s.out_c}, wts, bias, out_shape, out);
       break;
     case Family::kFullyConnected:
-      if (s.fp32_scale) {
-        fully_connected_s8_float_scale(s.in_zp, fs, c.h, s.in_c, c.noc, in, wts, bias, out);
-        break;
-      }
-      fully_connected_s8(s.in_zp, os, c.h, s.in_c, c.noc, in, wts, bias, out,
-                         c.scale_lo >= 0 ? reinterpret_cast<const double*>(sram + c.scale_lo)
-                                         : nullptr);
+      fully_connected_s8(s.in_zp, os, c.h, s.in_c, c.noc, in, wts, bias, out);
       break;
     case Family::kMatmul:
       if (s.im2col) {
-        // [h*w, K] x [K, noc] with bias and per-channel multiplier/shift: the
-        // fully-connected arithmetic on B transposed (weights [noc, K]).
+        // [h*w, K] x [K, noc] with bias: the fully-connected arithmetic on B
+        // transposed (weights [noc, K]).
         const int64_t k = s.mat_k;
         std::vector<int8_t> wt(size_t(k) * size_t(c.noc));
         for (int64_t i = 0; i < k; ++i) {
           for (int n = 0; n < c.noc; ++n) wt[size_t(n) * size_t(k) + size_t(i)] = wts[i * c.noc + n];
         }
-        if (s.fp32_scale) {
-          fully_connected_s8_float_scale(s.in_zp, fs, c.h * s.w, int(k), c.noc, in, wt.data(),
-                                         bias, out);
-        } else {
-          fully_connected_s8(s.in_zp, os, c.h * s.w, int(k), c.noc, in, wt.data(), bias, out,
-                             nullptr);
-        }
-      } else if (s.fp32_scale) {
-        matmul_s8_float_scale(s.in_zp, s.b_zp, reinterpret_cast<const float*>(sram + c.scale_lo),
-                              s.out_zp, s.act_min, s.act_max, c.h, s.in_c, c.noc, in, wts, out);
+        fully_connected_s8(s.in_zp, os, c.h * s.w, int(k), c.noc, in, wt.data(), bias, out);
       } else {
         matmul_s8(s.in_zp, s.b_zp, os, c.h, s.in_c, c.noc, in, wts, out);
       }
