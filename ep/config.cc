@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/limits.h"
+#include "arch/limits.h"
 
 namespace nacc::ep {
 

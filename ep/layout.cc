@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/limits.h"
+#include "arch/limits.h"
 #include "device/units/vnchwconv.h"
 
 namespace nacc::ep {

@@ -54,7 +54,7 @@ def render() -> str:
         "    CONV_2D 'conv7': stride 4x4 \u2014 stride must be in [1, 3] (NACC_KERNEL.K_STRIDE_X/Y)",
         "",
         "The names in backticks are the rule names that `nacc._core.check_op` and the",
-        "reports return. Limits come from `csrc/common/limits.h` (NACC_SPEC \u00a71-\u00a73).",
+        "reports return. Limits come from `csrc/arch/limits.h` (NACC_SPEC \u00a71-\u00a73).",
         "",
         "## Op kinds",
         "",
