@@ -1,11 +1,12 @@
 // The NACC command-stream format: opcode lookups, the shared checks, the
 // validating decoder and the disassembler (NACC_SPEC §6, docs/command_stream.md).
 #include "arch/command_stream.h"
-#include "arch/fields.h"
 
 #include <cinttypes>
 #include <cstdio>
 #include <iterator>
+
+#include "arch/fields.h"
 
 namespace nacc {
 
@@ -379,3 +380,5 @@ std::string disassemble(const uint32_t* words, size_t n, bool best_effort) {
 }
 
 }  // namespace nacc
+
+#include "arch/fields.h"

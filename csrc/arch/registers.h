@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "common/error.h"
 #include "arch/register_table.h"
+#include "common/error.h"
 
 namespace nacc {
 

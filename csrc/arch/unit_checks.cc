@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "arch/fields.h"
-#include "common/error.h"
 #include "arch/limits.h"
+#include "common/error.h"
 
 namespace nacc {
 

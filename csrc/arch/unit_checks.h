@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "common/shape.h"
 #include "arch/unit_params.h"
+#include "common/shape.h"
 
 namespace nacc {
 

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
-#include "bindings/binding.h"
 #include "arch/weight_codec.h"
+#include "bindings/binding.h"
 #include "compiler/weight_codec.h"
 
 namespace py = pybind11;

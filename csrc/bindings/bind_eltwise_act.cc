@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "bindings/binding.h"
 #include "arch/unit_checks.h"
-#include "quant/tflite.h"
+#include "bindings/binding.h"
 #include "common/shape.h"
 #include "device/units/activation.h"
 #include "device/units/elementwise.h"
+#include "quant/tflite.h"
 
 namespace py = pybind11;
 using namespace py::literals;

@@ -11,8 +11,8 @@
 #include <variant>
 #include <vector>
 
-#include "bindings/binding.h"
 #include "arch/command_stream.h"
+#include "bindings/binding.h"
 #include "compiler/emitter.h"
 #include "device/register_file.h"
 

@@ -2,7 +2,6 @@
 // it, plans memory, tiles each op and emits its commands through the
 // register-shadow Emitter, then fills the Program's records (docs/compiler.md).
 #include "compiler/compiler.h"
-#include "arch/fields.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,9 +10,11 @@
 #include <set>
 #include <tuple>
 
-#include "common/error.h"
-#include "arch/limits.h"
 #include "arch/command_stream.h"
+#include "arch/cost_model.h"
+#include "arch/fields.h"
+#include "arch/limits.h"
+#include "common/error.h"
 #include "compiler/emitter.h"
 #include "compiler/memory.h"
 #include "compiler/weight_codec.h"
@@ -45,7 +46,7 @@ class Value {
   uint32_t v_ = 0;
 };
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using cost::ceil_div;
 
 int64_t tensor_bytes(const ir::Tensor& t) { return t.elements() * ir::dtype_size(t.dtype); }
 
@@ -631,9 +632,7 @@ void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, 
   const int channels = op.split_channels();
   const int64_t mac = compiler::mac_cycles(op, op.out_shape.h, op.out_shape.w, channels);
   const int64_t act = compiler::act_cycles(op, op.out_shape.h, op.out_shape.w, channels);
-  const int64_t bw = std::min<int64_t>(hw.ext_bytes_per_cycle, int64_t(hw.dma_bytes_per_cycle) * hw.cores);
-  rec.bound_cycles = std::max({ceil_div(mac, hw.cores), ceil_div(act, hw.cores), ceil_div(read, bw),
-                               ceil_div(write, bw)});
+  rec.bound_cycles = cost::op_bound_cycles(mac, act, read, write, hw);
 }
 
 // ---- driver --------------------------------------------------------------------
@@ -747,8 +746,7 @@ void fill_concat_record(const Context& ctx, const std::vector<const LoweredOp*>&
   }
   const int64_t write = parts.empty() ? 0 : tensor_bytes(ctx.graph.tensor(parts[0]->output));
   rec.min_dma_bytes = read + write;
-  const int64_t bw = std::min<int64_t>(hw.ext_bytes_per_cycle, int64_t(hw.dma_bytes_per_cycle) * hw.cores);
-  rec.bound_cycles = std::max({ceil_div(mac, hw.cores), ceil_div(read, bw), ceil_div(write, bw)});
+  rec.bound_cycles = cost::op_bound_cycles(mac, 0, read, write, hw);
 }
 
 // Producers that write their output straight into a CONCATENATION's output

@@ -2,8 +2,9 @@
 // conv_modes.h, docs/compiler.md §2).
 #include "compiler/conv_modes.h"
 
-#include "common/error.h"
+#include "arch/cost_model.h"
 #include "arch/limits.h"
+#include "common/error.h"
 
 namespace nacc::compiler {
 
@@ -12,7 +13,7 @@ namespace {
 constexpr int64_t kMaxMatrixDim = 65535;  // NACC_MATRIX_A/B x and y sizes: 16 bits
 constexpr int64_t kMaxFcGroups = 256;     // NACC_FULL_CONV_PARA.FULL_KER_SIZE: 8 bits
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using cost::ceil_div;
 
 }  // namespace
 

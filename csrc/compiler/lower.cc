@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "common/error.h"
 #include "arch/limits.h"
+#include "common/error.h"
 
 namespace nacc::compiler {
 

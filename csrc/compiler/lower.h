@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "quant/tflite.h"
-#include "common/shape.h"
 #include "arch/unit_checks.h"
 #include "arch/unit_params.h"
+#include "common/shape.h"
 #include "ir/ir.h"
+#include "quant/tflite.h"
 
 namespace nacc::compiler {
 

@@ -10,8 +10,9 @@
 #include <set>
 #include <sstream>
 
-#include "common/error.h"
+#include "arch/cost_model.h"
 #include "arch/limits.h"
+#include "common/error.h"
 
 namespace nacc::compiler {
 
@@ -22,7 +23,7 @@ constexpr int kMaxCoreRows = 1023;    // OUT_FM_SPLIT_AVG/OV_HEIGHT, IN_DMA_UNIC
 constexpr int kMaxCoreChannels = 255; // EU_BIAS_START_OFFSET: 8 bits
 constexpr int kMaxSplitLen = 65535;   // IN_FM_SPLIT_LEFT_LEN: 16 bits
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using cost::ceil_div;
 int64_t align_k(int64_t b) { return align_k_area(b); }
 
 bool ifm_shared_across_groups(const LoweredOp& op) {
@@ -393,28 +394,28 @@ int64_t k_area_bytes(const LoweredOp& op, int group) {
 }
 
 int64_t mac_cycles(const LoweredOp& op, int64_t rows, int64_t cols, int channels) {
-  const int64_t lanes = limits::kMacLanes;
   const int64_t taps = int64_t(op.kernel_h) * op.kernel_w;
   switch (op.unit) {
     case Unit::kConv:
-      return rows * cols * op.out_channels(channels) * taps * ceil_div(op.in_shape.c, lanes);
+      return cost::conv_mac_cycles(rows, cols, op.out_channels(channels), taps, op.in_shape.c);
     case Unit::kFullyConnected:
-      return rows * op.out_channels(channels) * ceil_div(op.in_shape.c, lanes);
+      return cost::matrix_mac_cycles(rows, op.out_channels(channels), op.in_shape.c);
     case Unit::kMatmul:  // M = rows (x cols with im2col), K = matmul_k()
-      return rows * (op.im2col ? cols : 1) * op.out_channels(channels) * ceil_div(op.matmul_k(), lanes);
+      return cost::matrix_mac_cycles(rows * (op.im2col ? cols : 1), op.out_channels(channels),
+                                     op.matmul_k());
     case Unit::kDepthwise:
     case Unit::kMaxPool:
     case Unit::kAvgPool:
-      return rows * cols * ceil_div(op.out_channels(channels), lanes) * taps;
+      return cost::window_mac_cycles(rows, cols, op.out_channels(channels), taps);
     case Unit::kElementwise:
-      return ceil_div(3 * rows * cols * channels, 16);
+      return cost::elementwise_cycles(rows * cols * channels);
     default:
       return 0;
   }
 }
 
 int64_t act_cycles(const LoweredOp& op, int64_t rows, int64_t cols, int channels) {
-  return op.unit == Unit::kActivation ? rows * cols * channels : 0;
+  return op.unit == Unit::kActivation ? cost::activation_cycles(rows * cols * channels) : 0;
 }
 
 Span valid_input_span(int out_start, int out_size, int stride, int kernel, int pad, int in_size) {

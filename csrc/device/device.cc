@@ -3,12 +3,12 @@
 // checks of command_stream.h, execute, WAITs, STOP), interrupts, the PMU and
 // the fault path (docs/device_model.md, docs/command_stream.md §1-§5).
 #include "device/device.h"
-#include "arch/fields.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
+#include "arch/fields.h"
 #include "device/device_internal.h"
 
 namespace nacc {

@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "arch/command_stream.h"
+#include "arch/hw_config.h"
 #include "device/memory_map.h"
 #include "device/register_file.h"
 #include "device/thread_pool.h"
-#include "arch/hw_config.h"
 
 namespace nacc {
 

@@ -5,28 +5,30 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "device/device_internal.h"
+#include "arch/cost_model.h"
 #include "arch/fields.h"
+#include "device/device_internal.h"
 #include "device/units/vnchwconv.h"
 
 namespace nacc::device_detail {
 namespace {
 
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using cost::ceil_div;
 
 // The DMA-queue engine: one port of dma_bytes_per_cycle that reads then
 // writes every byte, limited by the shared external bandwidth
 // (docs/performance_model.md).
 void queue_op(ExecEnv& env, PendingOp&& pend, int64_t bytes_read, int64_t bytes_written) {
   HandlerContext& ctx = env.ctx;
-  const int64_t bpc = std::min<int64_t>(env.hw.dma_bytes_per_cycle, env.hw.ext_bytes_per_cycle);
   CommandRecord rec;
   rec.word = pend.word;
   rec.op = pend.op;
   rec.issue = ctx.cp_time;
   rec.start = std::max(ctx.cp_time, ctx.dma_free);
-  rec.end = rec.start + ceil_div(bytes_read + bytes_written, bpc);
+  // One port that reads then writes: every byte through it and the shared port.
+  const int64_t bytes = bytes_read + bytes_written;
+  rec.end = rec.start + cost::transfer_cycles(bytes, bytes, env.hw);
   rec.ext_read_bytes = bytes_read;
   rec.ext_write_bytes = bytes_written;
   ctx.dma_free = rec.end;

@@ -8,9 +8,10 @@
 #include <vector>
 #include <exception>
 
-#include "arch/weight_codec.h"
+#include "arch/cost_model.h"
 #include "arch/fields.h"
 #include "arch/sram.h"
+#include "arch/weight_codec.h"
 #include "device/device_internal.h"
 #include "device/units/activation.h"
 #include "device/units/conv.h"
@@ -45,7 +46,7 @@ bool has_weights(Family f) {
   return f == Family::kConv || f == Family::kDepthwise || f == Family::kFullyConnected;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using cost::ceil_div;
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 template <typename... A>
@@ -481,38 +482,38 @@ int64_t valid_taps(int outputs, int stride, int kernel, int pad_before, int vali
 }
 
 void count_work(const Setup& s, CoreWork& c) {
-  const int64_t h = c.h, w = s.w, groups = ceil_div(s.in_c, limits::kMacLanes);
+  const int64_t h = c.h, w = s.w, taps = int64_t(s.ky) * s.kx;
   switch (s.fam) {
     case Family::kConv:
-      c.mac_cycles = h * w * c.noc * s.ky * s.kx * groups;
+      c.mac_cycles = cost::conv_mac_cycles(h, w, c.noc, taps, s.in_c);
       c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
                valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.in_c * c.noc;
       break;
     case Family::kDepthwise:
-      c.mac_cycles = h * w * ceil_div(s.out_c, limits::kMacLanes) * s.ky * s.kx;
+      c.mac_cycles = cost::window_mac_cycles(h, w, s.out_c, taps);
       c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
                valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.out_c;
       break;
     case Family::kPool:
-      c.mac_cycles = h * w * ceil_div(s.out_c, limits::kMacLanes) * s.ky * s.kx;
+      c.mac_cycles = cost::window_mac_cycles(h, w, s.out_c, taps);
       break;
     case Family::kMatmul:
       if (s.im2col) {
         // One row of A per output pixel: M = h * w, K = ky * kx * in_c.
-        c.mac_cycles = h * w * c.noc * ceil_div(s.mat_k, limits::kMacLanes);
+        c.mac_cycles = cost::matrix_mac_cycles(h * w, c.noc, s.mat_k);
         c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
                  valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.in_c * c.noc;
         break;
       }
       [[fallthrough]];
     case Family::kFullyConnected:
-      c.mac_cycles = h * c.noc * groups;
+      c.mac_cycles = cost::matrix_mac_cycles(h, c.noc, s.in_c);
       c.macs = h * c.noc * s.in_c;
       break;
-    case Family::kElementwise: c.mac_cycles = ceil_div(3 * h * w * s.in_c, 16); break;
+    case Family::kElementwise: c.mac_cycles = cost::elementwise_cycles(h * w * s.in_c); break;
     case Family::kActivation: break;
   }
-  if (s.needs_lut) c.act_cycles = h * w * c.noc;
+  if (s.needs_lut) c.act_cycles = cost::activation_cycles(h * w * c.noc);
 }
 
 std::string core_text(const Setup& s, int i) {
@@ -1078,7 +1079,6 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
     ext_rd += c.rd_unicast;
     ext_wr += c.wr_bytes;
   }
-  const int64_t dma_bpc = env.hw.dma_bytes_per_cycle, ext_bpc = env.hw.ext_bytes_per_cycle;
   CommandRecord rec;
   rec.word = word;
   rec.op = op;
@@ -1115,7 +1115,7 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
       if (c.load_k) ready = std::max(ready, busy_until(c.kern));
       if (c.load_temp) ready = std::max(ready, busy_until(c.temp));
       sp.read_start = ready;
-      sp.read_end = ready + std::max(ceil_div(sp.read_bytes, dma_bpc), ceil_div(ext_rd, ext_bpc));
+      sp.read_end = ready + cost::transfer_cycles(sp.read_bytes, ext_rd, env.hw);
       cs.rd_free = sp.read_end;
     } else {
       sp.read_start = sp.read_end = ctx.cp_time;
@@ -1125,8 +1125,7 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
     sp.stall_cycles = std::max<int64_t>(0, sp.read_end - compute_ready);
     sp.compute_end = sp.compute_start + std::max(c.mac_cycles, c.act_cycles);
     sp.write_start = std::max(sp.compute_end, cs.wr_free);
-    sp.write_end =
-        sp.write_start + std::max(ceil_div(sp.write_bytes, dma_bpc), ceil_div(ext_wr, ext_bpc));
+    sp.write_end = sp.write_start + cost::transfer_cycles(sp.write_bytes, ext_wr, env.hw);
     cs.mac_free = sp.compute_end;
     cs.wr_free = sp.write_end;
     cs.busy.push_back(Busy{c.ifm, sp.compute_end});

@@ -4,8 +4,8 @@
 
 #include <cstdio>
 
-#include "common/error.h"
 #include "arch/limits.h"
+#include "common/error.h"
 
 namespace nacc {
 

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <set>
 
-#include "common/error.h"
 #include "arch/command_stream.h"
+#include "common/error.h"
 
 namespace nacc {
 

@@ -1,7 +1,6 @@
 // The NACC driver: batch-handler allocation, region binding, submission via
 // the register interface, completion and fault reporting (see runtime.h).
 #include "runtime/runtime.h"
-#include "arch/fields.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,6 +8,7 @@
 #include <exception>
 #include <limits>
 
+#include "arch/fields.h"
 #include "common/error.h"
 
 namespace nacc {

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "common/error.h"
 #include "arch/limits.h"
+#include "common/error.h"
 #include "support/rules.h"
 
 namespace nacc::support {

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <set>
 
-#include "common/error.h"
 #include "arch/limits.h"
+#include "common/error.h"
 #include "quant/tflite.h"
 #include "support/pad_fold.h"
 

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <limits>
 
-#include "common/cpu.h"
-#include "common/error.h"
 #include "arch/limits.h"
 #include "arch/unit_checks.h"
+#include "common/cpu.h"
+#include "common/error.h"
 
 namespace nacc {
 

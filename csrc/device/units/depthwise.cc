@@ -9,12 +9,12 @@
 #include <cstring>
 #include <memory>
 
+#include "arch/fixed_point.h"
+#include "arch/limits.h"
+#include "arch/unit_checks.h"
 #include "common/cpu.h"
 #include "common/error.h"
-#include "arch/limits.h"
-#include "arch/fixed_point.h"
 #include "device/units/conv.h"
-#include "arch/unit_checks.h"
 
 namespace nacc {
 namespace {

@@ -10,10 +10,10 @@
 #include <cmath>
 #include <string>
 
-#include "common/cpu.h"
-#include "common/error.h"
 #include "arch/limits.h"
 #include "arch/unit_checks.h"
+#include "common/cpu.h"
+#include "common/error.h"
 
 namespace nacc {
 

@@ -6,11 +6,11 @@
 #include <cmath>
 #include <vector>
 
+#include "arch/fixed_point.h"
+#include "arch/unit_checks.h"
 #include "common/cpu.h"
 #include "common/error.h"
-#include "arch/fixed_point.h"
 #include "device/units/gemm_s8.h"
-#include "arch/unit_checks.h"
 
 namespace nacc {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
 #include "arch/limits.h"
+#include "common/error.h"
 
 namespace nacc {
 
