@@ -95,12 +95,6 @@ FieldRef field_by_name(Reg r, std::string_view name) {
 
 std::string field_path(FieldRef f) { return str_cat(describe(f.reg).name, ".", f.desc().name); }
 
-int64_t field_min(FieldRef f) { return f.is_signed ? -(int64_t(1) << (f.width - 1)) : 0; }
-
-int64_t field_max(FieldRef f) {
-  return f.is_signed ? (int64_t(1) << (f.width - 1)) - 1 : (int64_t(1) << f.width) - 1;
-}
-
 uint32_t with_field(uint32_t reg_value, FieldRef f, int64_t value) {
   check_arg(value >= field_min(f) && value <= field_max(f), field_path(f), ": value ", value,
             " out of range [", field_min(f), ", ", field_max(f), "]");

@@ -204,8 +204,12 @@ FieldRef field_by_name(Reg r, std::string_view name);
 // "NACC_KERNEL.K_SIZE_X"
 std::string field_path(FieldRef f);
 // Range a value of the field may take: [0, 2^w - 1], or [-2^(w-1), 2^(w-1) - 1] if signed.
-int64_t field_min(FieldRef f);
-int64_t field_max(FieldRef f);
+constexpr int64_t field_min(FieldRef f) {
+  return f.is_signed ? -(int64_t(1) << (f.width - 1)) : 0;
+}
+constexpr int64_t field_max(FieldRef f) {
+  return f.is_signed ? (int64_t(1) << (f.width - 1)) - 1 : (int64_t(1) << f.width) - 1;
+}
 // `reg_value` with field f set to `value`; InvalidArgument when it does not fit:
 // "NACC_KERNEL.K_SIZE_X: value 16 out of range [0, 15]".
 uint32_t with_field(uint32_t reg_value, FieldRef f, int64_t value);

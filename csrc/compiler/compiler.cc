@@ -14,6 +14,7 @@
 #include "arch/cost_model.h"
 #include "arch/fields.h"
 #include "arch/limits.h"
+#include "arch/sram.h"
 #include "common/error.h"
 #include "compiler/emitter.h"
 #include "compiler/memory.h"
@@ -208,13 +209,15 @@ const WeightStream& weight_stream(Context& ctx, const LoweredOp& op, OpConstants
     longest = std::max(longest, block.size());
     streams.push_back(std::move(block));
   }
-  const int64_t stride = ceil_div(int64_t(longest), 16) * 16;
-  if (stride / 16 > 0xFFFF) {
+  const int64_t stride = ceil_div(int64_t(longest), kBusBeatBytes) * kBusBeatBytes;
+  constexpr int64_t kMaxBeats = field_max(fields::NACC_CONV_TRANS_LEN::K_TRANS_LEN);
+  if (stride / kBusBeatBytes > kMaxBeats) {
     throw Unsupported(str_cat(op.label, ": a weight stream of ", stride,
-                              " bytes exceeds NACC_CONV_TRANS_LEN.K_TRANS_LEN (65535 beats)"));
+                              " bytes exceeds NACC_CONV_TRANS_LEN.K_TRANS_LEN (", kMaxBeats,
+                              " beats)"));
   }
   WeightStream ws;
-  ws.k_trans_len = int(stride / 16);
+  ws.k_trans_len = int(stride / kBusBeatBytes);
   for (int i = 0; i < cores; ++i) {
     const int64_t at = ctx.pool.add(streams[i].data(), streams[i].size(), size_t(stride));
     if (i == 0) ws.offset = at;

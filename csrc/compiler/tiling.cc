@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "arch/cost_model.h"
+#include "arch/fields.h"
 #include "arch/limits.h"
 #include "common/error.h"
 
@@ -18,10 +19,16 @@ namespace nacc::compiler {
 
 namespace {
 
-constexpr int kMaxSplitWidth = 255;   // OUT_FM_SPLIT_WIDTH / IN_FM_SPLIT_WIDTH: 8 bits
-constexpr int kMaxCoreRows = 1023;    // OUT_FM_SPLIT_AVG/OV_HEIGHT, IN_DMA_UNICAST_*: 10 bits
-constexpr int kMaxCoreChannels = 255; // EU_BIAS_START_OFFSET: 8 bits
-constexpr int kMaxSplitLen = 65535;   // IN_FM_SPLIT_LEFT_LEN: 16 bits
+// Register field widths (arch/fields.h) that bound a tile.
+constexpr int kMaxSplitWidth = int(field_max(fields::NACC_OUT_FM_SPLIT::OUT_FM_SPLIT_WIDTH));
+constexpr int kMaxCoreRows = int(field_max(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_AVG_HEIGHT));
+constexpr int kMaxCoreChannels = int(field_max(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET));
+constexpr int kMaxSplitLen = int(field_max(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_LEFT_LEN));
+static_assert(kMaxSplitWidth == 255 && kMaxCoreRows == 1023 && kMaxCoreChannels == 255 &&
+              kMaxSplitLen == 65535);
+static_assert(field_max(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_WIDTH) == kMaxSplitWidth &&
+              field_max(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_OV_HEIGHT) == kMaxCoreRows &&
+              field_max(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_AVG_OFFSET) == kMaxCoreRows);
 
 using cost::ceil_div;
 int64_t align_k(int64_t b) { return align_k_area(b); }
