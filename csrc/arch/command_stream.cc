@@ -20,6 +20,10 @@ std::string hex(uint32_t v, int digits) {
 
 
 constexpr uint32_t bit(uint32_t v) { return 1u << v; }
+template <typename E>
+constexpr uint32_t bit(E e) {
+  return bit(value_of(e));
+}
 
 // The kernel-mode table: what NACC_CTRL must select for each kernel opcode.
 // Fused conv + pool is not claimed by the project (POOL_MODE = NONE for the
@@ -34,13 +38,16 @@ struct KernelRule {
 };
 
 constexpr KernelRule kKernelRules[] = {
-    {Opcode::NPU_OP_CONV, bit(value_of(ConvMode::CONVOLUTION)) | bit(value_of(ConvMode::RGB_CONV)), bit(value_of(PoolMode::NONE)), 0, false, false},
-    {Opcode::NPU_OP_DEPTHWISE, bit(value_of(ConvMode::DEPTHWISE)), bit(value_of(PoolMode::NONE)), 0, false, false},
-    {Opcode::NPU_OP_POOL, bit(value_of(ConvMode::NONE)), bit(value_of(PoolMode::MAX)) | bit(value_of(PoolMode::AVERAGE)), 0, false, false},
-    {Opcode::NPU_OP_ELEMENTWISE, bit(value_of(ConvMode::NONE)), bit(value_of(PoolMode::NONE)), 1, false, false},
-    {Opcode::NPU_OP_MATMUL, bit(value_of(ConvMode::MATRIX)), bit(value_of(PoolMode::NONE)), 0, true, false},
-    {Opcode::NPU_OP_FULLY_CONNECTED, bit(value_of(ConvMode::FULLY_CONNECTED)), bit(value_of(PoolMode::NONE)), 0, false, false},
-    {Opcode::NPU_OP_ACTIVATION, bit(value_of(ConvMode::NONE)), bit(value_of(PoolMode::NONE)), 0, false, true},
+    {Opcode::NPU_OP_CONV, bit(ConvMode::CONVOLUTION) | bit(ConvMode::RGB_CONV), bit(PoolMode::NONE),
+     0, false, false},
+    {Opcode::NPU_OP_DEPTHWISE, bit(ConvMode::DEPTHWISE), bit(PoolMode::NONE), 0, false, false},
+    {Opcode::NPU_OP_POOL, bit(ConvMode::NONE), bit(PoolMode::MAX) | bit(PoolMode::AVERAGE), 0,
+     false, false},
+    {Opcode::NPU_OP_ELEMENTWISE, bit(ConvMode::NONE), bit(PoolMode::NONE), 1, false, false},
+    {Opcode::NPU_OP_MATMUL, bit(ConvMode::MATRIX), bit(PoolMode::NONE), 0, true, false},
+    {Opcode::NPU_OP_FULLY_CONNECTED, bit(ConvMode::FULLY_CONNECTED), bit(PoolMode::NONE), 0, false,
+     false},
+    {Opcode::NPU_OP_ACTIVATION, bit(ConvMode::NONE), bit(PoolMode::NONE), 0, false, true},
 };
 
 const KernelRule* kernel_rule(Opcode op) {
@@ -152,9 +159,9 @@ std::string check_param(Opcode op, uint16_t param) {
 std::string kernel_mode_rule(Opcode op) {
   const KernelRule* r = kernel_rule(op);
   if (!r) return "";
-  std::string out =
-      str_cat(mode_set_text(fields::NACC_CTRL::CONV_MODE, r->conv_modes), ", ",
-              mode_set_text(fields::NACC_CTRL::POOL_MODE, r->pool_modes), ", ELEMENT_EN = ", r->element_en);
+  std::string out = str_cat(mode_set_text(fields::NACC_CTRL::CONV_MODE, r->conv_modes), ", ",
+                            mode_set_text(fields::NACC_CTRL::POOL_MODE, r->pool_modes),
+                            ", ELEMENT_EN = ", r->element_en);
   out += r->im2col_allowed ? ", IM2COL_EN = 0 or 1" : ", IM2COL_EN = 0";
   if (r->needs_activation) out += ", ACT_MODE != NONE";
   return out;
@@ -173,7 +180,8 @@ std::string check_kernel_mode(Opcode op, uint32_t ctrl) {
     bad = &fields::NACC_CTRL::ELEMENT_EN;
   } else if (!r->im2col_allowed && fields::NACC_CTRL::IM2COL_EN.extract(ctrl) != 0) {
     bad = &fields::NACC_CTRL::IM2COL_EN;
-  } else if (r->needs_activation && fields::NACC_CTRL::ACT_MODE.extract(ctrl) == value_of(ActMode::NONE)) {
+  } else if (r->needs_activation &&
+             fields::NACC_CTRL::ACT_MODE.extract(ctrl) == value_of(ActMode::NONE)) {
     bad = &fields::NACC_CTRL::ACT_MODE;
   }
   if (!bad) return "";

@@ -33,7 +33,6 @@ using compiler::Unit;
 
 namespace {
 
-
 // A register value assembled field by field (InvalidArgument if a value does not fit).
 class Value {
  public:
@@ -255,44 +254,62 @@ void set_layer(Context& ctx, const LoweredOp& op, const CommandShape& c) {
   Emitter& em = ctx.em;
   const int in_c0 = (op.unit == Unit::kConv || op.unit == Unit::kFullyConnected ||
                      op.unit == Unit::kMatmul) ? 0 : c.group.start;
-  em.set_register(Reg::NACC_KERNEL, Value()
-                                        .set(fields::NACC_KERNEL::K_SIZE_X, op.kernel_w)
-                                        .set(fields::NACC_KERNEL::K_SIZE_Y, op.kernel_h)
-                                        .set(fields::NACC_KERNEL::K_SIZE_XY, op.kernel_w * op.kernel_h - 1)
-                                        .set(fields::NACC_KERNEL::K_STRIDE_X, op.stride_w)
-                                        .set(fields::NACC_KERNEL::K_STRIDE_Y, op.stride_h)
-                                        .set(fields::NACC_KERNEL::K_DILATION_X, 1)
-                                        .set(fields::NACC_KERNEL::K_DILATION_Y, 1)
-                                        .get());
-  em.set_register(Reg::NACC_IN_FM,
-                  Value().set(fields::NACC_IN_FM::IN_FM_WIDTH, op.in_shape.w).set(fields::NACC_IN_FM::IN_FM_HEIGHT, op.in_shape.h).get());
-  em.set_register(Reg::NACC_OUT_FM,
-                  Value().set(fields::NACC_OUT_FM::OUT_FM_WIDTH, op.out_shape.w).set(fields::NACC_OUT_FM::OUT_FM_HEIGHT, op.out_shape.h).get());
-  em.set_register(Reg::NACC_PADDING, Value().set(fields::NACC_PADDING::PAD_X, op.pad_left).set(fields::NACC_PADDING::PAD_Y, op.pad_top).get());
-  em.set_register(Reg::NACC_FM_CH, Value()
-                                       .set(fields::NACC_FM_CH::IN_FM_CH, op.in_channels(c.group.size))
-                                       .set(fields::NACC_FM_CH::OUT_FM_CH, op.out_channels(c.group.size))
+  em.set_register(Reg::NACC_KERNEL,
+                  Value()
+                      .set(fields::NACC_KERNEL::K_SIZE_X, op.kernel_w)
+                      .set(fields::NACC_KERNEL::K_SIZE_Y, op.kernel_h)
+                      .set(fields::NACC_KERNEL::K_SIZE_XY, op.kernel_w * op.kernel_h - 1)
+                      .set(fields::NACC_KERNEL::K_STRIDE_X, op.stride_w)
+                      .set(fields::NACC_KERNEL::K_STRIDE_Y, op.stride_h)
+                      .set(fields::NACC_KERNEL::K_DILATION_X, 1)
+                      .set(fields::NACC_KERNEL::K_DILATION_Y, 1)
+                      .get());
+  em.set_register(Reg::NACC_IN_FM, Value()
+                                       .set(fields::NACC_IN_FM::IN_FM_WIDTH, op.in_shape.w)
+                                       .set(fields::NACC_IN_FM::IN_FM_HEIGHT, op.in_shape.h)
                                        .get());
-  em.set_register(Reg::NACC_FM_OFFSET, Value()
-                                           .set(fields::NACC_FM_OFFSET::IN_FM_OFFSET, -op.input_zero_point)
-                                           .set(fields::NACC_FM_OFFSET::OUT_FM_OFFSET, op.output_zero_point)
-                                           .get());
+  em.set_register(Reg::NACC_OUT_FM, Value()
+                                        .set(fields::NACC_OUT_FM::OUT_FM_WIDTH, op.out_shape.w)
+                                        .set(fields::NACC_OUT_FM::OUT_FM_HEIGHT, op.out_shape.h)
+                                        .get());
+  em.set_register(Reg::NACC_PADDING, Value()
+                                         .set(fields::NACC_PADDING::PAD_X, op.pad_left)
+                                         .set(fields::NACC_PADDING::PAD_Y, op.pad_top)
+                                         .get());
+  em.set_register(Reg::NACC_FM_CH,
+                  Value()
+                      .set(fields::NACC_FM_CH::IN_FM_CH, op.in_channels(c.group.size))
+                      .set(fields::NACC_FM_CH::OUT_FM_CH, op.out_channels(c.group.size))
+                      .get());
+  em.set_register(Reg::NACC_FM_OFFSET,
+                  Value()
+                      .set(fields::NACC_FM_OFFSET::IN_FM_OFFSET, -op.input_zero_point)
+                      .set(fields::NACC_FM_OFFSET::OUT_FM_OFFSET, op.output_zero_point)
+                      .get());
   em.set_register(Reg::NACC_ACT_MIN, Value().set(fields::NACC_ACT_MIN::ACT_MIN, op.act_min).get());
   em.set_register(Reg::NACC_ACT_MAX, Value().set(fields::NACC_ACT_MAX::ACT_MAX, op.act_max).get());
-  em.set_register(Reg::NACC_ACT_PARA, Value()
-                                          .set(fields::NACC_ACT_PARA::ACT_INT_W, 0)
-                                          .set(fields::NACC_ACT_PARA::QUANT_REAL_SCALE, !op.real_scale.empty())
-                                          .set(fields::NACC_ACT_PARA::QUANT_FP32_SCALE, !op.fp32_scale.empty())
-                                          .get());
+  em.set_register(Reg::NACC_ACT_PARA,
+                  Value()
+                      .set(fields::NACC_ACT_PARA::ACT_INT_W, 0)
+                      .set(fields::NACC_ACT_PARA::QUANT_REAL_SCALE, !op.real_scale.empty())
+                      .set(fields::NACC_ACT_PARA::QUANT_FP32_SCALE, !op.fp32_scale.empty())
+                      .get());
   em.set_register(Reg::NACC_IN_FM_DMA_ADDR, ctx.address(op.input, in_c0));
-  em.set_register(Reg::NACC_DMA_PARA2, Value().set(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET, op.in_shape.c).get());
-  em.set_register(Reg::NACC_DMA_OFFSET1,
-                  Value().set(fields::NACC_DMA_OFFSET1::IN_DMA_ROW_OFFSET, int64_t(op.in_shape.w) * op.in_shape.c).get());
+  em.set_register(Reg::NACC_DMA_PARA2,
+                  Value().set(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET, op.in_shape.c).get());
+  em.set_register(Reg::NACC_DMA_OFFSET1, Value()
+                                             .set(fields::NACC_DMA_OFFSET1::IN_DMA_ROW_OFFSET,
+                                                  int64_t(op.in_shape.w) * op.in_shape.c)
+                                             .get());
   em.set_register(Reg::NACC_OUT_DMA_ADDR,
                   ctx.address(op.output, op.out_channel_offset + op.out_channels(c.group.start)));
-  em.set_register(Reg::NACC_DMA_OUT_TRANS_LEN, Value().set(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN, op.out_pitch()).get());
-  em.set_register(Reg::NACC_DMA_OFFSET2,
-                  Value().set(fields::NACC_DMA_OFFSET2::OUT_DMA_OFFSET, int64_t(op.out_shape.w) * op.out_pitch()).get());
+  em.set_register(
+      Reg::NACC_DMA_OUT_TRANS_LEN,
+      Value().set(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN, op.out_pitch()).get());
+  em.set_register(Reg::NACC_DMA_OFFSET2, Value()
+                                             .set(fields::NACC_DMA_OFFSET2::OUT_DMA_OFFSET,
+                                                  int64_t(op.out_shape.w) * op.out_pitch())
+                                             .get());
 }
 
 // The output tile, its input tile (halo included) and the cores
@@ -301,35 +318,61 @@ void set_tile(Context& ctx, const LoweredOp& op, const CommandShape& c) {
   Emitter& em = ctx.em;
   const CoreSplit& s = c.split;
   const int core_rows = c.mode == BroadcastMode::SPLIT_HEIGHT ? s.avg : c.rows.size;
-  em.set_register(Reg::NACC_OUT_FM_SPLIT_H_OFFSET, Value().set(fields::NACC_OUT_FM_SPLIT_H_OFFSET::OUT_FM_START_SPLIT_H_OFFSET, c.rows.start).get());
+  em.set_register(
+      Reg::NACC_OUT_FM_SPLIT_H_OFFSET,
+      Value()
+          .set(fields::NACC_OUT_FM_SPLIT_H_OFFSET::OUT_FM_START_SPLIT_H_OFFSET, c.rows.start)
+          .get());
   em.set_register(Reg::NACC_OUT_FM_SPLIT_LEN,
-                  Value().set(fields::NACC_OUT_FM_SPLIT_LEN::OUT_FM_SPLIT_LEN, c.rows.size).set(fields::NACC_OUT_FM_SPLIT_LEN::OUT_FM_SPLIT_LEFT_LEN, c.cols.start).get());
-  em.set_register(Reg::NACC_OUT_FM_SPLIT, Value().set(fields::NACC_OUT_FM_SPLIT::OUT_FM_SPLIT_WIDTH, c.cols.size).get());
+                  Value()
+                      .set(fields::NACC_OUT_FM_SPLIT_LEN::OUT_FM_SPLIT_LEN, c.rows.size)
+                      .set(fields::NACC_OUT_FM_SPLIT_LEN::OUT_FM_SPLIT_LEFT_LEN, c.cols.start)
+                      .get());
+  em.set_register(Reg::NACC_OUT_FM_SPLIT,
+                  Value().set(fields::NACC_OUT_FM_SPLIT::OUT_FM_SPLIT_WIDTH, c.cols.size).get());
   em.set_register(Reg::NACC_IN_FM_SPLIT_H_OFFSET,
-                  Value().set(fields::NACC_IN_FM_SPLIT_H_OFFSET::IN_FM_START_SPLIT_H_OFFSET, c.rows.start * op.stride_h - op.pad_top).get());
+                  Value()
+                      .set(fields::NACC_IN_FM_SPLIT_H_OFFSET::IN_FM_START_SPLIT_H_OFFSET,
+                           c.rows.start * op.stride_h - op.pad_top)
+                      .get());
   em.set_register(Reg::NACC_IN_FM_SPLIT_W_OFFSET,
-                  Value().set(fields::NACC_IN_FM_SPLIT_W_OFFSET::IN_FM_START_SPLIT_W_OFFSET, c.cols.start * op.stride_w - op.pad_left).get());
+                  Value()
+                      .set(fields::NACC_IN_FM_SPLIT_W_OFFSET::IN_FM_START_SPLIT_W_OFFSET,
+                           c.cols.start * op.stride_w - op.pad_left)
+                      .get());
   em.set_register(Reg::NACC_IN_FM_SPLIT,
                   Value()
-                      .set(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_WIDTH, compiler::input_extent(c.cols.size, op.stride_w, op.kernel_w))
-                      .set(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_LEFT_LEN, compiler::input_extent(core_rows, op.stride_h, op.kernel_h))
+                      .set(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_WIDTH,
+                           compiler::input_extent(c.cols.size, op.stride_w, op.kernel_w))
+                      .set(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_LEFT_LEN,
+                           compiler::input_extent(core_rows, op.stride_h, op.kernel_h))
                       .get());
   em.set_register(Reg::NACC_BROADCAST_CTRL,
-                  Value().set(fields::NACC_BROADCAST_CTRL::BROADCAST_MODE, int(c.mode)).set(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM, s.cores - 1).get());
+                  Value()
+                      .set(fields::NACC_BROADCAST_CTRL::BROADCAST_MODE, int(c.mode))
+                      .set(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM, s.cores - 1)
+                      .get());
   if (c.mode == BroadcastMode::NONE) return;
-  em.set_register(Reg::NACC_BROADCAST_CTRL1,
-                  Value().set(fields::NACC_BROADCAST_CTRL1::BROADCAST_OVER_EN, s.avg != s.last ? 1 : 0).get());
+  em.set_register(
+      Reg::NACC_BROADCAST_CTRL1,
+      Value().set(fields::NACC_BROADCAST_CTRL1::BROADCAST_OVER_EN, s.avg != s.last ? 1 : 0).get());
   if (c.mode == BroadcastMode::SPLIT_HEIGHT) {
     em.set_register(Reg::NACC_BROADCAST_SPLIT,
-                    Value().set(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_OV_HEIGHT, s.last).set(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_AVG_HEIGHT, s.avg).get());
-    em.set_register(Reg::NACC_BROADCAST_DMA,
                     Value()
-                        .set(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_OV_OFFSET, compiler::input_extent(s.last, op.stride_h, op.kernel_h))
-                        .set(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_AVG_OFFSET, s.avg * op.stride_h)
-                        .set(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET, 0)
+                        .set(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_OV_HEIGHT, s.last)
+                        .set(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_AVG_HEIGHT, s.avg)
                         .get());
+    em.set_register(
+        Reg::NACC_BROADCAST_DMA,
+        Value()
+            .set(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_OV_OFFSET,
+                 compiler::input_extent(s.last, op.stride_h, op.kernel_h))
+            .set(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_AVG_OFFSET, s.avg * op.stride_h)
+            .set(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET, 0)
+            .get());
   } else {
-    em.set_register(Reg::NACC_BROADCAST_DMA, Value().set(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET, s.avg).get());
+    em.set_register(Reg::NACC_BROADCAST_DMA,
+                    Value().set(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET, s.avg).get());
   }
 }
 
@@ -353,36 +396,41 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
       k_addr = constant(ws.offset);
       k_trans_len = ws.k_trans_len;
       em.set_register(Reg::NACC_IN_K_DMA_ADDR, k_addr);
-      em.set_register(Reg::NACC_CONV_TRANS_LEN, Value().set(fields::NACC_CONV_TRANS_LEN::K_TRANS_LEN, k_trans_len).get());
+      em.set_register(Reg::NACC_CONV_TRANS_LEN,
+                      Value().set(fields::NACC_CONV_TRANS_LEN::K_TRANS_LEN, k_trans_len).get());
       if (k.bias >= 0) em.set_register(Reg::NACC_BIAS_DMA_ADDR, constant(k.bias + 4 * oc0));
       if (k.fp32_scale >= 0) {  // ONNX Runtime's float32 output stage (QUANT_FP32_SCALE)
         em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.fp32_scale + 4 * oc0));
         if (op.unit == Unit::kFullyConnected) {
           em.set_register(Reg::NACC_FULL_CONV_PARA,
                           Value()
-                              .set(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE, op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
+                              .set(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE,
+                                   op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
                               .get());
         }
       } else if (op.unit == Unit::kFullyConnected && k.real_scale >= 0) {
         em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.real_scale + 8 * oc0));
         em.set_register(Reg::NACC_FULL_CONV_PARA,
                         Value()
-                            .set(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE, op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
+                            .set(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE,
+                                 op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
                             .get());
       } else if (op.unit == Unit::kFullyConnected) {  // a 1x1 conv in matrix mode
         em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.multiplier + 4 * oc0));
         em.set_register(Reg::NACC_QUANT_SHIFT_DMA_ADDR, constant(k.shift + 4 * oc0));
         em.set_register(Reg::NACC_FULL_CONV_PARA,
                         Value()
-                            .set(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE, op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
+                            .set(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE,
+                                 op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
                             .get());
       } else {
         em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.multiplier + 4 * oc0));
         em.set_register(Reg::NACC_QUANT_SHIFT_DMA_ADDR, constant(k.shift + 4 * oc0));
       }
       if (op.unit == Unit::kDepthwise) {
-        em.set_register(Reg::NACC_DMA_PARA3,
-                        Value().set(fields::NACC_DMA_PARA3::DW_CH_MULT, log2_exact(op.depth_multiplier)).get());
+        em.set_register(
+            Reg::NACC_DMA_PARA3,
+            Value().set(fields::NACC_DMA_PARA3::DW_CH_MULT, log2_exact(op.depth_multiplier)).get());
       }
       break;
     }
@@ -393,12 +441,21 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
       const int64_t n0 = c.group.start;
       k_addr = op.im2col ? constant(k.b_matrix + n0) : ctx.address(op.input2, n0);
       em.set_register(Reg::NACC_IN_K_DMA_ADDR, k_addr);
-      em.set_register(Reg::NACC_DMA_PARAA, Value().set(fields::NACC_DMA_PARAA::K_TRANS_OFFSET, op.out_shape.c).get());
+      em.set_register(Reg::NACC_DMA_PARAA,
+                      Value().set(fields::NACC_DMA_PARAA::K_TRANS_OFFSET, op.out_shape.c).get());
       const int64_t m = op.im2col ? int64_t(op.out_shape.h) * op.out_shape.w : op.in_shape.h;
-      em.set_register(Reg::NACC_MATRIX_A, Value().set(fields::NACC_MATRIX_A::MATRIX_A_XSIZE, k_dim).set(fields::NACC_MATRIX_A::MATRIX_A_YSIZE, m).get());
+      em.set_register(Reg::NACC_MATRIX_A, Value()
+                                              .set(fields::NACC_MATRIX_A::MATRIX_A_XSIZE, k_dim)
+                                              .set(fields::NACC_MATRIX_A::MATRIX_A_YSIZE, m)
+                                              .get());
       em.set_register(Reg::NACC_MATRIX_B,
-                      Value().set(fields::NACC_MATRIX_B::MATRIX_B_XSIZE, op.out_channels(c.group.size)).set(fields::NACC_MATRIX_B::MATRIX_B_YSIZE, k_dim).get());
-      em.set_register(Reg::NACC_ELEMENTWISE, Value().set(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET2, -op.b_zero_point).get());
+                      Value()
+                          .set(fields::NACC_MATRIX_B::MATRIX_B_XSIZE, op.out_channels(c.group.size))
+                          .set(fields::NACC_MATRIX_B::MATRIX_B_YSIZE, k_dim)
+                          .get());
+      em.set_register(
+          Reg::NACC_ELEMENTWISE,
+          Value().set(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET2, -op.b_zero_point).get());
       if (k.bias >= 0) em.set_register(Reg::NACC_BIAS_DMA_ADDR, constant(k.bias + 4 * oc0));
       if (k.fp32_scale >= 0) {
         em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.fp32_scale + 4 * oc0));
@@ -426,19 +483,34 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
       em.set_register(Reg::NACC_IN_K_DMA_ADDR, op.input2_is_constant
                                                    ? constant(k.operand2 + c.group.start)
                                                    : ctx.address(op.input2, c.group.start));
-      em.set_register(Reg::NACC_DMA_PARAA,
-                      Value().set(fields::NACC_DMA_PARAA::K_TRANS_OFFSET, op.input2_broadcast ? 0 : op.out_shape.c).get());
+      em.set_register(Reg::NACC_DMA_PARAA, Value()
+                                               .set(fields::NACC_DMA_PARAA::K_TRANS_OFFSET,
+                                                    op.input2_broadcast ? 0 : op.out_shape.c)
+                                               .get());
       const ElementwiseParams& e = op.eltwise;
-      em.set_register(Reg::NACC_ELEMENTWISE, Value()
-                                                 .set(fields::NACC_ELEMENTWISE::ELEMENTWISE_MODE, int(e.mode))
-                                                 .set(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET1, e.input1_offset)
-                                                 .set(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET2, e.input2_offset)
-                                                 .set(fields::NACC_ELEMENTWISE::LEFT_SHIFT, e.left_shift)
-                                                 .get());
-      em.set_register(Reg::NACC_ELEMENT_QUANT1_MULT, Value().set(fields::NACC_ELEMENT_QUANT1_MULT::IN_ELEMENT_MULT1, e.input1_multiplier).get());
-      em.set_register(Reg::NACC_ELEMENT_QUANT1_SHIFT, Value().set(fields::NACC_ELEMENT_QUANT1_SHIFT::IN_ELEMENT_SHIFT1, e.input1_shift).get());
-      em.set_register(Reg::NACC_ELEMENT_QUANT2_MULT, Value().set(fields::NACC_ELEMENT_QUANT2_MULT::IN_ELEMENT_MULT2, e.input2_multiplier).get());
-      em.set_register(Reg::NACC_ELEMENT_QUANT2_SHIFT, Value().set(fields::NACC_ELEMENT_QUANT2_SHIFT::IN_ELEMENT_SHIFT2, e.input2_shift).get());
+      em.set_register(Reg::NACC_ELEMENTWISE,
+                      Value()
+                          .set(fields::NACC_ELEMENTWISE::ELEMENTWISE_MODE, int(e.mode))
+                          .set(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET1, e.input1_offset)
+                          .set(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET2, e.input2_offset)
+                          .set(fields::NACC_ELEMENTWISE::LEFT_SHIFT, e.left_shift)
+                          .get());
+      em.set_register(
+          Reg::NACC_ELEMENT_QUANT1_MULT,
+          Value()
+              .set(fields::NACC_ELEMENT_QUANT1_MULT::IN_ELEMENT_MULT1, e.input1_multiplier)
+              .get());
+      em.set_register(
+          Reg::NACC_ELEMENT_QUANT1_SHIFT,
+          Value().set(fields::NACC_ELEMENT_QUANT1_SHIFT::IN_ELEMENT_SHIFT1, e.input1_shift).get());
+      em.set_register(
+          Reg::NACC_ELEMENT_QUANT2_MULT,
+          Value()
+              .set(fields::NACC_ELEMENT_QUANT2_MULT::IN_ELEMENT_MULT2, e.input2_multiplier)
+              .get());
+      em.set_register(
+          Reg::NACC_ELEMENT_QUANT2_SHIFT,
+          Value().set(fields::NACC_ELEMENT_QUANT2_SHIFT::IN_ELEMENT_SHIFT2, e.input2_shift).get());
       return {};  // reloaded with every tile (its TEMP operand always is)
     }
     case Unit::kActivation:
@@ -462,35 +534,52 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
 // values meaning "off"), and the opcode.
 std::pair<uint32_t, Opcode> control(const LoweredOp& op, bool fm_upd, bool k_upd) {
   Value ctrl;
-  ctrl.set(fields::NACC_CTRL::IM2COL_EN, op.im2col ? 1 : 0).set(fields::NACC_CTRL::DATA_FORM, value_of(DataForm::INT8)).set(fields::NACC_CTRL::CLK_BYPASS, 0);
+  ctrl.set(fields::NACC_CTRL::IM2COL_EN, op.im2col ? 1 : 0)
+      .set(fields::NACC_CTRL::DATA_FORM, value_of(DataForm::INT8))
+      .set(fields::NACC_CTRL::CLK_BYPASS, 0);
   ctrl.set(fields::NACC_CTRL::FM_UPD, fm_upd).set(fields::NACC_CTRL::K_UPD, k_upd);
-  ctrl.set(fields::NACC_CTRL::ELEMENT_EN, 0).set(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN, 0).set(fields::NACC_CTRL::QUANT_EN, 0).set(fields::NACC_CTRL::BIAS_EN, 0);
+  ctrl.set(fields::NACC_CTRL::ELEMENT_EN, 0)
+      .set(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN, 0)
+      .set(fields::NACC_CTRL::QUANT_EN, 0)
+      .set(fields::NACC_CTRL::BIAS_EN, 0);
   ctrl.set(fields::NACC_CTRL::ACT_MODE, int(op.act_mode));
   switch (op.unit) {
     case Unit::kConv:
     case Unit::kDepthwise:
     case Unit::kFullyConnected:
-      ctrl.set(fields::NACC_CTRL::CONV_MODE, op.unit == Unit::kConv        ? value_of(ConvMode::CONVOLUTION)
-                          : op.unit == Unit::kDepthwise ? value_of(ConvMode::DEPTHWISE)
-                                                        : value_of(ConvMode::FULLY_CONNECTED));
-      ctrl.set(fields::NACC_CTRL::POOL_MODE, value_of(PoolMode::NONE)).set(fields::NACC_CTRL::QUANT_EN, 1).set(fields::NACC_CTRL::BIAS_EN, op.bias.empty() ? 0 : 1);
+      ctrl.set(fields::NACC_CTRL::CONV_MODE,
+               op.unit == Unit::kConv        ? value_of(ConvMode::CONVOLUTION)
+               : op.unit == Unit::kDepthwise ? value_of(ConvMode::DEPTHWISE)
+                                             : value_of(ConvMode::FULLY_CONNECTED));
+      ctrl.set(fields::NACC_CTRL::POOL_MODE, value_of(PoolMode::NONE))
+          .set(fields::NACC_CTRL::QUANT_EN, 1)
+          .set(fields::NACC_CTRL::BIAS_EN, op.bias.empty() ? 0 : 1);
       return {ctrl.get(), op.unit == Unit::kConv        ? Opcode::NPU_OP_CONV
                           : op.unit == Unit::kDepthwise ? Opcode::NPU_OP_DEPTHWISE
                                                         : Opcode::NPU_OP_FULLY_CONNECTED};
     case Unit::kMatmul:
-      ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::MATRIX)).set(fields::NACC_CTRL::POOL_MODE, value_of(PoolMode::NONE)).set(fields::NACC_CTRL::QUANT_EN, 1);
+      ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::MATRIX))
+          .set(fields::NACC_CTRL::POOL_MODE, value_of(PoolMode::NONE))
+          .set(fields::NACC_CTRL::QUANT_EN, 1);
       ctrl.set(fields::NACC_CTRL::BIAS_EN, op.bias.empty() ? 0 : 1);
       return {ctrl.get(), Opcode::NPU_OP_MATMUL};
     case Unit::kMaxPool:
     case Unit::kAvgPool:
-      ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::NONE)).set(fields::NACC_CTRL::POOL_MODE, op.unit == Unit::kMaxPool ? value_of(PoolMode::MAX) : value_of(PoolMode::AVERAGE));
+      ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::NONE))
+          .set(fields::NACC_CTRL::POOL_MODE,
+               op.unit == Unit::kMaxPool ? value_of(PoolMode::MAX) : value_of(PoolMode::AVERAGE));
       return {ctrl.get(), Opcode::NPU_OP_POOL};
     case Unit::kElementwise:
-      ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::NONE)).set(fields::NACC_CTRL::POOL_MODE, value_of(PoolMode::NONE)).set(fields::NACC_CTRL::ELEMENT_EN, 1).set(fields::NACC_CTRL::QUANT_EN, 1);
-      ctrl.set(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN, op.eltwise.mode == ElementwiseMode::MUL ? 0 : 1);
+      ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::NONE))
+          .set(fields::NACC_CTRL::POOL_MODE, value_of(PoolMode::NONE))
+          .set(fields::NACC_CTRL::ELEMENT_EN, 1)
+          .set(fields::NACC_CTRL::QUANT_EN, 1);
+      ctrl.set(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN,
+               op.eltwise.mode == ElementwiseMode::MUL ? 0 : 1);
       return {ctrl.get(), Opcode::NPU_OP_ELEMENTWISE};
     case Unit::kActivation:
-      ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::NONE)).set(fields::NACC_CTRL::POOL_MODE, value_of(PoolMode::NONE));
+      ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::NONE))
+          .set(fields::NACC_CTRL::POOL_MODE, value_of(PoolMode::NONE));
       return {ctrl.get(), Opcode::NPU_OP_ACTIVATION};
     default:
       throw InvalidArgument(str_cat(op.label, ": no command for unit ", compiler::unit_name(op.unit)));
@@ -510,12 +599,13 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
   const int64_t ifm_base = lay.ifm[c.set], ofm_base = lay.ofm[c.set];
   const int64_t k_base = uses_k ? lay.k[c.set] : 0;
   const int64_t temp_base = op.unit == Unit::kElementwise ? lay.temp[c.set] : 0;
-  em.set_register(Reg::NACC_MEM_RANGE, Value()
-                                           .set(fields::NACC_MEM_RANGE::IFM_MEM_BASE, ifm_base / ctx.geo.quarter)
-                                           .set(fields::NACC_MEM_RANGE::K_MEM_BASE, k_base / ctx.geo.unit)
-                                           .set(fields::NACC_MEM_RANGE::OFM_MEM_BASE, ofm_base / ctx.geo.unit)
-                                           .set(fields::NACC_MEM_RANGE::TEMP_MEM_BASE, temp_base / ctx.geo.unit)
-                                           .get());
+  em.set_register(Reg::NACC_MEM_RANGE,
+                  Value()
+                      .set(fields::NACC_MEM_RANGE::IFM_MEM_BASE, ifm_base / ctx.geo.quarter)
+                      .set(fields::NACC_MEM_RANGE::K_MEM_BASE, k_base / ctx.geo.unit)
+                      .set(fields::NACC_MEM_RANGE::OFM_MEM_BASE, ofm_base / ctx.geo.unit)
+                      .set(fields::NACC_MEM_RANGE::TEMP_MEM_BASE, temp_base / ctx.geo.unit)
+                      .get());
 
   // Reuse the kernel / IFM tile a core holds when the same registers (and
   // SRAM base) loaded it: K_UPD = 0 / FM_UPD = 0 (docs/device_model.md §1).
@@ -555,7 +645,8 @@ void emit_op(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstant
     shape.cols = c;
     shape.group = g;
     shape.split = compiler::command_split(op, plan, r.size, g.size);
-    shape.mode = shape.split.cores > 1 ? plan.mode : BroadcastMode::NONE;  // a short tile may use one core
+    shape.mode =
+        shape.split.cores > 1 ? plan.mode : BroadcastMode::NONE;  // a short tile may use one core
     shape.set = plan.double_buffer ? index++ % 2 : 0;
     emit_command(ctx, op, plan, k, res, shape);
   };

@@ -21,7 +21,6 @@ using device_detail::PendingOp;
 namespace {
 void publish_pmu(HandlerContext& c);
 
-
 // Cycles the command processor spends on one command (docs/performance_model.md).
 constexpr int64_t kCommandCycles = 1;
 
@@ -397,7 +396,8 @@ bool Device::step(int handler) {
     switch (cmd.op) {
       case Opcode::NPU_SET_REGISTER: {
         const uint32_t triggers = c.regs.write(cmd.param, cmd.payload);
-        if (Reg(register_index_at(cmd.param)) == Reg::PMU_CTRL && (triggers & fields::PMU_CTRL::CNT_RST.mask())) {
+        if (Reg(register_index_at(cmd.param)) == Reg::PMU_CTRL &&
+            (triggers & fields::PMU_CTRL::CNT_RST.mask())) {
           c.pmu = device_detail::Pmu{};  // published after the command
         }
         break;
@@ -441,7 +441,10 @@ bool Device::step(int handler) {
     std::string msg = str_cat("batch handler ", handler, ": ", stream_position(size_t(pc)),
                               op_name.empty() ? "" : op_name + ": ", e.what());
     if (!dynamic_cast<const Error*>(&e)) msg += " (host error)";
-    if (bus) c.regs.raise(Reg::NACC_INT_STATUS, bus->write ? fields::NACC_INT_STATUS::BUS_WR_ERR_INTR.mask() : fields::NACC_INT_STATUS::BUS_RD_ERR_INTR.mask());
+    if (bus)
+      c.regs.raise(Reg::NACC_INT_STATUS, bus->write
+                                             ? fields::NACC_INT_STATUS::BUS_WR_ERR_INTR.mask()
+                                             : fields::NACC_INT_STATUS::BUS_RD_ERR_INTR.mask());
     c.regs.set(Reg::QREAD, uint32_t(pc * 4));
     c.state = HandlerState::kFaulted;
     c.fault = msg;

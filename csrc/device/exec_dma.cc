@@ -13,7 +13,6 @@
 namespace nacc::device_detail {
 namespace {
 
-
 using cost::ceil_div;
 
 // The DMA-queue engine: one port of dma_bytes_per_cycle that reads then
@@ -73,7 +72,8 @@ void execute_vnchwconv(ExecEnv& env, uint32_t word) {
   const uint64_t sbs = r.get(Reg::VNCHWCONV_SRC_BLOCK_STRIDE);
   const uint64_t dbs = r.get(Reg::VNCHWCONV_DST_BLOCK_STRIDE);
   const int repeat = int(r.field(fields::VNCHWCONV_CFG::REPEAT));
-  const uint64_t src_stride = r.field(fields::VNCHWCONV_STRIDE::SRC_STRIDE), dst_stride = r.field(fields::VNCHWCONV_STRIDE::DST_STRIDE);
+  const uint64_t src_stride = r.field(fields::VNCHWCONV_STRIDE::SRC_STRIDE),
+                 dst_stride = r.field(fields::VNCHWCONV_STRIDE::DST_STRIDE);
   const uint32_t dtype = r.field(fields::VNCHWCONV_CFG::DTYPE);
   PendingOp pend;
   pend.word = word;

@@ -22,7 +22,6 @@
 namespace nacc::device_detail {
 namespace {
 
-
 enum class Family { kConv, kDepthwise, kFullyConnected, kMatmul, kPool, kElementwise, kActivation };
 
 Family family_of(Opcode op) {
@@ -103,7 +102,8 @@ void read_geometry(const RegisterFile& r, Setup& s) {
     require(s.kx >= limits::kMinKernel && s.ky >= limits::kMinKernel,
             "kernel size ", s.kx, "x", s.ky, ": NACC_KERNEL.K_SIZE_X/K_SIZE_Y must be in [1, ",
             limits::kMaxKernel, "]");
-    require(int(r.field(fields::NACC_KERNEL::K_SIZE_XY)) == s.kx * s.ky - 1, path(fields::NACC_KERNEL::K_SIZE_XY), " = ", r.field(fields::NACC_KERNEL::K_SIZE_XY),
+    require(int(r.field(fields::NACC_KERNEL::K_SIZE_XY)) == s.kx * s.ky - 1,
+            path(fields::NACC_KERNEL::K_SIZE_XY), " = ", r.field(fields::NACC_KERNEL::K_SIZE_XY),
             " but K_SIZE_X * K_SIZE_Y - 1 = ", s.kx * s.ky - 1);
     s.sx = int(r.field(fields::NACC_KERNEL::K_STRIDE_X));
     s.sy = int(r.field(fields::NACC_KERNEL::K_STRIDE_Y));
@@ -111,8 +111,10 @@ void read_geometry(const RegisterFile& r, Setup& s) {
                 s.sy <= limits::kMaxStride,
             "stride ", s.sx, "x", s.sy, ": NACC_KERNEL.K_STRIDE_X/Y must be in [1, ",
             limits::kMaxStride, "] (NACC_SPEC §2)");
-    require(r.field(fields::NACC_KERNEL::K_DILATION_X) == 1 && r.field(fields::NACC_KERNEL::K_DILATION_Y) == 1, "dilation ",
-            r.field(fields::NACC_KERNEL::K_DILATION_X), "x", r.field(fields::NACC_KERNEL::K_DILATION_Y),
+    require(r.field(fields::NACC_KERNEL::K_DILATION_X) == 1 &&
+                r.field(fields::NACC_KERNEL::K_DILATION_Y) == 1,
+            "dilation ", r.field(fields::NACC_KERNEL::K_DILATION_X), "x",
+            r.field(fields::NACC_KERNEL::K_DILATION_Y),
             ": NACC_KERNEL.K_DILATION_X/Y must be 1 (NACC_SPEC §2)");
     s.pad_l = int(r.field(fields::NACC_PADDING::PAD_X));
     s.pad_t = int(r.field(fields::NACC_PADDING::PAD_Y));
@@ -135,8 +137,8 @@ void read_geometry(const RegisterFile& r, Setup& s) {
   switch (s.fam) {
     case Family::kDepthwise: {
       const uint32_t m = r.field(fields::NACC_DMA_PARA3::DW_CH_MULT);
-      require(int(m) <= limits::kMaxDepthMultiplierLog2, path(fields::NACC_DMA_PARA3::DW_CH_MULT), " = ", m,
-              " out of range [0, ", limits::kMaxDepthMultiplierLog2, "] (NACC_SPEC §2)");
+      require(int(m) <= limits::kMaxDepthMultiplierLog2, path(fields::NACC_DMA_PARA3::DW_CH_MULT),
+              " = ", m, " out of range [0, ", limits::kMaxDepthMultiplierLog2, "] (NACC_SPEC §2)");
       s.depth_mult = 1 << m;
       require(int64_t(s.in_c) * s.depth_mult == s.out_c, "depthwise: OUT_FM_CH ", s.out_c,
               " must be IN_FM_CH ", s.in_c, " x 2^DW_CH_MULT ", s.depth_mult);
@@ -157,16 +159,20 @@ void read_geometry(const RegisterFile& r, Setup& s) {
               "IN_FM_HEIGHT rows of one pixel and the OFM OUT_FM_HEIGHT = IN_FM_HEIGHT rows of one "
               "pixel; got IN_FM ", s.in_w, "x", s.in_h, ", OUT_FM ", s.out_w, "x", s.out_h);
       const int64_t expect = int64_t(s.in_w) * ceil_div(s.in_c, limits::kMacLanes) - 1;
-      require(int64_t(r.field(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE)) == expect, path(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE), " = ",
-              r.field(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE), " but IN_FM_WIDTH * ceil(IN_FM_CH / 64) - 1 = ", expect,
+      require(int64_t(r.field(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE)) == expect,
+              path(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE), " = ",
+              r.field(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE),
+              " but IN_FM_WIDTH * ceil(IN_FM_CH / 64) - 1 = ", expect,
               expect > 255 ? " (does not fit 8 bits: IN_FM_CH <= 16384)" : "");
       break;
     }
     case Family::kMatmul: {
       if (s.im2col) {
         // im2col: A has one row per output pixel, K = ky * kx * IN_FM_CH.
-        const int ax = int(r.field(fields::NACC_MATRIX_A::MATRIX_A_XSIZE)), ay = int(r.field(fields::NACC_MATRIX_A::MATRIX_A_YSIZE));
-        const int bx = int(r.field(fields::NACC_MATRIX_B::MATRIX_B_XSIZE)), by = int(r.field(fields::NACC_MATRIX_B::MATRIX_B_YSIZE));
+        const int ax = int(r.field(fields::NACC_MATRIX_A::MATRIX_A_XSIZE)),
+                  ay = int(r.field(fields::NACC_MATRIX_A::MATRIX_A_YSIZE));
+        const int bx = int(r.field(fields::NACC_MATRIX_B::MATRIX_B_XSIZE)),
+                  by = int(r.field(fields::NACC_MATRIX_B::MATRIX_B_YSIZE));
         s.mat_k = int64_t(s.ky) * s.kx * s.in_c;
         const int64_t m = int64_t(s.out_h) * s.out_w;
         require(ax == s.mat_k && ay == m && by == s.mat_k && bx == s.out_c,
@@ -180,8 +186,10 @@ void read_geometry(const RegisterFile& r, Setup& s) {
       require(s.in_w == 1 && s.out_w == 1 && s.out_h == s.in_h, "matmul: A is IN_FM_HEIGHT rows ",
               "of one pixel and the OFM OUT_FM_HEIGHT = IN_FM_HEIGHT rows of one pixel; got IN_FM ",
               s.in_w, "x", s.in_h, ", OUT_FM ", s.out_w, "x", s.out_h);
-      const int ax = int(r.field(fields::NACC_MATRIX_A::MATRIX_A_XSIZE)), ay = int(r.field(fields::NACC_MATRIX_A::MATRIX_A_YSIZE));
-      const int bx = int(r.field(fields::NACC_MATRIX_B::MATRIX_B_XSIZE)), by = int(r.field(fields::NACC_MATRIX_B::MATRIX_B_YSIZE));
+      const int ax = int(r.field(fields::NACC_MATRIX_A::MATRIX_A_XSIZE)),
+                ay = int(r.field(fields::NACC_MATRIX_A::MATRIX_A_YSIZE));
+      const int bx = int(r.field(fields::NACC_MATRIX_B::MATRIX_B_XSIZE)),
+                by = int(r.field(fields::NACC_MATRIX_B::MATRIX_B_YSIZE));
       require(ax == s.in_c && ay == s.in_h && by == s.in_c && bx == s.out_c,
               "matmul: NACC_MATRIX_A ", ax, "x", ay, " (x = K, y = M) and NACC_MATRIX_B ", bx, "x",
               by, " (x = N, y = K) disagree with IN_FM_CH = K = ", s.in_c,
@@ -201,12 +209,14 @@ void read_geometry(const RegisterFile& r, Setup& s) {
 }
 
 void read_tile(const RegisterFile& r, Setup& s) {
-  s.y0 = int(std::min<uint32_t>(r.field(fields::NACC_OUT_FM_SPLIT_H_OFFSET::OUT_FM_START_SPLIT_H_OFFSET), 1u << 30));
+  s.y0 = int(std::min<uint32_t>(
+      r.field(fields::NACC_OUT_FM_SPLIT_H_OFFSET::OUT_FM_START_SPLIT_H_OFFSET), 1u << 30));
   s.h = int(r.field(fields::NACC_OUT_FM_SPLIT_LEN::OUT_FM_SPLIT_LEN));
   s.x0 = int(r.field(fields::NACC_OUT_FM_SPLIT_LEN::OUT_FM_SPLIT_LEFT_LEN));
   s.w = int(r.field(fields::NACC_OUT_FM_SPLIT::OUT_FM_SPLIT_WIDTH));
-  require(s.h >= 1 && s.w >= 1, "empty output tile ", s.w, "x", s.h, ": ", path(fields::NACC_OUT_FM_SPLIT::OUT_FM_SPLIT_WIDTH),
-          " and ", path(fields::NACC_OUT_FM_SPLIT_LEN::OUT_FM_SPLIT_LEN), " must be >= 1");
+  require(s.h >= 1 && s.w >= 1, "empty output tile ", s.w, "x", s.h, ": ",
+          path(fields::NACC_OUT_FM_SPLIT::OUT_FM_SPLIT_WIDTH), " and ",
+          path(fields::NACC_OUT_FM_SPLIT_LEN::OUT_FM_SPLIT_LEN), " must be >= 1");
   require(int64_t(s.y0) + s.h <= s.out_h && int64_t(s.x0) + s.w <= s.out_w, "output tile rows [",
           s.y0, ", ", int64_t(s.y0) + s.h, ") x columns [", s.x0, ", ", s.x0 + s.w,
           ") leaves the output feature map ", s.out_w, "x", s.out_h);
@@ -219,21 +229,25 @@ void read_tile(const RegisterFile& r, Setup& s) {
   require(s.ix0 == want_x0 && s.iw == want_w,
           "input tile does not cover the output tile: columns [", s.x0, ", ", s.x0 + s.w,
           ") need input columns [", want_x0, ", ", want_x0 + want_w, ") but ",
-          path(fields::NACC_IN_FM_SPLIT_W_OFFSET::IN_FM_START_SPLIT_W_OFFSET), " = ", s.ix0, ", ", path(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_WIDTH), " = ", s.iw);
+          path(fields::NACC_IN_FM_SPLIT_W_OFFSET::IN_FM_START_SPLIT_W_OFFSET), " = ", s.ix0, ", ",
+          path(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_WIDTH), " = ", s.iw);
 }
 
 void read_multicore(const RegisterFile& r, const HwConfig& hw, Setup& s) {
   s.mode = r.field(fields::NACC_BROADCAST_CTRL::BROADCAST_MODE);
   s.ncores = int(r.field(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM)) + 1;
-  require(s.mode <= value_of(BroadcastMode::SPLIT_HEIGHT), path(fields::NACC_BROADCAST_CTRL::BROADCAST_MODE), " = ", s.mode,
+  require(s.mode <= value_of(BroadcastMode::SPLIT_HEIGHT),
+          path(fields::NACC_BROADCAST_CTRL::BROADCAST_MODE), " = ", s.mode,
           " is not a mode (0 NONE, 1 SPLIT_KERNEL, 2 SPLIT_HEIGHT)");
   const int n = s.ncores;
-  require(n == 1 || n == 2 || n == 4 || n == 8 || n == 16 || n == 32, path(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM), " = ", n - 1,
+  require(n == 1 || n == 2 || n == 4 || n == 8 || n == 16 || n == 32,
+          path(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM), " = ", n - 1,
           ": cores - 1 must be 0, 1, 3, 7, 15 or 31 (NACC_SPEC §4)");
-  require(n <= hw.cores, path(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM), " = ", n - 1, " asks for ", n, " cores; the device has ",
-          hw.cores);
+  require(n <= hw.cores, path(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM), " = ", n - 1,
+          " asks for ", n, " cores; the device has ", hw.cores);
   if (s.mode == value_of(BroadcastMode::NONE)) {
-    require(n == 1, path(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM), " = ", n - 1, " with BROADCAST_MODE NONE (one core)");
+    require(n == 1, path(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM), " = ", n - 1,
+            " with BROADCAST_MODE NONE (one core)");
     return;
   }
   if (s.mode == value_of(BroadcastMode::SPLIT_KERNEL)) {
@@ -243,21 +257,23 @@ void read_multicore(const RegisterFile& r, const HwConfig& hw, Setup& s) {
     s.oc_per_core = int(r.field(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET));
     const int64_t last = int64_t(s.out_c) - int64_t(n - 1) * s.oc_per_core;
     require((n == 1 || s.oc_per_core >= 1) && last >= 1, "mode 1: ", n - 1, " cores x ",
-            path(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET), " = ", s.oc_per_core, " channels leave ", last,
-            " of OUT_FM_CH = ", s.out_c, " for the last core (must be >= 1)");
+            path(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET), " = ", s.oc_per_core,
+            " channels leave ", last, " of OUT_FM_CH = ", s.out_c,
+            " for the last core (must be >= 1)");
     return;
   }
   s.avg_h = int(r.field(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_AVG_HEIGHT));
   s.ov_h = int(r.field(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_OV_HEIGHT));
   s.avg_in_step = int(r.field(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_AVG_OFFSET));
   s.ov_in_rows = int(r.field(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_OV_OFFSET));
-  require((n == 1 || s.avg_h >= 1) && s.ov_h >= 1 &&
-              int64_t(n - 1) * s.avg_h + s.ov_h == s.h,
-          "mode 2: ", n - 1, " cores x ", path(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_AVG_HEIGHT), " = ", s.avg_h, " + ",
-          path(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_OV_HEIGHT), " = ", s.ov_h, " rows must equal OUT_FM_SPLIT_LEN = ", s.h,
-          ", every core at least one row");
+  require((n == 1 || s.avg_h >= 1) && s.ov_h >= 1 && int64_t(n - 1) * s.avg_h + s.ov_h == s.h,
+          "mode 2: ", n - 1, " cores x ",
+          path(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_AVG_HEIGHT), " = ", s.avg_h, " + ",
+          path(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_OV_HEIGHT), " = ", s.ov_h,
+          " rows must equal OUT_FM_SPLIT_LEN = ", s.h, ", every core at least one row");
   const uint32_t over = r.get(Reg::NACC_BROADCAST_CTRL1);
-  require(over == (s.avg_h != s.ov_h ? 1u : 0u), path(fields::NACC_BROADCAST_CTRL1::BROADCAST_OVER_EN), " = ", over,
+  require(over == (s.avg_h != s.ov_h ? 1u : 0u),
+          path(fields::NACC_BROADCAST_CTRL1::BROADCAST_OVER_EN), " = ", over,
           " must be 1 exactly when the average and overflow heights differ (", s.avg_h, ", ",
           s.ov_h, ")");
 }
@@ -272,7 +288,8 @@ SramRange area_of(int64_t base, const int64_t (&bases)[4], int64_t sram) {
 
 void read_areas(const RegisterFile& r, const HwConfig& hw, Setup& s, bool uses_k, bool uses_temp) {
   const int64_t S = hw.sram_bytes;
-  const int64_t bases[4] = {int64_t(r.field(fields::NACC_MEM_RANGE::IFM_MEM_BASE)) * (S / 4), int64_t(r.field(fields::NACC_MEM_RANGE::K_MEM_BASE)) * (S / 1024),
+  const int64_t bases[4] = {int64_t(r.field(fields::NACC_MEM_RANGE::IFM_MEM_BASE)) * (S / 4),
+                            int64_t(r.field(fields::NACC_MEM_RANGE::K_MEM_BASE)) * (S / 1024),
                             int64_t(r.field(fields::NACC_MEM_RANGE::OFM_MEM_BASE)) * (S / 1024),
                             int64_t(r.field(fields::NACC_MEM_RANGE::TEMP_MEM_BASE)) * (S / 1024)};
   static const char* names[4] = {"IFM", "K", "OFM", "TEMP"};
@@ -300,14 +317,15 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   s.im2col = r.field(fields::NACC_CTRL::IM2COL_EN) != 0;
   require(!s.im2col || s.fam == Family::kMatmul, "NACC_CTRL.IM2COL_EN = 1 feeds the matrix unit: "
           "only NPU_OP_MATMUL, not ", opcode_name(op), " (docs/device_model.md §4)");
-  require(r.field(fields::NACC_CTRL::DATA_FORM) == 0, "NACC_CTRL.DATA_FORM = ", r.field(fields::NACC_CTRL::DATA_FORM),
+  require(r.field(fields::NACC_CTRL::DATA_FORM) == 0,
+          "NACC_CTRL.DATA_FORM = ", r.field(fields::NACC_CTRL::DATA_FORM),
           ": only INT8 (0) is modelled");
   const uint32_t act = r.field(fields::NACC_CTRL::ACT_MODE);
   require(act <= uint32_t(ActMode::LUT), "NACC_CTRL.ACT_MODE = ", act,
           " is not a mode (0 RELU, 1 RELU6, 2 TANH, 3 SIGMOID, 4 NONE, 5 LUT)");
   s.act = ActMode(act);
-  require(s.act != ActMode::TANH && s.act != ActMode::SIGMOID, "NACC_CTRL.ACT_MODE = ",
-          act_name(act),
+  require(s.act != ActMode::TANH && s.act != ActMode::SIGMOID,
+          "NACC_CTRL.ACT_MODE = ", act_name(act),
           ": the q7 (ACT_INT_W) Tanh/Sigmoid are not modelled; int8 models use ACT_MODE = LUT "
           "(NACC_SPEC §1)");
   s.quant_en = r.field(fields::NACC_CTRL::QUANT_EN) != 0;
@@ -330,11 +348,12 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   }
   s.real_scale = r.field(fields::NACC_ACT_PARA::QUANT_REAL_SCALE) != 0;
   require(!s.real_scale || s.fam == Family::kFullyConnected,
-          path(fields::NACC_ACT_PARA::QUANT_REAL_SCALE), " = 1 is only for NPU_OP_FULLY_CONNECTED, not ", name,
-          " (docs/device_model.md §4)");
+          path(fields::NACC_ACT_PARA::QUANT_REAL_SCALE),
+          " = 1 is only for NPU_OP_FULLY_CONNECTED, not ", name, " (docs/device_model.md §4)");
   s.fp32_scale = r.field(fields::NACC_ACT_PARA::QUANT_FP32_SCALE) != 0;
   require(!s.fp32_scale || ((has_weights(s.fam) || s.fam == Family::kMatmul) && !s.real_scale),
-          path(fields::NACC_ACT_PARA::QUANT_FP32_SCALE), " = 1 is only for the MAC units (NPU_OP_CONV, NPU_OP_DW_CONV, ",
+          path(fields::NACC_ACT_PARA::QUANT_FP32_SCALE),
+          " = 1 is only for the MAC units (NPU_OP_CONV, NPU_OP_DW_CONV, ",
           "NPU_OP_FULLY_CONNECTED, NPU_OP_MATMUL) with QUANT_REAL_SCALE = 0, not ", name,
           s.real_scale ? " with QUANT_REAL_SCALE = 1" : "", " (docs/device_model.md §4)");
   s.needs_bias = s.bias_en;
@@ -369,35 +388,39 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
 
   // Pitches (docs/device_model.md §2): pixels and rows must not overlap.
   if (s.in_w > 1) {
-    require(s.in_pix >= uint64_t(s.in_c), "IFM pixel pitch ", path(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET), " = ", s.in_pix,
+    require(s.in_pix >= uint64_t(s.in_c), "IFM pixel pitch ",
+            path(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET), " = ", s.in_pix,
             " is less than IN_FM_CH = ", s.in_c);
   }
   if (s.in_h > 1) {
     const uint64_t need = uint64_t(s.in_w - 1) * s.in_pix + uint64_t(s.in_c);
-    require(s.in_row >= need, "IFM row pitch ", path(fields::NACC_DMA_OFFSET1::IN_DMA_ROW_OFFSET), " = ", s.in_row,
-            " is less than one row (", need, " bytes)");
+    require(s.in_row >= need, "IFM row pitch ", path(fields::NACC_DMA_OFFSET1::IN_DMA_ROW_OFFSET),
+            " = ", s.in_row, " is less than one row (", need, " bytes)");
   }
   if (s.out_w > 1) {
-    require(s.out_pix >= uint64_t(s.out_c), "OFM pixel pitch ", path(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN), " = ",
-            s.out_pix, " is less than OUT_FM_CH = ", s.out_c);
+    require(s.out_pix >= uint64_t(s.out_c), "OFM pixel pitch ",
+            path(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN), " = ", s.out_pix,
+            " is less than OUT_FM_CH = ", s.out_c);
   }
   if (s.out_h > 1) {
     const uint64_t need = uint64_t(s.out_w - 1) * s.out_pix + uint64_t(s.out_c);
-    require(s.out_row >= need, "OFM row pitch ", path(fields::NACC_DMA_OFFSET2::OUT_DMA_OFFSET), " = ", s.out_row,
-            " is less than one row (", need, " bytes)");
+    require(s.out_row >= need, "OFM row pitch ", path(fields::NACC_DMA_OFFSET2::OUT_DMA_OFFSET),
+            " = ", s.out_row, " is less than one row (", need, " bytes)");
   }
   if (s.fam == Family::kElementwise && s.k_pitch != 0) {
     require(s.k_pitch >= uint64_t(s.in_c), "element-wise second operand pixel pitch ",
-            path(fields::NACC_DMA_PARAA::K_TRANS_OFFSET), " = ", s.k_pitch, " is less than IN_FM_CH = ", s.in_c,
-            " (0 broadcasts one pixel)");
+            path(fields::NACC_DMA_PARAA::K_TRANS_OFFSET), " = ", s.k_pitch,
+            " is less than IN_FM_CH = ", s.in_c, " (0 broadcasts one pixel)");
   }
   if (s.fam == Family::kMatmul && s.mat_k > 1) {
-    require(s.k_pitch >= uint64_t(s.out_c), "matmul: B row pitch ", path(fields::NACC_DMA_PARAA::K_TRANS_OFFSET), " = ",
-            s.k_pitch, " is less than N = ", s.out_c);
+    require(s.k_pitch >= uint64_t(s.out_c), "matmul: B row pitch ",
+            path(fields::NACC_DMA_PARAA::K_TRANS_OFFSET), " = ", s.k_pitch,
+            " is less than N = ", s.out_c);
   }
   if (has_weights(s.fam)) {
-    require(s.k_block > kWeightLengthBytes || !s.k_upd, name, ": ", path(fields::NACC_CONV_TRANS_LEN::K_TRANS_LEN), " = ",
-            s.k_block / kBusBeatBytes, " beats hold no weight stream");
+    require(s.k_block > kWeightLengthBytes || !s.k_upd, name, ": ",
+            path(fields::NACC_CONV_TRANS_LEN::K_TRANS_LEN), " = ", s.k_block / kBusBeatBytes,
+            " beats hold no weight stream");
   }
 
   if (s.fam == Family::kElementwise) {
@@ -419,7 +442,8 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     s.ew.act_min = s.act_min;
     s.ew.act_max = s.act_max;
   }
-  if (s.fam == Family::kMatmul) s.b_zp = -r.field_signed(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET2);
+  if (s.fam == Family::kMatmul)
+    s.b_zp = -r.field_signed(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET2);
   require(!s.im2col || s.b_zp == 0, "matmul with im2col: B holds convolution weights, whose zero ",
           "point is 0; NACC_ELEMENTWISE.IN_ELEMENT_OFFSET2 = ", -s.b_zp);
 
@@ -494,9 +518,7 @@ void count_work(const Setup& s, CoreWork& c) {
       c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
                valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.out_c;
       break;
-    case Family::kPool:
-      c.mac_cycles = cost::window_mac_cycles(h, w, s.out_c, taps);
-      break;
+    case Family::kPool: c.mac_cycles = cost::window_mac_cycles(h, w, s.out_c, taps); break;
     case Family::kMatmul:
       if (s.im2col) {
         // One row of A per output pixel: M = h * w, K = ky * kx * in_c.

@@ -210,7 +210,8 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
     device_.run(b);  // throws DeviceFault on a fault
   }
   const uint32_t status = device_.handler_register(b, Reg::NACC_INT_STATUS);
-  if (status != fields::NACC_INT_STATUS::FULL_TRANS_DONE_INTR.mask() || device_.state(b) != HandlerState::kStopped) {
+  if (status != fields::NACC_INT_STATUS::FULL_TRANS_DONE_INTR.mask() ||
+      device_.state(b) != HandlerState::kStopped) {
     throw DeviceFault(str_cat("batch handler ", b, ": run ended with NACC_INT_STATUS = ", status,
                               " (expected FULL_TRANS_DONE_INTR only)"));
   }

@@ -353,8 +353,9 @@ __attribute__((target("avx2,fma"))) void depthwise_avx2_loop(const DwProblem& p,
   const __m256i out_zp = _mm256_set1_epi32(p.stage.output_zero_point);
   const __m256i act_min = _mm256_set1_epi8(static_cast<int8_t>(p.stage.act_min));
   const __m256i act_max = _mm256_set1_epi8(static_cast<int8_t>(p.stage.act_max));
-  const __m256 float_lo = _mm256_set1_ps(static_cast<float>(p.stage.act_min - p.stage.output_zero_point));
-  const __m256 float_hi = _mm256_set1_ps(static_cast<float>(p.stage.act_max - p.stage.output_zero_point));
+  const int32_t zp = p.stage.output_zero_point;
+  const __m256 float_lo = _mm256_set1_ps(static_cast<float>(p.stage.act_min - zp));
+  const __m256 float_hi = _mm256_set1_ps(static_cast<float>(p.stage.act_max - zp));
   const int64_t pixel_step = static_cast<int64_t>(p.window.stride_w) * cp;
 
   for (int oy = 0; oy < p.out_h; ++oy) {
