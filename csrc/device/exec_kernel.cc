@@ -431,6 +431,13 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
             mode == uint32_t(ElementwiseMode::MUL_S16_S8) ? " (MUL_S16_S8) is not modelled"
                                                           : " is not a mode (1 SUB, 2 ADD, 8 MUL)");
     s.ew.mode = ElementwiseMode(mode);
+    // ELEMENT_INPUT_QUANT_EN: ADD and SUB rescale both inputs with
+    // NACC_ELEMENT_QUANT1/2; MUL multiplies the offset inputs unscaled.
+    const bool input_quant = r.field(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN) != 0;
+    require(input_quant == (s.ew.mode != ElementwiseMode::MUL),
+            "NACC_CTRL.ELEMENT_INPUT_QUANT_EN = ", int(input_quant), " with ELEMENTWISE_MODE ",
+            elementwise_mode_name(s.ew.mode), ": ADD and SUB quantize their inputs (1), MUL does "
+            "not (0); the other combinations are not modelled");
     s.ew.input1_offset = r.field_signed(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET1);
     s.ew.input2_offset = r.field_signed(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET2);
     s.ew.left_shift = int(r.field(fields::NACC_ELEMENTWISE::LEFT_SHIFT));
@@ -441,6 +448,10 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     s.ew.output_zero_point = s.out_zp;
     s.ew.act_min = s.act_min;
     s.ew.act_max = s.act_max;
+  }
+  if (s.fam != Family::kElementwise) {
+    require(r.field(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN) == 0, name,
+            ": NACC_CTRL.ELEMENT_INPUT_QUANT_EN = 1 has no meaning (no element-wise inputs)");
   }
   if (s.fam == Family::kMatmul)
     s.b_zp = -r.field_signed(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET2);
