@@ -248,6 +248,8 @@ uint64_t fingerprint(const ir::Graph& g, const std::vector<IoBinding>& inputs,
     }
     for (int64_t v : {a.padding.top, a.padding.bottom, a.padding.left, a.padding.right}) f.pod(v);
     f.pod(a.alpha);
+    f.pod(a.onnx_requantize);
+    f.pod(static_cast<int>(a.onnx_kernel));  // how the CPU EP would run the node
     for (int ax : a.axes) f.pod(ax);
     f.pod(a.lut.size());
     f.bytes(a.lut.data(), a.lut.size());

@@ -23,6 +23,18 @@ bool cpu_has_avx2() {
 #endif
 }
 
+bool cpu_has_fma() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("fma") != 0;
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
 bool use_avx2() { return kernel_path() == KernelPath::kAuto && cpu_has_avx2(); }
 
 }  // namespace nacc

@@ -16,6 +16,8 @@ KernelPath kernel_path();
 
 // True when the CPU supports AVX2 (independent of the switch).
 bool cpu_has_avx2();
+// True when the CPU supports FMA3 (the float32 units' vector paths use it).
+bool cpu_has_fma();
 // True when units should take their AVX2 path now.
 bool use_avx2();
 

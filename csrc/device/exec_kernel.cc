@@ -81,6 +81,11 @@ struct Setup {
   bool needs_bias = false, needs_quant = false, needs_lut = false;
   bool real_scale = false;  // NACC_ACT_PARA.QUANT_REAL_SCALE: float64 scales, no shifts
   bool fp32_scale = false;  // NACC_ACT_PARA.QUANT_FP32_SCALE: float32 scales, no shifts (MAC units)
+  // NACC_ACT_PARA.ELEMENT_FP32 / POOL_FP32 / U8_DOMAIN (project extensions,
+  // docs/device_model.md §4): ONNX Runtime's float32 element-wise and average
+  // pool; their float32 parameters are loaded as fp32_scale's are.
+  ElementwiseFloat ew_fp32 = ElementwiseFloat::kOff;
+  bool pool_fp32 = false, u8_domain = false;
   // NPU_OP_MATMUL with NACC_CTRL.IM2COL_EN = 1: A is gathered by the DMA from
   // the feature map as im2col rows (docs/device_model.md §4); K = ky * kx * in_c.
   bool im2col = false;
@@ -339,9 +344,12 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     require(s.quant_en, name, " needs NACC_CTRL.QUANT_EN = 1 (its output is requantized with the ",
             "QUANT_MUL / QUANT_SHIFT arrays)");
   }
+  s.pool_fp32 = r.field(fields::NACC_ACT_PARA::POOL_FP32) != 0;
   if (s.fam == Family::kPool) {
-    require(!s.quant_en, "NPU_OP_POOL: NACC_CTRL.QUANT_EN = 1 has no meaning (the pooling unit ",
-            "keeps the input quantization)");
+    require(s.quant_en == s.pool_fp32, "NPU_OP_POOL: NACC_CTRL.QUANT_EN = ", int(s.quant_en),
+            " with ", path(fields::NACC_ACT_PARA::POOL_FP32), " = ", int(s.pool_fp32),
+            " (the pooling unit keeps the input quantization, except in the float32 average ",
+            "mode, which reads its two scales from QUANT_MUL_DMA_ADDR)");
   }
   if (!has_weights(s.fam) && !s.im2col) {
     require(!s.bias_en, name, ": NACC_CTRL.BIAS_EN = 1 has no meaning (no bias input)");
@@ -356,11 +364,28 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
           " = 1 is only for the MAC units (NPU_OP_CONV, NPU_OP_DW_CONV, ",
           "NPU_OP_FULLY_CONNECTED, NPU_OP_MATMUL) with QUANT_REAL_SCALE = 0, not ", name,
           s.real_scale ? " with QUANT_REAL_SCALE = 1" : "", " (docs/device_model.md §4)");
+  {
+    const uint32_t ew = r.field(fields::NACC_ACT_PARA::ELEMENT_FP32);
+    require(ew <= 2, path(fields::NACC_ACT_PARA::ELEMENT_FP32), " = ", ew,
+            " is not a mode (0 off, 1 QLINEAR, 2 DEQUANTIZE)");
+    s.ew_fp32 = ElementwiseFloat(ew);
+    s.u8_domain = r.field(fields::NACC_ACT_PARA::U8_DOMAIN) != 0;
+    require(ew == 0 || s.fam == Family::kElementwise, path(fields::NACC_ACT_PARA::ELEMENT_FP32),
+            " = ", ew, " is only for NPU_OP_ELEMENTWISE, not ", name);
+    require(!s.pool_fp32 || (s.fam == Family::kPool && s.pool_mode == value_of(PoolMode::AVERAGE)),
+            path(fields::NACC_ACT_PARA::POOL_FP32), " = 1 is only for NPU_OP_POOL with POOL_MODE ",
+            "AVERAGE, not ", name);
+    require(!s.u8_domain || ew != 0 || s.pool_fp32, path(fields::NACC_ACT_PARA::U8_DOMAIN),
+            " = 1 needs ELEMENT_FP32 or POOL_FP32 (the fixed-point units compute on int8)");
+    if (ew != 0 || s.pool_fp32) s.fp32_scale = true;  // float32 parameters at QUANT_MUL_DMA_ADDR
+  }
   s.needs_bias = s.bias_en;
   s.needs_quant = s.quant_en;
   s.needs_lut = s.act == ActMode::LUT;
   s.quant_entries =
       (s.fam == Family::kElementwise || s.fam == Family::kActivation) ? 1 : 0;
+  if (s.ew_fp32 != ElementwiseFloat::kOff) s.quant_entries = 3;  // the 3 float32 of the mode
+  if (s.pool_fp32) s.quant_entries = 2;                            // input scale, output scale
 
   read_geometry(r, s);
   read_tile(r, s);
@@ -947,6 +972,14 @@ void compute(const Setup& s, const CoreWork& c, uint8_t* sram) {
       pp.kernel_w = s.kx;
       pp.act_min = s.act_min;
       pp.act_max = s.act_max;
+      if (s.pool_fp32) {  // POOL_FP32: the zero points of NACC_FM_OFFSET in the domain
+        pp.float32 = true;
+        pp.domain.u8 = s.u8_domain;
+        pp.input_scale = os.float_scale[0];
+        pp.output_scale = os.float_scale[1];
+        pp.input_zero_point = s.in_zp;
+        pp.output_zero_point = s.out_zp;
+      }
       if (s.pool_mode == value_of(PoolMode::AVERAGE)) {
         avg_pool_s8(pp, in_shape, in, out_shape, out);
       } else {
@@ -956,8 +989,14 @@ void compute(const Setup& s, const CoreWork& c, uint8_t* sram) {
     }
     case Family::kElementwise: {
       ElementwiseParams ew = s.ew;
-      ew.output_multiplier = mul[0];
-      ew.output_shift = shift[0];
+      if (s.ew_fp32 != ElementwiseFloat::kOff) {  // ELEMENT_FP32: 3 float32, no shifts
+        ew.float_mode = s.ew_fp32;
+        ew.domain.u8 = s.u8_domain;
+        for (int i = 0; i < 3; ++i) ew.float_params[i] = os.float_scale[i];
+      } else {
+        ew.output_multiplier = mul[0];
+        ew.output_shift = shift[0];
+      }
       validate_elementwise_params(ew);
       const int8_t* in2 = reinterpret_cast<const int8_t*>(sram + c.temp.lo);
       const Shape4 in2_shape = s.k_pitch == 0 ? Shape4{1, 1, 1, s.in_c} : in_shape;
