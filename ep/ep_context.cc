@@ -110,24 +110,6 @@ std::string hw_summary(const HwConfig& hw) {
   return str_cat("cores=", hw.cores, ";sram_kb=", hw.sram_bytes / 1024);
 }
 
-class Fnv {
- public:
-  void bytes(const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    for (size_t i = 0; i < n; ++i) {
-      h ^= b[i];
-      h *= 1099511628211ull;
-    }
-  }
-  template <typename T>
-  void pod(const T& v) { bytes(&v, sizeof v); }
-  void str(const std::string& s) {
-    pod(s.size());
-    bytes(s.data(), s.size());
-  }
-  uint64_t h = 14695981039346656037ull;
-};
-
 // The fields of a compatibility string ("nacc=...;format=...;cores=...;sram_kb=..."),
 // or nullopt when one is missing or malformed.
 struct CompatFields {
@@ -182,9 +164,7 @@ std::vector<uint8_t> PartitionBlob::serialize() const {
   const std::vector<uint8_t> p = serialize_program(program);
   w.pod<uint64_t>(p.size());
   w.bytes(p.data(), p.size());
-  Fnv f;
-  f.bytes(w.out.data(), w.out.size());
-  w.pod<uint64_t>(f.h);
+  w.pod<uint64_t>(support::fnv1a64(w.out.data(), w.out.size()));
   return std::move(w.out);
 }
 
@@ -203,9 +183,7 @@ PartitionBlob PartitionBlob::deserialize(const uint8_t* data, size_t size) {
   const size_t body = size - sizeof(uint64_t);
   uint64_t stored = 0;
   std::memcpy(&stored, data + body, sizeof stored);
-  Fnv f;
-  f.bytes(data, body);
-  check_arg(stored == f.h, "NaccExecutionProvider: compiled partition blob checksum mismatch "
+  check_arg(stored == support::fnv1a64(data, body), "NaccExecutionProvider: compiled partition blob checksum mismatch "
             "(damaged or truncated)");
   r.size = body;
   const std::string nacc_version = r.str();
@@ -231,10 +209,11 @@ std::string compatibility_string(const Config& config) {
                  ";sram_kb=", config.sram_kb);
 }
 
-OrtCompiledModelCompatibility check_compatibility(const std::string& info, const Config* session) {
+OrtCompiledModelCompatibility check_compatibility(const std::string& info) {
   if (info.rfind("nacc=", 0) != 0) return OrtCompiledModelCompatibility_EP_NOT_APPLICABLE;
   const auto f = parse_compatibility(info);
-  if (!f || f->nacc != kNaccVersion || f->format != std::to_string(kFormatVersion)) {
+  if (!f || f->nacc != kNaccVersion || f->format != std::to_string(kFormatVersion) ||
+      f->sram_kb < 0 || f->sram_kb > (int64_t{1} << 30)) {
     return OrtCompiledModelCompatibility_EP_UNSUPPORTED;
   }
   HwConfig compiled;
@@ -245,13 +224,7 @@ OrtCompiledModelCompatibility check_compatibility(const std::string& info, const
   } catch (const nacc::Error&) {
     return OrtCompiledModelCompatibility_EP_UNSUPPORTED;
   }
-  if (!session) return OrtCompiledModelCompatibility_EP_SUPPORTED_OPTIMAL;
-  const HwConfig mine = hw_config(*session);
-  if (compiled.cores > mine.cores || compiled.sram_bytes != mine.sram_bytes) {
-    return OrtCompiledModelCompatibility_EP_UNSUPPORTED;
-  }
-  return compiled.cores == mine.cores ? OrtCompiledModelCompatibility_EP_SUPPORTED_OPTIMAL
-                                      : OrtCompiledModelCompatibility_EP_SUPPORTED_PREFER_RECOMPILATION;
+  return OrtCompiledModelCompatibility_EP_SUPPORTED_OPTIMAL;
 }
 
 std::string check_ep_context_blob(const PartitionBlob& blob, const std::string& node_name,

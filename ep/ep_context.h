@@ -43,14 +43,13 @@ struct PartitionBlob {
 // "nacc=0.1.0;format=2;cores=4;sram_kb=64" — compiled-model compatibility
 // information (ORT writes it into the compiled model's metadata).
 std::string compatibility_string(const Config& config);
-// How a compatibility string from a compiled model fits this build and, when
-// `session` is given, that session's NPU: another nacc version or blob format,
-// or a malformed string, is EP_UNSUPPORTED; Programs for more cores than the
-// session's NPU has or for another SRAM size are EP_UNSUPPORTED; for fewer
-// cores EP_SUPPORTED_PREFER_RECOMPILATION (they run, on that many cores).
-// Without `session` (the factory's check, which sees no session options) the
-// hardware is not judged: Compile checks it against the session's options.
-OrtCompiledModelCompatibility check_compatibility(const std::string& info, const Config* session);
+// How a compatibility string from a compiled model fits this build (the
+// factory's ValidateCompiledModelCompatibilityInfo, which sees no session
+// options): not nacc's is EP_NOT_APPLICABLE; another nacc version or blob
+// format, a malformed string or a hardware configuration no NACC has is
+// EP_UNSUPPORTED; otherwise EP_SUPPORTED_OPTIMAL. Whether the hardware is this
+// session's is checked at Compile (check_ep_context_blob).
+OrtCompiledModelCompatibility check_compatibility(const std::string& info);
 
 // Checks a compiled partition loaded from an EPContext node before it is
 // used: its Program must pass the runtime's check for this session's NPU

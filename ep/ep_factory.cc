@@ -80,7 +80,7 @@ OrtStatus* NaccEpFactory::ValidateCompiledModelCompatibilityInfoImpl(
   return guarded(f->api_, [&] {
     // No session options here: the nacc version and blob format are judged,
     // the hardware at Compile against the session's options (ep_context.h).
-    *compatibility = check_compatibility(compatibility_info ? compatibility_info : "", nullptr);
+    *compatibility = check_compatibility(compatibility_info ? compatibility_info : "");
   });
 }
 

@@ -91,20 +91,25 @@ def conv_conv(seed, hw=8):
     return m.build([m.conv(m.conv(x, 8), 4)])
 
 
-def delegate_run(model, cache_dir, log_level="off"):
-    """(outputs, partition report) of one interpreter with the delegate."""
-    d = nacc.load_delegate(cache_dir=str(cache_dir), log_level=log_level)
-    it = make_interpreter(model, delegates=[d])
-    it.allocate_tensors()
+def invoke_once(it, model, seed):
+    """(output of interpreter `it`, TFLite's BUILTIN_REF output) on seeded inputs."""
     ref = make_interpreter(model)
     ref.allocate_tensors()
-    x = random_inputs(ref, seed=3)
+    x = random_inputs(ref, seed=seed)
     for det, v in zip(it.get_input_details(), x):
         it.set_tensor(det["index"], v)
     it.invoke()
-    got = it.get_tensor(it.get_output_details()[0]["index"])
+    return it.get_tensor(it.get_output_details()[0]["index"]), run(model, x)[0]
+
+
+def delegate_run(model, cache_dir, log_level="off"):
+    """(outputs, reference outputs, partition report) of one interpreter with the delegate."""
+    d = nacc.load_delegate(cache_dir=str(cache_dir), log_level=log_level)
+    it = make_interpreter(model, delegates=[d])
+    it.allocate_tensors()
+    got, want = invoke_once(it, model, seed=3)
     (p,) = d.report().partitions
-    return got, run(model, x)[0], p
+    return got, want, p
 
 
 POISON = [  # (case, model B's seed and input size, what the warning says)
@@ -215,13 +220,8 @@ def test_delegate_partition_the_runtime_refuses_falls_back_whole(fallback):
     assert report.claimed_nodes == 0 and not report.subgraphs[0].partitions
     assert all(r.rule == "compile" and "invalid_program" in r.detail
                for s in report.subgraphs for n in s.declined for r in n.reasons)
-    ref = make_interpreter(model)
-    ref.allocate_tensors()
-    x = random_inputs(ref, seed=2)
-    for det, v in zip(it.get_input_details(), x):
-        it.set_tensor(det["index"], v)
-    it.invoke()
-    assert np.array_equal(it.get_tensor(it.get_output_details()[0]["index"]), run(model, x)[0])
+    got, want = invoke_once(it, model, seed=2)
+    assert np.array_equal(got, want)
     # disarmed: the same model is claimed again
     d2 = nacc.load_delegate(log_level="off")
     make_interpreter(model, delegates=[d2])

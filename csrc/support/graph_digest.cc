@@ -21,13 +21,7 @@ static_assert(sizeof(ir::Op) == 304, "ir::Op changed: encode the new field");
 
 class Fnv1a64 {
  public:
-  void update(const void* data, size_t size) {
-    const auto* p = static_cast<const uint8_t*>(data);
-    for (size_t i = 0; i < size; ++i) {
-      h_ ^= p[i];
-      h_ *= 1099511628211ull;
-    }
-  }
+  void update(const void* data, size_t size) { h_ = fnv1a64(data, size, h_); }
   std::string hex_digest() const {
     char s[17];
     std::snprintf(s, sizeof s, "%016llx", static_cast<unsigned long long>(h_));
@@ -125,6 +119,15 @@ std::string digest_bytes(const std::string& bytes) {
 }
 
 }  // namespace
+
+uint64_t fnv1a64(const void* data, size_t size, uint64_t h) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < size; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
 
 std::string graph_digest(const ir::Graph& graph, DigestKind kind) {
   return kind == DigestKind::kSha256 ? digest_graph<Sha256Sink>(graph)

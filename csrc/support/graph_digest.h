@@ -29,4 +29,8 @@ std::string graph_digest(const ir::Graph& graph, DigestKind kind);
 // digest and the options).
 std::string bytes_digest(const std::string& bytes, DigestKind kind);
 
+// FNV-1a-64 of `size` bytes, continuing from `h` (the offset basis by
+// default): the checksum of the EP's partition blobs.
+uint64_t fnv1a64(const void* data, size_t size, uint64_t h = 14695981039346656037ull);
+
 }  // namespace nacc::support
