@@ -581,7 +581,9 @@ TfLiteStatus prepare_impl(TfLiteContext* ctx, NaccDelegate* d) {
     try {
       return k->invoke(ctx);
     } catch (const std::exception& e) {
-      report_error(ctx, str_cat(k->label(), ": ", e.what()));
+      // Messages of the partition's own checks already start with its label.
+      const bool labelled = std::string(e.what()).rfind(k->label(), 0) == 0;
+      report_error(ctx, labelled ? std::string(e.what()) : str_cat(k->label(), ": ", e.what()));
     } catch (...) {
       report_error(ctx, str_cat(k->label(), ": unknown error in invoke"));
     }
