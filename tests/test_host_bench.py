@@ -142,7 +142,7 @@ def test_markdown_has_every_table(host_run):
     for heading in ("## TFLite, 1 host thread", "## TFLite, 2 host threads", "## Prepare",
                     "## ONNX Runtime EP vs CPU EP, 1 intra-op thread",
                     "## ONNX Runtime EP vs CPU EP, 2 intra-op threads",
-                    "## Fixed per-invoke overhead"):
+                    "## EP session creation", "## Fixed per-invoke overhead"):
         assert heading in text, heading
     assert "nacc bit-exact" in text
     assert host_run["cpu"]["model"] in text

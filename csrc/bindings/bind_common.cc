@@ -72,24 +72,8 @@ NACC_BINDINGS(common) {
   m.def(
       "cpu_features",
       [] {
-        const nacc::CpuFeatures& f = nacc::cpu_features();
         py::dict d;
-        d["sse4_2"] = f.sse42;
-        d["avx"] = f.avx;
-        d["fma"] = f.fma;
-        d["avx2"] = f.avx2;
-        d["avx_vnni"] = f.avx_vnni;
-        d["avx512f"] = f.avx512f;
-        d["avx512bw"] = f.avx512bw;
-        d["avx512dq"] = f.avx512dq;
-        d["avx512vl"] = f.avx512vl;
-        d["avx512_vnni"] = f.avx512_vnni;
-        d["amx_tile"] = f.amx_tile;
-        d["amx_int8"] = f.amx_int8;
-        d["os_ymm"] = f.os_ymm;
-        d["os_zmm"] = f.os_zmm;
-        d["os_tile"] = f.os_tile;
-        d["amx_permitted"] = f.amx_permitted;
+        for (const auto& [name, on] : nacc::cpu_feature_list()) d[name] = on;
         return d;
       },
       "CPUID / XGETBV features as detected by the kernel-path switch (os_*: the OS saves that "

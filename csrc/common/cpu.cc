@@ -146,6 +146,16 @@ const CpuFeatures& cpu_features() {
   return features;
 }
 
+std::vector<std::pair<const char*, bool>> cpu_feature_list() {
+  const CpuFeatures& f = cpu_features();
+  return {{"sse4_2", f.sse42},       {"avx", f.avx},           {"fma", f.fma},
+          {"avx2", f.avx2},          {"avx_vnni", f.avx_vnni}, {"avx512f", f.avx512f},
+          {"avx512bw", f.avx512bw},  {"avx512dq", f.avx512dq}, {"avx512vl", f.avx512vl},
+          {"avx512_vnni", f.avx512_vnni}, {"amx_tile", f.amx_tile}, {"amx_int8", f.amx_int8},
+          {"os_ymm", f.os_ymm},      {"os_zmm", f.os_zmm},     {"os_tile", f.os_tile},
+          {"amx_permitted", f.amx_permitted}};
+}
+
 bool kernel_path_available(KernelPath path) { return available(cpu_features(), path); }
 
 std::vector<KernelPath> available_kernel_paths() {
@@ -205,7 +215,6 @@ bool use_avx512_vnni() { return enabled(KernelPath::kAvx512Vnni); }
 bool use_amx() { return enabled(KernelPath::kAmx); }
 
 std::string kernel_path_json() {
-  const CpuFeatures& f = cpu_features();
   std::string s = str_cat("{\"selected\":\"", kernel_path_name(kernel_path()), "\",\"active\":\"",
                           kernel_path_name(active_kernel_path()), "\",\"best\":\"",
                           kernel_path_name(best_kernel_path()), "\",\"available\":[");
@@ -215,15 +224,8 @@ std::string kernel_path_json() {
     first = false;
   }
   s += "],\"features\":{";
-  const std::pair<const char*, bool> flags[] = {
-      {"sse4_2", f.sse42},        {"avx", f.avx},           {"fma", f.fma},
-      {"avx2", f.avx2},           {"avx_vnni", f.avx_vnni}, {"avx512f", f.avx512f},
-      {"avx512bw", f.avx512bw},   {"avx512dq", f.avx512dq}, {"avx512vl", f.avx512vl},
-      {"avx512_vnni", f.avx512_vnni}, {"amx_tile", f.amx_tile}, {"amx_int8", f.amx_int8},
-      {"os_ymm", f.os_ymm},       {"os_zmm", f.os_zmm},     {"os_tile", f.os_tile},
-      {"amx_permitted", f.amx_permitted}};
   first = true;
-  for (const auto& [name, on] : flags) {
+  for (const auto& [name, on] : cpu_feature_list()) {
     s += str_cat(first ? "" : ",", "\"", name, "\":", on ? "true" : "false");
     first = false;
   }

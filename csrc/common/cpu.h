@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nacc {
@@ -45,6 +46,9 @@ struct CpuFeatures {
 // Detected once per process (the AMX permission is requested then, on a CPU
 // that has AMX); thread-safe.
 const CpuFeatures& cpu_features();
+// cpu_features() as (name, value) pairs, names as /proc/cpuinfo spells the
+// flags ("sse4_2", "avx512_vnni", ...; os_* and amx_permitted as above).
+std::vector<std::pair<const char*, bool>> cpu_feature_list();
 
 // True when this CPU and OS can run `path` (kAuto and kReference: always).
 bool kernel_path_available(KernelPath path);

@@ -37,7 +37,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from nacc.bench import compare_arrays, cpu_name
+from nacc.bench import _ort_inputs, _tflite_inputs, compare_arrays, cpu_name
 
 __all__ = ["set_kernel_path", "kernel_path_info", "kernel_path_libraries", "cpu_isa_flags",
            "run", "markdown", "main"]
@@ -216,13 +216,7 @@ def _interpreter(model: bytes, threads: int, resolver=None, delegate=None):
 
 
 def _set_inputs(it, seed: int = 0) -> None:
-    rng = np.random.default_rng(seed)
-    for d in it.get_input_details():
-        if d["dtype"] == np.float32:
-            x = rng.uniform(-1, 1, d["shape"]).astype(np.float32)
-        else:
-            info = np.iinfo(d["dtype"])
-            x = rng.integers(info.min, info.max + 1, d["shape"], dtype=d["dtype"])
+    for d, x in zip(it.get_input_details(), _tflite_inputs(it, seed)):
         it.set_tensor(d["index"], x)
 
 
@@ -398,21 +392,6 @@ def _ort():
     return ort
 
 
-def _feeds(sess, seed: int = 0) -> Dict[str, np.ndarray]:
-    types = {"tensor(float)": np.float32, "tensor(int8)": np.int8, "tensor(uint8)": np.uint8}
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for i in sess.get_inputs():
-        shape = [d if isinstance(d, int) and d > 0 else 1 for d in i.shape]
-        dt = types.get(i.type, np.float32)
-        if dt == np.float32:
-            feeds[i.name] = rng.uniform(-1, 1, shape).astype(np.float32)
-        else:
-            info = np.iinfo(dt)
-            feeds[i.name] = rng.integers(info.min, info.max + 1, shape, dtype=dt)
-    return feeds
-
-
 _ep_created: set = set()  # (model, cores) with a session already created in this process
 
 
@@ -433,7 +412,7 @@ def bench_onnx(name: str, model: bytes, threads: int, args) -> Dict[str, Any]:
         return s, (time.perf_counter() - t0) * 1e3
 
     cpu, cpu_create_ms = session(["CPUExecutionProvider"])
-    feeds = _feeds(cpu)
+    feeds = _ort_inputs(cpu)
     sessions, create_ms, reports = {}, {}, {}
     configs = [Config("ort_cpu", lambda: cpu.run(None, feeds))]
     for path in args.kernel_paths:
@@ -499,10 +478,16 @@ def _exact_text(e: Dict[str, Any]) -> str:
 
 
 def _nacc_exact(per_path: Dict[str, Dict[str, Any]]) -> str:
-    bad = [f"{p} {c}c: {_exact_text(v['exact'])}" for p, per in per_path.items()
-           for c, v in per.items() if not v["exact"]["bit_exact"]]
+    """Every nacc configuration's exactness, configurations with the same result grouped."""
+    groups: Dict[str, List[str]] = {}
+    for p, per in per_path.items():
+        for c, v in per.items():
+            groups.setdefault(_exact_text(v["exact"]), []).append(f"{p} {c}c")
     n = sum(len(per) for per in per_path.values())
-    return f"bit-exact ({n}/{n})" if not bad else "; ".join(bad)
+    if len(groups) == 1:
+        text = next(iter(groups))
+        return f"{text} ({n}/{n})" if text == "bit-exact" else f"all {n}: {text}"
+    return "; ".join(f"{', '.join(where)}: {text}" for text, where in groups.items())
 
 
 def _columns(report: Dict[str, Any]) -> List[Tuple[str, int, str]]:
@@ -513,6 +498,35 @@ def _columns(report: Dict[str, Any]) -> List[Tuple[str, int, str]]:
         label = "" if len(paths) == 1 else f" [{p if p != 'auto' else 'auto=' + isa[p]}]"
         cols += [(p, c, f"nacc {c}c{label}") for c in report["settings"]["cores"]]
     return cols
+
+
+def _session_table(report: Dict[str, Any]) -> List[str]:
+    """EP session creation: the first session per model and core count compiles
+    (cold); later ones (other paths, thread counts) hit the EP's process cache."""
+    cores = report["settings"]["cores"]
+    lines = ["## EP session creation (InferenceSession construction)", "",
+             "cold = the first nacc EP session of the model at that core count in the process "
+             "(compiles); process cache = the median of the later ones (other kernel paths and "
+             "thread counts: the EP's in-process Program cache).", "",
+             "| model | CPU EP | " + " | ".join(f"nacc EP {c}c cold" for c in cores)
+             + " | nacc EP, process cache |", "|---|---|" + "---|" * len(cores) + "---|"]
+    for model in dict.fromkeys(r["model"] for r in report["onnx"]):
+        rows = [r for r in report["onnx"] if r["model"] == model]
+        made = [v["session_create"] for r in rows for per in r["nacc"].values()
+                for v in per.values()]
+        cold: Dict[str, float] = {}
+        for r in rows:
+            for per in r["nacc"].values():
+                for c, v in per.items():
+                    if v["session_create"]["first_in_process"]:
+                        cold[c] = v["session_create"]["ms"]
+        again = [m["ms"] for m in made if not m["first_in_process"]]
+        lines.append(f"| {DISPLAY_NAMES.get(model, model)} | "
+                     f"{_fmt(rows[0]['session_create_ms']['ort_cpu'])} ms | "
+                     + " | ".join(f"{_fmt(cold[str(c)])} ms" if str(c) in cold else "-"
+                                  for c in cores)
+                     + f" | {_fmt(statistics.median(again)) + ' ms' if again else '-'} |")
+    return lines + [""]
 
 
 def markdown(report: Dict[str, Any]) -> str:
@@ -582,25 +596,18 @@ def markdown(report: Dict[str, Any]) -> str:
         lines += [f"## ONNX Runtime EP vs CPU EP, {threads} intra-op thread{'s' * (threads > 1)} "
                   "(QDQ models; EP threads = intra-op threads)", "",
                   "| model | CPU EP | " + " | ".join(c[2].replace("nacc", "nacc EP") for c in cols)
-                  + " | exact vs CPU EP | session creation: CPU EP / nacc EP (first per core "
-                  "count = cold compile) |",
-                  "|---|---|" + "---|" * len(cols) + "---|---|"]
+                  + " | exact vs CPU EP |",
+                  "|---|---|" + "---|" * len(cols) + "---|"]
         for r in rows:
             cells = [_cell(r["ms"]["ort_cpu"])]
             cells += [_cell(r["nacc"][p][str(c)], r["nacc"][p][str(c)]["ratio_to_cpu_ep"])
                       for p, c, _ in cols]
-            first = [v["session_create"]["ms"] for per in r["nacc"].values() for v in per.values()
-                     if v["session_create"]["first_in_process"]]
-            again = [v["session_create"]["ms"] for per in r["nacc"].values() for v in per.values()
-                     if not v["session_create"]["first_in_process"]]
-            create = (f"{_fmt(r['session_create_ms']['ort_cpu'])} ms / "
-                      + (f"cold {_fmt(min(first))}–{_fmt(max(first))} ms" if first else "")
-                      + (", " if first and again else "")
-                      + (f"process cache {_fmt(statistics.median(again))} ms" if again else ""))
             lines.append(f"| {DISPLAY_NAMES.get(r['model'], r['model'])} "
                          f"({r['nodes']['claimed']}/{r['nodes']['total']} nodes) | "
-                         + " | ".join(cells) + f" | {_nacc_exact(r['nacc'])} | {create} |")
+                         + " | ".join(cells) + f" | {_nacc_exact(r['nacc'])} |")
         lines.append("")
+    if report["onnx"]:
+        lines += _session_table(report)
     o = report.get("overhead")
     if o:
         lines += ["## Fixed per-invoke overhead", ""]
