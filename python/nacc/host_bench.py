@@ -513,10 +513,11 @@ def _session_table(report: Dict[str, Any]) -> List[str]:
     cores = report["settings"]["cores"]
     lines = ["## EP session creation (InferenceSession construction)", "",
              "cold = the first nacc EP session of the model at that core count in the process "
-             "(compiles); process cache = the median of the later ones (other kernel paths and "
-             "thread counts: the EP's in-process Program cache).", "",
+             "(compiles); later = the median of the later sessions (other kernel paths and "
+             "thread counts), which hit the EP's in-process Program cache while it holds them "
+             "(64 partitions, least recently used evicted).", "",
              "| model | CPU EP | " + " | ".join(f"nacc EP {c}c cold" for c in cores)
-             + " | nacc EP, process cache |", "|---|---|" + "---|" * len(cores) + "---|"]
+             + " | nacc EP, later |", "|---|---|" + "---|" * len(cores) + "---|"]
     for model in dict.fromkeys(r["model"] for r in report["onnx"]):
         rows = [r for r in report["onnx"] if r["model"] == model]
         made = [v["session_create"] for r in rows for per in r["nacc"].values()
