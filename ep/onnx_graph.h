@@ -32,6 +32,14 @@ struct OnnxValue {
   std::vector<double> numbers() const;
 };
 
+// A constant tensor evaluated from initializers (OnnxGraph::fold_constant).
+struct ConstTensor {
+  int elem_type = 0;             // ONNXTensorElementDataType
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;     // row-major, little-endian, elements() x element size
+  int64_t elements() const;
+};
+
 struct OnnxNode {
   const OrtNode* handle = nullptr;
   std::string name, op_type, domain;  // domain "" for the default ONNX domain
@@ -67,9 +75,25 @@ struct OnnxGraph {
   const OnnxNode* producer_if(int id, const char* op_type) const;
   // The only consumer of value `id` (nullptr if zero or several, or a graph output).
   const OnnxNode* sole_consumer(int id) const;
+  // Value `id` as a constant: a constant initializer, or the output of a
+  // chain of DequantizeLinear / QuantizeLinear / Transpose / Reshape /
+  // Flatten / Squeeze / Unsqueeze / Identity nodes over constant
+  // initializers (what quantize_static, PyTorch and tf2onnx exports put
+  // between a weight initializer and the DequantizeLinear of a Conv, MatMul or
+  // Gemm), evaluated with ONNX Runtime's CPU semantics: DequantizeLinear
+  // (x - zero point) * scale in float32, QuantizeLinear round-half-even of
+  // x / scale in float32 plus zero point, saturated; per-axis scales on the
+  // node's own `axis`. Every value in the chain must have exactly one
+  // consumer, so the chain can be claimed with the node it feeds. Appends the
+  // chain's nodes (consumer first) to `chain` when not null; returns why the
+  // value is not such a constant (and leaves *out unspecified).
+  std::optional<std::string> fold_constant(int id, ConstTensor* out,
+                                           std::vector<int>* chain = nullptr) const;
   int index_of(const OnnxNode* node) const { return static_cast<int>(node - nodes.data()); }
 
  private:
+  std::optional<std::string> fold(int id, ConstTensor* out, std::vector<int>* chain,
+                                  int depth) const;
   std::map<std::string, int> by_name_;
 };
 

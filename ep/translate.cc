@@ -38,13 +38,16 @@ struct QdqOpInfo {
   std::vector<int> data_inputs;  // inputs that must come from a DequantizeLinear
   int optional_from = 99;        // data inputs at or after this index may be absent
   bool fuses_activation = false; // may absorb a following Relu / Clip
+  // Inputs whose DequantizeLinear may read a folded constant chain
+  // (OnnxGraph::fold_constant): weights and bias.
+  std::vector<int> const_inputs = {};
 };
 
 const std::vector<QdqOpInfo>& qdq_ops() {
   static const std::vector<QdqOpInfo> ops = {
-      {"Conv", {0, 1, 2}, 2, true},
-      {"MatMul", {0, 1}, 99, true},
-      {"Gemm", {0, 1, 2}, 2, true},
+      {"Conv", {0, 1, 2}, 2, true, {1, 2}},
+      {"MatMul", {0, 1}, 99, true, {1}},
+      {"Gemm", {0, 1, 2}, 2, true, {1, 2}},
       {"Add", {0, 1}, 99, true},
       {"Sub", {0, 1}, 99, true},
       {"Mul", {0, 1}, 99, true},
@@ -108,6 +111,10 @@ UnitScan find_units(const OnnxGraph& g) {
     if (info == nullptr) continue;
     if ((n.op_type == "MaxPool" || n.op_type == "Reshape" || n.op_type == "Flatten") &&
         n.input(0) >= 0 && is_8bit(g.value(n.input(0)).elem_type)) {
+      // A Reshape / Flatten of an int8 constant is a step of a weight chain,
+      // folded into the unit of the op it feeds.
+      ConstTensor folded;
+      if (n.op_type != "MaxPool" && !g.fold_constant(n.input(0), &folded)) continue;
       NodeUnit u;
       u.form = NodeUnit::Form::kInt8;
       u.target = index;
@@ -127,6 +134,13 @@ UnitScan find_units(const OnnxGraph& g) {
       }
     }
     if (!touches_qdq) continue;
+    // DQ -> Reshape / Flatten -> Q over a constant is a step of a weight chain
+    // (quantize_static writes it for a reshaped weight): folded into the unit
+    // of the op it feeds, not a unit of its own.
+    if ((n.op_type == "Reshape" || n.op_type == "Flatten") && !n.outputs.empty()) {
+      ConstTensor folded;
+      if (!g.fold_constant(n.outputs[0], &folded)) continue;
+    }
     NodeUnit u;
     u.target = index;
     u.nodes.push_back(index);
@@ -186,6 +200,18 @@ UnitScan find_units(const OnnxGraph& g) {
     }
     for (int d : u.dq) {
       if (d >= 0) u.nodes.push_back(d);
+    }
+    // A weight or bias reaching its DequantizeLinear through a constant chain
+    // (Q -> Transpose -> DQ, ...): the chain is folded into the IR constant,
+    // so its nodes belong to the unit.
+    for (int in : info->const_inputs) {
+      const int d = static_cast<size_t>(in) < u.dq.size() ? u.dq[in] : -1;
+      if (d < 0 || g.nodes[d].input(0) < 0 || g.value(g.nodes[d].input(0)).is_constant) continue;
+      ConstTensor folded;
+      std::vector<int> chain;
+      if (!g.fold_constant(g.nodes[d].input(0), &folded, &chain)) {
+        u.nodes.insert(u.nodes.end(), chain.begin(), chain.end());
+      }
     }
     if (u.activation >= 0) u.nodes.push_back(u.activation);
     u.nodes.push_back(u.q);
@@ -300,28 +326,34 @@ struct UnitTranslator {
 
   // Weights (constant int8 / uint8) with per-tensor or per-channel scales.
   // `channel_axis` is the ONNX axis per-channel scales must be on.
+  // The weights may reach the op's DequantizeLinear through a constant chain
+  // (OnnxGraph::fold_constant); the per-channel axis is the DequantizeLinear's,
+  // on the folded tensor.
   std::optional<std::string> read_weights(int value_id, int scale_id, int zp_id, int axis_attr,
                                           int channel_axis, Weights* w) {
-    const OnnxValue& v = g.value(value_id);
-    if (!v.is_constant) return str_cat("weights '", v.name, "' are not a constant initializer");
+    ConstTensor v;
+    const std::string& name = g.value(value_id).name;
+    if (auto e = g.fold_constant(value_id, &v)) {
+      return str_cat("weights '", name, "' are not a constant: ", *e);
+    }
     if (!is_8bit(v.elem_type)) {
-      return str_cat("weights '", v.name, "' are ", onnx_elem_name(v.elem_type),
+      return str_cat("weights '", name, "' are ", onnx_elem_name(v.elem_type),
                      " (int8 or uint8 needed)");
     }
     int elem = v.elem_type;
     if (auto e = read_qparams(scale_id, zp_id, v.elem_type, &w->scales, &w->zero_points, &elem)) {
-      return str_cat("weights '", v.name, "': ", *e);
+      return str_cat("weights '", name, "': ", *e);
     }
     w->shape = v.shape;
     const int rank = static_cast<int>(v.shape.size());
     if (w->scales.size() > 1) {
       const int axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
       if (axis != channel_axis) {
-        return str_cat("weights '", v.name, "' have per-channel scales on axis ", axis_attr,
+        return str_cat("weights '", name, "' have per-channel scales on axis ", axis_attr,
                        "; the NPU requantizes per output channel (axis ", channel_axis, ")");
       }
       if (static_cast<int64_t>(w->scales.size()) != v.shape[axis]) {
-        return str_cat("weights '", v.name, "' have ", w->scales.size(), " scales for ",
+        return str_cat("weights '", name, "' have ", w->scales.size(), " scales for ",
                        v.shape[axis], " channels");
       }
       w->axis = axis;
@@ -339,9 +371,12 @@ struct UnitTranslator {
   }
 
   // Test only (Config::test_perturb_node): doubles the weight scales the
-  // compiler sees for this node — its requantization shift off by one.
+  // compiler sees for this node — its requantization shift off by one. Off
+  // unless the option names a node: ONNX node names are optional, and an
+  // unnamed node must never match the unset (empty) option.
   void perturb(ir::QuantParams* wq) const {
-    if (node.name != b.config_.test_perturb_node) return;
+    const std::string& target = b.config_.test_perturb_node;
+    if (target.empty() || node.name != target) return;
     for (float& s : wq->scales) s *= 2.0f;
   }
 
@@ -349,12 +384,16 @@ struct UnitTranslator {
   std::optional<std::string> read_bias(int value_id, int64_t n, const ActQuant& x,
                                        const Weights& w, bool check_scale, int scale_id,
                                        int zp_id, std::vector<int32_t>* bias) {
-    const OnnxValue& v = g.value(value_id);
-    if (!v.is_constant || v.elem_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32) {
-      return str_cat("bias '", v.name, "' is not an int32 constant");
+    const OnnxValue& bv = g.value(value_id);
+    ConstTensor v;
+    if (auto e = g.fold_constant(value_id, &v)) {
+      return str_cat("bias '", bv.name, "' is not a constant: ", *e);
+    }
+    if (v.elem_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32) {
+      return str_cat("bias '", bv.name, "' is ", onnx_elem_name(v.elem_type), " (int32 needed)");
     }
     if (v.elements() != n) {
-      return str_cat("bias '", v.name, "' has ", v.elements(), " values for ", n, " channels");
+      return str_cat("bias '", bv.name, "' has ", v.elements(), " values for ", n, " channels");
     }
     bias->resize(static_cast<size_t>(n));
     std::memcpy(bias->data(), v.data.data(), static_cast<size_t>(n) * 4);
@@ -363,16 +402,16 @@ struct UnitTranslator {
     std::vector<int32_t> zps;
     int elem = 0;
     if (auto e = read_qparams(scale_id, zp_id, v.elem_type, &scales, &zps, &elem)) {
-      return str_cat("bias '", v.name, "': ", *e);
+      return str_cat("bias '", bv.name, "': ", *e);
     }
     for (size_t c = 0; c < static_cast<size_t>(n); ++c) {
       const float s = scales.size() == 1 ? scales[0] : scales.at(c);
       const int32_t z = zps.size() == 1 ? zps[0] : zps.at(c);
       const float ws = w.scales.size() == 1 ? w.scales[0] : w.scales[c];
       const double expected = static_cast<double>(x.scale) * ws;
-      if (z != 0) return str_cat("bias '", v.name, "' has zero point ", z, " (0 needed)");
+      if (z != 0) return str_cat("bias '", bv.name, "' has zero point ", z, " (0 needed)");
       if (std::abs(s - expected) > kBiasScaleTolerance * expected) {
-        return str_cat("bias '", v.name, "' scale ", s, " (channel ", c,
+        return str_cat("bias '", bv.name, "' scale ", s, " (channel ", c,
                        ") is not input scale x weight scale ", expected);
       }
     }
@@ -716,15 +755,24 @@ struct UnitTranslator {
     if (auto e = act_in(0, &aq, &a_local)) return e;
     if (auto e = act_out(&yq, &y)) return e;
     const bool gemm = node.op_type == "Gemm" || node.op_type == "QGemm";
+    const bool qop = unit.form == NodeUnit::Form::kQOperator;
     const auto& as = g.value(in(0).value).shape;
-    if (as.size() < 2 || as.size() > 3) {
-      return str_cat("A ", shape_str(as), " must be rank 2 or 3 (rank-4 operands would need "
+    // A is rank 1 to 3; 1-D only with constant weights (ONNX MatMul treats
+    // it as one row). Rank-4 operands would need their NCHW layout kept.
+    if (as.empty() || as.size() > 3) {
+      return str_cat("A ", shape_str(as), " must be rank 1, 2 or 3 (rank-4 operands would need "
                      "their NCHW layout kept)");
     }
+    const QIn ci = in(2);
     if (gemm) {
-      if (node.attr_int("transA", 0) != 0) return std::string("transA=1");
-      if (node.attr_float("alpha", 1.0f) != 1.0f || node.attr_float("beta", 1.0f) != 1.0f) {
-        return std::string("alpha or beta is not 1");
+      if (node.attr_int("transA", 0) != 0) {
+        return std::string("transA=1 (A would need a transpose on the NPU)");
+      }
+      const float alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
+      if (alpha != 1.0f) return str_cat("alpha=", alpha, " (the NPU computes A x B unscaled)");
+      const int c_value = qop ? node.input(6) : ci.value;
+      if (beta != 1.0f && c_value >= 0) {
+        return str_cat("beta=", beta, " with a bias C (the NPU adds C unscaled)");
       }
     }
     const QIn bi = in(1);
@@ -732,12 +780,19 @@ struct UnitTranslator {
     const OnnxValue& bv = g.value(bi.value);
     ir::Attributes attrs;
     if (auto e = fused_activation(&attrs.activation)) return e;
-    if (!bv.is_constant) {
-      if (gemm) return std::string("B is not a constant");
+    // B is a weight when it is a constant, directly or through a folded chain
+    // (as find_units decided when it put the chain into the unit).
+    ConstTensor b_const;
+    if (const auto not_const = g.fold_constant(bi.value, &b_const)) {
+      if (gemm) return str_cat("B is not a constant: ", *not_const);
+      if (as.size() < 2) return str_cat("A ", shape_str(as), " is 1-D and B is not a constant");
       if (unit.activation >= 0) return std::string("a fused activation after MatMul of two activations");
       ActQuant bq;
       int b_local = -1;
-      if (auto e = act_in(1, &bq, &b_local)) return e;
+      if (auto e = act_in(1, &bq, &b_local)) {
+        return str_cat(*e, " (B read as an activation; as a weight it is not a constant: ",
+                       *not_const, ")");
+      }
       const auto& bs = bv.shape;
       if (bs.size() != as.size()) return str_cat("operands ", shape_str(as), " and ", shape_str(bs),
                                                  " differ in rank");
@@ -754,16 +809,26 @@ struct UnitTranslator {
     }
     const bool trans_b = gemm && node.attr_int("transB", 0) != 0;
     Weights w;
-    const bool qop = unit.form == NodeUnit::Form::kQOperator;
-    // Per-channel scales are along N: axis 1 of [K, N], axis 0 of [N, K].
-    const int channel_axis = trans_b ? 0 : 1;
+    // MatMul weights: [K, N]; [1, ..., 1, K, N] of no higher rank than A (it
+    // broadcasts over A's batch: the same [K, N]); 1-D [K] (N = 1, a dimension
+    // ONNX drops from the output). Gemm weights: [K, N], or [N, K] with transB.
+    const auto& b_shape = b_const.shape;
+    if (gemm ? b_shape.size() != 2 : b_shape.empty() || b_shape.size() > std::max<size_t>(2, as.size())) {
+      return str_cat("B ", shape_str(b_shape), gemm ? " is not 2-D" : " has a higher rank than A");
+    }
+    for (size_t d = 0; d + 2 < b_shape.size(); ++d) {
+      if (b_shape[d] != 1) return str_cat("B ", shape_str(b_shape), " is a batch of weights");
+    }
+    // Per-channel scales are along N: the last axis of [.., K, N], axis 0 of
+    // [N, K]; a 1-D B has no N axis (one scale).
+    const int b_rank = static_cast<int>(b_shape.size());
+    const int channel_axis = trans_b ? 0 : std::max(1, b_rank - 1);
     if (auto e = read_weights(bi.value, bi.scale, bi.zp, qop ? channel_axis : bi.axis,
                               channel_axis, &w)) {
       return e;
     }
-    if (w.shape.size() != 2) return str_cat("B ", shape_str(w.shape), " is not 2-D");
-    const int64_t k = trans_b ? w.shape[1] : w.shape[0];
-    const int64_t n = trans_b ? w.shape[0] : w.shape[1];
+    const int64_t k = trans_b ? w.shape[1] : b_rank == 1 ? w.shape[0] : w.shape[b_rank - 2];
+    const int64_t n = trans_b ? w.shape[0] : b_rank == 1 ? 1 : w.shape[b_rank - 1];
     std::vector<uint8_t> data(w.data.size());
     for (int64_t r = 0; r < n; ++r)
       for (int64_t c = 0; c < k; ++c)
@@ -778,7 +843,6 @@ struct UnitTranslator {
     const int bias_value = qop ? (gemm ? node.input(6) : -1) : (gemm ? in(2).value : -1);
     if (bias_value >= 0) {
       std::vector<int32_t> bias;
-      const QIn ci = in(2);
       if (auto e = read_bias(bias_value, n, aq, w, !qop, ci.scale, ci.zp, &bias)) return e;
       std::vector<uint8_t> bytes(bias.size() * 4);
       std::memcpy(bytes.data(), bias.data(), bytes.size());
@@ -789,6 +853,16 @@ struct UnitTranslator {
     macs = m * n * k;
     // QLinearMatMul / QGemm requantize in float32 on the CPU EP, as above.
     attrs.onnx_requantize = true;
+    if (b_rank == 1) {
+      // A 1-D B: FULLY_CONNECTED writes [..., 1], a reshape (a view) drops the 1.
+      ir::Tensor t = tensors[y].tensor;
+      t.name = str_cat(t.name, "/fully_connected");
+      t.shape.push_back(1);
+      const int fc_out = add_local(-1, std::move(t), tensors[y].elem_type);
+      add_op(OpKind::kFullyConnected, {a_local, wt, bt}, fc_out, attrs);
+      add_op(OpKind::kReshape, {fc_out, -1}, y);
+      return std::nullopt;
+    }
     add_op(OpKind::kFullyConnected, {a_local, wt, bt}, y, attrs);
     return std::nullopt;
   }

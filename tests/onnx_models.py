@@ -397,3 +397,211 @@ def int8_feeds(model: bytes, seed=0):
         else:
             feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
     return feeds
+
+
+# ---- weight chains (issue 11, item 1) ---------------------------------------------
+
+@dataclass
+class WeightChain:
+    """How a weight reaches the DequantizeLinear of its op.
+
+    `form`: "int8" (int8 initializer -> layout steps -> DQ), "Q" (float
+    initializer -> QuantizeLinear -> layout steps -> DQ: quantize_static's
+    AddQDQPairToWeight, the Q -> Transpose -> DQ of exported Linear layers), or
+    "DQQ" (int8 initializer -> DQ -> layout steps -> Q -> DQ, per tensor: what
+    quantize_static writes around a Transpose / Reshape of a weight).
+    `steps`: from the stored tensor to the op's weight, each ("Transpose",
+    perm), ("Reshape", out_shape), ("Flatten", out_shape) (axis 1),
+    ("Squeeze", (out_shape, axes)), ("Unsqueeze", (out_shape, axes)) or
+    ("Identity", None). `per_channel`: scales per output channel of the op;
+    `dq_axis` puts the per-channel scales on another axis of the op's weight
+    (a wrong one, to be declined); `q_axis` is the QuantizeLinear's axis on the
+    stored tensor (form "Q"; where that channel lies before the steps)."""
+    form: str = "int8"
+    steps: tuple = ()
+    per_channel: bool = True
+    q_axis: Optional[int] = None
+    dq_axis: Optional[int] = None
+
+
+def _target_shape(kind, arg):
+    return arg[0] if kind in ("Squeeze", "Unsqueeze") else arg
+
+
+def _layout_nodes(name, steps, src, out_name, inits):
+    """ONNX nodes for layout steps from value `src`; the last writes `out_name`."""
+    nodes = []
+    for i, (kind, arg) in enumerate(steps):
+        dst = out_name if i == len(steps) - 1 else f"{name}_l{i}"
+        node_name = f"{name}_{kind.lower()}{i}"
+        ins, attrs = [src], {}
+        if kind == "Transpose":
+            attrs["perm"] = list(arg)
+        elif kind == "Reshape":
+            inits.append(numpy_helper.from_array(np.array(arg, np.int64), f"{node_name}_shape"))
+            ins.append(f"{node_name}_shape")
+        elif kind == "Flatten":
+            attrs["axis"] = 1
+        elif kind in ("Squeeze", "Unsqueeze"):
+            inits.append(numpy_helper.from_array(np.array(arg[1], np.int64), f"{node_name}_axes"))
+            ins.append(f"{node_name}_axes")
+        nodes.append(helper.make_node(kind, ins, [dst], name=node_name, **attrs))
+        src = dst
+    return nodes
+
+
+def _quantize_weight(w: np.ndarray, axis: Optional[int]):
+    """Symmetric int8 weights, scale per `axis` (or per tensor): (q, scale)."""
+    if axis is None:
+        s = np.array(max(float(np.abs(w).max()), 1e-6) / 127, np.float32)
+        return np.clip(np.round(w / s), -127, 127).astype(np.int8), s
+    red = tuple(d for d in range(w.ndim) if d != axis)
+    s = (np.maximum(np.abs(w).max(axis=red), 1e-6) / 127).astype(np.float32)
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    return np.clip(np.round(w / s.reshape(shape)), -127, 127).astype(np.int8), s
+
+
+def weight_chain_nodes(name: str, w: np.ndarray, channel_axis: int, chain: WeightChain,
+                       out_name: str, inits: list, stored_shape: Optional[tuple] = None) -> list:
+    """Nodes (and initializers, appended to `inits`) that produce the
+    dequantized weight `w` (in the op's layout, output channels on
+    `channel_axis`) as value `out_name` through `chain`. `stored_shape`: the
+    stored tensor's shape when the steps include a reshape."""
+    def stored(x):  # the steps' inverse
+        for k, (kind, arg) in reversed(list(enumerate(chain.steps))):
+            if kind == "Transpose":
+                x = np.transpose(x, np.argsort(arg))
+            elif kind != "Identity":
+                before = stored_shape if k == 0 else _target_shape(*chain.steps[k - 1])
+                x = x.reshape(before)
+        return x
+
+    axis = chain.dq_axis if chain.dq_axis is not None else channel_axis
+    per_axis = chain.per_channel or chain.dq_axis is not None
+    nodes = []
+    if chain.form == "DQQ":
+        q, s = _quantize_weight(w, None)
+        inits += [numpy_helper.from_array(stored(q), f"{name}_q"),
+                  numpy_helper.from_array(s, f"{name}_scale"),
+                  numpy_helper.from_array(np.array(0, np.int8), f"{name}_zp")]
+        nodes.append(helper.make_node("DequantizeLinear", [f"{name}_q", f"{name}_scale", f"{name}_zp"],
+                                      [f"{name}_f"], name=f"{name}_dq0"))
+        nodes += _layout_nodes(name, chain.steps, f"{name}_f", f"{name}_ft", inits)
+        nodes.append(helper.make_node("QuantizeLinear", [f"{name}_ft", f"{name}_scale", f"{name}_zp"],
+                                      [f"{name}_qt"], name=f"{name}_requantize"))
+        nodes.append(helper.make_node("DequantizeLinear", [f"{name}_qt", f"{name}_scale", f"{name}_zp"],
+                                      [out_name], name=f"{name}_dq"))
+        return nodes
+    q, s = _quantize_weight(w, axis if per_axis else None)
+    inits += [numpy_helper.from_array(s, f"{name}_scale"),
+              numpy_helper.from_array(np.zeros(s.shape, np.int8), f"{name}_zp")]
+    if chain.form == "int8":
+        inits.append(numpy_helper.from_array(stored(q), f"{name}_q"))
+        src = f"{name}_q"
+    elif chain.form == "Q":
+        inits.append(numpy_helper.from_array(stored(w).astype(np.float32), f"{name}_f"))
+        attrs = {"axis": chain.q_axis if chain.q_axis is not None else axis} if per_axis else {}
+        nodes.append(helper.make_node("QuantizeLinear", [f"{name}_f", f"{name}_scale", f"{name}_zp"],
+                                      [f"{name}_qf"], name=f"{name}_quantize", **attrs))
+        src = f"{name}_qf"
+    else:
+        raise ValueError(chain.form)
+    if chain.steps:
+        nodes += _layout_nodes(name, chain.steps, src, f"{name}_laid", inits)
+        src = f"{name}_laid"
+    nodes.append(helper.make_node("DequantizeLinear", [src, f"{name}_scale", f"{name}_zp"], [out_name],
+                                  name=f"{name}_dq", **({"axis": axis} if per_axis else {})))
+    return nodes
+
+
+def qdq_graph(nodes: list, inits: list, inputs: Dict[str, Sequence[int]],
+              outputs: Dict[str, Sequence[int]], *, seed=0, x_scale=0.05, x_zero_point=3,
+              names=True, opset=OPSET) -> bytes:
+    """A QDQ graph with int8 model I/O around float `nodes`: each float input
+    `x` comes from int8 input `x_q` through a DequantizeLinear (scale
+    `x_scale`, zero point `x_zero_point`), each float output `y` goes to int8
+    output `y_q` through a QuantizeLinear whose (scale, zero point) cover the
+    float output on seeded full-range int8 inputs. int8 I/O keeps ONNX
+    Runtime's CPU EP on its exact int8 x int8 kernels (with float I/O it
+    converts activations to uint8, whose AVX2 kernels saturate int16 pair sums;
+    see tests/test_ep_weight_chains.py). `names=False` leaves every node
+    unnamed, as onnx.helper, some exporters and graph rewriters do."""
+    import onnxruntime as ort
+
+    head, head_inits = [], []
+    for x in inputs:
+        head_inits += [numpy_helper.from_array(np.array(x_scale, np.float32), f"{x}_s"),
+                       numpy_helper.from_array(np.array(x_zero_point, np.int8), f"{x}_z")]
+        head.append(helper.make_node("DequantizeLinear", [f"{x}_q", f"{x}_s", f"{x}_z"], [x], name=f"{x}_dq"))
+    in_vi = [helper.make_tensor_value_info(f"{x}_q", TensorProto.INT8, list(s)) for x, s in inputs.items()]
+
+    def model(out_nodes, out_vi, out_inits):
+        g = helper.make_graph(head + list(nodes) + out_nodes, "weight_chains", in_vi, out_vi,
+                              head_inits + list(inits) + out_inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
+        if not names:
+            for n in m.graph.node:
+                n.name = ""
+        onnx.checker.check_model(m)
+        return m
+
+    float_m = model([], [helper.make_tensor_value_info(y, TensorProto.FLOAT, list(s)) for y, s in outputs.items()], [])
+    sess = ort.InferenceSession(float_m.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(seed)
+    runs = [sess.run(None, {f"{x}_q": rng.integers(-128, 128, s).astype(np.int8) for x, s in inputs.items()})
+            for _ in range(4)]
+    tail, tail_inits = [], []
+    for i, y in enumerate(outputs):
+        data = np.concatenate([r[i].ravel() for r in runs])
+        ys, yz = _act_qparams(data.min(), data.max(), "int8")
+        tail_inits += [numpy_helper.from_array(np.array(ys, np.float32), f"{y}_s"),
+                       numpy_helper.from_array(np.array(yz, np.int8), f"{y}_z")]
+        tail.append(helper.make_node("QuantizeLinear", [y, f"{y}_s", f"{y}_z"], [f"{y}_q"], name=f"{y}_qz"))
+    out_vi = [helper.make_tensor_value_info(f"{y}_q", TensorProto.INT8, list(s)) for y, s in outputs.items()]
+    return model(tail, out_vi, tail_inits).SerializeToString()
+
+
+def int8_io(model: bytes) -> bytes:
+    """A quantize_static QDQ model with its float I/O cut off: each float graph
+    input whose only consumer is a QuantizeLinear becomes that Q's int8
+    output, each float graph output made by a DequantizeLinear becomes that
+    DQ's int8 input. The quantizer's weight chains stay as it wrote them."""
+    m = onnx.load_from_string(model)
+    g = m.graph
+    consumers = {}
+    for n in g.node:
+        for i in n.input:
+            consumers.setdefault(i, []).append(n)
+    drop, inputs, outputs = set(), [], []
+    elem = {}
+    for init in g.initializer:
+        elem[init.name] = init.data_type
+    for vi in g.input:
+        cs = consumers.get(vi.name, [])
+        if len(cs) == 1 and cs[0].op_type == "QuantizeLinear":
+            q = cs[0]
+            zp_type = elem.get(q.input[2], TensorProto.UINT8) if len(q.input) > 2 else TensorProto.UINT8
+            drop.add(id(q))
+            shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+            inputs.append(helper.make_tensor_value_info(q.output[0], zp_type, shape))
+        else:
+            inputs.append(vi)
+    for vo in g.output:
+        dq = next((n for n in g.node if vo.name in n.output), None)
+        if dq is not None and dq.op_type == "DequantizeLinear":
+            drop.add(id(dq))
+            zp_type = elem.get(dq.input[2], TensorProto.UINT8) if len(dq.input) > 2 else TensorProto.UINT8
+            shape = [d.dim_value for d in vo.type.tensor_type.shape.dim]
+            outputs.append(helper.make_tensor_value_info(dq.input[0], zp_type, shape))
+        else:
+            outputs.append(vo)
+    nodes = [n for n in g.node if id(n) not in drop]
+    del g.node[:]
+    g.node.extend(nodes)
+    del g.input[:]
+    g.input.extend(inputs)
+    del g.output[:]
+    g.output.extend(outputs)
+    onnx.checker.check_model(m)
+    return m.SerializeToString()

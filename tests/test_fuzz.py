@@ -28,7 +28,11 @@ MIN_CLAIM_RATE = 0.80
 MUST_HIT = {"kernel": {1, 15}, "stride": {1, 3, 4}, "padding": {0, 5}, "channels": {16, 64},
             "depth_multiplier": {1, 8}, "pool_window": {1, 15}, "zero_point": {-128, 127},
             "broadcast": {"scalar", "channel"}, "sram_tiling": {True}, "cores": {1, 32},
-            "sram_kb": {16, 1024}, "multiplier_gt_1": {True}}
+            "sram_kb": {16, 1024}, "multiplier_gt_1": {True},
+            # ONNX weight chains and FULLY_CONNECTED forms (issue 11, item 1)
+            "weight_chain": {"q", "q_transpose", "int8_transpose", "reshape", "dqq"},
+            "fc_form": {"gemm_t1", "gemm_t0", "matmul", "matmul_3d"},
+            "flatten_op": {"Flatten", "Reshape"}, "shared_weights": {True}}
 
 
 def check(stats, min_tflite, min_onnx):

@@ -87,15 +87,14 @@ def build_onnx(spec: dict, expose: bool = False) -> dict:
                                           name=f"op{j}_clip"))
         return out
 
-    def weights_dq(j, w, scales, bias, in_s, axis_w):
+    def weights_dq(j, w, scales, bias, in_s, axis_w, chain="plain"):
         per_channel = len(scales) > 1
         s = np.array(scales, np.float32) if per_channel else np.array(scales[0], np.float32)
-        inits[f"w{j}"] = w
         inits[f"w{j}_s"] = s
         inits[f"w{j}_z"] = np.zeros(s.shape, np.int8)
-        attrs = {"axis": axis_w} if per_channel else {}
-        nodes.append(helper.make_node("DequantizeLinear", [f"w{j}", f"w{j}_s", f"w{j}_z"],
-                                      [f"w{j}_f"], name=f"dqw{j}", **attrs))
+        weight_nodes(j, w, s, axis_w if per_channel else None, chain)
+        if bias is None:
+            return f"w{j}_f", None
         inits[f"b{j}"] = bias
         inits[f"b{j}_s"] = (np.float32(in_s) * s).astype(np.float32)
         inits[f"b{j}_z"] = np.zeros(s.shape, np.int32)
@@ -103,6 +102,56 @@ def build_onnx(spec: dict, expose: bool = False) -> dict:
         nodes.append(helper.make_node("DequantizeLinear", [f"b{j}", f"b{j}_s", f"b{j}_z"],
                                       [f"b{j}_f"], name=f"dqb{j}", **attrs))
         return f"w{j}_f", f"b{j}_f"
+
+    def weight_nodes(j, w, s, axis, chain):
+        """int8 weights `w` (the op's layout; per-channel scales `s` on `axis`,
+        None: per tensor) -> float "w{j}_f" through the ONNX weight chain
+        `chain` (ops.WEIGHT_CHAINS). A transposed store keeps a 2-D weight as
+        its transpose and a 4-D OIHW conv weight as HWIO."""
+        qs, qz = f"w{j}_s", f"w{j}_z"
+        dq_attrs = {} if axis is None else {"axis": axis}
+        perm = (1, 0) if w.ndim == 2 else (2, 3, 1, 0)  # op layout -> stored layout
+        back = tuple(int(i) for i in np.argsort(perm))   # the Transpose node's perm
+        stored_axis = None if axis is None else perm.index(axis)
+        src = f"w{j}"
+        if chain == "plain":
+            inits[src] = w
+        elif chain in ("q", "q_transpose"):
+            # float weights that QuantizeLinear turns back into w exactly
+            shape = [1] * w.ndim
+            if axis is not None:
+                shape[axis] = -1
+            f = (w.astype(np.float32) * s.reshape(shape)).astype(np.float32)
+            q_axis = axis
+            if chain == "q_transpose":
+                f, q_axis = np.ascontiguousarray(f.transpose(perm)), stored_axis
+            inits[src] = f
+            nodes.append(helper.make_node("QuantizeLinear", [src, qs, qz], [src + "_q"], name=f"qw{j}",
+                                          **({} if q_axis is None else {"axis": q_axis})))
+            src += "_q"
+            if chain == "q_transpose":
+                nodes.append(helper.make_node("Transpose", [src], [src + "_t"], name=f"tw{j}", perm=back))
+                src += "_t"
+        elif chain == "int8_transpose":
+            inits[src] = np.ascontiguousarray(w.transpose(perm))
+            nodes.append(helper.make_node("Transpose", [src], [src + "_t"], name=f"tw{j}", perm=back))
+            src += "_t"
+        elif chain == "reshape":
+            inits[src] = w.reshape(-1)
+            inits[f"w{j}_shape"] = np.array(w.shape, np.int64)
+            nodes.append(helper.make_node("Reshape", [src, f"w{j}_shape"], [src + "_r"], name=f"rw{j}"))
+            src += "_r"
+        elif chain == "dqq":  # per tensor: DQ -> Transpose -> Q -> DQ, one scale
+            assert axis is None
+            inits[src] = np.ascontiguousarray(w.transpose(perm))
+            nodes.append(helper.make_node("DequantizeLinear", [src, qs, qz], [src + "_f0"], name=f"dqw{j}_0"))
+            nodes.append(helper.make_node("Transpose", [src + "_f0"], [src + "_t"], name=f"tw{j}", perm=back))
+            nodes.append(helper.make_node("QuantizeLinear", [src + "_t", qs, qz], [src + "_q"], name=f"qw{j}"))
+            src += "_q"
+        else:
+            raise ValueError(f"weight chain {chain!r}")
+        nodes.append(helper.make_node("DequantizeLinear", [src, qs, qz], [f"w{j}_f"], name=f"dqw{j}",
+                                      **dq_attrs))
 
     for j, op in enumerate(spec["ops"]):
         kind, p = op["kind"], op["p"]
@@ -117,7 +166,7 @@ def build_onnx(spec: dict, expose: bool = False) -> dict:
             else:
                 w_onnx = np.ascontiguousarray(w[0].transpose(2, 0, 1)[:, None])
                 group = x_shape[3]
-            wf, bf = weights_dq(j, w_onnx, scales, bias, in_s, 0)
+            wf, bf = weights_dq(j, w_onnx, scales, bias, in_s, 0, p.get("wchain", "plain"))
             nodes.append(helper.make_node(
                 "Conv", [dq(op["in"][0], j, 0), wf, bf], [y], name=name,
                 kernel_shape=[p["kh"], p["kw"]], strides=[p["sh"], p["sw"]],
@@ -126,9 +175,15 @@ def build_onnx(spec: dict, expose: bool = False) -> dict:
         elif kind == "FULLY_CONNECTED":
             w, scales, bias, in_s = weights_of(op, shapes, ts)
             x = dq(op["in"][0], j, 0)
-            if len(x_shape) != 2:
+            form = p.get("fc_form", "gemm_t1")
+            if len(x_shape) == 4:
                 flat = f"t{op['in'][0]}_flat{j}"
-                nodes.append(helper.make_node("Flatten", [x], [flat + "_f"], name=f"op{j}_flatten"))
+                if p.get("flatten_op", "Flatten") == "Reshape":
+                    inits[flat + "_shape"] = np.array([1, -1], np.int64)
+                    nodes.append(helper.make_node("Reshape", [x, flat + "_shape"], [flat + "_f"],
+                                                  name=f"op{j}_flatten"))
+                else:
+                    nodes.append(helper.make_node("Flatten", [x], [flat + "_f"], name=f"op{j}_flatten"))
                 inits[flat + "_s"] = np.array(ts[str(op["in"][0])]["scale"], np.float32)
                 inits[flat + "_z"] = np.array(ts[str(op["in"][0])]["zp"], np.int8)
                 nodes.append(helper.make_node("QuantizeLinear", [flat + "_f", flat + "_s", flat + "_z"],
@@ -136,8 +191,16 @@ def build_onnx(spec: dict, expose: bool = False) -> dict:
                 nodes.append(helper.make_node("DequantizeLinear", [flat, flat + "_s", flat + "_z"],
                                               [flat + "_dq"], name=f"op{j}_flatten_dq"))
                 x = flat + "_dq"
-            wf, bf = weights_dq(j, w, scales, bias, in_s, 0)
-            nodes.append(helper.make_node("Gemm", [x, wf, bf], [y], name=name, transB=1))
+            chain = p.get("wchain", "plain")
+            if form == "gemm_t1":  # weights [N, K], per channel on axis 0
+                wf, bf = weights_dq(j, w, scales, bias, in_s, 0, chain)
+                nodes.append(helper.make_node("Gemm", [x, wf, bf], [y], name=name, transB=1))
+            elif form == "gemm_t0":  # weights [K, N], per channel on axis 1
+                wf, bf = weights_dq(j, np.ascontiguousarray(w.T), scales, bias, in_s, 1, chain)
+                nodes.append(helper.make_node("Gemm", [x, wf, bf], [y], name=name, transB=0))
+            else:  # MatMul [.., K] x [K, N], no bias (the TFLite graph keeps its own)
+                wf, _ = weights_dq(j, np.ascontiguousarray(w.T), scales, None, in_s, 1, chain)
+                nodes.append(helper.make_node("MatMul", [x, wf], [y], name=name))
             y = activation(y, p["act"], j)
         elif kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
             attrs = dict(kernel_shape=[p["kh"], p["kw"]], strides=[p["sh"], p["sw"]],
@@ -205,12 +268,36 @@ def build_onnx(spec: dict, expose: bool = False) -> dict:
     def vi(tid):
         return helper.make_tensor_value_info(f"t{tid}", TensorProto.INT8, nchw(ts[str(tid)]["shape"]))
 
+    if any("wchain" in op["p"] for op in spec["ops"]):
+        _share_initializers(nodes, inits)
     graph = helper.make_graph(nodes, f"fuzz_{spec.get('seed')}_{spec.get('index')}",
                               [vi(t) for t in spec["inputs"]], [vi(t) for t in outputs],
                               [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                           ir_version=IR_VERSION)
     return {"model": m.SerializeToString(), "outputs": [f"t{t}" for t in outputs]}
+
+
+def _share_initializers(nodes: list, inits: Dict[str, np.ndarray]) -> None:
+    """Stores equal constants once: every node reads the first of the
+    initializers with the same dtype, shape and bytes (weights of ops that
+    share them, their scales, zero points), as exporters do for tied
+    weights. Specs made before the weight-chain generator (no "wchain") are
+    built as they were."""
+    first: Dict[tuple, str] = {}
+    alias: Dict[str, str] = {}
+    for name, v in list(inits.items()):
+        a = np.asarray(v)
+        key = (a.dtype.str, a.shape, a.tobytes())
+        if key in first:
+            alias[name] = first[key]
+            del inits[name]
+        else:
+            first[key] = name
+    for n in nodes:
+        for i, x in enumerate(n.input):
+            if x in alias:
+                n.input[i] = alias[x]
 
 
 def single_op_spec(spec: dict, j: int) -> dict:

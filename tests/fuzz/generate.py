@@ -57,13 +57,21 @@ def generate(seed: int, index: int, fmt: str = "tflite", mac_budget: int = DEFAU
     ctx = Ctx(rng, spec, mac_budget, invalid_rate, fmt)
     produced = [_first_input(ctx)]
     kinds = allowed_kinds(fmt)
-    weights = np.array([k.weight for k in kinds], dtype=float)
+    # ONNX: FULLY_CONNECTED twice as often (its Gemm / MatMul forms and weight
+    # chains are what exporters write most)
+    weights = np.array([k.weight * (2 if fmt == "onnx" and k.name == "FULLY_CONNECTED" else 1)
+                        for k in kinds], dtype=float)
     weights /= weights.sum()
     n_ops = int(rng.integers(1, 7))
     for _ in range(n_ops):
         for _attempt in range(12):
             kind = kinds[int(rng.choice(len(kinds), p=weights))]
             x = produced[-1] if rng.random() < 0.75 else produced[int(rng.integers(len(produced)))]
+            if fmt == "onnx" and kind.name == "FULLY_CONNECTED":
+                # often beside an earlier one, on its input: they may share weights
+                earlier = [o["in"][0] for o in spec["ops"] if o["kind"] == "FULLY_CONNECTED"]
+                if earlier and rng.random() < 0.6:
+                    x = earlier[-1]
             before = copy.deepcopy(spec)
             r = kind.gen(ctx, x)
             if r is None:
@@ -308,6 +316,13 @@ def boundary_hits(spec: dict) -> List[tuple]:
                     hit("padding", v)
         if p.get("multiplier_gt_1"):
             hit("multiplier_gt_1", True)
+        # ONNX weight chains (ops.WEIGHT_CHAINS) and FULLY_CONNECTED forms
+        for key, name in (("wchain", "weight_chain"), ("fc_form", "fc_form"),
+                          ("flatten_op", "flatten_op")):
+            if key in p:
+                hit(name, p[key])
+        if "share_seed" in p:
+            hit("shared_weights", True)
     hit("cores", spec["options"]["cores"])
     hit("sram_kb", spec["options"]["sram_kb"])
     return hits

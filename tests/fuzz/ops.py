@@ -41,7 +41,22 @@ BOUNDARIES: Dict[str, set] = {
     "cores": {1, 32},
     "sram_kb": {16, 1024},
     "feature_map_dim": {1},
+    # ONNX only: how weights reach their op (what quantize_static, PyTorch and
+    # tf2onnx exports write; see build_onnx.weight_nodes), the Gemm / MatMul
+    # form of FULLY_CONNECTED, the reshape before it, a weight initializer
+    # shared by two ops
+    "weight_chain": {"q", "q_transpose", "int8_transpose", "reshape", "dqq"},
+    "fc_form": {"gemm_t1", "gemm_t0", "matmul", "matmul_3d"},
+    "flatten_op": {"Flatten", "Reshape"},
+    "shared_weights": {True},
 }
+
+# ONNX weight chains (build_onnx.weight_nodes): int8 initializer -> DQ
+# ("plain"), float -> Q -> DQ ("q", quantize_static's AddQDQPairToWeight),
+# float -> Q -> Transpose -> DQ ("q_transpose", an exported Linear / a
+# HWIO-stored conv), int8 -> Transpose -> DQ, int8 [n] -> Reshape -> DQ,
+# int8 -> DQ -> Transpose -> Q -> DQ ("dqq", per tensor only).
+WEIGHT_CHAINS = ["plain", "q", "q_transpose", "int8_transpose", "reshape", "dqq"]
 
 ACTIVATIONS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
 
@@ -135,15 +150,16 @@ class Ctx:
 def weights_of(op: dict, in_shapes: Sequence[Sequence[int]], tensors: dict):
     """(weights int8 in TFLite layout, per-channel scales list, bias int32) of a
     CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED op, from op["seed"]."""
-    rng = np.random.default_rng(op["seed"])
     p, kind = op["p"], op["kind"]
+    # "share_seed": the weights of another op (the same shape and parameters)
+    rng = np.random.default_rng(p.get("share_seed", op["seed"]))
     x = in_shapes[0]
     if kind == "CONV_2D":
         shape = (p["cout"], p["kh"], p["kw"], x[3])
     elif kind == "DEPTHWISE_CONV_2D":
         shape = (1, p["kh"], p["kw"], x[3] * p["mult"])
     else:
-        shape = (p["n"], int(np.prod(x[1:])) if len(x) > 2 else x[-1])
+        shape = (p["n"], _fc_depth(x) if len(x) > 2 else x[-1])
     n_out = shape[3] if kind == "DEPTHWISE_CONV_2D" else shape[0]
     wmax = p.get("wmax", 127)
     w = rng.integers(-wmax, wmax + 1, shape).astype(np.int8)
@@ -232,7 +248,27 @@ def _conv_like(ctx: Ctx, x: int, depthwise: bool):
     p["wmax"] = int(pick(rng, [127, 127, 127, 64, 8]))
     p["wscale"] = loguniform(rng, 0.001, 0.03)
     p["bias_range"] = int(pick(rng, [0, 100, 2000, 100000]))
+    onnx_weight_chain(ctx, p)
     return p, [], _mac_out_quant(ctx, x, p, depth)
+
+
+def onnx_weight_chain(ctx: Ctx, p: dict) -> None:
+    """ONNX specs: how the op's weights reach it (p["wchain"], WEIGHT_CHAINS).
+    Draws nothing for TFLite specs, so their random stream is unchanged."""
+    if ctx.fmt != "onnx":
+        return
+    chains = [c for c in WEIGHT_CHAINS if c != "dqq" or not p["per_channel"]]
+    p["wchain"] = pick(ctx.rng, chains)
+
+
+# Weight parameters a FULLY_CONNECTED copies from the op whose weights it shares.
+_SHARED_WEIGHT_KEYS = ("n", "per_channel", "wmax", "wscale", "bias_range")
+
+
+def _fc_depth(shape) -> int:
+    """K of a FULLY_CONNECTED on `shape`: the last dimension of a 3-D input
+    (ONNX MatMul), else everything after the batch (flattened)."""
+    return int(shape[-1]) if len(shape) == 3 else int(np.prod(shape[1:]))
 
 
 def _mac_out_quant(ctx: Ctx, x: int, p: dict, depth: int) -> dict:
@@ -261,19 +297,34 @@ def gen_depthwise(ctx, x):
 def gen_fully_connected(ctx, x):
     rng, t = ctx.rng, ctx.tensor(x)
     shape = t["shape"]
-    if len(shape) not in (2, 4) or shape[0] != 1:
+    onnx = ctx.fmt == "onnx"
+    # ONNX: a 3-D input is a MatMul [1, M, K] x [K, N] (no TFLite FULLY_CONNECTED form)
+    if len(shape) not in ((2, 3, 4) if onnx else (2, 4)) or shape[0] != 1:
         return None
-    k = int(np.prod(shape[1:]))
-    if k > 4096:
+    k = _fc_depth(shape)
+    if k > 4096 or (len(shape) == 3 and shape[1] * k > 4096):
         return None
     p = {"invalid": [], "n": channels(rng, cap=None)}
-    p["n"] = int(max(1, min(p["n"], ctx.mac_budget // k)))
+    p["n"] = int(max(1, min(p["n"], ctx.mac_budget // (k * (shape[1] if len(shape) == 3 else 1)))))
     # TFLite's FULLY_CONNECTED itself rejects other fused activations
     p["act"] = fused_activation(rng, p["invalid"], allow_invalid=False)
     p["per_channel"] = bool(rng.random() < 0.3)
     p["wmax"] = int(pick(rng, [127, 127, 64, 8]))
     p["wscale"] = loguniform(rng, 0.001, 0.03)
     p["bias_range"] = int(pick(rng, [0, 100, 2000, 100000]))
+    if onnx:
+        # the weights of an earlier FULLY_CONNECTED of the same depth, half the
+        # time: build_onnx stores them once (one initializer, two consumers)
+        same = [o for o in ctx.spec["ops"] if o["kind"] == "FULLY_CONNECTED" and "share_seed" not in o["p"]
+                and _fc_depth(ctx.tensor(o["in"][0])["shape"]) == k]
+        if same and rng.random() < 0.5:
+            src = same[int(rng.integers(len(same)))]
+            p.update({key: src["p"][key] for key in _SHARED_WEIGHT_KEYS})
+            p["share_seed"] = int(src["seed"])
+        p["fc_form"] = "matmul_3d" if len(shape) == 3 else pick(rng, ["gemm_t1", "gemm_t0", "matmul"])
+        if len(shape) == 4:
+            p["flatten_op"] = pick(rng, ["Flatten", "Reshape"])
+        onnx_weight_chain(ctx, p)
     return p, [], _mac_out_quant(ctx, x, p, k)
 
 
@@ -485,7 +536,7 @@ def out_shape(op: dict, ins: Sequence[Sequence[int]]) -> Optional[List[int]]:
         c = {"CONV_2D": p.get("cout"), "DEPTHWISE_CONV_2D": x[3] * p.get("mult", 1)}.get(k, x[3])
         return [1, oh, ow, c]
     if k == "FULLY_CONNECTED":
-        return [1, p["n"]]
+        return [1, x[1], p["n"]] if len(x) == 3 else [1, p["n"]]
     if k in ("ADD", "SUB", "MUL"):
         a, b = list(ins[0]), list(ins[1])
         if len(a) != len(b):
