@@ -22,6 +22,7 @@ import os
 
 from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
 from setuptools import Extension, find_packages, setup
+from setuptools.command.build_py import build_py
 
 ParallelCompile("NACC_BUILD_JOBS", default=0).install()
 
@@ -112,6 +113,18 @@ class BuildExt(build_ext):
         return super().get_export_symbols(ext)
 
 
+class BuildPy(build_py):
+    """Also ships the repository's docs/*.md as nacc/_docs/ (read by `nacc docs` and
+    nacc.docs), so the hardware reference and guides that messages cite are installed."""
+
+    def run(self):
+        super().run()
+        target = os.path.join(self.build_lib, "nacc", "_docs")
+        self.mkpath(target)
+        for path in sorted(glob.glob(os.path.join(HERE, "docs", "*.md"))):
+            self.copy_file(path, os.path.join(target, os.path.basename(path)))
+
+
 setup(
     name="nacc",
     version="0.1.0",
@@ -122,14 +135,19 @@ setup(
     package_dir={"": "python"},
     packages=find_packages("python"),
     ext_modules=[core, delegate, ort_ep],
-    cmdclass={"build_ext": BuildExt},
+    cmdclass={"build_ext": BuildExt, "build_py": BuildPy},
     python_requires=">=3.9",
     install_requires=["numpy>=1.23"],
     extras_require={
-        # The delegate's TFLite ABI declaration is verified against exactly these.
-        "tflite": ["tensorflow==2.21.0"],
+        # The delegate's TFLite ABI declaration is verified against exactly these
+        # releases; any official build of them works (nacc checks the module's
+        # version): tensorflow, or tensorflow-cpu (`pip install nacc tensorflow-cpu==2.21.0`
+        # or the tflite-cpu extra: do not combine it with an extra that pins tensorflow).
+        "tflite": ["tensorflow==2.21.0", "flatbuffers>=24.3"],
+        "tflite-cpu": ["tensorflow-cpu==2.21.0", "flatbuffers>=24.3"],
         "litert": ["ai-edge-litert==2.3.0"],
-        "onnxruntime": ["onnxruntime>=1.22", "onnx>=1.16"],
+        # The plugin EP API the EP is built for appeared in ONNX Runtime 1.23.
+        "onnxruntime": ["onnxruntime>=1.23", "onnx>=1.16"],
         # nacc bench: charts, progress bar, and what builds the default models
         # (Keras -> TFLite, Keras -> ONNX with tf2onnx, the digits data set).
         "bench": [

@@ -573,7 +573,10 @@ TfLiteStatus prepare_impl(TfLiteContext* ctx, NaccDelegate* d) {
     try {
       return k->invoke(ctx);
     } catch (const std::exception& e) {
-      ctx->ReportError(ctx, "NACC delegate: %s: %s", k->label().c_str(), e.what());
+      // Messages of the partition's own checks already start with its label.
+      const bool labelled = std::string(e.what()).rfind(k->label(), 0) == 0;
+      ctx->ReportError(ctx, "NACC delegate: %s%s%s", labelled ? "" : k->label().c_str(),
+                       labelled ? "" : ": ", e.what());
     } catch (...) {
       ctx->ReportError(ctx, "NACC delegate: %s: unknown error in invoke", k->label().c_str());
     }

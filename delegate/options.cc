@@ -110,7 +110,7 @@ std::string prepare_directory(const std::string& key, const std::string& path) {
 
 const std::vector<OptionSpec>& option_specs() {
   static const std::vector<OptionSpec> table = {
-      {"cores", "1, 2, 4, 8, 16 or 32 (NACC_SPEC §4)", "1",
+      {"cores", "1, 2, 4, 8, 16 or 32 (nacc docs hardware, §4)", "1",
        "simulated NPU cores the compiler splits work across"},
       {"threads", "an integer in [1, 256]", "the interpreter's num_threads (1 if unset)",
        "host threads that run the simulated cores"},

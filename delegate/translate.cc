@@ -256,7 +256,7 @@ class Translator {
     if (kind == OpKind::kOther) {
       r.host_kind = true;
       reason(r, "npu_op_kind", "no NPU implementation",
-             "only the op kinds listed in docs/supported_ops.md run on the NPU");
+             "only the op kinds `nacc supported-ops` lists run on the NPU");
       add(r, op);
       return r;
     }
@@ -316,7 +316,7 @@ class Translator {
     }
     if (tin == kTfLiteInt16 || tout == kTfLiteInt16) {
       reason(r, "int16_activations", "int16 activations (16x8 quantization)",
-             "the NPU runs int8 activations only (NACC_SPEC §1)");
+             "the NPU runs int8 activations only (nacc docs hardware, §1)");
       return true;
     }
     bool all_float = true, any_float = false;
@@ -347,7 +347,7 @@ class Translator {
       if (it != tensor_problem_.end()) {
         const auto& [rule, detail] = it->second;
         const std::string text = rule == "int4_weights"
-                                     ? "the NPU reads int8 weights only (NACC_SPEC §1)"
+                                     ? "the NPU reads int8 weights only (nacc docs hardware, §1)"
                                  : rule == "block_quantized"
                                      ? "weights must be quantized per tensor or per channel"
                                      : "tensors must have consistent shape and quantization";

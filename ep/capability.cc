@@ -21,28 +21,7 @@ namespace nacc::ep {
 
 namespace {
 
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
-}
-
-std::string q(const std::string& s) { return "\"" + json_escape(s) + "\""; }
+std::string q(const std::string& s) { return json_quote(s); }
 
 bool is_our_ep_context(const OnnxNode& n) {
   return n.op_type == "EPContext" && n.domain == "com.microsoft" &&
@@ -327,7 +306,9 @@ CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config,
       h.reason = u >= 0 && plan.units[u].target == n
                      ? unit_reason[u]
                      : str_cat("part of ", plan.units[u].form_name(), " unit ", t.label(), ": ",
-                               unit_reason[u]);
+                               unit_reason[u].rfind(t.label() + ": ", 0) == 0
+                                   ? unit_reason[u].substr(t.label().size() + 2)
+                                   : unit_reason[u]);
     } else if (auto it = scan.not_a_unit.find(n); it != scan.not_a_unit.end()) {
       h.reason = it->second;
     } else if (node.is("QuantizeLinear", "*") || node.is("DequantizeLinear", "*")) {

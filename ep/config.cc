@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include "common/limits.h"
 
@@ -55,11 +56,60 @@ std::string directory_problem(const std::string& path) {
 
 }  // namespace
 
-const std::vector<std::string>& option_keys() {
-  static const std::vector<std::string> keys = {
-      "threads", "cores", "sram_kb", "clock_mhz", "dump_dir", "cache_dir",
-      "fallback", "min_partition_macs", "test_perturb_node"};
-  return keys;
+// In the order of the original option_keys() list (error messages list them so).
+const std::vector<OptionSpec>& option_specs() {
+  static const std::vector<OptionSpec> table = {
+      {"threads", "an integer in [0, 256]", "0 (one per simulated core, up to the CPUs)",
+       "host threads that run the simulated cores (results never depend on it)"},
+      {"cores", "1, 2, 4, 8, 16 or 32", "1", "simulated NACC cores the compiler splits work across"},
+      {"sram_kb", "a power of two in [16, 1024]", "64", "SRAM per core in KiB (the NACC has 64)"},
+      {"clock_mhz", "an integer in [1, 10000]", "500",
+       "NPU clock that turns simulated cycles into reported latency"},
+      {"dump_dir", "a directory path (created if missing, must be writable)", "(none)",
+       "writes partition_report.json and each compiled partition there"},
+      {"cache_dir", "a directory path (created if missing, must be writable)", "(none)",
+       "reuses compiled Programs across sessions and processes"},
+      {"fallback", "allow or error", "allow",
+       "error: fail when any node other than the float<->int8 boundary conversions stays on "
+       "the host"},
+
+      {"min_partition_macs", "an integer >= 0", "0",
+       "fragmentation guard: partitions doing fewer useful MACs stay on the host"},
+      {"log_level", "default, off, error, warning, info or debug", "default",
+       "floor under ORT's logger: default follows the logger ORT hands the EP (the session's "
+       "log_severity_level with add_provider / add_provider_for_devices); the others also drop "
+       "nacc's messages below that level (warning = declined nodes, info = host-only op kinds "
+       "and the placement summary)"},  };
+  return table;
+}
+
+std::string option_specs_json() {
+  std::string s = "[";
+  for (const OptionSpec& o : option_specs()) {
+    s += str_cat(s.size() > 1 ? ", " : "", "{\"name\": ", json_quote(o.name),
+                 ", \"allowed\": ", json_quote(o.allowed), ", \"default\": ",
+                 json_quote(o.default_text), ", \"help\": ", json_quote(o.help), "}");
+  }
+  return s + "]";
+}
+
+namespace {
+
+std::mutex g_test_mu;
+std::string g_test_perturb_node;
+
+std::string current_test_perturb_node() {
+  std::lock_guard<std::mutex> lock(g_test_mu);
+  return g_test_perturb_node;
+}
+
+const char* const kLogLevelNames[] = {"default", "debug", "info", "warning", "error", "off"};
+
+}  // namespace
+
+void set_test_perturb_node(const std::string& node) {
+  std::lock_guard<std::mutex> lock(g_test_mu);
+  g_test_perturb_node = node;
 }
 
 Config Config::from_pairs(const std::vector<std::pair<std::string, std::string>>& pairs) {
@@ -86,8 +136,7 @@ Config Config::from_pairs(const std::vector<std::pair<std::string, std::string>>
       if (parse_int(value, &v) && v >= 1 && v <= limits::kMaxCores && (v & (v - 1)) == 0) {
         c.cores = static_cast<int>(v);
       } else {
-        bad(key, value, str_cat("must be 1, 2, 4, 8, 16 or ", limits::kMaxCores,
-                                " (NACC_SPEC §4)"));
+        bad(key, value, str_cat("must be 1, 2, 4, 8, 16 or ", limits::kMaxCores));
       }
     } else if (key == "sram_kb") {
       if (parse_int(value, &v) && v >= kMinSramKb && v <= kMaxSramKb && (v & (v - 1)) == 0) {
@@ -117,11 +166,20 @@ Config Config::from_pairs(const std::vector<std::pair<std::string, std::string>>
       }
     } else if (key == "min_partition_macs") {
       if (int_in(key, value, 0, int64_t{1} << 62, &v)) c.min_partition_macs = v;
-    } else if (key == "test_perturb_node") {
-      c.test_perturb_node = value;
+    } else if (key == "log_level") {
+      bool found = false;
+      for (size_t i = 0; i < std::size(kLogLevelNames); ++i) {
+        if (value == kLogLevelNames[i]) {
+          c.log_level = static_cast<LogLevel>(i);
+          found = true;
+        }
+      }
+      if (!found) bad(key, value, "must be default, off, error, warning, info or debug");
     } else {
+      std::vector<std::string> known;
+      for (const OptionSpec& o : option_specs()) known.emplace_back(o.name);
       errors.push_back(str_cat("unknown option '", kOptionPrefix, key, "'; known options: ",
-                               join(option_keys(), ", ")));
+                               join(known, ", ")));
     }
   }
   if (!errors.empty()) {
@@ -146,6 +204,7 @@ Config Config::from_session(const Api& api, const OrtSessionOptions* options) {
     }
   }
   Config c = from_pairs(pairs);
+  c.test_perturb_node = current_test_perturb_node();
   c.ep_context_enable = context_enable;
   c.ep_context_embed = context_embed;
   return c;
@@ -154,7 +213,20 @@ Config Config::from_session(const Api& api, const OrtSessionOptions* options) {
 std::string Config::summary() const {
   return str_cat("cores=", cores, " sram_kb=", sram_kb, " clock_mhz=", clock_mhz,
                  " threads=", threads, " fallback=", fallback == Fallback::kAllow ? "allow" : "error",
-                 " min_partition_macs=", min_partition_macs);
+                 " min_partition_macs=", min_partition_macs,
+                 " log_level=", kLogLevelNames[static_cast<int>(log_level)]);
+}
+
+int Config::log_floor() const {
+  switch (log_level) {
+    case LogLevel::kDefault:
+    case LogLevel::kDebug: return ORT_LOGGING_LEVEL_VERBOSE;
+    case LogLevel::kInfo: return ORT_LOGGING_LEVEL_INFO;
+    case LogLevel::kWarning: return ORT_LOGGING_LEVEL_WARNING;
+    case LogLevel::kError: return ORT_LOGGING_LEVEL_ERROR;
+    case LogLevel::kOff: break;
+  }
+  return ORT_LOGGING_LEVEL_FATAL + 1;
 }
 
 }  // namespace nacc::ep

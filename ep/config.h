@@ -18,6 +18,23 @@ constexpr const char* kOptionPrefix = "ep.naccexecutionprovider.";
 
 enum class Fallback { kAllow, kError };
 
+// The EP's own floor under ORT's logger (option log_level). kDefault adds
+// none: what prints is decided by the logger ORT hands the EP (the session
+// logger, i.e. SessionOptions.log_severity_level, with add_provider /
+// add_provider_for_devices; ORT's default logger with the Python
+// providers=[...] list). The others drop the EP's messages below that level;
+// they cannot show what ORT's logger filters out.
+enum class LogLevel { kDefault, kDebug, kInfo, kWarning, kError, kOff };
+
+// One documented provider option: the table python/nacc/onnxruntime.py reads
+// (nacc_ep_option_specs_json) and the text of the unknown-option error.
+struct OptionSpec {
+  const char* name;
+  const char* allowed;
+  const char* default_text;
+  const char* help;
+};
+
 struct Config {
   int threads = 0;                 // host threads simulating cores; 0 = one per core, up to the CPUs
   int cores = 1;                   // simulated NACC cores: 1, 2, 4, 8, 16 or 32 (NACC_SPEC §4)
@@ -28,8 +45,11 @@ struct Config {
   // (both directories are created if missing and must be writable)
   Fallback fallback = Fallback::kAllow;
   int64_t min_partition_macs = 0;  // fragmentation guard: partitions below this stay on the host
-  // Test only: the node whose weight scales are doubled in the IR (a shift
-  // off by one in that layer), to show that accuracy checks catch it.
+  LogLevel log_level = LogLevel::kDefault;
+  // Test only, not an option: the node whose weight scales are doubled in the
+  // IR (a shift off by one in that layer), to show that accuracy checks catch
+  // it. from_session copies it from set_test_perturb_node (the exported
+  // nacc_ep_test_perturb_node, which only tests call).
   std::string test_perturb_node;
 
   // ORT's EP-context (compiled model) settings.
@@ -44,9 +64,17 @@ struct Config {
 
   // "cores=4 sram_kb=64 ..." for logs and compatibility strings.
   std::string summary() const;
+  // ORT severity below which the EP drops its own messages (log_level):
+  // ORT_LOGGING_LEVEL_VERBOSE for kDefault and kDebug, ORT_LOGGING_LEVEL_FATAL + 1 for kOff.
+  int log_floor() const;
 };
 
-// The documented option keys.
-const std::vector<std::string>& option_keys();
+// The documented options, in documentation order.
+const std::vector<OptionSpec>& option_specs();
+// The table as a JSON array of {name, allowed, default, help}.
+std::string option_specs_json();
+
+// Test hook behind Config::test_perturb_node ("" = off); process-wide.
+void set_test_perturb_node(const std::string& node);
 
 }  // namespace nacc::ep

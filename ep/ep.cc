@@ -85,6 +85,11 @@ std::vector<IoBinding> in_order(const std::vector<IoBinding>& bindings,
   return out;
 }
 
+// `text` without `prefix` (a reason that starts with the node's own label).
+std::string without_prefix(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : text;
+}
+
 }  // namespace
 
 void record_report(const std::string& json) {
@@ -101,7 +106,7 @@ std::string reports_json() {
 }
 
 NaccEp::NaccEp(const Api& api, Config config, const OrtLogger* logger)
-    : OrtEpExtended{}, api_(api), config_(std::move(config)), logger_(logger) {
+    : OrtEpExtended{}, api_(api), config_(std::move(config)), log_{&api, logger, config_.log_floor()} {
   ort_version_supported = kOrtApiVersion;
   GetName = GetNameImpl;
   GetCapability = GetCapabilityImpl;
@@ -115,7 +120,7 @@ NaccEp::NaccEp(const Api& api, Config config, const OrtLogger* logger)
   }
   executor_ = std::make_shared<Executor>(config_);
   compatibility_ = compatibility_string(config_);
-  api_.log(logger_, ORT_LOGGING_LEVEL_INFO,
+  log_(ORT_LOGGING_LEVEL_INFO,
            str_cat("NaccExecutionProvider created: ", config_.summary()), "NaccEp");
 }
 
@@ -288,16 +293,17 @@ void NaccEp::get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) 
       const OnnxNode& n = g.nodes[h.node];
       if (!h.npu_candidate) {
         if (host_kinds.insert(n.op_type).second) {
-          api_.log(logger_, ORT_LOGGING_LEVEL_INFO,
+          log_(ORT_LOGGING_LEVEL_INFO,
                    str_cat("NaccExecutionProvider: ", n.op_type, " runs on the host"), "GetCapability");
         }
       } else if (!n.is("QuantizeLinear", "*") && !n.is("DequantizeLinear", "*")) {
-        api_.log(logger_, ORT_LOGGING_LEVEL_WARNING,
-                 str_cat("NaccExecutionProvider: ", n.label(), " stays on the host \u2014 ", h.reason),
+        log_(ORT_LOGGING_LEVEL_WARNING,
+                 str_cat("NaccExecutionProvider: ", n.label(), " stays on the host \u2014 ",
+                         without_prefix(h.reason, n.label() + ": ")),
                  "GetCapability");
       }
     }
-    api_.log(logger_, ORT_LOGGING_LEVEL_INFO, plan.summary(), "GetCapability");
+    log_(ORT_LOGGING_LEVEL_INFO, plan.summary(), "GetCapability");
     record_report(report);
     if (!config_.dump_dir.empty()) {
       std::ofstream(config_.dump_dir + "/partition_report.json") << report << "\n";
@@ -356,7 +362,7 @@ std::unique_ptr<CompiledPartition> NaccEp::compile_one(const OrtGraph* graph,
     }
     const std::string& s = it->second.s;
     blob = PartitionBlob::deserialize(reinterpret_cast<const uint8_t*>(s.data()), s.size());
-    api_.log(logger_, ORT_LOGGING_LEVEL_INFO,
+    log_(ORT_LOGGING_LEVEL_INFO,
              str_cat("NaccExecutionProvider: loaded compiled partition '", n.name,
                      "' from its EPContext node (no compilation)"),
              "Compile");

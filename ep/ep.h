@@ -59,7 +59,7 @@ class NaccEp : public OrtEpExtended {
 
   const Api& api_;
   Config config_;
-  const OrtLogger* logger_;
+  EpLog log_;  // ORT's logger under config_.log_level
   std::shared_ptr<Executor> executor_;
   std::string compatibility_;
   mutable std::mutex mu_;

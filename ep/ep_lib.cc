@@ -1,11 +1,16 @@
 // The exported entry points of the plugin EP library: CreateEpFactories /
 // ReleaseEpFactory (what ORT looks up after register_execution_provider_library)
-// and nacc_ep_reports_json (nacc's partition reports, read by
-// nacc.onnxruntime.partition_reports() through ctypes). Everything else in
-// the library is hidden (ep/exports.lds).
+// and the functions python/nacc/onnxruntime.py reads through ctypes: the
+// partition reports and run statistics (nacc_ep_reports_json,
+// nacc_ep_run_stats_json), the option table and validator, test hooks.
+// Everything else in the library is hidden (ep/exports.lds).
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "ep/config.h"
 #include "ep/ep.h"
 #include "ep/ep_factory.h"
 #include "ep/kernel.h"
@@ -74,6 +79,52 @@ __attribute__((visibility("default"))) size_t nacc_ep_run_stats_json(char* buffe
     return s.size();
   } catch (...) {
     return 0;
+  }
+}
+
+// The provider-option table as a JSON array of {name, allowed, default, help}
+// (nacc.onnxruntime.provider_option_specs()); a static string.
+__attribute__((visibility("default"))) const char* nacc_ep_option_specs_json() noexcept {
+  static const std::string json = nacc::ep::option_specs_json();
+  return json.c_str();
+}
+
+// Validates provider options (keys without the session-config prefix) with
+// the parser CreateEp uses, so Python rejects what the EP would reject before
+// a session exists (dump_dir / cache_dir are created, as CreateEp does).
+// Returns 0 when valid; otherwise 1 with the message in `error`
+// (NUL-terminated, truncated to error_size).
+__attribute__((visibility("default"))) int nacc_ep_validate_options(
+    const char* const* keys, const char* const* values, size_t num_options, char* error,
+    size_t error_size) noexcept {
+  std::string message;
+  try {
+    std::vector<std::pair<std::string, std::string>> pairs;
+    for (size_t i = 0; i < num_options; ++i) {
+      pairs.emplace_back(keys[i] ? keys[i] : "", values[i] ? values[i] : "");
+    }
+    nacc::ep::Config::from_pairs(pairs);
+    return 0;
+  } catch (const std::exception& e) {
+    message = e.what();
+  } catch (...) {
+    message = "NaccExecutionProvider: unknown error while validating options";
+  }
+  if (error != nullptr && error_size > 0) {
+    const size_t n = std::min(message.size(), error_size - 1);
+    std::memcpy(error, message.data(), n);
+    error[n] = '\0';
+  }
+  return 1;
+}
+
+// Test only (tests/test_ep_numerics.py): the node whose weight scales the
+// translation doubles in sessions created from now on ("" or NULL = off), to
+// show that accuracy checks catch a wrong multiplier. Not an EP option.
+__attribute__((visibility("default"))) void nacc_ep_test_perturb_node(const char* node) noexcept {
+  try {
+    nacc::ep::set_test_perturb_node(node ? node : "");
+  } catch (...) {
   }
 }
 

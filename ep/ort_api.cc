@@ -1,6 +1,7 @@
 // Implementation of the ORT C ABI helpers (ort_api.h).
 #include "ep/ort_api.h"
 
+#include <cstdio>
 #include <cstring>
 
 namespace nacc::ep {
@@ -218,6 +219,27 @@ TensorView tensor_view(const Api& api, const OrtValue* value) {
   v.elem_type = elem;
   api.check(api.ort->GetTensorData(value, &v.data));
   return v;
+}
+
+std::string json_quote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
 }
 
 int onnx_elem_size(int elem_type) {

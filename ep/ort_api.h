@@ -50,6 +50,22 @@ struct Api {
   bool enabled(const OrtLogger* logger, OrtLoggingLevel level) const noexcept;
 };
 
+// Where one EP instance's messages go: ORT's logger — the session logger ORT
+// passes to CreateEp, which prints what the session's log_severity_level
+// allows (ORT's default logger when ONNX Runtime's Python API creates the EP
+// from a providers=[...] list) — after the EP's own floor (option log_level):
+// a message below `floor` is dropped before it reaches ORT.
+struct EpLog {
+  const Api* api = nullptr;
+  const OrtLogger* logger = nullptr;
+  int floor = ORT_LOGGING_LEVEL_VERBOSE;
+
+  void operator()(OrtLoggingLevel level, const std::string& message,
+                  const char* function) const noexcept {
+    if (api != nullptr && level >= floor) api->log(logger, level, message, function);
+  }
+};
+
 // Runs `body` and returns NULL, or the exception it threw as an OrtStatus:
 // OrtError keeps its code, nacc::InvalidArgument -> ORT_INVALID_ARGUMENT,
 // nacc::Unsupported -> ORT_NOT_IMPLEMENTED, anything else -> ORT_EP_FAIL.
@@ -119,6 +135,9 @@ struct TensorView {
   size_t elements = 0;
 };
 TensorView tensor_view(const Api& api, const OrtValue* value);
+
+// `s` as a JSON string literal (quotes, backslashes and control characters escaped).
+std::string json_quote(const std::string& s);
 
 // Bytes per element of an ONNX element type (0 for unsupported types).
 int onnx_elem_size(int elem_type);

@@ -18,9 +18,13 @@ pytest.importorskip("tensorflow")
 # ---- bench ---------------------------------------------------------------------------------
 
 BENCH_MODEL_FIELDS = ["model", "runtime", "oracle", "host_ms", "host_cores", "exact", "npu",
-                      "nodes", "partitions", "fallbacks", "source"]
-NPU_FIELDS = ["cycles", "bound_cycles", "cycles_over_bound", "latency_us", "dma_bytes",
-              "sram_peak", "macs"]
+                      "nodes", "partitions", "fallbacks", "host", "per_layer", "source"]
+# nacc.results.npu plus the latency at each bench clock: the same keys as nacc report's totals.
+NPU_FIELDS = ["cycles", "bound_cycles", "cycles_vs_bound", "macs", "utilization", "dma_bytes",
+              "min_dma_bytes", "dma_vs_min", "sram_high_water", "cores", "clock_mhz", "latency_us",
+              "latency_us_by_clock"]
+TIMING_FIELDS = ["runs", "mean", "std", "min", "median", "p50", "p90", "p99", "max",
+                 "throughput_per_s"]
 
 
 @pytest.fixture(scope="module")
@@ -51,25 +55,34 @@ def test_bench_quick_json_has_the_promised_fields(bench_run):
             assert key in m, (m["model"], key)
         assert m["nodes"]["claimed"] > 0 and m["partitions"] >= 1
         for t in m["host_ms"].values():
-            assert 0 < t["min"] <= t["median"] and t["runs"] == report["runs"]
+            assert sorted(t) == sorted(TIMING_FIELDS)
+            assert 0 < t["min"] <= t["median"] <= t["p99"] <= t["max"]
+            assert t["runs"] == report["runs"]
         for cores in ("1", "8"):
             n = m["npu"][cores]
-            for key in NPU_FIELDS:
-                assert key in n, key
-            assert n["cycles"] > 0
-            assert n["latency_us"]["500"] == pytest.approx(2 * n["latency_us"]["1000"])
+            assert sorted(n) == sorted(NPU_FIELDS)
+            assert n["cycles"] > 0 and n["cores"] == int(cores)
+            by = n["latency_us_by_clock"]
+            assert by["500"] == pytest.approx(2 * by["1000"]) == pytest.approx(n["cycles"] / 500)
+            # Both runtimes now report the device's DMA bytes, minimum and SRAM peak.
+            assert n["dma_bytes"] >= n["min_dma_bytes"] > 0 and 0 < n["sram_high_water"] <= 65536
+            assert n["bound_cycles"] > 0 and n["cycles"] >= n["bound_cycles"]
+        # One MAC definition: useful MACs as the device counts them, the same for every core
+        # count and the same as the per-op rows.
+        assert m["npu"]["1"]["macs"] == m["npu"]["8"]["macs"] == sum(l["macs"] for l in m["per_layer"])
         # More cores: not slower.
         assert m["npu"]["8"]["cycles"] <= m["npu"]["1"]["cycles"]
     tfl = next(m for m in report["models"] if m["runtime"] == "tflite")
-    # The delegate is bit-exact to BUILTIN_REF; cycles never beat the §8 bound.
+    # The delegate is bit-exact to BUILTIN_REF; cycles never beat the performance bound.
     assert tfl["exact"]["bit_exact"] and tfl["exact"]["differing"] == 0
+    assert set(tfl["exact"]) == {"bit_exact", "differing", "elements", "max_abs_diff", "outputs",
+                                 "bit_exact_all_cores"}
     assert set(tfl["host_ms"]) == {"xnnpack", "builtin_ref", "nacc"}
-    for n in tfl["npu"].values():
-        assert n["bound_cycles"] > 0 and n["cycles"] >= n["bound_cycles"]
-        assert n["dma_bytes"] > 0 and 0 < n["sram_peak"] <= 64 * 1024
     assert tfl["per_layer"] and all(r["cycles"] >= 0 for r in tfl["per_layer"])
     ort_m = next(m for m in report["models"] if m["runtime"] == "onnxruntime")
     assert set(ort_m["host_ms"]) == {"ort_cpu", "nacc_ep"}
+    # The same digits CNN through both runtimes: the same useful MACs.
+    assert tfl["npu"]["1"]["macs"] == ort_m["npu"]["1"]["macs"]
 
 
 def test_bench_quick_writes_charts(bench_run):
@@ -93,7 +106,9 @@ def test_bench_markdown_and_bad_arguments(bench_run, capsys):
         with pytest.raises(SystemExit):
             bench.parse_args(argv)
         assert match in capsys.readouterr().err
-    with pytest.raises(SystemExit, match="neither"):
+    from nacc.cli import CliError
+
+    with pytest.raises(CliError, match="neither"):
         bench._jobs(bench.parse_args(["no_such_model"]))
 
 
@@ -224,3 +239,28 @@ def test_compare_onnx_lists_the_quantized_tensors(tmp_path, capsys):
     assert rows[-1]["op"] == "graph output"
     for r in rows:
         assert r["differing"] == 0 or r["max_abs_diff"] > 0
+
+
+def test_one_result_schema_for_report_compare_and_bench(bench_run, model_file, tmp_path, capsys):
+    """report's exactness, compare's per-tensor rows and bench's exactness use the keys of
+    nacc.results (bit_exact, differing, elements, max_abs_diff), and report's totals are
+    bench's NPU records (issue 12, item 7)."""
+    from nacc import cli, results
+
+    diff_keys = set(results.diff(np.zeros(3), np.zeros(3)))
+    agreement_keys = set(results.agreement([np.zeros(3)], [np.zeros(3)]))
+    code, cmp_result = run_compare([model_file], tmp_path)
+    assert code == 0
+    for row in cmp_result["tensors"]:
+        assert diff_keys <= set(row), row
+    for out in cmp_result["outputs"]:
+        assert diff_keys <= set(out)
+    js = tmp_path / "report.json"
+    assert cli.main(["report", str(model_file), "--check", "--json", str(js)]) == 0
+    rep = json.loads(js.read_text())
+    assert set(rep["exactness"]) == agreement_keys | {"reference"}
+    report, _ = bench_run
+    for m in report["models"]:
+        assert agreement_keys <= set(m["exact"])
+        assert set(rep["totals"]) == set(m["npu"]["1"]) - {"latency_us_by_clock"}
+    capsys.readouterr()

@@ -5,6 +5,7 @@ import ctypes
 import os
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -32,9 +33,11 @@ BAD_OPTIONS = [
     (dict(fallback="strict"), "option 'fallback': 'strict' is not allowed; allowed: allow or error"),
     (dict(core=4), "unknown option 'core' (did you mean 'cores'?)"),
     (dict(threds=2), "unknown option 'threds' (did you mean 'threads'?)"),
-    (dict(cores="4"), "option 'cores' must be an int, got str"),
-    (dict(cores=True), "option 'cores' must be an int, got bool"),
-    (dict(cores=4.0), "option 'cores' must be an int, got float"),
+    (dict(cores="four"), "option 'cores' must be an int or a numeric string, got str"),
+    (dict(cores="4.0"), "option 'cores' must be an int or a numeric string, got str"),
+    (dict(cores="3"), "option 'cores': '3' is not allowed"),  # a numeric string, checked as an int
+    (dict(cores=True), "option 'cores' must be an int or a numeric string, got bool"),
+    (dict(cores=4.0), "option 'cores' must be an int or a numeric string, got float"),
     (dict(log_level=3), "option 'log_level' must be a str"),
     (dict(dump_dir=3), "option 'dump_dir' must be a path"),
 ]
@@ -46,6 +49,8 @@ GOOD_OPTIONS = [
     dict(min_partition_macs=0), dict(min_partition_macs=10**12),
     dict(log_level="off"), dict(log_level="DEBUG"), dict(fallback="error"), dict(fallback="allow"),
     dict(cores=None),
+    # Numeric strings, as TFLite's own load_delegate(path, {"cores": "4"}) takes them.
+    dict(cores="4"), dict(sram_kb="128", threads=" 2 ", min_partition_macs="0"),
 ]
 
 
@@ -184,6 +189,8 @@ def test_runtime_version_check(monkeypatch, installed, runtime, ok):
 
 
 def test_untested_runtime_is_refused_before_loading(monkeypatch):
+    # The imported module's version is what counts (tests/test_runtime_distributions.py).
+    monkeypatch.setitem(sys.modules, "tensorflow", types.SimpleNamespace(__version__="2.22.0"))
     monkeypatch.setattr(nt, "_installed_version",
                         lambda dist: "2.22.0" if dist == "tensorflow" else "2.3.0")
     with pytest.raises(nacc.IncompatibleRuntimeError,

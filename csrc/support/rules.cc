@@ -647,7 +647,7 @@ std::vector<Rule> build_rules() {
   std::vector<Rule> rules = {
       // Gates: the structure the later rules read.
       {"npu_op_kind", {K::kOther},
-       "only the op kinds listed in docs/supported_ops.md run on the NPU; every other op runs on the host",
+       "only the op kinds `nacc supported-ops` lists run on the NPU; every other op runs on the host",
        true, check_npu_op_kind},
       {"operand_count", {},
        "inputs and outputs must be those of the op kind (optional bias, parameter tensors)", true,
@@ -663,7 +663,7 @@ std::vector<Rule> build_rules() {
        check_shape_consistency},
 
       // Data types and quantization.
-      {"activation_dtype", {}, "input and output activations must be int8 (NACC_SPEC §1)", false,
+      {"activation_dtype", {}, "input and output activations must be int8 (nacc docs hardware, §1)", false,
        check_activation_dtype},
       {"activation_quantization", {},
        str_cat("int8 activations must be quantized per tensor: one positive scale, one zero point "
@@ -705,16 +705,16 @@ std::vector<Rule> build_rules() {
       {"batch_size", batched,
        str_cat("batch must be ", limits::kMaxBatch,
                " (first dimension of 4-D feature maps, leading dimensions of BATCH_MATMUL; "
-               "NACC_SPEC §1)"),
+               "nacc docs hardware, §1)"),
        false, check_batch_size},
       {"feature_map_dims", {},
        str_cat("activation dimensions must be at most ", limits::kMaxFeatureMapDim,
-               " (16-bit FM size fields, NACC_SPEC §3)"),
+               " (16-bit FM size fields, nacc docs hardware, §3)"),
        false, check_feature_map_dims},
       {"elementwise_broadcast", elementwise,
        "the first operand must be a runtime tensor of the output's shape and the second one of "
        "the same shape, a [1,1,1,C] vector or a scalar (a runtime scalar needs W*C <= 65535; "
-       "ADD and MUL: either order; exact DMA re-reads, NACC_SPEC §1)",
+       "ADD and MUL: either order; exact DMA re-reads, nacc docs hardware, §1)",
        false, check_elementwise_broadcast},
 
       // Options.
@@ -749,7 +749,7 @@ std::vector<Rule> build_rules() {
       {"max_pool_window", {K::kMaxPool2D},
        str_cat("window height and width must be in ", window), false, check_max_pool_window},
       {"avg_pool_window", {K::kAveragePool2D},
-       str_cat("window must be ", avg, " with stride ", limits::kAvgPoolStride, " (NACC_SPEC §2)"),
+       str_cat("window must be ", avg, " with stride ", limits::kAvgPoolStride, " (nacc docs hardware, §2)"),
        false, check_avg_pool_window},
       {"mean_axes", {K::kMean}, "MEAN must reduce exactly height and width (axes 1 and 2)", false,
        check_mean_axes},
@@ -777,7 +777,7 @@ std::vector<Rule> build_rules() {
       // Memory.
       {"sram_tile", {},
        str_cat("the smallest tile (min_sram_bytes) must fit one core's SRAM (",
-               limits::kDefaultSramBytes, " bytes unless configured, NACC_SPEC §1)"),
+               limits::kDefaultSramBytes, " bytes unless configured, nacc docs hardware, §1)"),
        false, check_sram_tile},
   };
   if (!not_yet_lowered_kinds().empty()) {

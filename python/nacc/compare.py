@@ -31,46 +31,31 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from nacc import results
+from nacc.cli import CliError, check_flags, model_file, model_parser, output_file, parse_options
+
 
 def _diff(got: np.ndarray, want: np.ndarray) -> Dict[str, Any]:
-    if got.shape != want.shape:
-        if got.size == want.size:
-            got = got.reshape(want.shape)
-        else:
-            return {"differing": None, "elements": int(want.size), "max_abs_diff": None,
-                    "note": f"shape {got.shape} vs {want.shape}"}
-    d = np.abs(got.astype(np.float64) - want.astype(np.float64))
-    return {"differing": int(np.count_nonzero(d)), "elements": int(d.size),
-            "max_abs_diff": float(d.max()) if d.size else 0.0}
-
-
-def _parse_options(items: Sequence[str]) -> Dict[str, str]:
-    out = {}
-    for item in items:
-        if "=" not in item:
-            raise SystemExit(f"nacc compare: --option {item!r}: expected key=value")
-        k, v = item.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
+    return results.diff(got, want)
 
 
 def _inputs_from(args, details) -> List[np.ndarray]:
     """--input files (.npy, in input order) or seeded random inputs of the right dtype."""
+    from nacc.model_report import random_inputs
+
     if args.input:
         if len(args.input) != len(details):
-            raise SystemExit(f"nacc compare: {len(args.input)} --input files for a model with "
-                             f"{len(details)} inputs")
-        return [np.load(p).astype(d["dtype"]).reshape(d["shape"]) for p, d in zip(args.input, details)]
-    rng = np.random.default_rng(args.seed)
-    out = []
-    for d in details:
-        dt = np.dtype(d["dtype"])
-        if dt.kind == "f":
-            out.append(rng.uniform(-1, 1, d["shape"]).astype(dt))
-        else:
-            info = np.iinfo(dt)
-            out.append(rng.integers(info.min, info.max + 1, d["shape"], dtype=dt))
-    return out
+            raise CliError(f"{len(args.input)} --input files for a model with {len(details)} "
+                           "inputs", 2)
+        out = []
+        for p, d in zip(args.input, details):
+            x = np.load(p)
+            if x.size != int(np.prod(d["shape"])):
+                raise CliError(f"--input {p}: shape {x.shape} does not fit the model input of "
+                               f"shape {tuple(d['shape'])}", 2)
+            out.append(x.astype(d["dtype"]).reshape(d["shape"]))
+        return out
+    return random_inputs(details, seed=args.seed)
 
 
 # ---- TFLite ---------------------------------------------------------------------------------
@@ -221,7 +206,6 @@ def compare_onnx(model: bytes, args, options: Dict[str, str]) -> Dict[str, Any]:
     import nacc.onnxruntime as nort
 
     nort.register()
-    ort.set_default_logger_severity(3)
     wide, order = with_intermediate_outputs(model, args.all_tensors)
 
     def session(providers):
@@ -231,15 +215,17 @@ def compare_onnx(model: bytes, args, options: Dict[str, str]) -> Dict[str, Any]:
         return ort.InferenceSession(wide, sess_options=so, providers=providers)
 
     cpu = session(["CPUExecutionProvider"])
-    opts = {"cores": str(args.cores), "threads": str(args.threads)}
+    opts = {"cores": str(args.cores), "threads": str(args.threads), "log_level": "off"}
     opts.update(options)
     before = len(nort.partition_reports())
-    npu = session([(nort.get_ep_name(), opts), "CPUExecutionProvider"])
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    # Raises EpNotUsedError instead of comparing the CPU EP with itself.
+    npu = nort.create_session(wide, opts, so)
     reps = nort.partition_reports()[before:]
-    details = [{"name": i.name, "shape": [d if isinstance(d, int) and d > 0 else 1 for d in i.shape],
-                "dtype": {"tensor(float)": np.float32, "tensor(int8)": np.int8,
-                          "tensor(uint8)": np.uint8}.get(i.type, np.float32)}
-               for i in cpu.get_inputs()]
+    from nacc.model_report import ort_input_details
+
+    details = ort_input_details(cpu)
     inputs = _inputs_from(args, details)
     feeds = {d["name"]: x for d, x in zip(details, inputs)}
     names = [o.name for o in cpu.get_outputs()]
@@ -315,10 +301,9 @@ def markdown(result: Dict[str, Any], show_all: bool) -> str:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="nacc compare", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", metavar="MODEL", help="a .tflite or .onnx model")
-    p.add_argument("--cores", type=int, default=1, help="simulated NACC cores (default 1)")
+    p = model_parser("nacc compare", __doc__)
+    p.add_argument("--cores", type=int, default=1,
+                   help="simulated NACC cores: 1, 2, 4, 8, 16 or 32 (default 1)")
     p.add_argument("--threads", type=int, default=1, help="host threads for the simulation")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--input", nargs="*", metavar="NPY", help=".npy inputs, in model input order")
@@ -332,21 +317,24 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def compare(model_path: str, args: argparse.Namespace) -> Dict[str, Any]:
+    """Runs the comparison of the module docstring; returns its result dict.
+    Raises CliError for bad arguments, nacc.onnxruntime.EpNotUsedError when
+    the EP did not take part."""
+    kind = model_file(model_path)
+    # Every option checked by the library's own table before any work.
+    check_flags(args, kind, (("cores", "--cores"), ("threads", "--threads")))
+    options = parse_options(args.option, kind, "compare")
     with open(model_path, "rb") as f:
         model = f.read()
-    options = _parse_options(args.option)
-    if model_path.endswith(".onnx"):
+    if kind == "onnx":
         return compare_onnx(model, args, options)
-    if model_path.endswith(".tflite"):
-        return compare_tflite(model, args, options)
-    raise SystemExit(f"nacc compare: {model_path}: expected a .tflite or .onnx file")
+    return compare_tflite(model, args, options)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    if not os.path.isfile(args.model):
-        print(f"nacc compare: {args.model}: no such file", file=sys.stderr)
-        return 2
+    if args.json:
+        output_file(args.json)
     result = compare(args.model, args)
     result["first_divergence"] = first_divergence(result)
     print(markdown(result, args.all))
@@ -357,4 +345,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from nacc.cli import guarded
+
+    sys.exit(guarded("compare", lambda: main(sys.argv[1:])))

@@ -1,13 +1,13 @@
-"""Generates the tables of docs/command_stream.md from the C++ tables.
+"""Generates the tables of docs/command_stream.md and docs/hardware.md from the C++ tables.
 
-The opcode table and the register banks in the document are written between
+The opcode table and the register banks in the documents are written between
 ``<!-- BEGIN GENERATED: name -->`` and ``<!-- END GENERATED: name -->`` markers
 from ``nacc._core.opcode_table()`` and ``nacc._core.register_table()``, the
 same data the device, the emitter and the disassembler use. The prose around
 them is hand-written. A test fails when the checked-in file is stale.
 
-    python -m nacc.docs_gen            # rewrite docs/command_stream.md
-    python -m nacc.docs_gen --check    # exit 1 if it is stale
+    python -m nacc.docs_gen            # rewrite docs/command_stream.md and docs/hardware.md
+    python -m nacc.docs_gen --check    # exit 1 if one is stale
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from nacc import _core
 # Relative to the current directory: run from the root of a nacc checkout (the
 # installed package has no docs/ beside it).
 DOC_PATH = pathlib.Path("docs") / "command_stream.md"
+DOC_PATHS = (DOC_PATH, pathlib.Path("docs") / "hardware.md")
 
 _BLOCK = re.compile(
     r"(<!-- BEGIN GENERATED: (?P<name>[a-z_]+) -->\n)(?P<body>.*?)"
@@ -40,6 +41,9 @@ def _hex(v: int, digits: int = 8) -> str:
 
 
 def _cell(text: str) -> str:
+    # The C++ tables cite the project's spec as "NACC_SPEC §N"; the shipped documents
+    # call it by the file users have: hardware.md, numbered the same way.
+    text = re.sub(r"NACC_SPEC\b", "hardware.md", text)
     return text.replace("|", "\\|").replace("<", "\\<")
 
 
@@ -185,7 +189,17 @@ def render_example() -> str:
             f"{len(e.words)} words; the emitter dropped {e.skipped_writes} redundant write(s).\n")
 
 
-_RENDERERS = {"opcodes": render_opcodes, "registers": render_registers, "example": render_example}
+def render_compute_registers() -> str:
+    """One line per register of the compute bank: offset, name, what it holds."""
+    lines = ["| offset | register | holds |", "|---|---|---|"]
+    for r in _core.register_table():
+        if r["bank"] == "compute":
+            lines.append(f"| {_hex(r['offset'], 4)} | {r['name']} | {_cell(r['description'])} |")
+    return "\n".join(lines) + "\n"
+
+
+_RENDERERS = {"opcodes": render_opcodes, "registers": render_registers, "example": render_example,
+              "compute_registers": render_compute_registers}
 
 
 def render(text: str) -> str:
@@ -203,19 +217,21 @@ def render(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the document is stale")
-    parser.add_argument("--path", type=pathlib.Path, default=DOC_PATH)
+    parser.add_argument("--path", type=pathlib.Path, action="append",
+                        help=f"a document (default: {', '.join(map(str, DOC_PATHS))})")
     args = parser.parse_args(argv)
-    text = args.path.read_text(encoding="utf-8")
-    new = render(text)
-    if args.check:
-        if new != text:
-            print(f"{args.path} is stale: run python -m nacc.docs_gen", file=sys.stderr)
-            return 1
-        return 0
-    if new != text:
-        args.path.write_text(new, encoding="utf-8")
-        print(f"updated {args.path}")
-    return 0
+    stale = 0
+    for path in args.path or DOC_PATHS:
+        text = path.read_text(encoding="utf-8")
+        new = render(text)
+        if args.check:
+            if new != text:
+                print(f"{path} is stale: run python -m nacc.docs_gen", file=sys.stderr)
+                stale = 1
+        elif new != text:
+            path.write_text(new, encoding="utf-8")
+            print(f"updated {path}")
+    return stale
 
 
 if __name__ == "__main__":

@@ -37,7 +37,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from nacc.bench import _ort_inputs, _tflite_inputs, compare_arrays, cpu_name
+from nacc import results
+from nacc.bench import cpu_name
+from nacc.cli import CliError, Parser, guarded, output_file
 
 __all__ = ["set_kernel_path", "kernel_path_info", "kernel_path_libraries", "cpu_isa_flags",
            "run", "markdown", "main"]
@@ -187,10 +189,6 @@ def interleave(configs: Sequence[Config], warmup: int, runs: int, what: str) -> 
         set_kernel_path("auto")
 
 
-def timing(samples: Sequence[float]) -> Dict[str, Any]:
-    return {"median": statistics.median(samples), "min": min(samples), "runs": len(samples)}
-
-
 def _runs_for(model: str, args) -> int:
     return args.resnet50_runs if model.startswith("resnet50") and args.resnet50_runs else args.runs
 
@@ -198,11 +196,8 @@ def _runs_for(model: str, args) -> int:
 # ---- TFLite ------------------------------------------------------------------------------
 
 def _tflite():
-    try:
-        import tensorflow as tf
-    except ImportError as e:
-        raise SystemExit("nacc bench --host: the TFLite sections need tensorflow "
-                         "(pip install 'nacc[bench]'), or pass --sections ep") from e
+    import tensorflow as tf  # ModuleNotFoundError: nacc.cli names the extra to install
+
     return tf
 
 
@@ -219,7 +214,10 @@ def _interpreter(model: bytes, threads: int, resolver=None, delegate=None):
 
 
 def _set_inputs(it, seed: int = 0) -> None:
-    for d, x in zip(it.get_input_details(), _tflite_inputs(it, seed)):
+    from nacc import model_report
+
+    details = it.get_input_details()
+    for d, x in zip(details, model_report.random_inputs(details, seed)):
         it.set_tensor(d["index"], x)
 
 
@@ -259,11 +257,11 @@ def bench_tflite(name: str, model: bytes, threads: int, args) -> Dict[str, Any]:
     interleave(configs, args.warmup, runs, f"tflite {name} threads={threads}")
 
     want = _outputs(interps["builtin_ref"])
-    ms = {c.key: timing(c.samples) for c in configs}
+    ms = {c.key: results.timing(c.samples) for c in configs}
     res: Dict[str, Any] = {
         "model": name, "threads": threads, "runs": runs, "warmup": args.warmup,
         "ms": {k: ms[k] for k in ("xnnpack", "tflite_optimized", "builtin_ref")},
-        "exact": {k: compare_arrays(_outputs(interps[k]), want)
+        "exact": {k: results.agreement(_outputs(interps[k]), want)
                   for k in ("xnnpack", "tflite_optimized")},
         "nacc": {}, "nodes": None,
     }
@@ -275,7 +273,7 @@ def bench_tflite(name: str, model: bytes, threads: int, args) -> Dict[str, Any]:
             key = _nacc_key(path, cores)
             per[str(cores)] = {**ms[key], "ratio_to_xnnpack": ms[key]["median"] / xnn,
                                "ratio_to_builtin_ref": ms[key]["median"] / ms["builtin_ref"]["median"],
-                               "exact": compare_arrays(_outputs(interps[key]), want)}
+                               "exact": results.agreement(_outputs(interps[key]), want)}
         res["nacc"][path] = per
     rep = delegates[_nacc_key(args.kernel_paths[0], args.cores[0])].report()
     res["nodes"] = {"claimed": rep.claimed_nodes, "total": rep.total_nodes,
@@ -323,14 +321,14 @@ def bench_prepare(name: str, model: bytes, args, tmp: str) -> Dict[str, Any]:
     # The warm-up repetition fills each cache_dir (its "cached" entry is then a hit).
     interleave(configs, max(args.warmup, 1), runs, f"prepare {name}")
     out: Dict[str, Any] = {"model": name, "runs": runs,
-                           "builtin_ref_ms": timing(configs[0].samples), "cores": {}}
+                           "builtin_ref_ms": results.timing(configs[0].samples), "cores": {}}
     by_key = {c.key: c for c in configs}
     for c in args.cores:
         cold, hot = found[f"cold/{c}"][-runs:], found[f"cached/{c}"][-runs:]
         out["cores"][str(c)] = {
-            "cold_ms": timing(by_key[f"cold/{c}"].samples),
+            "cold_ms": results.timing(by_key[f"cold/{c}"].samples),
             "cold_compile_ms": statistics.median(f["compile_ms"] for f in cold),
-            "cached_ms": timing(by_key[f"cached/{c}"].samples),
+            "cached_ms": results.timing(by_key[f"cached/{c}"].samples),
             "cached_compile_ms": statistics.median(f["compile_ms"] for f in hot),
             "cached_all_hits": all(f["all_hits"] for f in hot),
             "partitions": cold[-1]["partitions"],
@@ -374,16 +372,16 @@ def bench_overhead(args) -> Dict[str, Any]:
     want = _outputs(ref)
     out: Dict[str, Any] = {"model": "ADD 1x1x1x8 int8", "invokes_per_sample": n,
                            "target_us": OVERHEAD_TARGET_US,
-                           "builtin_ref_us": timing(per_us["builtin_ref"]), "nacc": {}}
+                           "builtin_ref_us": results.timing(per_us["builtin_ref"]), "nacc": {}}
     for p in args.kernel_paths:
         rep = delegates[p].report()
-        t = timing(per_us[p])
+        t = results.timing(per_us[p])
         out["nacc"][p] = {
             "invoke_us": t,
             "overhead_us": t["median"] - out["builtin_ref_us"]["median"],
             "overhead_min_us": t["min"] - out["builtin_ref_us"]["min"],
             "claimed": f"{rep.claimed_nodes}/{rep.total_nodes}",
-            "exact": compare_arrays(_outputs(interps[p]), want),
+            "exact": results.agreement(_outputs(interps[p]), want),
         }
     return out
 
@@ -391,11 +389,8 @@ def bench_overhead(args) -> Dict[str, Any]:
 # ---- ONNX Runtime --------------------------------------------------------------------------
 
 def _ort():
-    try:
-        import onnxruntime as ort
-    except ImportError as e:
-        raise SystemExit("nacc bench --host: the EP section needs onnxruntime "
-                         "(pip install 'nacc[bench]'), or pass --sections without ep") from e
+    import onnxruntime as ort  # ModuleNotFoundError: nacc.cli names the extra to install
+
     return ort
 
 
@@ -405,6 +400,7 @@ _ep_created: set = set()  # (model, cores) with a session already created in thi
 def bench_onnx(name: str, model: bytes, threads: int, args) -> Dict[str, Any]:
     """The interleaved EP row of one QDQ model at one intra-op thread count."""
     import nacc.onnxruntime as nort
+    from nacc import model_report
 
     ort = _ort()
     nort.register()
@@ -419,7 +415,7 @@ def bench_onnx(name: str, model: bytes, threads: int, args) -> Dict[str, Any]:
         return s, (time.perf_counter() - t0) * 1e3
 
     cpu, cpu_create_ms = session(["CPUExecutionProvider"])
-    feeds = _ort_inputs(cpu)
+    feeds = model_report._ort_feeds(cpu, 0)
     sessions, create_ms, reports = {}, {}, {}
     configs = [Config("ort_cpu", lambda: cpu.run(None, feeds))]
     for path in args.kernel_paths:
@@ -440,7 +436,7 @@ def bench_onnx(name: str, model: bytes, threads: int, args) -> Dict[str, Any]:
     runs = _runs_for(name, args)
     interleave(configs, args.warmup, runs, f"onnx {name} threads={threads}")
     want = cpu.run(None, feeds)
-    ms = {c.key: timing(c.samples) for c in configs}
+    ms = {c.key: results.timing(c.samples) for c in configs}
     base = ms["ort_cpu"]["median"]
     res: Dict[str, Any] = {"model": name, "threads": threads, "runs": runs, "warmup": args.warmup,
                            "ms": {"ort_cpu": ms["ort_cpu"]},
@@ -452,7 +448,7 @@ def bench_onnx(name: str, model: bytes, threads: int, args) -> Dict[str, Any]:
             set_kernel_path(path)
             got = sessions[key].run(None, feeds)
             per[str(cores)] = {**ms[key], "ratio_to_cpu_ep": ms[key]["median"] / base,
-                               "exact": compare_arrays(got, want),
+                               "exact": results.agreement(got, want),
                                "session_create": create_ms[key]}
         res["nacc"][path] = per
     set_kernel_path("auto")
@@ -479,17 +475,12 @@ def _cell(t: Dict[str, Any], ratio: Optional[float] = None) -> str:
         f" ({_ratio(ratio)})" if ratio is not None else "")
 
 
-def _exact_text(e: Dict[str, Any]) -> str:
-    return "bit-exact" if e["bit_exact"] else (
-        f"{e['differing']}/{e['elements']} differ (max {e['max_abs_diff']:.4g})")
-
-
 def _nacc_exact(per_path: Dict[str, Dict[str, Any]]) -> str:
     """Every nacc configuration's exactness, configurations with the same result grouped."""
     groups: Dict[str, List[str]] = {}
     for p, per in per_path.items():
         for c, v in per.items():
-            groups.setdefault(_exact_text(v["exact"]), []).append(f"{p} {c}c")
+            groups.setdefault(results.format_exactness(v["exact"]), []).append(f"{p} {c}c")
     n = sum(len(per) for per in per_path.values())
     if len(groups) == 1:
         text = next(iter(groups))
@@ -572,9 +563,9 @@ def markdown(report: Dict[str, Any]) -> str:
                      _cell(r["ms"]["builtin_ref"], r["ratio_to_xnnpack"]["builtin_ref"])]
             cells += [_cell(r["nacc"][p][str(c)], r["nacc"][p][str(c)]["ratio_to_xnnpack"])
                       for p, c, _ in cols]
-            exact = f"nacc {_nacc_exact(r['nacc'])}; XNNPACK {_exact_text(r['exact']['xnnpack'])}"
+            exact = f"nacc {_nacc_exact(r['nacc'])}; XNNPACK {results.format_exactness(r['exact']['xnnpack'])}"
             if not r["exact"]["tflite_optimized"]["bit_exact"]:
-                exact += f"; optimized {_exact_text(r['exact']['tflite_optimized'])}"
+                exact += f"; optimized {results.format_exactness(r['exact']['tflite_optimized'])}"
             lines.append(f"| {DISPLAY_NAMES.get(r['model'], r['model'])} "
                          f"({r['nodes']['claimed']}/{r['nodes']['total']} nodes) | "
                          + " | ".join(cells) + f" | {exact} |")
@@ -627,7 +618,7 @@ def markdown(report: Dict[str, Any]) -> str:
                 f"(min-based {v['overhead_min_us']:.1f} µs; target <= {o['target_us']:.0f} µs); "
                 f"delegate {v['invoke_us']['median']:.1f} µs, BUILTIN_REF "
                 f"{o['builtin_ref_us']['median']:.1f} µs per invoke (mean of "
-                f"{o['invokes_per_sample']} invokes per sample); {_exact_text(v['exact'])}")
+                f"{o['invokes_per_sample']} invokes per sample); {results.format_exactness(v['exact'])}")
         lines.append("")
     return "\n".join(lines)
 
@@ -663,7 +654,7 @@ SECTIONS = ("tflite", "prepare", "ep", "overhead")
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     from nacc import _core, models
 
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="nacc bench --host", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="What is measured and how: docs/host_speed.md.")
@@ -727,6 +718,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
             if n not in paths:
                 paths.append(n)
     a.kernel_paths = paths
+    if a.json:
+        try:
+            output_file(a.json)
+        except CliError as e:
+            p.error(str(e))
     return a
 
 
@@ -787,12 +783,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not args.quiet and not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                             format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    report = run(args, command=" ".join(["nacc bench --host", *argv]))
-    print(markdown(report))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
-    return 0
+
+    def body() -> int:
+        report = run(args, command=" ".join(["nacc bench --host", *argv]))
+        print(markdown(report))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=1)
+        return 0
+
+    return guarded("bench --host", body)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,21 @@
 """Per-model reports of what nacc did with a model, for the ``nacc`` command
 line (python/nacc/cli.py) and the benchmarks: which nodes the NPU runs and
 why the others stay on the host, and per layer the simulated cycles against
-the NACC_SPEC §8 bound, DMA bytes against the move-once minimum and MAC-array
+the performance bound, DMA bytes against the move-once minimum and MAC-array
 utilization — all from the per-op counters of an actual simulated run
 (``last_ops`` of the TFLite delegate's report, ``last_ops`` of the ONNX
 Runtime EP's partition reports). Also the Chrome / Perfetto trace of the
 simulated timeline.
 
-A report is a plain dict (JSON-ready, schema in docs/cli.md);
-:func:`format_report` prints it as tables. TensorFlow / ONNX Runtime are
-imported only by the functions that need them.
+A report is a plain dict (JSON-ready, schema in docs/cli.md; its NPU figures
+and exactness use the shared schema of nacc/results.py);
+:func:`format_report` prints it: a one-screen summary first, the per-layer
+tables on request. TensorFlow / ONNX Runtime are imported only by the
+functions that need them.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import os
@@ -23,28 +26,50 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from nacc import _core
+from nacc import _core, results
+from nacc.results import MAC_LANES
 
 __all__ = ["HwOptions", "tflite_report", "onnx_report", "format_report", "tflite_trace",
-           "layer_rows", "random_inputs", "compare_outputs", "MAC_LANES"]
+           "layer_rows", "random_inputs", "compare_outputs", "MAC_LANES",
+           "MAX_RANDOM_INPUT_BYTES", "TOP_LAYERS"]
 
-MAC_LANES = 64  # int8 MACs per core per cycle (NACC_SPEC §1, §8; limits::kMacLanes)
+# Random model inputs larger than this are refused with a clear error instead
+# of numpy's MemoryError (a 1x(2^31-1)x16x3 input would take 96 GiB).
+MAX_RANDOM_INPUT_BYTES = 1 << 30
+# Layers listed in the summary, the largest by NPU cycles first.
+TOP_LAYERS = 8
 
 
 @dataclasses.dataclass(frozen=True)
 class HwOptions:
-    """The simulated NACC a report is made for."""
-    cores: int = 1           # 1, 2, 4, 8, 16, 32 (NACC_SPEC §4)
-    sram_kb: int = 64        # per core
-    clock_mhz: int = 500     # turns cycles into microseconds
+    """The simulated NACC a report is made for (validated by the delegate's /
+    the EP's own option tables: :meth:`validate`)."""
+    cores: int = 1           # 1, 2, 4, 8, 16, 32 (docs/hardware.md §4)
+    sram_kb: int = 64        # per core, a power of two in [16, 1024]
+    clock_mhz: int = 500     # turns cycles into microseconds, [1, 10000]
     threads: int = 1         # host threads simulating the cores (results do not depend on it)
 
     def delegate_options(self) -> Dict[str, Any]:
         return dict(cores=self.cores, sram_kb=self.sram_kb, clock_mhz=self.clock_mhz,
                     threads=self.threads)
 
+    def ep_options(self) -> Dict[str, str]:
+        return {k: str(v) for k, v in self.delegate_options().items()}
+
     def as_dict(self) -> Dict[str, int]:
         return dataclasses.asdict(self)
+
+    def validate(self, runtime: str) -> None:
+        """Checks every field with the option parser of the runtime's library
+        ("tflite": the delegate, "onnx": the EP). Raises ValueError."""
+        if runtime == "tflite":
+            from nacc import tflite
+
+            tflite.validate_options(**self.delegate_options())
+        else:
+            from nacc import onnxruntime as nort
+
+            nort.validate_provider_options(self.ep_options())
 
 
 # ---- inputs and exactness ------------------------------------------------------------------
@@ -52,12 +77,20 @@ class HwOptions:
 
 def random_inputs(details: Sequence[Dict[str, Any]], seed: int = 0) -> List[np.ndarray]:
     """Seeded random inputs for interpreter / session input details (dicts with
-    ``shape`` and ``dtype``): integers over the dtype's range, floats in [-1, 1]."""
+    ``shape``, ``dtype`` and optionally ``name``): integers over the dtype's
+    range, floats in [-1, 1]. Raises ValueError for an input larger than
+    MAX_RANDOM_INPUT_BYTES."""
     rng = np.random.default_rng(seed)
     out = []
-    for d in details:
+    for i, d in enumerate(details):
         shape = [int(s) if s and int(s) > 0 else 1 for s in d["shape"]]
         dtype = np.dtype(d["dtype"])
+        nbytes = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+        if nbytes > MAX_RANDOM_INPUT_BYTES:
+            raise ValueError(
+                f"input {d.get('name', i)!r} of shape {tuple(shape)} ({dtype}) would need "
+                f"{nbytes / 2**30:.1f} GiB for a random input (limit "
+                f"{MAX_RANDOM_INPUT_BYTES / 2**30:.0f} GiB); a model this size cannot run")
         if np.issubdtype(dtype, np.integer):
             info = np.iinfo(dtype)
             out.append(rng.integers(info.min, int(info.max) + 1, shape, dtype=dtype))
@@ -68,17 +101,10 @@ def random_inputs(details: Sequence[Dict[str, Any]], seed: int = 0) -> List[np.n
     return out
 
 
-def compare_outputs(got: Sequence[np.ndarray], want: Sequence[np.ndarray]) -> Dict[str, Any]:
-    """bit_exact, the number of differing elements and the max absolute difference."""
-    differing, max_abs = 0, 0.0
-    for g, w in zip(got, want):
-        g64, w64 = np.asarray(g).astype(np.float64), np.asarray(w).astype(np.float64)
-        diff = np.abs(g64 - w64)
-        differing += int(np.count_nonzero(diff))
-        if diff.size:
-            max_abs = max(max_abs, float(diff.max()))
-    return {"bit_exact": differing == 0 and len(got) == len(want),
-            "differing_elements": differing, "max_abs_diff": max_abs}
+def compare_outputs(got: Sequence[np.ndarray], want: Sequence[np.ndarray],
+                    names: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    """The agreement of two runs' outputs (nacc.results.agreement)."""
+    return results.agreement(got, want, names)
 
 
 # ---- per-layer rows ------------------------------------------------------------------------
@@ -86,8 +112,9 @@ def compare_outputs(got: Sequence[np.ndarray], want: Sequence[np.ndarray]) -> Di
 
 def layer_rows(ops: Sequence[Dict[str, Any]], cores: int, clock_mhz: float) -> List[Dict[str, Any]]:
     """One row per Program op of a run (``last_ops`` entries): cycles against
-    the §8 bound, DMA bytes against the move-once minimum, utilization of the
-    MAC arrays of every core over the op's span, per-core busy cycles."""
+    the performance bound, DMA bytes against the move-once minimum,
+    utilization of the MAC arrays of every core over the op's span, per-core
+    busy cycles."""
     rows = []
     for o in ops:
         cycles, bound = int(o["cycles"]), int(o["bound_cycles"])
@@ -95,12 +122,12 @@ def layer_rows(ops: Sequence[Dict[str, Any]], cores: int, clock_mhz: float) -> L
         rows.append({
             "op": o["op"], "name": o["name"], "kind": o["kind"],
             "cycles": cycles, "bound_cycles": bound,
-            "cycles_vs_bound": (cycles / bound) if bound else None,
+            "cycles_vs_bound": results.ratio(cycles, bound),
             "latency_us": cycles / clock_mhz,
             "macs": int(o["macs"]),
             "utilization": (int(o["macs"]) / (cycles * MAC_LANES * cores)) if cycles else 0.0,
             "dma_bytes": dma, "min_dma_bytes": int(o["min_dma_bytes"]),
-            "dma_vs_min": (dma / int(o["min_dma_bytes"])) if int(o["min_dma_bytes"]) else None,
+            "dma_vs_min": results.ratio(dma, int(o["min_dma_bytes"])),
             "mac_cycles": int(o["mac_cycles"]), "stall_cycles": int(o["stall_cycles"]),
             "busy_cycles": [int(c["busy_cycles"]) for c in o.get("cores", [])],
             "sram_high_water": int(o["sram_high_water"]),
@@ -115,32 +142,46 @@ def _partition_entry(index: int, nodes: Sequence[Any], ops: Sequence[str], macs:
     layers = layer_rows(last_ops, hw.cores, hw.clock_mhz)
     if layers:
         # Useful MACs as the device counted them (the frontends' partition
-        # figures also count the taps that fall on padding).
+        # figures also count the taps that fall on padding): the one MAC
+        # definition of every nacc report.
         macs = sum(r["macs"] for r in layers)
-    bound = sum(r["bound_cycles"] for r in layers)
-    min_dma = sum(r["min_dma_bytes"] for r in layers)
-    entry = {
-        "index": index, "nodes": list(nodes), "ops": list(ops), "macs": int(macs),
-        "cycles": int(cycles), "latency_us": cycles / hw.clock_mhz, "bound_cycles": bound,
-        "dma_bytes": int(dma_bytes), "min_dma_bytes": min_dma, "sram_high_water": int(sram),
-        "utilization": (macs / (cycles * MAC_LANES * hw.cores)) if cycles else 0.0,
-        "layers": layers,
-    }
+    entry = {"index": index, "nodes": list(nodes), "ops": list(ops)}
+    entry.update(results.npu(cycles=cycles, bound_cycles=sum(r["bound_cycles"] for r in layers),
+                             macs=macs, dma_bytes=dma_bytes,
+                             min_dma_bytes=sum(r["min_dma_bytes"] for r in layers),
+                             sram_high_water=sram, cores=hw.cores, clock_mhz=hw.clock_mhz))
+    entry["layers"] = layers
     entry.update(extra or {})
     return entry
 
 
 def _totals(partitions: Sequence[Dict[str, Any]], hw: HwOptions) -> Dict[str, Any]:
-    cycles = sum(p["cycles"] for p in partitions)
-    macs = sum(p["macs"] for p in partitions)
-    return {
-        "cycles": cycles, "bound_cycles": sum(p["bound_cycles"] for p in partitions),
-        "latency_us": cycles / hw.clock_mhz, "macs": macs,
-        "dma_bytes": sum(p["dma_bytes"] for p in partitions),
-        "min_dma_bytes": sum(p["min_dma_bytes"] for p in partitions),
-        "sram_high_water": max([p["sram_high_water"] for p in partitions] or [0]),
-        "utilization": (macs / (cycles * MAC_LANES * hw.cores)) if cycles else 0.0,
-    }
+    return results.sum_npu(partitions, cores=hw.cores, clock_mhz=hw.clock_mhz)
+
+
+def _host_summary(declined: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """Nodes left on the host, counted by op kind (host-only kinds and declined
+    instances of kinds the NPU runs apart)."""
+    kinds = collections.Counter(d["op"] for d in declined)
+    host_only = collections.Counter(d["op"] for d in declined if d["host_kind"])
+    return {"nodes": len(declined), "by_kind": dict(sorted(kinds.items())),
+            "host_only_kinds": dict(sorted(host_only.items())),
+            "declined": dict(sorted((kinds - host_only).items()))}
+
+
+def _reason(op: str, name: str, reason: str) -> str:
+    """A decline reason without the "<op> '<name>': " it may repeat."""
+    prefix = f"{op} '{name}': "
+    return reason[len(prefix):] if reason.startswith(prefix) else reason
+
+
+def _finish(out: Dict[str, Any], hw: HwOptions, got, want, reference: str,
+            names: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    out["totals"] = _totals(out["partitions"], hw)
+    out["host"] = _host_summary(out["declined"])
+    if want is not None:
+        out["exactness"] = dict(reference=reference, **results.agreement(got, want, names))
+    return out
 
 
 # ---- TFLite --------------------------------------------------------------------------------
@@ -222,71 +263,41 @@ def _report_from_delegate(report, hw: HwOptions, *, name: str, got=None, want=No
                                    "command_words": p.command_words,
                                    "constant_bytes": p.constant_bytes}))
     declined = [{"node": n.node, "op": n.op, "name": n.name, "host_kind": n.host_kind,
-                 "reasons": [r.message for r in n.reasons]}
+                 "reasons": [_reason(n.op, n.name, r.message) for r in n.reasons]}
                 for n in report.nodes if not n.claimed]
     out = {
         "model": name, "runtime": "tflite", "hardware": hw.as_dict(),
         "summary": "; ".join(s.summary for s in report.subgraphs),
         "total_nodes": report.total_nodes, "claimed_nodes": report.claimed_nodes,
-        "partitions": partitions, "declined": declined, "totals": _totals(partitions, hw),
+        "partitions": partitions, "declined": declined,
         "host_ms": {"nacc": npu_ms, "reference": ref_ms, "prepare": prepare_ms},
     }
-    if want is not None:
-        out["exactness"] = dict(reference="TFLite BUILTIN_REF", **compare_outputs(got, want))
-    return out
+    return _finish(out, hw, got, want, "TFLite BUILTIN_REF")
 
 
 # ---- ONNX Runtime --------------------------------------------------------------------------
 
-
-def _ort_feeds(sess, seed: int) -> Dict[str, np.ndarray]:
-    types = {"tensor(float)": np.float32, "tensor(int8)": np.int8, "tensor(uint8)": np.uint8,
+ORT_TYPES = {"tensor(float)": np.float32, "tensor(int8)": np.int8, "tensor(uint8)": np.uint8,
              "tensor(int32)": np.int32, "tensor(int64)": np.int64, "tensor(bool)": np.bool_,
              "tensor(float16)": np.float16}
-    details = [{"shape": i.shape if all(isinstance(s, int) for s in i.shape)
-                else [s if isinstance(s, int) else 1 for s in i.shape],
-                "dtype": types.get(i.type, np.float32)} for i in sess.get_inputs()]
-    arrays = random_inputs(details, seed)
-    return {i.name: a for i, a in zip(sess.get_inputs(), arrays)}
 
 
-def onnx_report(path: str, hw: HwOptions, *, check: bool = False, seed: int = 0,
-                dump_dir: Optional[str] = None) -> Dict[str, Any]:
-    """The report of one run of an ONNX model on ONNX Runtime with the NACC EP
-    (the rest on the CPU EP); `check` also runs the CPU EP alone and compares."""
-    import onnxruntime as ort
+def ort_input_details(sess) -> List[Dict[str, Any]]:
+    """A session's inputs as dicts (name, shape with symbolic dims as 1, dtype)."""
+    return [{"name": i.name, "shape": [s if isinstance(s, int) and s > 0 else 1 for s in i.shape],
+             "dtype": ORT_TYPES.get(i.type, np.float32)} for i in sess.get_inputs()]
 
-    import nacc.onnxruntime as nort
 
-    nort.register()
-    ort.set_default_logger_severity(3)  # the placement warnings are in the report
-    before = len(nort.partition_reports())
-    options = {"cores": str(hw.cores), "sram_kb": str(hw.sram_kb),
-               "clock_mhz": str(hw.clock_mhz), "threads": str(hw.threads)}
-    if dump_dir:
-        options["dump_dir"] = dump_dir
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    t0 = time.perf_counter()
-    sess = ort.InferenceSession(path, sess_options=so, providers=[
-        (nort.EP_NAME, options), "CPUExecutionProvider"])
-    prepare_ms = (time.perf_counter() - t0) * 1e3
-    feeds = _ort_feeds(sess, seed)
-    t0 = time.perf_counter()
-    got = sess.run(None, feeds)
-    npu_ms = (time.perf_counter() - t0) * 1e3
-    want, ref_ms = None, None
-    if check:
-        cpu = ort.InferenceSession(path, sess_options=so, providers=["CPUExecutionProvider"])
-        t0 = time.perf_counter()
-        want = cpu.run(None, feeds)
-        ref_ms = (time.perf_counter() - t0) * 1e3
-    reports = nort.partition_reports()
-    # A model with subgraphs gives several reports; this session's are the new ones
-    # (when the EP had seen the same graph before it does not log it again: take the last).
-    mine = reports[before:] or reports[-1:]
+def _ort_feeds(sess, seed: int) -> Dict[str, np.ndarray]:
+    details = ort_input_details(sess)
+    return {d["name"]: a for d, a in zip(details, random_inputs(details, seed))}
+
+
+def ep_partitions(reports: Sequence[Dict[str, Any]], hw: HwOptions):
+    """(partitions, declined, total nodes, claimed nodes) of the EP's partition
+    reports (nacc.onnxruntime.partition_reports entries with their last run)."""
     partitions, declined, total, claimed = [], [], 0, 0
-    for rep in mine:
+    for rep in reports:
         total += rep["total_nodes"]
         claimed += rep["claimed_nodes"]
         for p in rep["partitions"]:
@@ -298,17 +309,51 @@ def onnx_report(path: str, hw: HwOptions, *, check: bool = False, seed: int = 0,
         for h in rep["host_nodes"]:
             declined.append({"node": h["name"], "op": h["op_type"], "name": h["name"],
                              "host_kind": not h.get("npu_candidate", False),
-                             "reasons": [h["reason"]]})
+                             "reasons": [_reason(h["op_type"], h["name"], h["reason"])]})
+    return partitions, declined, total, claimed
+
+
+def onnx_report(path: str, hw: HwOptions, *, check: bool = False, seed: int = 0,
+                dump_dir: Optional[str] = None) -> Dict[str, Any]:
+    """The report of one run of an ONNX model on ONNX Runtime with the NACC EP
+    (the rest on the CPU EP); `check` also runs the CPU EP alone and compares.
+    Raises nacc.onnxruntime.EpNotUsedError when the EP did not take part."""
+    import onnxruntime as ort
+
+    import nacc.onnxruntime as nort
+
+    nort.register()
+    before = len(nort.partition_reports())
+    options = dict(hw.ep_options(), log_level="off")  # the placement messages are in the report
+    if dump_dir:
+        options["dump_dir"] = dump_dir
+    t0 = time.perf_counter()
+    sess = nort.create_session(path, options)
+    prepare_ms = (time.perf_counter() - t0) * 1e3
+    feeds = _ort_feeds(sess, seed)
+    t0 = time.perf_counter()
+    got = sess.run(None, feeds)
+    npu_ms = (time.perf_counter() - t0) * 1e3
+    want, ref_ms = None, None
+    if check:
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        cpu = ort.InferenceSession(path, sess_options=so, providers=["CPUExecutionProvider"])
+        t0 = time.perf_counter()
+        want = cpu.run(None, feeds)
+        ref_ms = (time.perf_counter() - t0) * 1e3
+    reports = nort.partition_reports()
+    # A model with subgraphs gives several reports; this session's are the new ones
+    # (when the EP had seen the same graph before it does not log it again: take the last).
+    partitions, declined, total, claimed = ep_partitions(reports[before:] or reports[-1:], hw)
     out = {
         "model": path, "runtime": "onnxruntime", "hardware": hw.as_dict(),
         "summary": f"NACC EP: claimed {claimed} of {total} nodes in {len(partitions)} partitions",
         "total_nodes": total, "claimed_nodes": claimed, "partitions": partitions,
-        "declined": declined, "totals": _totals(partitions, hw),
+        "declined": declined,
         "host_ms": {"nacc": npu_ms, "reference": ref_ms, "prepare": prepare_ms},
     }
-    if want is not None:
-        out["exactness"] = dict(reference="ONNX Runtime CPU EP", **compare_outputs(got, want))
-    return out
+    return _finish(out, hw, got, want, "ONNX Runtime CPU EP", [o.name for o in sess.get_outputs()])
 
 
 # ---- text ----------------------------------------------------------------------------------
@@ -337,21 +382,65 @@ def short_name(name: str, width: int = 48) -> str:
     return first if len(first) <= width else "…" + first[-(width - 1):]
 
 
-def format_report(rep: Dict[str, Any], layers: bool = True) -> str:
-    """The report as text: summary, partitions, declined nodes, per-layer table, totals."""
-    hw = rep["hardware"]
+def _kinds(counts: Dict[str, int]) -> str:
+    return ", ".join(f"{k} x{v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _bytes(n: int) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 1e5 else f"{n / 1e3:.1f} KB" if n >= 1e3 else f"{n} B"
+
+
+def npu_line(t: Dict[str, Any]) -> str:
+    """One line on the NPU part of an inference (an nacc.results.npu record)."""
+    if not t["cycles"]:
+        return "NPU: nothing ran on the NPU"
+    return (f"NPU time per inference: {t['latency_us']:,.1f} us ({t['cycles']:,} cycles at "
+            f"{t['clock_mhz']} MHz), {_fmt_ratio(t['cycles_vs_bound'])} the performance bound; "
+            f"MAC utilization {100 * t['utilization']:.1f}%; DMA {_bytes(t['dma_bytes'])} "
+            f"({_fmt_ratio(t['dma_vs_min'])} the minimum); SRAM peak "
+            f"{t['sram_high_water'] / 1024:.1f} KB")
+
+
+def _all_layers(rep: Dict[str, Any]) -> List[Tuple[int, Dict[str, Any]]]:
+    return [(p["index"], r) for p in rep["partitions"] for r in p["layers"] if r["op"] >= 0]
+
+
+def format_summary(rep: Dict[str, Any], top: int = TOP_LAYERS) -> List[str]:
+    """The one-screen summary: hardware, claim, NPU time, host work, top layers."""
+    hw, t, host = rep["hardware"], rep["totals"], rep["host"]
     lines = [f"{rep['model']} ({rep['runtime']}) on NACC: {hw['cores']} core(s), "
-             f"{hw['sram_kb']} KB SRAM/core, {hw['clock_mhz']} MHz", rep["summary"], ""]
+             f"{hw['sram_kb']} KB SRAM/core, {hw['clock_mhz']} MHz", rep["summary"], npu_line(t)]
+    if host["nodes"]:
+        lines.append(f"Host: {host['nodes']} node(s) run on the host runtime, not in the NPU time "
+                     f"above: {_kinds(host['by_kind'])}")
+    else:
+        lines.append("Host: every node runs on the NPU")
+    layers = _all_layers(rep)
+    if layers:
+        ranked = sorted(layers, key=lambda pr: -pr[1]["cycles"])[:top]
+        lines += ["", f"Top layers by NPU cycles ({len(ranked)} of {len(layers)}):"]
+        lines += ["  " + l for l in _table(
+            ["layer", "kind", "partition", "cycles", "share", "cyc/bound", "us", "MACs", "util"],
+            [[short_name(r["name"]), r["kind"] or "-", pi, f"{r['cycles']:,}",
+              f"{100 * r['cycles'] / t['cycles']:.1f}%" if t["cycles"] else "-",
+              _fmt_ratio(r["cycles_vs_bound"]), f"{r['latency_us']:.2f}", f"{r['macs']:,}",
+              f"{100 * r['utilization']:.1f}%"] for pi, r in ranked])]
+    return lines
+
+
+def format_report(rep: Dict[str, Any], layers: bool = False) -> str:
+    """The report as text: the summary (format_summary), partitions, nodes on
+    the host with their reasons, exactness; with `layers` the per-layer tables."""
+    lines = format_summary(rep) + [""]
     if rep["partitions"]:
         lines.append("Partitions:")
         lines += ["  " + l for l in _table(
             ["#", "ops", "MACs", "cycles", "bound", "cyc/bound", "us", "DMA bytes", "min DMA",
              "DMA/min", "util", "SRAM peak"],
             [[p["index"], len(p["ops"]), p["macs"], p["cycles"], p["bound_cycles"],
-              _fmt_ratio(p["cycles"] / p["bound_cycles"] if p["bound_cycles"] else None),
-              f"{p['latency_us']:.1f}", p["dma_bytes"], p["min_dma_bytes"],
-              _fmt_ratio(p["dma_bytes"] / p["min_dma_bytes"] if p["min_dma_bytes"] else None),
-              f"{100 * p['utilization']:.1f}%", p["sram_high_water"]] for p in rep["partitions"]])]
+              _fmt_ratio(p["cycles_vs_bound"]), f"{p['latency_us']:.1f}", p["dma_bytes"],
+              p["min_dma_bytes"], _fmt_ratio(p["dma_vs_min"]), f"{100 * p['utilization']:.1f}%",
+              p["sram_high_water"]] for p in rep["partitions"]])]
         lines.append("")
     if rep["declined"]:
         lines.append(f"Nodes on the host ({len(rep['declined'])}):")
@@ -374,24 +463,18 @@ def format_report(rep: Dict[str, Any], layers: bool = True) -> str:
                   _fmt_ratio(r["dma_vs_min"]), r["stall_cycles"], r["sram_high_water"]]
                  for r in p["layers"]])]
             lines.append("")
-    t = rep["totals"]
-    lines.append(
-        f"Total on the NPU: {t['cycles']} cycles = {t['latency_us']:.1f} us at {hw['clock_mhz']} MHz "
-        f"(bound {t['bound_cycles']}, {_fmt_ratio(t['cycles'] / t['bound_cycles'] if t['bound_cycles'] else None)}); "
-        f"DMA {t['dma_bytes']} B (minimum {t['min_dma_bytes']} B, "
-        f"{_fmt_ratio(t['dma_bytes'] / t['min_dma_bytes'] if t['min_dma_bytes'] else None)}); "
-        f"MAC utilization {100 * t['utilization']:.1f}%")
     if "exactness" in rep:
         e = rep["exactness"]
-        lines.append(f"Exactness vs {e['reference']}: " + (
-            "bit-exact" if e["bit_exact"] else
-            f"{e['differing_elements']} differing elements, max abs diff {e['max_abs_diff']}"))
+        lines.append(f"Exactness vs {e['reference']}: {results.format_exactness(e)}")
     ms = rep.get("host_ms", {})
     if ms.get("nacc") is not None:
         lines.append(f"Host time of the run: {ms['nacc']:.1f} ms with nacc (simulation)"
                      + (f", {ms['reference']:.1f} ms reference" if ms.get("reference") is not None
                         else ""))
-    return "\n".join(lines)
+    if not layers and _all_layers(rep):
+        lines.append("Per-layer tables: --layers. What the columns and the performance bound "
+                     "mean: `nacc docs hardware`, §8.")
+    return "\n".join(lines).rstrip()
 
 
 # ---- Chrome / Perfetto trace ---------------------------------------------------------------

@@ -35,7 +35,7 @@ from typing import Callable, Dict, Optional, Tuple
 import numpy as np
 
 __all__ = ["MODELS", "DEFAULT_SMALL_MODEL", "BENCH_MODELS", "QUICK_MODELS", "cache_dir",
-           "converted", "model_path", "onnx_model", "model_bytes", "digits_split",
+           "converted", "model_path", "onnx_model", "onnx_model_path", "model_bytes", "digits_split",
            "HOST_BENCH_TFLITE_MODELS", "HOST_BENCH_ONNX_MODELS", "add_model_path"]
 
 CALIBRATION_SAMPLES = 16
@@ -344,15 +344,20 @@ def _convert(name: str, float_io: bool) -> bytes:
     return conv.convert()
 
 
-def onnx_model(name: str, cache: Optional[str] = None) -> bytes:
-    """The QDQ ONNX counterpart of `name` (float32 input and output, int8
-    inside), converted once and cached next to the TFLite models."""
+def onnx_model_path(name: str, cache: Optional[str] = None) -> str:
+    """Path of the cached QDQ ONNX counterpart of `name` (float32 input and
+    output, int8 inside), converting it first when it is not cached."""
     if name not in MODELS:
         raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(MODELS))}")
     path = os.path.join(cache or cache_dir(), f"{name}-qdq-{_key(name)}.onnx")
     if not os.path.exists(path):
         _store(path, _convert_onnx(name))
-    with open(path, "rb") as f:
+    return path
+
+
+def onnx_model(name: str, cache: Optional[str] = None) -> bytes:
+    """The QDQ ONNX model `name` as bytes (see :func:`onnx_model_path`)."""
+    with open(onnx_model_path(name, cache), "rb") as f:
         return f.read()
 
 

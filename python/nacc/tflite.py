@@ -14,18 +14,26 @@ delegate itself is the plain C-ABI library ``delegate_library_path()``
 
 The TFLite delegate ABI carries no version number, so ``load_delegate``
 refuses TensorFlow / LiteRT releases other than the tested ones
-(``TESTED_RUNTIMES``) instead of risking memory corruption. Options are
-validated by the library's own option table (one source of truth for the
-raw .so and for Python); errors name the option and what is allowed.
+(``TESTED_RUNTIMES``) instead of risking memory corruption. The check reads
+the version of the runtime *module* (``tensorflow.__version__``,
+``ai_edge_litert.__version__``, or, when it is not imported yet, the version
+of whichever distribution installed that module), so every official build of
+the tested release is accepted: ``tensorflow``, ``tensorflow-cpu`` and the
+other platform builds. Options are validated by the library's own option
+table (one source of truth for the raw .so and for Python); errors name the
+option and what is allowed. Integer options also accept numeric strings
+(``cores="4"``), as TFLite's own ``load_delegate(path, {"cores": "4"})`` does.
 """
 from __future__ import annotations
 
 import ctypes
 import dataclasses
 import difflib
+import importlib
 import importlib.metadata
 import json
 import os
+import re
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -42,11 +50,16 @@ __all__ = [
     "load_delegate",
 ]
 
-# Distribution name -> the one release the delegate's ABI declaration
-# (delegate/tflite_abi.h) was verified against.
+# Runtime (its main distribution's name) -> the one release the delegate's ABI
+# declaration (delegate/tflite_abi.h) was verified against. Any distribution
+# that installs the same module at that version is accepted (tensorflow-cpu,
+# tensorflow-intel, ... for tensorflow).
 TESTED_RUNTIMES: Dict[str, str] = {"tensorflow": "2.21.0", "ai-edge-litert": "2.3.0"}
-# Runtime names accepted by load_delegate(runtime=...), with their module and distribution.
-_RUNTIMES = {"tensorflow": ("tensorflow", "tensorflow"), "litert": ("ai_edge_litert", "ai-edge-litert")}
+# Runtime names accepted by load_delegate(runtime=...): (module, TESTED_RUNTIMES key,
+# the distributions users install it from).
+_RUNTIMES = {"tensorflow": ("tensorflow", "tensorflow", ("tensorflow", "tensorflow-cpu")),
+             "litert": ("ai_edge_litert", "ai-edge-litert", ("ai-edge-litert",))}
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
 
 _LIBRARY_NAME = "libnacc_tflite_delegate.so"
 _INT_OPTIONS = {"cores", "threads", "sram_kb", "clock_mhz", "min_partition_macs"}
@@ -126,9 +139,12 @@ def _option_strings(options: Mapping[str, Any]) -> Dict[str, str]:
         if value is None:
             continue  # the default
         if key in _INT_OPTIONS:
+            if isinstance(value, str) and _INT_TEXT.fullmatch(value.strip()):
+                value = int(value.strip())
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"nacc.load_delegate: option {key!r} must be an int, got "
-                                 f"{type(value).__name__} {value!r}; allowed: {specs[key].allowed}")
+                raise ValueError(f"nacc.load_delegate: option {key!r} must be an int or a numeric "
+                                 f"string, got {type(value).__name__} {value!r}; allowed: "
+                                 f"{specs[key].allowed}")
             out[key] = str(value)
         elif key in _PATH_OPTIONS:
             if not isinstance(value, (str, os.PathLike)):
@@ -170,33 +186,69 @@ def _installed_version(distribution: str) -> Optional[str]:
         return None
 
 
+def _distributions_of(module: str) -> List[str]:
+    """The installed distributions that provide top-level `module` (e.g.
+    ["tensorflow-cpu"] for "tensorflow"), from their metadata."""
+    try:
+        return sorted(set(importlib.metadata.packages_distributions().get(module, [])))
+    except Exception:  # broken metadata of some unrelated distribution
+        return []
+
+
+def runtime_version(runtime: str) -> Tuple[Optional[str], str]:
+    """(version, where it came from) of a TFLite runtime ("tensorflow" or
+    "litert"): the imported module's ``__version__``; when it is not imported,
+    the version of the distribution that installed the module (imported to
+    ask it when several installed distributions disagree); (None, ...) when
+    the module is not installed."""
+    module = _RUNTIMES[runtime][0]
+    if module in sys.modules:
+        version = getattr(sys.modules[module], "__version__", None)
+        return (str(version) if version else None), f"{module}.__version__"
+    found = {d: v for d in _distributions_of(module) if (v := _installed_version(d))}
+    if len(set(found.values())) == 1:
+        dist, version = next(iter(found.items()))
+        return version, f"distribution {dist}"
+    if found:  # two distributions wrote the same module: ask the module
+        try:
+            version = getattr(importlib.import_module(module), "__version__", None)
+        except Exception:  # a module that fails to import is no runtime
+            version = None
+        return (str(version) if version else None), f"{module}.__version__"
+    return None, f"module {module}"
+
+
 def check_runtime_versions(runtime: Optional[str] = None) -> List[str]:
     """Checks the TFLite runtime(s) the delegate will be loaded into against
-    TESTED_RUNTIMES; returns the names checked. `runtime`: "tensorflow",
-    "litert", or None for those already imported (all installed ones if none is).
-    Raises IncompatibleRuntimeError for an untested release."""
+    TESTED_RUNTIMES by the version of the runtime's module; returns the names
+    checked. `runtime`: "tensorflow", "litert", or None for those already
+    imported (all installed ones if none is). Raises IncompatibleRuntimeError
+    for an untested release or when neither runtime is installed."""
     if runtime is not None and runtime not in _RUNTIMES:
         raise ValueError(f"nacc.load_delegate: runtime {runtime!r} is not one of "
                          f"{', '.join(map(repr, _RUNTIMES))} (or None: detect)")
-    names = [runtime] if runtime else [n for n, (m, _) in _RUNTIMES.items() if m in sys.modules]
+    names = [runtime] if runtime else [n for n, (m, _, _) in _RUNTIMES.items() if m in sys.modules]
+    versions = {n: runtime_version(n) for n in (names or _RUNTIMES)}
     if not names:
-        names = [n for n, (_, dist) in _RUNTIMES.items() if _installed_version(dist)]
+        names = [n for n, (v, _) in versions.items() if v]
     if not names:
         raise IncompatibleRuntimeError(
             "nacc.load_delegate: neither tensorflow nor ai-edge-litert is installed; install "
-            f"tensorflow=={TESTED_RUNTIMES['tensorflow']} (pip install 'nacc[tflite]') or "
-            f"ai-edge-litert=={TESTED_RUNTIMES['ai-edge-litert']} (pip install 'nacc[litert]')")
+            f"tensorflow=={TESTED_RUNTIMES['tensorflow']} or tensorflow-cpu=="
+            f"{TESTED_RUNTIMES['tensorflow']} (pip install 'nacc[tflite]' or 'nacc[tflite-cpu]'), "
+            f"or ai-edge-litert=={TESTED_RUNTIMES['ai-edge-litert']} (pip install 'nacc[litert]')")
     for name in names:
-        dist = _RUNTIMES[name][1]
-        found = _installed_version(dist)
-        tested = TESTED_RUNTIMES[dist]
+        module, key, dists = _RUNTIMES[name]
+        found, source = versions[name]
+        tested = TESTED_RUNTIMES[key]
         if found != tested:
             other = [n for n in _RUNTIMES if n != name]
+            what = f"{key} {found}" if found else f"{key} (not installed: no {source})"
             raise IncompatibleRuntimeError(
-                f"nacc.load_delegate: {dist} {found or '(not installed)'} is not supported; the "
-                f"NACC delegate is built against the TFLite C ABI of {dist} {tested}, which "
-                "carries no version number, so another release could corrupt memory instead of "
-                f"failing cleanly. Install {dist}=={tested}"
+                f"nacc.load_delegate: {what} is not supported; the NACC delegate is built against "
+                f"the TFLite C ABI of {key} {tested}, which carries no version number, so another "
+                "release could corrupt memory instead of failing cleanly. Install "
+                + " or ".join(f"{d}=={tested}" for d in dists)
                 + (f", or pass runtime={other[0]!r} to use the other runtime." if other else "."))
     return names
 
@@ -246,7 +298,7 @@ class PartitionReport:
     # The last Invoke cut per Program op: dicts with op (index; -1 = commands
     # outside every op), name, kind, start/end/cycles (span on the simulated
     # timeline), macs, mac_cycles, act_cycles, busy_cycles, stall_cycles,
-    # dma_read_bytes/dma_write_bytes, sram_high_water, bound_cycles (NACC_SPEC
+    # dma_read_bytes/dma_write_bytes, sram_high_water, bound_cycles (docs/hardware.md
     # §8), min_dma_bytes and cores (per-core dicts of the same counters).
     last_ops: Tuple[Dict[str, Any], ...] = ()
 
