@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "compiler/command_stream.h"
+#include "arch/command_stream.h"
 #include "compiler/compiler.h"
 #include "compiler/tiling.h"
 #include "json.h"
@@ -31,7 +31,7 @@ support::SupportConfig support_config(const DelegateOptions& options) {
   // must judge with the same numbers).
   support::SupportConfig c;
   c.sram_bytes = hardware_config(options).sram_bytes;
-  c.sram_alignment = compiler::sram_geometry(c.sram_bytes).align;
+  c.sram_alignment = sram_geometry(c.sram_bytes).align;
   return c;
 }
 

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "common/error.h"
-#include "common/limits.h"
+#include "arch/limits.h"
 #include "json.h"
 
 namespace nacc::tflite {

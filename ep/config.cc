@@ -8,7 +8,7 @@
 #include <fstream>
 #include <mutex>
 
-#include "common/limits.h"
+#include "arch/limits.h"
 
 namespace nacc::ep {
 

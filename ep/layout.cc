@@ -1,64 +1,55 @@
-// NCHW <-> NHWC at the partition boundary through NC1HWC0 (layout.h).
+// NCHW <-> NHWC at the partition boundary (layout.h): a transpose of each
+// image's [C, H*W] matrix, in tiles that stay in L1.
 #include "ep/layout.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "common/limits.h"
-#include "device/units/vnchwconv.h"
-
 namespace nacc::ep {
 
 namespace {
 
-constexpr int64_t kC0 = limits::kC0For8Bit;  // 32 channels per slab for 8-bit data
+constexpr int64_t kTile = 32;  // channels x pixels per transposed tile
 
-void flip(uint8_t* p, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) p[i] ^= 0x80;
+// out[j * rows + i] = in[i * cols + j] ^ flip, for an
+// [rows, cols] matrix `in` and its [cols, rows] transpose `out`.
+void transpose(int64_t rows, int64_t cols, const uint8_t* in, uint8_t* out, uint8_t flip) {
+  for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
+    const int64_t i1 = std::min(rows, i0 + kTile);
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+      const int64_t j1 = std::min(cols, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i) {
+        const uint8_t* src = in + i * cols;
+        for (int64_t j = j0; j < j1; ++j) out[j * rows + i] = src[j] ^ flip;
+      }
+    }
+  }
 }
 
 }  // namespace
 
 void copy_8bit(int64_t bytes, const uint8_t* src, uint8_t* dst, bool flip_sign) {
-  std::memcpy(dst, src, static_cast<size_t>(bytes));
-  if (flip_sign) flip(dst, bytes);
+  if (!flip_sign) {
+    std::memcpy(dst, src, static_cast<size_t>(bytes));
+    return;
+  }
+  for (int64_t i = 0; i < bytes; ++i) dst[i] = src[i] ^ 0x80;
 }
 
 void nchw_to_nhwc_8bit(int64_t N, int64_t C, int64_t H, int64_t W, const uint8_t* src,
                        uint8_t* dst, bool flip_sign) {
-  const int64_t c1 = (C + kC0 - 1) / kC0;
-  std::vector<uint8_t> slabs(static_cast<size_t>(N * c1 * H * W * kC0));
-  nchw_to_nc1hwc0(1, N, C, H, W, src, slabs.data());
-  // Gather: pixel (n, h, w) of slab s holds channels [s*C0, s*C0 + C0).
+  const int64_t image = C * H * W;
   for (int64_t n = 0; n < N; ++n) {
-    for (int64_t s = 0; s < c1; ++s) {
-      const int64_t channels = std::min(kC0, C - s * kC0);
-      const uint8_t* slab = slabs.data() + (n * c1 + s) * H * W * kC0;
-      for (int64_t p = 0; p < H * W; ++p) {
-        std::memcpy(dst + (n * H * W + p) * C + s * kC0, slab + p * kC0,
-                    static_cast<size_t>(channels));
-      }
-    }
+    transpose(C, H * W, src + n * image, dst + n * image, flip_sign ? 0x80 : 0);
   }
-  if (flip_sign) flip(dst, N * C * H * W);
 }
 
 void nhwc_to_nchw_8bit(int64_t N, int64_t C, int64_t H, int64_t W, const uint8_t* src,
                        uint8_t* dst, bool flip_sign) {
-  const int64_t c1 = (C + kC0 - 1) / kC0;
-  std::vector<uint8_t> slabs(static_cast<size_t>(N * c1 * H * W * kC0), 0);
+  const int64_t image = C * H * W;
   for (int64_t n = 0; n < N; ++n) {
-    for (int64_t s = 0; s < c1; ++s) {
-      const int64_t channels = std::min(kC0, C - s * kC0);
-      uint8_t* slab = slabs.data() + (n * c1 + s) * H * W * kC0;
-      for (int64_t p = 0; p < H * W; ++p) {
-        std::memcpy(slab + p * kC0, src + (n * H * W + p) * C + s * kC0,
-                    static_cast<size_t>(channels));
-      }
-    }
+    transpose(H * W, C, src + n * image, dst + n * image, flip_sign ? 0x80 : 0);
   }
-  nc1hwc0_to_nchw(1, N, C, H, W, slabs.data(), dst);
-  if (flip_sign) flip(dst, N * C * H * W);
 }
 
 }  // namespace nacc::ep

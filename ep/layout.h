@@ -1,14 +1,14 @@
 // Boundary layout conversion between ORT's NCHW int8/uint8 tensors and the
-// NHWC feature maps of a Program (NACC_SPEC §7): NCHW enters through the
-// vector layout unit (scatter_vnchwconv, nchw_to_nc1hwc0) into NC1HWC0
-// (C0 = 32 for 8-bit data); each C1 slab is an NHWC tensor of 32 channels, and
-// the slabs are gathered (DMA row copies) into the NHWC rows the compute units
-// read. Outputs take the reverse path. uint8 tensors are flipped to int8
-// (x ^ 0x80 == x - 128) on the way in and back on the way out.
+// NHWC feature maps of a Program: one blocked transpose per tensor, no
+// intermediate buffer (the cost of a copy). uint8 tensors are flipped to int8
+// (x ^ 0x80 == x - 128) on the way in and back on the way out. (NACC_SPEC §7
+// has the device's own NCHW -> NC1HWC0 layout unit; running it inside the
+// Program is the EP exactness issue's work. The bytes that reach the compute
+// units are the same either way: NC1HWC0 slabs gathered into NHWC rows are
+// the NHWC transpose.)
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 namespace nacc::ep {
 

@@ -244,7 +244,8 @@ class StreamBuilder:
             op == "act" and L.mult is not None)
         self.reg("NACC_CTRL", CONV_MODE=conv_mode, POOL_MODE=pool_mode, ACT_MODE=act_value,
                  QUANT_EN=int(quant), BIAS_EN=int(L.bias is not None), FM_UPD=t.fm_upd,
-                 K_UPD=t.k_upd, ELEMENT_EN=int(op in EW_MODES))
+                 K_UPD=t.k_upd, ELEMENT_EN=int(op in EW_MODES),
+                 ELEMENT_INPUT_QUANT_EN=int(op in ("add", "sub")))
         if window:
             self.reg("NACC_KERNEL", K_SIZE_X=kw, K_SIZE_Y=kh, K_SIZE_XY=kw * kh - 1,
                      K_STRIDE_X=sw, K_STRIDE_Y=sh, K_DILATION_X=1, K_DILATION_Y=1)

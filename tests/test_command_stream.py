@@ -1,4 +1,4 @@
-"""The command-stream format (csrc/compiler/command_stream.h, docs/command_stream.md):
+"""The command-stream format (csrc/arch/command_stream.h, docs/command_stream.md):
 word encodings, opcodes, region addresses, the register-shadow emitter, the validating
 decoder and the disassembler. Includes an independent decoder written from the document
 alone, as a check that the document is precise enough for a second implementation."""

@@ -1,4 +1,4 @@
-"""The register map (csrc/device/register_table.h) and RegisterFile semantics.
+"""The register map (csrc/arch/register_table.h) and RegisterFile semantics.
 
 Golden data is transcribed from the vendor documents, independently of the
 C++ table: the compute bank field by field from [N] §5 (seed 000), the

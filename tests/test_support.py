@@ -479,7 +479,7 @@ def test_rules_table_shape():
         assert set(r["op_kinds"]) <= kinds | {"OTHER"}
         if r["general"]:
             assert set(r["op_kinds"]) == kinds
-    # Texts quote the named limits (csrc/common/limits.h).
+    # Texts quote the named limits (csrc/arch/limits.h).
     assert "[1, 15]" in RULES["kernel_size"]["text"]
     assert "[1, 3]" in RULES["stride"]["text"]
     assert "[0, 5]" in RULES["padding"]["text"]

@@ -1,4 +1,4 @@
-// Standalone fuzzer of the weight codec (common/weight_codec.h), meant to run
+// Standalone fuzzer of the weight codec (arch/weight_codec.h), meant to run
 // under AddressSanitizer + UndefinedBehaviorSanitizer. Round-trips random
 // tensors in every mode, then feeds the decoder truncated, bit-flipped,
 // byte-mutated, spliced and random streams: each must decode to the original
@@ -6,7 +6,7 @@
 //
 // Build and run (one command line):
 //   g++ -std=c++17 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all
-//       -Icsrc tools/fuzz_weight_codec.cc csrc/common/weight_codec.cc
+//       -Icsrc tools/fuzz_weight_codec.cc csrc/arch/weight_codec.cc
 //       csrc/compiler/weight_codec.cc csrc/common/cpu.cc -o /tmp/fuzz_weight_codec
 //   /tmp/fuzz_weight_codec [seconds=30] [seed=1]
 #include <chrono>
@@ -19,7 +19,7 @@
 
 #include "common/cpu.h"
 #include "common/error.h"
-#include "common/weight_codec.h"
+#include "arch/weight_codec.h"
 #include "compiler/weight_codec.h"
 
 namespace wc = nacc::weight_codec;

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
+#include "arch/weight_codec.h"
 #include "bindings/binding.h"
-#include "common/weight_codec.h"
 #include "compiler/weight_codec.h"
 
 namespace py = pybind11;

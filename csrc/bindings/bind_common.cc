@@ -8,7 +8,7 @@
 
 #include "bindings/binding.h"
 #include "common/cpu.h"
-#include "common/quant.h"
+#include "quant/tflite.h"
 
 namespace py = pybind11;
 

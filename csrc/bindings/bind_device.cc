@@ -10,8 +10,8 @@
 #include <variant>
 #include <vector>
 
+#include "arch/command_stream.h"
 #include "bindings/binding.h"
-#include "compiler/command_stream.h"
 #include "device/device.h"
 #include "runtime/program.h"
 #include "runtime/runtime.h"

@@ -10,11 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "arch/unit_checks.h"
 #include "bindings/binding.h"
-#include "common/quant.h"
 #include "common/shape.h"
 #include "device/units/activation.h"
 #include "device/units/elementwise.h"
+#include "quant/tflite.h"
 
 namespace py = pybind11;
 using namespace py::literals;
@@ -82,7 +83,7 @@ py::array_t<int8_t> run_elementwise(const nacc::ElementwiseParams& p, const py::
 
 py::dict elementwise_dict(const nacc::ElementwiseParams& p) {
   py::dict d("input1_offset"_a = p.input1_offset, "input2_offset"_a = p.input2_offset);
-  if (p.mode != nacc::ElementwiseMode::kMul) {
+  if (p.mode != nacc::ElementwiseMode::MUL) {
     d["left_shift"] = p.left_shift;
     d["input1_multiplier"] = p.input1_multiplier;
     d["input1_shift"] = p.input1_shift;
@@ -158,8 +159,8 @@ NACC_BINDINGS(eltwise_act) {
   static const std::string sub_doc = py::str(kAddSubDoc).format("op"_a = "-", "OP"_a = "SUB");
   std::apply(
       [&](auto&&... args) {
-        m.def("add", add_sub(nacc::ElementwiseMode::kAdd, "add"), args..., add_doc.c_str());
-        m.def("sub", add_sub(nacc::ElementwiseMode::kSub, "sub"), args..., sub_doc.c_str());
+        m.def("add", add_sub(nacc::ElementwiseMode::ADD, "add"), args..., add_doc.c_str());
+        m.def("sub", add_sub(nacc::ElementwiseMode::SUB, "sub"), args..., sub_doc.c_str());
       },
       add_sub_args());
 
@@ -170,7 +171,7 @@ NACC_BINDINGS(eltwise_act) {
          int64_t act_min, int64_t act_max) {
         const char* op = "mul";
         nacc::ElementwiseParams p;
-        p.mode = nacc::ElementwiseMode::kMul;
+        p.mode = nacc::ElementwiseMode::MUL;
         p.left_shift = 0;
         p.input1_offset = to_int32(input1_offset, op, "input1_offset");
         p.input2_offset = to_int32(input2_offset, op, "input2_offset");
@@ -220,12 +221,12 @@ NACC_BINDINGS(eltwise_act) {
 
   // ---------------- activation unit ----------------
   py::enum_<nacc::ActMode>(m, "ActMode", "NACC_CTRL.ACT_MODE codes (NACC_SPEC §1).")
-      .value("RELU", nacc::ActMode::kRelu)
-      .value("RELU6", nacc::ActMode::kRelu6)
-      .value("TANH", nacc::ActMode::kTanh)
-      .value("SIGMOID", nacc::ActMode::kSigmoid)
-      .value("NONE", nacc::ActMode::kNone)
-      .value("LUT", nacc::ActMode::kLut);
+      .value("RELU", nacc::ActMode::RELU)
+      .value("RELU6", nacc::ActMode::RELU6)
+      .value("TANH", nacc::ActMode::TANH)
+      .value("SIGMOID", nacc::ActMode::SIGMOID)
+      .value("NONE", nacc::ActMode::NONE)
+      .value("LUT", nacc::ActMode::LUT);
 
   m.def(
       "activation",
@@ -251,10 +252,10 @@ NACC_BINDINGS(eltwise_act) {
           }
           p.lut = table.data();
         }
-        if (mode == nacc::ActMode::kLut && p.lut == nullptr) {
+        if (mode == nacc::ActMode::LUT && p.lut == nullptr) {
           throw py::value_error("activation: mode LUT needs lut= (an int8 array of 256)");
         }
-        if (mode != nacc::ActMode::kLut && p.lut != nullptr) {
+        if (mode != nacc::ActMode::LUT && p.lut != nullptr) {
           throw py::value_error(nacc::str_cat("activation: lut given but mode is ",
                                               nacc::act_mode_name(mode), ", not LUT"));
         }

@@ -142,6 +142,10 @@ py::array_t<int8_t> fully_connected(const py::array& input_arr, const py::array&
   nacc::OutputStage os;
   os.multiplier = mult ? mult->data() : nullptr;
   os.shift = shift ? shift->data() : nullptr;
+  if (scale) {
+    os.kind = nacc::OutputStageKind::kRealScale;
+    os.real_scale = scale->data();
+  }
   os.output_zero_point = output_zero_point;
   os.act_min = act_min;
   os.act_max = act_max;
@@ -149,11 +153,10 @@ py::array_t<int8_t> fully_connected(const py::array& input_arr, const py::array&
   const int8_t* in_ptr = input.data();
   const int8_t* w_ptr = weights.data();
   const int32_t* b_ptr = bias ? bias->data() : nullptr;
-  const double* s_ptr = scale ? scale->data() : nullptr;
   int8_t* out_ptr = out.mutable_data();
   {
     py::gil_scoped_release release;
-    nacc::fully_connected_s8(input_zero_point, os, m, k, n, in_ptr, w_ptr, b_ptr, out_ptr, s_ptr);
+    nacc::fully_connected_s8(input_zero_point, os, m, k, n, in_ptr, w_ptr, b_ptr, out_ptr);
   }
   return out;
 }

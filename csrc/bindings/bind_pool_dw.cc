@@ -11,11 +11,11 @@
 #include <optional>
 #include <utility>
 
+#include "arch/unit_checks.h"
 #include "bindings/binding.h"
 #include "common/shape.h"
 #include "device/units/conv.h"
 #include "device/units/pool.h"
-#include "device/units/unit_checks.h"
 
 namespace py = pybind11;
 

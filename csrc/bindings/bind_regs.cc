@@ -11,9 +11,10 @@
 #include <variant>
 #include <vector>
 
+#include "arch/command_stream.h"
 #include "bindings/binding.h"
-#include "compiler/command_stream.h"
-#include "device/registers.h"
+#include "compiler/emitter.h"
+#include "device/register_file.h"
 
 namespace py = pybind11;
 

@@ -10,9 +10,13 @@
 #include <set>
 #include <tuple>
 
+#include "arch/command_stream.h"
+#include "arch/cost_model.h"
+#include "arch/fields.h"
+#include "arch/limits.h"
+#include "arch/sram.h"
 #include "common/error.h"
-#include "common/limits.h"
-#include "compiler/command_stream.h"
+#include "compiler/emitter.h"
 #include "compiler/memory.h"
 #include "compiler/weight_codec.h"
 #include "support/pad_fold.h"
@@ -20,7 +24,6 @@
 
 namespace nacc {
 
-using compiler::BroadcastMode;
 using compiler::CoreSplit;
 using compiler::LoweredOp;
 using compiler::Span;
@@ -29,92 +32,6 @@ using compiler::TilePlan;
 using compiler::Unit;
 
 namespace {
-
-// ---- register fields ---------------------------------------------------------
-
-#define NACC_FIELD(NAME, REG, FIELD) constexpr FieldRef NAME = field_of(Reg::REG, FIELD)
-NACC_FIELD(kConvMode, NACC_CTRL, "CONV_MODE");
-NACC_FIELD(kPoolMode, NACC_CTRL, "POOL_MODE");
-NACC_FIELD(kActMode, NACC_CTRL, "ACT_MODE");
-NACC_FIELD(kQuantEn, NACC_CTRL, "QUANT_EN");
-NACC_FIELD(kBiasEn, NACC_CTRL, "BIAS_EN");
-NACC_FIELD(kFmUpd, NACC_CTRL, "FM_UPD");
-NACC_FIELD(kKUpd, NACC_CTRL, "K_UPD");
-NACC_FIELD(kIm2colEn, NACC_CTRL, "IM2COL_EN");
-NACC_FIELD(kElementEn, NACC_CTRL, "ELEMENT_EN");
-NACC_FIELD(kElementInputQuantEn, NACC_CTRL, "ELEMENT_INPUT_QUANT_EN");
-NACC_FIELD(kDataForm, NACC_CTRL, "DATA_FORM");
-NACC_FIELD(kClkBypass, NACC_CTRL, "CLK_BYPASS");
-NACC_FIELD(kKSizeX, NACC_KERNEL, "K_SIZE_X");
-NACC_FIELD(kKSizeY, NACC_KERNEL, "K_SIZE_Y");
-NACC_FIELD(kKSizeXY, NACC_KERNEL, "K_SIZE_XY");
-NACC_FIELD(kKStrideX, NACC_KERNEL, "K_STRIDE_X");
-NACC_FIELD(kKStrideY, NACC_KERNEL, "K_STRIDE_Y");
-NACC_FIELD(kKDilationX, NACC_KERNEL, "K_DILATION_X");
-NACC_FIELD(kKDilationY, NACC_KERNEL, "K_DILATION_Y");
-NACC_FIELD(kInFmWidth, NACC_IN_FM, "IN_FM_WIDTH");
-NACC_FIELD(kInFmHeight, NACC_IN_FM, "IN_FM_HEIGHT");
-NACC_FIELD(kOutFmWidth, NACC_OUT_FM, "OUT_FM_WIDTH");
-NACC_FIELD(kOutFmHeight, NACC_OUT_FM, "OUT_FM_HEIGHT");
-NACC_FIELD(kPadX, NACC_PADDING, "PAD_X");
-NACC_FIELD(kPadY, NACC_PADDING, "PAD_Y");
-NACC_FIELD(kEltMode, NACC_ELEMENTWISE, "ELEMENTWISE_MODE");
-NACC_FIELD(kEltOffset1, NACC_ELEMENTWISE, "IN_ELEMENT_OFFSET1");
-NACC_FIELD(kEltOffset2, NACC_ELEMENTWISE, "IN_ELEMENT_OFFSET2");
-NACC_FIELD(kEltLeftShift, NACC_ELEMENTWISE, "LEFT_SHIFT");
-NACC_FIELD(kActMax, NACC_ACT_MAX, "ACT_MAX");
-NACC_FIELD(kActMin, NACC_ACT_MIN, "ACT_MIN");
-NACC_FIELD(kActIntW, NACC_ACT_PARA, "ACT_INT_W");
-NACC_FIELD(kQuantRealScale, NACC_ACT_PARA, "QUANT_REAL_SCALE");
-NACC_FIELD(kQuantFp32Scale, NACC_ACT_PARA, "QUANT_FP32_SCALE");
-NACC_FIELD(kMatAX, NACC_MATRIX_A, "MATRIX_A_XSIZE");
-NACC_FIELD(kMatAY, NACC_MATRIX_A, "MATRIX_A_YSIZE");
-NACC_FIELD(kMatBX, NACC_MATRIX_B, "MATRIX_B_XSIZE");
-NACC_FIELD(kMatBY, NACC_MATRIX_B, "MATRIX_B_YSIZE");
-NACC_FIELD(kInFmOffset, NACC_FM_OFFSET, "IN_FM_OFFSET");
-NACC_FIELD(kOutFmOffset, NACC_FM_OFFSET, "OUT_FM_OFFSET");
-NACC_FIELD(kKTransLen, NACC_CONV_TRANS_LEN, "K_TRANS_LEN");
-NACC_FIELD(kOutPixelPitch, NACC_DMA_OUT_TRANS_LEN, "DMA_OUT_TRANS_LEN");
-NACC_FIELD(kFullKerSize, NACC_FULL_CONV_PARA, "FULL_KER_SIZE");
-NACC_FIELD(kInPixelPitch, NACC_DMA_PARA2, "FM_TRANS_OFFSET");
-NACC_FIELD(kDwChMult, NACC_DMA_PARA3, "DW_CH_MULT");
-NACC_FIELD(kKTransOffset, NACC_DMA_PARAA, "K_TRANS_OFFSET");
-NACC_FIELD(kIfmMemBase, NACC_MEM_RANGE, "IFM_MEM_BASE");
-NACC_FIELD(kKMemBase, NACC_MEM_RANGE, "K_MEM_BASE");
-NACC_FIELD(kOfmMemBase, NACC_MEM_RANGE, "OFM_MEM_BASE");
-NACC_FIELD(kTempMemBase, NACC_MEM_RANGE, "TEMP_MEM_BASE");
-NACC_FIELD(kInRowPitch, NACC_DMA_OFFSET1, "IN_DMA_ROW_OFFSET");
-NACC_FIELD(kOutRowPitch, NACC_DMA_OFFSET2, "OUT_DMA_OFFSET");
-NACC_FIELD(kInFmCh, NACC_FM_CH, "IN_FM_CH");
-NACC_FIELD(kOutFmCh, NACC_FM_CH, "OUT_FM_CH");
-NACC_FIELD(kInSplitWidth, NACC_IN_FM_SPLIT, "IN_FM_SPLIT_WIDTH");
-NACC_FIELD(kInSplitLeftLen, NACC_IN_FM_SPLIT, "IN_FM_SPLIT_LEFT_LEN");
-NACC_FIELD(kOutSplitWidth, NACC_OUT_FM_SPLIT, "OUT_FM_SPLIT_WIDTH");
-NACC_FIELD(kOutSplitLen, NACC_OUT_FM_SPLIT_LEN, "OUT_FM_SPLIT_LEN");
-NACC_FIELD(kOutSplitLeftLen, NACC_OUT_FM_SPLIT_LEN, "OUT_FM_SPLIT_LEFT_LEN");
-NACC_FIELD(kInStartW, NACC_IN_FM_SPLIT_W_OFFSET, "IN_FM_START_SPLIT_W_OFFSET");
-NACC_FIELD(kInStartH, NACC_IN_FM_SPLIT_H_OFFSET, "IN_FM_START_SPLIT_H_OFFSET");
-NACC_FIELD(kOutStartH, NACC_OUT_FM_SPLIT_H_OFFSET, "OUT_FM_START_SPLIT_H_OFFSET");
-NACC_FIELD(kBroadcastMode, NACC_BROADCAST_CTRL, "BROADCAST_MODE");
-NACC_FIELD(kBroadcastNum, NACC_BROADCAST_CTRL, "BROADCAST_NUM");
-NACC_FIELD(kBroadcastOverEn, NACC_BROADCAST_CTRL1, "BROADCAST_OVER_EN");
-NACC_FIELD(kUnicastOv, NACC_BROADCAST_DMA, "IN_DMA_UNICAST_OV_OFFSET");
-NACC_FIELD(kUnicastAvg, NACC_BROADCAST_DMA, "IN_DMA_UNICAST_AVG_OFFSET");
-NACC_FIELD(kEuBiasStart, NACC_BROADCAST_DMA, "EU_BIAS_START_OFFSET");
-NACC_FIELD(kSplitOvHeight, NACC_BROADCAST_SPLIT, "OUT_FM_SPLIT_OV_HEIGHT");
-NACC_FIELD(kSplitAvgHeight, NACC_BROADCAST_SPLIT, "OUT_FM_SPLIT_AVG_HEIGHT");
-NACC_FIELD(kEltMult1, NACC_ELEMENT_QUANT1_MULT, "IN_ELEMENT_MULT1");
-NACC_FIELD(kEltShift1, NACC_ELEMENT_QUANT1_SHIFT, "IN_ELEMENT_SHIFT1");
-NACC_FIELD(kEltMult2, NACC_ELEMENT_QUANT2_MULT, "IN_ELEMENT_MULT2");
-NACC_FIELD(kEltShift2, NACC_ELEMENT_QUANT2_SHIFT, "IN_ELEMENT_SHIFT2");
-#undef NACC_FIELD
-
-// Symbolic field values (register_table.h).
-enum ConvModeValue {
-  kConvolution = 0, kMatrixMode = 1, kDepthwiseMode = 3, kFullyConnectedMode = 4, kConvNone = 5
-};
-enum PoolModeValue { kPoolMax = 0, kPoolAverage = 1, kPoolNone = 2 };
-constexpr int kDataFormInt8 = 0;
 
 // A register value assembled field by field (InvalidArgument if a value does not fit).
 class Value {
@@ -129,7 +46,7 @@ class Value {
   uint32_t v_ = 0;
 };
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using cost::ceil_div;
 
 int64_t tensor_bytes(const ir::Tensor& t) { return t.elements() * ir::dtype_size(t.dtype); }
 
@@ -155,7 +72,7 @@ bool any_overlap(const std::vector<Interval>& a, const Interval& b) {
 struct Context {
   const ir::Graph& graph;
   const CompileOptions& options;
-  compiler::SramGeometry geo;
+  SramGeometry geo;
   compiler::MemoryPlan mem;
   compiler::ConstantPool pool;
   Emitter em;
@@ -163,7 +80,7 @@ struct Context {
   std::vector<Interval> reads_since_wait, writes_since_wait;
 
   Context(const ir::Graph& g, const CompileOptions& o)
-      : graph(g), options(o), geo(compiler::sram_geometry(o.hw.sram_bytes)) {}
+      : graph(g), options(o), geo(sram_geometry(o.hw.sram_bytes)) {}
 
   Interval interval_of(int tensor) const {
     const Storage& s = mem.storage.at(tensor);
@@ -291,13 +208,15 @@ const WeightStream& weight_stream(Context& ctx, const LoweredOp& op, OpConstants
     longest = std::max(longest, block.size());
     streams.push_back(std::move(block));
   }
-  const int64_t stride = ceil_div(int64_t(longest), 16) * 16;
-  if (stride / 16 > 0xFFFF) {
+  const int64_t stride = ceil_div(int64_t(longest), kBusBeatBytes) * kBusBeatBytes;
+  constexpr int64_t kMaxBeats = field_max(fields::NACC_CONV_TRANS_LEN::K_TRANS_LEN);
+  if (stride / kBusBeatBytes > kMaxBeats) {
     throw Unsupported(str_cat(op.label, ": a weight stream of ", stride,
-                              " bytes exceeds NACC_CONV_TRANS_LEN.K_TRANS_LEN (65535 beats)"));
+                              " bytes exceeds NACC_CONV_TRANS_LEN.K_TRANS_LEN (", kMaxBeats,
+                              " beats)"));
   }
   WeightStream ws;
-  ws.k_trans_len = int(stride / 16);
+  ws.k_trans_len = int(stride / kBusBeatBytes);
   for (int i = 0; i < cores; ++i) {
     const int64_t at = ctx.pool.add(streams[i].data(), streams[i].size(), size_t(stride));
     if (i == 0) ws.offset = at;
@@ -325,7 +244,7 @@ int log2_exact(int v) {
 struct CommandShape {
   Span rows, cols, group;   // output rows, columns and basis channels
   CoreSplit split;          // cores of this command
-  BroadcastMode mode = BroadcastMode::kNone;
+  BroadcastMode mode = BroadcastMode::NONE;
   int set = 0;              // buffer set (double buffering)
 };
 
@@ -335,44 +254,62 @@ void set_layer(Context& ctx, const LoweredOp& op, const CommandShape& c) {
   Emitter& em = ctx.em;
   const int in_c0 = (op.unit == Unit::kConv || op.unit == Unit::kFullyConnected ||
                      op.unit == Unit::kMatmul) ? 0 : c.group.start;
-  em.set_register(Reg::NACC_KERNEL, Value()
-                                        .set(kKSizeX, op.kernel_w)
-                                        .set(kKSizeY, op.kernel_h)
-                                        .set(kKSizeXY, op.kernel_w * op.kernel_h - 1)
-                                        .set(kKStrideX, op.stride_w)
-                                        .set(kKStrideY, op.stride_h)
-                                        .set(kKDilationX, 1)
-                                        .set(kKDilationY, 1)
-                                        .get());
-  em.set_register(Reg::NACC_IN_FM,
-                  Value().set(kInFmWidth, op.in_shape.w).set(kInFmHeight, op.in_shape.h).get());
-  em.set_register(Reg::NACC_OUT_FM,
-                  Value().set(kOutFmWidth, op.out_shape.w).set(kOutFmHeight, op.out_shape.h).get());
-  em.set_register(Reg::NACC_PADDING, Value().set(kPadX, op.pad_left).set(kPadY, op.pad_top).get());
-  em.set_register(Reg::NACC_FM_CH, Value()
-                                       .set(kInFmCh, op.in_channels(c.group.size))
-                                       .set(kOutFmCh, op.out_channels(c.group.size))
+  em.set_register(Reg::NACC_KERNEL,
+                  Value()
+                      .set(fields::NACC_KERNEL::K_SIZE_X, op.kernel_w)
+                      .set(fields::NACC_KERNEL::K_SIZE_Y, op.kernel_h)
+                      .set(fields::NACC_KERNEL::K_SIZE_XY, op.kernel_w * op.kernel_h - 1)
+                      .set(fields::NACC_KERNEL::K_STRIDE_X, op.stride_w)
+                      .set(fields::NACC_KERNEL::K_STRIDE_Y, op.stride_h)
+                      .set(fields::NACC_KERNEL::K_DILATION_X, 1)
+                      .set(fields::NACC_KERNEL::K_DILATION_Y, 1)
+                      .get());
+  em.set_register(Reg::NACC_IN_FM, Value()
+                                       .set(fields::NACC_IN_FM::IN_FM_WIDTH, op.in_shape.w)
+                                       .set(fields::NACC_IN_FM::IN_FM_HEIGHT, op.in_shape.h)
                                        .get());
-  em.set_register(Reg::NACC_FM_OFFSET, Value()
-                                           .set(kInFmOffset, -op.input_zero_point)
-                                           .set(kOutFmOffset, op.output_zero_point)
-                                           .get());
-  em.set_register(Reg::NACC_ACT_MIN, Value().set(kActMin, op.act_min).get());
-  em.set_register(Reg::NACC_ACT_MAX, Value().set(kActMax, op.act_max).get());
-  em.set_register(Reg::NACC_ACT_PARA, Value()
-                                          .set(kActIntW, 0)
-                                          .set(kQuantRealScale, !op.real_scale.empty())
-                                          .set(kQuantFp32Scale, !op.fp32_scale.empty())
-                                          .get());
+  em.set_register(Reg::NACC_OUT_FM, Value()
+                                        .set(fields::NACC_OUT_FM::OUT_FM_WIDTH, op.out_shape.w)
+                                        .set(fields::NACC_OUT_FM::OUT_FM_HEIGHT, op.out_shape.h)
+                                        .get());
+  em.set_register(Reg::NACC_PADDING, Value()
+                                         .set(fields::NACC_PADDING::PAD_X, op.pad_left)
+                                         .set(fields::NACC_PADDING::PAD_Y, op.pad_top)
+                                         .get());
+  em.set_register(Reg::NACC_FM_CH,
+                  Value()
+                      .set(fields::NACC_FM_CH::IN_FM_CH, op.in_channels(c.group.size))
+                      .set(fields::NACC_FM_CH::OUT_FM_CH, op.out_channels(c.group.size))
+                      .get());
+  em.set_register(Reg::NACC_FM_OFFSET,
+                  Value()
+                      .set(fields::NACC_FM_OFFSET::IN_FM_OFFSET, -op.input_zero_point)
+                      .set(fields::NACC_FM_OFFSET::OUT_FM_OFFSET, op.output_zero_point)
+                      .get());
+  em.set_register(Reg::NACC_ACT_MIN, Value().set(fields::NACC_ACT_MIN::ACT_MIN, op.act_min).get());
+  em.set_register(Reg::NACC_ACT_MAX, Value().set(fields::NACC_ACT_MAX::ACT_MAX, op.act_max).get());
+  em.set_register(Reg::NACC_ACT_PARA,
+                  Value()
+                      .set(fields::NACC_ACT_PARA::ACT_INT_W, 0)
+                      .set(fields::NACC_ACT_PARA::QUANT_REAL_SCALE, !op.real_scale.empty())
+                      .set(fields::NACC_ACT_PARA::QUANT_FP32_SCALE, !op.fp32_scale.empty())
+                      .get());
   em.set_register(Reg::NACC_IN_FM_DMA_ADDR, ctx.address(op.input, in_c0));
-  em.set_register(Reg::NACC_DMA_PARA2, Value().set(kInPixelPitch, op.in_shape.c).get());
-  em.set_register(Reg::NACC_DMA_OFFSET1,
-                  Value().set(kInRowPitch, int64_t(op.in_shape.w) * op.in_shape.c).get());
+  em.set_register(Reg::NACC_DMA_PARA2,
+                  Value().set(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET, op.in_shape.c).get());
+  em.set_register(Reg::NACC_DMA_OFFSET1, Value()
+                                             .set(fields::NACC_DMA_OFFSET1::IN_DMA_ROW_OFFSET,
+                                                  int64_t(op.in_shape.w) * op.in_shape.c)
+                                             .get());
   em.set_register(Reg::NACC_OUT_DMA_ADDR,
                   ctx.address(op.output, op.out_channel_offset + op.out_channels(c.group.start)));
-  em.set_register(Reg::NACC_DMA_OUT_TRANS_LEN, Value().set(kOutPixelPitch, op.out_pitch()).get());
-  em.set_register(Reg::NACC_DMA_OFFSET2,
-                  Value().set(kOutRowPitch, int64_t(op.out_shape.w) * op.out_pitch()).get());
+  em.set_register(
+      Reg::NACC_DMA_OUT_TRANS_LEN,
+      Value().set(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN, op.out_pitch()).get());
+  em.set_register(Reg::NACC_DMA_OFFSET2, Value()
+                                             .set(fields::NACC_DMA_OFFSET2::OUT_DMA_OFFSET,
+                                                  int64_t(op.out_shape.w) * op.out_pitch())
+                                             .get());
 }
 
 // The output tile, its input tile (halo included) and the cores
@@ -380,36 +317,62 @@ void set_layer(Context& ctx, const LoweredOp& op, const CommandShape& c) {
 void set_tile(Context& ctx, const LoweredOp& op, const CommandShape& c) {
   Emitter& em = ctx.em;
   const CoreSplit& s = c.split;
-  const int core_rows = c.mode == BroadcastMode::kSplitHeight ? s.avg : c.rows.size;
-  em.set_register(Reg::NACC_OUT_FM_SPLIT_H_OFFSET, Value().set(kOutStartH, c.rows.start).get());
+  const int core_rows = c.mode == BroadcastMode::SPLIT_HEIGHT ? s.avg : c.rows.size;
+  em.set_register(
+      Reg::NACC_OUT_FM_SPLIT_H_OFFSET,
+      Value()
+          .set(fields::NACC_OUT_FM_SPLIT_H_OFFSET::OUT_FM_START_SPLIT_H_OFFSET, c.rows.start)
+          .get());
   em.set_register(Reg::NACC_OUT_FM_SPLIT_LEN,
-                  Value().set(kOutSplitLen, c.rows.size).set(kOutSplitLeftLen, c.cols.start).get());
-  em.set_register(Reg::NACC_OUT_FM_SPLIT, Value().set(kOutSplitWidth, c.cols.size).get());
+                  Value()
+                      .set(fields::NACC_OUT_FM_SPLIT_LEN::OUT_FM_SPLIT_LEN, c.rows.size)
+                      .set(fields::NACC_OUT_FM_SPLIT_LEN::OUT_FM_SPLIT_LEFT_LEN, c.cols.start)
+                      .get());
+  em.set_register(Reg::NACC_OUT_FM_SPLIT,
+                  Value().set(fields::NACC_OUT_FM_SPLIT::OUT_FM_SPLIT_WIDTH, c.cols.size).get());
   em.set_register(Reg::NACC_IN_FM_SPLIT_H_OFFSET,
-                  Value().set(kInStartH, c.rows.start * op.stride_h - op.pad_top).get());
+                  Value()
+                      .set(fields::NACC_IN_FM_SPLIT_H_OFFSET::IN_FM_START_SPLIT_H_OFFSET,
+                           c.rows.start * op.stride_h - op.pad_top)
+                      .get());
   em.set_register(Reg::NACC_IN_FM_SPLIT_W_OFFSET,
-                  Value().set(kInStartW, c.cols.start * op.stride_w - op.pad_left).get());
+                  Value()
+                      .set(fields::NACC_IN_FM_SPLIT_W_OFFSET::IN_FM_START_SPLIT_W_OFFSET,
+                           c.cols.start * op.stride_w - op.pad_left)
+                      .get());
   em.set_register(Reg::NACC_IN_FM_SPLIT,
                   Value()
-                      .set(kInSplitWidth, compiler::input_extent(c.cols.size, op.stride_w, op.kernel_w))
-                      .set(kInSplitLeftLen, compiler::input_extent(core_rows, op.stride_h, op.kernel_h))
+                      .set(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_WIDTH,
+                           compiler::input_extent(c.cols.size, op.stride_w, op.kernel_w))
+                      .set(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_LEFT_LEN,
+                           compiler::input_extent(core_rows, op.stride_h, op.kernel_h))
                       .get());
   em.set_register(Reg::NACC_BROADCAST_CTRL,
-                  Value().set(kBroadcastMode, int(c.mode)).set(kBroadcastNum, s.cores - 1).get());
-  if (c.mode == BroadcastMode::kNone) return;
-  em.set_register(Reg::NACC_BROADCAST_CTRL1,
-                  Value().set(kBroadcastOverEn, s.avg != s.last ? 1 : 0).get());
-  if (c.mode == BroadcastMode::kSplitHeight) {
+                  Value()
+                      .set(fields::NACC_BROADCAST_CTRL::BROADCAST_MODE, int(c.mode))
+                      .set(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM, s.cores - 1)
+                      .get());
+  if (c.mode == BroadcastMode::NONE) return;
+  em.set_register(
+      Reg::NACC_BROADCAST_CTRL1,
+      Value().set(fields::NACC_BROADCAST_CTRL1::BROADCAST_OVER_EN, s.avg != s.last ? 1 : 0).get());
+  if (c.mode == BroadcastMode::SPLIT_HEIGHT) {
     em.set_register(Reg::NACC_BROADCAST_SPLIT,
-                    Value().set(kSplitOvHeight, s.last).set(kSplitAvgHeight, s.avg).get());
-    em.set_register(Reg::NACC_BROADCAST_DMA,
                     Value()
-                        .set(kUnicastOv, compiler::input_extent(s.last, op.stride_h, op.kernel_h))
-                        .set(kUnicastAvg, s.avg * op.stride_h)
-                        .set(kEuBiasStart, 0)
+                        .set(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_OV_HEIGHT, s.last)
+                        .set(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_AVG_HEIGHT, s.avg)
                         .get());
+    em.set_register(
+        Reg::NACC_BROADCAST_DMA,
+        Value()
+            .set(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_OV_OFFSET,
+                 compiler::input_extent(s.last, op.stride_h, op.kernel_h))
+            .set(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_AVG_OFFSET, s.avg * op.stride_h)
+            .set(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET, 0)
+            .get());
   } else {
-    em.set_register(Reg::NACC_BROADCAST_DMA, Value().set(kEuBiasStart, s.avg).get());
+    em.set_register(Reg::NACC_BROADCAST_DMA,
+                    Value().set(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET, s.avg).get());
   }
 }
 
@@ -429,40 +392,45 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
     case Unit::kDepthwise:
     case Unit::kFullyConnected: {
       const WeightStream& ws = weight_stream(ctx, op, k, c.group.start, c.group.size, c.split,
-                                             c.mode == BroadcastMode::kSplitKernel);
+                                             c.mode == BroadcastMode::SPLIT_KERNEL);
       k_addr = constant(ws.offset);
       k_trans_len = ws.k_trans_len;
       em.set_register(Reg::NACC_IN_K_DMA_ADDR, k_addr);
-      em.set_register(Reg::NACC_CONV_TRANS_LEN, Value().set(kKTransLen, k_trans_len).get());
+      em.set_register(Reg::NACC_CONV_TRANS_LEN,
+                      Value().set(fields::NACC_CONV_TRANS_LEN::K_TRANS_LEN, k_trans_len).get());
       if (k.bias >= 0) em.set_register(Reg::NACC_BIAS_DMA_ADDR, constant(k.bias + 4 * oc0));
       if (k.fp32_scale >= 0) {  // ONNX Runtime's float32 output stage (QUANT_FP32_SCALE)
         em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.fp32_scale + 4 * oc0));
         if (op.unit == Unit::kFullyConnected) {
           em.set_register(Reg::NACC_FULL_CONV_PARA,
                           Value()
-                              .set(kFullKerSize, op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
+                              .set(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE,
+                                   op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
                               .get());
         }
       } else if (op.unit == Unit::kFullyConnected && k.real_scale >= 0) {
         em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.real_scale + 8 * oc0));
         em.set_register(Reg::NACC_FULL_CONV_PARA,
                         Value()
-                            .set(kFullKerSize, op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
+                            .set(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE,
+                                 op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
                             .get());
       } else if (op.unit == Unit::kFullyConnected) {  // a 1x1 conv in matrix mode
         em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.multiplier + 4 * oc0));
         em.set_register(Reg::NACC_QUANT_SHIFT_DMA_ADDR, constant(k.shift + 4 * oc0));
         em.set_register(Reg::NACC_FULL_CONV_PARA,
                         Value()
-                            .set(kFullKerSize, op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
+                            .set(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE,
+                                 op.in_shape.w * ceil_div(op.in_shape.c, limits::kMacLanes) - 1)
                             .get());
       } else {
         em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.multiplier + 4 * oc0));
         em.set_register(Reg::NACC_QUANT_SHIFT_DMA_ADDR, constant(k.shift + 4 * oc0));
       }
       if (op.unit == Unit::kDepthwise) {
-        em.set_register(Reg::NACC_DMA_PARA3,
-                        Value().set(kDwChMult, log2_exact(op.depth_multiplier)).get());
+        em.set_register(
+            Reg::NACC_DMA_PARA3,
+            Value().set(fields::NACC_DMA_PARA3::DW_CH_MULT, log2_exact(op.depth_multiplier)).get());
       }
       break;
     }
@@ -473,12 +441,21 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
       const int64_t n0 = c.group.start;
       k_addr = op.im2col ? constant(k.b_matrix + n0) : ctx.address(op.input2, n0);
       em.set_register(Reg::NACC_IN_K_DMA_ADDR, k_addr);
-      em.set_register(Reg::NACC_DMA_PARAA, Value().set(kKTransOffset, op.out_shape.c).get());
+      em.set_register(Reg::NACC_DMA_PARAA,
+                      Value().set(fields::NACC_DMA_PARAA::K_TRANS_OFFSET, op.out_shape.c).get());
       const int64_t m = op.im2col ? int64_t(op.out_shape.h) * op.out_shape.w : op.in_shape.h;
-      em.set_register(Reg::NACC_MATRIX_A, Value().set(kMatAX, k_dim).set(kMatAY, m).get());
+      em.set_register(Reg::NACC_MATRIX_A, Value()
+                                              .set(fields::NACC_MATRIX_A::MATRIX_A_XSIZE, k_dim)
+                                              .set(fields::NACC_MATRIX_A::MATRIX_A_YSIZE, m)
+                                              .get());
       em.set_register(Reg::NACC_MATRIX_B,
-                      Value().set(kMatBX, op.out_channels(c.group.size)).set(kMatBY, k_dim).get());
-      em.set_register(Reg::NACC_ELEMENTWISE, Value().set(kEltOffset2, -op.b_zero_point).get());
+                      Value()
+                          .set(fields::NACC_MATRIX_B::MATRIX_B_XSIZE, op.out_channels(c.group.size))
+                          .set(fields::NACC_MATRIX_B::MATRIX_B_YSIZE, k_dim)
+                          .get());
+      em.set_register(
+          Reg::NACC_ELEMENTWISE,
+          Value().set(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET2, -op.b_zero_point).get());
       if (k.bias >= 0) em.set_register(Reg::NACC_BIAS_DMA_ADDR, constant(k.bias + 4 * oc0));
       if (k.fp32_scale >= 0) {
         em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.fp32_scale + 4 * oc0));
@@ -506,19 +483,34 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
       em.set_register(Reg::NACC_IN_K_DMA_ADDR, op.input2_is_constant
                                                    ? constant(k.operand2 + c.group.start)
                                                    : ctx.address(op.input2, c.group.start));
-      em.set_register(Reg::NACC_DMA_PARAA,
-                      Value().set(kKTransOffset, op.input2_broadcast ? 0 : op.out_shape.c).get());
+      em.set_register(Reg::NACC_DMA_PARAA, Value()
+                                               .set(fields::NACC_DMA_PARAA::K_TRANS_OFFSET,
+                                                    op.input2_broadcast ? 0 : op.out_shape.c)
+                                               .get());
       const ElementwiseParams& e = op.eltwise;
-      em.set_register(Reg::NACC_ELEMENTWISE, Value()
-                                                 .set(kEltMode, int(e.mode))
-                                                 .set(kEltOffset1, e.input1_offset)
-                                                 .set(kEltOffset2, e.input2_offset)
-                                                 .set(kEltLeftShift, e.left_shift)
-                                                 .get());
-      em.set_register(Reg::NACC_ELEMENT_QUANT1_MULT, Value().set(kEltMult1, e.input1_multiplier).get());
-      em.set_register(Reg::NACC_ELEMENT_QUANT1_SHIFT, Value().set(kEltShift1, e.input1_shift).get());
-      em.set_register(Reg::NACC_ELEMENT_QUANT2_MULT, Value().set(kEltMult2, e.input2_multiplier).get());
-      em.set_register(Reg::NACC_ELEMENT_QUANT2_SHIFT, Value().set(kEltShift2, e.input2_shift).get());
+      em.set_register(Reg::NACC_ELEMENTWISE,
+                      Value()
+                          .set(fields::NACC_ELEMENTWISE::ELEMENTWISE_MODE, int(e.mode))
+                          .set(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET1, e.input1_offset)
+                          .set(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET2, e.input2_offset)
+                          .set(fields::NACC_ELEMENTWISE::LEFT_SHIFT, e.left_shift)
+                          .get());
+      em.set_register(
+          Reg::NACC_ELEMENT_QUANT1_MULT,
+          Value()
+              .set(fields::NACC_ELEMENT_QUANT1_MULT::IN_ELEMENT_MULT1, e.input1_multiplier)
+              .get());
+      em.set_register(
+          Reg::NACC_ELEMENT_QUANT1_SHIFT,
+          Value().set(fields::NACC_ELEMENT_QUANT1_SHIFT::IN_ELEMENT_SHIFT1, e.input1_shift).get());
+      em.set_register(
+          Reg::NACC_ELEMENT_QUANT2_MULT,
+          Value()
+              .set(fields::NACC_ELEMENT_QUANT2_MULT::IN_ELEMENT_MULT2, e.input2_multiplier)
+              .get());
+      em.set_register(
+          Reg::NACC_ELEMENT_QUANT2_SHIFT,
+          Value().set(fields::NACC_ELEMENT_QUANT2_SHIFT::IN_ELEMENT_SHIFT2, e.input2_shift).get());
       return {};  // reloaded with every tile (its TEMP operand always is)
     }
     case Unit::kActivation:
@@ -535,42 +527,59 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
           em.shadow(Reg::NACC_IN_ACT_DMA_ADDR),
           uint32_t(op.out_channels(c.group.size)),
           em.shadow(Reg::NACC_BROADCAST_CTRL),
-          uint32_t(c.mode == BroadcastMode::kSplitKernel ? c.split.avg : 0)};
+          uint32_t(c.mode == BroadcastMode::SPLIT_KERNEL ? c.split.avg : 0)};
 }
 
 // NACC_CTRL with every mode field explicit (NACC_SPEC §1: never rely on reset
 // values meaning "off"), and the opcode.
 std::pair<uint32_t, Opcode> control(const LoweredOp& op, bool fm_upd, bool k_upd) {
   Value ctrl;
-  ctrl.set(kIm2colEn, op.im2col ? 1 : 0).set(kDataForm, kDataFormInt8).set(kClkBypass, 0);
-  ctrl.set(kFmUpd, fm_upd).set(kKUpd, k_upd);
-  ctrl.set(kElementEn, 0).set(kElementInputQuantEn, 0).set(kQuantEn, 0).set(kBiasEn, 0);
-  ctrl.set(kActMode, int(op.act_mode));
+  ctrl.set(fields::NACC_CTRL::IM2COL_EN, op.im2col ? 1 : 0)
+      .set(fields::NACC_CTRL::DATA_FORM, value_of(DataForm::INT8))
+      .set(fields::NACC_CTRL::CLK_BYPASS, 0);
+  ctrl.set(fields::NACC_CTRL::FM_UPD, fm_upd).set(fields::NACC_CTRL::K_UPD, k_upd);
+  ctrl.set(fields::NACC_CTRL::ELEMENT_EN, 0)
+      .set(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN, 0)
+      .set(fields::NACC_CTRL::QUANT_EN, 0)
+      .set(fields::NACC_CTRL::BIAS_EN, 0);
+  ctrl.set(fields::NACC_CTRL::ACT_MODE, int(op.act_mode));
   switch (op.unit) {
     case Unit::kConv:
     case Unit::kDepthwise:
     case Unit::kFullyConnected:
-      ctrl.set(kConvMode, op.unit == Unit::kConv        ? kConvolution
-                          : op.unit == Unit::kDepthwise ? kDepthwiseMode
-                                                        : kFullyConnectedMode);
-      ctrl.set(kPoolMode, kPoolNone).set(kQuantEn, 1).set(kBiasEn, op.bias.empty() ? 0 : 1);
+      ctrl.set(fields::NACC_CTRL::CONV_MODE,
+               op.unit == Unit::kConv        ? value_of(ConvMode::CONVOLUTION)
+               : op.unit == Unit::kDepthwise ? value_of(ConvMode::DEPTHWISE)
+                                             : value_of(ConvMode::FULLY_CONNECTED));
+      ctrl.set(fields::NACC_CTRL::POOL_MODE, value_of(PoolMode::NONE))
+          .set(fields::NACC_CTRL::QUANT_EN, 1)
+          .set(fields::NACC_CTRL::BIAS_EN, op.bias.empty() ? 0 : 1);
       return {ctrl.get(), op.unit == Unit::kConv        ? Opcode::NPU_OP_CONV
                           : op.unit == Unit::kDepthwise ? Opcode::NPU_OP_DEPTHWISE
                                                         : Opcode::NPU_OP_FULLY_CONNECTED};
     case Unit::kMatmul:
-      ctrl.set(kConvMode, kMatrixMode).set(kPoolMode, kPoolNone).set(kQuantEn, 1);
-      ctrl.set(kBiasEn, op.bias.empty() ? 0 : 1);
+      ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::MATRIX))
+          .set(fields::NACC_CTRL::POOL_MODE, value_of(PoolMode::NONE))
+          .set(fields::NACC_CTRL::QUANT_EN, 1);
+      ctrl.set(fields::NACC_CTRL::BIAS_EN, op.bias.empty() ? 0 : 1);
       return {ctrl.get(), Opcode::NPU_OP_MATMUL};
     case Unit::kMaxPool:
     case Unit::kAvgPool:
-      ctrl.set(kConvMode, kConvNone).set(kPoolMode, op.unit == Unit::kMaxPool ? kPoolMax : kPoolAverage);
+      ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::NONE))
+          .set(fields::NACC_CTRL::POOL_MODE,
+               op.unit == Unit::kMaxPool ? value_of(PoolMode::MAX) : value_of(PoolMode::AVERAGE));
       return {ctrl.get(), Opcode::NPU_OP_POOL};
     case Unit::kElementwise:
-      ctrl.set(kConvMode, kConvNone).set(kPoolMode, kPoolNone).set(kElementEn, 1).set(kQuantEn, 1);
-      ctrl.set(kElementInputQuantEn, op.eltwise.mode == ElementwiseMode::kMul ? 0 : 1);
+      ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::NONE))
+          .set(fields::NACC_CTRL::POOL_MODE, value_of(PoolMode::NONE))
+          .set(fields::NACC_CTRL::ELEMENT_EN, 1)
+          .set(fields::NACC_CTRL::QUANT_EN, 1);
+      ctrl.set(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN,
+               op.eltwise.mode == ElementwiseMode::MUL ? 0 : 1);
       return {ctrl.get(), Opcode::NPU_OP_ELEMENTWISE};
     case Unit::kActivation:
-      ctrl.set(kConvMode, kConvNone).set(kPoolMode, kPoolNone);
+      ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::NONE))
+          .set(fields::NACC_CTRL::POOL_MODE, value_of(PoolMode::NONE));
       return {ctrl.get(), Opcode::NPU_OP_ACTIVATION};
     default:
       throw InvalidArgument(str_cat(op.label, ": no command for unit ", compiler::unit_name(op.unit)));
@@ -590,12 +599,13 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
   const int64_t ifm_base = lay.ifm[c.set], ofm_base = lay.ofm[c.set];
   const int64_t k_base = uses_k ? lay.k[c.set] : 0;
   const int64_t temp_base = op.unit == Unit::kElementwise ? lay.temp[c.set] : 0;
-  em.set_register(Reg::NACC_MEM_RANGE, Value()
-                                           .set(kIfmMemBase, ifm_base / ctx.geo.quarter)
-                                           .set(kKMemBase, k_base / ctx.geo.unit)
-                                           .set(kOfmMemBase, ofm_base / ctx.geo.unit)
-                                           .set(kTempMemBase, temp_base / ctx.geo.unit)
-                                           .get());
+  em.set_register(Reg::NACC_MEM_RANGE,
+                  Value()
+                      .set(fields::NACC_MEM_RANGE::IFM_MEM_BASE, ifm_base / ctx.geo.quarter)
+                      .set(fields::NACC_MEM_RANGE::K_MEM_BASE, k_base / ctx.geo.unit)
+                      .set(fields::NACC_MEM_RANGE::OFM_MEM_BASE, ofm_base / ctx.geo.unit)
+                      .set(fields::NACC_MEM_RANGE::TEMP_MEM_BASE, temp_base / ctx.geo.unit)
+                      .get());
 
   // Reuse the kernel / IFM tile a core holds when the same registers (and
   // SRAM base) loaded it: K_UPD = 0 / FM_UPD = 0 (docs/device_model.md §1).
@@ -635,7 +645,8 @@ void emit_op(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstant
     shape.cols = c;
     shape.group = g;
     shape.split = compiler::command_split(op, plan, r.size, g.size);
-    shape.mode = shape.split.cores > 1 ? plan.mode : BroadcastMode::kNone;  // a short tile may use one core
+    shape.mode =
+        shape.split.cores > 1 ? plan.mode : BroadcastMode::NONE;  // a short tile may use one core
     shape.set = plan.double_buffer ? index++ % 2 : 0;
     emit_command(ctx, op, plan, k, res, shape);
   };
@@ -715,9 +726,7 @@ void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, 
   const int channels = op.split_channels();
   const int64_t mac = compiler::mac_cycles(op, op.out_shape.h, op.out_shape.w, channels);
   const int64_t act = compiler::act_cycles(op, op.out_shape.h, op.out_shape.w, channels);
-  const int64_t bw = std::min<int64_t>(hw.ext_bytes_per_cycle, int64_t(hw.dma_bytes_per_cycle) * hw.cores);
-  rec.bound_cycles = std::max({ceil_div(mac, hw.cores), ceil_div(act, hw.cores), ceil_div(read, bw),
-                               ceil_div(write, bw)});
+  rec.bound_cycles = cost::op_bound_cycles(mac, act, read, write, hw);
 }
 
 // ---- driver --------------------------------------------------------------------
@@ -745,7 +754,7 @@ LoweredOp check_and_lower(const ir::Graph& g, int i, const CompileOptions& o) {
   // The rules see the SRAM the compiler tiles to, with its buffer alignment.
   support::SupportConfig cfg;
   cfg.sram_bytes = o.hw.sram_bytes;
-  cfg.sram_alignment = compiler::sram_geometry(o.hw.sram_bytes).align;
+  cfg.sram_alignment = sram_geometry(o.hw.sram_bytes).align;
   const auto violations = support::check_op(g, i, cfg);
   if (!violations.empty()) {
     std::string msg = violations[0].message;
@@ -831,8 +840,7 @@ void fill_concat_record(const Context& ctx, const std::vector<const LoweredOp*>&
   }
   const int64_t write = parts.empty() ? 0 : tensor_bytes(ctx.graph.tensor(parts[0]->output));
   rec.min_dma_bytes = read + write;
-  const int64_t bw = std::min<int64_t>(hw.ext_bytes_per_cycle, int64_t(hw.dma_bytes_per_cycle) * hw.cores);
-  rec.bound_cycles = std::max({ceil_div(mac, hw.cores), ceil_div(read, bw), ceil_div(write, bw)});
+  rec.bound_cycles = cost::op_bound_cycles(mac, 0, read, write, hw);
 }
 
 // Producers that write their output straight into a CONCATENATION's output
@@ -902,7 +910,7 @@ void alias_concat_producers(ir::Graph& g, const std::vector<int>& inputs,
 support::SupportConfig support_config(const CompileOptions& o) {
   support::SupportConfig cfg;
   cfg.sram_bytes = o.hw.sram_bytes;
-  cfg.sram_alignment = compiler::sram_geometry(o.hw.sram_bytes).align;
+  cfg.sram_alignment = sram_geometry(o.hw.sram_bytes).align;
   return cfg;
 }
 

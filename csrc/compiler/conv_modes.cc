@@ -2,17 +2,22 @@
 // conv_modes.h, docs/compiler.md §2).
 #include "compiler/conv_modes.h"
 
+#include "arch/cost_model.h"
+#include "arch/fields.h"
+#include "arch/limits.h"
 #include "common/error.h"
-#include "common/limits.h"
 
 namespace nacc::compiler {
 
 namespace {
 
-constexpr int64_t kMaxMatrixDim = 65535;  // NACC_MATRIX_A/B x and y sizes: 16 bits
-constexpr int64_t kMaxFcGroups = 256;     // NACC_FULL_CONV_PARA.FULL_KER_SIZE: 8 bits
+// NACC_MATRIX_A/B x and y sizes (16 bits); NACC_FULL_CONV_PARA.FULL_KER_SIZE
+// holds groups - 1 (8 bits).
+constexpr int64_t kMaxMatrixDim = field_max(fields::NACC_MATRIX_A::MATRIX_A_XSIZE);
+constexpr int64_t kMaxFcGroups = field_max(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE) + 1;
+static_assert(kMaxMatrixDim == 65535 && kMaxFcGroups == 256);
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using cost::ceil_div;
 
 }  // namespace
 

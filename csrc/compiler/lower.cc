@@ -6,9 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "arch/limits.h"
 #include "common/error.h"
-#include "common/limits.h"
-#include "compiler/mean.h"
 
 namespace nacc::compiler {
 
@@ -136,9 +135,9 @@ namespace {
 // the function (docs/device_model.md §4); the mode states the intent.
 ActMode act_mode_of(FusedActivation act) {
   switch (act) {
-    case FusedActivation::kRelu: return ActMode::kRelu;
-    case FusedActivation::kRelu6: return ActMode::kRelu6;
-    default: return ActMode::kNone;
+    case FusedActivation::kRelu: return ActMode::RELU;
+    case FusedActivation::kRelu6: return ActMode::RELU6;
+    default: return ActMode::NONE;
   }
 }
 
@@ -520,7 +519,7 @@ void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     lower_tflite_lut(op, qi, qo, l);
   }
   l.has_lut = true;
-  l.act_mode = ActMode::kLut;
+  l.act_mode = ActMode::LUT;
   l.act_min = -128;
   l.act_max = 127;
 }
@@ -545,17 +544,11 @@ void lower_tflite_lut(const ir::Op& op, const Quant& qi, const Quant& qo, Lowere
       l.lut = lut_tflite_tanh(qi.scale, qi.zero_point, qo.scale, qo.zero_point);
       break;
     default: {
-      // The RELU family: TFLite's requantize-and-clamp evaluated by the
-      // activation unit's own definition on all 256 inputs, so the LUT holds
-      // exactly what ACT_MODE RELU / RELU6 / NONE would compute.
+      // The RELU family: TFLite's requantize-and-clamp on all 256 inputs.
       const ReluKind kind = op.kind == OpKind::kRelu    ? ReluKind::kRelu
                             : op.kind == OpKind::kRelu6 ? ReluKind::kRelu6
                                                         : ReluKind::kReluN1To1;
-      const ActivationParams p =
-          tflite_relu_params(kind, qi.scale, qi.zero_point, qo.scale, qo.zero_point);
-      int8_t inputs[256];
-      for (int i = 0; i < 256; ++i) inputs[i] = static_cast<int8_t>(static_cast<uint8_t>(i));
-      activation_s8(p, 256, inputs, l.lut.data());
+      l.lut = lut_tflite_relu(kind, qi.scale, qi.zero_point, qo.scale, qo.zero_point);
       break;
     }
   }
@@ -613,11 +606,11 @@ void lower_pad(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.shift.assign(c, kUnitShift);
   l.act_min = -128;
   l.act_max = 127;
-  l.act_mode = ActMode::kNone;
+  l.act_mode = ActMode::NONE;
 }
 
 // MEAN over height and width: a depthwise window over the whole input with
-// unit weights and TFLite's MEAN requantization (compiler/mean.h): the unit
+// unit weights and TFLite's MEAN requantization (quant/tflite.h): the unit
 // computes MBQM(sum(x - zi), m', s') + zo exactly as TFLite's reference does.
 void lower_mean(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const ir::Tensor& in = g.tensor(op.inputs[0]);
@@ -635,7 +628,7 @@ void lower_mean(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   set_window(l, window, l.in_shape.h, l.in_shape.w);
   const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
   const int c = l.in_shape.c;
-  const MeanRequantization r =
+  const QuantizedMultiplier r =
       tflite_mean_requantization(qi.scale, qo.scale, int64_t(l.in_shape.h) * l.in_shape.w);
   l.input_zero_point = qi.zero_point;
   l.output_zero_point = qo.zero_point;
@@ -644,7 +637,7 @@ void lower_mean(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.shift.assign(c, r.shift);
   l.act_min = -128;
   l.act_max = 127;
-  l.act_mode = ActMode::kNone;
+  l.act_mode = ActMode::NONE;
 }
 
 // One part of CONCATENATION (see lower.h): input `k` of the op copied into
@@ -677,7 +670,7 @@ LoweredOp concat_part(const ir::Graph& g, const ir::Op& op, const LoweredOp& bas
   l.input_zero_point = l.output_zero_point = qo.zero_point;
   l.act_min = -128;
   l.act_max = 127;
-  l.act_mode = ActMode::kNone;
+  l.act_mode = ActMode::NONE;
   l.out_channel_offset = offset;
   l.out_pixel_pitch = total;
   return l;

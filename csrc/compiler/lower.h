@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "common/quant.h"
+#include "arch/unit_checks.h"
+#include "arch/unit_params.h"
 #include "common/shape.h"
-#include "device/units/activation.h"
-#include "device/units/elementwise.h"
 #include "ir/ir.h"
+#include "quant/tflite.h"
 
 namespace nacc::compiler {
 
@@ -64,7 +64,7 @@ struct LoweredOp {
   // points (IN_FM_OFFSET = -input_zero_point, OUT_FM_OFFSET = output_zero_point).
   int32_t input_zero_point = 0, output_zero_point = 0;
   int32_t act_min = -128, act_max = 127;  // NACC_ACT_MIN / NACC_ACT_MAX
-  ActMode act_mode = ActMode::kNone;       // NACC_CTRL.ACT_MODE
+  ActMode act_mode = ActMode::NONE;       // NACC_CTRL.ACT_MODE
 
   // Constants, in the unit's layout.
   std::vector<int8_t> weights;      // conv OHWI, depthwise [KH, KW, C*M], FC [N, K]

@@ -10,24 +10,28 @@
 #include <set>
 #include <sstream>
 
+#include "arch/cost_model.h"
+#include "arch/fields.h"
+#include "arch/limits.h"
 #include "common/error.h"
-#include "common/limits.h"
 
 namespace nacc::compiler {
 
 namespace {
 
-constexpr int64_t kKAlign = 64;       // K-area sub-buffers (docs/device_model.md §1)
-constexpr int kMaxSplitWidth = 255;   // OUT_FM_SPLIT_WIDTH / IN_FM_SPLIT_WIDTH: 8 bits
-constexpr int kMaxCoreRows = 1023;    // OUT_FM_SPLIT_AVG/OV_HEIGHT, IN_DMA_UNICAST_*: 10 bits
-constexpr int kMaxCoreChannels = 255; // EU_BIAS_START_OFFSET: 8 bits
-constexpr int kMaxSplitLen = 65535;   // IN_FM_SPLIT_LEFT_LEN: 16 bits
-// The SRAM sizes the device model accepts (runtime/program.h validate_hw_config).
-constexpr int64_t kMinSramBytes = 4 * 1024;
-constexpr int64_t kMaxSramBytes = 16 * 1024 * 1024;
+// Register field widths (arch/fields.h) that bound a tile.
+constexpr int kMaxSplitWidth = int(field_max(fields::NACC_OUT_FM_SPLIT::OUT_FM_SPLIT_WIDTH));
+constexpr int kMaxCoreRows = int(field_max(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_AVG_HEIGHT));
+constexpr int kMaxCoreChannels = int(field_max(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET));
+constexpr int kMaxSplitLen = int(field_max(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_LEFT_LEN));
+static_assert(kMaxSplitWidth == 255 && kMaxCoreRows == 1023 && kMaxCoreChannels == 255 &&
+              kMaxSplitLen == 65535);
+static_assert(field_max(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_WIDTH) == kMaxSplitWidth &&
+              field_max(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_OV_HEIGHT) == kMaxCoreRows &&
+              field_max(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_AVG_OFFSET) == kMaxCoreRows);
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t align_k(int64_t b) { return ceil_div(b, kKAlign) * kKAlign; }
+using cost::ceil_div;
+int64_t align_k(int64_t b) { return align_k_area(b); }
 
 bool ifm_shared_across_groups(const LoweredOp& op) {
   return op.unit == Unit::kConv || op.unit == Unit::kFullyConnected || op.unit == Unit::kMatmul;
@@ -171,7 +175,7 @@ bool better(const PlanEstimate& a, const PlanEstimate& b) {
 }
 
 int row_cap(const LoweredOp& op, BroadcastMode mode) {
-  const int field_cap = mode == BroadcastMode::kSplitHeight
+  const int field_cap = mode == BroadcastMode::SPLIT_HEIGHT
                             ? std::min(kMaxCoreRows, (kMaxCoreRows - op.kernel_h) / op.stride_h + 1)
                             : (kMaxSplitLen - op.kernel_h) / op.stride_h + 1;
   return std::min(op.out_shape.h, field_cap);
@@ -201,12 +205,12 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
     Cmd c;
     const CoreSplit split = command_split(op, p, h, g);
     int r = h, e = g;
-    if (p.mode == BroadcastMode::kSplitHeight) r = split.max_per_core();
-    if (p.mode == BroadcastMode::kSplitKernel) e = split.max_per_core();
+    if (p.mode == BroadcastMode::SPLIT_HEIGHT) r = split.max_per_core();
+    if (p.mode == BroadcastMode::SPLIT_KERNEL) e = split.max_per_core();
     const int n = split.cores;
     const double in_ch = op.in_channels(g);
     double fm_core = double(rows_in(r)) * cols_in(w) * op.in_channels(e);
-    double fm_ext = p.mode == BroadcastMode::kSplitHeight
+    double fm_ext = p.mode == BroadcastMode::SPLIT_HEIGHT
                         ? double(rows_in(split.avg)) * (n - 1) * cols_in(w) * in_ch +
                               double(rows_in(split.last)) * cols_in(w) * in_ch
                         : fm_core;
@@ -221,7 +225,7 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
       fm_ext += t_ext;
     }
     const double k_core = k_area_bytes(op, e);
-    const double k_ext = p.mode == BroadcastMode::kSplitKernel ? k_area_bytes(op, g) + (n - 1) * 64.0
+    const double k_ext = p.mode == BroadcastMode::SPLIT_KERNEL ? k_area_bytes(op, g) + (n - 1) * 64.0
                                                                : k_core;
     c.read_fm_t = transfer(fm_core, fm_ext);
     c.read_k_t = transfer(k_core, k_ext);
@@ -313,9 +317,9 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
 
 const char* broadcast_mode_name(BroadcastMode mode) {
   switch (mode) {
-    case BroadcastMode::kNone: return "NONE";
-    case BroadcastMode::kSplitKernel: return "SPLIT_KERNEL";
-    case BroadcastMode::kSplitHeight: return "SPLIT_HEIGHT";
+    case BroadcastMode::NONE: return "NONE";
+    case BroadcastMode::SPLIT_KERNEL: return "SPLIT_KERNEL";
+    case BroadcastMode::SPLIT_HEIGHT: return "SPLIT_HEIGHT";
   }
   return "?";
 }
@@ -347,9 +351,9 @@ std::optional<CoreSplit> split_across_cores(int total, int max_cores, int cap, i
 
 CoreSplit command_split(const LoweredOp& op, const TilePlan& plan, int rows, int channels) {
   std::optional<CoreSplit> s;
-  if (plan.mode == BroadcastMode::kSplitHeight) {
+  if (plan.mode == BroadcastMode::SPLIT_HEIGHT) {
     s = split_across_cores(rows, plan.cores, plan.rows_per_core, row_avg_cap(op));
-  } else if (plan.mode == BroadcastMode::kSplitKernel) {
+  } else if (plan.mode == BroadcastMode::SPLIT_KERNEL) {
     s = split_across_cores(channels, plan.cores, plan.channels_per_core, kMaxCoreChannels);
   } else {
     s = CoreSplit{1, rows, rows};
@@ -357,18 +361,6 @@ CoreSplit command_split(const LoweredOp& op, const TilePlan& plan, int rows, int
   check_arg(s.has_value(), op.label, ": no core split for a command of ", rows, " rows, ",
             channels, " channels");
   return *s;
-}
-
-SramGeometry sram_geometry(int64_t sram_bytes) {
-  check_arg(sram_bytes >= kMinSramBytes && sram_bytes <= kMaxSramBytes && sram_bytes % 1024 == 0,
-            "sram_bytes ", sram_bytes, " must be a multiple of 1024 (NACC_MEM_RANGE bases count "
-            "SRAM/1024 units) in [", kMinSramBytes, ", ", kMaxSramBytes, "]");
-  SramGeometry g;
-  g.bytes = sram_bytes;
-  g.unit = sram_bytes / 1024;
-  g.quarter = sram_bytes / 4;
-  g.align = std::lcm(g.unit, kKAlign);
-  return g;
 }
 
 int64_t k_area_bytes(const LoweredOp& op, int group) {
@@ -409,28 +401,28 @@ int64_t k_area_bytes(const LoweredOp& op, int group) {
 }
 
 int64_t mac_cycles(const LoweredOp& op, int64_t rows, int64_t cols, int channels) {
-  const int64_t lanes = limits::kMacLanes;
   const int64_t taps = int64_t(op.kernel_h) * op.kernel_w;
   switch (op.unit) {
     case Unit::kConv:
-      return rows * cols * op.out_channels(channels) * taps * ceil_div(op.in_shape.c, lanes);
+      return cost::conv_mac_cycles(rows, cols, op.out_channels(channels), taps, op.in_shape.c);
     case Unit::kFullyConnected:
-      return rows * op.out_channels(channels) * ceil_div(op.in_shape.c, lanes);
+      return cost::matrix_mac_cycles(rows, op.out_channels(channels), op.in_shape.c);
     case Unit::kMatmul:  // M = rows (x cols with im2col), K = matmul_k()
-      return rows * (op.im2col ? cols : 1) * op.out_channels(channels) * ceil_div(op.matmul_k(), lanes);
+      return cost::matrix_mac_cycles(rows * (op.im2col ? cols : 1), op.out_channels(channels),
+                                     op.matmul_k());
     case Unit::kDepthwise:
     case Unit::kMaxPool:
     case Unit::kAvgPool:
-      return rows * cols * ceil_div(op.out_channels(channels), lanes) * taps;
+      return cost::window_mac_cycles(rows, cols, op.out_channels(channels), taps);
     case Unit::kElementwise:
-      return ceil_div(3 * rows * cols * channels, 16);
+      return cost::elementwise_cycles(rows * cols * channels);
     default:
       return 0;
   }
 }
 
 int64_t act_cycles(const LoweredOp& op, int64_t rows, int64_t cols, int channels) {
-  return op.unit == Unit::kActivation ? rows * cols * channels : 0;
+  return op.unit == Unit::kActivation ? cost::activation_cycles(rows * cols * channels) : 0;
 }
 
 Span valid_input_span(int out_start, int out_size, int stride, int kernel, int pad, int in_size) {
@@ -457,7 +449,7 @@ namespace {
 // One point of the search space; build_plan turns it into a TilePlan.
 struct Choice {
   int cores = 1;
-  BroadcastMode mode = BroadcastMode::kNone;
+  BroadcastMode mode = BroadcastMode::NONE;
   int channels_per_core = 1;
   bool weights_outer = true;
   bool double_buffer = false;
@@ -485,12 +477,12 @@ TilePlan build_plan(const LoweredOp& op, const HwConfig& hw, const SramGeometry&
   p.rows_per_core = c.rows_per_core;
   p.channels_per_core = c.channels_per_core;
   p.col_pieces = balanced(ow, int(ceil_div(ow, c.cols)));
-  if (c.mode == BroadcastMode::kSplitHeight) {
+  if (c.mode == BroadcastMode::SPLIT_HEIGHT) {
     p.row_pieces = make_pieces(oh, c.cores, c.rows_per_core, row_avg_cap(op));
   } else {
     p.row_pieces = balanced(oh, int(ceil_div(oh, c.rows_per_core)));
   }
-  if (c.mode == BroadcastMode::kSplitKernel) {
+  if (c.mode == BroadcastMode::SPLIT_KERNEL) {
     p.groups = make_pieces(channels, c.cores, c.channels_per_core, kMaxCoreChannels);
   } else {
     p.groups = balanced(channels, int(ceil_div(channels, c.channels_per_core)));
@@ -537,7 +529,7 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
       const int hmax = largest(rcap, [&](int r) { return fit(r, w); });
       if (hmax == 0) continue;
       std::set<int> heights = {hmax};
-      if (c.mode == BroadcastMode::kSplitHeight) {
+      if (c.mode == BroadcastMode::SPLIT_HEIGHT) {
         // Rows per core beyond an even share of the whole height buy nothing;
         // below it, fewer rows per core trade halo traffic for shorter
         // pipeline fill and drain.
@@ -558,17 +550,17 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
     if (options.force_cores && n != options.force_cores) continue;
     std::vector<BroadcastMode> modes;
     if (n == 1) {
-      modes = {BroadcastMode::kNone};
+      modes = {BroadcastMode::NONE};
     } else {
-      modes = {BroadcastMode::kSplitHeight};
+      modes = {BroadcastMode::SPLIT_HEIGHT};
       if ((op.unit == Unit::kConv || op.unit == Unit::kFullyConnected) && channels >= 2) {
-        modes.push_back(BroadcastMode::kSplitKernel);
+        modes.push_back(BroadcastMode::SPLIT_KERNEL);
       }
     }
     for (BroadcastMode mode : modes) {
       if (options.force_mode >= 0 && n > 1 && int(mode) != options.force_mode) continue;
       for (int gc : channel_caps) {
-        if (mode == BroadcastMode::kSplitKernel && gc > kMaxCoreChannels) continue;
+        if (mode == BroadcastMode::SPLIT_KERNEL && gc > kMaxCoreChannels) continue;
         for (bool weights_outer : {true, false}) {
           if (!weights_outer && !ifm_shared_across_groups(op)) continue;
           for (bool db : {false, true}) {

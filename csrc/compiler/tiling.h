@@ -12,13 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "arch/field_values.h"
+#include "arch/hw_config.h"
+#include "arch/sram.h"
 #include "compiler/lower.h"
-#include "runtime/program.h"
 
 namespace nacc::compiler {
 
-// NACC_BROADCAST_CTRL.BROADCAST_MODE.
-enum class BroadcastMode : uint8_t { kNone = 0, kSplitKernel = 1, kSplitHeight = 2 };
+// NACC_BROADCAST_CTRL.BROADCAST_MODE is arch's BroadcastMode (field_values.h).
 const char* broadcast_mode_name(BroadcastMode mode);
 
 // A half-open range [start, start + size).
@@ -62,7 +63,7 @@ struct PlanEstimate {
 struct TilePlan {
   std::string lowering = "direct";  // LoweredOp::lowering of the op planned
   int cores = 1;  // most cores a command uses
-  BroadcastMode mode = BroadcastMode::kNone;
+  BroadcastMode mode = BroadcastMode::NONE;
   // true: for each channel group, the group's weights stay resident (K_UPD = 0)
   // while the spatial tiles stream through; false: for each spatial tile, the
   // IFM stays resident (FM_UPD = 0) while the channel groups stream through.
@@ -94,16 +95,6 @@ struct PlanOptions {
 // bytes, then fewest commands). Throws Unsupported naming the op when no tile
 // fits one core's SRAM.
 TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& options = {});
-
-// SRAM geometry shared by the planner and the emitter.
-struct SramGeometry {
-  int64_t bytes = 0;      // one core's SRAM
-  int64_t unit = 0;       // NACC_MEM_RANGE K/OFM/TEMP base unit: bytes / 1024
-  int64_t quarter = 0;    // IFM_MEM_BASE unit: bytes / 4
-  int64_t align = 0;      // buffer alignment: lcm(unit, 64)
-  int64_t round(int64_t b) const { return (b + align - 1) / align * align; }
-};
-SramGeometry sram_geometry(int64_t sram_bytes);
 
 // Bytes of the K area for `group` basis channels (weights, bias, multipliers,
 // shifts, LUT, each 64-byte aligned; docs/device_model.md §1).

@@ -1,5 +1,5 @@
 // The compiler's weight compressor (NACC_SPEC §6): encodes an int8 weight
-// buffer into the self-describing stream that common/weight_codec.h decodes,
+// buffer into the self-describing stream that arch/weight_codec.h decodes,
 // trying every mode and keeping the smallest. Format: docs/weight_compression.md.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "common/weight_codec.h"
+#include "arch/weight_codec.h"
 
 namespace nacc::weight_codec {
 

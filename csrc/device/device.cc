@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "arch/fields.h"
 #include "device/device_internal.h"
 
 namespace nacc {
@@ -19,16 +20,6 @@ using device_detail::PendingOp;
 
 namespace {
 void publish_pmu(HandlerContext& c);
-
-constexpr FieldRef kCmdStart = field_of(Reg::CMD, "START");
-constexpr FieldRef kCmdClearIrq = field_of(Reg::CMD, "CLEAR_IRQ");
-constexpr FieldRef kCmdHandler = field_of(Reg::CMD, "BATCH_HANDLER");
-constexpr FieldRef kCtrlStart = field_of(Reg::NACC_CTRL, "START");
-constexpr FieldRef kPmuEnable = field_of(Reg::PMU_CTRL, "CNT_EN");
-constexpr FieldRef kPmuReset = field_of(Reg::PMU_CTRL, "CNT_RST");
-constexpr FieldRef kBusWrErr = field_of(Reg::NACC_INT_STATUS, "BUS_WR_ERR_INTR");
-constexpr FieldRef kBusRdErr = field_of(Reg::NACC_INT_STATUS, "BUS_RD_ERR_INTR");
-constexpr FieldRef kDone = field_of(Reg::NACC_INT_STATUS, "FULL_TRANS_DONE_INTR");
 
 // Cycles the command processor spends on one command (docs/performance_model.md).
 constexpr int64_t kCommandCycles = 1;
@@ -183,7 +174,7 @@ uint32_t Device::read_locked(uint32_t addr) {
   const int i = register_index_at(addr);
   if (i < 0) return host_regs_.read(addr);  // throws the "no register" fault
   if (is_handler_register(Reg(i))) {
-    HandlerContext& c = ctx(int(host_regs_.field(kCmdHandler)));
+    HandlerContext& c = ctx(int(host_regs_.field(fields::CMD::BATCH_HANDLER)));
     std::lock_guard<std::mutex> lk(c.mu);
     return c.regs.read(addr);
   }
@@ -209,18 +200,18 @@ void Device::write_locked(uint32_t addr, uint32_t value) {
   const Reg r = Reg(i);
   if (r == Reg::CMD) {
     const uint32_t triggers = host_regs_.write(r, value);
-    const int b = int(kCmdHandler.extract(value));
-    if (!(triggers & (kCmdClearIrq.mask() | kCmdStart.mask()))) return;
+    const int b = int(fields::CMD::BATCH_HANDLER.extract(value));
+    if (!(triggers & (fields::CMD::CLEAR_IRQ.mask() | fields::CMD::START.mask()))) return;
     HandlerContext& c = ctx(b);
     std::lock_guard<std::mutex> lk(c.mu);
-    if (triggers & kCmdClearIrq.mask()) c.regs.set(Reg::NACC_INT_STATUS, 0);
-    if (triggers & kCmdStart.mask()) start_locked(b);
+    if (triggers & fields::CMD::CLEAR_IRQ.mask()) c.regs.set(Reg::NACC_INT_STATUS, 0);
+    if (triggers & fields::CMD::START.mask()) start_locked(b);
     return;
   }
   if (is_handler_register(r)) {
-    HandlerContext& c = ctx(int(host_regs_.field(kCmdHandler)));
+    HandlerContext& c = ctx(int(host_regs_.field(fields::CMD::BATCH_HANDLER)));
     std::lock_guard<std::mutex> lk(c.mu);
-    if (r == Reg::NACC_CTRL && kCtrlStart.extract(value)) {
+    if (r == Reg::NACC_CTRL && fields::NACC_CTRL::START.extract(value)) {
       throw DeviceFault(
           "NACC_CTRL.START = 1: the register-driven use of [N] is not modelled; kernels run from "
           "a command stream (CMD.START)");
@@ -230,7 +221,7 @@ void Device::write_locked(uint32_t addr, uint32_t value) {
                                 c.index, " is running its stream"));
     }
     const uint32_t triggers = c.regs.write(r, value);
-    if (r == Reg::PMU_CTRL && (triggers & kPmuReset.mask())) {
+    if (r == Reg::PMU_CTRL && (triggers & fields::PMU_CTRL::CNT_RST.mask())) {
       c.pmu = device_detail::Pmu{};
       publish_pmu(c);
     }
@@ -323,7 +314,7 @@ void publish_pmu(HandlerContext& c) {
 // Adds a command's counts to the PMU (when PMU_CTRL.CNT_EN) and publishes it (NACC_SPEC §8).
 void update_pmu(HandlerContext& c, const RunCounters& before) {
   const RunCounters& r = c.run;
-  if (c.regs.field(kPmuEnable)) {
+  if (c.regs.field(fields::PMU_CTRL::CNT_EN)) {
     c.pmu.cycles += uint64_t(r.cycles - before.cycles);
     c.pmu.mac_cycles += uint64_t(r.mac_cycles - before.mac_cycles);
     c.pmu.act_cycles += uint64_t(r.act_cycles - before.act_cycles);
@@ -405,7 +396,8 @@ bool Device::step(int handler) {
     switch (cmd.op) {
       case Opcode::NPU_SET_REGISTER: {
         const uint32_t triggers = c.regs.write(cmd.param, cmd.payload);
-        if (Reg(register_index_at(cmd.param)) == Reg::PMU_CTRL && (triggers & kPmuReset.mask())) {
+        if (Reg(register_index_at(cmd.param)) == Reg::PMU_CTRL &&
+            (triggers & fields::PMU_CTRL::CNT_RST.mask())) {
           c.pmu = device_detail::Pmu{};  // published after the command
         }
         break;
@@ -439,7 +431,7 @@ bool Device::step(int handler) {
     c.run.cycles = std::max(c.run.cycles, c.cp_time);
     update_pmu(c, before_counts);
     if (stopped) {
-      c.regs.raise(Reg::NACC_INT_STATUS, kDone.mask());
+      c.regs.raise(Reg::NACC_INT_STATUS, fields::NACC_INT_STATUS::FULL_TRANS_DONE_INTR.mask());
       c.state = HandlerState::kStopped;
       return false;
     }
@@ -449,7 +441,10 @@ bool Device::step(int handler) {
     std::string msg = str_cat("batch handler ", handler, ": ", stream_position(size_t(pc)),
                               op_name.empty() ? "" : op_name + ": ", e.what());
     if (!dynamic_cast<const Error*>(&e)) msg += " (host error)";
-    if (bus) c.regs.raise(Reg::NACC_INT_STATUS, bus->write ? kBusWrErr.mask() : kBusRdErr.mask());
+    if (bus)
+      c.regs.raise(Reg::NACC_INT_STATUS, bus->write
+                                             ? fields::NACC_INT_STATUS::BUS_WR_ERR_INTR.mask()
+                                             : fields::NACC_INT_STATUS::BUS_RD_ERR_INTR.mask());
     c.regs.set(Reg::QREAD, uint32_t(pc * 4));
     c.state = HandlerState::kFaulted;
     c.fault = msg;

@@ -19,11 +19,11 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/command_stream.h"
+#include "arch/command_stream.h"
+#include "arch/hw_config.h"
 #include "device/memory_map.h"
-#include "device/registers.h"
+#include "device/register_file.h"
 #include "device/thread_pool.h"
-#include "runtime/program.h"
 
 namespace nacc {
 

@@ -5,34 +5,29 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "arch/cost_model.h"
+#include "arch/fields.h"
 #include "device/device_internal.h"
 #include "device/units/vnchwconv.h"
 
 namespace nacc::device_detail {
 namespace {
 
-constexpr FieldRef kRepeat = field_of(Reg::VNCHWCONV_CFG, "REPEAT");
-constexpr FieldRef kDtype = field_of(Reg::VNCHWCONV_CFG, "DTYPE");
-constexpr FieldRef kSrcHigh = field_of(Reg::VNCHWCONV_CFG, "SRC_HIGH_HALF");
-constexpr FieldRef kDstHigh = field_of(Reg::VNCHWCONV_CFG, "DST_HIGH_HALF");
-constexpr FieldRef kReverse = field_of(Reg::VNCHWCONV_CFG, "REVERSE");
-constexpr FieldRef kSrcStride = field_of(Reg::VNCHWCONV_STRIDE, "SRC_STRIDE");
-constexpr FieldRef kDstStride = field_of(Reg::VNCHWCONV_STRIDE, "DST_STRIDE");
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using cost::ceil_div;
 
 // The DMA-queue engine: one port of dma_bytes_per_cycle that reads then
 // writes every byte, limited by the shared external bandwidth
 // (docs/performance_model.md).
 void queue_op(ExecEnv& env, PendingOp&& pend, int64_t bytes_read, int64_t bytes_written) {
   HandlerContext& ctx = env.ctx;
-  const int64_t bpc = std::min<int64_t>(env.hw.dma_bytes_per_cycle, env.hw.ext_bytes_per_cycle);
   CommandRecord rec;
   rec.word = pend.word;
   rec.op = pend.op;
   rec.issue = ctx.cp_time;
   rec.start = std::max(ctx.cp_time, ctx.dma_free);
-  rec.end = rec.start + ceil_div(bytes_read + bytes_written, bpc);
+  // One port that reads then writes: every byte through it and the shared port.
+  const int64_t bytes = bytes_read + bytes_written;
+  rec.end = rec.start + cost::transfer_cycles(bytes, bytes, env.hw);
   rec.ext_read_bytes = bytes_read;
   rec.ext_write_bytes = bytes_written;
   ctx.dma_free = rec.end;
@@ -76,9 +71,10 @@ void execute_vnchwconv(ExecEnv& env, uint32_t word) {
   const uint32_t src = r.get(Reg::VNCHWCONV_SRC), dst = r.get(Reg::VNCHWCONV_DST);
   const uint64_t sbs = r.get(Reg::VNCHWCONV_SRC_BLOCK_STRIDE);
   const uint64_t dbs = r.get(Reg::VNCHWCONV_DST_BLOCK_STRIDE);
-  const int repeat = int(r.field(kRepeat));
-  const uint64_t src_stride = r.field(kSrcStride), dst_stride = r.field(kDstStride);
-  const uint32_t dtype = r.field(kDtype);
+  const int repeat = int(r.field(fields::VNCHWCONV_CFG::REPEAT));
+  const uint64_t src_stride = r.field(fields::VNCHWCONV_STRIDE::SRC_STRIDE),
+                 dst_stride = r.field(fields::VNCHWCONV_STRIDE::DST_STRIDE);
+  const uint32_t dtype = r.field(fields::VNCHWCONV_CFG::DTYPE);
   PendingOp pend;
   pend.word = word;
   pend.op = Opcode::NPU_OP_VNCHWCONV;
@@ -144,14 +140,14 @@ void execute_vnchwconv(ExecEnv& env, uint32_t word) {
   VnchwconvParams p;
   p.elem = dtype == 0 ? VnchwElem::kB8 : dtype == 1 ? VnchwElem::kB16 : VnchwElem::kB32;
   p.repeat = 1;
-  p.src_high_half = r.field(kSrcHigh) != 0;
-  p.dst_high_half = r.field(kDstHigh) != 0;
+  p.src_high_half = r.field(fields::VNCHWCONV_CFG::SRC_HIGH_HALF) != 0;
+  p.dst_high_half = r.field(fields::VNCHWCONV_CFG::DST_HIGH_HALF) != 0;
   const UnifiedBuffer buf{ub.data(), int64_t(ub.size())};
   try {
     for (int it = 0; it < repeat; ++it) {
       p.src = src_slots[size_t(it)];
       p.dst = dst_slots[size_t(it)];
-      if (r.field(kReverse)) {
+      if (r.field(fields::VNCHWCONV_CFG::REVERSE)) {
         scatter_vnchwconv_reverse(buf, p);
       } else {
         scatter_vnchwconv(buf, p);

@@ -8,101 +8,19 @@
 #include <vector>
 #include <exception>
 
-#include "common/weight_codec.h"
+#include "arch/cost_model.h"
+#include "arch/fields.h"
+#include "arch/sram.h"
+#include "arch/weight_codec.h"
 #include "device/device_internal.h"
 #include "device/units/activation.h"
 #include "device/units/conv.h"
-#include "device/units/conv_float.h"
 #include "device/units/elementwise.h"
 #include "device/units/fully_connected.h"
-#include "device/units/matmul_float.h"
 #include "device/units/pool.h"
 
 namespace nacc::device_detail {
 namespace {
-
-// ---------------------------------------------------------------------------
-// Register fields read by kernels.
-#define NACC_FIELD(id, reg, name) constexpr FieldRef id = field_of(Reg::reg, name)
-NACC_FIELD(kConvMode, NACC_CTRL, "CONV_MODE");
-NACC_FIELD(kPoolMode, NACC_CTRL, "POOL_MODE");
-NACC_FIELD(kActMode, NACC_CTRL, "ACT_MODE");
-NACC_FIELD(kQuantEn, NACC_CTRL, "QUANT_EN");
-NACC_FIELD(kBiasEn, NACC_CTRL, "BIAS_EN");
-NACC_FIELD(kFmUpd, NACC_CTRL, "FM_UPD");
-NACC_FIELD(kKUpd, NACC_CTRL, "K_UPD");
-NACC_FIELD(kIm2colEn, NACC_CTRL, "IM2COL_EN");
-NACC_FIELD(kDataForm, NACC_CTRL, "DATA_FORM");
-NACC_FIELD(kKSizeX, NACC_KERNEL, "K_SIZE_X");
-NACC_FIELD(kKSizeY, NACC_KERNEL, "K_SIZE_Y");
-NACC_FIELD(kKSizeXY, NACC_KERNEL, "K_SIZE_XY");
-NACC_FIELD(kStrideX, NACC_KERNEL, "K_STRIDE_X");
-NACC_FIELD(kStrideY, NACC_KERNEL, "K_STRIDE_Y");
-NACC_FIELD(kDilationX, NACC_KERNEL, "K_DILATION_X");
-NACC_FIELD(kDilationY, NACC_KERNEL, "K_DILATION_Y");
-NACC_FIELD(kInW, NACC_IN_FM, "IN_FM_WIDTH");
-NACC_FIELD(kInH, NACC_IN_FM, "IN_FM_HEIGHT");
-NACC_FIELD(kOutW, NACC_OUT_FM, "OUT_FM_WIDTH");
-NACC_FIELD(kOutH, NACC_OUT_FM, "OUT_FM_HEIGHT");
-NACC_FIELD(kPadX, NACC_PADDING, "PAD_X");
-NACC_FIELD(kPadY, NACC_PADDING, "PAD_Y");
-NACC_FIELD(kEwMode, NACC_ELEMENTWISE, "ELEMENTWISE_MODE");
-NACC_FIELD(kEwOffset1, NACC_ELEMENTWISE, "IN_ELEMENT_OFFSET1");
-NACC_FIELD(kEwOffset2, NACC_ELEMENTWISE, "IN_ELEMENT_OFFSET2");
-NACC_FIELD(kEwLeftShift, NACC_ELEMENTWISE, "LEFT_SHIFT");
-NACC_FIELD(kActMax, NACC_ACT_MAX, "ACT_MAX");
-NACC_FIELD(kActMin, NACC_ACT_MIN, "ACT_MIN");
-NACC_FIELD(kMatAX, NACC_MATRIX_A, "MATRIX_A_XSIZE");
-NACC_FIELD(kMatAY, NACC_MATRIX_A, "MATRIX_A_YSIZE");
-NACC_FIELD(kMatBX, NACC_MATRIX_B, "MATRIX_B_XSIZE");
-NACC_FIELD(kMatBY, NACC_MATRIX_B, "MATRIX_B_YSIZE");
-NACC_FIELD(kInFmOffset, NACC_FM_OFFSET, "IN_FM_OFFSET");
-NACC_FIELD(kOutFmOffset, NACC_FM_OFFSET, "OUT_FM_OFFSET");
-NACC_FIELD(kKTransLen, NACC_CONV_TRANS_LEN, "K_TRANS_LEN");
-NACC_FIELD(kOutPixPitch, NACC_DMA_OUT_TRANS_LEN, "DMA_OUT_TRANS_LEN");
-NACC_FIELD(kFullKerSize, NACC_FULL_CONV_PARA, "FULL_KER_SIZE");
-NACC_FIELD(kInPixPitch, NACC_DMA_PARA2, "FM_TRANS_OFFSET");
-NACC_FIELD(kDwChMult, NACC_DMA_PARA3, "DW_CH_MULT");
-NACC_FIELD(kKPitch, NACC_DMA_PARAA, "K_TRANS_OFFSET");
-NACC_FIELD(kIfmBase, NACC_MEM_RANGE, "IFM_MEM_BASE");
-NACC_FIELD(kKBase, NACC_MEM_RANGE, "K_MEM_BASE");
-NACC_FIELD(kOfmBase, NACC_MEM_RANGE, "OFM_MEM_BASE");
-NACC_FIELD(kTempBase, NACC_MEM_RANGE, "TEMP_MEM_BASE");
-NACC_FIELD(kInRowPitch, NACC_DMA_OFFSET1, "IN_DMA_ROW_OFFSET");
-NACC_FIELD(kOutRowPitch, NACC_DMA_OFFSET2, "OUT_DMA_OFFSET");
-NACC_FIELD(kInC, NACC_FM_CH, "IN_FM_CH");
-NACC_FIELD(kOutC, NACC_FM_CH, "OUT_FM_CH");
-NACC_FIELD(kInTileW, NACC_IN_FM_SPLIT, "IN_FM_SPLIT_WIDTH");
-NACC_FIELD(kInTileH, NACC_IN_FM_SPLIT, "IN_FM_SPLIT_LEFT_LEN");
-NACC_FIELD(kOutTileW, NACC_OUT_FM_SPLIT, "OUT_FM_SPLIT_WIDTH");
-NACC_FIELD(kOutTileH, NACC_OUT_FM_SPLIT_LEN, "OUT_FM_SPLIT_LEN");
-NACC_FIELD(kOutTileX0, NACC_OUT_FM_SPLIT_LEN, "OUT_FM_SPLIT_LEFT_LEN");
-NACC_FIELD(kInTileX0, NACC_IN_FM_SPLIT_W_OFFSET, "IN_FM_START_SPLIT_W_OFFSET");
-NACC_FIELD(kInTileY0, NACC_IN_FM_SPLIT_H_OFFSET, "IN_FM_START_SPLIT_H_OFFSET");
-NACC_FIELD(kOutTileY0, NACC_OUT_FM_SPLIT_H_OFFSET, "OUT_FM_START_SPLIT_H_OFFSET");
-NACC_FIELD(kBcMode, NACC_BROADCAST_CTRL, "BROADCAST_MODE");
-NACC_FIELD(kBcNum, NACC_BROADCAST_CTRL, "BROADCAST_NUM");
-NACC_FIELD(kBcOverEn, NACC_BROADCAST_CTRL1, "BROADCAST_OVER_EN");
-NACC_FIELD(kBcOvInRows, NACC_BROADCAST_DMA, "IN_DMA_UNICAST_OV_OFFSET");
-NACC_FIELD(kBcAvgInStep, NACC_BROADCAST_DMA, "IN_DMA_UNICAST_AVG_OFFSET");
-NACC_FIELD(kBcChannels, NACC_BROADCAST_DMA, "EU_BIAS_START_OFFSET");
-NACC_FIELD(kBcOvHeight, NACC_BROADCAST_SPLIT, "OUT_FM_SPLIT_OV_HEIGHT");
-NACC_FIELD(kBcAvgHeight, NACC_BROADCAST_SPLIT, "OUT_FM_SPLIT_AVG_HEIGHT");
-NACC_FIELD(kEwMult1, NACC_ELEMENT_QUANT1_MULT, "IN_ELEMENT_MULT1");
-NACC_FIELD(kEwShift1, NACC_ELEMENT_QUANT1_SHIFT, "IN_ELEMENT_SHIFT1");
-NACC_FIELD(kEwMult2, NACC_ELEMENT_QUANT2_MULT, "IN_ELEMENT_MULT2");
-NACC_FIELD(kEwShift2, NACC_ELEMENT_QUANT2_SHIFT, "IN_ELEMENT_SHIFT2");
-NACC_FIELD(kRealScale, NACC_ACT_PARA, "QUANT_REAL_SCALE");
-NACC_FIELD(kFp32Scale, NACC_ACT_PARA, "QUANT_FP32_SCALE");
-#undef NACC_FIELD
-
-// NACC_CTRL values (register_table.h).
-constexpr uint32_t kConvModeRgb = 2;
-constexpr uint32_t kPoolModeAverage = 1;  // POOL_MODE: 0 MAX, 1 AVERAGE
-constexpr uint32_t kBcNone = 0, kBcSplitKernel = 1, kBcSplitHeight = 2;
-constexpr int64_t kKAlign = 64;  // docs/device_model.md §1: K-area parts start 64-byte aligned
-constexpr int64_t kBeatBytes = 16;  // K_TRANS_LEN counts 16-byte bus beats
-constexpr int64_t kWeightLengthBytes = 4;  // u32 stream length before each weight stream
 
 enum class Family { kConv, kDepthwise, kFullyConnected, kMatmul, kPool, kElementwise, kActivation };
 
@@ -127,7 +45,7 @@ bool has_weights(Family f) {
   return f == Family::kConv || f == Family::kDepthwise || f == Family::kFullyConnected;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using cost::ceil_div;
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 template <typename... A>
@@ -141,7 +59,7 @@ std::string path(FieldRef f) { return field_path(f); }
 struct Setup {
   Opcode op = Opcode::NPU_OP_CONV;
   Family fam = Family::kConv;
-  ActMode act = ActMode::kNone;
+  ActMode act = ActMode::NONE;
   bool quant_en = false, bias_en = false, fm_upd = false, k_upd = false;
   uint32_t pool_mode = 0;
   int kx = 1, ky = 1, sx = 1, sy = 1, pad_l = 0, pad_t = 0, pad_r = 0, pad_b = 0;
@@ -155,7 +73,7 @@ struct Setup {
   int y0 = 0, h = 0, x0 = 0, w = 0, ix0 = 0, iw = 0;
   int iy0 = 0, ih = 0;
   // Multi-core.
-  uint32_t mode = kBcNone;
+  uint32_t mode = value_of(BroadcastMode::NONE);
   int ncores = 1;
   int avg_h = 0, ov_h = 0, avg_in_step = 0, ov_in_rows = 0, oc_per_core = 0;
   // SRAM areas.
@@ -179,34 +97,37 @@ const char* act_name(uint32_t v) {
 
 void read_geometry(const RegisterFile& r, Setup& s) {
   if (is_window(s.fam) || s.im2col) {
-    s.kx = int(r.field(kKSizeX));
-    s.ky = int(r.field(kKSizeY));
+    s.kx = int(r.field(fields::NACC_KERNEL::K_SIZE_X));
+    s.ky = int(r.field(fields::NACC_KERNEL::K_SIZE_Y));
     require(s.kx >= limits::kMinKernel && s.ky >= limits::kMinKernel,
             "kernel size ", s.kx, "x", s.ky, ": NACC_KERNEL.K_SIZE_X/K_SIZE_Y must be in [1, ",
             limits::kMaxKernel, "]");
-    require(int(r.field(kKSizeXY)) == s.kx * s.ky - 1, path(kKSizeXY), " = ", r.field(kKSizeXY),
+    require(int(r.field(fields::NACC_KERNEL::K_SIZE_XY)) == s.kx * s.ky - 1,
+            path(fields::NACC_KERNEL::K_SIZE_XY), " = ", r.field(fields::NACC_KERNEL::K_SIZE_XY),
             " but K_SIZE_X * K_SIZE_Y - 1 = ", s.kx * s.ky - 1);
-    s.sx = int(r.field(kStrideX));
-    s.sy = int(r.field(kStrideY));
+    s.sx = int(r.field(fields::NACC_KERNEL::K_STRIDE_X));
+    s.sy = int(r.field(fields::NACC_KERNEL::K_STRIDE_Y));
     require(s.sx >= limits::kMinStride && s.sx <= limits::kMaxStride && s.sy >= limits::kMinStride &&
                 s.sy <= limits::kMaxStride,
             "stride ", s.sx, "x", s.sy, ": NACC_KERNEL.K_STRIDE_X/Y must be in [1, ",
             limits::kMaxStride, "] (NACC_SPEC §2)");
-    require(r.field(kDilationX) == 1 && r.field(kDilationY) == 1, "dilation ",
-            r.field(kDilationX), "x", r.field(kDilationY),
+    require(r.field(fields::NACC_KERNEL::K_DILATION_X) == 1 &&
+                r.field(fields::NACC_KERNEL::K_DILATION_Y) == 1,
+            "dilation ", r.field(fields::NACC_KERNEL::K_DILATION_X), "x",
+            r.field(fields::NACC_KERNEL::K_DILATION_Y),
             ": NACC_KERNEL.K_DILATION_X/Y must be 1 (NACC_SPEC §2)");
-    s.pad_l = int(r.field(kPadX));
-    s.pad_t = int(r.field(kPadY));
+    s.pad_l = int(r.field(fields::NACC_PADDING::PAD_X));
+    s.pad_t = int(r.field(fields::NACC_PADDING::PAD_Y));
     require(s.pad_l <= limits::kMaxPadding && s.pad_t <= limits::kMaxPadding, "padding ",
             s.pad_l, "/", s.pad_t, ": NACC_PADDING.PAD_X/PAD_Y must be in [0, ",
             limits::kMaxPadding, "] (NACC_SPEC §2)");
   }
-  s.in_w = int(r.field(kInW));
-  s.in_h = int(r.field(kInH));
-  s.in_c = int(r.field(kInC));
-  s.out_w = int(r.field(kOutW));
-  s.out_h = int(r.field(kOutH));
-  s.out_c = int(r.field(kOutC));
+  s.in_w = int(r.field(fields::NACC_IN_FM::IN_FM_WIDTH));
+  s.in_h = int(r.field(fields::NACC_IN_FM::IN_FM_HEIGHT));
+  s.in_c = int(r.field(fields::NACC_FM_CH::IN_FM_CH));
+  s.out_w = int(r.field(fields::NACC_OUT_FM::OUT_FM_WIDTH));
+  s.out_h = int(r.field(fields::NACC_OUT_FM::OUT_FM_HEIGHT));
+  s.out_c = int(r.field(fields::NACC_FM_CH::OUT_FM_CH));
   require(s.in_w >= 1 && s.in_h >= 1, "input feature map ", s.in_w, "x", s.in_h,
           ": NACC_IN_FM width and height must be >= 1");
   require(s.out_w >= 1 && s.out_h >= 1, "output feature map ", s.out_w, "x", s.out_h,
@@ -215,9 +136,9 @@ void read_geometry(const RegisterFile& r, Setup& s) {
           ": NACC_FM_CH.IN_FM_CH and OUT_FM_CH must be >= 1");
   switch (s.fam) {
     case Family::kDepthwise: {
-      const uint32_t m = r.field(kDwChMult);
-      require(int(m) <= limits::kMaxDepthMultiplierLog2, path(kDwChMult), " = ", m,
-              " out of range [0, ", limits::kMaxDepthMultiplierLog2, "] (NACC_SPEC §2)");
+      const uint32_t m = r.field(fields::NACC_DMA_PARA3::DW_CH_MULT);
+      require(int(m) <= limits::kMaxDepthMultiplierLog2, path(fields::NACC_DMA_PARA3::DW_CH_MULT),
+              " = ", m, " out of range [0, ", limits::kMaxDepthMultiplierLog2, "] (NACC_SPEC §2)");
       s.depth_mult = 1 << m;
       require(int64_t(s.in_c) * s.depth_mult == s.out_c, "depthwise: OUT_FM_CH ", s.out_c,
               " must be IN_FM_CH ", s.in_c, " x 2^DW_CH_MULT ", s.depth_mult);
@@ -238,16 +159,20 @@ void read_geometry(const RegisterFile& r, Setup& s) {
               "IN_FM_HEIGHT rows of one pixel and the OFM OUT_FM_HEIGHT = IN_FM_HEIGHT rows of one "
               "pixel; got IN_FM ", s.in_w, "x", s.in_h, ", OUT_FM ", s.out_w, "x", s.out_h);
       const int64_t expect = int64_t(s.in_w) * ceil_div(s.in_c, limits::kMacLanes) - 1;
-      require(int64_t(r.field(kFullKerSize)) == expect, path(kFullKerSize), " = ",
-              r.field(kFullKerSize), " but IN_FM_WIDTH * ceil(IN_FM_CH / 64) - 1 = ", expect,
+      require(int64_t(r.field(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE)) == expect,
+              path(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE), " = ",
+              r.field(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE),
+              " but IN_FM_WIDTH * ceil(IN_FM_CH / 64) - 1 = ", expect,
               expect > 255 ? " (does not fit 8 bits: IN_FM_CH <= 16384)" : "");
       break;
     }
     case Family::kMatmul: {
       if (s.im2col) {
         // im2col: A has one row per output pixel, K = ky * kx * IN_FM_CH.
-        const int ax = int(r.field(kMatAX)), ay = int(r.field(kMatAY));
-        const int bx = int(r.field(kMatBX)), by = int(r.field(kMatBY));
+        const int ax = int(r.field(fields::NACC_MATRIX_A::MATRIX_A_XSIZE)),
+                  ay = int(r.field(fields::NACC_MATRIX_A::MATRIX_A_YSIZE));
+        const int bx = int(r.field(fields::NACC_MATRIX_B::MATRIX_B_XSIZE)),
+                  by = int(r.field(fields::NACC_MATRIX_B::MATRIX_B_YSIZE));
         s.mat_k = int64_t(s.ky) * s.kx * s.in_c;
         const int64_t m = int64_t(s.out_h) * s.out_w;
         require(ax == s.mat_k && ay == m && by == s.mat_k && bx == s.out_c,
@@ -261,8 +186,10 @@ void read_geometry(const RegisterFile& r, Setup& s) {
       require(s.in_w == 1 && s.out_w == 1 && s.out_h == s.in_h, "matmul: A is IN_FM_HEIGHT rows ",
               "of one pixel and the OFM OUT_FM_HEIGHT = IN_FM_HEIGHT rows of one pixel; got IN_FM ",
               s.in_w, "x", s.in_h, ", OUT_FM ", s.out_w, "x", s.out_h);
-      const int ax = int(r.field(kMatAX)), ay = int(r.field(kMatAY));
-      const int bx = int(r.field(kMatBX)), by = int(r.field(kMatBY));
+      const int ax = int(r.field(fields::NACC_MATRIX_A::MATRIX_A_XSIZE)),
+                ay = int(r.field(fields::NACC_MATRIX_A::MATRIX_A_YSIZE));
+      const int bx = int(r.field(fields::NACC_MATRIX_B::MATRIX_B_XSIZE)),
+                by = int(r.field(fields::NACC_MATRIX_B::MATRIX_B_YSIZE));
       require(ax == s.in_c && ay == s.in_h && by == s.in_c && bx == s.out_c,
               "matmul: NACC_MATRIX_A ", ax, "x", ay, " (x = K, y = M) and NACC_MATRIX_B ", bx, "x",
               by, " (x = N, y = K) disagree with IN_FM_CH = K = ", s.in_c,
@@ -282,63 +209,71 @@ void read_geometry(const RegisterFile& r, Setup& s) {
 }
 
 void read_tile(const RegisterFile& r, Setup& s) {
-  s.y0 = int(std::min<uint32_t>(r.field(kOutTileY0), 1u << 30));
-  s.h = int(r.field(kOutTileH));
-  s.x0 = int(r.field(kOutTileX0));
-  s.w = int(r.field(kOutTileW));
-  require(s.h >= 1 && s.w >= 1, "empty output tile ", s.w, "x", s.h, ": ", path(kOutTileW),
-          " and ", path(kOutTileH), " must be >= 1");
+  s.y0 = int(std::min<uint32_t>(
+      r.field(fields::NACC_OUT_FM_SPLIT_H_OFFSET::OUT_FM_START_SPLIT_H_OFFSET), 1u << 30));
+  s.h = int(r.field(fields::NACC_OUT_FM_SPLIT_LEN::OUT_FM_SPLIT_LEN));
+  s.x0 = int(r.field(fields::NACC_OUT_FM_SPLIT_LEN::OUT_FM_SPLIT_LEFT_LEN));
+  s.w = int(r.field(fields::NACC_OUT_FM_SPLIT::OUT_FM_SPLIT_WIDTH));
+  require(s.h >= 1 && s.w >= 1, "empty output tile ", s.w, "x", s.h, ": ",
+          path(fields::NACC_OUT_FM_SPLIT::OUT_FM_SPLIT_WIDTH), " and ",
+          path(fields::NACC_OUT_FM_SPLIT_LEN::OUT_FM_SPLIT_LEN), " must be >= 1");
   require(int64_t(s.y0) + s.h <= s.out_h && int64_t(s.x0) + s.w <= s.out_w, "output tile rows [",
           s.y0, ", ", int64_t(s.y0) + s.h, ") x columns [", s.x0, ", ", s.x0 + s.w,
           ") leaves the output feature map ", s.out_w, "x", s.out_h);
-  s.iy0 = r.field_signed(kInTileY0);
-  s.ih = int(r.field(kInTileH));
-  s.ix0 = r.field_signed(kInTileX0);
-  s.iw = int(r.field(kInTileW));
+  s.iy0 = r.field_signed(fields::NACC_IN_FM_SPLIT_H_OFFSET::IN_FM_START_SPLIT_H_OFFSET);
+  s.ih = int(r.field(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_LEFT_LEN));
+  s.ix0 = r.field_signed(fields::NACC_IN_FM_SPLIT_W_OFFSET::IN_FM_START_SPLIT_W_OFFSET);
+  s.iw = int(r.field(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_WIDTH));
   const int64_t want_x0 = int64_t(s.x0) * s.sx - s.pad_l;
   const int64_t want_w = int64_t(s.w - 1) * s.sx + s.kx;
   require(s.ix0 == want_x0 && s.iw == want_w,
           "input tile does not cover the output tile: columns [", s.x0, ", ", s.x0 + s.w,
           ") need input columns [", want_x0, ", ", want_x0 + want_w, ") but ",
-          path(kInTileX0), " = ", s.ix0, ", ", path(kInTileW), " = ", s.iw);
+          path(fields::NACC_IN_FM_SPLIT_W_OFFSET::IN_FM_START_SPLIT_W_OFFSET), " = ", s.ix0, ", ",
+          path(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_WIDTH), " = ", s.iw);
 }
 
 void read_multicore(const RegisterFile& r, const HwConfig& hw, Setup& s) {
-  s.mode = r.field(kBcMode);
-  s.ncores = int(r.field(kBcNum)) + 1;
-  require(s.mode <= kBcSplitHeight, path(kBcMode), " = ", s.mode,
+  s.mode = r.field(fields::NACC_BROADCAST_CTRL::BROADCAST_MODE);
+  s.ncores = int(r.field(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM)) + 1;
+  require(s.mode <= value_of(BroadcastMode::SPLIT_HEIGHT),
+          path(fields::NACC_BROADCAST_CTRL::BROADCAST_MODE), " = ", s.mode,
           " is not a mode (0 NONE, 1 SPLIT_KERNEL, 2 SPLIT_HEIGHT)");
   const int n = s.ncores;
-  require(n == 1 || n == 2 || n == 4 || n == 8 || n == 16 || n == 32, path(kBcNum), " = ", n - 1,
+  require(n == 1 || n == 2 || n == 4 || n == 8 || n == 16 || n == 32,
+          path(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM), " = ", n - 1,
           ": cores - 1 must be 0, 1, 3, 7, 15 or 31 (NACC_SPEC §4)");
-  require(n <= hw.cores, path(kBcNum), " = ", n - 1, " asks for ", n, " cores; the device has ",
-          hw.cores);
-  if (s.mode == kBcNone) {
-    require(n == 1, path(kBcNum), " = ", n - 1, " with BROADCAST_MODE NONE (one core)");
+  require(n <= hw.cores, path(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM), " = ", n - 1,
+          " asks for ", n, " cores; the device has ", hw.cores);
+  if (s.mode == value_of(BroadcastMode::NONE)) {
+    require(n == 1, path(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM), " = ", n - 1,
+            " with BROADCAST_MODE NONE (one core)");
     return;
   }
-  if (s.mode == kBcSplitKernel) {
+  if (s.mode == value_of(BroadcastMode::SPLIT_KERNEL)) {
     require(s.fam == Family::kConv || s.fam == Family::kFullyConnected,
             "BROADCAST_MODE SPLIT_KERNEL (mode 1) is for convolution and fully connected only, "
             "not ", opcode_name(s.op), " (NACC_SPEC §4)");
-    s.oc_per_core = int(r.field(kBcChannels));
+    s.oc_per_core = int(r.field(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET));
     const int64_t last = int64_t(s.out_c) - int64_t(n - 1) * s.oc_per_core;
     require((n == 1 || s.oc_per_core >= 1) && last >= 1, "mode 1: ", n - 1, " cores x ",
-            path(kBcChannels), " = ", s.oc_per_core, " channels leave ", last,
-            " of OUT_FM_CH = ", s.out_c, " for the last core (must be >= 1)");
+            path(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET), " = ", s.oc_per_core,
+            " channels leave ", last, " of OUT_FM_CH = ", s.out_c,
+            " for the last core (must be >= 1)");
     return;
   }
-  s.avg_h = int(r.field(kBcAvgHeight));
-  s.ov_h = int(r.field(kBcOvHeight));
-  s.avg_in_step = int(r.field(kBcAvgInStep));
-  s.ov_in_rows = int(r.field(kBcOvInRows));
-  require((n == 1 || s.avg_h >= 1) && s.ov_h >= 1 &&
-              int64_t(n - 1) * s.avg_h + s.ov_h == s.h,
-          "mode 2: ", n - 1, " cores x ", path(kBcAvgHeight), " = ", s.avg_h, " + ",
-          path(kBcOvHeight), " = ", s.ov_h, " rows must equal OUT_FM_SPLIT_LEN = ", s.h,
-          ", every core at least one row");
+  s.avg_h = int(r.field(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_AVG_HEIGHT));
+  s.ov_h = int(r.field(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_OV_HEIGHT));
+  s.avg_in_step = int(r.field(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_AVG_OFFSET));
+  s.ov_in_rows = int(r.field(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_OV_OFFSET));
+  require((n == 1 || s.avg_h >= 1) && s.ov_h >= 1 && int64_t(n - 1) * s.avg_h + s.ov_h == s.h,
+          "mode 2: ", n - 1, " cores x ",
+          path(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_AVG_HEIGHT), " = ", s.avg_h, " + ",
+          path(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_OV_HEIGHT), " = ", s.ov_h,
+          " rows must equal OUT_FM_SPLIT_LEN = ", s.h, ", every core at least one row");
   const uint32_t over = r.get(Reg::NACC_BROADCAST_CTRL1);
-  require(over == (s.avg_h != s.ov_h ? 1u : 0u), path(kBcOverEn), " = ", over,
+  require(over == (s.avg_h != s.ov_h ? 1u : 0u),
+          path(fields::NACC_BROADCAST_CTRL1::BROADCAST_OVER_EN), " = ", over,
           " must be 1 exactly when the average and overflow heights differ (", s.avg_h, ", ",
           s.ov_h, ")");
 }
@@ -353,9 +288,10 @@ SramRange area_of(int64_t base, const int64_t (&bases)[4], int64_t sram) {
 
 void read_areas(const RegisterFile& r, const HwConfig& hw, Setup& s, bool uses_k, bool uses_temp) {
   const int64_t S = hw.sram_bytes;
-  const int64_t bases[4] = {int64_t(r.field(kIfmBase)) * (S / 4), int64_t(r.field(kKBase)) * (S / 1024),
-                            int64_t(r.field(kOfmBase)) * (S / 1024),
-                            int64_t(r.field(kTempBase)) * (S / 1024)};
+  const int64_t bases[4] = {int64_t(r.field(fields::NACC_MEM_RANGE::IFM_MEM_BASE)) * (S / 4),
+                            int64_t(r.field(fields::NACC_MEM_RANGE::K_MEM_BASE)) * (S / 1024),
+                            int64_t(r.field(fields::NACC_MEM_RANGE::OFM_MEM_BASE)) * (S / 1024),
+                            int64_t(r.field(fields::NACC_MEM_RANGE::TEMP_MEM_BASE)) * (S / 1024)};
   static const char* names[4] = {"IFM", "K", "OFM", "TEMP"};
   const bool used[4] = {true, uses_k, true, uses_temp};
   for (int i = 0; i < 4; ++i) {
@@ -375,27 +311,28 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   Setup s;
   s.op = op;
   s.fam = family_of(op);
-  require(r.field(kConvMode) != kConvModeRgb,
+  require(r.field(fields::NACC_CTRL::CONV_MODE) != value_of(ConvMode::RGB_CONV),
           "NACC_CTRL.CONV_MODE = RGB_CONV: the q7 RGB convolution is not modelled; per-channel "
           "int8 first layers use im2col + matrix mode (NACC_SPEC §1)");
-  s.im2col = r.field(kIm2colEn) != 0;
+  s.im2col = r.field(fields::NACC_CTRL::IM2COL_EN) != 0;
   require(!s.im2col || s.fam == Family::kMatmul, "NACC_CTRL.IM2COL_EN = 1 feeds the matrix unit: "
           "only NPU_OP_MATMUL, not ", opcode_name(op), " (docs/device_model.md §4)");
-  require(r.field(kDataForm) == 0, "NACC_CTRL.DATA_FORM = ", r.field(kDataForm),
+  require(r.field(fields::NACC_CTRL::DATA_FORM) == 0,
+          "NACC_CTRL.DATA_FORM = ", r.field(fields::NACC_CTRL::DATA_FORM),
           ": only INT8 (0) is modelled");
-  const uint32_t act = r.field(kActMode);
-  require(act <= uint32_t(ActMode::kLut), "NACC_CTRL.ACT_MODE = ", act,
+  const uint32_t act = r.field(fields::NACC_CTRL::ACT_MODE);
+  require(act <= uint32_t(ActMode::LUT), "NACC_CTRL.ACT_MODE = ", act,
           " is not a mode (0 RELU, 1 RELU6, 2 TANH, 3 SIGMOID, 4 NONE, 5 LUT)");
   s.act = ActMode(act);
-  require(s.act != ActMode::kTanh && s.act != ActMode::kSigmoid, "NACC_CTRL.ACT_MODE = ",
-          act_name(act),
+  require(s.act != ActMode::TANH && s.act != ActMode::SIGMOID,
+          "NACC_CTRL.ACT_MODE = ", act_name(act),
           ": the q7 (ACT_INT_W) Tanh/Sigmoid are not modelled; int8 models use ACT_MODE = LUT "
           "(NACC_SPEC §1)");
-  s.quant_en = r.field(kQuantEn) != 0;
-  s.bias_en = r.field(kBiasEn) != 0;
-  s.fm_upd = r.field(kFmUpd) != 0;
-  s.k_upd = r.field(kKUpd) != 0;
-  s.pool_mode = r.field(kPoolMode);
+  s.quant_en = r.field(fields::NACC_CTRL::QUANT_EN) != 0;
+  s.bias_en = r.field(fields::NACC_CTRL::BIAS_EN) != 0;
+  s.fm_upd = r.field(fields::NACC_CTRL::FM_UPD) != 0;
+  s.k_upd = r.field(fields::NACC_CTRL::K_UPD) != 0;
+  s.pool_mode = r.field(fields::NACC_CTRL::POOL_MODE);
   const char* name = opcode_name(op);
   const bool mac_family = has_weights(s.fam) || s.fam == Family::kMatmul;
   if (mac_family || s.fam == Family::kElementwise) {
@@ -409,18 +346,19 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   if (!has_weights(s.fam) && !s.im2col) {
     require(!s.bias_en, name, ": NACC_CTRL.BIAS_EN = 1 has no meaning (no bias input)");
   }
-  s.real_scale = r.field(kRealScale) != 0;
+  s.real_scale = r.field(fields::NACC_ACT_PARA::QUANT_REAL_SCALE) != 0;
   require(!s.real_scale || s.fam == Family::kFullyConnected,
-          path(kRealScale), " = 1 is only for NPU_OP_FULLY_CONNECTED, not ", name,
-          " (docs/device_model.md §4)");
-  s.fp32_scale = r.field(kFp32Scale) != 0;
+          path(fields::NACC_ACT_PARA::QUANT_REAL_SCALE),
+          " = 1 is only for NPU_OP_FULLY_CONNECTED, not ", name, " (docs/device_model.md §4)");
+  s.fp32_scale = r.field(fields::NACC_ACT_PARA::QUANT_FP32_SCALE) != 0;
   require(!s.fp32_scale || ((has_weights(s.fam) || s.fam == Family::kMatmul) && !s.real_scale),
-          path(kFp32Scale), " = 1 is only for the MAC units (NPU_OP_CONV, NPU_OP_DW_CONV, ",
+          path(fields::NACC_ACT_PARA::QUANT_FP32_SCALE),
+          " = 1 is only for the MAC units (NPU_OP_CONV, NPU_OP_DW_CONV, ",
           "NPU_OP_FULLY_CONNECTED, NPU_OP_MATMUL) with QUANT_REAL_SCALE = 0, not ", name,
           s.real_scale ? " with QUANT_REAL_SCALE = 1" : "", " (docs/device_model.md §4)");
   s.needs_bias = s.bias_en;
   s.needs_quant = s.quant_en;
-  s.needs_lut = s.act == ActMode::kLut;
+  s.needs_lut = s.act == ActMode::LUT;
   s.quant_entries =
       (s.fam == Family::kElementwise || s.fam == Family::kActivation) ? 1 : 0;
 
@@ -428,10 +366,10 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   read_tile(r, s);
   read_multicore(r, hw, s);
 
-  s.in_zp = -r.field_signed(kInFmOffset);
-  s.out_zp = r.field_signed(kOutFmOffset);
-  s.act_min = r.field_signed(kActMin);
-  s.act_max = r.field_signed(kActMax);
+  s.in_zp = -r.field_signed(fields::NACC_FM_OFFSET::IN_FM_OFFSET);
+  s.out_zp = r.field_signed(fields::NACC_FM_OFFSET::OUT_FM_OFFSET);
+  s.act_min = r.field_signed(fields::NACC_ACT_MIN::ACT_MIN);
+  s.act_max = r.field_signed(fields::NACC_ACT_MAX::ACT_MAX);
   require(s.act_min >= -128 && s.act_max <= 127 && s.act_min <= s.act_max, "activation clamp [",
           s.act_min, ", ", s.act_max, "]: NACC_ACT_MIN / NACC_ACT_MAX need -128 <= min <= max <= 127");
   s.a_in = r.get(Reg::NACC_IN_FM_DMA_ADDR);
@@ -441,66 +379,82 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   s.a_mul = r.get(Reg::NACC_QUANT_MUL_DMA_ADDR);
   s.a_shift = r.get(Reg::NACC_QUANT_SHIFT_DMA_ADDR);
   s.a_act = r.get(Reg::NACC_IN_ACT_DMA_ADDR);
-  s.in_pix = r.field(kInPixPitch);
-  s.in_row = r.field(kInRowPitch);
-  s.out_pix = r.field(kOutPixPitch);
-  s.out_row = r.field(kOutRowPitch);
-  s.k_pitch = r.field(kKPitch);
-  s.k_block = int64_t(r.field(kKTransLen)) * kBeatBytes;
+  s.in_pix = r.field(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET);
+  s.in_row = r.field(fields::NACC_DMA_OFFSET1::IN_DMA_ROW_OFFSET);
+  s.out_pix = r.field(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN);
+  s.out_row = r.field(fields::NACC_DMA_OFFSET2::OUT_DMA_OFFSET);
+  s.k_pitch = r.field(fields::NACC_DMA_PARAA::K_TRANS_OFFSET);
+  s.k_block = int64_t(r.field(fields::NACC_CONV_TRANS_LEN::K_TRANS_LEN)) * kBusBeatBytes;
 
   // Pitches (docs/device_model.md §2): pixels and rows must not overlap.
   if (s.in_w > 1) {
-    require(s.in_pix >= uint64_t(s.in_c), "IFM pixel pitch ", path(kInPixPitch), " = ", s.in_pix,
+    require(s.in_pix >= uint64_t(s.in_c), "IFM pixel pitch ",
+            path(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET), " = ", s.in_pix,
             " is less than IN_FM_CH = ", s.in_c);
   }
   if (s.in_h > 1) {
     const uint64_t need = uint64_t(s.in_w - 1) * s.in_pix + uint64_t(s.in_c);
-    require(s.in_row >= need, "IFM row pitch ", path(kInRowPitch), " = ", s.in_row,
-            " is less than one row (", need, " bytes)");
+    require(s.in_row >= need, "IFM row pitch ", path(fields::NACC_DMA_OFFSET1::IN_DMA_ROW_OFFSET),
+            " = ", s.in_row, " is less than one row (", need, " bytes)");
   }
   if (s.out_w > 1) {
-    require(s.out_pix >= uint64_t(s.out_c), "OFM pixel pitch ", path(kOutPixPitch), " = ",
-            s.out_pix, " is less than OUT_FM_CH = ", s.out_c);
+    require(s.out_pix >= uint64_t(s.out_c), "OFM pixel pitch ",
+            path(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN), " = ", s.out_pix,
+            " is less than OUT_FM_CH = ", s.out_c);
   }
   if (s.out_h > 1) {
     const uint64_t need = uint64_t(s.out_w - 1) * s.out_pix + uint64_t(s.out_c);
-    require(s.out_row >= need, "OFM row pitch ", path(kOutRowPitch), " = ", s.out_row,
-            " is less than one row (", need, " bytes)");
+    require(s.out_row >= need, "OFM row pitch ", path(fields::NACC_DMA_OFFSET2::OUT_DMA_OFFSET),
+            " = ", s.out_row, " is less than one row (", need, " bytes)");
   }
   if (s.fam == Family::kElementwise && s.k_pitch != 0) {
     require(s.k_pitch >= uint64_t(s.in_c), "element-wise second operand pixel pitch ",
-            path(kKPitch), " = ", s.k_pitch, " is less than IN_FM_CH = ", s.in_c,
-            " (0 broadcasts one pixel)");
+            path(fields::NACC_DMA_PARAA::K_TRANS_OFFSET), " = ", s.k_pitch,
+            " is less than IN_FM_CH = ", s.in_c, " (0 broadcasts one pixel)");
   }
   if (s.fam == Family::kMatmul && s.mat_k > 1) {
-    require(s.k_pitch >= uint64_t(s.out_c), "matmul: B row pitch ", path(kKPitch), " = ",
-            s.k_pitch, " is less than N = ", s.out_c);
+    require(s.k_pitch >= uint64_t(s.out_c), "matmul: B row pitch ",
+            path(fields::NACC_DMA_PARAA::K_TRANS_OFFSET), " = ", s.k_pitch,
+            " is less than N = ", s.out_c);
   }
   if (has_weights(s.fam)) {
-    require(s.k_block > kWeightLengthBytes || !s.k_upd, name, ": ", path(kKTransLen), " = ",
-            s.k_block / kBeatBytes, " beats hold no weight stream");
+    require(s.k_block > kWeightLengthBytes || !s.k_upd, name, ": ",
+            path(fields::NACC_CONV_TRANS_LEN::K_TRANS_LEN), " = ", s.k_block / kBusBeatBytes,
+            " beats hold no weight stream");
   }
 
   if (s.fam == Family::kElementwise) {
-    const uint32_t mode = r.field(kEwMode);
-    require(mode == uint32_t(ElementwiseMode::kAdd) || mode == uint32_t(ElementwiseMode::kSub) ||
-                mode == uint32_t(ElementwiseMode::kMul),
+    const uint32_t mode = r.field(fields::NACC_ELEMENTWISE::ELEMENTWISE_MODE);
+    require(mode == uint32_t(ElementwiseMode::ADD) || mode == uint32_t(ElementwiseMode::SUB) ||
+                mode == uint32_t(ElementwiseMode::MUL),
             "NACC_ELEMENTWISE.ELEMENTWISE_MODE = ", mode,
-            mode == uint32_t(ElementwiseMode::kMulS16S8) ? " (MUL_S16_S8) is not modelled"
+            mode == uint32_t(ElementwiseMode::MUL_S16_S8) ? " (MUL_S16_S8) is not modelled"
                                                           : " is not a mode (1 SUB, 2 ADD, 8 MUL)");
     s.ew.mode = ElementwiseMode(mode);
-    s.ew.input1_offset = r.field_signed(kEwOffset1);
-    s.ew.input2_offset = r.field_signed(kEwOffset2);
-    s.ew.left_shift = int(r.field(kEwLeftShift));
-    s.ew.input1_multiplier = r.field_signed(kEwMult1);
-    s.ew.input1_shift = r.field_signed(kEwShift1);
-    s.ew.input2_multiplier = r.field_signed(kEwMult2);
-    s.ew.input2_shift = r.field_signed(kEwShift2);
+    // ELEMENT_INPUT_QUANT_EN: ADD and SUB rescale both inputs with
+    // NACC_ELEMENT_QUANT1/2; MUL multiplies the offset inputs unscaled.
+    const bool input_quant = r.field(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN) != 0;
+    require(input_quant == (s.ew.mode != ElementwiseMode::MUL),
+            "NACC_CTRL.ELEMENT_INPUT_QUANT_EN = ", int(input_quant), " with ELEMENTWISE_MODE ",
+            elementwise_mode_name(s.ew.mode), ": ADD and SUB quantize their inputs (1), MUL does "
+            "not (0); the other combinations are not modelled");
+    s.ew.input1_offset = r.field_signed(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET1);
+    s.ew.input2_offset = r.field_signed(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET2);
+    s.ew.left_shift = int(r.field(fields::NACC_ELEMENTWISE::LEFT_SHIFT));
+    s.ew.input1_multiplier = r.field_signed(fields::NACC_ELEMENT_QUANT1_MULT::IN_ELEMENT_MULT1);
+    s.ew.input1_shift = r.field_signed(fields::NACC_ELEMENT_QUANT1_SHIFT::IN_ELEMENT_SHIFT1);
+    s.ew.input2_multiplier = r.field_signed(fields::NACC_ELEMENT_QUANT2_MULT::IN_ELEMENT_MULT2);
+    s.ew.input2_shift = r.field_signed(fields::NACC_ELEMENT_QUANT2_SHIFT::IN_ELEMENT_SHIFT2);
     s.ew.output_zero_point = s.out_zp;
     s.ew.act_min = s.act_min;
     s.ew.act_max = s.act_max;
   }
-  if (s.fam == Family::kMatmul) s.b_zp = -r.field_signed(kEwOffset2);
+  if (s.fam != Family::kElementwise) {
+    require(r.field(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN) == 0, name,
+            ": NACC_CTRL.ELEMENT_INPUT_QUANT_EN = 1 has no meaning (no element-wise inputs)");
+  }
+  if (s.fam == Family::kMatmul)
+    s.b_zp = -r.field_signed(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET2);
   require(!s.im2col || s.b_zp == 0, "matmul with im2col: B holds convolution weights, whose zero ",
           "point is 0; NACC_ELEMENTWISE.IN_ELEMENT_OFFSET2 = ", -s.b_zp);
 
@@ -563,38 +517,36 @@ int64_t valid_taps(int outputs, int stride, int kernel, int pad_before, int vali
 }
 
 void count_work(const Setup& s, CoreWork& c) {
-  const int64_t h = c.h, w = s.w, groups = ceil_div(s.in_c, limits::kMacLanes);
+  const int64_t h = c.h, w = s.w, taps = int64_t(s.ky) * s.kx;
   switch (s.fam) {
     case Family::kConv:
-      c.mac_cycles = h * w * c.noc * s.ky * s.kx * groups;
+      c.mac_cycles = cost::conv_mac_cycles(h, w, c.noc, taps, s.in_c);
       c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
                valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.in_c * c.noc;
       break;
     case Family::kDepthwise:
-      c.mac_cycles = h * w * ceil_div(s.out_c, limits::kMacLanes) * s.ky * s.kx;
+      c.mac_cycles = cost::window_mac_cycles(h, w, s.out_c, taps);
       c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
                valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.out_c;
       break;
-    case Family::kPool:
-      c.mac_cycles = h * w * ceil_div(s.out_c, limits::kMacLanes) * s.ky * s.kx;
-      break;
+    case Family::kPool: c.mac_cycles = cost::window_mac_cycles(h, w, s.out_c, taps); break;
     case Family::kMatmul:
       if (s.im2col) {
         // One row of A per output pixel: M = h * w, K = ky * kx * in_c.
-        c.mac_cycles = h * w * c.noc * ceil_div(s.mat_k, limits::kMacLanes);
+        c.mac_cycles = cost::matrix_mac_cycles(h * w, c.noc, s.mat_k);
         c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
                  valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.in_c * c.noc;
         break;
       }
       [[fallthrough]];
     case Family::kFullyConnected:
-      c.mac_cycles = h * c.noc * groups;
+      c.mac_cycles = cost::matrix_mac_cycles(h, c.noc, s.in_c);
       c.macs = h * c.noc * s.in_c;
       break;
-    case Family::kElementwise: c.mac_cycles = ceil_div(3 * h * w * s.in_c, 16); break;
+    case Family::kElementwise: c.mac_cycles = cost::elementwise_cycles(h * w * s.in_c); break;
     case Family::kActivation: break;
   }
-  if (s.needs_lut) c.act_cycles = h * w * c.noc;
+  if (s.needs_lut) c.act_cycles = cost::activation_cycles(h * w * c.noc);
 }
 
 std::string core_text(const Setup& s, int i) {
@@ -629,7 +581,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   int64_t iy0 = s.iy0;
   c.ih = s.ih;
   const char* rows_regs = "NACC_IN_FM_SPLIT_H_OFFSET, NACC_IN_FM_SPLIT.IN_FM_SPLIT_LEFT_LEN";
-  if (s.mode == kBcSplitHeight) {
+  if (s.mode == value_of(BroadcastMode::SPLIT_HEIGHT)) {
     c.y0 = s.y0 + i * s.avg_h;
     c.h = last ? s.ov_h : s.avg_h;
     iy0 = int64_t(s.iy0) + int64_t(i) * s.avg_in_step;
@@ -641,7 +593,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   }
   c.oc0 = 0;
   c.noc = s.out_c;
-  if (s.mode == kBcSplitKernel) {
+  if (s.mode == value_of(BroadcastMode::SPLIT_KERNEL)) {
     c.oc0 = i * s.oc_per_core;
     c.noc = last ? s.out_c - (n - 1) * s.oc_per_core : s.oc_per_core;
   }
@@ -696,20 +648,20 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   c.w_lo = pos;
   pos += c.weight_count;
   if (s.needs_bias) {
-    c.bias_lo = pos = align_up(pos, kKAlign);
+    c.bias_lo = pos = align_up(pos, kKAreaAlignment);
     pos += 4 * c.quant_count;
   }
   if (s.needs_quant && (s.real_scale || s.fp32_scale)) {
-    c.scale_lo = pos = align_up(pos, kKAlign);
+    c.scale_lo = pos = align_up(pos, kKAreaAlignment);
     pos += (s.real_scale ? 8 : 4) * c.quant_count;
   } else if (s.needs_quant) {
-    c.mul_lo = pos = align_up(pos, kKAlign);
+    c.mul_lo = pos = align_up(pos, kKAreaAlignment);
     pos += 4 * c.quant_count;
-    c.shift_lo = pos = align_up(pos, kKAlign);
+    c.shift_lo = pos = align_up(pos, kKAreaAlignment);
     pos += 4 * c.quant_count;
   }
   if (s.needs_lut) {
-    c.lut_lo = pos = align_up(pos, kKAlign);
+    c.lut_lo = pos = align_up(pos, kKAreaAlignment);
     pos += limits::kLutEntries;
   }
   c.kern = {s.k_area.lo, pos};
@@ -722,7 +674,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
           core_text(s, i));
 
   // External accesses.
-  const uint64_t ck = uint64_t(s.mode == kBcSplitKernel ? i : 0);
+  const uint64_t ck = uint64_t(s.mode == value_of(BroadcastMode::SPLIT_KERNEL) ? i : 0);
   c.fm_read.addr = device_address(ctx, s.a_in, uint64_t(c.vy0) * s.in_row + uint64_t(c.vx0) * s.in_pix);
   c.fm_read.rows = c.vh;
   c.fm_read.cols = c.vw;
@@ -767,8 +719,8 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
               " (docs/device_model.md §1)");
     }
   }
-  const bool k_broadcast = s.mode == kBcSplitHeight;
-  const bool fm_broadcast = s.mode == kBcSplitKernel;
+  const bool k_broadcast = s.mode == value_of(BroadcastMode::SPLIT_HEIGHT);
+  const bool fm_broadcast = s.mode == value_of(BroadcastMode::SPLIT_KERNEL);
   if (c.load_fm) {
     resolve(env, c.fm_read, str_cat("IFM tile", core_text(s, i), " (", reg_text(Reg::NACC_IN_FM_DMA_ADDR, s.a_in), ")"));
     if (s.im2col) {
@@ -946,66 +898,44 @@ void compute(const Setup& s, const CoreWork& c, uint8_t* sram) {
   win.pad_bottom = c.pad_b;
   win.pad_left = c.pad_l;
   win.pad_right = c.pad_r;
+  // The MAC units' one output stage, in the mode NACC_ACT_PARA selects.
   OutputStage os;
   os.multiplier = mul;
   os.shift = shift;
+  if (s.fp32_scale) {
+    os.kind = OutputStageKind::kFloat32;
+    os.float_scale = reinterpret_cast<const float*>(sram + c.scale_lo);
+  } else if (s.real_scale) {
+    os.kind = OutputStageKind::kRealScale;
+    os.real_scale = reinterpret_cast<const double*>(sram + c.scale_lo);
+  }
   os.output_zero_point = s.out_zp;
   os.act_min = s.act_min;
   os.act_max = s.act_max;
   const Shape4 in_shape{1, c.vh, c.vw, s.in_c};
   const Shape4 out_shape{1, c.h, s.w, c.noc};
-  FloatStage fs;  // NACC_ACT_PARA.QUANT_FP32_SCALE (conv_float.h)
-  fs.scale = s.fp32_scale ? reinterpret_cast<const float*>(sram + c.scale_lo) : nullptr;
-  fs.output_zero_point = s.out_zp;
-  fs.act_min = s.act_min;
-  fs.act_max = s.act_max;
   switch (s.fam) {
     case Family::kConv:
-      if (s.fp32_scale) {
-        conv2d_s8_float_scale(win, s.in_zp, fs, in_shape, in, Shape4{c.noc, s.ky, s.kx, s.in_c},
-                              wts, bias, out_shape, out);
-        break;
-      }
       conv2d_s8(win, s.in_zp, os, in_shape, in, Shape4{c.noc, s.ky, s.kx, s.in_c}, wts, bias,
                 out_shape, out);
       break;
     case Family::kDepthwise:
-      if (s.fp32_scale) {
-        depthwise_conv2d_s8_float_scale(win, s.depth_mult, s.in_zp, fs, in_shape, in,
-                                        Shape4{1, s.ky, s.kx, s.out_c}, wts, bias, out_shape, out);
-        break;
-      }
       depthwise_conv2d_s8(win, s.depth_mult, s.in_zp, os, in_shape, in,
                           Shape4{1, s.ky, s.kx, s.out_c}, wts, bias, out_shape, out);
       break;
     case Family::kFullyConnected:
-      if (s.fp32_scale) {
-        fully_connected_s8_float_scale(s.in_zp, fs, c.h, s.in_c, c.noc, in, wts, bias, out);
-        break;
-      }
-      fully_connected_s8(s.in_zp, os, c.h, s.in_c, c.noc, in, wts, bias, out,
-                         c.scale_lo >= 0 ? reinterpret_cast<const double*>(sram + c.scale_lo)
-                                         : nullptr);
+      fully_connected_s8(s.in_zp, os, c.h, s.in_c, c.noc, in, wts, bias, out);
       break;
     case Family::kMatmul:
       if (s.im2col) {
-        // [h*w, K] x [K, noc] with bias and per-channel multiplier/shift: the
-        // fully-connected arithmetic on B transposed (weights [noc, K]).
+        // [h*w, K] x [K, noc] with bias: the fully-connected arithmetic on B
+        // transposed (weights [noc, K]).
         const int64_t k = s.mat_k;
         std::vector<int8_t> wt(size_t(k) * size_t(c.noc));
         for (int64_t i = 0; i < k; ++i) {
           for (int n = 0; n < c.noc; ++n) wt[size_t(n) * size_t(k) + size_t(i)] = wts[i * c.noc + n];
         }
-        if (s.fp32_scale) {
-          fully_connected_s8_float_scale(s.in_zp, fs, c.h * s.w, int(k), c.noc, in, wt.data(),
-                                         bias, out);
-        } else {
-          fully_connected_s8(s.in_zp, os, c.h * s.w, int(k), c.noc, in, wt.data(), bias, out,
-                             nullptr);
-        }
-      } else if (s.fp32_scale) {
-        matmul_s8_float_scale(s.in_zp, s.b_zp, reinterpret_cast<const float*>(sram + c.scale_lo),
-                              s.out_zp, s.act_min, s.act_max, c.h, s.in_c, c.noc, in, wts, out);
+        fully_connected_s8(s.in_zp, os, c.h * s.w, int(k), c.noc, in, wt.data(), bias, out);
       } else {
         matmul_s8(s.in_zp, s.b_zp, os, c.h, s.in_c, c.noc, in, wts, out);
       }
@@ -1017,7 +947,7 @@ void compute(const Setup& s, const CoreWork& c, uint8_t* sram) {
       pp.kernel_w = s.kx;
       pp.act_min = s.act_min;
       pp.act_max = s.act_max;
-      if (s.pool_mode == kPoolModeAverage) {
+      if (s.pool_mode == value_of(PoolMode::AVERAGE)) {
         avg_pool_s8(pp, in_shape, in, out_shape, out);
       } else {
         max_pool_s8(pp, in_shape, in, out_shape, out);
@@ -1129,7 +1059,7 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
   for (const CoreWork& c : work) {
     uint8_t* sram = ctx.cores[size_t(c.core)].sram.data();
     if (c.load_fm) {
-      if (s.mode == kBcSplitKernel && c.core > 0) {
+      if (s.mode == value_of(BroadcastMode::SPLIT_KERNEL) && c.core > 0) {
         std::memcpy(sram + c.ifm.lo, sram0 + work[0].ifm.lo, size_t(c.ifm.hi - c.ifm.lo));
       } else if (s.im2col) {
         gather_im2col(s, c, sram);
@@ -1138,7 +1068,7 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
       }
     }
     if (c.load_k) {
-      if (s.mode == kBcSplitHeight && c.core > 0) {
+      if (s.mode == value_of(BroadcastMode::SPLIT_HEIGHT) && c.core > 0) {
         std::memcpy(sram + c.kern.lo, sram0 + work[0].kern.lo, size_t(c.kern.hi - c.kern.lo));
       } else {
         if (c.wblock.host) load_weights(s, c, sram);
@@ -1182,7 +1112,6 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
     ext_rd += c.rd_unicast;
     ext_wr += c.wr_bytes;
   }
-  const int64_t dma_bpc = env.hw.dma_bytes_per_cycle, ext_bpc = env.hw.ext_bytes_per_cycle;
   CommandRecord rec;
   rec.word = word;
   rec.op = op;
@@ -1219,7 +1148,7 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
       if (c.load_k) ready = std::max(ready, busy_until(c.kern));
       if (c.load_temp) ready = std::max(ready, busy_until(c.temp));
       sp.read_start = ready;
-      sp.read_end = ready + std::max(ceil_div(sp.read_bytes, dma_bpc), ceil_div(ext_rd, ext_bpc));
+      sp.read_end = ready + cost::transfer_cycles(sp.read_bytes, ext_rd, env.hw);
       cs.rd_free = sp.read_end;
     } else {
       sp.read_start = sp.read_end = ctx.cp_time;
@@ -1229,8 +1158,7 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
     sp.stall_cycles = std::max<int64_t>(0, sp.read_end - compute_ready);
     sp.compute_end = sp.compute_start + std::max(c.mac_cycles, c.act_cycles);
     sp.write_start = std::max(sp.compute_end, cs.wr_free);
-    sp.write_end =
-        sp.write_start + std::max(ceil_div(sp.write_bytes, dma_bpc), ceil_div(ext_wr, ext_bpc));
+    sp.write_end = sp.write_start + cost::transfer_cycles(sp.write_bytes, ext_wr, env.hw);
     cs.mac_free = sp.compute_end;
     cs.wr_free = sp.write_end;
     cs.busy.push_back(Busy{c.ifm, sp.compute_end});

@@ -4,8 +4,8 @@
 
 #include <cstdio>
 
+#include "arch/limits.h"
 #include "common/error.h"
-#include "common/limits.h"
 
 namespace nacc {
 

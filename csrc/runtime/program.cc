@@ -8,8 +8,8 @@
 #include <cstring>
 #include <set>
 
+#include "arch/command_stream.h"
 #include "common/error.h"
-#include "compiler/command_stream.h"
 
 namespace nacc {
 
@@ -173,21 +173,6 @@ RegionKind region_kind_by_name(const std::string& name) {
   }
   throw InvalidArgument(str_cat("region kind '", name,
                                 "' is not one of unused, constant, input, output, scratch"));
-}
-
-void validate_hw_config(const HwConfig& hw) {
-  const int c = hw.cores;
-  check_arg(c == 1 || c == 2 || c == 4 || c == 8 || c == 16 || c == 32, "cores ", c,
-            " must be 1, 2, 4, 8, 16 or 32 (NACC_SPEC §4)");
-  check_arg(hw.sram_bytes >= 4096 && hw.sram_bytes <= (int64_t(16) << 20) &&
-                hw.sram_bytes % 1024 == 0,
-            "sram_bytes ", hw.sram_bytes,
-            " must be a multiple of 1024 in [4096, 16777216] (NACC_MEM_RANGE bases are in units "
-            "of SRAM/1024)");
-  check_arg(hw.dma_bytes_per_cycle >= 1 && hw.dma_bytes_per_cycle <= 4096, "dma_bytes_per_cycle ",
-            hw.dma_bytes_per_cycle, " out of range [1, 4096]");
-  check_arg(hw.ext_bytes_per_cycle >= 1 && hw.ext_bytes_per_cycle <= 4096, "ext_bytes_per_cycle ",
-            hw.ext_bytes_per_cycle, " out of range [1, 4096]");
 }
 
 std::vector<uint8_t> Program::serialize() const {

@@ -10,17 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "common/limits.h"
+#include "arch/hw_config.h"
+#include "arch/limits.h"
 
 namespace nacc {
-
-// The hardware a Program is compiled for (NACC_SPEC §1, §3, §4, §8).
-struct HwConfig {
-  int cores = 1;                      // 1, 2, 4, 8, 16 or 32
-  int64_t sram_bytes = limits::kDefaultSramBytes;  // per core
-  int dma_bytes_per_cycle = 16;       // per core DMA port (128-bit bus)
-  int ext_bytes_per_cycle = 64;       // external memory bandwidth shared by all cores
-};
 
 enum class RegionKind : uint8_t { kUnused = 0, kConstant = 1, kInput = 2, kOutput = 3, kScratch = 4 };
 
@@ -88,10 +81,6 @@ struct Program {
   // "program: ..." naming the first problem.
   void validate() const;
 };
-
-// Checks a HwConfig: cores in {1, 2, 4, 8, 16, 32}, sram_bytes a multiple of
-// 1024 in [4 KB, 16 MB], bytes-per-cycle figures in [1, 4096].
-void validate_hw_config(const HwConfig& hw);
 
 // "unused", "constant", "input", "output", "scratch"; region_kind_by_name
 // throws InvalidArgument for other names.

@@ -8,6 +8,7 @@
 #include <exception>
 #include <limits>
 
+#include "arch/fields.h"
 #include "common/error.h"
 
 namespace nacc {
@@ -16,10 +17,6 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the command stream is bound in place: host words must be little-endian");
 
 namespace {
-constexpr FieldRef kCmdStart = field_of(Reg::CMD, "START");
-constexpr FieldRef kCmdClearIrq = field_of(Reg::CMD, "CLEAR_IRQ");
-constexpr FieldRef kCmdHandler = field_of(Reg::CMD, "BATCH_HANDLER");
-constexpr FieldRef kDone = field_of(Reg::NACC_INT_STATUS, "FULL_TRANS_DONE_INTR");
 
 uint32_t offset_of(Reg r) { return describe(r).offset; }
 
@@ -200,9 +197,9 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
   writes.emplace_back(offset_of(Reg::INSTR_ADDR_H), uint32_t(stream >> 32));
   writes.emplace_back(offset_of(Reg::QSIZE), uint32_t(stream_bytes));
   uint32_t cmd = 0;
-  cmd = kCmdHandler.insert(cmd, uint32_t(b));
-  cmd = kCmdClearIrq.insert(cmd, 1);
-  cmd = kCmdStart.insert(cmd, 1);
+  cmd = fields::CMD::BATCH_HANDLER.insert(cmd, uint32_t(b));
+  cmd = fields::CMD::CLEAR_IRQ.insert(cmd, 1);
+  cmd = fields::CMD::START.insert(cmd, 1);
   writes.emplace_back(offset_of(Reg::CMD), cmd);
   device_.write_registers(writes);
   if (fault.kind == testing::FaultKind::kBusError) device_.inject_bus_error(b, fault.command);
@@ -213,7 +210,8 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
     device_.run(b);  // throws DeviceFault on a fault
   }
   const uint32_t status = device_.handler_register(b, Reg::NACC_INT_STATUS);
-  if (status != kDone.mask() || device_.state(b) != HandlerState::kStopped) {
+  if (status != fields::NACC_INT_STATUS::FULL_TRANS_DONE_INTR.mask() ||
+      device_.state(b) != HandlerState::kStopped) {
     throw DeviceFault(str_cat("batch handler ", b, ": run ended with NACC_INT_STATUS = ", status,
                               " (expected FULL_TRANS_DONE_INTR only)"));
   }

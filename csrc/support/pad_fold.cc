@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
+#include "arch/limits.h"
 #include "common/error.h"
-#include "common/limits.h"
 #include "support/rules.h"
 
 namespace nacc::support {

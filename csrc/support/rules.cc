@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <set>
 
+#include "arch/limits.h"
 #include "common/error.h"
-#include "common/limits.h"
-#include "device/units/activation.h"
+#include "quant/tflite.h"
 #include "support/pad_fold.h"
 
 namespace nacc::support {

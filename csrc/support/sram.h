@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "common/limits.h"
+#include "arch/limits.h"
 #include "ir/ir.h"
 
 namespace nacc::support {

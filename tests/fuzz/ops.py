@@ -20,7 +20,7 @@ import numpy as np
 
 INT8_STD = 74.0  # standard deviation of uniform int8 data
 
-# Hardware boundaries (NACC_SPEC §1-§3, csrc/common/limits.h): the value at
+# Hardware boundaries (NACC_SPEC §1-§3, csrc/arch/limits.h): the value at
 # each limit and one past it. A generated parameter equal to one of these
 # counts as a boundary hit for the report.
 BOUNDARIES: Dict[str, set] = {

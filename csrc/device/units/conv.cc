@@ -8,26 +8,13 @@
 #include <algorithm>
 #include <vector>
 
+#include "arch/fixed_point.h"
+#include "arch/unit_checks.h"
 #include "common/cpu.h"
 #include "common/error.h"
-#include "common/quant.h"
 #include "device/units/gemm_s8.h"
-#include "device/units/unit_checks.h"
 
 namespace nacc {
-
-int window_output_size(int in, int kernel, int stride, int pad_before, int pad_after) {
-  check_arg(in >= 1, "window_output_size: input size ", in, " must be >= 1");
-  check_arg(kernel >= 1, "window_output_size: kernel ", kernel, " must be >= 1");
-  check_arg(stride >= 1, "window_output_size: stride ", stride, " must be >= 1");
-  check_arg(pad_before >= 0 && pad_after >= 0, "window_output_size: padding ", pad_before, "/",
-            pad_after, " must be >= 0");
-  const int64_t padded = int64_t{in} + pad_before + pad_after;
-  check_arg(padded >= kernel, "window_output_size: kernel ", kernel,
-            " larger than the padded input ", padded, " (input ", in, " + padding ", pad_before,
-            " + ", pad_after, ")");
-  return static_cast<int>((padded - kernel) / stride + 1);
-}
 
 namespace {
 
@@ -97,10 +84,8 @@ void conv_reference(const ConvGeometry& g, int32_t input_zero_point, const Outpu
         }
         if (bias != nullptr) acc += bias[oc];
         const int32_t acc32 = static_cast<int32_t>(static_cast<uint32_t>(acc));
-        const int32_t scaled =
-            multiply_by_quantized_multiplier(acc32, os.multiplier[oc], os.shift[oc]);
         output[(static_cast<int64_t>(oy) * g.out_w + ox) * g.out_c + oc] =
-            saturate_to_int8(wrapping_add(scaled, os.output_zero_point), os.act_min, os.act_max);
+            requantize_output(os, oc, acc32);
       }
     }
   }
@@ -152,19 +137,13 @@ void conv_avx2(const ConvGeometry& g, int32_t input_zero_point, const OutputStag
                const int8_t* input, const int8_t* filter, const int32_t* bias, int8_t* output) {
   const int k = g.k();
   const detail::PackedB packed(filter, g.out_c, k, k, 1);
-  detail::Requantize rq;
-  rq.multiplier = os.multiplier;
-  rq.shift = os.shift;
-  rq.output_zero_point = os.output_zero_point;
-  rq.act_min = os.act_min;
-  rq.act_max = os.act_max;
   const int kp = packed.kp();
   detail::gemm_s8_avx2(
       g.out_h * g.out_w, packed,
       [&](int m0, int rows, int16_t* panel) {
         im2col_rows(g, input, input_zero_point, kp, m0, rows, panel);
       },
-      bias, rq, output, g.out_c);
+      bias, os, output, g.out_c);
 }
 
 }  // namespace

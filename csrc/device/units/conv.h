@@ -6,30 +6,12 @@
 
 #include <cstdint>
 
+#include "arch/unit_checks.h"
+#include "arch/unit_params.h"
 #include "common/shape.h"
 
 namespace nacc {
 
-// Geometry and output stage shared by convolution, depthwise and pooling.
-struct WindowParams {
-  int stride_h = 1, stride_w = 1;
-  // Explicit padding per side, each in [0, limits::kMaxPadding]; padded input
-  // positions hold the input zero point (convolution) or are skipped (pooling).
-  int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
-};
-
-// Output stage: acc -> MultiplyByQuantizedMultiplier(acc, mult[c], shift[c])
-// + output_zero_point, clamped to [act_min, act_max] (int8 range).
-struct OutputStage {
-  const int32_t* multiplier = nullptr;  // [C_out], each in [0, 2^31)
-  const int32_t* shift = nullptr;       // [C_out], each in [-31, 31]
-  int32_t output_zero_point = 0;        // [-128, 127]
-  int32_t act_min = -128, act_max = 127;  // -128 <= act_min <= act_max <= 127
-};
-
-// Output extent of a window op along one axis:
-// (in + pad_before + pad_after - kernel) / stride + 1; throws if < 1.
-int window_output_size(int in, int kernel, int stride, int pad_before, int pad_after);
 
 // 2-D convolution (implemented in conv.cc):
 //   acc[c] = bias[c] + sum over the window of (x - input_zero_point) * w, in

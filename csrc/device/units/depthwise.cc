@@ -9,12 +9,12 @@
 #include <cstring>
 #include <memory>
 
+#include "arch/fixed_point.h"
+#include "arch/limits.h"
+#include "arch/unit_checks.h"
 #include "common/cpu.h"
 #include "common/error.h"
-#include "common/limits.h"
-#include "common/quant.h"
 #include "device/units/conv.h"
-#include "device/units/unit_checks.h"
 
 namespace nacc {
 namespace {
@@ -68,10 +68,8 @@ void depthwise_reference(const DwProblem& p) {
             }
           }
           if (p.bias != nullptr) acc = wrapping_add(acc, p.bias[oc]);
-          int32_t v = multiply_by_quantized_multiplier(acc, p.stage.multiplier[oc], p.stage.shift[oc]);
-          v = wrapping_add(v, p.stage.output_zero_point);
           p.output[(static_cast<int64_t>(oy) * p.out_w + ox) * p.out_c + oc] =
-              saturate_to_int8(v, p.stage.act_min, p.stage.act_max);
+              requantize_output(p.stage, oc, acc);
         }
       }
     }
@@ -113,7 +111,12 @@ struct alignas(32) BlockStage {
   int32_t right_shift[2][8];
   int32_t round_mask[2][8];  // 2^right_shift - 1
   int32_t round_half[2][8];  // round_mask >> 1
+  float float_scale[2][8];   // OutputStageKind::kFloat32
 };
+
+// The epilogue variant of the main loop: the fixed-point stage without and
+// with left shifts, or the float32 stage.
+enum class DwEpilogue { kFixedPoint, kFixedPointLeftShift, kFloat32 };
 
 __attribute__((target("avx2,fma"), always_inline)) inline __m256i load256(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
@@ -146,12 +149,27 @@ __attribute__((target("avx2,fma"), always_inline)) inline __m256i requantize_avx
 // Output stage of one 16-channel block up to int16: requantize, output zero
 // point, saturate to int16 in channel order 0..15. Saturating packs keep the
 // order of values, so clamping after them to the int8 activation range gives
-// the same result as clamping in int32.
-template <bool kLeftShift>
+// the same result as clamping in int32. The float32 stage (requantize_output's
+// kFloat32: float(acc) * scale, clamped in float, rounded half to even)
+// already lands in [act_min, act_max].
+template <DwEpilogue kEpilogue>
+__attribute__((target("avx2,fma"), always_inline)) inline __m256i requantize_half(
+    __m256i acc, const BlockStage& s, int half, __m256 lo, __m256 hi) {
+  if constexpr (kEpilogue == DwEpilogue::kFloat32) {
+    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc),
+                             _mm256_loadu_ps(s.float_scale[half]));
+    v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+    return _mm256_cvtps_epi32(v);
+  } else {
+    return requantize_avx2<kEpilogue == DwEpilogue::kFixedPointLeftShift>(acc, s, half);
+  }
+}
+
+template <DwEpilogue kEpilogue>
 __attribute__((target("avx2,fma"), always_inline)) inline __m256i requantize_block(
-    __m256i acc_a, __m256i acc_b, const BlockStage& s, __m256i out_zp) {
-  const __m256i ra = _mm256_add_epi32(requantize_avx2<kLeftShift>(acc_a, s, 0), out_zp);
-  const __m256i rb = _mm256_add_epi32(requantize_avx2<kLeftShift>(acc_b, s, 1), out_zp);
+    __m256i acc_a, __m256i acc_b, const BlockStage& s, __m256i out_zp, __m256 lo, __m256 hi) {
+  const __m256i ra = _mm256_add_epi32(requantize_half<kEpilogue>(acc_a, s, 0, lo, hi), out_zp);
+  const __m256i rb = _mm256_add_epi32(requantize_half<kEpilogue>(acc_b, s, 1, lo, hi), out_zp);
   return _mm256_packs_epi32(ra, rb);
 }
 
@@ -294,10 +312,12 @@ __attribute__((target("avx2,fma"))) Packed pack(const DwProblem& p) {
       for (int j = 0; j < 8; ++j) {
         const int oc = b * kBlock + permuted_channel(half, j);
         const bool real = oc < out_c;
-        const int shift = real ? p.stage.shift[oc] : 0;
+        const bool fixed = p.stage.kind == OutputStageKind::kFixedPoint;
+        const int shift = real && fixed ? p.stage.shift[oc] : 0;
         const int right = shift > 0 ? 0 : -shift;
         s.bias[half][j] = (real && p.bias != nullptr) ? p.bias[oc] : 0;
-        s.multiplier[half][j] = real ? p.stage.multiplier[oc] : 0;
+        s.float_scale[half][j] = real && !fixed ? p.stage.float_scale[oc] : 0.0f;
+        s.multiplier[half][j] = real && fixed ? p.stage.multiplier[oc] : 0;
         s.left_shift[half][j] = shift > 0 ? shift : 0;
         s.right_shift[half][j] = right;
         s.round_mask[half][j] = static_cast<int32_t>((int64_t{1} << right) - 1);
@@ -315,7 +335,7 @@ __attribute__((target("avx2,fma"))) Packed pack(const DwProblem& p) {
 
 // The main loop. (Fully unrolling the pair loop for 3x3 measured slower: the
 // extra live registers spill.)
-template <bool kLeftShift>
+template <DwEpilogue kEpilogue>
 __attribute__((target("avx2,fma"))) void depthwise_avx2_loop(const DwProblem& p, const Packed& k) {
   const int out_c = p.out_c;
   const int blocks = k.blocks, cp = k.cp, taps = k.taps;
@@ -333,6 +353,9 @@ __attribute__((target("avx2,fma"))) void depthwise_avx2_loop(const DwProblem& p,
   const __m256i out_zp = _mm256_set1_epi32(p.stage.output_zero_point);
   const __m256i act_min = _mm256_set1_epi8(static_cast<int8_t>(p.stage.act_min));
   const __m256i act_max = _mm256_set1_epi8(static_cast<int8_t>(p.stage.act_max));
+  const int32_t zp = p.stage.output_zero_point;
+  const __m256 float_lo = _mm256_set1_ps(static_cast<float>(p.stage.act_min - zp));
+  const __m256 float_hi = _mm256_set1_ps(static_cast<float>(p.stage.act_max - zp));
   const int64_t pixel_step = static_cast<int64_t>(p.window.stride_w) * cp;
 
   for (int oy = 0; oy < p.out_h; ++oy) {
@@ -372,8 +395,8 @@ __attribute__((target("avx2,fma"))) void depthwise_avx2_loop(const DwProblem& p,
         }
         // Both pixels narrowed together: after the permute, pixel 0's 16
         // channels are the low half and pixel 1's the high half.
-        const __m256i r0 = requantize_block<kLeftShift>(a0, b0, s, out_zp);
-        const __m256i r1 = requantize_block<kLeftShift>(a1, b1, s, out_zp);
+        const __m256i r0 = requantize_block<kEpilogue>(a0, b0, s, out_zp, float_lo, float_hi);
+        const __m256i r1 = requantize_block<kEpilogue>(a1, b1, s, out_zp, float_lo, float_hi);
         __m256i r8 = _mm256_permute4x64_epi64(_mm256_packs_epi16(r0, r1), 0xD8);
         r8 = _mm256_min_epi8(_mm256_max_epi8(r8, act_min), act_max);
         const int count = std::min(kBlock, out_c - b * kBlock);
@@ -396,7 +419,7 @@ __attribute__((target("avx2,fma"))) void depthwise_avx2_loop(const DwProblem& p,
           b0 = _mm256_add_epi32(b0, _mm256_madd_epi16(_mm256_unpackhi_epi16(x00, x01),
                                                       load256(wq + (2 * q + 1) * kBlock)));
         }
-        const __m256i r0 = requantize_block<kLeftShift>(a0, b0, s, out_zp);
+        const __m256i r0 = requantize_block<kEpilogue>(a0, b0, s, out_zp, float_lo, float_hi);
         __m256i r8 = _mm256_permute4x64_epi64(_mm256_packs_epi16(r0, r0), 0xD8);
         r8 = _mm256_min_epi8(_mm256_max_epi8(r8, act_min), act_max);
         store_channels(_mm256_castsi256_si128(r8), std::min(kBlock, out_c - b * kBlock),
@@ -408,10 +431,12 @@ __attribute__((target("avx2,fma"))) void depthwise_avx2_loop(const DwProblem& p,
 
 void depthwise_avx2(const DwProblem& p) {
   const Packed k = pack(p);
-  if (k.any_left_shift) {
-    depthwise_avx2_loop<true>(p, k);
+  if (p.stage.kind == OutputStageKind::kFloat32) {
+    depthwise_avx2_loop<DwEpilogue::kFloat32>(p, k);
+  } else if (k.any_left_shift) {
+    depthwise_avx2_loop<DwEpilogue::kFixedPointLeftShift>(p, k);
   } else {
-    depthwise_avx2_loop<false>(p, k);
+    depthwise_avx2_loop<DwEpilogue::kFixedPoint>(p, k);
   }
 }
 
@@ -425,8 +450,6 @@ void depthwise_conv2d_s8(const WindowParams& window, int depth_multiplier,
   detail::check_not_null(kOp, "input", input);
   detail::check_not_null(kOp, "filter", filter);
   detail::check_not_null(kOp, "output", output);
-  detail::check_not_null(kOp, "multiplier", out_stage.multiplier);
-  detail::check_not_null(kOp, "shift", out_stage.shift);
   detail::check_feature_map(kOp, "input", input_shape);
   check_arg(filter_shape.n == 1, kOp, ": filter shape ", filter_shape.str(),
             " must be [1, KH, KW, C_in * depth_multiplier]");
@@ -452,7 +475,9 @@ void depthwise_conv2d_s8(const WindowParams& window, int depth_multiplier,
   const DwProblem p{input_shape.h, input_shape.w, input_shape.c, filter_shape.h, filter_shape.w,
                     depth_multiplier, output_shape.h, output_shape.w, out_c, window,
                     input_zero_point, out_stage, input, filter, bias, output};
-  if (use_avx2()) {
+  // The fast path has the fixed-point and float32 epilogues (a real-scale
+  // depthwise is nothing a frontend lowers to).
+  if (use_avx2() && out_stage.kind != OutputStageKind::kRealScale) {
     depthwise_avx2(p);
   } else {
     depthwise_reference(p);

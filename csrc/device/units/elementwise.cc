@@ -1,4 +1,4 @@
-// The element-wise unit: register validation, TFLite parameter derivation, a
+// The element-wise unit: register validation, a
 // plain reference loop over the broadcast output, and a fast path that merges
 // dimensions into contiguous runs and processes each run 16 lanes at a time
 // with AVX2 (scalar tail). Both give the bits of TFLite's reference kernels.
@@ -10,22 +10,12 @@
 #include <cmath>
 #include <string>
 
+#include "arch/limits.h"
+#include "arch/unit_checks.h"
 #include "common/cpu.h"
 #include "common/error.h"
-#include "common/limits.h"
-#include "device/units/unit_checks.h"
 
 namespace nacc {
-
-const char* elementwise_mode_name(ElementwiseMode mode) {
-  switch (mode) {
-    case ElementwiseMode::kSub: return "SUB";
-    case ElementwiseMode::kAdd: return "ADD";
-    case ElementwiseMode::kMulS16S8: return "MUL_S16_S8";
-    case ElementwiseMode::kMul: return "MUL";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -41,7 +31,7 @@ inline int32_t scale_input(int32_t x, int32_t offset, int left_shift, int32_t mu
 template <ElementwiseMode kMode>
 inline int8_t compute_one(const ElementwiseParams& p, int32_t x1, int32_t x2) {
   int32_t v;
-  if constexpr (kMode == ElementwiseMode::kMul) {
+  if constexpr (kMode == ElementwiseMode::MUL) {
     v = multiply_by_quantized_multiplier((x1 + p.input1_offset) * (x2 + p.input2_offset),
                                          p.output_multiplier, p.output_shift);
   } else {
@@ -49,7 +39,7 @@ inline int8_t compute_one(const ElementwiseParams& p, int32_t x1, int32_t x2) {
         scale_input(x1, p.input1_offset, p.left_shift, p.input1_multiplier, p.input1_shift);
     const int32_t s2 =
         scale_input(x2, p.input2_offset, p.left_shift, p.input2_multiplier, p.input2_shift);
-    const int32_t raw = kMode == ElementwiseMode::kSub ? s1 - s2 : s1 + s2;
+    const int32_t raw = kMode == ElementwiseMode::SUB ? s1 - s2 : s1 + s2;
     v = multiply_by_quantized_multiplier_smaller_than_one(raw, p.output_multiplier,
                                                           p.output_shift);
   }
@@ -174,7 +164,7 @@ NACC_AVX2 void run_avx2(const ElementwiseParams& p, const Run& r) {
   const __m256i off1 = _mm256_set1_epi32(p.input1_offset);
   const __m256i off2 = _mm256_set1_epi32(p.input2_offset);
   int64_t i = 0;
-  if constexpr (kMode == ElementwiseMode::kMul) {
+  if constexpr (kMode == ElementwiseMode::MUL) {
     const RequantAvx2 out_q = make_requant(p.output_multiplier, std::max(p.output_shift, 0),
                                            std::max(-p.output_shift, 0));
     // A constant operand: its offset value, broadcast.
@@ -218,7 +208,7 @@ NACC_AVX2 void run_avx2(const ElementwiseParams& p, const Run& r) {
         b_hi = requant_avx2(_mm256_add_epi32(b_hi, off2), in2_q);
       }
       __m256i lo, hi;
-      if constexpr (kMode == ElementwiseMode::kSub) {
+      if constexpr (kMode == ElementwiseMode::SUB) {
         lo = _mm256_sub_epi32(a_lo, b_lo);
         hi = _mm256_sub_epi32(a_hi, b_hi);
       } else {
@@ -306,94 +296,7 @@ void dispatch(const ElementwiseParams& p, const Shape4& s1, const int8_t* in1, c
   }
 }
 
-// Scales and int8 zero points of the two input tensors and the output tensor.
-void check_tensor_quantization(const char* op, float s1, int32_t zp1, float s2, int32_t zp2,
-                               float so, int32_t zpo) {
-  detail::check_scale(op, "input1", s1);
-  detail::check_scale(op, "input2", s2);
-  detail::check_scale(op, "output", so);
-  detail::check_zero_point(op, "input1 zero point", zp1, "int8 tensor");
-  detail::check_zero_point(op, "input2 zero point", zp2, "int8 tensor");
-  detail::check_zero_point(op, "output zero point", zpo, "int8 tensor");
-}
-
-// TFLite add.cc / sub.cc Prepare for int8 (the general rescaling path).
-ElementwiseParams tflite_add_sub_params(ElementwiseMode mode, const char* op, float s1,
-                                        int32_t zp1, float s2, int32_t zp2, float so,
-                                        int32_t zpo, FusedActivation activation) {
-  check_tensor_quantization(op, s1, zp1, s2, zp2, so, zpo);
-  ElementwiseParams p;
-  p.mode = mode;
-  p.input1_offset = -zp1;
-  p.input2_offset = -zp2;
-  p.output_zero_point = zpo;
-  p.left_shift = 20;
-  // As TFLite: 2 * max(float, float) is a float product, then widened; the
-  // divisor (1 << left_shift) * output_scale is a float product too.
-  const double twice_max_input_scale = 2 * std::max(s1, s2);
-  const double real_input1_multiplier = s1 / twice_max_input_scale;
-  const double real_input2_multiplier = s2 / twice_max_input_scale;
-  const double real_output_multiplier = twice_max_input_scale / ((1 << p.left_shift) * so);
-  check_arg(real_output_multiplier < 1.0, op, ": output scale ", so,
-            " is too small for the input scales (real output multiplier ",
-            real_output_multiplier,
-            " >= 1; TFLite's int8 reference kernel applies it as a right shift only)");
-  const QuantizedMultiplier q1 = quantize_multiplier_smaller_than_one(real_input1_multiplier);
-  const QuantizedMultiplier q2 = quantize_multiplier_smaller_than_one(real_input2_multiplier);
-  const QuantizedMultiplier qo = quantize_multiplier_smaller_than_one(real_output_multiplier);
-  p.input1_multiplier = q1.multiplier;
-  p.input1_shift = q1.shift;
-  p.input2_multiplier = q2.multiplier;
-  p.input2_shift = q2.shift;
-  p.output_multiplier = qo.multiplier;
-  p.output_shift = qo.shift;
-  fused_activation_range_int8(activation, so, zpo, &p.act_min, &p.act_max);
-  return p;
-}
-
 }  // namespace
-
-void validate_elementwise_params(const ElementwiseParams& p) {
-  const char* op = "elementwise_s8";
-  switch (p.mode) {
-    case ElementwiseMode::kAdd:
-    case ElementwiseMode::kSub:
-    case ElementwiseMode::kMul:
-      break;
-    case ElementwiseMode::kMulS16S8:
-      throw Unsupported(
-          "elementwise_s8: ELEMENTWISE_MODE MUL_S16_S8 (4'b0100) is not modelled; "
-          "use ADD (4'b0010), SUB (4'b0001) or MUL (4'b1000)");
-    default:
-      throw InvalidArgument(str_cat("elementwise_s8: ELEMENTWISE_MODE ",
-                                    static_cast<int>(p.mode),
-                                    " is not a mode (SUB 1, ADD 2, MUL_S16_S8 4, MUL 8)"));
-  }
-  detail::check_offset(op, "input1_offset", p.input1_offset,
-                       "NACC_ELEMENTWISE.IN_ELEMENT_OFFSET1");
-  detail::check_offset(op, "input2_offset", p.input2_offset,
-                       "NACC_ELEMENTWISE.IN_ELEMENT_OFFSET2");
-  detail::check_offset(op, "output_zero_point", p.output_zero_point,
-                       "NACC_FM_OFFSET.OUT_FM_OFFSET");
-  check_arg(p.left_shift >= 0 && p.left_shift <= limits::kMaxElementwiseLeftShift, op,
-            ": left_shift ", p.left_shift, " out of range [0, ",
-            limits::kMaxElementwiseLeftShift, "] (NACC_ELEMENTWISE.LEFT_SHIFT)");
-  // The per-input scalings and ADD/SUB's output scaling are right shifts only.
-  const int right_only = limits::kMaxSmallerThanOneShift;
-  detail::check_multiplier(op, "input1_multiplier", -1, p.input1_multiplier,
-                           "NACC_ELEMENT_QUANT1_MULT");
-  detail::check_shift(op, "input1_shift", -1, p.input1_shift, right_only,
-                      "NACC_ELEMENT_QUANT1_SHIFT");
-  detail::check_multiplier(op, "input2_multiplier", -1, p.input2_multiplier,
-                           "NACC_ELEMENT_QUANT2_MULT");
-  detail::check_shift(op, "input2_shift", -1, p.input2_shift, right_only,
-                      "NACC_ELEMENT_QUANT2_SHIFT");
-  detail::check_multiplier(op, "output_multiplier", -1, p.output_multiplier, "QUANT_MUL[0]");
-  detail::check_shift(op, "output_shift", -1, p.output_shift,
-                      p.mode == ElementwiseMode::kMul ? limits::kMaxShift : right_only,
-                      "QUANT_SHIFT[0]");
-  detail::check_act_range(op, p.act_min, p.act_max);
-}
 
 Shape4 broadcast_shape(const Shape4& a, const Shape4& b) {
   const int ea[4] = {a.n, a.h, a.w, a.c};
@@ -425,62 +328,18 @@ void elementwise_s8(const ElementwiseParams& params, const Shape4& in1_shape, co
   detail::check_not_null("elementwise_s8", "input2", in2);
   detail::check_not_null("elementwise_s8", "output", out);
   switch (params.mode) {
-    case ElementwiseMode::kAdd:
-      dispatch<ElementwiseMode::kAdd>(params, in1_shape, in1, in2_shape, in2, out_shape, out);
+    case ElementwiseMode::ADD:
+      dispatch<ElementwiseMode::ADD>(params, in1_shape, in1, in2_shape, in2, out_shape, out);
       break;
-    case ElementwiseMode::kSub:
-      dispatch<ElementwiseMode::kSub>(params, in1_shape, in1, in2_shape, in2, out_shape, out);
+    case ElementwiseMode::SUB:
+      dispatch<ElementwiseMode::SUB>(params, in1_shape, in1, in2_shape, in2, out_shape, out);
       break;
-    case ElementwiseMode::kMul:
-      dispatch<ElementwiseMode::kMul>(params, in1_shape, in1, in2_shape, in2, out_shape, out);
+    case ElementwiseMode::MUL:
+      dispatch<ElementwiseMode::MUL>(params, in1_shape, in1, in2_shape, in2, out_shape, out);
       break;
     default:
       break;  // rejected by validate_elementwise_params
   }
-}
-
-ElementwiseParams tflite_add_params(float input1_scale, int32_t input1_zero_point,
-                                    float input2_scale, int32_t input2_zero_point,
-                                    float output_scale, int32_t output_zero_point,
-                                    FusedActivation activation) {
-  return tflite_add_sub_params(ElementwiseMode::kAdd, "tflite_add_params", input1_scale,
-                               input1_zero_point, input2_scale, input2_zero_point,
-                               output_scale, output_zero_point, activation);
-}
-
-ElementwiseParams tflite_sub_params(float input1_scale, int32_t input1_zero_point,
-                                    float input2_scale, int32_t input2_zero_point,
-                                    float output_scale, int32_t output_zero_point,
-                                    FusedActivation activation) {
-  return tflite_add_sub_params(ElementwiseMode::kSub, "tflite_sub_params", input1_scale,
-                               input1_zero_point, input2_scale, input2_zero_point,
-                               output_scale, output_zero_point, activation);
-}
-
-ElementwiseParams tflite_mul_params(float input1_scale, int32_t input1_zero_point,
-                                    float input2_scale, int32_t input2_zero_point,
-                                    float output_scale, int32_t output_zero_point,
-                                    FusedActivation activation) {
-  const char* op = "tflite_mul_params";
-  check_tensor_quantization(op, input1_scale, input1_zero_point, input2_scale, input2_zero_point,
-                            output_scale, output_zero_point);
-  ElementwiseParams p;
-  p.mode = ElementwiseMode::kMul;
-  p.input1_offset = -input1_zero_point;
-  p.input2_offset = -input2_zero_point;
-  p.output_zero_point = output_zero_point;
-  p.left_shift = 0;
-  // As TFLite mul.cc: the product and quotient are float arithmetic.
-  const float real_multiplier_f = input1_scale * input2_scale / output_scale;
-  check_arg(std::isfinite(real_multiplier_f) && real_multiplier_f > 0.0f, op,
-            ": real multiplier s1 * s2 / s_out = ", real_multiplier_f,
-            " is not a positive finite float32");
-  const QuantizedMultiplier q = quantize_multiplier(static_cast<double>(real_multiplier_f));
-  p.output_multiplier = q.multiplier;
-  p.output_shift = q.shift;
-  fused_activation_range_int8(activation, output_scale, output_zero_point, &p.act_min,
-                              &p.act_max);
-  return p;
 }
 
 }  // namespace nacc

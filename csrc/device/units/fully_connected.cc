@@ -6,11 +6,11 @@
 #include <cmath>
 #include <vector>
 
+#include "arch/fixed_point.h"
+#include "arch/unit_checks.h"
 #include "common/cpu.h"
 #include "common/error.h"
-#include "common/quant.h"
 #include "device/units/gemm_s8.h"
-#include "device/units/unit_checks.h"
 
 namespace nacc {
 
@@ -20,52 +20,11 @@ namespace {
 // them; the unpacked dot-product kernel is faster.
 constexpr int kFullyConnectedPackRows = 32;
 
-detail::Requantize requantize_params(const OutputStage& os, const double* effective_scale) {
-  detail::Requantize rq;
-  if (effective_scale != nullptr) {
-    rq.scale = effective_scale;
-  } else {
-    rq.multiplier = os.multiplier;
-    rq.shift = os.shift;
-  }
-  rq.output_zero_point = os.output_zero_point;
-  rq.act_min = os.act_min;
-  rq.act_max = os.act_max;
-  return rq;
-}
-
-int32_t requantize_one(int32_t acc, int channel, const OutputStage& os,
-                       const double* effective_scale) {
-  const int32_t scaled =
-      effective_scale != nullptr
-          ? multiply_by_real_scale(acc, effective_scale[channel])
-          : multiply_by_quantized_multiplier(acc, os.multiplier[channel], os.shift[channel]);
-  return saturate_to_int8(wrapping_add(scaled, os.output_zero_point), os.act_min, os.act_max);
-}
-
-void check_matrix_output_stage(const char* op, const OutputStage& os, int n,
-                               const double* effective_scale) {
-  if (effective_scale == nullptr) {
-    detail::check_output_stage(op, os, n);
-    return;
-  }
-  // Real-scale mode: multiplier/shift are not used; check the rest.
-  OutputStage rest = os;
-  const std::vector<int32_t> unused(n, 0);
-  rest.multiplier = unused.data();
-  rest.shift = unused.data();
-  detail::check_output_stage(op, rest, n);
-  for (int c = 0; c < n; ++c) {
-    check_arg(std::isfinite(effective_scale[c]) && effective_scale[c] >= 0.0, op,
-              ": effective_scale[", c, "] ", effective_scale[c], " must be finite and >= 0");
-  }
-}
-
 }  // namespace
 
 void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, int m, int k, int n,
                         const int8_t* input, const int8_t* weights, const int32_t* bias,
-                        int8_t* output, const double* effective_scale) {
+                        int8_t* output) {
   constexpr const char* kOp = "fully_connected_s8";
   detail::check_extent(kOp, "m (rows)", m);
   detail::check_extent(kOp, "k (input depth)", k);
@@ -74,7 +33,7 @@ void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, 
   detail::check_not_null(kOp, "weights", weights);
   detail::check_not_null(kOp, "output", output);
   detail::check_zero_point(kOp, "input_zero_point", input_zero_point);
-  check_matrix_output_stage(kOp, out_stage, n, effective_scale);
+  detail::check_output_stage(kOp, out_stage, n);
 
   if (!use_avx2()) {
     // Reference: TFLite FullyConnected / FullyConnectedPerChannel (weights zero point 0).
@@ -85,17 +44,16 @@ void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, 
         int64_t acc = 0;
         for (int i = 0; i < k; ++i) acc += int64_t{w[i]} * (int64_t{x[i]} - input_zero_point);
         if (bias != nullptr) acc += bias[col];
-        output[static_cast<int64_t>(row) * n + col] = static_cast<int8_t>(requantize_one(
-            static_cast<int32_t>(static_cast<uint32_t>(acc)), col, out_stage, effective_scale));
+        output[static_cast<int64_t>(row) * n + col] =
+            requantize_output(out_stage, col, static_cast<int32_t>(static_cast<uint32_t>(acc)));
       }
     }
     return;
   }
 
   // AVX2: sum_k (x - input_zero_point) * w on int16 operands, bias in the epilogue.
-  const detail::Requantize rq = requantize_params(out_stage, effective_scale);
   if (m < kFullyConnectedPackRows) {
-    detail::gemv_s8_avx2(m, n, k, input, input_zero_point, weights, bias, rq, output);
+    detail::gemv_s8_avx2(m, n, k, input, input_zero_point, weights, bias, out_stage, output);
     return;
   }
   const detail::PackedB packed(weights, n, k, k, 1);
@@ -110,7 +68,7 @@ void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, 
           if (kp > k) dst[k] = 0;
         }
       },
-      bias, rq, output, n);
+      bias, out_stage, output, n);
 }
 
 void matmul_s8(int32_t a_zero_point, int32_t b_zero_point, const OutputStage& out_stage, int m,
@@ -136,9 +94,8 @@ void matmul_s8(int32_t a_zero_point, int32_t b_zero_point, const OutputStage& ou
           const int64_t bv = b[static_cast<int64_t>(i) * n + col];
           acc += (av - a_zero_point) * (bv - b_zero_point);
         }
-        output[static_cast<int64_t>(row) * n + col] = static_cast<int8_t>(
-            requantize_one(static_cast<int32_t>(static_cast<uint32_t>(acc)), col, out_stage,
-                           nullptr));
+        output[static_cast<int64_t>(row) * n + col] =
+            requantize_output(out_stage, col, static_cast<int32_t>(static_cast<uint32_t>(acc)));
       }
     }
     return;
@@ -156,7 +113,7 @@ void matmul_s8(int32_t a_zero_point, int32_t b_zero_point, const OutputStage& ou
           if (kp > k) dst[k] = 0;
         }
       },
-      nullptr, requantize_params(out_stage, nullptr), output, n);
+      nullptr, out_stage, output, n);
 }
 
 }  // namespace nacc

@@ -15,26 +15,21 @@ namespace nacc {
 //   bias    [N] int32 or nullptr
 //   output  Format [M, N] int8; out_stage arrays have N entries
 //   M, K, N >= 1; sums wrap in int32 as TFLite's accumulator does.
-// Requantization, two modes:
-//   effective_scale == nullptr: multiply_by_quantized_multiplier(acc, multiplier[n], shift[n])
-//     (the hardware's QUANT_MUL / QUANT_SHIFT; what a 1x1 conv lowered to this
-//     mode needs);
-//   effective_scale != nullptr ([N] doubles, finite, >= 0; multiplier/shift
-//     ignored and may be null): multiply_by_real_scale(acc, effective_scale[n]),
-//     which is what TFLite 2.21's *reference* FULLY_CONNECTED does (it
-//     requantizes in double, effective_scale = double(input_scale) *
-//     double(filter_scale[n]) / double(output_scale)); the multiplier/shift
-//     form differs from it by one near rounding ties.
-// Then + output_zero_point and the clamp to [act_min, act_max].
+// Requantization by out_stage (arch/unit_params.h): kFixedPoint
+// (multiply_by_quantized_multiplier, what a 1x1 conv lowered to this mode
+// needs), kRealScale (multiply_by_real_scale with double(input_scale) *
+// double(filter_scale[n]) / double(output_scale): TFLite 2.21's *reference*
+// FULLY_CONNECTED; the multiplier/shift form differs from it by one near
+// rounding ties) or kFloat32 (ONNX Runtime's QGemm / QLinearMatMul).
 void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, int m, int k, int n,
                         const int8_t* input, const int8_t* weights, const int32_t* bias,
-                        int8_t* output, const double* effective_scale = nullptr);
+                        int8_t* output);
 
 // Matrix multiply: out[m, n] = requant(sum_k (a[m, k] - a_zp) * (b[k, n] - b_zp)).
 //   a Format [M, K] int8, b Format [K, N] int8 (both activations, any zero point
 //   in [-128, 127]); M, K, N >= 1
 //   out_stage arrays have N entries (per-tensor callers repeat one value);
-//   requantization by multiply_by_quantized_multiplier, as TFLite BATCH_MATMUL.
+//   kFixedPoint as TFLite BATCH_MATMUL, kFloat32 as ONNX Runtime's QLinearMatMul.
 void matmul_s8(int32_t a_zero_point, int32_t b_zero_point, const OutputStage& out_stage, int m,
                int k, int n, const int8_t* a, const int8_t* b, int8_t* output);
 

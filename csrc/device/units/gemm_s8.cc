@@ -26,7 +26,8 @@ struct BlockParams {
   __m256i multiplier[2], multiplier_odd[2];  // multiplier_odd: odd lanes moved to even
   __m256i left_shift[2], right_shift[2];
   __m256i remainder_mask[2], half_mask[2];  // (1 << right_shift) - 1 and its half
-  __m256d scale[4];
+  __m256d scale[4];                         // kRealScale
+  __m256 float_scale[2];                    // kFloat32
   bool any_left_shift = false;
 };
 
@@ -35,18 +36,23 @@ struct BlockParams {
 struct PaddedParams {
   std::vector<int32_t> col_offset, multiplier, left_shift, right_shift, remainder_mask;
   std::vector<double> scale;
+  std::vector<float> float_scale;
   std::vector<char> block_left_shift;  // per block: some column shifts left
-  bool real_scale = false;
+  OutputStageKind kind = OutputStageKind::kFixedPoint;
 
-  PaddedParams(int n, const int32_t* col_off, const Requantize& rq) {
+  PaddedParams(int n, const int32_t* col_off, const OutputStage& rq) : kind(rq.kind) {
     const int np = (n + kTileCols - 1) / kTileCols * kTileCols;
     col_offset.assign(np, 0);
     if (col_off != nullptr) std::copy(col_off, col_off + n, col_offset.begin());
-    real_scale = rq.scale != nullptr;
     block_left_shift.assign(np / kTileCols, 0);
-    if (real_scale) {
+    if (kind == OutputStageKind::kRealScale) {
       scale.assign(np, 0.0);
-      std::copy(rq.scale, rq.scale + n, scale.begin());
+      std::copy(rq.real_scale, rq.real_scale + n, scale.begin());
+      return;
+    }
+    if (kind == OutputStageKind::kFloat32) {
+      float_scale.assign(np, 0.0f);
+      std::copy(rq.float_scale, rq.float_scale + n, float_scale.begin());
       return;
     }
     multiplier.assign(np, 0);
@@ -63,6 +69,25 @@ struct PaddedParams {
   }
 };
 
+// The stage's constants as vectors: zero point, clamp bounds, and the float32
+// stage's bounds act_min - zp, act_max - zp.
+struct StageVectors {
+  OutputStageKind kind;
+  __m256i zero_point, act_min, act_max;
+  __m256 float_lo, float_hi;
+};
+
+NACC_AVX2 inline StageVectors stage_vectors(const OutputStage& s) {
+  StageVectors v;
+  v.kind = s.kind;
+  v.zero_point = _mm256_set1_epi32(s.output_zero_point);
+  v.act_min = _mm256_set1_epi32(s.act_min);
+  v.act_max = _mm256_set1_epi32(s.act_max);
+  v.float_lo = _mm256_set1_ps(static_cast<float>(s.act_min - s.output_zero_point));
+  v.float_hi = _mm256_set1_ps(static_cast<float>(s.act_max - s.output_zero_point));
+  return v;
+}
+
 NACC_AVX2 inline __m256i load8(const int32_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
@@ -72,19 +97,26 @@ NACC_AVX2 inline BlockParams load_block(const PaddedParams& p, int n0) {
   BlockParams b;
   for (int h = 0; h < 2; ++h) {
     b.col_offset[h] = load8(p.col_offset.data() + n0 + 8 * h);
-    if (p.real_scale) {
-      b.scale[2 * h] = _mm256_loadu_pd(p.scale.data() + n0 + 8 * h);
-      b.scale[2 * h + 1] = _mm256_loadu_pd(p.scale.data() + n0 + 8 * h + 4);
-    } else {
-      b.multiplier[h] = load8(p.multiplier.data() + n0 + 8 * h);
-      b.multiplier_odd[h] = _mm256_srli_epi64(b.multiplier[h], 32);
-      b.left_shift[h] = load8(p.left_shift.data() + n0 + 8 * h);
-      b.right_shift[h] = load8(p.right_shift.data() + n0 + 8 * h);
-      b.remainder_mask[h] = load8(p.remainder_mask.data() + n0 + 8 * h);
-      b.half_mask[h] = _mm256_srli_epi32(b.remainder_mask[h], 1);
+    switch (p.kind) {
+      case OutputStageKind::kRealScale:
+        b.scale[2 * h] = _mm256_loadu_pd(p.scale.data() + n0 + 8 * h);
+        b.scale[2 * h + 1] = _mm256_loadu_pd(p.scale.data() + n0 + 8 * h + 4);
+        break;
+      case OutputStageKind::kFloat32:
+        b.float_scale[h] = _mm256_loadu_ps(p.float_scale.data() + n0 + 8 * h);
+        break;
+      default:
+        b.multiplier[h] = load8(p.multiplier.data() + n0 + 8 * h);
+        b.multiplier_odd[h] = _mm256_srli_epi64(b.multiplier[h], 32);
+        b.left_shift[h] = load8(p.left_shift.data() + n0 + 8 * h);
+        b.right_shift[h] = load8(p.right_shift.data() + n0 + 8 * h);
+        b.remainder_mask[h] = load8(p.remainder_mask.data() + n0 + 8 * h);
+        b.half_mask[h] = _mm256_srli_epi32(b.remainder_mask[h], 1);
+        break;
     }
   }
-  b.any_left_shift = !p.real_scale && p.block_left_shift[n0 / kTileCols];
+  b.any_left_shift =
+      p.kind == OutputStageKind::kFixedPoint && p.block_left_shift[n0 / kTileCols];
   return b;
 }
 
@@ -135,13 +167,21 @@ NACC_AVX2 inline __m256i multiply_by_real_scale8(__m256i x, __m256d scale_lo, __
 }
 
 // Requantizes 8 accumulators of lanes [8h, 8h + 8) of a block; result in [act_min, act_max].
-NACC_AVX2 inline __m256i requantize8(__m256i acc, const BlockParams& b, int h, bool real_scale,
-                                     __m256i zero_point, __m256i act_min, __m256i act_max) {
+NACC_AVX2 inline __m256i requantize8(__m256i acc, const BlockParams& b, int h,
+                                     const StageVectors& s) {
   acc = _mm256_add_epi32(acc, b.col_offset[h]);
-  const __m256i q =
-      real_scale ? multiply_by_real_scale8(acc, b.scale[2 * h], b.scale[2 * h + 1])
-                 : multiply_by_quantized_multiplier8(acc, b, h);
-  return _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(q, zero_point), act_min), act_max);
+  if (s.kind == OutputStageKind::kFloat32) {
+    // float(acc) * scale (one multiply), clamped in float, rounded half to even
+    // (cvtps2dq under the default MXCSR), + zp: requantize_output's kFloat32.
+    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), b.float_scale[h]);
+    v = _mm256_min_ps(_mm256_max_ps(v, s.float_lo), s.float_hi);
+    return _mm256_add_epi32(_mm256_cvtps_epi32(v), s.zero_point);
+  }
+  const __m256i q = s.kind == OutputStageKind::kRealScale
+                        ? multiply_by_real_scale8(acc, b.scale[2 * h], b.scale[2 * h + 1])
+                        : multiply_by_quantized_multiplier8(acc, b, h);
+  return _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(q, s.zero_point), s.act_min),
+                          s.act_max);
 }
 
 // Two vectors of 8 int32 in [-128, 127] -> 16 int8 in lane order.
@@ -163,10 +203,9 @@ NACC_AVX2 inline void store_partial(int8_t* dst, __m128i v, int count) {
 
 // Requantizes one row of a micro-tile (16 accumulators) and stores `cols` bytes.
 NACC_AVX2 inline void store_row(__m256i v0, __m256i v1, const BlockParams& params,
-                                bool real_scale, __m256i zero_point, __m256i act_min,
-                                __m256i act_max, int8_t* dst, int cols) {
-  v0 = requantize8(v0, params, 0, real_scale, zero_point, act_min, act_max);
-  v1 = requantize8(v1, params, 1, real_scale, zero_point, act_min, act_max);
+                                const StageVectors& stage, int8_t* dst, int cols) {
+  v0 = requantize8(v0, params, 0, stage);
+  v1 = requantize8(v1, params, 1, stage);
   store_partial(dst, narrow16(v0, v1), cols);
 }
 
@@ -180,8 +219,7 @@ NACC_AVX2 inline __m256i broadcast_pair(const int16_t* p) {
 // 16-column block of B, accumulators in named registers (8 of the 16 ymm),
 // then the epilogue for the first `rows` rows into `out`.
 NACC_AVX2 void tile4x16(const int16_t* a, int kp, const int16_t* b_block,
-                        const BlockParams& params, bool real_scale, __m256i zero_point,
-                        __m256i act_min, __m256i act_max, int8_t* out,
+                        const BlockParams& params, const StageVectors& stage, int8_t* out,
                         std::ptrdiff_t out_row_stride, int rows, int cols) {
   __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00;
   __m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;
@@ -206,19 +244,10 @@ NACC_AVX2 void tile4x16(const int16_t* a, int kp, const int16_t* b_block,
     c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(x, w0));
     c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(x, w1));
   }
-  store_row(c00, c01, params, real_scale, zero_point, act_min, act_max, out, cols);
-  if (rows > 1) {
-    store_row(c10, c11, params, real_scale, zero_point, act_min, act_max, out + out_row_stride,
-              cols);
-  }
-  if (rows > 2) {
-    store_row(c20, c21, params, real_scale, zero_point, act_min, act_max,
-              out + 2 * out_row_stride, cols);
-  }
-  if (rows > 3) {
-    store_row(c30, c31, params, real_scale, zero_point, act_min, act_max,
-              out + 3 * out_row_stride, cols);
-  }
+  store_row(c00, c01, params, stage, out, cols);
+  if (rows > 1) store_row(c10, c11, params, stage, out + out_row_stride, cols);
+  if (rows > 2) store_row(c20, c21, params, stage, out + 2 * out_row_stride, cols);
+  if (rows > 3) store_row(c30, c31, params, stage, out + 3 * out_row_stride, cols);
 }
 
 // Lane j of the result = the sum of the 8 lanes of acc[j].
@@ -265,14 +294,12 @@ NACC_AVX2 void widen_s8_avx2(const int8_t* src, int count, int32_t offset, int16
 }
 
 NACC_AVX2 void gemm_s8_avx2(int m, const PackedB& b, const FillRows& fill_rows,
-                            const int32_t* col_offset, const Requantize& rq, int8_t* out,
+                            const int32_t* col_offset, const OutputStage& rq, int8_t* out,
                             std::ptrdiff_t out_row_stride) {
   const int n = b.n();
   const int kp = b.kp();
   const PaddedParams padded(n, col_offset, rq);
-  const __m256i zero_point = _mm256_set1_epi32(rq.output_zero_point);
-  const __m256i act_min = _mm256_set1_epi32(rq.act_min);
-  const __m256i act_max = _mm256_set1_epi32(rq.act_max);
+  const StageVectors stage = stage_vectors(rq);
 
   int panel_rows = static_cast<int>(kPanelBytes / (sizeof(int16_t) * kp));
   panel_rows = std::max(kTileRows, std::min(256, panel_rows / kTileRows * kTileRows));
@@ -289,8 +316,7 @@ NACC_AVX2 void gemm_s8_avx2(int m, const PackedB& b, const FillRows& fill_rows,
       // The panel holds whole tiles of rows; rows past `rows` hold stale data
       // whose results are not stored.
       for (int r = 0; r < rows; r += kTileRows) {
-        tile4x16(panel.data() + static_cast<size_t>(r) * kp, kp, b_block, params,
-                 padded.real_scale, zero_point, act_min, act_max,
+        tile4x16(panel.data() + static_cast<size_t>(r) * kp, kp, b_block, params, stage,
                  out + (m0 + r) * out_row_stride + n0, out_row_stride,
                  std::min(kTileRows, rows - r), cols);
       }
@@ -299,12 +325,10 @@ NACC_AVX2 void gemm_s8_avx2(int m, const PackedB& b, const FillRows& fill_rows,
 }
 
 NACC_AVX2 void gemv_s8_avx2(int m, int n, int k, const int8_t* a, int32_t a_zero_point,
-                            const int8_t* b, const int32_t* col_offset, const Requantize& rq,
+                            const int8_t* b, const int32_t* col_offset, const OutputStage& rq,
                             int8_t* out) {
   const PaddedParams padded(n, col_offset, rq);
-  const __m256i zero_point = _mm256_set1_epi32(rq.output_zero_point);
-  const __m256i act_min = _mm256_set1_epi32(rq.act_min);
-  const __m256i act_max = _mm256_set1_epi32(rq.act_max);
+  const StageVectors stage = stage_vectors(rq);
   const std::vector<int8_t> zero_row(k, 0);  // stands in for columns past N
   const int k16 = k / 16 * 16;
   std::vector<int16_t> a16(k);  // one row of A - a_zero_point
@@ -339,7 +363,7 @@ NACC_AVX2 void gemv_s8_avx2(int m, int n, int k, const int8_t* a, int32_t a_zero
           }
           sums = _mm256_add_epi32(sums, _mm256_load_si256(reinterpret_cast<const __m256i*>(tail)));
         }
-        result[h] = requantize8(sums, params, h, padded.real_scale, zero_point, act_min, act_max);
+        result[h] = requantize8(sums, params, h, stage);
       }
       store_partial(out + static_cast<std::ptrdiff_t>(row) * n + n0, narrow16(result[0], result[1]),
                     std::min(kTileCols, n - n0));

@@ -10,24 +10,17 @@
 #include <functional>
 #include <vector>
 
+#include "arch/unit_params.h"
+
 // The exported AVX2 functions carry the target attribute on their declaration
 // too (GCC would otherwise take the definition for a second function version).
 #define NACC_AVX2_TARGET __attribute__((target("avx2,fma")))
 
 namespace nacc::detail {
 
-// How the int32 accumulator of output column n becomes an int8 output:
-//   q = multiply_by_quantized_multiplier(acc, multiplier[n], shift[n])   (scale == nullptr)
-//   q = multiply_by_real_scale(acc, scale[n])                            (scale != nullptr)
-//   out = clamp(q + output_zero_point, act_min, act_max), the add wrapping in int32.
-struct Requantize {
-  const int32_t* multiplier = nullptr;  // [N], each in [0, 2^31)
-  const int32_t* shift = nullptr;       // [N], each in [-31, 31]
-  const double* scale = nullptr;        // [N] or nullptr (TFLite reference FC rounding)
-  int32_t output_zero_point = 0;
-  int32_t act_min = -128, act_max = 127;
-};
-
+// The int32 accumulator of output column n becomes an int8 output through
+// the unit's OutputStage (arch/unit_params.h, every kind but kFixedPoint16x8):
+// the epilogue vectorises requantize_output() and gives its bits.
 // The right operand B(n, k) - zero_point, n < N, k < K, packed once per call
 // for the micro-kernel: int16 in [-255, 255], K rounded up to even (kp), N
 // rounded up to 16, layout [N/16][kp/2][16][2]: one 256-bit load holds the
@@ -60,7 +53,7 @@ using FillRows = std::function<void(int m0, int rows, int16_t* panel)>;
 // the sums wrapping modulo 2^32 like TFLite's int32 accumulator. col_offset
 // (the bias) may be null.
 NACC_AVX2_TARGET void gemm_s8_avx2(int m, const PackedB& b, const FillRows& fill_rows,
-                                   const int32_t* col_offset, const Requantize& rq, int8_t* out,
+                                   const int32_t* col_offset, const OutputStage& rq, int8_t* out,
                                    std::ptrdiff_t out_row_stride);
 
 // The same product for a few rows without packing: A [M][K] (zero point
@@ -69,7 +62,7 @@ NACC_AVX2_TARGET void gemm_s8_avx2(int m, const PackedB& b, const FillRows& fill
 // cost more than using them once. col_offset may be null.
 NACC_AVX2_TARGET void gemv_s8_avx2(int m, int n, int k, const int8_t* a, int32_t a_zero_point,
                                    const int8_t* b, const int32_t* col_offset,
-                                   const Requantize& rq, int8_t* out);
+                                   const OutputStage& rq, int8_t* out);
 
 // dst[i] = src[i] - offset as int16, i < count.
 NACC_AVX2_TARGET void widen_s8_avx2(const int8_t* src, int count, int32_t offset, int16_t* dst);

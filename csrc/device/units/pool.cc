@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "arch/fixed_point.h"
+#include "arch/limits.h"
+#include "arch/unit_checks.h"
 #include "common/cpu.h"
 #include "common/error.h"
-#include "common/limits.h"
-#include "common/quant.h"
-#include "device/units/unit_checks.h"
 
 namespace nacc {
 namespace {

@@ -10,11 +10,6 @@
 
 namespace nacc {
 
-struct PoolParams {
-  WindowParams window;
-  int kernel_h = 1, kernel_w = 1;
-  int32_t act_min = -128, act_max = 127;
-};
 
 //   input  Format [1, H, W, C] int8; output Format [1, OH, OW, C] int8 (OH, OW
 //          as window_output_size); the two must not overlap.

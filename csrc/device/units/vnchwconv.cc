@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "arch/limits.h"
 #include "common/error.h"
-#include "common/limits.h"
 
 namespace nacc {
 

@@ -1,14 +1,32 @@
 // Argument checks shared by every compute unit (see unit_checks.h). Messages
 // are built only on failure.
-#include "device/units/unit_checks.h"
+#include "arch/unit_checks.h"
 
 #include <cmath>
 #include <limits>
 #include <string>
 #include <string_view>
 
+#include "arch/fields.h"
+#include "arch/limits.h"
 #include "common/error.h"
-#include "common/limits.h"
+
+namespace nacc {
+
+int window_output_size(int in, int kernel, int stride, int pad_before, int pad_after) {
+  check_arg(in >= 1, "window_output_size: input size ", in, " must be >= 1");
+  check_arg(kernel >= 1, "window_output_size: kernel ", kernel, " must be >= 1");
+  check_arg(stride >= 1, "window_output_size: stride ", stride, " must be >= 1");
+  check_arg(pad_before >= 0 && pad_after >= 0, "window_output_size: padding ", pad_before, "/",
+            pad_after, " must be >= 0");
+  const int64_t padded = int64_t{in} + pad_before + pad_after;
+  check_arg(padded >= kernel, "window_output_size: kernel ", kernel,
+            " larger than the padded input ", padded, " (input ", in, " + padding ", pad_before,
+            " + ", pad_after, ")");
+  return static_cast<int>((padded - kernel) / stride + 1);
+}
+
+}  // namespace nacc
 
 namespace nacc::detail {
 
@@ -81,13 +99,38 @@ void check_output_stage(const char* op, const OutputStage& stage, int channels) 
   check_zero_point(op, "output_zero_point", stage.output_zero_point,
                    "NACC_FM_OFFSET.OUT_FM_OFFSET");
   check_act_range(op, stage.act_min, stage.act_max);
-  check_not_null(op, "multiplier", stage.multiplier);
-  check_not_null(op, "shift", stage.shift);
-  for (int c = 0; c < channels; ++c) {
-    check_multiplier(op, "multiplier", c, stage.multiplier[c], "QUANT_MUL array, NACC_SPEC §1");
-    check_shift(op, "shift", c, stage.shift[c], limits::kMaxShift,
-                "QUANT_SHIFT array, NACC_SPEC §1");
+  switch (stage.kind) {
+    case OutputStageKind::kFixedPoint:
+      check_not_null(op, "multiplier", stage.multiplier);
+      check_not_null(op, "shift", stage.shift);
+      for (int c = 0; c < channels; ++c) {
+        check_multiplier(op, "multiplier", c, stage.multiplier[c],
+                         "QUANT_MUL array, NACC_SPEC §1");
+        check_shift(op, "shift", c, stage.shift[c], limits::kMaxShift,
+                    "QUANT_SHIFT array, NACC_SPEC §1");
+      }
+      return;
+    case OutputStageKind::kRealScale:
+      check_not_null(op, "effective_scale", stage.real_scale);
+      for (int c = 0; c < channels; ++c) {
+        check_arg(std::isfinite(stage.real_scale[c]) && stage.real_scale[c] >= 0.0, op,
+                  ": effective_scale[", c, "] ", stage.real_scale[c],
+                  " must be finite and >= 0");
+      }
+      return;
+    case OutputStageKind::kFloat32:
+      check_not_null(op, "scale", stage.float_scale);
+      for (int c = 0; c < channels; ++c) {
+        check_arg(std::isfinite(stage.float_scale[c]) && stage.float_scale[c] > 0.0f, op,
+                  ": scale[", c, "] = ", stage.float_scale[c],
+                  " must be finite and > 0 (QUANT_MUL array, QUANT_FP32_SCALE = 1)");
+      }
+      return;
+    case OutputStageKind::kFixedPoint16x8:
+      throw Unsupported(str_cat(op, ": the ", output_stage_kind_name(stage.kind),
+                                " output stage is not modelled yet (NACC_SPEC §9)"));
   }
+  throw InvalidArgument(str_cat(op, ": unknown output stage kind ", int(stage.kind)));
 }
 
 void check_batch(const char* op, const char* what, int n) {
@@ -149,3 +192,81 @@ void check_output_shape(const char* op, const Shape4& expected, const Shape4& ac
 }
 
 }  // namespace nacc::detail
+
+namespace nacc {
+
+void validate_activation_params(const ActivationParams& p) {
+  const char* op = "activation_s8";
+  switch (p.mode) {
+    case ActMode::RELU:
+    case ActMode::RELU6:
+    case ActMode::NONE:
+      break;
+    case ActMode::LUT:
+      check_arg(p.lut != nullptr, op,
+                ": ACT_MODE LUT (4'b0101) needs a 256-entry table (NACC_IN_ACT_DMA_ADDR)");
+      break;
+    case ActMode::TANH:
+    case ActMode::SIGMOID:
+      throw Unsupported(str_cat(op, ": ACT_MODE ", act_mode_name(p.mode), " (",
+                                static_cast<int>(p.mode),
+                                ") is the hardware's q7 (ACT_INT_W) function, not modelled; "
+                                "int8 TANH / LOGISTIC run through ACT_MODE LUT (5) with "
+                                "lut_tflite_tanh / lut_tflite_logistic"));
+    default:
+      throw InvalidArgument(str_cat(op, ": ACT_MODE ", static_cast<int>(p.mode),
+                                    " is not a mode (RELU 0, RELU6 1, TANH 2, SIGMOID 3, "
+                                    "NONE 4, LUT 5)"));
+  }
+  detail::check_offset(op, "input_zero_point", p.input_zero_point,
+                       "NACC_FM_OFFSET.IN_FM_OFFSET");
+  detail::check_offset(op, "output_zero_point", p.output_zero_point,
+                       "NACC_FM_OFFSET.OUT_FM_OFFSET");
+  detail::check_multiplier(op, "multiplier", -1, p.multiplier, "QUANT_MUL[0]");
+  detail::check_shift(op, "shift", -1, p.shift, limits::kMaxShift, "QUANT_SHIFT[0]");
+  detail::check_act_range(op, p.act_min, p.act_max);
+}
+
+void validate_elementwise_params(const ElementwiseParams& p) {
+  const char* op = "elementwise_s8";
+  switch (p.mode) {
+    case ElementwiseMode::ADD:
+    case ElementwiseMode::SUB:
+    case ElementwiseMode::MUL:
+      break;
+    case ElementwiseMode::MUL_S16_S8:
+      throw Unsupported(
+          "elementwise_s8: ELEMENTWISE_MODE MUL_S16_S8 (4'b0100) is not modelled; "
+          "use ADD (4'b0010), SUB (4'b0001) or MUL (4'b1000)");
+    default:
+      throw InvalidArgument(str_cat("elementwise_s8: ELEMENTWISE_MODE ",
+                                    static_cast<int>(p.mode),
+                                    " is not a mode (SUB 1, ADD 2, MUL_S16_S8 4, MUL 8)"));
+  }
+  detail::check_offset(op, "input1_offset", p.input1_offset,
+                       "NACC_ELEMENTWISE.IN_ELEMENT_OFFSET1");
+  detail::check_offset(op, "input2_offset", p.input2_offset,
+                       "NACC_ELEMENTWISE.IN_ELEMENT_OFFSET2");
+  detail::check_offset(op, "output_zero_point", p.output_zero_point,
+                       "NACC_FM_OFFSET.OUT_FM_OFFSET");
+  check_arg(p.left_shift >= 0 && p.left_shift <= limits::kMaxElementwiseLeftShift, op,
+            ": left_shift ", p.left_shift, " out of range [0, ",
+            limits::kMaxElementwiseLeftShift, "] (NACC_ELEMENTWISE.LEFT_SHIFT)");
+  // The per-input scalings and ADD/SUB's output scaling are right shifts only.
+  const int right_only = limits::kMaxSmallerThanOneShift;
+  detail::check_multiplier(op, "input1_multiplier", -1, p.input1_multiplier,
+                           "NACC_ELEMENT_QUANT1_MULT");
+  detail::check_shift(op, "input1_shift", -1, p.input1_shift, right_only,
+                      "NACC_ELEMENT_QUANT1_SHIFT");
+  detail::check_multiplier(op, "input2_multiplier", -1, p.input2_multiplier,
+                           "NACC_ELEMENT_QUANT2_MULT");
+  detail::check_shift(op, "input2_shift", -1, p.input2_shift, right_only,
+                      "NACC_ELEMENT_QUANT2_SHIFT");
+  detail::check_multiplier(op, "output_multiplier", -1, p.output_multiplier, "QUANT_MUL[0]");
+  detail::check_shift(op, "output_shift", -1, p.output_shift,
+                      p.mode == ElementwiseMode::MUL ? limits::kMaxShift : right_only,
+                      "QUANT_SHIFT[0]");
+  detail::check_act_range(op, p.act_min, p.act_max);
+}
+
+}  // namespace nacc

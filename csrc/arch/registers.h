@@ -1,7 +1,7 @@
-// The NACC register file (NACC_SPEC §5, §6): host reads and writes with the
-// RO / write-one-to-clear / write-only-trigger semantics of the register
-// table, device-side setters, and typed field access cheap enough for the
-// device's hot path (an enum index and a shift/mask known at compile time).
+// The NACC register map as code (NACC_SPEC §5, §6): per-register masks derived
+// from the table, address and name lookups, and typed field access cheap
+// enough for the device's hot path (an enum index and a shift/mask known at
+// compile time). The named field constants are arch/fields.h.
 #pragma once
 
 #include <array>
@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "arch/register_table.h"
 #include "common/error.h"
-#include "device/register_table.h"
 
 namespace nacc {
 
@@ -135,6 +135,14 @@ constexpr bool is_trigger_register(Reg r) {
   return (kRegisterMasks[int(r)].w1c | kRegisterMasks[int(r)].wo) != 0;
 }
 
+// The stored bits of a (non-alias) register after a host or NPU_SET_REGISTER
+// write of `value` over `stored`: RW bits take the value, RO and reserved bits
+// keep theirs, W1C bits written as 1 clear, write-only bits are not stored.
+constexpr uint32_t host_write_bits(Reg r, uint32_t stored, uint32_t value) {
+  const RegisterMasks& m = kRegisterMasks[int(r)];
+  return ((stored & ~m.rw) | (value & m.rw)) & ~(value & m.w1c);
+}
+
 // Index of the register called `name`, or -1.
 int find_register(std::string_view name);
 // The register called `name`; InvalidArgument naming the closest matches otherwise.
@@ -181,69 +189,29 @@ constexpr FieldRef field_of(Reg r, const char* name) {
   throw InvalidArgument(str_cat(d.name, " has no field '", name, "'"));
 }
 
+// The symbolic name of `value` in an enumerated field ("DEPTHWISE"), or "?"
+// when the field has no such value (or is not enumerated).
+constexpr const char* enum_value_name(FieldRef f, uint32_t value) {
+  const FieldDesc& d = f.desc();
+  for (int i = 0; i < d.num_values; ++i) {
+    if (d.values[i].value == value) return d.values[i].name;
+  }
+  return "?";
+}
+
 // Run-time lookup by names, with a message listing the register's fields.
 FieldRef field_by_name(Reg r, std::string_view name);
 // "NACC_KERNEL.K_SIZE_X"
 std::string field_path(FieldRef f);
 // Range a value of the field may take: [0, 2^w - 1], or [-2^(w-1), 2^(w-1) - 1] if signed.
-int64_t field_min(FieldRef f);
-int64_t field_max(FieldRef f);
+constexpr int64_t field_min(FieldRef f) {
+  return f.is_signed ? -(int64_t(1) << (f.width - 1)) : 0;
+}
+constexpr int64_t field_max(FieldRef f) {
+  return f.is_signed ? (int64_t(1) << (f.width - 1)) - 1 : (int64_t(1) << f.width) - 1;
+}
 // `reg_value` with field f set to `value`; InvalidArgument when it does not fit:
 // "NACC_KERNEL.K_SIZE_X: value 16 out of range [0, 15]".
 uint32_t with_field(uint32_t reg_value, FieldRef f, int64_t value);
-
-// The register file of one device: storage for every register of the three
-// banks, reset values from the table. Aliases ([C]'s QBASE0/1 and BASEP0..15)
-// have no storage of their own: they view INSTR_ADDR_L/H and BATCH0_ADDRn_L/H,
-// and a write through a narrower view zero-extends (NACC_SPEC §6).
-class RegisterFile {
- public:
-  RegisterFile() { reset(); }
-
-  // Every register to its reset value.
-  void reset();
-  // Every stream-writable register that is not a trigger register to its
-  // reset value; CMD.START does this before a stream runs, so a compiled
-  // stream starts from known values (docs/command_stream.md).
-  void reset_stream_registers();
-
-  // --- Host access (ICB slave port) ---
-  // Reads the register at byte address `addr`: stored bits of RW/RO/W1C fields,
-  // 0 for reserved and write-only bits. DeviceFault when no register is there.
-  uint32_t read(uint32_t addr) const;
-  // Writes the register at `addr`: RW bits take the value, RO and reserved bits
-  // ignore it, W1C bits written as 1 clear, write-only bits are not stored.
-  // Returns the write-only (trigger) bits written as 1, for the device to act
-  // on (e.g. CMD.START). DeviceFault when no register is there.
-  uint32_t write(uint32_t addr, uint32_t value);
-  // Same semantics, by enum.
-  uint32_t write(Reg r, uint32_t value);
-
-  // --- Device side (no access rules) ---
-  // Readable value of r (as a host read would return).
-  uint32_t get(Reg r) const {
-    return values_[kRegisterStorage[int(r)]] & kRegisterMasks[int(r)].readable;
-  }
-  uint32_t field(FieldRef f) const { return f.extract(get(f.reg)); }
-  int32_t field_signed(FieldRef f) const { return f.extract_signed(get(f.reg)); }
-  // Stores the defined bits of `value` whatever their access (RO counters,
-  // QREAD, status bits). Through an alias, the target is replaced (zero-extended).
-  void set(Reg r, uint32_t value) {
-    values_[kRegisterStorage[int(r)]] = value & kRegisterMasks[int(r)].defined;
-  }
-  void set_field(FieldRef f, uint32_t value) { set(f.reg, f.insert(get(f.reg), value)); }
-  // Sets status bits (e.g. NACC_INT_STATUS.BUS_RD_ERR_INTR); the host clears them (W1C).
-  void raise(Reg r, uint32_t bits) {
-    values_[kRegisterStorage[int(r)]] |= bits & kRegisterMasks[int(r)].defined;
-  }
-
-  // 44-bit base address of `region` for batch handler `handler` (BATCHb_ADDRi_H:L).
-  uint64_t region_base(int handler, int region) const;
-  // 44-bit command stream address (INSTR_ADDR_H:L, QBASE1:0).
-  uint64_t instruction_address() const;
-
- private:
-  std::array<uint32_t, kNumRegisters> values_{};
-};
 
 }  // namespace nacc

@@ -7,8 +7,9 @@
 #include <cstdint>
 #include <iterator>
 
-#include "common/limits.h"
-#include "device/register_desc.h"
+#include "arch/field_values.h"
+#include "arch/limits.h"
+#include "arch/register_desc.h"
 
 namespace nacc {
 namespace regtable {
@@ -21,20 +22,31 @@ constexpr Access WO = Access::kWO;
 // ---------------------------------------------------------------------------
 // Symbolic field values.
 
+#define NACC_V(E, NAME) {value_of(E::NAME), #NAME}
 inline constexpr EnumName kConvModes[] = {
-    {0, "CONVOLUTION"}, {1, "MATRIX"}, {2, "RGB_CONV"},
-    {3, "DEPTHWISE"},   {4, "FULLY_CONNECTED"}, {5, "NONE"}};
-inline constexpr EnumName kPoolModes[] = {{0, "MAX"}, {1, "AVERAGE"}, {2, "NONE"}};
-// 5 = LUT is a project extension (NACC_SPEC §1).
-inline constexpr EnumName kActModes[] = {{0, "RELU"}, {1, "RELU6"}, {2, "TANH"},
-                                         {3, "SIGMOID"}, {4, "NONE"}, {5, "LUT"}};
-inline constexpr EnumName kDataForms[] = {{0, "INT8"}, {1, "INT16"}, {2, "INT4"}};
+    NACC_V(ConvMode, CONVOLUTION), NACC_V(ConvMode, MATRIX),          NACC_V(ConvMode, RGB_CONV),
+    NACC_V(ConvMode, DEPTHWISE),   NACC_V(ConvMode, FULLY_CONNECTED), NACC_V(ConvMode, NONE)};
+inline constexpr EnumName kPoolModes[] = {NACC_V(PoolMode, MAX), NACC_V(PoolMode, AVERAGE),
+                                          NACC_V(PoolMode, NONE)};
+// LUT is a project extension (NACC_SPEC §1).
+inline constexpr EnumName kActModes[] = {NACC_V(ActMode, RELU), NACC_V(ActMode, RELU6),
+                                         NACC_V(ActMode, TANH), NACC_V(ActMode, SIGMOID),
+                                         NACC_V(ActMode, NONE), NACC_V(ActMode, LUT)};
+inline constexpr EnumName kDataForms[] = {NACC_V(DataForm, INT8), NACC_V(DataForm, INT16),
+                                          NACC_V(DataForm, INT4)};
 inline constexpr EnumName kElementwiseModes[] = {
-    {1, "SUB"}, {2, "ADD"}, {4, "MUL_S16_S8"}, {8, "MUL"}};
-inline constexpr EnumName kBroadcastModes[] = {
-    {0, "NONE"}, {1, "SPLIT_KERNEL"}, {2, "SPLIT_HEIGHT"}};
-inline constexpr EnumName kAxiBeats[] = {{0, "64B"}, {1, "128B"}, {2, "256B"}};
-inline constexpr EnumName kVnchwconvTypes[] = {{0, "B8"}, {1, "B16"}, {2, "B32"}};
+    NACC_V(ElementwiseMode, SUB), NACC_V(ElementwiseMode, ADD),
+    NACC_V(ElementwiseMode, MUL_S16_S8), NACC_V(ElementwiseMode, MUL)};
+inline constexpr EnumName kBroadcastModes[] = {NACC_V(BroadcastMode, NONE),
+                                               NACC_V(BroadcastMode, SPLIT_KERNEL),
+                                               NACC_V(BroadcastMode, SPLIT_HEIGHT)};
+inline constexpr EnumName kAxiBeats[] = {{value_of(AxiBeats::BEATS_64B), "64B"},
+                                         {value_of(AxiBeats::BEATS_128B), "128B"},
+                                         {value_of(AxiBeats::BEATS_256B), "256B"}};
+inline constexpr EnumName kVnchwconvTypes[] = {NACC_V(VnchwconvType, B8),
+                                               NACC_V(VnchwconvType, B16),
+                                               NACC_V(VnchwconvType, B32)};
+#undef NACC_V
 
 // ---------------------------------------------------------------------------
 // NACC compute bank, 0x0000-0x00FC: [N] §5, field by field.

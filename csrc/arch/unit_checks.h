@@ -2,14 +2,31 @@
 // element-wise, activation): one function per limit. Each throws
 // nacc::InvalidArgument with a message naming the op, the offending value, the
 // allowed range and the NACC register field or limit it comes from
-// (limits.h, NACC_SPEC §1-§3). Internal to device/units.
+// (limits.h, NACC_SPEC §1-§3). Used by the device units and by quant/.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
 
+#include "arch/unit_params.h"
 #include "common/shape.h"
-#include "device/units/conv.h"
+
+namespace nacc {
+
+// Output extent of a window op along one axis:
+// (in + pad_before + pad_after - kernel) / stride + 1; throws if < 1.
+int window_output_size(int in, int kernel, int stride, int pad_before, int pad_after);
+
+
+// Throws InvalidArgument naming the first register out of range, or
+// Unsupported for the q7 Tanh / Sigmoid modes.
+void validate_activation_params(const ActivationParams& params);
+
+// Throws InvalidArgument (or Unsupported for MUL_S16_S8) naming the first
+// register out of range.
+void validate_elementwise_params(const ElementwiseParams& params);
+
+}  // namespace nacc
 
 namespace nacc::detail {
 

@@ -2,7 +2,7 @@
 // docs/weight_compression.md) and the CRC-32C that guards it. Hostile input is
 // expected: every field is range-checked, reads past the end see zero bits and
 // are reported, and every loop is bounded by the element count.
-#include "common/weight_codec.h"
+#include "arch/weight_codec.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -1,7 +1,7 @@
-// The NACC register file: name lookups, checked field encoding, host access
-// with RO / W1C / write-only semantics (NACC_SPEC §5, §6). The table is
-// register_table.h; its structure is checked at compile time here.
-#include "device/registers.h"
+// The NACC register map: name lookups and checked field encoding (NACC_SPEC
+// §5, §6). The table is register_table.h; its structure is checked at compile
+// time here.
+#include "arch/registers.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -44,12 +44,6 @@ const std::unordered_map<std::string_view, int>& name_index() {
   return *map;
 }
 
-std::string hex4(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%04X", v);
-  return buf;
-}
-
 // Closest register names to `name` (shared prefix), for error messages.
 std::string suggestions(std::string_view name) {
   std::vector<std::pair<size_t, std::string_view>> scored;
@@ -66,15 +60,6 @@ std::string suggestions(std::string_view name) {
     out += (i ? ", " : "") + std::string(scored[i].second);
   }
   return out;
-}
-
-DeviceFault no_register(const char* what, uint32_t addr) {
-  if (addr % 4 != 0) {
-    return DeviceFault(
-        str_cat("register ", what, " at ", hex4(addr), ": address is not a multiple of 4"));
-  }
-  return DeviceFault(str_cat("register ", what, " at ", hex4(addr),
-                             ": no register at this address (", describe_address(addr), ")"));
 }
 
 }  // namespace
@@ -110,67 +95,10 @@ FieldRef field_by_name(Reg r, std::string_view name) {
 
 std::string field_path(FieldRef f) { return str_cat(describe(f.reg).name, ".", f.desc().name); }
 
-int64_t field_min(FieldRef f) { return f.is_signed ? -(int64_t(1) << (f.width - 1)) : 0; }
-
-int64_t field_max(FieldRef f) {
-  return f.is_signed ? (int64_t(1) << (f.width - 1)) - 1 : (int64_t(1) << f.width) - 1;
-}
-
 uint32_t with_field(uint32_t reg_value, FieldRef f, int64_t value) {
   check_arg(value >= field_min(f) && value <= field_max(f), field_path(f), ": value ", value,
             " out of range [", field_min(f), ", ", field_max(f), "]");
   return f.insert(reg_value, uint32_t(uint64_t(value)));
-}
-
-void RegisterFile::reset() {
-  for (int i = 0; i < kNumRegisters; ++i) values_[i] = kRegisterMasks[i].reset;
-}
-
-void RegisterFile::reset_stream_registers() {
-  for (int i = 0; i < kNumRegisters; ++i) {
-    if ((kRegisters[i].flags & kStreamWritable) && !is_trigger_register(Reg(i))) {
-      values_[i] = kRegisterMasks[i].reset;
-    }
-  }
-}
-
-uint32_t RegisterFile::read(uint32_t addr) const {
-  const int i = register_index_at(addr);
-  if (i < 0) throw no_register("read", addr);
-  return get(Reg(i));
-}
-
-uint32_t RegisterFile::write(uint32_t addr, uint32_t value) {
-  const int i = register_index_at(addr);
-  if (i < 0) throw no_register("write", addr);
-  return write(Reg(i), value);
-}
-
-uint32_t RegisterFile::write(Reg r, uint32_t value) {
-  const RegisterMasks& m = kRegisterMasks[int(r)];
-  uint32_t& slot = values_[kRegisterStorage[int(r)]];
-  if (describe(r).alias_of >= 0) {
-    // A view replaces its target, zero-extended (aliases are plain RW, checked above).
-    slot = value & m.rw;
-    return 0;
-  }
-  uint32_t v = (slot & ~m.rw) | (value & m.rw);
-  v &= ~(value & m.w1c);
-  slot = v;
-  return value & m.wo;
-}
-
-uint64_t RegisterFile::region_base(int handler, int region) const {
-  check_arg(handler >= 0 && handler < limits::kNumBatchHandlers, "batch handler ", handler,
-            " out of range [0, ", limits::kNumBatchHandlers - 1, "]");
-  check_arg(region >= 0 && region < limits::kNumRegions, "region ", region, " out of range [0, ",
-            limits::kNumRegions - 1, "]");
-  const uint64_t hi = get(batch_addr_hi(handler, region));
-  return (hi << 32) | get(batch_addr_lo(handler, region));
-}
-
-uint64_t RegisterFile::instruction_address() const {
-  return (uint64_t(get(Reg::INSTR_ADDR_H)) << 32) | get(Reg::INSTR_ADDR_L);
 }
 
 }  // namespace nacc

@@ -1,7 +1,9 @@
-// Fixed-point quantization arithmetic shared by every compute unit, written to
-// give the same bits as TensorFlow Lite's reference int8 kernels
-// (tensorflow/lite/kernels/internal/common.h, quantization_util.cc).
-// One place only: units, compiler and frontends all call these.
+// The NPU's fixed-point arithmetic (NACC_SPEC §1): the requantization its
+// output stages and element-wise unit compute, bit for bit as gemmlowp and
+// TensorFlow Lite's reference kernels define it (SaturatingRoundingDoublingHighMul,
+// RoundingDivideByPOT, MultiplyByQuantizedMultiplier), and the real-scale
+// form of TFLite's reference FULLY_CONNECTED. How a host runtime turns its
+// float scales into these multipliers is quant/ (quant/tflite.h).
 #pragma once
 
 #include <algorithm>
@@ -11,29 +13,13 @@
 
 namespace nacc {
 
-// A real multiplier expressed as quantized_multiplier * 2^(shift - 31).
-// multiplier is in [2^30, 2^31) (or 0); shift > 0 is a left shift.
+// A real multiplier expressed as quantized_multiplier * 2^(shift - 31):
+// the QUANT_MUL / QUANT_SHIFT register pair. multiplier is in [2^30, 2^31)
+// (or 0); shift > 0 is a left shift.
 struct QuantizedMultiplier {
   int32_t multiplier = 0;
   int shift = 0;
 };
-
-// TFLite QuantizeMultiplier: frexp, round half away from zero, renormalise
-// 2^31 to 2^30 with shift+1, flush shifts below -31 to zero.
-QuantizedMultiplier quantize_multiplier(double real_multiplier);
-// TFLite QuantizeMultiplierSmallerThanOneExp: as above, requires 0 < m < 1;
-// the returned shift is <= 0.
-QuantizedMultiplier quantize_multiplier_smaller_than_one(double real_multiplier);
-// TFLite QuantizeMultiplierGreaterThanOne: requires m > 1; shift >= 0.
-QuantizedMultiplier quantize_multiplier_greater_than_one(double real_multiplier);
-
-// TFLite QuantizeMultiplier for a multiplier of either sign (LEAKY_RELU's
-// alpha multiplier is negative for a negative alpha): frexp, round half away
-// from zero; only +2^31 is renormalised (to 2^30 with shift+1), so a negative
-// multiplier may come out as -2^31; shifts below -31 flush to zero. The
-// multiplier is in [-2^31, -2^30] U {0} U [2^30, 2^31). Throws InvalidArgument
-// for a non-finite value or a left shift above kMaxShift (31).
-QuantizedMultiplier quantize_multiplier_signed(double real_multiplier);
 
 // gemmlowp SaturatingRoundingDoublingHighMul: (a * b * 2 + 2^31) >> 32 with
 // round-half-away-from-zero nudging; saturates the single overflow case.
@@ -129,11 +115,5 @@ inline int32_t wrapping_add(int32_t x, int32_t y) {
 inline int8_t saturate_to_int8(int32_t v, int32_t lo = -128, int32_t hi = 127) {
   return static_cast<int8_t>(std::min(std::max(v, lo), hi));
 }
-
-// The clamp range TFLite derives for a fused activation
-// (CalculateActivationRangeQuantized) on an int8 output.
-enum class FusedActivation { kNone, kRelu, kReluN1To1, kRelu6 };
-void fused_activation_range_int8(FusedActivation act, double output_scale, int32_t output_zero_point,
-                                 int32_t* act_min, int32_t* act_max);
 
 }  // namespace nacc

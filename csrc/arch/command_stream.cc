@@ -1,11 +1,12 @@
 // The NACC command-stream format: opcode lookups, the shared checks, the
-// validating decoder, the disassembler and the register-shadow emitter
-// (NACC_SPEC §6, docs/command_stream.md).
-#include "compiler/command_stream.h"
+// validating decoder and the disassembler (NACC_SPEC §6, docs/command_stream.md).
+#include "arch/command_stream.h"
 
 #include <cinttypes>
 #include <cstdio>
 #include <iterator>
+
+#include "arch/fields.h"
 
 namespace nacc {
 
@@ -17,19 +18,12 @@ std::string hex(uint32_t v, int digits) {
   return buf;
 }
 
-constexpr FieldRef kConvMode = field_of(Reg::NACC_CTRL, "CONV_MODE");
-constexpr FieldRef kPoolMode = field_of(Reg::NACC_CTRL, "POOL_MODE");
-constexpr FieldRef kActMode = field_of(Reg::NACC_CTRL, "ACT_MODE");
-constexpr FieldRef kStart = field_of(Reg::NACC_CTRL, "START");
-constexpr FieldRef kIm2colEn = field_of(Reg::NACC_CTRL, "IM2COL_EN");
-constexpr FieldRef kElementEn = field_of(Reg::NACC_CTRL, "ELEMENT_EN");
 
-// NACC_CTRL values (register_table.h, kConvModes / kPoolModes / kActModes).
-constexpr uint32_t kConvConvolution = 0, kConvMatrix = 1, kConvRgb = 2, kConvDepthwise = 3,
-                   kConvFullyConnected = 4, kConvNone = 5;
-constexpr uint32_t kPoolMax = 0, kPoolAverage = 1, kPoolNone = 2;
-constexpr uint32_t kActNone = 4;
 constexpr uint32_t bit(uint32_t v) { return 1u << v; }
+template <typename E>
+constexpr uint32_t bit(E e) {
+  return bit(value_of(e));
+}
 
 // The kernel-mode table: what NACC_CTRL must select for each kernel opcode.
 // Fused conv + pool is not claimed by the project (POOL_MODE = NONE for the
@@ -44,13 +38,16 @@ struct KernelRule {
 };
 
 constexpr KernelRule kKernelRules[] = {
-    {Opcode::NPU_OP_CONV, bit(kConvConvolution) | bit(kConvRgb), bit(kPoolNone), 0, false, false},
-    {Opcode::NPU_OP_DEPTHWISE, bit(kConvDepthwise), bit(kPoolNone), 0, false, false},
-    {Opcode::NPU_OP_POOL, bit(kConvNone), bit(kPoolMax) | bit(kPoolAverage), 0, false, false},
-    {Opcode::NPU_OP_ELEMENTWISE, bit(kConvNone), bit(kPoolNone), 1, false, false},
-    {Opcode::NPU_OP_MATMUL, bit(kConvMatrix), bit(kPoolNone), 0, true, false},
-    {Opcode::NPU_OP_FULLY_CONNECTED, bit(kConvFullyConnected), bit(kPoolNone), 0, false, false},
-    {Opcode::NPU_OP_ACTIVATION, bit(kConvNone), bit(kPoolNone), 0, false, true},
+    {Opcode::NPU_OP_CONV, bit(ConvMode::CONVOLUTION) | bit(ConvMode::RGB_CONV), bit(PoolMode::NONE),
+     0, false, false},
+    {Opcode::NPU_OP_DEPTHWISE, bit(ConvMode::DEPTHWISE), bit(PoolMode::NONE), 0, false, false},
+    {Opcode::NPU_OP_POOL, bit(ConvMode::NONE), bit(PoolMode::MAX) | bit(PoolMode::AVERAGE), 0,
+     false, false},
+    {Opcode::NPU_OP_ELEMENTWISE, bit(ConvMode::NONE), bit(PoolMode::NONE), 1, false, false},
+    {Opcode::NPU_OP_MATMUL, bit(ConvMode::MATRIX), bit(PoolMode::NONE), 0, true, false},
+    {Opcode::NPU_OP_FULLY_CONNECTED, bit(ConvMode::FULLY_CONNECTED), bit(PoolMode::NONE), 0, false,
+     false},
+    {Opcode::NPU_OP_ACTIVATION, bit(ConvMode::NONE), bit(PoolMode::NONE), 0, false, true},
 };
 
 const KernelRule* kernel_rule(Opcode op) {
@@ -144,7 +141,7 @@ std::string check_register_write(uint32_t offset, uint32_t value) {
     return str_cat(d.name, " = ", hex(value, 8), " sets reserved or read-only bits ", hex(bad, 8),
                    " (writable bits ", hex(m.rw | m.w1c | m.wo, 8), ")");
   }
-  if (Reg(i) == Reg::NACC_CTRL && kStart.extract(value) != 0) {
+  if (Reg(i) == Reg::NACC_CTRL && fields::NACC_CTRL::START.extract(value) != 0) {
     return "NACC_CTRL.START must be 0 in a command stream: kernels are started by "
            "NPU_OP_<KERNEL> commands";
   }
@@ -162,9 +159,9 @@ std::string check_param(Opcode op, uint16_t param) {
 std::string kernel_mode_rule(Opcode op) {
   const KernelRule* r = kernel_rule(op);
   if (!r) return "";
-  std::string out =
-      str_cat(mode_set_text(kConvMode, r->conv_modes), ", ",
-              mode_set_text(kPoolMode, r->pool_modes), ", ELEMENT_EN = ", r->element_en);
+  std::string out = str_cat(mode_set_text(fields::NACC_CTRL::CONV_MODE, r->conv_modes), ", ",
+                            mode_set_text(fields::NACC_CTRL::POOL_MODE, r->pool_modes),
+                            ", ELEMENT_EN = ", r->element_en);
   out += r->im2col_allowed ? ", IM2COL_EN = 0 or 1" : ", IM2COL_EN = 0";
   if (r->needs_activation) out += ", ACT_MODE != NONE";
   return out;
@@ -175,16 +172,17 @@ std::string check_kernel_mode(Opcode op, uint32_t ctrl) {
   if (!r) return "";
   // Mode fields are 4 bits wide, so bit(value) stays inside the 32-bit sets.
   const FieldRef* bad = nullptr;
-  if (!(r->conv_modes & bit(kConvMode.extract(ctrl)))) {
-    bad = &kConvMode;
-  } else if (!(r->pool_modes & bit(kPoolMode.extract(ctrl)))) {
-    bad = &kPoolMode;
-  } else if (kElementEn.extract(ctrl) != r->element_en) {
-    bad = &kElementEn;
-  } else if (!r->im2col_allowed && kIm2colEn.extract(ctrl) != 0) {
-    bad = &kIm2colEn;
-  } else if (r->needs_activation && kActMode.extract(ctrl) == kActNone) {
-    bad = &kActMode;
+  if (!(r->conv_modes & bit(fields::NACC_CTRL::CONV_MODE.extract(ctrl)))) {
+    bad = &fields::NACC_CTRL::CONV_MODE;
+  } else if (!(r->pool_modes & bit(fields::NACC_CTRL::POOL_MODE.extract(ctrl)))) {
+    bad = &fields::NACC_CTRL::POOL_MODE;
+  } else if (fields::NACC_CTRL::ELEMENT_EN.extract(ctrl) != r->element_en) {
+    bad = &fields::NACC_CTRL::ELEMENT_EN;
+  } else if (!r->im2col_allowed && fields::NACC_CTRL::IM2COL_EN.extract(ctrl) != 0) {
+    bad = &fields::NACC_CTRL::IM2COL_EN;
+  } else if (r->needs_activation &&
+             fields::NACC_CTRL::ACT_MODE.extract(ctrl) == value_of(ActMode::NONE)) {
+    bad = &fields::NACC_CTRL::ACT_MODE;
   }
   if (!bad) return "";
   return str_cat(describe(op).name, " needs NACC_CTRL ", kernel_mode_rule(op), "; NACC_CTRL = ",
@@ -253,7 +251,8 @@ namespace {
 // had to stop (an undecodable word); state errors do not stop it.
 template <typename OnCommand, typename OnError>
 bool walk_stream(const uint32_t* words, size_t n, OnCommand on_command, OnError on_error) {
-  RegisterFile state;  // stream registers start at reset values (CMD.START)
+  // NACC_CTRL as the stream has programmed it, from its reset value (CMD.START).
+  uint32_t ctrl = reset_value(Reg::NACC_CTRL);
   size_t pos = 0;
   bool stopped = false;
   if (n == 0) {
@@ -269,9 +268,11 @@ bool walk_stream(const uint32_t* words, size_t n, OnCommand on_command, OnError 
     }
     on_command(c);
     if (c.op == Opcode::NPU_SET_REGISTER) {
-      state.write(c.param, c.payload);
+      if (register_index_at(c.param) == int(Reg::NACC_CTRL)) {
+        ctrl = host_write_bits(Reg::NACC_CTRL, ctrl, c.payload);
+      }
     } else {
-      err = check_kernel_mode(c.op, state.get(Reg::NACC_CTRL));
+      err = check_kernel_mode(c.op, ctrl & masks_of(Reg::NACC_CTRL).readable);
       if (!err.empty()) on_error(pos, err);
     }
     pos += size_t(command_words(c.op));
@@ -386,60 +387,6 @@ std::string disassemble(const uint32_t* words, size_t n, bool best_effort) {
   return out;
 }
 
-// ---------------------------------------------------------------------------
-// Emitter.
-
-Emitter::Emitter(bool assume_reset_state) {
-  for (int i = 0; i < kNumRegisters; ++i) {
-    shadow_[i] = kRegisterMasks[i].reset;
-    const bool reset_by_start =
-        (kRegisters[i].flags & kStreamWritable) && !is_trigger_register(Reg(i));
-    if (assume_reset_state && reset_by_start) known_.set(size_t(i));
-  }
-}
-
-void Emitter::check_open(const char* what) const {
-  check_arg(!stopped_, "emitter: ", what, " after NPU_OP_STOP (the stream is complete)");
-}
-
-void Emitter::set_register(Reg r, uint32_t value) {
-  check_open("NPU_SET_REGISTER");
-  const RegisterDesc& d = describe(r);
-  const std::string err = check_register_write(d.offset, value);
-  check_arg(err.empty(), "emitter: ", err);
-  const bool trigger = is_trigger_register(r);
-  if (!trigger && known_.test(size_t(r)) && shadow_[size_t(r)] == value) {
-    ++skipped_writes_;
-    return;
-  }
-  words_.push_back(encode_cmd1(Opcode::NPU_SET_REGISTER, d.offset));
-  words_.push_back(value);
-  ++emitted_writes_;
-  if (!trigger) {
-    shadow_[size_t(r)] = value;
-    known_.set(size_t(r));
-  }
-}
-
-void Emitter::set_register_at(uint32_t offset, uint32_t value) {
-  const std::string err = check_register_write(offset, value);
-  check_arg(err.empty(), "emitter: ", err);
-  set_register(Reg(register_index_at(offset)), value);
-}
-
-void Emitter::op(Opcode op, uint16_t param) {
-  const OpcodeDesc& d = describe(op);
-  check_open(d.name);
-  check_arg(d.kind == CommandKind::kCmd0, "emitter: ", d.name,
-            " is a cmd1; use set_register() to write registers");
-  std::string err = check_param(op, param);
-  check_arg(err.empty(), "emitter: ", err);
-  if (d.is_kernel && known_.test(size_t(Reg::NACC_CTRL))) {
-    err = check_kernel_mode(op, shadow_[size_t(Reg::NACC_CTRL)]);
-    check_arg(err.empty(), "emitter: ", err);
-  }
-  words_.push_back(encode_cmd0(op, param));
-  if (op == Opcode::NPU_OP_STOP) stopped_ = true;
-}
-
 }  // namespace nacc
+
+#include "arch/fields.h"

@@ -1,0 +1,68 @@
+// The NACC performance model (NACC_SPEC §8, docs/performance_model.md) as
+// one set of formulas. The compiler's tiling estimate, the per-op §8 bound of
+// its records and the device's counters all call these, so the three cannot
+// drift apart.
+//
+//   MAC array, per core and command (64 int8 lanes along input channels):
+//     convolution      rows * cols * C_out * KH * KW * ceil(C_in / 64)
+//     matrix product   M * N * ceil(K / 64)   (fully connected: M = rows, K = C_in;
+//                                             im2col: M = rows * cols, K = KH*KW*C_in)
+//     depthwise, pool  rows * cols * ceil(C / 64) * KH * KW   (64 channels per tap)
+//     element-wise     ceil(3 * elements / 16)   (two reads and a write over the
+//                                                 16-byte-per-cycle bus)
+//   activation unit   one element per cycle (Tanh, Sigmoid, LUT)
+//   DMA               max(ceil(core bytes / DMA port), ceil(external bytes / shared bandwidth))
+//   §8 bound of an op max(MAC cycles / cores, activation cycles / cores,
+//                         move-once bytes / min(shared bandwidth, cores * DMA port))
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "arch/hw_config.h"
+#include "arch/limits.h"
+#include "arch/sram.h"
+
+namespace nacc::cost {
+
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Passes through the 64-lane MAC array for a reduction of `depth` int8 terms.
+constexpr int64_t lane_groups(int64_t depth) { return ceil_div(depth, limits::kMacLanes); }
+
+constexpr int64_t conv_mac_cycles(int64_t rows, int64_t cols, int64_t out_c, int64_t taps,
+                                  int64_t in_c) {
+  return rows * cols * out_c * taps * lane_groups(in_c);
+}
+constexpr int64_t matrix_mac_cycles(int64_t m, int64_t n, int64_t k) {
+  return m * n * lane_groups(k);
+}
+constexpr int64_t window_mac_cycles(int64_t rows, int64_t cols, int64_t channels, int64_t taps) {
+  return rows * cols * lane_groups(channels) * taps;
+}
+constexpr int64_t elementwise_cycles(int64_t elements) {
+  return ceil_div(3 * elements, kBusBeatBytes);
+}
+constexpr int64_t activation_cycles(int64_t elements) { return elements; }
+
+// A transfer of `core_bytes` through one core's DMA port while `ext_bytes`
+// cross the shared external port.
+constexpr int64_t transfer_cycles(int64_t core_bytes, int64_t ext_bytes, const HwConfig& hw) {
+  return std::max(ceil_div(core_bytes, hw.dma_bytes_per_cycle),
+                  ceil_div(ext_bytes, hw.ext_bytes_per_cycle));
+}
+
+// The bandwidth of the §8 bound: the lesser of the shared port and all cores' ports.
+constexpr int64_t bound_bandwidth(const HwConfig& hw) {
+  return std::min<int64_t>(hw.ext_bytes_per_cycle, int64_t(hw.dma_bytes_per_cycle) * hw.cores);
+}
+
+// The §8 per-op bound: work spread over every core, every byte moved once.
+constexpr int64_t op_bound_cycles(int64_t mac_cycles, int64_t act_cycles, int64_t read_bytes,
+                                  int64_t write_bytes, const HwConfig& hw) {
+  const int64_t bw = bound_bandwidth(hw);
+  return std::max({ceil_div(mac_cycles, hw.cores), ceil_div(act_cycles, hw.cores),
+                   ceil_div(read_bytes, bw), ceil_div(write_bytes, bw)});
+}
+
+}  // namespace nacc::cost

@@ -1,0 +1,173 @@
+// The parameters of the NPU's compute units as the registers define them
+// (NACC_SPEC §1-§2, §9, docs/device_model.md §4): window geometry, the one
+// output stage of every MAC unit with its modes, pooling, the activation unit
+// and the element-wise unit. The device's units execute them; quant/ builds
+// them from a host runtime's quantization (TFLite's, ONNX Runtime's); the
+// compiler writes them into registers.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "arch/field_values.h"
+#include "arch/fixed_point.h"
+
+namespace nacc {
+
+// Geometry shared by convolution, depthwise and pooling.
+struct WindowParams {
+  int stride_h = 1, stride_w = 1;
+  // Explicit padding per side, each in [0, limits::kMaxPadding]; padded input
+  // positions hold the input zero point (convolution) or are skipped (pooling).
+  int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+};
+
+// How a MAC unit's accumulator becomes an output element. One stage with
+// its modes, used by every MAC unit (convolution, depthwise, fully connected,
+// matrix) on its reference and its fast path alike:
+enum class OutputStageKind : uint8_t {
+  // QUANT_MUL / QUANT_SHIFT arrays (NACC_SPEC §1): int32 accumulator,
+  // MultiplyByQuantizedMultiplier(acc, multiplier[c], shift[c]) — TFLite's int8
+  // convolution, depthwise, BATCH_MATMUL, and a 1x1 convolution lowered to FC.
+  kFixedPoint,
+  // NACC_ACT_PARA.QUANT_REAL_SCALE (project extension): float64 scales,
+  // round(double(acc) * scale[c]) half away from zero, INT32_MIN out of range
+  // — TFLite 2.21's reference FULLY_CONNECTED.
+  kRealScale,
+  // NACC_ACT_PARA.QUANT_FP32_SCALE (project extension): float32 scales,
+  // round_half_even(float(acc) * scale[c]) (one float32 multiply, no FMA) —
+  // ONNX Runtime's CPU QLinearConv / QLinearMatMul / QGemm (MLAS).
+  kFloat32,
+  // NACC_SPEC §9, DATA_FORM = 01 (16-bit feature maps): int64 accumulator and
+  // TFLite's int64 MultiplyByQuantizedMultiplier with the reduced 16-bit
+  // multiplier. Reserved: not executed yet (the units raise Unsupported).
+  kFixedPoint16x8,
+};
+
+const char* output_stage_kind_name(OutputStageKind kind);
+
+// out = clamp(stage(acc, c) + output_zero_point, act_min, act_max); the add
+// wraps in int32 (TFLite adds the zero point to the scaled int32 value).
+struct OutputStage {
+  OutputStageKind kind = OutputStageKind::kFixedPoint;
+  const int32_t* multiplier = nullptr;  // kFixedPoint: [C_out], each in [0, 2^31)
+  const int32_t* shift = nullptr;       // kFixedPoint: [C_out], each in [-31, 31]
+  const double* real_scale = nullptr;   // kRealScale: [C_out], finite and >= 0
+  const float* float_scale = nullptr;   // kFloat32: [C_out], finite and > 0
+  int32_t output_zero_point = 0;        // [-128, 127]
+  int32_t act_min = -128, act_max = 127;  // -128 <= act_min <= act_max <= 127
+};
+
+// The output stage for one accumulator of channel c (the reference form;
+// the fast paths vectorise the same arithmetic and are tested against it).
+// kFloat32 clamps to [act_min - zp, act_max - zp] in float before rounding,
+// which gives the same integers as clamping after it.
+inline int8_t requantize_output(const OutputStage& s, int c, int32_t acc) {
+  switch (s.kind) {
+    case OutputStageKind::kFixedPoint:
+      return saturate_to_int8(
+          wrapping_add(multiply_by_quantized_multiplier(acc, s.multiplier[c], s.shift[c]),
+                       s.output_zero_point),
+          s.act_min, s.act_max);
+    case OutputStageKind::kRealScale:
+      return saturate_to_int8(
+          wrapping_add(multiply_by_real_scale(acc, s.real_scale[c]), s.output_zero_point),
+          s.act_min, s.act_max);
+    case OutputStageKind::kFloat32: {
+      float v = static_cast<float>(acc) * s.float_scale[c];
+      v = std::fmin(std::fmax(v, static_cast<float>(s.act_min - s.output_zero_point)),
+                    static_cast<float>(s.act_max - s.output_zero_point));
+      // Round half to even (the default rounding mode; MLAS uses the same).
+      return static_cast<int8_t>(static_cast<int32_t>(std::nearbyint(v)) + s.output_zero_point);
+    }
+    case OutputStageKind::kFixedPoint16x8:
+      break;
+  }
+  return 0;  // unreachable: check_output_stage rejects kFixedPoint16x8
+}
+
+// The pooling unit: max pool (window 1..15) and average pool (2x2 stride 2).
+struct PoolParams {
+  WindowParams window;
+  int kernel_h = 1, kernel_w = 1;
+  int32_t act_min = -128, act_max = 127;
+};
+
+// The activation unit's registers for one int8 -> int8 activation.
+//
+// ReLU, ReLU6, None (TFLite optimized_ops::ReluX for int8, which RELU, RELU6 and
+// RELU_N1_TO_1 use under every resolver):
+//   v   = output_zero_point + MultiplyByQuantizedMultiplier(x - input_zero_point,
+//                                                          multiplier, shift)
+//   out = clamp(v, lo, act_max) with lo = act_min for None and
+//         lo = max(act_min, output_zero_point) (real 0) for ReLU and ReLU6;
+//   ReLU6's upper bound (quantized 6.0) comes from act_max.
+// LUT: out = clamp(lut[uint8(x)], act_min, act_max); the requantization
+//   registers are not used.
+// The hardware's q7 (ACT_INT_W) TANH and SIGMOID are not modelled (Unsupported).
+struct ActivationParams {
+  ActMode mode = ActMode::NONE;
+  // NACC_FM_OFFSET.IN_FM_OFFSET / OUT_FM_OFFSET: 9-bit signed, [-256, 255].
+  int32_t input_zero_point = 0;
+  int32_t output_zero_point = 0;
+  // QUANT_MUL[0] / QUANT_SHIFT[0]: multiplier in [0, 2^31), shift in [-31, 31].
+  // The default is the identity (2^30 * 2^(1-31) = 1).
+  int32_t multiplier = 1 << 30;
+  int shift = 1;
+  // NACC_ACT_MIN / NACC_ACT_MAX: -128 <= act_min <= act_max <= 127.
+  int32_t act_min = -128;
+  int32_t act_max = 127;
+  // LUT mode: 256 int8 entries fetched from NACC_IN_ACT_DMA_ADDR, indexed by
+  // the input byte read as uint8 (entry i is f((int8)i)); nullptr otherwise.
+  const int8_t* lut = nullptr;
+};
+
+// The element-wise unit's registers for one operation.
+//
+// ADD / SUB (TFLite reference_integer_ops::AddFunc, reference_ops::SubElementwise):
+//   a_i    = (x_i + input_i_offset) << left_shift                      i = 1, 2
+//   s_i    = MultiplyByQuantizedMultiplierSmallerThanOneExp(a_i, input_i_multiplier, input_i_shift)
+//   raw    = s_1 + s_2   (ADD)   or   s_1 - s_2   (SUB)
+//   out    = clamp(MultiplyByQuantizedMultiplierSmallerThanOneExp(raw, output_multiplier,
+//                  output_shift) + output_zero_point, act_min, act_max)
+// MUL (TFLite reference_integer_ops::MulElementwise):
+//   out    = clamp(MultiplyByQuantizedMultiplier((x_1 + input1_offset) * (x_2 + input2_offset),
+//                  output_multiplier, output_shift) + output_zero_point, act_min, act_max)
+//   MUL ignores left_shift and the per-input multipliers (ELEMENT_INPUT_QUANT_EN off).
+// MUL_S16_S8 is listed by the hardware and not modelled (Unsupported).
+struct ElementwiseParams {
+  ElementwiseMode mode = ElementwiseMode::ADD;
+  // NACC_ELEMENTWISE.IN_ELEMENT_OFFSET1/2: added to each input, i.e. minus the
+  // input zero point. 9-bit signed field: [-256, 255].
+  int32_t input1_offset = 0;
+  int32_t input2_offset = 0;
+  // NACC_ELEMENTWISE.LEFT_SHIFT: [0, limits::kMaxElementwiseLeftShift]; TFLite uses 20.
+  int left_shift = 20;
+  // NACC_ELEMENT_QUANT1/2_MULT, _SHIFT: multiplier in [0, 2^31), shift in [-31, 0].
+  int32_t input1_multiplier = 0;
+  int input1_shift = 0;
+  int32_t input2_multiplier = 0;
+  int input2_shift = 0;
+  // The output multiplier/shift are entry 0 of the QUANT_MUL / QUANT_SHIFT
+  // arrays (NACC_SPEC §1 decision). Multiplier in [0, 2^31); shift in [-31, 0]
+  // for ADD/SUB, [-31, 31] for MUL.
+  int32_t output_multiplier = 0;
+  int output_shift = 0;
+  // NACC_FM_OFFSET.OUT_FM_OFFSET: 9-bit signed, [-256, 255].
+  int32_t output_zero_point = 0;
+  // NACC_ACT_MIN / NACC_ACT_MAX: -128 <= act_min <= act_max <= 127.
+  int32_t act_min = -128;
+  int32_t act_max = 127;
+};
+
+inline const char* output_stage_kind_name(OutputStageKind kind) {
+  switch (kind) {
+    case OutputStageKind::kFixedPoint: return "fixed point (QUANT_MUL/QUANT_SHIFT)";
+    case OutputStageKind::kRealScale: return "real scale (QUANT_REAL_SCALE)";
+    case OutputStageKind::kFloat32: return "float32 (QUANT_FP32_SCALE)";
+    case OutputStageKind::kFixedPoint16x8: return "16x8 fixed point (DATA_FORM 16-bit)";
+  }
+  return "?";
+}
+
+}  // namespace nacc
