@@ -388,7 +388,7 @@ void elementwise_fast(const ElementwiseParams& p, const Shape4& s1, const int8_t
   // The float32 modes' vector path uses FMA (every AVX2 machine the
   // project targets has it; without it, the scalar std::fmaf path).
   const bool use_vector =
-      use_avx2() && (kFloat == ElementwiseFloat::kOff || cpu_has_fma());
+      use_avx2() && (kFloat == ElementwiseFloat::kOff || cpu_features().fma);
   int8_t* dst = out;
   for (int64_t i0 = 0; i0 < loop[0].extent; ++i0) {
     for (int64_t i1 = 0; i1 < loop[1].extent; ++i1) {

@@ -403,7 +403,7 @@ void avg_pool_s8(const PoolParams& params, const Shape4& input_shape, const int8
                       params, input, output};
   if (params.float32) {
     validate_pool_float(params);
-    if (use_avx2() && cpu_has_fma()) {
+    if (use_avx2() && cpu_features().fma) {
       avg_pool_float_avx2(p);
     } else {
       avg_pool_float_reference(p);
