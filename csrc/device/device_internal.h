@@ -70,6 +70,8 @@ struct Pmu {
   uint32_t commands = 0, sram_high_water = 0;
 };
 
+struct Recorder;  // device/plan_internal.h
+
 // One batch handler (NACC_SPEC §6): its own copy of the stream registers, its
 // latched stream and region bases, its own SRAM set and timeline.
 // Locking: `mu` guards everything here; step() holds it for a whole command,
@@ -90,6 +92,8 @@ struct HandlerContext {
   RunCounters run;
   Pmu pmu;
   std::string fault;
+  // Set while Device::build_plan runs the stream.
+  Recorder* recorder = nullptr;
   // Test-only fault injection (Device::inject_bus_error): the executed-command
   // count at which this run raises a bus read error; -1 = none. CMD.START clears it.
   int64_t injected_bus_error_at = -1;
@@ -102,6 +106,11 @@ struct ExecEnv {
   const MemoryMap& mem;
   ThreadPool& pool;
   int64_t parallel_min_macs;
+  // Building an execution plan (device/plan_internal.h): the commands are
+  // checked, counted and recorded, and their data effects are left out —
+  // except loading kernel data from immutable regions, which the plan keeps.
+  Recorder* rec = nullptr;
+  bool data() const { return rec == nullptr; }
 };
 
 // Device address of a region address register value plus a byte offset.

@@ -8,6 +8,7 @@
 #include "arch/cost_model.h"
 #include "arch/fields.h"
 #include "device/device_internal.h"
+#include "device/plan_internal.h"
 #include "device/units/vnchwconv.h"
 
 namespace nacc::device_detail {
@@ -61,7 +62,11 @@ void execute_dma_copy(ExecEnv& env, uint32_t word) {
   pend.reads.push_back(Interval{s, s + len});
   pend.writes.push_back(Interval{d, d + len});
   check_race(ctx.kernels, pend, "kernel");
-  std::memmove(db.data + (d - db.address), sb.data + (s - sb.address), size_t(len));
+  if (env.rec) {
+    record_copy(*env.rec, word, s, d, len);
+  } else {
+    std::memmove(db.data + (d - db.address), sb.data + (s - sb.address), size_t(len));
+  }
   queue_op(env, std::move(pend), int64_t(len), int64_t(len));
 }
 
@@ -132,6 +137,14 @@ void execute_vnchwconv(ExecEnv& env, uint32_t word) {
   pend.reads.push_back(rd);
   pend.writes.push_back(wr);
   check_race(ctx.kernels, pend, "kernel");
+  if (env.rec) {
+    // Compiled Programs do not use the layout unit (the EP converts at its
+    // boundary); a stream that does runs step by step.
+    if (env.rec->unsupported.empty()) env.rec->unsupported = "NPU_OP_VNCHWCONV";
+    queue_op(env, std::move(pend), int64_t(repeat) * nb * int64_t(block),
+             int64_t(repeat) * nb * int64_t(block));
+    return;
+  }
 
   std::vector<uint8_t> ub(slot_addr.size() * block);
   for (size_t i = 0; i < slot_addr.size(); ++i) {

@@ -13,6 +13,7 @@
 #include "arch/sram.h"
 #include "arch/weight_codec.h"
 #include "device/kernel.h"
+#include "device/plan_internal.h"
 
 namespace nacc::device_detail {
 
@@ -146,11 +147,13 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
   }
 
   // Loads. A broadcast operand (K area in mode 2, IFM in mode 1) is fetched by
-  // core 0 and delivered to every core.
+  // core 0 and delivered to every core. Building a plan loads only kernel data
+  // from immutable regions (the plan keeps the decoded K area).
+  const bool data = env.data();
   uint8_t* sram0 = ctx.cores[0].sram.data();
   for (const CoreWork& c : work) {
     uint8_t* sram = ctx.cores[size_t(c.core)].sram.data();
-    if (c.load_fm) {
+    if (c.load_fm && data) {
       if (s.mode == value_of(BroadcastMode::SPLIT_KERNEL) && c.core > 0) {
         std::memcpy(sram + c.ifm.lo, sram0 + work[0].ifm.lo, size_t(c.ifm.hi - c.ifm.lo));
       } else if (s.im2col) {
@@ -163,43 +166,51 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
       if (s.mode == value_of(BroadcastMode::SPLIT_HEIGHT) && c.core > 0) {
         std::memcpy(sram + c.kern.lo, sram0 + work[0].kern.lo, size_t(c.kern.hi - c.kern.lo));
       } else {
-        if (c.wblock.host) load_weights(s, c, reinterpret_cast<int8_t*>(sram + c.w_lo));
-        if (c.b_read.host) copy_in(c.b_read, sram);
-        for (const Read& r : c.small_reads) copy_in(r, sram);
+        auto loads = [&](const Read& r) { return data || env.rec->immutable(env.rec->ref(r.addr)); };
+        if (c.wblock.host && loads(c.wblock)) {
+          load_weights(s, c, reinterpret_cast<int8_t*>(sram + c.w_lo));
+        }
+        if (c.b_read.host && loads(c.b_read)) copy_in(c.b_read, sram);
+        for (const Read& r : c.small_reads) {
+          if (loads(r)) copy_in(r, sram);
+        }
       }
     }
-    if (c.load_temp) copy_in(c.temp_read, sram);
+    if (c.load_temp && data) copy_in(c.temp_read, sram);
   }
+  if (env.rec) record_kernel(*env.rec, env, s, work);
 
   // Compute, on host threads when the command is worth it.
-  int64_t work_macs = 0;
-  for (const CoreWork& c : work) work_macs += std::max(c.macs, c.mac_cycles);
-  auto body = [&](int i) {
-    try {
-      const CoreWork& c = work[size_t(i)];
-      run_unit(s, c, sram_buffers(c, ctx.cores[size_t(i)].sram.data()));
-    } catch (...) {
-      work[size_t(i)].error = std::current_exception();
+  if (data) {
+    int64_t work_macs = 0;
+    for (const CoreWork& c : work) work_macs += std::max(c.macs, c.mac_cycles);
+    auto body = [&](int i) {
+      try {
+        const CoreWork& c = work[size_t(i)];
+        run_unit(s, c, sram_buffers(c, ctx.cores[size_t(i)].sram.data()));
+      } catch (...) {
+        work[size_t(i)].error = std::current_exception();
+      }
+    };
+    if (n > 1 && env.pool.threads() > 1 && work_macs >= env.parallel_min_macs) {
+      env.pool.parallel_for(n, body);
+    } else {
+      for (int i = 0; i < n; ++i) body(i);
     }
-  };
-  if (n > 1 && env.pool.threads() > 1 && work_macs >= env.parallel_min_macs) {
-    env.pool.parallel_for(n, body);
-  } else {
-    for (int i = 0; i < n; ++i) body(i);
-  }
-  for (const CoreWork& c : work) {
-    if (!c.error) continue;
-    try {
-      std::rethrow_exception(c.error);
-    } catch (const DeviceFault&) {
-      throw;
-    } catch (const Error& e) {
-      throw DeviceFault(str_cat(opcode_name(op), " unit", core_text(s, c.core), ": ", e.what()));
+    for (const CoreWork& c : work) {
+      if (!c.error) continue;
+      try {
+        std::rethrow_exception(c.error);
+      } catch (const DeviceFault&) {
+        throw;
+      } catch (const Error& e) {
+        throw DeviceFault(str_cat(opcode_name(op), " unit", core_text(s, c.core), ": ", e.what()));
+      }
     }
+    for (const CoreWork& c : work) copy_out(s, c, ctx.cores[size_t(c.core)].sram.data());
   }
 
-  // Write-out, residency, counters, timeline.
-  for (const CoreWork& c : work) copy_out(s, c, ctx.cores[size_t(c.core)].sram.data());
+  // Residency, counters, timeline.
   int64_t ext_rd = work[0].rd_broadcast, ext_wr = 0;
   for (const CoreWork& c : work) {
     ext_rd += c.rd_unicast;
