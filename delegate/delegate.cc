@@ -6,6 +6,7 @@
 // exception: errors reach TFLite as kTfLiteError with a message, never as a
 // crash of the host process.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -24,7 +25,7 @@
 #include "partition.h"
 #include "report.h"
 #include "runtime/runtime.h"
-#include "sha256.h"
+#include "support/sha256.h"
 #include "support/sram.h"
 #include "tflite_abi.h"
 #include "translate.h"
@@ -70,6 +71,18 @@ std::string node_range(const std::vector<int>& nodes) {
   if (nodes.empty()) return "no nodes";
   const auto [lo, hi] = std::minmax_element(nodes.begin(), nodes.end());
   return nodes.size() == 1 ? str_cat("node ", *lo) : str_cat("nodes ", *lo, "-", *hi);
+}
+
+// Reports `message` to TFLite as "NACC delegate: <message>.\n". TFLite joins
+// the messages of one failure without a separator (its own "Node number 4
+// (NaccDelegate) failed to prepare." follows ours), so each ends in a period
+// and a newline.
+void report_error(TfLiteContext* ctx, std::string message) {
+  while (!message.empty() && std::isspace(static_cast<unsigned char>(message.back()))) {
+    message.pop_back();
+  }
+  if (message.empty() || message.back() != '.') message += '.';
+  ctx->ReportError(ctx, "NACC delegate: %s\n", message.c_str());
 }
 
 // Sets a tensor's dims (the runtime reallocates it before the next Invoke).
@@ -172,8 +185,7 @@ class PartitionKernel {
     ir::Graph g;
     try {
       g = extract_partition(t, part_.nodes, part_.inputs, part_.outputs, &bound);
-      part_.program = compile_partition(g, options_, str_cat(part_.report->cache_key, "_resized"),
-                                        part_.report.get(), log_);
+      part_.program = compile_partition(g, options_, "_resized", part_.report.get(), log_);
     } catch (const Error& e) {
       throw Error(str_cat(what, ", the partition does not compile: ", e.what(), advice));
     }
@@ -242,7 +254,7 @@ std::vector<PreviewPartition> preview(TfLiteContext* ctx, const std::set<int>& c
 }
 
 std::string model_signature(const TfLiteContext& ctx, const std::vector<NodeSpec>& specs) {
-  Sha256 h;
+  support::Sha256 h;
   for (const NodeSpec& s : specs) {
     h.update_pod(s.builtin_code).update_pod(s.version);
     h.update(s.inputs.data(), s.inputs.size() * sizeof(int));
@@ -420,8 +432,7 @@ TfLiteStatus prepare_impl(TfLiteContext* ctx, NaccDelegate* d) {
         ir::Graph g = extract_partition(t, p.nodes, p.inputs, p.outputs, &cp.inputs);
         for (int id : g.inputs) cp.input_shapes.push_back(g.tensor(id).shape);
         for (int id : g.outputs) cp.output_shapes.push_back(g.tensor(id).shape);
-        const std::string tag = str_cat("nacc_", cache_key(g, d->options).substr(0, 16));
-        cp.program = compile_partition(g, d->options, tag, cp.report.get(), d->log);
+        cp.program = compile_partition(g, d->options, "", cp.report.get(), d->log);
       } catch (const Error& e) {
         // Decline only the ops that do not compile on their own, so one op
         // the compiler cannot place does not take its whole partition along;
@@ -521,11 +532,8 @@ TfLiteStatus prepare_impl(TfLiteContext* ctx, NaccDelegate* d) {
       }
     }
     if (shown > 8) list += str_cat("\n  ... and ", shown - 8, " more");
-    ctx->ReportError(ctx, "%s",
-                     str_cat("NACC delegate (fallback=error): ",
-                             report->total_nodes - report->claimed_nodes, " of ",
-                             report->total_nodes, " nodes would stay on the host:", list, "\n")
-                         .c_str());
+    report_error(ctx, str_cat("fallback=error: ", report->total_nodes - report->claimed_nodes,
+                              " of ", report->total_nodes, " nodes would stay on the host:", list));
     return kTfLiteError;
   }
   if (claimed.empty()) return kTfLiteOk;
@@ -554,16 +562,16 @@ TfLiteStatus prepare_impl(TfLiteContext* ctx, NaccDelegate* d) {
   reg.prepare = [](TfLiteContext* ctx, TfLiteNode* node) -> TfLiteStatus {
     auto* k = static_cast<PartitionKernel*>(node->user_data);
     if (!k) {
-      ctx->ReportError(ctx, "NACC delegate: a partition kernel has no compiled Program "
-                            "(the delegate's Prepare did not produce this partition)");
+      report_error(ctx, "a partition kernel has no compiled Program (the delegate's Prepare did "
+                        "not produce this partition)");
       return kTfLiteError;
     }
     try {
       return k->prepare(ctx);
     } catch (const std::exception& e) {
-      ctx->ReportError(ctx, "NACC delegate: %s", e.what());
+      report_error(ctx, e.what());
     } catch (...) {
-      ctx->ReportError(ctx, "NACC delegate: %s: unknown error in prepare", k->label().c_str());
+      report_error(ctx, str_cat(k->label(), ": unknown error in prepare"));
     }
     return kTfLiteError;
   };
@@ -575,10 +583,9 @@ TfLiteStatus prepare_impl(TfLiteContext* ctx, NaccDelegate* d) {
     } catch (const std::exception& e) {
       // Messages of the partition's own checks already start with its label.
       const bool labelled = std::string(e.what()).rfind(k->label(), 0) == 0;
-      ctx->ReportError(ctx, "NACC delegate: %s%s%s", labelled ? "" : k->label().c_str(),
-                       labelled ? "" : ": ", e.what());
+      report_error(ctx, labelled ? std::string(e.what()) : str_cat(k->label(), ": ", e.what()));
     } catch (...) {
-      ctx->ReportError(ctx, "NACC delegate: %s: unknown error in invoke", k->label().c_str());
+      report_error(ctx, str_cat(k->label(), ": unknown error in invoke"));
     }
     return kTfLiteError;
   };
@@ -614,7 +621,7 @@ TfLiteStatus delegate_prepare(TfLiteContext* ctx, TfLiteDelegate* base) {
     return prepare_impl(ctx, d);
   } catch (const std::exception& e) {
     if (d->options.fallback == Fallback::kError) {
-      ctx->ReportError(ctx, "NACC delegate: %s", e.what());
+      report_error(ctx, e.what());
       return kTfLiteError;
     }
     // Never take the interpreter down: leave the whole subgraph to TFLite.

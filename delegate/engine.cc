@@ -38,13 +38,19 @@ support::SupportConfig support_config(const DelegateOptions& options) {
 Program compile_graph(const ir::Graph& graph, const DelegateOptions& options) {
   CompileOptions co;
   co.hw = hardware_config(options);
-  return compile(graph, co);
+  Program program = compile(graph, co);
+  check_program(program, options);
+  return program;
+}
+
+void check_program(const Program& program, const DelegateOptions& options) {
+  check_program_for_device(program, hardware_config(options));
 }
 
 std::vector<uint8_t> serialize_program(const Program& program) { return program.serialize(); }
 
-Program deserialize_program(const std::vector<uint8_t>& bytes) {
-  return Program::deserialize(bytes.data(), bytes.size());
+Program deserialize_program(const uint8_t* data, size_t size) {
+  return Program::deserialize(data, size);
 }
 
 namespace {

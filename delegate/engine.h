@@ -25,9 +25,16 @@ HwConfig hardware_config(const DelegateOptions& options);
 support::SupportConfig support_config(const DelegateOptions& options);
 
 // Compiles `graph` (inputs/outputs = the partition's I/O, in order) for the
-// options' hardware. Throws nacc::Error (Unsupported, InvalidArgument) when
-// the compiler cannot place it; the caller falls back to TFLite.
+// options' hardware and checks the Program as the runtime will
+// (check_program). Throws nacc::Error (Unsupported, InvalidArgument) when the
+// compiler cannot place it or the runtime would refuse it; the caller falls
+// back to TFLite.
 Program compile_graph(const ir::Graph& graph, const DelegateOptions& options);
+
+// The runtime's check of a Program (nacc::check_program_for_device) for the
+// options' hardware: what loading it into an Executor would check, done
+// before its nodes are claimed. Throws InvalidArgument.
+void check_program(const Program& program, const DelegateOptions& options);
 
 // Disassembly of the Program's command stream, for dump_dir.
 std::string disassemble_program(const Program& program);
@@ -35,7 +42,7 @@ std::string disassemble_program(const Program& program);
 // Program::serialize / Program::deserialize (cache_dir, dump_dir). Throw
 // nacc::Error on malformed bytes.
 std::vector<uint8_t> serialize_program(const Program& program);
-Program deserialize_program(const std::vector<uint8_t>& bytes);
+Program deserialize_program(const uint8_t* data, size_t size);
 
 // What one run of a Program cost on the simulated device.
 struct RunStats {

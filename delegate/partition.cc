@@ -1,56 +1,46 @@
 // Partition extraction, cache keys, compile-with-cache and dumps (partition.h).
 #include "partition.h"
 
-#include <unistd.h>
-
-#include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <unordered_map>
 
 #include "common/error.h"
 #include "common/version.h"
-#include "sha256.h"
+#include "support/cache_entry.h"
+#include "support/graph_digest.h"
 
 namespace nacc::tflite {
 
 namespace {
 
-constexpr const char* kCacheFormat = "nacc-tflite-program-cache-v1";
+// Part of every key: bump when the entry's meaning changes. v2: keys are
+// built from support::graph_digest (v1 hashed the IR directly, without LUTs
+// and onnx_requantize) and entries carry the support/cache_entry.h header.
+constexpr const char* kCacheFormat = "nacc-tflite-program-cache-v2";
+constexpr const char* kEntryKind = "tflite-program";
 
-std::vector<uint8_t> read_file(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+std::string entry_path(const DelegateOptions& options, const std::string& key) {
+  return (std::filesystem::path(options.cache_dir) / (key + ".nacc")).string();
 }
 
-// Writes atomically (temporary file + rename) so a concurrent reader never
-// sees a partial entry.
-void write_file(const std::filesystem::path& p, const void* data, size_t size) {
-  // Unique per process and call: concurrent writers (threads or processes
-  // sharing cache_dir) never write into one temporary file.
-  static std::atomic<uint64_t> counter{0};
-  const std::filesystem::path tmp =
-      p.string() + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    check_arg(static_cast<bool>(f), "cannot write '", tmp.string(), "'");
-    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
-    check_arg(static_cast<bool>(f), "cannot write '", tmp.string(), "'");
+// The cached Program of the partition `id` from cache_dir, or null when there
+// is none or the entry there is not this partition's (then *problem says why).
+std::shared_ptr<Program> load_cached(const DelegateOptions& options, const support::CacheEntryId& id,
+                                     std::string* problem) {
+  const auto bytes = support::read_cache_file(entry_path(options, id.key));
+  if (!bytes) return nullptr;
+  const auto payload = support::decode_cache_entry(*bytes, id, problem);
+  if (!payload) return nullptr;
+  try {
+    auto program = std::make_shared<Program>(
+        deserialize_program(bytes->data() + payload->offset, payload->size));
+    check_program(*program, options);
+    return program;
+  } catch (const std::exception& e) {
+    *problem = str_cat("its Program is unusable: ", e.what());
+    return nullptr;
   }
-  std::filesystem::rename(tmp, p);
-}
-
-void hash_string(Sha256& h, const std::string& s) {
-  h.update_pod(static_cast<uint64_t>(s.size()));
-  h.update(s);
-}
-
-template <typename T>
-void hash_vector(Sha256& h, const std::vector<T>& v) {
-  h.update_pod(static_cast<uint64_t>(v.size()));
-  if (!v.empty()) h.update(v.data(), v.size() * sizeof(T));
 }
 
 }  // namespace
@@ -92,75 +82,44 @@ ir::Graph extract_partition(const Translation& t, const std::vector<int>& nodes,
   return g;
 }
 
-std::string cache_key(const ir::Graph& g, const DelegateOptions& options) {
-  Sha256 h;
-  hash_string(h, kCacheFormat);
-  hash_string(h, kVersion);
+std::string cache_key(const std::string& ir_digest, const DelegateOptions& options) {
   const HwConfig hw = hardware_config(options);
-  h.update_pod(hw.cores).update_pod(hw.sram_bytes);
-  h.update_pod(hw.dma_bytes_per_cycle).update_pod(hw.ext_bytes_per_cycle);
-  h.update_pod(static_cast<uint64_t>(g.tensors.size()));
-  for (const ir::Tensor& t : g.tensors) {
-    hash_string(h, t.name);
-    hash_vector(h, t.shape);
-    h.update_pod(static_cast<int>(t.dtype));
-    hash_vector(h, t.quant.scales);
-    hash_vector(h, t.quant.zero_points);
-    h.update_pod(t.quant.axis);
-    h.update_pod(t.data.has_value());
-    if (t.data) hash_vector(h, *t.data);
-  }
-  h.update_pod(static_cast<uint64_t>(g.ops.size()));
-  for (const ir::Op& op : g.ops) {
-    h.update_pod(static_cast<int>(op.kind));
-    hash_string(h, op.name);
-    hash_string(h, op.type_name);
-    hash_vector(h, op.inputs);
-    hash_vector(h, op.outputs);
-    const ir::Attributes& a = op.attrs;
-    h.update_pod(a.stride_h).update_pod(a.stride_w).update_pod(a.dilation_h).update_pod(a.dilation_w);
-    h.update_pod(a.padding.top).update_pod(a.padding.bottom).update_pod(a.padding.left);
-    h.update_pod(a.padding.right).update_pod(a.kernel_h).update_pod(a.kernel_w);
-    h.update_pod(a.depth_multiplier).update_pod(static_cast<int>(a.activation)).update_pod(a.axis);
-    hash_vector(h, a.axes);
-    h.update_pod(a.keep_dims).update_pod(a.alpha);
-    hash_vector(h, a.paddings);
-    for (const std::string& s : a.unsupported_options) hash_string(h, s);
-  }
-  hash_vector(h, g.inputs);
-  hash_vector(h, g.outputs);
-  return h.hex_digest();
+  return support::bytes_digest(
+      str_cat(kCacheFormat, "\nnacc=", kVersion, "\ncores=", hw.cores, ";sram_bytes=", hw.sram_bytes,
+              ";dma_bytes_per_cycle=", hw.dma_bytes_per_cycle, ";ext_bytes_per_cycle=",
+              hw.ext_bytes_per_cycle, "\nir=", ir_digest),
+      support::DigestKind::kSha256);
 }
 
 std::shared_ptr<const Program> compile_partition(const ir::Graph& graph,
                                                  const DelegateOptions& options,
-                                                 const std::string& dump_tag,
+                                                 const std::string& dump_suffix,
                                                  PartitionReport* report, const Logger& log) {
   namespace fs = std::filesystem;
-  const std::string key = cache_key(graph, options);
-  report->cache_key = key;
-  report->cache_hit = false;
-  std::shared_ptr<Program> program;
   const auto t0 = std::chrono::steady_clock::now();
+  const std::string ir_digest = support::graph_digest(graph, support::DigestKind::kSha256);
+  const support::CacheEntryId id{kEntryKind, cache_key(ir_digest, options), ir_digest};
+  report->cache_key = id.key;
+  report->cache_hit = false;
+  report->cache_replaced.clear();
+  std::shared_ptr<Program> program;
   if (!options.cache_dir.empty()) {
-    const fs::path entry = fs::path(options.cache_dir) / (key + ".nacc");
-    std::error_code ec;
-    if (fs::exists(entry, ec)) {
-      try {
-        program = std::make_shared<Program>(deserialize_program(read_file(entry)));
-        report->cache_hit = true;
-      } catch (const std::exception& e) {
-        log.log(LogLevel::kWarning, str_cat("cache entry ", entry.string(),
-                                            " is unusable and will be replaced: ", e.what()));
-      }
+    std::string problem;
+    program = load_cached(options, id, &problem);
+    report->cache_hit = program != nullptr;
+    if (!program && !problem.empty()) {
+      report->cache_replaced = problem;
+      log.log(LogLevel::kWarning,
+              str_cat("cache entry ", entry_path(options, id.key), " is not used: ", problem,
+                      "; the partition is compiled again and the entry replaced"));
     }
   }
   if (!program) {
     program = std::make_shared<Program>(compile_graph(graph, options));
     if (!options.cache_dir.empty()) {
       try {
-        const std::vector<uint8_t> bytes = serialize_program(*program);
-        write_file(fs::path(options.cache_dir) / (key + ".nacc"), bytes.data(), bytes.size());
+        support::write_cache_file(entry_path(options, id.key),
+                                  support::encode_cache_entry(id, serialize_program(*program)));
       } catch (const std::exception& e) {
         log.log(LogLevel::kWarning, str_cat("cannot store the compiled Program in cache_dir: ",
                                             e.what()));
@@ -173,16 +132,16 @@ std::shared_ptr<const Program> compile_partition(const ir::Graph& graph,
   report->command_words = static_cast<int64_t>(program->commands.size());
   report->constant_bytes = static_cast<int64_t>(program->constants.size());
   if (!options.dump_dir.empty()) {
-    const fs::path base = fs::path(options.dump_dir) / dump_tag;
+    const fs::path base =
+        fs::path(options.dump_dir) / str_cat("nacc_", id.key.substr(0, 16), dump_suffix);
     try {
-      const std::vector<uint8_t> bytes = serialize_program(*program);
-      write_file(base.string() + ".program", bytes.data(), bytes.size());
+      support::write_cache_file(base.string() + ".program", serialize_program(*program));
     } catch (const std::exception& e) {
       log.log(LogLevel::kWarning, str_cat("dump_dir: cannot write the Program: ", e.what()));
     }
     try {
       const std::string text = disassemble_program(*program);
-      write_file(base.string() + ".txt", text.data(), text.size());
+      support::write_cache_file(base.string() + ".txt", std::vector<uint8_t>(text.begin(), text.end()));
     } catch (const std::exception& e) {
       log.log(LogLevel::kWarning, str_cat("dump_dir: cannot write the disassembly: ", e.what()));
     }

@@ -22,8 +22,10 @@ ir::Graph extract_partition(const Translation& t, const std::vector<int>& nodes,
                             const std::vector<int>& inputs, const std::vector<int>& outputs,
                             std::vector<int>* bound_inputs);
 
-// SHA-256 of everything the compiled Program depends on.
-std::string cache_key(const ir::Graph& graph, const DelegateOptions& options);
+// The cache key (64 hex characters, SHA-256) of a partition whose IR has
+// the support::graph_digest `ir_digest`, for the options' hardware: names its
+// cache_dir entry <key>.nacc and is stored in it.
+std::string cache_key(const std::string& ir_digest, const DelegateOptions& options);
 
 // A compiled partition, ready for a kernel.
 struct CompiledPartition {
@@ -38,11 +40,15 @@ struct CompiledPartition {
 };
 
 // Compiles `graph` for the options (cache lookup, compile, cache store,
-// dumps). Fills the compile fields of *report. Throws nacc::Error when the
-// compiler cannot place the graph.
+// dumps to <dump_dir>/nacc_<key prefix><dump_suffix>.*). Fills the compile
+// fields of *report. A cache_dir entry is used only when its header names
+// this partition's key and IR digest (support/cache_entry.h) and its Program
+// passes the runtime's check; any other entry is logged as a warning, the
+// partition compiled again and the entry replaced. Throws nacc::Error when the
+// compiler cannot place the graph or its Program fails the runtime's check.
 std::shared_ptr<const Program> compile_partition(const ir::Graph& graph,
                                                  const DelegateOptions& options,
-                                                 const std::string& dump_tag,
+                                                 const std::string& dump_suffix,
                                                  PartitionReport* report, const Logger& log);
 
 }  // namespace nacc::tflite

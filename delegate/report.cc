@@ -64,6 +64,7 @@ std::string report_json(const DelegateOptions& options,
       w.field("index", p->index).field("nodes", p->nodes).field("ops", p->ops);
       w.field("input_tensors", p->input_tensors).field("output_tensors", p->output_tensors);
       w.field("macs", p->macs).field("cache_key", p->cache_key).field("cache_hit", p->cache_hit);
+      w.field("cache_replaced", p->cache_replaced);
       w.field("compile_ms", p->compile_ms).field("program_ops", p->program_ops);
       w.field("command_words", p->command_words).field("constant_bytes", p->constant_bytes);
       w.field("invocations", p->invocations).field("recompilations", p->recompilations);

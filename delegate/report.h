@@ -25,6 +25,10 @@ struct PartitionReport {
   int64_t macs = 0;
   std::string cache_key;
   bool cache_hit = false;
+  // Why the cache_dir entry under cache_key was not used and was replaced
+  // (another partition's Program, an old format, ...); empty: none was there,
+  // or it was used.
+  std::string cache_replaced;
   double compile_ms = 0;
   int64_t program_ops = 0, command_words = 0, constant_bytes = 0;
 

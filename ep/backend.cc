@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "common/error.h"
-
 #include "compiler/compiler.h"
 #include "runtime/runtime.h"
 
@@ -21,12 +20,12 @@ HwConfig hw_config(const Config& config) {
   return hw;
 }
 
-
-
 Program compile_partition(const ir::Graph& partition, const Config& config) {
   CompileOptions options;
   options.hw = hw_config(config);
-  return nacc::compile(partition, options);
+  Program program = nacc::compile(partition, options);
+  check_program_for_device(program, options.hw);
+  return program;
 }
 
 std::vector<uint8_t> serialize_program(const Program& program) { return program.serialize(); }

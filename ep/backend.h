@@ -18,8 +18,10 @@ namespace nacc::ep {
 // The hardware configuration the options describe.
 HwConfig hw_config(const Config& config);
 
-// Compiles `partition` (graph.inputs / outputs are the partition's I/O).
-// Throws nacc::Unsupported / InvalidArgument with the compiler's reason.
+// Compiles `partition` (graph.inputs / outputs are the partition's I/O) and
+// checks the Program as the runtime will (check_program_for_device), so a
+// Program the device would refuse is a compile failure GetCapability falls
+// back from. Throws nacc::Unsupported / InvalidArgument with the reason.
 Program compile_partition(const ir::Graph& partition, const Config& config);
 
 // Program <-> bytes (the container format of docs/command_stream.md).

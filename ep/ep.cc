@@ -9,6 +9,8 @@
 #include "ep/capability.h"
 #include "ep/ep_context.h"
 #include "ep/onnx_graph.h"
+#include "runtime/runtime.h"
+#include "support/graph_digest.h"
 
 namespace nacc::ep {
 
@@ -170,13 +172,28 @@ void NaccEp::fail_if_fallback_error() const {
 
 std::shared_ptr<const PartitionBlob> NaccEp::compiled(const PartitionIr& ir, bool* compiled_now) {
   *compiled_now = false;
-  const uint64_t key = fingerprint(ir.graph, ir.inputs, ir.outputs, config_);
-  if (auto blob = memory_cache_get(key)) return blob;
+  const std::string ir_digest = support::graph_digest(ir.graph, support::DigestKind::kFnv1a64);
+  const support::CacheEntryId id{kCacheEntryKind,
+                                 partition_key(ir_digest, ir.inputs, ir.outputs, config_), ir_digest};
+  if (auto blob = memory_cache_get(id.key)) return blob;
   if (!config_.cache_dir.empty()) {
-    if (auto blob = cache_load(config_.cache_dir, key)) {
-      auto shared = std::make_shared<const PartitionBlob>(std::move(*blob));
-      memory_cache_put(key, shared);
-      return shared;
+    std::string problem;
+    if (auto blob = cache_load(config_.cache_dir, id, &problem)) {
+      try {
+        check_program_for_device(blob->program, hw_config(config_));
+        auto shared = std::make_shared<const PartitionBlob>(std::move(*blob));
+        memory_cache_put(id.key, shared);
+        return shared;
+      } catch (const nacc::Error& e) {
+        problem = str_cat("its Program fails the runtime's check: ", e.what());
+      }
+    }
+    if (!problem.empty()) {
+      log_(ORT_LOGGING_LEVEL_WARNING,
+           str_cat("NaccExecutionProvider: cache entry ", cache_path(config_.cache_dir, id.key),
+                   " is not used: ", problem, "; the partition is compiled again and the entry "
+                   "replaced"),
+           "Compile");
     }
   }
   auto blob = std::make_shared<PartitionBlob>();
@@ -184,8 +201,17 @@ std::shared_ptr<const PartitionBlob> NaccEp::compiled(const PartitionIr& ir, boo
   blob->outputs = ir.outputs;
   blob->program = compile_partition(ir.graph, config_);
   *compiled_now = true;
-  if (!config_.cache_dir.empty()) cache_store(config_.cache_dir, key, *blob);
-  memory_cache_put(key, blob);
+  if (!config_.cache_dir.empty()) {
+    try {
+      cache_store(config_.cache_dir, id, *blob);
+    } catch (const std::exception& e) {
+      log_(ORT_LOGGING_LEVEL_WARNING,
+           str_cat("NaccExecutionProvider: cannot store the compiled partition in cache_dir: ",
+                   e.what()),
+           "Compile");
+    }
+  }
+  memory_cache_put(id.key, blob);
   return blob;
 }
 
@@ -362,6 +388,11 @@ std::unique_ptr<CompiledPartition> NaccEp::compile_one(const OrtGraph* graph,
     }
     const std::string& s = it->second.s;
     blob = PartitionBlob::deserialize(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+    // Integrity (checksum), nacc version and format were checked by
+    // deserialize; the hardware it was compiled for is checked against this
+    // session's options here.
+    const std::string note = check_ep_context_blob(blob, n.name, config_);
+    if (!note.empty()) log_(ORT_LOGGING_LEVEL_WARNING, note, "Compile");
     log_(ORT_LOGGING_LEVEL_INFO,
              str_cat("NaccExecutionProvider: loaded compiled partition '", n.name,
                      "' from its EPContext node (no compilation)"),

@@ -2,9 +2,7 @@
 // nodes (ep_context.h).
 #include "ep/ep_context.h"
 
-#include <unistd.h>
-
-#include <atomic>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -14,6 +12,8 @@
 
 #include "common/error.h"
 #include "ep/backend.h"
+#include "runtime/runtime.h"
+#include "support/graph_digest.h"
 
 namespace nacc::ep {
 
@@ -110,28 +110,43 @@ std::string hw_summary(const HwConfig& hw) {
   return str_cat("cores=", hw.cores, ";sram_kb=", hw.sram_bytes / 1024);
 }
 
-class Fnv {
- public:
-  void bytes(const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    for (size_t i = 0; i < n; ++i) {
-      h ^= b[i];
-      h *= 1099511628211ull;
-    }
-  }
-  template <typename T>
-  void pod(const T& v) { bytes(&v, sizeof v); }
-  void str(const std::string& s) {
-    pod(s.size());
-    bytes(s.data(), s.size());
-  }
-  uint64_t h = 14695981039346656037ull;
+// The fields of a compatibility string ("nacc=...;format=...;cores=...;sram_kb=..."),
+// or nullopt when one is missing or malformed.
+struct CompatFields {
+  std::string nacc, format;
+  int cores = 0;
+  int64_t sram_kb = 0;
 };
-
-std::string cache_path(const std::string& dir, uint64_t key) {
-  char name[40];
-  std::snprintf(name, sizeof name, "%016llx.naccpart", static_cast<unsigned long long>(key));
-  return dir + "/" + name;
+std::optional<CompatFields> parse_compatibility(const std::string& info) {
+  CompatFields f;
+  bool have_cores = false, have_sram = false;
+  size_t pos = 0;
+  while (pos <= info.size()) {
+    const size_t end = std::min(info.find(';', pos), info.size());
+    const std::string item = info.substr(pos, end - pos);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) return std::nullopt;
+    const std::string k = item.substr(0, eq), v = item.substr(eq + 1);
+    try {
+      size_t used = 0;
+      if (k == "nacc") {
+        f.nacc = v;
+      } else if (k == "format") {
+        f.format = v;
+      } else if (k == "cores") {
+        f.cores = std::stoi(v, &used);
+        have_cores = used == v.size();
+      } else if (k == "sram_kb") {
+        f.sram_kb = std::stoll(v, &used);
+        have_sram = used == v.size();
+      }
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    pos = end + 1;
+  }
+  if (f.nacc.empty() || f.format.empty() || !have_cores || !have_sram) return std::nullopt;
+  return f;
 }
 
 }  // namespace
@@ -149,9 +164,7 @@ std::vector<uint8_t> PartitionBlob::serialize() const {
   const std::vector<uint8_t> p = serialize_program(program);
   w.pod<uint64_t>(p.size());
   w.bytes(p.data(), p.size());
-  Fnv f;
-  f.bytes(w.out.data(), w.out.size());
-  w.pod<uint64_t>(f.h);
+  w.pod<uint64_t>(support::fnv1a64(w.out.data(), w.out.size()));
   return std::move(w.out);
 }
 
@@ -170,9 +183,7 @@ PartitionBlob PartitionBlob::deserialize(const uint8_t* data, size_t size) {
   const size_t body = size - sizeof(uint64_t);
   uint64_t stored = 0;
   std::memcpy(&stored, data + body, sizeof stored);
-  Fnv f;
-  f.bytes(data, body);
-  check_arg(stored == f.h, "NaccExecutionProvider: compiled partition blob checksum mismatch "
+  check_arg(stored == support::fnv1a64(data, body), "NaccExecutionProvider: compiled partition blob checksum mismatch "
             "(damaged or truncated)");
   r.size = body;
   const std::string nacc_version = r.str();
@@ -198,100 +209,94 @@ std::string compatibility_string(const Config& config) {
                  ";sram_kb=", config.sram_kb);
 }
 
-OrtCompiledModelCompatibility check_compatibility(const std::string& info, const Config& config) {
+OrtCompiledModelCompatibility check_compatibility(const std::string& info) {
   if (info.rfind("nacc=", 0) != 0) return OrtCompiledModelCompatibility_EP_NOT_APPLICABLE;
-  const std::string mine = compatibility_string(config);
-  if (info == mine) return OrtCompiledModelCompatibility_EP_SUPPORTED_OPTIMAL;
-  const std::string prefix = str_cat("nacc=", kNaccVersion, ";format=", kFormatVersion, ";");
-  // Same nacc and format, other hardware options: runs (the Program carries
-  // its own configuration) but a recompile would match this session's.
-  if (info.rfind(prefix, 0) == 0) return OrtCompiledModelCompatibility_EP_SUPPORTED_PREFER_RECOMPILATION;
-  return OrtCompiledModelCompatibility_EP_UNSUPPORTED;
-}
-
-uint64_t fingerprint(const ir::Graph& g, const std::vector<IoBinding>& inputs,
-                     const std::vector<IoBinding>& outputs, const Config& config) {
-  Fnv f;
-  for (const auto* list : {&inputs, &outputs}) {
-    f.pod(list->size());
-    for (const IoBinding& b : *list) {
-      f.str(b.name);
-      f.pod(b.elem_type);
-      f.pod(b.nchw);
-      for (int64_t d : b.onnx_shape) f.pod(d);
-    }
+  const auto f = parse_compatibility(info);
+  if (!f || f->nacc != kNaccVersion || f->format != std::to_string(kFormatVersion) ||
+      f->sram_kb < 0 || f->sram_kb > (int64_t{1} << 30)) {
+    return OrtCompiledModelCompatibility_EP_UNSUPPORTED;
   }
-  f.str(kNaccVersion);
-  f.pod(kFormatVersion);
-  f.pod(config.cores);
-  f.pod(config.sram_kb);
-  for (const ir::Tensor& t : g.tensors) {
-    f.str(t.name);
-    f.pod(static_cast<int>(t.dtype));
-    f.pod(t.shape.size());
-    for (int64_t d : t.shape) f.pod(d);
-    f.pod(t.quant.axis);
-    for (float s : t.quant.scales) f.pod(s);
-    for (int32_t z : t.quant.zero_points) f.pod(z);
-    f.pod(t.data.has_value());
-    if (t.data) f.bytes(t.data->data(), t.data->size());
-  }
-  for (const ir::Op& op : g.ops) {
-    f.pod(static_cast<int>(op.kind));
-    f.str(op.name);
-    for (int i : op.inputs) f.pod(i);
-    for (int o : op.outputs) f.pod(o);
-    const ir::Attributes& a = op.attrs;
-    for (int v : {a.stride_h, a.stride_w, a.dilation_h, a.dilation_w, a.kernel_h, a.kernel_w,
-                  a.depth_multiplier, static_cast<int>(a.activation), a.axis, a.keep_dims ? 1 : 0}) {
-      f.pod(v);
-    }
-    for (int64_t v : {a.padding.top, a.padding.bottom, a.padding.left, a.padding.right}) f.pod(v);
-    f.pod(a.alpha);
-    for (int ax : a.axes) f.pod(ax);
-    f.pod(a.lut.size());
-    f.bytes(a.lut.data(), a.lut.size());
-  }
-  for (int i : g.inputs) f.pod(i);
-  for (int o : g.outputs) f.pod(o);
-  return f.h;
-}
-
-std::optional<PartitionBlob> cache_load(const std::string& dir, uint64_t key) {
-  std::ifstream in(cache_path(dir, key), std::ios::binary);
-  if (!in) return std::nullopt;
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  HwConfig compiled;
+  compiled.cores = f->cores;
+  compiled.sram_bytes = f->sram_kb * 1024;
   try {
-    return PartitionBlob::deserialize(bytes.data(), bytes.size());
+    validate_hw_config(compiled);
   } catch (const nacc::Error&) {
-    return std::nullopt;  // stale or damaged: recompile and overwrite
+    return OrtCompiledModelCompatibility_EP_UNSUPPORTED;
+  }
+  return OrtCompiledModelCompatibility_EP_SUPPORTED_OPTIMAL;
+}
+
+std::string check_ep_context_blob(const PartitionBlob& blob, const std::string& node_name,
+                                  const Config& config) {
+  const HwConfig& compiled = blob.program.hw;
+  const HwConfig mine = hw_config(config);
+  const std::string what = str_cat("NaccExecutionProvider: EPContext '", node_name,
+                                   "' was compiled for ", hw_summary(compiled));
+  if (compiled.cores > mine.cores || compiled.sram_bytes != mine.sram_bytes) {
+    throw OrtError(ORT_FAIL, str_cat(what, "; this session's NPU is ", hw_summary(mine),
+                                     " (provider options cores, sram_kb). Create the session with "
+                                     "the options the model was compiled with, or compile the "
+                                     "original model again with these"));
+  }
+  try {
+    check_program_for_device(blob.program, mine);
+  } catch (const nacc::Error& e) {
+    throw OrtError(ORT_FAIL, str_cat(what, ": its Program fails the runtime's check: ", e.what()));
+  }
+  if (compiled.cores < mine.cores) {
+    return str_cat(what, "; this session's NPU has ", mine.cores, " cores: it runs on ",
+                   compiled.cores, " of them (compile the original model again with cores=",
+                   mine.cores, " to use them all)");
+  }
+  return "";
+}
+
+std::string partition_key(const std::string& ir_digest, const std::vector<IoBinding>& inputs,
+                          const std::vector<IoBinding>& outputs, const Config& config) {
+  std::string s = str_cat("nacc-ort-partition;nacc=", kNaccVersion, ";format=", kFormatVersion,
+                          ";cores=", config.cores, ";sram_kb=", config.sram_kb, ";ir=", ir_digest);
+  for (const auto* list : {&inputs, &outputs}) {
+    s += str_cat(";", list->size(), ":");
+    for (const IoBinding& b : *list) {
+      s += str_cat("[", b.name.size(), ":", b.name, ",", b.elem_type, ",", b.nchw ? 1 : 0, ",",
+                   ir::shape_str(b.onnx_shape), "]");
+    }
+  }
+  return support::bytes_digest(s, support::DigestKind::kFnv1a64);
+}
+
+std::string cache_path(const std::string& dir, const std::string& key) {
+  return str_cat(dir, "/", key, ".naccpart");
+}
+
+std::optional<PartitionBlob> cache_load(const std::string& dir, const support::CacheEntryId& id,
+                                        std::string* problem) {
+  const auto bytes = support::read_cache_file(cache_path(dir, id.key));
+  if (!bytes) return std::nullopt;
+  const auto payload = support::decode_cache_entry(*bytes, id, problem);
+  if (!payload) return std::nullopt;
+  try {
+    return PartitionBlob::deserialize(bytes->data() + payload->offset, payload->size);
+  } catch (const nacc::Error& e) {
+    *problem = str_cat("its partition is unusable: ", e.what());
+    return std::nullopt;
   }
 }
 
-void cache_store(const std::string& dir, uint64_t key, const PartitionBlob& blob) {
-  const std::string path = cache_path(dir, key);
-  // Unique per process and call: concurrent writers (threads or processes
-  // sharing cache_dir) never write into one temporary file.
-  static std::atomic<uint64_t> counter{0};
-  const std::string tmp = str_cat(path, ".tmp", ::getpid(), ".", counter.fetch_add(1));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return;
-    const std::vector<uint8_t> bytes = blob.serialize();
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (!out) return;
-  }
-  std::rename(tmp.c_str(), path.c_str());
+void cache_store(const std::string& dir, const support::CacheEntryId& id, const PartitionBlob& blob) {
+  support::write_cache_file(cache_path(dir, id.key), support::encode_cache_entry(id, blob.serialize()));
 }
 
 namespace {
 constexpr size_t kMemoryCacheEntries = 64;
 std::mutex g_cache_mu;
-std::map<uint64_t, std::pair<uint64_t, std::shared_ptr<const PartitionBlob>>> g_cache;  // key -> (stamp, blob)
+// key -> (stamp, blob)
+std::map<std::string, std::pair<uint64_t, std::shared_ptr<const PartitionBlob>>> g_cache;
 uint64_t g_cache_stamp = 0;
 }  // namespace
 
-std::shared_ptr<const PartitionBlob> memory_cache_get(uint64_t key) {
+std::shared_ptr<const PartitionBlob> memory_cache_get(const std::string& key) {
   std::lock_guard<std::mutex> lock(g_cache_mu);
   auto it = g_cache.find(key);
   if (it == g_cache.end()) return nullptr;
@@ -299,7 +304,7 @@ std::shared_ptr<const PartitionBlob> memory_cache_get(uint64_t key) {
   return it->second.second;
 }
 
-void memory_cache_put(uint64_t key, std::shared_ptr<const PartitionBlob> blob) {
+void memory_cache_put(const std::string& key, std::shared_ptr<const PartitionBlob> blob) {
   std::lock_guard<std::mutex> lock(g_cache_mu);
   if (g_cache.size() >= kMemoryCacheEntries && !g_cache.count(key)) {
     auto oldest = g_cache.begin();

@@ -78,9 +78,9 @@ OrtStatus* NaccEpFactory::ValidateCompiledModelCompatibilityInfoImpl(
     OrtCompiledModelCompatibility* compatibility) noexcept {
   auto* f = static_cast<NaccEpFactory*>(self);
   return guarded(f->api_, [&] {
-    // Without session options here, compare against the default hardware;
-    // a different core count or SRAM still runs (the Program carries its own).
-    *compatibility = check_compatibility(compatibility_info ? compatibility_info : "", Config{});
+    // No session options here: the nacc version and blob format are judged,
+    // the hardware at Compile against the session's options (ep_context.h).
+    *compatibility = check_compatibility(compatibility_info ? compatibility_info : "");
   });
 }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 
 import numpy as np
 import pytest
@@ -193,7 +194,14 @@ def test_compare_names_an_injected_divergence(model_file, tmp_path, capsys):
     it = make_interpreter(model_file.read_bytes(), delegates=[d])
     it.allocate_tensors()
     (entry,) = list(cache.glob("*.nacc"))
-    entry.write_bytes(corrupt_op_output_offset(entry.read_bytes(), "conv_b", 9))
+    # the Program after the entry's header (support/cache_entry.h), which stays
+    # intact: the entry is still this partition's, its Program now wrong
+    data = entry.read_bytes()
+    at = 12
+    for _ in range(4):
+        at += 4 + struct.unpack_from("<I", data, at)[0]
+    program = corrupt_op_output_offset(data[at + 8:], "conv_b", 9)
+    entry.write_bytes(data[:at] + struct.pack("<Q", len(program)) + program)
     code, result = run_compare([model_file, "--option", f"cache_dir={cache}"], tmp_path)
     text = capsys.readouterr().out
     assert code == 1

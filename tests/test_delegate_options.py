@@ -156,7 +156,9 @@ def test_library_exports_only_its_c_api_and_needs_no_tensorflow():
     assert exported == sorted([
         "nacc_tflite_delegate_report", "nacc_tflite_option_specs_json", "nacc_tflite_test_inject_fault",
         "nacc_tflite_validate_options", "nacc_tflite_version",
-        "tflite_plugin_create_delegate", "tflite_plugin_destroy_delegate"])
+        "tflite_plugin_create_delegate", "tflite_plugin_destroy_delegate",
+        # The kernel-path switch of the library's copy of the core (common/cpu.h).
+        "nacc_set_kernel_path", "nacc_kernel_path_json"])
     deps = subprocess.run(["ldd", LIB], capture_output=True, text=True, check=True).stdout
     assert "tensorflow" not in deps and "python" not in deps
 

@@ -188,6 +188,16 @@ def _fnv1a64(data: bytes) -> int:
     return h
 
 
+def cache_entry_payload_offset(data: bytes) -> int:
+    """Where the payload of a cache_dir entry starts (support/cache_entry.h: magic
+    "NACCCENT", u32 version, four u32-length strings, u64 payload size)."""
+    assert data[:8] == b"NACCCENT"
+    pos = 12
+    for _ in range(4):
+        pos += 4 + struct.unpack_from("<I", data, pos)[0]
+    return pos + 8
+
+
 def _damage(kind, data: bytes) -> bytes:
     if kind == "empty":
         return b""
@@ -311,8 +321,9 @@ def test_damaged_ep_cache_entries_in_a_fresh_process(tmp_path):
         (entry,) = d.glob("*.naccpart")
         data = entry.read_bytes()
         if kind == "flipped_layout_flag":
-            # the first binding's NCHW flag: after magic, version and two strings
-            pos = 12
+            # the first binding's NCHW flag: after the cache-entry header, then the
+            # blob's magic, version and two strings
+            pos = cache_entry_payload_offset(data) + 12
             for _ in range(2):
                 pos += 4 + struct.unpack_from("<I", data, pos)[0]
             pos += 4 + struct.unpack_from("<I", data, pos + 4)[0] + 4  # count, name

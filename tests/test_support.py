@@ -188,6 +188,14 @@ CASES = [
     at("feature_map_dims", "width-65535", lambda: b.unary(shape=(1, 1, 65535, 1))),
     past("feature_map_dims", "width-65536", lambda: b.unary(shape=(1, 1, 65536, 1)),
          "input 'x' dimension 2 is 65536; output 'y' dimension 2 is 65536"),
+    # 29-bit region offsets (NACC_SPEC §6): 2^29 bytes per feature map.
+    at("region_size", "2^29-bytes", lambda: b.unary(shape=(1, 16384, 32768, 1))),
+    past("region_size", "2^29+32768-bytes", lambda: b.unary(shape=(1, 16385, 32768, 1)),
+         "input 'x' [1,16385,32768,1] is 536903680 bytes; output 'y' [1,16385,32768,1] is "
+         "536903680 bytes"),
+    at("program_strings", "name-65535", lambda: b.unary(name="n" * 65535)),
+    past("program_strings", "name-65536", lambda: b.unary(name="n" * 65536),
+         "the op name is 65536 bytes"),
     at("elementwise_broadcast", "equal", lambda: b.binary()),
     at("elementwise_broadcast", "channel-vector", lambda: b.binary(b_shape=(1, 1, 1, 8))),
     at("elementwise_broadcast", "rank-1-vector", lambda: b.binary("MUL", a_shape=(8,))),
@@ -486,6 +494,8 @@ def test_rules_table_shape():
     assert "1, 2, 4 or 8" in RULES["depth_multiplier"]["text"]
     assert "65536" in RULES["sram_tile"]["text"]
     assert "65535" in RULES["feature_map_dims"]["text"]
+    assert "536870912" in RULES["region_size"]["text"] and "29-bit" in RULES["region_size"]["text"]
+    assert "65535" in RULES["program_strings"]["text"]
 
 
 def test_supported_ops_doc_is_current():

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "arch/limits.h"
 #include "arch/registers.h"
 
 namespace nacc {
@@ -123,7 +124,7 @@ constexpr uint32_t encode_cmd1(Opcode op, uint16_t param) {
 // DMA_SRC/DST, VNCHWCONV_SRC/DST) holds region in bits 31..29 and a byte
 // offset into that region in bits 28..0 (NACC_SPEC §6: "the project's own
 // encoding"). The device adds the region base of the running batch handler.
-inline constexpr int kRegionShift = 29;
+inline constexpr int kRegionShift = limits::kRegionOffsetBits;  // 29 (arch/limits.h)
 inline constexpr uint32_t kRegionOffsetMask = (1u << kRegionShift) - 1u;  // 512 MB per region
 
 constexpr int region_of(uint32_t address) { return int(address >> kRegionShift); }

@@ -86,6 +86,15 @@ constexpr int kC0For16And32Bit = 16;
 // batch handler, up to 12 batch handlers.
 constexpr int kNumRegions = 8;
 constexpr int kNumBatchHandlers = 12;
+// NACC_SPEC §6, the project's region-address encoding (docs/command_stream.md
+// §4): region number in bits 31..29, byte offset in bits 28..0, so one region
+// spans at most 2^29 bytes (512 MB): every feature map, the scratch tensors of
+// a Program and its constants must each fit one region.
+constexpr int kRegionOffsetBits = 29;
+constexpr int64_t kMaxRegionBytes = int64_t{1} << kRegionOffsetBits;
+// docs/command_stream.md §9: strings in the Program container (tensor and op
+// names) are u32-length-prefixed and at most this many bytes.
+constexpr int kMaxProgramStringBytes = 65535;
 constexpr int kDeviceAddressBits = 44;
 // NACC_SPEC §6 ([D]): the instruction (command stream) address is 4 KB aligned.
 constexpr int kInstructionAlignment = 4096;

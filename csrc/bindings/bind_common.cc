@@ -1,6 +1,10 @@
 // Bindings of the shared arithmetic: quantization helpers and the kernel-path
-// switch (a test-only switch forcing the plain reference loops).
+// switch (test and benchmark switch forcing the reference loops or one ISA path).
 #include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
 
 #include "bindings/binding.h"
 #include "common/cpu.h"
@@ -11,24 +15,72 @@ namespace py = pybind11;
 NACC_BINDINGS(common) {
   m.def(
       "set_kernel_path",
-      [](const std::string& path) {
-        if (path == "auto") {
-          nacc::set_kernel_path(nacc::KernelPath::kAuto);
-        } else if (path == "reference") {
-          nacc::set_kernel_path(nacc::KernelPath::kReference);
-        } else {
-          throw py::value_error("set_kernel_path: expected 'auto' or 'reference', got '" + path + "'");
+      [](const std::string& name) {
+        nacc::KernelPath path;
+        if (!nacc::parse_kernel_path(name, &path)) {
+          std::string known = "auto";
+          for (nacc::KernelPath p : nacc::available_kernel_paths()) {
+            known += std::string(", ") + nacc::kernel_path_name(p);
+          }
+          throw py::value_error("set_kernel_path: unknown kernel path '" + name +
+                                "'; available on this CPU: " + known);
         }
+        nacc::set_kernel_path(path);  // InvalidArgument (ValueError) when unavailable
       },
       py::arg("path"),
-      "Select the units' kernels: 'auto' (AVX2 where the CPU has it) or 'reference' "
-      "(the plain loops; test-only).");
+      "Select the units' kernels in nacc._core (process-wide): 'auto' (the best path this "
+      "CPU has), 'reference' (the plain loops) or an ISA path from kernel_paths(). Raises "
+      "ValueError for an unknown or unavailable path, naming the available ones. The TFLite "
+      "delegate and the ORT EP libraries have their own copies of the switch (the C function "
+      "nacc_set_kernel_path; nacc.host_bench.set_kernel_path sets all of them).");
   m.def(
-      "kernel_path",
-      [] { return nacc::kernel_path() == nacc::KernelPath::kAuto ? "auto" : "reference"; },
-      "The current kernel path, 'auto' or 'reference'.");
-  m.def("cpu_has_avx2", &nacc::cpu_has_avx2, "True when this CPU supports AVX2.");
-  m.def("uses_avx2", &nacc::use_avx2, "True when the units currently take their AVX2 path.");
+      "kernel_path", [] { return std::string(nacc::kernel_path_name(nacc::kernel_path())); },
+      "The current selection: 'auto', 'reference' or an ISA path name.");
+  m.def(
+      "kernel_paths",
+      [] {
+        std::vector<std::string> names;
+        for (nacc::KernelPath p : nacc::available_kernel_paths()) {
+          names.emplace_back(nacc::kernel_path_name(p));
+        }
+        return names;
+      },
+      "The kernel paths this CPU and OS can run, in ascending order: 'reference' first, then "
+      "those of 'avx2', 'avx_vnni', 'avx512_vnni', 'amx' that are available (AMX only when "
+      "Linux granted the tile-data permission).");
+  m.def(
+      "active_kernel_isa",
+      [] { return std::string(nacc::kernel_path_name(nacc::active_kernel_path())); },
+      "The path in effect now: kernel_path() with 'auto' resolved to the best available path.");
+  m.def("cpu_has_avx2", &nacc::cpu_has_avx2,
+        "True when this CPU supports AVX2 and FMA with OS support (independent of the switch).");
+  m.def("uses_avx2", &nacc::use_avx2,
+        "True when the units currently may take their AVX2 path (every ISA path but 'reference').");
+  m.def(
+      "uses_isa",
+      [](const std::string& name) {
+        if (name == "avx2") return nacc::use_avx2();
+        if (name == "avx_vnni") return nacc::use_avx_vnni();
+        if (name == "avx512_vnni") return nacc::use_avx512_vnni();
+        if (name == "amx") return nacc::use_amx();
+        throw py::value_error("uses_isa: expected 'avx2', 'avx_vnni', 'avx512_vnni' or 'amx', got '" +
+                              name + "'");
+      },
+      py::arg("isa"),
+      "True when the units currently may use that ISA's code: the active path is it or a higher "
+      "one, and the CPU has it.");
+  m.def(
+      "cpu_features",
+      [] {
+        py::dict d;
+        for (const auto& [name, on] : nacc::cpu_feature_list()) d[name] = on;
+        return d;
+      },
+      "CPUID / XGETBV features as detected by the kernel-path switch (os_*: the OS saves that "
+      "register state; amx_permitted: Linux granted ARCH_REQ_XCOMP_PERM for XTILEDATA).");
+  m.def("kernel_path_json", &nacc::kernel_path_json,
+        "The selection, active and best path, available paths and features as JSON (the same "
+        "text as the libraries' nacc_kernel_path_json).");
 
   m.def(
       "quantize_multiplier",

@@ -18,9 +18,9 @@ namespace {
 constexpr char kMagic[8] = {'N', 'A', 'C', 'C', 'P', 'R', 'O', 'G'};
 constexpr uint32_t kFormatVersion = 3;  // 2 adds the op output records, 3 the op lowering
 constexpr uint32_t kOldestFormatVersion = 1;
-constexpr uint32_t kMaxStringBytes = 65535;
+constexpr uint32_t kMaxStringBytes = limits::kMaxProgramStringBytes;
 constexpr uint32_t kMaxRank = 8;
-constexpr int64_t kMaxRegionBytes = int64_t(1) << 29;  // region offsets are 29 bits
+constexpr int64_t kMaxRegionBytes = limits::kMaxRegionBytes;  // region offsets are 29 bits
 
 uint64_t fnv1a64(const uint8_t* p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ull;

@@ -26,6 +26,7 @@ struct FaultPlan {
   int64_t command = 0;
 };
 std::atomic<int> g_fault_runs{0};
+std::atomic<int> g_invalid_program_checks{0};  // kInvalidProgram, armed on its own
 std::mutex g_fault_mu;
 FaultPlan g_fault_plan;
 
@@ -46,6 +47,11 @@ void inject_faults(FaultKind kind, int64_t command, int runs) {
   check_arg(kind != FaultKind::kDmaOverrun || command >= 1,
             "inject_faults: dma_overrun needs a shortfall of at least 1 byte");
   std::lock_guard<std::mutex> lk(g_fault_mu);
+  if (kind == FaultKind::kInvalidProgram) {
+    g_invalid_program_checks.store(runs, std::memory_order_relaxed);
+    return;
+  }
+  if (kind == FaultKind::kNone) g_invalid_program_checks.store(0, std::memory_order_relaxed);
   g_fault_plan = FaultPlan{kind, command};
   g_fault_runs.store(kind == FaultKind::kNone ? 0 : runs, std::memory_order_relaxed);
 }
@@ -54,7 +60,9 @@ FaultKind fault_kind_by_name(const std::string& name) {
   if (name == "none") return FaultKind::kNone;
   if (name == "bus_error") return FaultKind::kBusError;
   if (name == "dma_overrun") return FaultKind::kDmaOverrun;
-  throw InvalidArgument(str_cat("fault kind '", name, "' is not one of none, bus_error, dma_overrun"));
+  if (name == "invalid_program") return FaultKind::kInvalidProgram;
+  throw InvalidArgument(str_cat("fault kind '", name,
+                                "' is not one of none, bus_error, dma_overrun, invalid_program"));
 }
 }  // namespace testing
 
@@ -72,15 +80,26 @@ uint64_t Runtime::stream_address(int handler) {
   return (uint64_t(handler + 1) << 36) | (uint64_t(limits::kNumRegions) << 32);
 }
 
-void Runtime::check_program(const Program& program) const {
+void check_program_for_device(const Program& program, const HwConfig& device) {
+  if (g_invalid_program_checks.load(std::memory_order_relaxed) > 0) {
+    std::lock_guard<std::mutex> lk(g_fault_mu);
+    if (g_invalid_program_checks.load(std::memory_order_relaxed) > 0) {
+      g_invalid_program_checks.fetch_sub(1, std::memory_order_relaxed);
+      throw InvalidArgument("program: rejected by the test fault hook (invalid_program)");
+    }
+  }
   program.validate();
-  check_arg(program.hw.cores <= hw().cores, "program compiled for ", program.hw.cores,
-            " cores; the runtime's device has ", hw().cores);
-  check_arg(program.hw.sram_bytes == hw().sram_bytes, "program compiled for ",
+  check_arg(program.hw.cores <= device.cores, "program compiled for ", program.hw.cores,
+            " cores; the runtime's device has ", device.cores);
+  check_arg(program.hw.sram_bytes == device.sram_bytes, "program compiled for ",
             program.hw.sram_bytes, " bytes of SRAM per core; the runtime's device has ",
-            hw().sram_bytes);
+            device.sram_bytes);
   check_arg(program.commands.size() * 4 <= 0xFFFFFFFFull, "program: stream of ",
             program.commands.size(), " words does not fit QSIZE");
+}
+
+void Runtime::check_program(const Program& program) const {
+  check_program_for_device(program, hw());
 }
 
 std::shared_ptr<const Program> Runtime::load(Program program) const {

@@ -38,6 +38,14 @@ struct RunStats {
   std::vector<OpCounters> ops;  // the run cut per Program op (op_counters.h)
 };
 
+// What Runtime::check_program checks, without a Runtime: Program::validate,
+// program.hw.cores <= device.cores, equal SRAM size, a stream QSIZE can hold.
+// The frontends call it on every Program they compile or load from a cache,
+// before they claim its nodes, so a Program the runtime would refuse falls
+// back to the host instead of failing the interpreter or session later.
+// Throws InvalidArgument naming the first problem.
+void check_program_for_device(const Program& program, const HwConfig& device);
+
 class Runtime {
  public:
   // host_threads: host threads for the cores of one command (see Device).
@@ -48,6 +56,7 @@ class Runtime {
 
   // Validates the Program (Program::validate) and that it fits this device:
   // program.hw.cores <= hw.cores, equal SRAM size. InvalidArgument otherwise.
+  // (check_program_for_device with this runtime's HwConfig.)
   void check_program(const Program& program) const;
   // A validated, shared, immutable copy for repeated runs.
   std::shared_ptr<const Program> load(Program program) const;
@@ -103,12 +112,18 @@ class Runtime {
 //   kDmaOverrun: the first output region is bound `command` bytes (>= 1) shorter
 //                than the output, so the DMA writing the output's tail runs past
 //                the end of its buffer (a bus write error after part of the
-//                output was written).
-// runs = 0 disarms. Throws InvalidArgument for a negative runs or command.
+//                output was written);
+//   kInvalidProgram: not a run fault — the next `runs` check_program_for_device
+//                calls (Runtime::check_program and the frontends' checks of
+//                each Program they compile or load) reject the Program, as if
+//                the compiler had produced one the runtime refuses; `command`
+//                is unused. Armed independently of the run faults.
+// runs = 0 disarms that kind; kNone disarms every kind. Throws InvalidArgument
+// for a negative runs or command.
 namespace testing {
-enum class FaultKind { kNone, kBusError, kDmaOverrun };
+enum class FaultKind { kNone, kBusError, kDmaOverrun, kInvalidProgram };
 void inject_faults(FaultKind kind, int64_t command, int runs);
-// "none", "bus_error", "dma_overrun"; InvalidArgument for other names.
+// "none", "bus_error", "dma_overrun", "invalid_program"; InvalidArgument for other names.
 FaultKind fault_kind_by_name(const std::string& name);
 }  // namespace testing
 

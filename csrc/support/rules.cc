@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <set>
 
 #include "arch/limits.h"
@@ -407,6 +408,61 @@ std::optional<std::string> check_feature_map_dims(const Graph& g, const Op& op,
   return joined_or_none(bad);
 }
 
+// Bytes of a static tensor, saturated at INT64_MAX (dimensions are not
+// bounded yet when this runs: feature_map_dims is not a gate).
+int64_t tensor_bytes_saturated(const Tensor& t) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  int64_t bytes = ir::dtype_size(t.dtype);
+  for (int64_t d : t.shape) {
+    if (d > 0 && bytes > kMax / d) return kMax;
+    bytes *= d;
+  }
+  return bytes;
+}
+
+// Every runtime tensor of a Program lives in one region (its own for a
+// partition input or output, the scratch region between ops) and an op's
+// weights, bias and requantization arrays in the constant region; region
+// offsets are 29 bits (NACC_SPEC §6, limits.h), so none may exceed 2^29 bytes.
+// Checked before anything is compiled: the Program loader would reject the
+// Program only after the compiler had tiled the whole tensor.
+std::optional<std::string> check_region_size(const Graph& g, const Op& op, const SupportConfig&) {
+  std::vector<std::string> bad;
+  int64_t constant_bytes = 0;
+  for (const Operand& o : data_operands(g, op)) {
+    const int64_t bytes = tensor_bytes_saturated(*o.tensor);
+    if (o.tensor->is_constant()) {
+      constant_bytes = constant_bytes > std::numeric_limits<int64_t>::max() - bytes
+                           ? std::numeric_limits<int64_t>::max()
+                           : constant_bytes + bytes;
+      continue;
+    }
+    if (bytes > limits::kMaxRegionBytes) {
+      bad.push_back(str_cat(o.label(), " ", ir::shape_str(o.tensor->shape), " is ", bytes, " bytes"));
+    }
+  }
+  if (constant_bytes > limits::kMaxRegionBytes) {
+    bad.push_back(str_cat("its constant operands are ", constant_bytes, " bytes"));
+  }
+  return joined_or_none(bad);
+}
+
+// The Program container stores op names and the names of the tensors that
+// cross a partition boundary or are dumped per op (docs/command_stream.md §9).
+std::optional<std::string> check_program_strings(const Graph& g, const Op& op,
+                                                 const SupportConfig&) {
+  std::vector<std::string> bad;
+  if (op.name.size() > size_t(limits::kMaxProgramStringBytes)) {
+    bad.push_back(str_cat("the op name is ", op.name.size(), " bytes"));
+  }
+  for (const Operand& o : activations(g, op)) {
+    if (o.tensor->name.size() > size_t(limits::kMaxProgramStringBytes)) {
+      bad.push_back(str_cat(o.role, " #", o.id, " has a name of ", o.tensor->name.size(), " bytes"));
+    }
+  }
+  return joined_or_none(bad);
+}
+
 std::optional<std::string> check_elementwise_broadcast(const Graph& g, const Op& op,
                                                        const SupportConfig&) {
   const Tensor& a = *input(g, op, 0).tensor;
@@ -711,6 +767,15 @@ std::vector<Rule> build_rules() {
        str_cat("activation dimensions must be at most ", limits::kMaxFeatureMapDim,
                " (16-bit FM size fields, nacc docs hardware, §3)"),
        false, check_feature_map_dims},
+      {"region_size", {},
+       str_cat("each input and output feature map, and the constant operands of one op, must fit "
+               "one memory region: at most ", limits::kMaxRegionBytes, " bytes (",
+               limits::kRegionOffsetBits, "-bit region offsets, nacc docs hardware, §6)"),
+       false, check_region_size},
+      {"program_strings", {},
+       str_cat("op and tensor names must be at most ", limits::kMaxProgramStringBytes,
+               " bytes (strings of the Program container, nacc docs command_stream, §9)"),
+       false, check_program_strings},
       {"elementwise_broadcast", elementwise,
        "the first operand must be a runtime tensor of the output's shape and the second one of "
        "the same shape, a [1,1,1,C] vector or a scalar (a runtime scalar needs W*C <= 65535; "

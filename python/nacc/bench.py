@@ -441,6 +441,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--json", metavar="FILE", help="write the full results as JSON")
     p.add_argument("--plot", metavar="DIR", help="write PNG charts (matplotlib)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--host", action="store_true", help="the host-speed benchmark instead "
+                   "(nacc.host_bench; `nacc bench --host --help`, docs/host_speed.md)")
     a = p.parse_args(list(argv))
     a.runs = a.runs if a.runs is not None else (2 if a.quick else 10)
     a.warmup = a.warmup if a.warmup is not None else 1 if a.quick else 2
@@ -532,7 +534,12 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--host" in argv:
+        from nacc import host_bench
+
+        return host_bench.main([a for a in argv if a != "--host"])
+    args = parse_args(argv)
     if args.json:
         output_file(args.json)
     if args.plot:

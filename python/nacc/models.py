@@ -35,7 +35,8 @@ from typing import Callable, Dict, Optional, Tuple
 import numpy as np
 
 __all__ = ["MODELS", "DEFAULT_SMALL_MODEL", "BENCH_MODELS", "QUICK_MODELS", "cache_dir",
-           "converted", "model_path", "onnx_model", "onnx_model_path", "model_bytes", "digits_split"]
+           "converted", "model_path", "onnx_model", "onnx_model_path", "model_bytes", "digits_split",
+           "HOST_BENCH_TFLITE_MODELS", "HOST_BENCH_ONNX_MODELS", "add_model_path"]
 
 CALIBRATION_SAMPLES = 16
 ONNX_IR_VERSION = 9  # onnxruntime 1.31 reads IR versions <= 13; onnx 1.23 writes 14
@@ -123,6 +124,88 @@ def resnet_style(size=32, classes=10):
     return _settle(m, _calibration((size, size, 3)))
 
 
+def squeezenet_style(size=224, classes=1000):
+    """SqueezeNet 1.1 layout (conv 3x3/2 64, max pools 3x3/2, eight fire modules:
+    a 1x1 squeeze and concatenated 1x1 / 3x3 expands, conv10 1x1 to the
+    classes, global average pool), with BatchNorm after each conv so random
+    weights keep activations in range; conv10 is scaled for a logit spread."""
+    import keras
+    from keras import layers
+
+    def conv_bn(x, filters, kernel, stride=1):
+        x = layers.Conv2D(filters, kernel, strides=stride, padding="same", use_bias=False)(x)
+        return layers.ReLU()(layers.BatchNormalization()(x))
+
+    def fire(x, squeeze, expand):
+        s = conv_bn(x, squeeze, 1)
+        return layers.Concatenate()([conv_bn(s, expand, 1), conv_bn(s, expand, 3)])
+
+    keras.utils.set_random_seed(6)
+    x = inp = keras.Input((size, size, 3))
+    x = conv_bn(x, 64, 3, 2)
+    x = layers.MaxPooling2D(3, 2, padding="same")(x)
+    x = fire(fire(x, 16, 64), 16, 64)
+    x = layers.MaxPooling2D(3, 2, padding="same")(x)
+    x = fire(fire(x, 32, 128), 32, 128)
+    x = layers.MaxPooling2D(3, 2, padding="same")(x)
+    for squeeze, expand in ((48, 192), (48, 192), (64, 256), (64, 256)):
+        x = fire(x, squeeze, expand)
+    x = layers.Conv2D(classes, 1, name="conv10")(x)
+    x = layers.GlobalAveragePooling2D()(layers.ReLU()(x))
+    m = keras.Model(inp, layers.Softmax()(x))
+    _settle(m, _calibration((size, size, 3)))
+    conv10 = m.get_layer("conv10")
+    w, b = conv10.get_weights()
+    conv10.set_weights([w * 8.0, b])
+    return m
+
+
+def inception_style(size=224, classes=1000):
+    """BN-Inception (Inception v2) layout: stem (conv 7x7/2 64, max pool, conv
+    1x1 64, conv 3x3 192, max pool), blocks 3a-3c, 4a-4e, 5a-5b of four
+    concatenated branches (1x1; 1x1 -> 3x3; 1x1 -> 3x3 -> 3x3; pool -> 1x1),
+    the reduction blocks 3c / 4e with stride-2 branches and a max pool; global
+    average pool and a dense classifier. Conv-BN-ReLU throughout."""
+    import keras
+    from keras import layers
+
+    def conv_bn(x, filters, kernel, stride=1):
+        x = layers.Conv2D(filters, kernel, strides=stride, padding="same", use_bias=False)(x)
+        return layers.ReLU()(layers.BatchNormalization()(x))
+
+    def block(x, c1, c3r, c3, d3r, d3, pool, pool_proj):
+        branches = [conv_bn(x, c1, 1)] if c1 else []
+        branches.append(conv_bn(conv_bn(x, c3r, 1), c3, 3))
+        branches.append(conv_bn(conv_bn(conv_bn(x, d3r, 1), d3, 3), d3, 3))
+        p = (layers.MaxPooling2D if pool == "max" else layers.AveragePooling2D)(
+            3, 1, padding="same")(x)
+        branches.append(conv_bn(p, pool_proj, 1))
+        return layers.Concatenate()(branches)
+
+    def reduction(x, c3r, c3, d3r, d3):
+        a = conv_bn(conv_bn(x, c3r, 1), c3, 3, 2)
+        b = conv_bn(conv_bn(conv_bn(x, d3r, 1), d3, 3), d3, 3, 2)
+        return layers.Concatenate()([a, b, layers.MaxPooling2D(3, 2, padding="same")(x)])
+
+    keras.utils.set_random_seed(7)
+    x = inp = keras.Input((size, size, 3))
+    x = layers.MaxPooling2D(3, 2, padding="same")(conv_bn(x, 64, 7, 2))
+    x = conv_bn(conv_bn(x, 64, 1), 192, 3)
+    x = layers.MaxPooling2D(3, 2, padding="same")(x)
+    x = block(x, 64, 64, 64, 64, 96, "avg", 32)
+    x = block(x, 64, 64, 96, 64, 96, "avg", 64)
+    x = reduction(x, 128, 160, 64, 96)
+    for c1, c3r, c3, d3r, d3 in ((224, 64, 96, 96, 128), (192, 96, 128, 96, 128),
+                                 (160, 128, 160, 128, 160), (96, 128, 192, 160, 192)):
+        x = block(x, c1, c3r, c3, d3r, d3, "avg", 128)
+    x = reduction(x, 128, 192, 192, 256)
+    x = block(x, 352, 192, 320, 160, 224, "avg", 128)
+    x = block(x, 352, 192, 320, 192, 224, "max", 128)
+    x = layers.GlobalAveragePooling2D()(x)
+    m = keras.Model(inp, layers.Dense(classes, activation="softmax")(x))
+    return _settle(m, _calibration((size, size, 3)))
+
+
 def digits_cnn(epochs=12):
     """A small CNN trained on scikit-learn's load_digits (8x8 grey images)."""
     import keras
@@ -170,6 +253,8 @@ MODELS: Dict[str, Tuple[Callable, Tuple[int, ...], Callable]] = {
     "resnet50_224": (resnet50, (224, 224, 3), _calibration),
     "resnet_style_32": (resnet_style, (32, 32, 3), _calibration),
     "digits_cnn": (digits_cnn, (8, 8, 1), _digits_calibration),
+    "squeezenet_224": (squeezenet_style, (224, 224, 3), _calibration),
+    "inception_v2_224": (inception_style, (224, 224, 3), _calibration),
 }
 
 # The model ``nacc demo`` builds: the digits CNN trains in seconds and its
@@ -178,6 +263,12 @@ DEFAULT_SMALL_MODEL = "digits_cnn"
 # ``nacc bench``'s default set and its --quick set.
 BENCH_MODELS = ("mobilenet_v1_025_128", "mobilenet_v2_100_224", "resnet50_224", "digits_cnn")
 QUICK_MODELS = ("digits_cnn",)
+# nacc.host_bench (docs/host_speed.md): the delegate against XNNPACK, the EP
+# against the CPU EP on QDQ models; and their --quick sets.
+HOST_BENCH_TFLITE_MODELS = ("mobilenet_v2_100_224", "resnet50_224", "mobilenet_v1_025_128")
+HOST_BENCH_ONNX_MODELS = ("squeezenet_224", "resnet50_224", "inception_v2_224")
+HOST_BENCH_QUICK_TFLITE_MODELS = ("mobilenet_v1_025_128",)
+HOST_BENCH_QUICK_ONNX_MODELS = ("digits_cnn",)
 
 
 def _key(name: str) -> str:
@@ -310,3 +401,52 @@ def model_bytes(name: str, kind: str, cache: Optional[str] = None) -> bytes:
     if kind == "onnx":
         return onnx_model(name, cache=cache)
     raise ValueError(f"model kind {kind!r} is not 'tflite' or 'onnx'")
+
+
+# ---- the one-op model of the per-invoke overhead measurement ------------------------------
+
+ADD_MODEL_SHAPE = (1, 1, 1, 8)
+
+
+def _add_function():
+    """Two float inputs of ADD_MODEL_SHAPE, one tf.add (a Keras Add layer would
+    insert a RESHAPE of one operand)."""
+    import tensorflow as tf
+
+    spec = tf.TensorSpec(ADD_MODEL_SHAPE, tf.float32)
+
+    @tf.function(input_signature=[spec, spec])
+    def add(a, b):
+        return tf.add(a, b)
+
+    return add
+
+
+def add_model_path(cache: Optional[str] = None) -> str:
+    """Path of the cached int8-I/O TFLite model of one ADD of two 1x1x1x8 int8
+    tensors (the fixed per-invoke overhead of nacc.host_bench), converted with
+    a representative dataset on first use."""
+    import tensorflow as tf
+
+    h = hashlib.sha256(f"{_FORMAT}|{tf.__version__}|add".encode())
+    for o in (_add_function, add_model_path):
+        h.update(inspect.getsource(o).encode())
+    path = os.path.join(cache or cache_dir(), f"add_1x1x1x8-i8io-{h.hexdigest()[:12]}.tflite")
+    if os.path.exists(path):
+        return path
+    rng = np.random.default_rng(0)
+    data = rng.uniform(-1.0, 1.0, (CALIBRATION_SAMPLES, 2, *ADD_MODEL_SHAPE)).astype(np.float32)
+
+    def representative():
+        for sample in data:
+            yield [sample[0], sample[1]]
+
+    fn = _add_function()
+    conv = tf.lite.TFLiteConverter.from_concrete_functions([fn.get_concrete_function()], fn)
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = representative
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    conv.inference_input_type = tf.int8
+    conv.inference_output_type = tf.int8
+    _store(path, conv.convert())
+    return path

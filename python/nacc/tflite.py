@@ -301,6 +301,10 @@ class PartitionReport:
     # dma_read_bytes/dma_write_bytes, sram_high_water, bound_cycles (docs/hardware.md
     # §8), min_dma_bytes and cores (per-core dicts of the same counters).
     last_ops: Tuple[Dict[str, Any], ...] = ()
+    # Why the cache_dir entry under cache_key was not used and was replaced
+    # (e.g. it holds another partition's Program); "" when there was none or
+    # it was used.
+    cache_replaced: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-namespace nacc::tflite {
+namespace nacc::support {
 
 class Sha256 {
  public:
@@ -27,4 +27,4 @@ class Sha256 {
   uint64_t total_ = 0;
 };
 
-}  // namespace nacc::tflite
+}  // namespace nacc::support

@@ -1,10 +1,10 @@
 // SHA-256 compression function and padding (FIPS 180-4 §5-6).
-#include "sha256.h"
+#include "support/sha256.h"
 
 #include <algorithm>
 #include <cstring>
 
-namespace nacc::tflite {
+namespace nacc::support {
 
 namespace {
 
@@ -90,4 +90,4 @@ std::string Sha256::hex_digest() {
   return out;
 }
 
-}  // namespace nacc::tflite
+}  // namespace nacc::support

@@ -1,0 +1,142 @@
+// Canonical encoding of an IR graph and its digest (graph_digest.h).
+#include "support/graph_digest.h"
+
+#include <cstdio>
+#include <type_traits>
+
+#include "support/sha256.h"
+
+namespace nacc::support {
+
+namespace {
+
+// Every field of these structs is encoded below: a new field must be added
+// there too (and this size updated), or two graphs differing only in it would
+// share a cache entry.
+#if defined(__GLIBCXX__) && defined(__x86_64__)
+static_assert(sizeof(ir::Attributes) == 184, "ir::Attributes changed: encode the new field");
+static_assert(sizeof(ir::Tensor) == 152, "ir::Tensor changed: encode the new field");
+static_assert(sizeof(ir::Op) == 304, "ir::Op changed: encode the new field");
+#endif
+
+class Fnv1a64 {
+ public:
+  void update(const void* data, size_t size) { h_ = fnv1a64(data, size, h_); }
+  std::string hex_digest() const {
+    char s[17];
+    std::snprintf(s, sizeof s, "%016llx", static_cast<unsigned long long>(h_));
+    return s;
+  }
+
+ private:
+  uint64_t h_ = 14695981039346656037ull;
+};
+
+struct Sha256Sink {
+  Sha256 h;
+  void update(const void* data, size_t size) { h.update(data, size); }
+  std::string hex_digest() { return h.hex_digest(); }
+};
+
+template <typename H>
+class Encoder {
+ public:
+  explicit Encoder(H& h) : h_(h) {}
+  template <typename T>
+  void pod(const T& v) {
+    static_assert(std::is_trivially_copyable<T>::value, "pod() of a non-POD");
+    h_.update(&v, sizeof v);
+  }
+  void str(const std::string& s) {
+    pod(static_cast<uint64_t>(s.size()));
+    h_.update(s.data(), s.size());
+  }
+  template <typename T>
+  void vec(const std::vector<T>& v) {
+    pod(static_cast<uint64_t>(v.size()));
+    if (!v.empty()) h_.update(v.data(), v.size() * sizeof(T));
+  }
+
+  void graph(const ir::Graph& g) {
+    pod(static_cast<uint64_t>(g.tensors.size()));
+    for (const ir::Tensor& t : g.tensors) tensor(t);
+    pod(static_cast<uint64_t>(g.ops.size()));
+    for (const ir::Op& op : g.ops) this->op(op);
+    vec(g.inputs);
+    vec(g.outputs);
+  }
+
+ private:
+  void tensor(const ir::Tensor& t) {
+    str(t.name);
+    vec(t.shape);
+    pod(static_cast<int32_t>(t.dtype));
+    vec(t.quant.scales);
+    vec(t.quant.zero_points);
+    pod(static_cast<int32_t>(t.quant.axis));
+    pod(static_cast<uint8_t>(t.data.has_value()));
+    if (t.data) vec(*t.data);
+  }
+
+  void op(const ir::Op& op) {
+    pod(static_cast<int32_t>(op.kind));
+    str(op.name);
+    str(op.type_name);
+    vec(op.inputs);
+    vec(op.outputs);
+    const ir::Attributes& a = op.attrs;
+    for (int v : {a.stride_h, a.stride_w, a.dilation_h, a.dilation_w, a.kernel_h, a.kernel_w,
+                  a.depth_multiplier, static_cast<int>(a.activation), a.axis}) {
+      pod(static_cast<int32_t>(v));
+    }
+    for (int64_t v : {a.padding.top, a.padding.bottom, a.padding.left, a.padding.right}) pod(v);
+    vec(a.axes);
+    pod(static_cast<uint8_t>(a.keep_dims));
+    pod(a.alpha);
+    vec(a.lut);
+    pod(static_cast<uint8_t>(a.onnx_requantize));
+    pod(static_cast<uint64_t>(a.paddings.size()));
+    for (const auto& p : a.paddings) pod(p);
+    pod(static_cast<uint64_t>(a.unsupported_options.size()));
+    for (const std::string& s : a.unsupported_options) str(s);
+  }
+
+  H& h_;
+};
+
+template <typename H>
+std::string digest_graph(const ir::Graph& graph) {
+  H h;
+  Encoder<H>(h).graph(graph);
+  return h.hex_digest();
+}
+
+template <typename H>
+std::string digest_bytes(const std::string& bytes) {
+  H h;
+  h.update(bytes.data(), bytes.size());
+  return h.hex_digest();
+}
+
+}  // namespace
+
+uint64_t fnv1a64(const void* data, size_t size, uint64_t h) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < size; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string graph_digest(const ir::Graph& graph, DigestKind kind) {
+  return kind == DigestKind::kSha256 ? digest_graph<Sha256Sink>(graph)
+                                     : digest_graph<Fnv1a64>(graph);
+}
+
+std::string bytes_digest(const std::string& bytes, DigestKind kind) {
+  return kind == DigestKind::kSha256 ? digest_bytes<Sha256Sink>(bytes)
+                                     : digest_bytes<Fnv1a64>(bytes);
+}
+
+}  // namespace nacc::support
