@@ -50,8 +50,13 @@ std::string region_text(uint32_t region_addr, uint64_t extra) {
   return buf;
 }
 
-const BoundBuffer& check_access(const ExecEnv& env, uint64_t addr, uint64_t size, bool write,
-                                const std::string& what) {
+const BoundBuffer* find_access(const ExecEnv& env, uint64_t addr, uint64_t size, bool write) {
+  const BoundBuffer* b = env.mem.find(addr, size);
+  return b && (!write || b->writable) ? b : nullptr;
+}
+
+void access_fault(const ExecEnv& env, uint64_t addr, uint64_t size, bool write,
+                  const std::string& what) {
   const BoundBuffer* b = env.mem.find(addr, size);
   const char* kind = write ? "bus write error: " : "bus read error: ";
   if (!b) {
@@ -67,13 +72,10 @@ const BoundBuffer& check_access(const ExecEnv& env, uint64_t addr, uint64_t size
                            hex(addr + size), "): no buffer is bound at ", hex(addr)),
                    write);
   }
-  if (write && !b->writable) {
-    throw BusError(str_cat(kind, what, " writes device bytes [", hex(addr), ", ", hex(addr + size),
-                           ") of the read-only buffer bound at ", hex(b->address), " (", b->name,
-                           ")"),
-                   true);
-  }
-  return *b;
+  throw BusError(str_cat(kind, what, " writes device bytes [", hex(addr), ", ", hex(addr + size),
+                         ") of the read-only buffer bound at ", hex(b->address), " (", b->name,
+                         ")"),
+                 true);
 }
 
 void retire(HandlerContext& ctx, std::deque<PendingOp>& queue, size_t keep) {

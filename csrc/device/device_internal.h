@@ -122,10 +122,21 @@ inline uint64_t device_address(const HandlerContext& ctx, uint32_t region_addr, 
 std::string region_text(uint32_t region_addr, uint64_t extra = 0);
 std::string hex(uint64_t v);
 
+// The bound buffer holding [addr, addr + size) (for a write, a writable one),
+// or nullptr when the access faults. size >= 1.
+const BoundBuffer* find_access(const ExecEnv& env, uint64_t addr, uint64_t size, bool write);
+// The BusError of a faulting access, naming `what`.
+[[noreturn]] void access_fault(const ExecEnv& env, uint64_t addr, uint64_t size, bool write,
+                               const std::string& what);
 // Checks that [addr, addr + size) lies in one bound buffer (and, for a write,
-// a writable one); returns it. BusError naming `what` otherwise. size >= 1.
+// a writable one); returns it. BusError naming what() otherwise (the message
+// is built only then). size >= 1.
+template <typename What>
 const BoundBuffer& check_access(const ExecEnv& env, uint64_t addr, uint64_t size, bool write,
-                                const std::string& what);
+                                What&& what) {
+  if (const BoundBuffer* b = find_access(env, addr, size, write)) return *b;
+  access_fault(env, addr, size, write, what());
+}
 
 // Retires pending ops of a queue down to `keep` outstanding, advancing the
 // command processor to their completion.

@@ -56,9 +56,12 @@ void execute_dma_copy(ExecEnv& env, uint32_t word) {
   }
   const uint64_t s = device_address(ctx, src, 0), d = device_address(ctx, dst, 0);
   const BoundBuffer& sb =
-      check_access(env, s, len, false, str_cat("DMA source (DMA_SRC = ", region_text(src), ", DMA_LEN = ", len, ")"));
-  const BoundBuffer& db = check_access(
-      env, d, len, true, str_cat("DMA destination (DMA_DST = ", region_text(dst), ", DMA_LEN = ", len, ")"));
+      check_access(env, s, len, false, [&] {
+        return str_cat("DMA source (DMA_SRC = ", region_text(src), ", DMA_LEN = ", len, ")");
+      });
+  const BoundBuffer& db = check_access(env, d, len, true, [&] {
+    return str_cat("DMA destination (DMA_DST = ", region_text(dst), ", DMA_LEN = ", len, ")");
+  });
   pend.reads.push_back(Interval{s, s + len});
   pend.writes.push_back(Interval{d, d + len});
   check_race(ctx.kernels, pend, "kernel");
@@ -108,9 +111,9 @@ void execute_vnchwconv(ExecEnv& env, uint32_t word) {
   std::vector<const BoundBuffer*> slot_buf;
   Interval rd{~uint64_t(0), 0}, wr{~uint64_t(0), 0};
   auto slot = [&](uint64_t addr, bool write, const char* what, int k, int it) {
-    const BoundBuffer& b = check_access(
-        env, addr, block, write,
-        str_cat("VNCHWCONV ", what, " block ", k, " of iteration ", it, " (", hex(addr), ")"));
+    const BoundBuffer& b = check_access(env, addr, block, write, [&] {
+      return str_cat("VNCHWCONV ", what, " block ", k, " of iteration ", it, " (", hex(addr), ")");
+    });
     Interval& iv = write ? wr : rd;
     iv.lo = std::min(iv.lo, addr);
     iv.hi = std::max(iv.hi, addr + block);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,15 @@ void require(bool ok, const A&... parts) {
   if (!ok) throw DeviceFault(str_cat(parts...));
 }
 
-inline std::string path(FieldRef f) { return field_path(f); }
+// Message parts that cost nothing unless a check fails: each prints itself
+// when a message is built (str_cat), so the success path formats nothing.
+struct FieldPath {
+  FieldRef f;
+};
+inline std::ostream& operator<<(std::ostream& o, FieldPath p) {
+  return o << describe(p.f.reg).name << "." << p.f.desc().name;
+}
+inline FieldPath path(FieldRef f) { return FieldPath{f}; }
 
 // Everything one kernel command reads from the compute bank, validated.
 struct Setup {
@@ -121,7 +130,14 @@ struct CoreWork {
 CoreWork plan_core(const ExecEnv& env, const Setup& s, int i);
 
 // " (core i)" when the command uses several cores.
-std::string core_text(const Setup& s, int i);
+struct CoreText {
+  int ncores, core;
+};
+inline std::ostream& operator<<(std::ostream& o, CoreText t) {
+  if (t.ncores > 1) o << " (core " << t.core << ")";
+  return o;
+}
+inline CoreText core_text(const Setup& s, int i) { return CoreText{s.ncores, i}; }
 
 // The DMA data movements of the interpreter.
 void copy_in(const Read& r, uint8_t* sram);

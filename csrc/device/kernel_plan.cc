@@ -56,26 +56,44 @@ void count_work(const Setup& s, CoreWork& c) {
   if (s.needs_lut) c.act_cycles = cost::activation_cycles(h * w * c.noc);
 }
 
-std::string area_overflow(const char* what, int64_t need, const SramRange& area) {
-  return str_cat("SRAM overflow: ", what, " needs ", need, " bytes, area holds ",
-                 area.hi - area.lo, " (NACC_MEM_RANGE: SRAM [", area.lo, ", ", area.hi, "))");
+// "SRAM overflow: <what> needs N bytes, area holds M (...)", printed lazily.
+template <typename What>
+struct AreaOverflow {
+  What what;
+  int64_t need;
+  SramRange area;
+};
+template <typename What>
+std::ostream& operator<<(std::ostream& o, const AreaOverflow<What>& a) {
+  return o << "SRAM overflow: " << a.what << " needs " << a.need << " bytes, area holds "
+           << a.area.hi - a.area.lo << " (NACC_MEM_RANGE: SRAM [" << a.area.lo << ", " << a.area.hi
+           << "))";
+}
+template <typename What>
+AreaOverflow<What> area_overflow(What what, int64_t need, const SramRange& area) {
+  return AreaOverflow<What>{what, need, area};
 }
 
-// Bounds-checks a read and resolves its host pointer.
-void resolve(const ExecEnv& env, Read& r, const std::string& what) {
+// Bounds-checks a read and resolves its host pointer; what() names it in the fault.
+template <typename What>
+void resolve(const ExecEnv& env, Read& r, What&& what) {
   const BoundBuffer& b = check_access(env, r.addr, r.span(), false, what);
   r.host = b.data + (r.addr - b.address);
 }
 
-std::string reg_text(Reg r, uint32_t value, uint64_t extra = 0) {
-  return str_cat(describe(r).name, " = ", region_text(value, extra));
+// "REG = region r + 0x...", printed lazily.
+struct RegText {
+  Reg r;
+  uint32_t value;
+  uint64_t extra;
+};
+std::ostream& operator<<(std::ostream& o, const RegText& t) {
+  return o << describe(t.r).name << " = " << region_text(t.value, t.extra);
 }
+RegText reg_text(Reg r, uint32_t value, uint64_t extra = 0) { return RegText{r, value, extra}; }
 
 }  // namespace
 
-std::string core_text(const Setup& s, int i) {
-  return s.ncores > 1 ? str_cat(" (core ", i, ")") : std::string();
-}
 
 // Plans core i: its tile, SRAM layout, external accesses (bounds-checked) and
 // whether its IFM and K areas must be loaded or are resident.
@@ -174,13 +192,14 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
     pos += limits::kLutEntries;
   }
   c.kern = {s.k_area.lo, pos};
-  require(pos <= s.k_area.hi,
-          area_overflow(str_cat("kernel data (", c.weight_count, " weight bytes",
-                                s.needs_bias ? ", bias" : "", s.needs_quant ? ", quantization" : "",
-                                s.needs_lut ? ", LUT" : "", ")")
-                            .c_str(),
-                        pos - s.k_area.lo, s.k_area),
-          core_text(s, i));
+  if (pos > s.k_area.hi) {
+    throw DeviceFault(str_cat(
+        area_overflow(str_cat("kernel data (", c.weight_count, " weight bytes",
+                              s.needs_bias ? ", bias" : "", s.needs_quant ? ", quantization" : "",
+                              s.needs_lut ? ", LUT" : "", ")"),
+                      pos - s.k_area.lo, s.k_area),
+        core_text(s, i)));
+  }
 
   // External accesses.
   const uint64_t ck = uint64_t(s.mode == value_of(BroadcastMode::SPLIT_KERNEL) ? i : 0);
@@ -231,7 +250,10 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   const bool k_broadcast = s.mode == value_of(BroadcastMode::SPLIT_HEIGHT);
   const bool fm_broadcast = s.mode == value_of(BroadcastMode::SPLIT_KERNEL);
   if (c.load_fm) {
-    resolve(env, c.fm_read, str_cat("IFM tile", core_text(s, i), " (", reg_text(Reg::NACC_IN_FM_DMA_ADDR, s.a_in), ")"));
+    resolve(env, c.fm_read, [&] {
+      return str_cat("IFM tile", core_text(s, i), " (", reg_text(Reg::NACC_IN_FM_DMA_ADDR, s.a_in),
+                     ")");
+    });
     if (s.im2col) {
       // The DMA moves each valid byte of every output pixel's window (halo
       // bytes as often as windows overlap them); padding positions are
@@ -249,10 +271,11 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
       c.wblock.addr = device_address(ctx, s.a_k, ck * uint64_t(s.k_block));
       c.wblock.bytes = s.k_block;
       c.wblock.sram = c.w_lo;
-      resolve(env, c.wblock,
-              str_cat("weight block", core_text(s, i), " (",
-                      reg_text(Reg::NACC_IN_K_DMA_ADDR, s.a_k, ck * uint64_t(s.k_block)),
-                      ", K_TRANS_LEN x 16 = ", s.k_block, " bytes)"));
+      resolve(env, c.wblock, [&] {
+        return str_cat("weight block", core_text(s, i), " (",
+                       reg_text(Reg::NACC_IN_K_DMA_ADDR, s.a_k, ck * uint64_t(s.k_block)),
+                       ", K_TRANS_LEN x 16 = ", s.k_block, " bytes)");
+      });
       acc += s.k_block;
     }
     if (s.fam == Family::kMatmul) {
@@ -261,7 +284,8 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
       c.b_read.bytes = c.noc;
       c.b_read.row_pitch = s.k_pitch;
       c.b_read.sram = c.w_lo;
-      resolve(env, c.b_read, str_cat("matmul B (", reg_text(Reg::NACC_IN_K_DMA_ADDR, s.a_k), ")"));
+      resolve(env, c.b_read,
+              [&] { return str_cat("matmul B (", reg_text(Reg::NACC_IN_K_DMA_ADDR, s.a_k), ")"); });
       acc += c.b_read.total();
     }
     struct Part {
@@ -292,8 +316,10 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
       r.addr = device_address(ctx, p.addr, p.extra);
       r.bytes = p.bytes;
       r.sram = p.sram;
-      resolve(env, r, str_cat(describe(p.reg).name, core_text(s, i), " (", region_text(p.addr, p.extra),
-                              ", ", p.bytes, " bytes)"));
+      resolve(env, r, [&] {
+        return str_cat(describe(p.reg).name, core_text(s, i), " (", region_text(p.addr, p.extra),
+                       ", ", p.bytes, " bytes)");
+      });
       (p.broadcast ? c.rd_broadcast : c.rd_unicast) += r.total();
       c.small_reads.push_back(r);
     }
@@ -309,16 +335,20 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
     t.row_pitch = p * uint64_t(s.in_w);
     t.pix_pitch = p;
     t.sram = c.temp.lo;
-    resolve(env, t, str_cat("element-wise operand", core_text(s, i), " (",
-                            reg_text(Reg::NACC_IN_K_DMA_ADDR, s.a_k), ")"));
+    resolve(env, t, [&] {
+      return str_cat("element-wise operand", core_text(s, i), " (",
+                     reg_text(Reg::NACC_IN_K_DMA_ADDR, s.a_k), ")");
+    });
     c.rd_unicast += t.total();
   }
   c.ofm_addr = device_address(ctx, s.a_out,
                               uint64_t(c.y0) * s.out_row + uint64_t(s.x0) * s.out_pix + uint64_t(c.oc0));
   c.ofm_span = uint64_t(c.h - 1) * s.out_row + uint64_t(s.w - 1) * s.out_pix + uint64_t(c.noc);
   const BoundBuffer& ob =
-      check_access(env, c.ofm_addr, c.ofm_span, true,
-                   str_cat("OFM tile", core_text(s, i), " (", reg_text(Reg::NACC_OUT_DMA_ADDR, s.a_out), ")"));
+      check_access(env, c.ofm_addr, c.ofm_span, true, [&] {
+        return str_cat("OFM tile", core_text(s, i), " (", reg_text(Reg::NACC_OUT_DMA_ADDR, s.a_out),
+                       ")");
+      });
   c.ofm_host = ob.data + (c.ofm_addr - ob.address);
   c.wr_bytes = ofm_bytes;
   count_work(s, c);

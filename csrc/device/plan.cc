@@ -48,13 +48,11 @@ ReadRef Recorder::ref(const Read& r) {
   return out;
 }
 
-bool Recorder::written_since(int64_t since, const std::vector<Interval>& src) const {
-  for (auto it = writes.rbegin(); it != writes.rend() && it->first >= since; ++it) {
-    for (const Interval& s : src) {
-      if (s.overlaps(it->second)) return true;
-    }
+void Recorder::wrote(const Interval& w) {
+  for (CoreResidency& r : cores) {
+    for (const Interval& s : r.fm_src) r.fm_dirty = r.fm_dirty || s.overlaps(w);
+    for (const Interval& s : r.k_src) r.k_dirty = r.k_dirty || s.overlaps(w);
   }
-  return false;
 }
 
 namespace {
@@ -90,15 +88,20 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
     if (c.load_temp) t.temp = rec.ref(c.temp_read);
     t.out = rec.ref(c.ofm_addr);
     if (c.load_fm) {
-      res.fm_seq = rec.seq;
       res.fm_src = {c.fm_read.interval()};
-    } else if (rec.written_since(res.fm_seq, res.fm_src)) {
+      res.fm_dirty = false;
+    } else if (res.fm_dirty) {
       unsupported(rec, "a resident IFM whose source bytes were written after it was loaded");
     }
     if (!c.kern.empty()) {
-      if (c.load_k) {
-        // Core 0 fetches a broadcast K area; the others receive a copy of it.
-        const CoreWork& from = k_broadcast && c.core > 0 ? work[0] : c;
+      if (c.load_k && k_broadcast && c.core > 0) {
+        // Core 0 fetched the broadcast K area; this core received a copy of it.
+        const Recorder::CoreResidency& r0 = rec.cores[size_t(work[0].core)];
+        res.kdata = r0.kdata;
+        res.k_reads = r0.k_reads;
+        res.k_src = r0.k_src;
+        res.k_dirty = false;
+      } else if (c.load_k) {
         std::vector<KernelRead> k_reads;
         std::vector<Interval> src;
         auto part = [&](const Read& r) {
@@ -106,14 +109,14 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
           const ReadRef ref = rec.ref(r);
           if (!rec.immutable(ref.at)) k_reads.push_back(KernelRead{ref, r.sram});
         };
-        if (from.wblock.host) {
-          src.push_back(from.wblock.interval());
-          if (!rec.immutable(rec.ref(from.wblock.addr))) {
+        if (c.wblock.host) {
+          src.push_back(c.wblock.interval());
+          if (!rec.immutable(rec.ref(c.wblock.addr))) {
             unsupported(rec, "a weight block outside the immutable regions");
           }
         }
-        if (from.b_read.host) part(from.b_read);
-        for (const Read& r : from.small_reads) part(r);
+        if (c.b_read.host) part(c.b_read);
+        for (const Read& r : c.small_reads) part(r);
         const uint8_t* sram = ctx.cores[size_t(c.core)].sram.data();
         const uint8_t* lo = sram + c.kern.lo;
         const size_t n = size_t(c.kern.hi - c.kern.lo);
@@ -134,9 +137,9 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
         }
         res.kdata = index;
         res.k_reads = std::move(k_reads);
-        res.k_seq = rec.seq;
         res.k_src = std::move(src);
-      } else if (rec.written_since(res.k_seq, res.k_src)) {
+        res.k_dirty = false;
+      } else if (res.k_dirty) {
         unsupported(rec, "a resident K area whose source bytes were written after it was loaded");
       }
       t.kdata = res.kdata;
@@ -144,12 +147,9 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
     }
     kt.tiles.push_back(std::move(t));
   }
-  for (const CoreWork& c : work) {
-    rec.writes.emplace_back(rec.seq, Interval{c.ofm_addr, c.ofm_addr + c.ofm_span});
-  }
+  for (const CoreWork& c : work) rec.wrote(Interval{c.ofm_addr, c.ofm_addr + c.ofm_span});
   rec.order.emplace_back(0, int(rec.kernels.size()));
   rec.kernels.push_back(std::move(kt));
-  ++rec.seq;
 }
 
 void record_copy(Recorder& rec, uint32_t word, uint64_t src, uint64_t dst, uint64_t len) {
@@ -158,10 +158,9 @@ void record_copy(Recorder& rec, uint32_t word, uint64_t src, uint64_t dst, uint6
   c.src = rec.ref(src);
   c.dst = rec.ref(dst);
   c.len = len;
-  rec.writes.emplace_back(rec.seq, Interval{dst, dst + len});
+  rec.wrote(Interval{dst, dst + len});
   rec.order.emplace_back(1, int(rec.copies.size()));
   rec.copies.push_back(c);
-  ++rec.seq;
 }
 
 // ---------------------------------------------------------------------------
@@ -298,13 +297,33 @@ void group_ranges(const Recorder& rec, const Group& g, std::vector<std::pair<Reg
   }
 }
 
+// Whether a byte of some range of `a` is in some range of `b`: the ranges of
+// `b` merged per region, each of `a` looked up in them (n log n).
 bool overlap(const std::vector<std::pair<RegionRef, uint64_t>>& a,
              const std::vector<std::pair<RegionRef, uint64_t>>& b) {
-  for (const auto& [ra, na] : a) {
-    for (const auto& [rb, nb] : b) {
-      if (ra.region == rb.region && ra.offset < rb.offset + nb && rb.offset < ra.offset + na) {
-        return true;
-      }
+  std::vector<std::pair<std::pair<int, uint64_t>, uint64_t>> ranges;  // ((region, lo), hi)
+  ranges.reserve(b.size());
+  for (const auto& [r, n] : b) ranges.push_back({{r.region, r.offset}, r.offset + n});
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<std::pair<int, uint64_t>, uint64_t>> merged;
+  for (const auto& x : ranges) {
+    if (!merged.empty() && merged.back().first.first == x.first.first &&
+        x.first.second <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, x.second);
+    } else {
+      merged.push_back(x);
+    }
+  }
+  for (const auto& [r, n] : a) {
+    // The first merged range starting after r.offset; its predecessor may hold it.
+    auto it = std::upper_bound(merged.begin(), merged.end(),
+                               std::make_pair(std::make_pair(r.region, r.offset), ~uint64_t(0)));
+    if (it != merged.end() && it->first.first == r.region && it->first.second < r.offset + n) {
+      return true;
+    }
+    if (it != merged.begin()) {
+      --it;
+      if (it->first.first == r.region && r.offset < it->second) return true;
     }
   }
   return false;

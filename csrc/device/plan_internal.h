@@ -86,14 +86,12 @@ struct Recorder {
   std::vector<CopyTrace> copies;
   std::vector<std::pair<int, int>> order;  // (0 kernel | 1 copy, index) in stream order
   std::vector<KernelData> kernel_data;
-  // External writes in stream order: (command sequence, interval).
-  std::vector<std::pair<int64_t, Interval>> writes;
-  int64_t seq = 0;  // commands with data effects recorded so far
+
   struct CoreResidency {
     int kdata = -1;                       // the K area's contents
     std::vector<KernelRead> k_reads;      // its run-time parts
-    int64_t fm_seq = -1, k_seq = -1;      // when the IFM / K area was loaded
     std::vector<Interval> fm_src, k_src;  // the external bytes each was loaded from
+    bool fm_dirty = false, k_dirty = false;  // a later write overlapped them
   };
   std::vector<CoreResidency> cores;
   std::string unsupported;  // non-empty: the stream cannot be replayed, and why
@@ -105,8 +103,8 @@ struct Recorder {
   bool immutable(const RegionRef& r) const {
     return r.region >= 0 && ((immutable_regions >> r.region) & 1u) != 0;
   }
-  // Whether any write recorded at sequence >= since overlaps one of `src`.
-  bool written_since(int64_t since, const std::vector<Interval>& src) const;
+  // Records an external write: marks the resident areas whose sources it overlaps.
+  void wrote(const Interval& w);
 };
 
 // Records one kernel command (called by execute_kernel after every check,
