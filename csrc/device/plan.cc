@@ -771,9 +771,116 @@ void run_call(const PlanCall& call, const CallInputs& ci,
 
 }  // namespace
 
+namespace {
+
+// Below this much work (MACs, or elements for pointwise units) a call stays
+// on the calling thread: handing it to the pool costs more than it saves.
+constexpr int64_t kParallelMinWork = 1 << 18;
+
+int64_t call_work(const PlanCall& call) {
+  const Setup& s = call.s;
+  const CoreWork& c = call.t.work;
+  const int64_t pixels = int64_t(c.h) * s.w;
+  switch (s.fam) {
+    case Family::kConv: return pixels * c.noc * s.kx * s.ky * s.in_c;
+    case Family::kDepthwise:
+    case Family::kPool: return pixels * c.noc * s.kx * s.ky;
+    case Family::kFullyConnected: return int64_t(c.h) * c.noc * s.in_c;
+    case Family::kMatmul: return pixels * c.noc * s.mat_k;
+    default: return pixels * c.noc;
+  }
+}
+
+// Output rows [r0, r1) of a merged (single-core, whole-layer) call: the tile
+// a command for those rows would have, its input rows and padding derived as
+// the device derives a tile's halo (docs/device_model.md §3).
+bool row_part(const PlanCall& call, int r0, int r1, PlanCall* out) {
+  const Setup& s = call.s;
+  const CoreWork& c = call.t.work;
+  *out = call;
+  CoreWork& p = out->t.work;
+  p.y0 = c.y0 + r0;
+  p.h = r1 - r0;
+  out->t.out.offset += uint64_t(r0) * s.out_row;
+  if (is_window(s.fam)) {
+    const int64_t iy0 = int64_t(r0) * s.sy - c.pad_t;  // rows of the call's valid input
+    const int64_t ih = int64_t(p.h - 1) * s.sy + s.ky;
+    const int64_t vy0 = std::max<int64_t>(iy0, 0), vy1 = std::min<int64_t>(iy0 + ih, c.vh);
+    if (vy1 <= vy0) return false;
+    p.pad_t = int(vy0 - iy0);
+    p.pad_b = int(iy0 + ih - vy1);
+    p.vh = int(vy1 - vy0);
+    p.iy0 = int(c.vy0 + iy0);
+    p.vy0 = int(c.vy0 + vy0);
+    out->t.fm.at.offset += uint64_t(vy0) * call.t.fm.row_pitch;
+    out->t.fm.rows = p.vh;
+    return true;
+  }
+  if (s.fam == Family::kMatmul) return false;
+  p.vh = p.h;  // pointwise: input row r is output row r
+  out->t.fm.at.offset += uint64_t(r0) * call.t.fm.row_pitch;
+  out->t.fm.rows = p.h;
+  if (c.load_temp && call.t.temp.rows > 1) {
+    out->t.temp.at.offset += uint64_t(r0) * call.t.temp.row_pitch;
+    out->t.temp.rows = p.h;
+  }
+  return true;
+}
+
+// Output channels [c0, c1) of a merged convolution or fully connected call.
+void channel_part(const PlanCall& call, int c0, int c1, PlanCall* out) {
+  const Setup& s = call.s;
+  *out = call;
+  CoreWork& p = out->t.work;
+  const int64_t per_channel = s.fam == Family::kConv ? int64_t(s.kx) * s.ky * s.in_c : s.in_c;
+  p.noc = c1 - c0;
+  p.oc0 += c0;
+  p.w_lo += c0 * per_channel;
+  p.weight_count = p.noc * per_channel;
+  if (p.bias_lo >= 0) p.bias_lo += 4 * c0;
+  if (p.mul_lo >= 0) p.mul_lo += 4 * c0;
+  if (p.shift_lo >= 0) p.shift_lo += 4 * c0;
+  if (p.scale_lo >= 0) p.scale_lo += int64_t(s.real_scale ? 8 : 4) * c0;
+  out->t.out.offset += uint64_t(c0);
+}
+
+// The parts of a call for `threads` host threads; empty: run it whole.
+std::vector<PlanCall> parallel_parts(const PlanCall& call, int threads) {
+  std::vector<PlanCall> parts;
+  const Setup& s = call.s;
+  const CoreWork& c = call.t.work;
+  if (threads <= 1 || s.ncores != 1 || call_work(call) < kParallelMinWork) return parts;
+  if (c.h >= 2 * threads && (is_window(s.fam) || s.fam != Family::kMatmul)) {
+    for (int i = 0; i < threads; ++i) {
+      const int r0 = int(int64_t(c.h) * i / threads), r1 = int(int64_t(c.h) * (i + 1) / threads);
+      PlanCall part;
+      if (!row_part(call, r0, r1, &part)) return {};
+      parts.push_back(std::move(part));
+    }
+    return parts;
+  }
+  const bool per_channel = s.fam == Family::kConv || s.fam == Family::kFullyConnected;
+  if (per_channel && c.noc >= 32 * threads) {
+    // Blocks of 16 channels (the GEMM's column block), shared out evenly.
+    const int blocks = (c.noc + 15) / 16;
+    for (int i = 0; i < threads; ++i) {
+      const int b0 = blocks * i / threads, b1 = blocks * (i + 1) / threads;
+      const int c0 = b0 * 16, c1 = std::min(c.noc, b1 * 16);
+      if (c1 <= c0) continue;
+      PlanCall part;
+      channel_part(call, c0, c1, &part);
+      parts.push_back(std::move(part));
+    }
+  }
+  return parts;
+}
+
+}  // namespace
+
 void replay_plan(const PlanData& plan, const std::array<RegionMemory, limits::kNumRegions>& regions,
                  ThreadPool& pool) {
   Scratch& sc = scratch();
+  const int threads = pool.threads();
   for (const PlanStep& step : plan.steps) {
     if (step.kind == PlanStep::Kind::kCopy) {
       const CopyTrace& cp = plan.copies[size_t(step.first)];
@@ -783,9 +890,30 @@ void replay_plan(const PlanData& plan, const std::array<RegionMemory, limits::kN
     }
     if (!step.stage_inputs) {
       for (int i = step.first; i < step.first + step.count; ++i) {
-        CallInputs ci;
-        resolve_inputs(plan, plan.calls[size_t(i)], regions, false, ci, sc);
-        run_call(plan.calls[size_t(i)], ci, regions, sc);
+        const PlanCall& call = plan.calls[size_t(i)];
+        const std::vector<PlanCall> parts = parallel_parts(call, threads);
+        if (parts.empty()) {
+          CallInputs ci;
+          resolve_inputs(plan, call, regions, false, ci, sc);
+          run_call(call, ci, regions, sc);
+          continue;
+        }
+        // Parts write disjoint outputs and read inputs no part writes (the
+        // call's inputs and outputs do not overlap: the step is not staged).
+        std::vector<std::exception_ptr> errors(parts.size());
+        pool.parallel_for(int(parts.size()), [&](int k) {
+          try {
+            Scratch& own = scratch();
+            CallInputs ci;
+            resolve_inputs(plan, parts[size_t(k)], regions, false, ci, own);
+            run_call(parts[size_t(k)], ci, regions, own);
+          } catch (...) {
+            errors[size_t(k)] = std::current_exception();
+          }
+        });
+        for (const std::exception_ptr& e : errors) {
+          if (e) std::rethrow_exception(e);
+        }
       }
       continue;
     }
@@ -797,7 +925,6 @@ void replay_plan(const PlanData& plan, const std::array<RegionMemory, limits::kN
       run_call(plan.calls[size_t(step.first + i)], staged[size_t(i)], regions, sc);
     }
   }
-  (void)pool;
 }
 
 }  // namespace device_detail
