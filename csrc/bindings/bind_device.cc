@@ -456,14 +456,13 @@ void bind_runtime(py::module_& m) {
             nacc::RunStats stats;
             {
               py::gil_scoped_release release;
-              rt.set_record_timeline(timeline);
               if (rt.execution_mode() == nacc::ExecutionMode::kReplay) {
                 // A Python Program can change between calls: each call loads
                 // a copy, which builds its plan, and replays that.
                 const std::shared_ptr<const Program> loaded = rt.load(p);
-                stats = rt.run(*loaded, in_bufs, out_bufs, true);
+                stats = rt.run(*loaded, in_bufs, out_bufs, true, timeline);
               } else {
-                stats = rt.run(p, in_bufs, out_bufs);
+                stats = rt.run(p, in_bufs, out_bufs, false, timeline);
               }
             }
             py::list outs;

@@ -234,7 +234,7 @@ void Runtime::release(int handler) {
 }
 
 RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& inputs,
-                      const std::vector<OutputBuffer>& outputs, bool checked) {
+                      const std::vector<OutputBuffer>& outputs, bool checked, bool timeline) {
   if (!checked) check_program(program);
   check_arg(inputs.size() == program.inputs.size(), "run: ", inputs.size(),
             " input buffers for a program with ", program.inputs.size(), " inputs");
@@ -295,7 +295,7 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
       stats.handler = b;
       stats.replayed = true;
       const RunCounters& rc = entry->plan->counters();
-      if (timeline_) {
+      if (timeline) {
         stats.counters = rc;
       } else {
         stats.counters.cycles = rc.cycles;
@@ -315,11 +315,11 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
       return stats;
     }
   }
-  return step_run(program, inputs, outputs);
+  return step_run(program, inputs, outputs, timeline);
 }
 
 RunStats Runtime::step_run(const Program& program, const std::vector<InputBuffer>& inputs,
-                           const std::vector<OutputBuffer>& outputs) {
+                           const std::vector<OutputBuffer>& outputs, bool timeline) {
   const FaultPlan fault = take_fault();
   const int b = acquire();
   std::vector<uint64_t> bound;
@@ -412,7 +412,7 @@ RunStats Runtime::step_run(const Program& program, const std::vector<InputBuffer
   stats.handler = b;
   stats.counters = device_.counters(b);
   stats.ops = op_counters(program, stats.counters);
-  if (!timeline_) stats.counters.timeline.clear();
+  if (!timeline) stats.counters.timeline.clear();
   return stats;
 }
 

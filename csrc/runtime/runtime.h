@@ -81,9 +81,6 @@ class Runtime {
   // fault injection always step.
   void set_execution_mode(ExecutionMode mode) { mode_ = mode; }
   ExecutionMode execution_mode() const { return mode_; }
-  // Whether run() fills RunStats::counters.timeline (default false: a copy of
-  // every command's record per run costs what small models take to run).
-  void set_record_timeline(bool on) { timeline_ = on; }
   // The plan load() built for `program`, or nullptr (not loaded, no plan);
   // `why` gets the reason a loaded Program has none.
   std::shared_ptr<const ExecutionPlan> plan_of(const Program& program, std::string* why = nullptr);
@@ -91,9 +88,12 @@ class Runtime {
   // Runs `program` once. inputs/outputs are in the order of program.inputs /
   // program.outputs, sizes checked. Throws DeviceFault (naming command, register
   // and address) when the run faults; outputs are then unspecified. `checked`:
-  // the program was already checked (e.g. it came from load()).
+  // the program was already checked (e.g. it came from load()). `timeline`:
+  // fill RunStats::counters.timeline (off by default: a copy of every
+  // command's record per run costs what small models take to run).
   RunStats run(const Program& program, const std::vector<InputBuffer>& inputs,
-               const std::vector<OutputBuffer>& outputs, bool checked = false);
+               const std::vector<OutputBuffer>& outputs, bool checked = false,
+               bool timeline = false);
 
   // Device address of region `region` of batch handler `handler`, and of its
   // instruction stream: handler windows of 64 GB at (handler + 1) << 36, regions
@@ -117,7 +117,7 @@ class Runtime {
   void run_with_op_hook(const Program& program, int handler,
                         const std::array<const uint8_t*, limits::kNumRegions>& region_data);
   RunStats step_run(const Program& program, const std::vector<InputBuffer>& inputs,
-                    const std::vector<OutputBuffer>& outputs);
+                    const std::vector<OutputBuffer>& outputs, bool timeline);
   // The plan of a Program load() returned, if it has one.
   struct PlanEntry {
     std::weak_ptr<const Program> program;
@@ -139,7 +139,6 @@ class Runtime {
   std::vector<std::vector<std::vector<uint8_t>>> scratch_;
   OpOutputHook op_hook_;
   ExecutionMode mode_ = ExecutionMode::kReplay;
-  bool timeline_ = false;
   std::mutex plans_mu_;
   std::unordered_map<const Program*, PlanEntry> plans_;
 };
