@@ -60,7 +60,9 @@ struct Executor::Impl {
 Executor::Executor(const Config& config) : impl_(std::make_unique<Impl>()) { impl_->config = config; }
 Executor::~Executor() = default;
 
-void Executor::check(const Program& program) { impl_->runtime_for(program.hw).check_program(program); }
+std::shared_ptr<const Program> Executor::load(const Program& program) {
+  return impl_->runtime_for(program.hw).load(program);
+}
 
 RunStats Executor::run(const Program& program, const std::vector<const void*>& inputs,
                        const std::vector<void*>& outputs) {

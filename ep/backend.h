@@ -44,8 +44,9 @@ class Executor {
   explicit Executor(const Config& config);
   ~Executor();
   // Validates `program` against the device it will run on (once, at compile
-  // time); run() then skips the check. Throws InvalidArgument.
-  void check(const Program& program);
+  // time) and builds its execution plan; run() the returned copy (it then
+  // skips the check and replays the plan). Throws InvalidArgument.
+  std::shared_ptr<const Program> load(const Program& program);
   // inputs[i] / outputs[i]: int8 buffers of program.inputs[i] / outputs[i]
   // (NHWC for rank 4), sizes as the Program says.
   RunStats run(const Program& program, const std::vector<const void*>& inputs,

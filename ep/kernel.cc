@@ -78,11 +78,11 @@ CompiledPartition::CompiledPartition(std::string name, PartitionBlob blob,
               " bytes, its Program region ", p.outputs[k].size);
     program_output_of_.push_back(k);
   }
-  executor_->check(p);
+  loaded_ = executor_->load(p);
 }
 
 void CompiledPartition::compute(const Api& api, OrtKernelContext* context) const {
-  const Program& program = blob_.program;
+  const Program& program = *loaded_;
   size_t n_in = 0, n_out = 0;
   api.check(api.ort->KernelContext_GetInputCount(context, &n_in));
   api.check(api.ort->KernelContext_GetOutputCount(context, &n_out));

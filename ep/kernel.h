@@ -36,6 +36,7 @@ class CompiledPartition {
   std::string name_;
   PartitionBlob blob_;
   std::shared_ptr<Executor> executor_;
+  std::shared_ptr<const Program> loaded_;  // blob_.program, loaded with its execution plan
   std::vector<int> program_input_of_;   // fused input i -> Program input index
   std::vector<int> program_output_of_;  // fused output i -> Program output index
 };

@@ -640,16 +640,16 @@ def test_stream_structure(case):
 _RUNTIMES: dict = {}
 
 
-def runtime(cores, kb):
-    key = (cores, kb)
+def runtime(cores, kb, execution="replay"):
+    key = (cores, kb, execution)
     if key not in _RUNTIMES:
-        _RUNTIMES[key] = _core.Runtime(cores=cores, sram_kb=kb)
+        _RUNTIMES[key] = _core.Runtime(cores=cores, sram_kb=kb, execution=execution)
     return _RUNTIMES[key]
 
 
-def run(net, inputs, cores=1, kb=64, program=None, **options):
+def run(net, inputs, cores=1, kb=64, program=None, execution="replay", **options):
     prog = program or _core.compile(net.g, cores=cores, sram_kb=kb, **options)
-    outs, stats = runtime(cores, kb).run(prog, inputs)
+    outs, stats = runtime(cores, kb, execution).run(prog, inputs)
     return [np.asarray(o).reshape(net.shapes[name]) for o, name in zip(outs, net.outputs)], stats
 
 
@@ -1065,22 +1065,24 @@ MUTATIONS = [
 ]
 
 
+@pytest.mark.parametrize("execution", ["replay", "step"])
 @pytest.mark.parametrize("register, change", MUTATIONS,
                          ids=[f"{m[0]}-{i}" for i, m in enumerate(MUTATIONS)])
-def test_corrupted_register_never_passes_silently(register, change):
+def test_corrupted_register_never_passes_silently(register, change, execution):
     """Changing one halo, split, stride/padding or address register write of a
     compiled stream (the 80x80x3 conv at 4 KB on 4 cores in mode 2, so every tile
     register and the per-core split registers are written) either changes the
-    output bits or raises nacc.DeviceFault."""
+    output bits or raises nacc.DeviceFault — replaying the execution plan as well
+    as stepping the interpreter."""
     net = OP_CASES["conv3x3-80x80x3-spec"]()
     x = net.random_inputs()
     prog = _core.compile(net.g, cores=4, sram_kb=4, force_cores=4, force_mode="SPLIT_HEIGHT")
-    (good,), _ = run(net, x, 4, 4, program=prog)
+    (good,), _ = run(net, x, 4, 4, program=prog, execution=execution)
     words = info(prog)["commands"]
     bad = _core.Program.from_bytes(prog.to_bytes())
     bad.commands = _mutated(words, register, change)
     try:
-        (out,), _ = run(net, x, 4, 4, program=bad)
+        (out,), _ = run(net, x, 4, 4, program=bad, execution=execution)
     except nacc.DeviceFault:
         return
     assert not np.array_equal(out, good), f"{register} corrupted, output unchanged"

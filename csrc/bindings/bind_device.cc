@@ -378,12 +378,49 @@ void bind_runtime(py::module_& m) {
                       "The driver: runs Programs on a simulated device, one batch handler per "
                       "run; thread-safe (runs beyond 12 concurrent ones wait for a handler).")
       .def(py::init([](int cores, int64_t sram_kb, int threads, int ext_bytes_per_cycle,
-                       int dma_bytes_per_cycle) {
-             return std::make_unique<Runtime>(
+                       int dma_bytes_per_cycle, const std::string& execution) {
+             auto rt = std::make_unique<Runtime>(
                  make_hw(cores, sram_kb, ext_bytes_per_cycle, dma_bytes_per_cycle), threads);
+             if (execution == "step") {
+               rt->set_execution_mode(nacc::ExecutionMode::kStep);
+             } else if (execution != "replay") {
+               throw py::value_error("Runtime: execution must be 'replay' or 'step', got '" +
+                                     execution + "'");
+             }
+             return rt;
            }),
            py::kw_only(), py::arg("cores") = 1, py::arg("sram_kb") = 64, py::arg("threads") = 1,
-           py::arg("ext_bytes_per_cycle") = 64, py::arg("dma_bytes_per_cycle") = 16)
+           py::arg("ext_bytes_per_cycle") = 64, py::arg("dma_bytes_per_cycle") = 16,
+           py::arg("execution") = "replay",
+           "execution: 'replay' (the Program's execution plan, built when it is first run; the "
+           "product's mode) or 'step' (the reference interpreter, command by command).")
+      .def_property_readonly("execution", [](const Runtime& rt) {
+        return rt.execution_mode() == nacc::ExecutionMode::kStep ? "step" : "replay";
+      })
+      .def(
+          "plan_summary",
+          [](Runtime& rt, const Program& p) -> py::object {
+            auto loaded = rt.load(p);
+            std::string why;
+            auto plan = rt.plan_of(*loaded, &why);
+            py::dict d;
+            if (!plan) {
+              d["plan"] = false;
+              d["why"] = why;
+              return std::move(d);
+            }
+            const auto s = plan->summary();
+            d["plan"] = true;
+            d["kernel_commands"] = s.kernel_commands;
+            d["layer_calls"] = s.layer_calls;
+            d["tile_calls"] = s.tile_calls;
+            d["copies"] = s.copies;
+            d["merged_commands"] = s.merged_commands;
+            return std::move(d);
+          },
+          py::arg("program"),
+          "Loads a copy of the program and describes its execution plan: host kernel calls per "
+          "run (merged layers, single tiles, copies), or why it has none.")
       .def_property_readonly("hw", &Runtime::hw)
       .def_property_readonly("threads", [](Runtime& rt) { return rt.device().host_threads(); })
       .def(
@@ -419,11 +456,19 @@ void bind_runtime(py::module_& m) {
             nacc::RunStats stats;
             {
               py::gil_scoped_release release;
-              stats = rt.run(p, in_bufs, out_bufs);
+              if (rt.execution_mode() == nacc::ExecutionMode::kReplay) {
+                // A Python Program can change between calls: each call loads
+                // a copy, which builds its plan, and replays that.
+                const std::shared_ptr<const Program> loaded = rt.load(p);
+                stats = rt.run(*loaded, in_bufs, out_bufs, true, timeline);
+              } else {
+                stats = rt.run(p, in_bufs, out_bufs, false, timeline);
+              }
             }
             py::list outs;
             for (auto& a : out_arrays) outs.append(a);
             py::dict sd = stats_dict(stats.counters, stats.handler, timeline);
+            sd["replayed"] = stats.replayed;
             py::list ops;
             for (const auto& o : stats.ops) ops.append(op_dict(o));
             sd["ops"] = ops;

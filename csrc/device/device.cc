@@ -10,6 +10,8 @@
 
 #include "arch/fields.h"
 #include "device/device_internal.h"
+#include "device/plan.h"
+#include "device/plan_internal.h"
 
 namespace nacc {
 
@@ -48,8 +50,13 @@ std::string region_text(uint32_t region_addr, uint64_t extra) {
   return buf;
 }
 
-const BoundBuffer& check_access(const ExecEnv& env, uint64_t addr, uint64_t size, bool write,
-                                const std::string& what) {
+const BoundBuffer* find_access(const ExecEnv& env, uint64_t addr, uint64_t size, bool write) {
+  const BoundBuffer* b = env.mem.find(addr, size);
+  return b && (!write || b->writable) ? b : nullptr;
+}
+
+void access_fault(const ExecEnv& env, uint64_t addr, uint64_t size, bool write,
+                  const std::string& what) {
   const BoundBuffer* b = env.mem.find(addr, size);
   const char* kind = write ? "bus write error: " : "bus read error: ";
   if (!b) {
@@ -65,13 +72,10 @@ const BoundBuffer& check_access(const ExecEnv& env, uint64_t addr, uint64_t size
                            hex(addr + size), "): no buffer is bound at ", hex(addr)),
                    write);
   }
-  if (write && !b->writable) {
-    throw BusError(str_cat(kind, what, " writes device bytes [", hex(addr), ", ", hex(addr + size),
-                           ") of the read-only buffer bound at ", hex(b->address), " (", b->name,
-                           ")"),
-                   true);
-  }
-  return *b;
+  throw BusError(str_cat(kind, what, " writes device bytes [", hex(addr), ", ", hex(addr + size),
+                         ") of the read-only buffer bound at ", hex(b->address), " (", b->name,
+                         ")"),
+                 true);
 }
 
 void retire(HandlerContext& ctx, std::deque<PendingOp>& queue, size_t keep) {
@@ -391,7 +395,7 @@ bool Device::step(int handler) {
                      false);
     }
     c.regs.set(Reg::QREAD, uint32_t(pc * 4));
-    device_detail::ExecEnv env{hw_, c, mem_, pool_, parallel_min_macs_};
+    device_detail::ExecEnv env{hw_, c, mem_, pool_, parallel_min_macs_, c.recorder};
     bool stopped = false;
     switch (cmd.op) {
       case Opcode::NPU_SET_REGISTER: {
@@ -455,6 +459,95 @@ bool Device::step(int handler) {
 void Device::run(int handler) {
   while (step(handler)) {
   }
+}
+
+std::shared_ptr<const ExecutionPlan> Device::build_plan(int handler, uint32_t immutable_regions,
+                                                        std::string* why) {
+  HandlerContext& c = ctx(handler);
+  device_detail::Recorder rec;
+  rec.immutable_regions = immutable_regions;
+  {
+    std::lock_guard<std::mutex> lk(c.mu);
+    if (c.state != HandlerState::kRunning) {
+      throw DeviceFault(str_cat("build_plan: batch handler ", handler, " has not been started"));
+    }
+    std::shared_lock<std::shared_mutex> mem_lock(mem_mu_);
+    for (int i = 0; i < limits::kNumRegions; ++i) {
+      const uint64_t base = c.region_base[size_t(i)];
+      const BoundBuffer* b = mem_.find_byte(base);
+      if (b && b->address == base) {
+        rec.region_base[size_t(i)] = base;
+        rec.region_size[size_t(i)] = b->size;
+      }
+    }
+    c.recorder = &rec;
+  }
+  struct Clear {
+    HandlerContext& c;
+    ~Clear() {
+      std::lock_guard<std::mutex> lk(c.mu);
+      c.recorder = nullptr;
+    }
+  } clear{c};
+  run(handler);  // throws DeviceFault as a stepped run would
+  std::lock_guard<std::mutex> lk(c.mu);
+  if (!rec.unsupported.empty()) {
+    if (why) *why = rec.unsupported;
+    return nullptr;
+  }
+  const std::array<uint64_t, limits::kNumRegions> sizes = rec.region_size;
+  std::unique_ptr<device_detail::PlanData> data = device_detail::make_plan(std::move(rec));
+  data->counters = c.run;
+  data->region_sizes = sizes;
+  data->final_registers = c.regs;
+  data->final_qread = c.regs.get(Reg::QREAD);
+  return std::shared_ptr<const ExecutionPlan>(new ExecutionPlan(std::move(data)));
+}
+
+void Device::replay(const ExecutionPlan& plan, int handler,
+                    const std::array<RegionMemory, limits::kNumRegions>& regions) {
+  const device_detail::PlanData& p = *plan.d_;
+  HandlerContext& c = ctx(handler);
+  std::lock_guard<std::mutex> lk(c.mu);
+  if (c.state == HandlerState::kRunning) {
+    throw DeviceFault(str_cat("replay: batch handler ", handler, " is running a stream"));
+  }
+  for (int i = 0; i < limits::kNumRegions; ++i) {
+    if (p.region_sizes[size_t(i)] == 0) continue;
+    if (regions[size_t(i)].data == nullptr || regions[size_t(i)].size != p.region_sizes[size_t(i)]) {
+      throw DeviceFault(str_cat("replay: region ", i, " is ", regions[size_t(i)].size,
+                                " bytes; the plan was built for ", p.region_sizes[size_t(i)]));
+    }
+  }
+  c.state = HandlerState::kRunning;
+  try {
+    device_detail::replay_plan(p, regions, pool_);
+  } catch (const std::exception& e) {
+    c.state = HandlerState::kFaulted;
+    c.fault = str_cat("batch handler ", handler, ": replay: ", e.what());
+    throw DeviceFault(c.fault);
+  }
+  // The handler as a stepped run leaves it: the stream's final registers (the
+  // PMU's own state kept), counters, PMU totals, the done interrupt.
+  const uint32_t pmu_ctrl = c.regs.get(Reg::PMU_CTRL);
+  c.regs = p.final_registers;
+  c.regs.set(Reg::PMU_CTRL, pmu_ctrl);
+  c.run = p.counters;
+  if (fields::PMU_CTRL::CNT_EN.extract(pmu_ctrl)) {
+    c.pmu.cycles += uint64_t(c.run.cycles);
+    c.pmu.mac_cycles += uint64_t(c.run.mac_cycles);
+    c.pmu.act_cycles += uint64_t(c.run.act_cycles);
+    c.pmu.dma_rd += uint64_t(c.run.dma_read_bytes);
+    c.pmu.dma_wr += uint64_t(c.run.dma_write_bytes);
+    c.pmu.stall += uint64_t(c.run.stall_cycles);
+    c.pmu.commands += uint32_t(c.run.commands);
+    c.pmu.sram_high_water = std::max<uint32_t>(c.pmu.sram_high_water, uint32_t(c.run.sram_high_water));
+  }
+  publish_pmu(c);
+  c.regs.set(Reg::QREAD, p.final_qread);
+  c.pc = c.stream_bytes / 4;
+  c.fault.clear();
+  c.state = HandlerState::kStopped;
 }
 
 }  // namespace nacc

@@ -79,6 +79,9 @@ struct RunCounters {
 };
 
 enum class HandlerState : uint8_t { kIdle, kRunning, kStopped, kFaulted };
+
+class ExecutionPlan;  // device/plan.h
+struct RegionMemory;
 const char* handler_state_name(HandlerState s);
 
 namespace device_detail {
@@ -131,6 +134,27 @@ class Device {
   std::string fault_message(int handler) const;
   // Counters of the handler's current or last run (a copy).
   RunCounters counters(int handler) const;
+
+  // --- Execution plans (device/plan.h).
+  // Builds the plan of the stream handler `handler` was started with
+  // (CMD.START, its regions bound: the sizes the plan keeps): the reference
+  // interpreter runs it once with its data effects off, so every check is
+  // made and every counter counted. Bit i of `immutable_regions` marks region i
+  // as holding bytes that never change (the Program's constants): kernel data
+  // read from it is decoded once. The handler ends as run() leaves it. Returns
+  // nullptr when the stream does something a plan does not replay (the caller
+  // then steps it; `why`, if given, says what); DeviceFault as step() would.
+  std::shared_ptr<const ExecutionPlan> build_plan(int handler, uint32_t immutable_regions,
+                                                  std::string* why = nullptr);
+  // One run of `plan` on batch handler `handler` (not running), with regions[i]
+  // the host memory of region i, of the sizes the plan was built with: the
+  // same output bits as starting and running the stream, and the handler ends
+  // as run() leaves it (stopped, FULL_TRANS_DONE_INTR, counters, PMU, registers).
+  // Host threads of the device split the large kernel calls. DeviceFault on a
+  // size mismatch or when a unit rejects its arguments (the caller may then
+  // step the stream to obtain the interpreter's fault).
+  void replay(const ExecutionPlan& plan, int handler,
+              const std::array<RegionMemory, limits::kNumRegions>& regions);
 
   // Test only (docs/reliability.md, fault injection): the running handler's
   // stream raises a bus read error, through the normal fault path

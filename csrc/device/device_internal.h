@@ -70,6 +70,8 @@ struct Pmu {
   uint32_t commands = 0, sram_high_water = 0;
 };
 
+struct Recorder;  // device/plan_internal.h
+
 // One batch handler (NACC_SPEC §6): its own copy of the stream registers, its
 // latched stream and region bases, its own SRAM set and timeline.
 // Locking: `mu` guards everything here; step() holds it for a whole command,
@@ -90,6 +92,8 @@ struct HandlerContext {
   RunCounters run;
   Pmu pmu;
   std::string fault;
+  // Set while Device::build_plan runs the stream.
+  Recorder* recorder = nullptr;
   // Test-only fault injection (Device::inject_bus_error): the executed-command
   // count at which this run raises a bus read error; -1 = none. CMD.START clears it.
   int64_t injected_bus_error_at = -1;
@@ -102,6 +106,11 @@ struct ExecEnv {
   const MemoryMap& mem;
   ThreadPool& pool;
   int64_t parallel_min_macs;
+  // Building an execution plan (device/plan_internal.h): the commands are
+  // checked, counted and recorded, and their data effects are left out —
+  // except loading kernel data from immutable regions, which the plan keeps.
+  Recorder* rec = nullptr;
+  bool data() const { return rec == nullptr; }
 };
 
 // Device address of a region address register value plus a byte offset.
@@ -113,10 +122,21 @@ inline uint64_t device_address(const HandlerContext& ctx, uint32_t region_addr, 
 std::string region_text(uint32_t region_addr, uint64_t extra = 0);
 std::string hex(uint64_t v);
 
+// The bound buffer holding [addr, addr + size) (for a write, a writable one),
+// or nullptr when the access faults. size >= 1.
+const BoundBuffer* find_access(const ExecEnv& env, uint64_t addr, uint64_t size, bool write);
+// The BusError of a faulting access, naming `what`.
+[[noreturn]] void access_fault(const ExecEnv& env, uint64_t addr, uint64_t size, bool write,
+                               const std::string& what);
 // Checks that [addr, addr + size) lies in one bound buffer (and, for a write,
-// a writable one); returns it. BusError naming `what` otherwise. size >= 1.
+// a writable one); returns it. BusError naming what() otherwise (the message
+// is built only then). size >= 1.
+template <typename What>
 const BoundBuffer& check_access(const ExecEnv& env, uint64_t addr, uint64_t size, bool write,
-                                const std::string& what);
+                                What&& what) {
+  if (const BoundBuffer* b = find_access(env, addr, size, write)) return *b;
+  access_fault(env, addr, size, write, what());
+}
 
 // Retires pending ops of a queue down to `keep` outstanding, advancing the
 // command processor to their completion.

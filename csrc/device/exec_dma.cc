@@ -8,6 +8,7 @@
 #include "arch/cost_model.h"
 #include "arch/fields.h"
 #include "device/device_internal.h"
+#include "device/plan_internal.h"
 #include "device/units/vnchwconv.h"
 
 namespace nacc::device_detail {
@@ -55,13 +56,20 @@ void execute_dma_copy(ExecEnv& env, uint32_t word) {
   }
   const uint64_t s = device_address(ctx, src, 0), d = device_address(ctx, dst, 0);
   const BoundBuffer& sb =
-      check_access(env, s, len, false, str_cat("DMA source (DMA_SRC = ", region_text(src), ", DMA_LEN = ", len, ")"));
-  const BoundBuffer& db = check_access(
-      env, d, len, true, str_cat("DMA destination (DMA_DST = ", region_text(dst), ", DMA_LEN = ", len, ")"));
+      check_access(env, s, len, false, [&] {
+        return str_cat("DMA source (DMA_SRC = ", region_text(src), ", DMA_LEN = ", len, ")");
+      });
+  const BoundBuffer& db = check_access(env, d, len, true, [&] {
+    return str_cat("DMA destination (DMA_DST = ", region_text(dst), ", DMA_LEN = ", len, ")");
+  });
   pend.reads.push_back(Interval{s, s + len});
   pend.writes.push_back(Interval{d, d + len});
   check_race(ctx.kernels, pend, "kernel");
-  std::memmove(db.data + (d - db.address), sb.data + (s - sb.address), size_t(len));
+  if (env.rec) {
+    record_copy(*env.rec, word, s, d, len);
+  } else {
+    std::memmove(db.data + (d - db.address), sb.data + (s - sb.address), size_t(len));
+  }
   queue_op(env, std::move(pend), int64_t(len), int64_t(len));
 }
 
@@ -103,9 +111,9 @@ void execute_vnchwconv(ExecEnv& env, uint32_t word) {
   std::vector<const BoundBuffer*> slot_buf;
   Interval rd{~uint64_t(0), 0}, wr{~uint64_t(0), 0};
   auto slot = [&](uint64_t addr, bool write, const char* what, int k, int it) {
-    const BoundBuffer& b = check_access(
-        env, addr, block, write,
-        str_cat("VNCHWCONV ", what, " block ", k, " of iteration ", it, " (", hex(addr), ")"));
+    const BoundBuffer& b = check_access(env, addr, block, write, [&] {
+      return str_cat("VNCHWCONV ", what, " block ", k, " of iteration ", it, " (", hex(addr), ")");
+    });
     Interval& iv = write ? wr : rd;
     iv.lo = std::min(iv.lo, addr);
     iv.hi = std::max(iv.hi, addr + block);
@@ -132,6 +140,14 @@ void execute_vnchwconv(ExecEnv& env, uint32_t word) {
   pend.reads.push_back(rd);
   pend.writes.push_back(wr);
   check_race(ctx.kernels, pend, "kernel");
+  if (env.rec) {
+    // Compiled Programs do not use the layout unit (the EP converts at its
+    // boundary); a stream that does runs step by step.
+    if (env.rec->unsupported.empty()) env.rec->unsupported = "NPU_OP_VNCHWCONV";
+    queue_op(env, std::move(pend), int64_t(repeat) * nb * int64_t(block),
+             int64_t(repeat) * nb * int64_t(block));
+    return;
+  }
 
   std::vector<uint8_t> ub(slot_addr.size() * block);
   for (size_t i = 0; i < slot_addr.size(); ++i) {

@@ -30,6 +30,9 @@ std::atomic<int> g_invalid_program_checks{0};  // kInvalidProgram, armed on its 
 std::mutex g_fault_mu;
 FaultPlan g_fault_plan;
 
+// A run fault is armed (the run then steps, so the fault lands where it is aimed).
+bool faults_armed() { return g_fault_runs.load(std::memory_order_relaxed) > 0; }
+
 // Takes one run's injection, if any is armed.
 FaultPlan take_fault() {
   if (g_fault_runs.load(std::memory_order_relaxed) <= 0) return {};
@@ -102,9 +105,111 @@ void Runtime::check_program(const Program& program) const {
   check_program_for_device(program, hw());
 }
 
-std::shared_ptr<const Program> Runtime::load(Program program) const {
+std::shared_ptr<const Program> Runtime::load(Program program) {
   check_program(program);
-  return std::make_shared<const Program>(std::move(program));
+  auto loaded = std::make_shared<const Program>(std::move(program));
+  PlanEntry entry = build_plan(loaded);
+  std::lock_guard<std::mutex> lk(plans_mu_);
+  for (auto it = plans_.begin(); it != plans_.end();) {  // forget unloaded Programs
+    it = it->second.program.expired() ? plans_.erase(it) : std::next(it);
+  }
+  plans_[loaded.get()] = std::move(entry);
+  return loaded;
+}
+
+Runtime::PlanEntry Runtime::build_plan(const std::shared_ptr<const Program>& program) {
+  // The stream runs once through the reference interpreter with its data
+  // effects off: the constants are bound, every other region to memory of
+  // its size that nothing reads or writes.
+  const Program& p = *program;
+  PlanEntry entry;
+  entry.program = program;
+  uint64_t largest = 0;
+  std::array<uint64_t, limits::kNumRegions> sizes{};
+  uint32_t immutable = 0;
+  for (int i = 0; i < limits::kNumRegions; ++i) {
+    const RegionDesc& d = p.regions[size_t(i)];
+    switch (d.kind) {
+      case RegionKind::kUnused: break;
+      case RegionKind::kConstant:
+        sizes[size_t(i)] = p.constants.size();
+        immutable |= 1u << i;
+        break;
+      case RegionKind::kInput: sizes[size_t(i)] = uint64_t(p.inputs[size_t(d.io_index)].size); break;
+      case RegionKind::kOutput: sizes[size_t(i)] = uint64_t(p.outputs[size_t(d.io_index)].size); break;
+      case RegionKind::kScratch: sizes[size_t(i)] = uint64_t(d.size); break;
+    }
+    if (d.kind != RegionKind::kConstant) largest = std::max(largest, sizes[size_t(i)]);
+  }
+  std::unique_ptr<uint8_t[]> untouched(new uint8_t[std::max<uint64_t>(largest, 1)]);
+  const int b = acquire();
+  std::vector<uint64_t> bound;
+  struct Guard {
+    Runtime* rt;
+    int b;
+    std::vector<uint64_t>* bound;
+    ~Guard() {
+      for (uint64_t a : *bound) {
+        try {
+          rt->device_.unbind_buffer(a);
+        } catch (...) {  // cannot happen: these addresses were bound above
+        }
+      }
+      rt->release(b);
+    }
+  } guard{this, b, &bound};
+  std::vector<std::pair<uint32_t, uint32_t>> writes;
+  for (int i = 0; i < limits::kNumRegions; ++i) {
+    const uint64_t addr = region_address(b, i);
+    if (sizes[size_t(i)] > 0) {
+      uint8_t* data = p.regions[size_t(i)].kind == RegionKind::kConstant
+                          ? const_cast<uint8_t*>(p.constants.data())
+                          : untouched.get();
+      device_.bind_buffer(addr, data, sizes[size_t(i)],
+                          p.regions[size_t(i)].kind != RegionKind::kConstant &&
+                              p.regions[size_t(i)].kind != RegionKind::kInput,
+                          str_cat("handler ", b, " region ", i, " (plan)"));
+      bound.push_back(addr);
+    }
+    writes.emplace_back(offset_of(batch_addr_lo(b, i)), uint32_t(addr));
+    writes.emplace_back(offset_of(batch_addr_hi(b, i)), uint32_t(addr >> 32));
+  }
+  const uint64_t stream = stream_address(b);
+  device_.bind_buffer(stream, const_cast<uint32_t*>(p.commands.data()), p.commands.size() * 4,
+                      false, str_cat("handler ", b, " stream"));
+  bound.push_back(stream);
+  writes.emplace_back(offset_of(Reg::INSTR_ADDR_L), uint32_t(stream));
+  writes.emplace_back(offset_of(Reg::INSTR_ADDR_H), uint32_t(stream >> 32));
+  writes.emplace_back(offset_of(Reg::QSIZE), uint32_t(p.commands.size() * 4));
+  uint32_t cmd = 0;
+  cmd = fields::CMD::BATCH_HANDLER.insert(cmd, uint32_t(b));
+  cmd = fields::CMD::CLEAR_IRQ.insert(cmd, 1);
+  cmd = fields::CMD::START.insert(cmd, 1);
+  writes.emplace_back(offset_of(Reg::CMD), cmd);
+  try {
+    device_.write_registers(writes);
+    entry.plan = device_.build_plan(b, immutable, &entry.why);
+  } catch (const DeviceFault& e) {
+    entry.why = e.what();  // every run faults the same way; it steps and raises
+  }
+  if (entry.plan) entry.ops = op_counters(p, entry.plan->counters());
+  return entry;
+}
+
+const Runtime::PlanEntry* Runtime::entry_of(const Program& program) {
+  std::lock_guard<std::mutex> lk(plans_mu_);
+  auto it = plans_.find(&program);
+  if (it == plans_.end()) return nullptr;
+  // A Program load() returned is immutable and alive while the caller holds
+  // it: the same address and a live owner are the same Program.
+  if (it->second.program.lock().get() != &program) return nullptr;
+  return &it->second;
+}
+
+std::shared_ptr<const ExecutionPlan> Runtime::plan_of(const Program& program, std::string* why) {
+  const PlanEntry* e = entry_of(program);
+  if (why) *why = e ? e->why : "not loaded by this runtime";
+  return e ? e->plan : nullptr;
 }
 
 int Runtime::acquire() {
@@ -129,7 +234,7 @@ void Runtime::release(int handler) {
 }
 
 RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& inputs,
-                      const std::vector<OutputBuffer>& outputs, bool checked) {
+                      const std::vector<OutputBuffer>& outputs, bool checked, bool timeline) {
   if (!checked) check_program(program);
   check_arg(inputs.size() == program.inputs.size(), "run: ", inputs.size(),
             " input buffers for a program with ", program.inputs.size(), " inputs");
@@ -146,6 +251,75 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
               " '", t.name, "' has ", outputs[i].size, " bytes; the program expects ", t.size);
   }
 
+  const PlanEntry* entry = mode_ == ExecutionMode::kReplay && !op_hook_ ? entry_of(program) : nullptr;
+  if (entry && entry->plan && !faults_armed()) {
+    const int b = acquire();
+    struct Release {
+      Runtime* rt;
+      int b;
+      ~Release() { rt->release(b); }
+    } release_guard{this, b};
+    std::array<RegionMemory, limits::kNumRegions> regions{};
+    for (int i = 0; i < limits::kNumRegions; ++i) {
+      const RegionDesc& d = program.regions[size_t(i)];
+      RegionMemory& m = regions[size_t(i)];
+      switch (d.kind) {
+        case RegionKind::kUnused: break;
+        case RegionKind::kConstant:
+          m = {const_cast<uint8_t*>(program.constants.data()), program.constants.size()};
+          break;
+        case RegionKind::kInput:
+          m = {static_cast<uint8_t*>(const_cast<void*>(inputs[size_t(d.io_index)].data)),
+               uint64_t(program.inputs[size_t(d.io_index)].size)};
+          break;
+        case RegionKind::kOutput:
+          m = {static_cast<uint8_t*>(outputs[size_t(d.io_index)].data),
+               uint64_t(program.outputs[size_t(d.io_index)].size)};
+          break;
+        case RegionKind::kScratch: {
+          auto& mem = scratch_[size_t(b)][size_t(i)];
+          mem.assign(size_t(d.size), 0);  // zeroed per run, as the stepped run's
+          m = {mem.data(), mem.size()};
+          break;
+        }
+      }
+    }
+    bool replayed = true;
+    try {
+      device_.replay(*entry->plan, b, regions);
+    } catch (const DeviceFault&) {
+      replayed = false;  // a unit refused its arguments: the stepped run says why
+    }
+    if (replayed) {
+      RunStats stats;
+      stats.handler = b;
+      stats.replayed = true;
+      const RunCounters& rc = entry->plan->counters();
+      if (timeline) {
+        stats.counters = rc;
+      } else {
+        stats.counters.cycles = rc.cycles;
+        stats.counters.macs = rc.macs;
+        stats.counters.dma_read_bytes = rc.dma_read_bytes;
+        stats.counters.dma_write_bytes = rc.dma_write_bytes;
+        stats.counters.commands = rc.commands;
+        stats.counters.kernels = rc.kernels;
+        stats.counters.dma_ops = rc.dma_ops;
+        stats.counters.mac_cycles = rc.mac_cycles;
+        stats.counters.act_cycles = rc.act_cycles;
+        stats.counters.stall_cycles = rc.stall_cycles;
+        stats.counters.sram_high_water = rc.sram_high_water;
+        stats.counters.cores = rc.cores;
+      }
+      stats.ops = entry->ops;
+      return stats;
+    }
+  }
+  return step_run(program, inputs, outputs, timeline);
+}
+
+RunStats Runtime::step_run(const Program& program, const std::vector<InputBuffer>& inputs,
+                           const std::vector<OutputBuffer>& outputs, bool timeline) {
   const FaultPlan fault = take_fault();
   const int b = acquire();
   std::vector<uint64_t> bound;
@@ -238,6 +412,7 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
   stats.handler = b;
   stats.counters = device_.counters(b);
   stats.ops = op_counters(program, stats.counters);
+  if (!timeline) stats.counters.timeline.clear();
   return stats;
 }
 

@@ -14,9 +14,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "device/device.h"
+#include "device/plan.h"
 #include "runtime/op_counters.h"
 #include "runtime/program.h"
 
@@ -34,8 +36,20 @@ struct OutputBuffer {
 
 struct RunStats {
   int handler = 0;       // batch handler the run used
-  RunCounters counters;  // copy of the device's counters of the run
+  RunCounters counters;  // the run's counters (the timeline only when asked for)
   std::vector<OpCounters> ops;  // the run cut per Program op (op_counters.h)
+  bool replayed = false;  // the run replayed the Program's execution plan
+};
+
+// How Runtime::run executes a loaded Program.
+enum class ExecutionMode : uint8_t {
+  // Replay the Program's execution plan (device/plan.h), built once by load():
+  // the same bits and counters as stepping, at the host cost of the kernels.
+  // Programs without a plan (a stream the plan does not replay) are stepped.
+  kReplay,
+  // Step the reference interpreter command by command (debug dumps, fault
+  // injection and the equivalence tests use it).
+  kStep,
 };
 
 // What Runtime::check_program checks, without a Runtime: Program::validate,
@@ -58,15 +72,28 @@ class Runtime {
   // program.hw.cores <= hw.cores, equal SRAM size. InvalidArgument otherwise.
   // (check_program_for_device with this runtime's HwConfig.)
   void check_program(const Program& program) const;
-  // A validated, shared, immutable copy for repeated runs.
-  std::shared_ptr<const Program> load(Program program) const;
+  // A validated, shared, immutable copy for repeated runs, with its execution
+  // plan built (the stream decoded and checked once; a stream that faults
+  // keeps no plan and faults again on every run).
+  std::shared_ptr<const Program> load(Program program);
+
+  // Execution mode of run() (default kReplay); the debug hook and the test
+  // fault injection always step.
+  void set_execution_mode(ExecutionMode mode) { mode_ = mode; }
+  ExecutionMode execution_mode() const { return mode_; }
+  // The plan load() built for `program`, or nullptr (not loaded, no plan);
+  // `why` gets the reason a loaded Program has none.
+  std::shared_ptr<const ExecutionPlan> plan_of(const Program& program, std::string* why = nullptr);
 
   // Runs `program` once. inputs/outputs are in the order of program.inputs /
   // program.outputs, sizes checked. Throws DeviceFault (naming command, register
   // and address) when the run faults; outputs are then unspecified. `checked`:
-  // the program was already checked (e.g. it came from load()).
+  // the program was already checked (e.g. it came from load()). `timeline`:
+  // fill RunStats::counters.timeline (off by default: a copy of every
+  // command's record per run costs what small models take to run).
   RunStats run(const Program& program, const std::vector<InputBuffer>& inputs,
-               const std::vector<OutputBuffer>& outputs, bool checked = false);
+               const std::vector<OutputBuffer>& outputs, bool checked = false,
+               bool timeline = false);
 
   // Device address of region `region` of batch handler `handler`, and of its
   // instruction stream: handler windows of 64 GB at (handler + 1) << 36, regions
@@ -89,6 +116,17 @@ class Runtime {
  private:
   void run_with_op_hook(const Program& program, int handler,
                         const std::array<const uint8_t*, limits::kNumRegions>& region_data);
+  RunStats step_run(const Program& program, const std::vector<InputBuffer>& inputs,
+                    const std::vector<OutputBuffer>& outputs, bool timeline);
+  // The plan of a Program load() returned, if it has one.
+  struct PlanEntry {
+    std::weak_ptr<const Program> program;
+    std::shared_ptr<const ExecutionPlan> plan;
+    std::vector<OpCounters> ops;  // op_counters of the plan's counters
+    std::string why;              // no plan: why not
+  };
+  const PlanEntry* entry_of(const Program& program);
+  PlanEntry build_plan(const std::shared_ptr<const Program>& program);
 
   int acquire();
   void release(int handler);
@@ -100,6 +138,9 @@ class Runtime {
   // Scratch memory per handler and region, grown as needed, zeroed per run.
   std::vector<std::vector<std::vector<uint8_t>>> scratch_;
   OpOutputHook op_hook_;
+  ExecutionMode mode_ = ExecutionMode::kReplay;
+  std::mutex plans_mu_;
+  std::unordered_map<const Program*, PlanEntry> plans_;
 };
 
 // Test-only fault injection (docs/reliability.md). Off by default; reached only

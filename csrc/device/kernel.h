@@ -1,0 +1,178 @@
+// Internals of the kernel commands of the simulated NACC (docs/device_model.md
+// §1-§6), shared by the register decode (kernel_decode.cc), the per-core plan
+// (kernel_plan.cc), the unit dispatch (kernel_units.cc), the interpreter's
+// executor (exec_kernel.cc) and the execution plan (plan.cc).
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "arch/command_stream.h"
+#include "arch/cost_model.h"
+#include "arch/fields.h"
+#include "arch/unit_params.h"
+#include "device/device_internal.h"
+
+namespace nacc::device_detail {
+
+enum class Family { kConv, kDepthwise, kFullyConnected, kMatmul, kPool, kElementwise, kActivation };
+
+Family family_of(Opcode op);
+
+inline bool is_window(Family f) {
+  return f == Family::kConv || f == Family::kDepthwise || f == Family::kPool;
+}
+inline bool has_weights(Family f) {
+  return f == Family::kConv || f == Family::kDepthwise || f == Family::kFullyConnected;
+}
+
+using cost::ceil_div;
+inline int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+template <typename... A>
+void require(bool ok, const A&... parts) {
+  if (!ok) throw DeviceFault(str_cat(parts...));
+}
+
+// Message parts that cost nothing unless a check fails: each prints itself
+// when a message is built (str_cat), so the success path formats nothing.
+struct FieldPath {
+  FieldRef f;
+};
+inline std::ostream& operator<<(std::ostream& o, FieldPath p) {
+  return o << describe(p.f.reg).name << "." << p.f.desc().name;
+}
+inline FieldPath path(FieldRef f) { return FieldPath{f}; }
+
+// Everything one kernel command reads from the compute bank, validated.
+struct Setup {
+  Opcode op = Opcode::NPU_OP_CONV;
+  Family fam = Family::kConv;
+  ActMode act = ActMode::NONE;
+  bool quant_en = false, bias_en = false, fm_upd = false, k_upd = false;
+  uint32_t pool_mode = 0;
+  int kx = 1, ky = 1, sx = 1, sy = 1, pad_l = 0, pad_t = 0, pad_r = 0, pad_b = 0;
+  int in_w = 0, in_h = 0, in_c = 0, out_w = 0, out_h = 0, out_c = 0;
+  int32_t in_zp = 0, out_zp = 0, act_min = 0, act_max = 0;
+  uint32_t a_in = 0, a_out = 0, a_k = 0, a_bias = 0, a_mul = 0, a_shift = 0, a_act = 0;
+  uint64_t in_pix = 0, in_row = 0, out_pix = 0, out_row = 0, k_pitch = 0;
+  int64_t k_block = 0;  // K_TRANS_LEN * 16 bytes per weight block
+  int depth_mult = 1;
+  // Output tile of the command and the width of its input tile.
+  int y0 = 0, h = 0, x0 = 0, w = 0, ix0 = 0, iw = 0;
+  int iy0 = 0, ih = 0;
+  // Multi-core.
+  uint32_t mode = value_of(BroadcastMode::NONE);
+  int ncores = 1;
+  int avg_h = 0, ov_h = 0, avg_in_step = 0, ov_in_rows = 0, oc_per_core = 0;
+  // SRAM areas.
+  SramRange ifm_area, k_area, ofm_area, temp_area;
+  bool needs_bias = false, needs_quant = false, needs_lut = false;
+  bool real_scale = false;  // NACC_ACT_PARA.QUANT_REAL_SCALE: float64 scales, no shifts
+  bool fp32_scale = false;  // NACC_ACT_PARA.QUANT_FP32_SCALE: float32 scales, no shifts (MAC units)
+  // NACC_ACT_PARA.ELEMENT_FP32 / POOL_FP32 / U8_DOMAIN (project extensions,
+  // docs/device_model.md §4): ONNX Runtime's float32 element-wise and average
+  // pool; their float32 parameters are loaded as fp32_scale's are.
+  ElementwiseFloat ew_fp32 = ElementwiseFloat::kOff;
+  bool pool_fp32 = false, u8_domain = false;
+  // NPU_OP_MATMUL with NACC_CTRL.IM2COL_EN = 1: A is gathered by the DMA from
+  // the feature map as im2col rows (docs/device_model.md §4); K = ky * kx * in_c.
+  bool im2col = false;
+  int64_t mat_k = 0;  // K of a matmul (IN_FM_CH, or ky * kx * IN_FM_CH with im2col)
+  int quant_entries = 0;  // per core, 0 = per output channel
+  // Element-wise / matmul extras.
+  ElementwiseParams ew;
+  int32_t b_zp = 0;
+};
+
+// Decodes and validates the compute bank for kernel opcode `op` (every check
+// of docs/device_model.md §7 that does not depend on a core); DeviceFault
+// naming the register otherwise.
+Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw);
+
+// One external read into SRAM: rows x cols pixels of `bytes` each, packed in SRAM.
+struct Read {
+  uint64_t addr = 0;  // device address of the first byte
+  int rows = 1, cols = 1;
+  int64_t bytes = 0;
+  uint64_t row_pitch = 0, pix_pitch = 0;
+  int64_t sram = 0;               // SRAM destination
+  const uint8_t* host = nullptr;  // host pointer of addr (after the bounds check)
+  int64_t total() const { return int64_t(rows) * cols * bytes; }
+  uint64_t span() const {
+    return uint64_t(rows - 1) * row_pitch + uint64_t(cols - 1) * pix_pitch + uint64_t(bytes);
+  }
+  Interval interval() const { return Interval{addr, addr + span()}; }
+};
+
+struct CoreWork {
+  int core = 0;
+  int y0 = 0, h = 0, oc0 = 0, noc = 0;
+  int iy0 = 0, ih = 0;
+  int vy0 = 0, vh = 0, vx0 = 0, vw = 0;            // valid part of the input tile
+  int pad_t = 0, pad_b = 0, pad_l = 0, pad_r = 0;  // the tile's padding as the unit sees it
+  SramRange ifm, kern, ofm, temp;
+  int64_t w_lo = 0, bias_lo = -1, mul_lo = -1, shift_lo = -1, lut_lo = -1, scale_lo = -1;
+  int64_t weight_count = 0, quant_count = 0;
+  int64_t gathered = 0;  // im2col: IFM bytes the DMA gathers (padding positions excluded)
+  bool load_fm = false, load_k = false, load_temp = false;
+  Read fm_read, temp_read, b_read;  // IFM tile, element-wise operand, matmul B
+  Read wblock;                      // weight block (u32 length + stream + padding)
+  std::vector<Read> small_reads;    // bias, multipliers, shifts, LUT
+  uint64_t ofm_addr = 0, ofm_span = 0;
+  uint8_t* ofm_host = nullptr;
+  std::vector<uint64_t> fm_key, k_key;
+  int64_t rd_unicast = 0, rd_broadcast = 0, wr_bytes = 0;
+  int64_t mac_cycles = 0, act_cycles = 0, macs = 0;
+  std::exception_ptr error;
+};
+
+// Core i's tile, SRAM layout, external accesses (bounds-checked) and whether
+// its IFM and K areas must be loaded or are resident; counts its work.
+CoreWork plan_core(const ExecEnv& env, const Setup& s, int i);
+
+// " (core i)" when the command uses several cores.
+struct CoreText {
+  int ncores, core;
+};
+inline std::ostream& operator<<(std::ostream& o, CoreText t) {
+  if (t.ncores > 1) o << " (core " << t.core << ")";
+  return o;
+}
+inline CoreText core_text(const Setup& s, int i) { return CoreText{s.ncores, i}; }
+
+// The DMA data movements of the interpreter.
+void copy_in(const Read& r, uint8_t* sram);
+void gather_im2col(const Setup& s, const CoreWork& c, uint8_t* sram);
+// Decodes core c's weight block into `dst` (c.weight_count bytes).
+void load_weights(const Setup& s, const CoreWork& c, int8_t* dst);
+void copy_out(const Setup& s, const CoreWork& c, const uint8_t* sram);
+
+// Where one core's unit finds its operands and puts its result: the
+// command's SRAM areas in the reference interpreter, pre-decoded kernel data
+// and host memory in the execution plan (device/plan.h). Layouts as the SRAM
+// areas (docs/device_model.md §1): in [vh, vw, in_c] (with im2col [h * w, K]),
+// out [h, w, noc], temp the element-wise operand ([vh, vw, in_c] or one pixel).
+struct TileBuffers {
+  const int8_t* in = nullptr;
+  int8_t* out = nullptr;
+  const int8_t* weights = nullptr;
+  const int32_t* bias = nullptr;
+  const int32_t* mul = nullptr;
+  const int32_t* shift = nullptr;
+  const void* scale = nullptr;  // float64 (QUANT_REAL_SCALE) or float32 (QUANT_FP32_SCALE)
+  const int8_t* lut = nullptr;
+  const int8_t* temp = nullptr;
+};
+
+// Runs the command's unit for core c on `b` (docs/device_model.md §4);
+// nacc::Error from a unit's own checks.
+void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b);
+
+// The buffers of core c in its SRAM.
+TileBuffers sram_buffers(const CoreWork& c, uint8_t* sram);
+
+}  // namespace nacc::device_detail

@@ -1,0 +1,421 @@
+// Kernel commands, step 1: the compute bank decoded and validated into a
+// Setup (docs/device_model.md §7), independent of cores and data.
+#include <algorithm>
+
+#include "arch/limits.h"
+#include "device/kernel.h"
+
+namespace nacc::device_detail {
+
+Family family_of(Opcode op) {
+  switch (op) {
+    case Opcode::NPU_OP_CONV: return Family::kConv;
+    case Opcode::NPU_OP_DEPTHWISE: return Family::kDepthwise;
+    case Opcode::NPU_OP_FULLY_CONNECTED: return Family::kFullyConnected;
+    case Opcode::NPU_OP_MATMUL: return Family::kMatmul;
+    case Opcode::NPU_OP_POOL: return Family::kPool;
+    case Opcode::NPU_OP_ELEMENTWISE: return Family::kElementwise;
+    case Opcode::NPU_OP_ACTIVATION: return Family::kActivation;
+    default: break;
+  }
+  throw DeviceFault(str_cat(opcode_name(op), " is not a kernel opcode"));
+}
+
+namespace {
+
+const char* act_name(uint32_t v) {
+  return v <= 5 ? act_mode_name(ActMode(v)) : "?";
+}
+
+void read_geometry(const RegisterFile& r, Setup& s) {
+  if (is_window(s.fam) || s.im2col) {
+    s.kx = int(r.field(fields::NACC_KERNEL::K_SIZE_X));
+    s.ky = int(r.field(fields::NACC_KERNEL::K_SIZE_Y));
+    require(s.kx >= limits::kMinKernel && s.ky >= limits::kMinKernel,
+            "kernel size ", s.kx, "x", s.ky, ": NACC_KERNEL.K_SIZE_X/K_SIZE_Y must be in [1, ",
+            limits::kMaxKernel, "]");
+    require(int(r.field(fields::NACC_KERNEL::K_SIZE_XY)) == s.kx * s.ky - 1,
+            path(fields::NACC_KERNEL::K_SIZE_XY), " = ", r.field(fields::NACC_KERNEL::K_SIZE_XY),
+            " but K_SIZE_X * K_SIZE_Y - 1 = ", s.kx * s.ky - 1);
+    s.sx = int(r.field(fields::NACC_KERNEL::K_STRIDE_X));
+    s.sy = int(r.field(fields::NACC_KERNEL::K_STRIDE_Y));
+    require(s.sx >= limits::kMinStride && s.sx <= limits::kMaxStride && s.sy >= limits::kMinStride &&
+                s.sy <= limits::kMaxStride,
+            "stride ", s.sx, "x", s.sy, ": NACC_KERNEL.K_STRIDE_X/Y must be in [1, ",
+            limits::kMaxStride, "] (NACC_SPEC §2)");
+    require(r.field(fields::NACC_KERNEL::K_DILATION_X) == 1 &&
+                r.field(fields::NACC_KERNEL::K_DILATION_Y) == 1,
+            "dilation ", r.field(fields::NACC_KERNEL::K_DILATION_X), "x",
+            r.field(fields::NACC_KERNEL::K_DILATION_Y),
+            ": NACC_KERNEL.K_DILATION_X/Y must be 1 (NACC_SPEC §2)");
+    s.pad_l = int(r.field(fields::NACC_PADDING::PAD_X));
+    s.pad_t = int(r.field(fields::NACC_PADDING::PAD_Y));
+    require(s.pad_l <= limits::kMaxPadding && s.pad_t <= limits::kMaxPadding, "padding ",
+            s.pad_l, "/", s.pad_t, ": NACC_PADDING.PAD_X/PAD_Y must be in [0, ",
+            limits::kMaxPadding, "] (NACC_SPEC §2)");
+  }
+  s.in_w = int(r.field(fields::NACC_IN_FM::IN_FM_WIDTH));
+  s.in_h = int(r.field(fields::NACC_IN_FM::IN_FM_HEIGHT));
+  s.in_c = int(r.field(fields::NACC_FM_CH::IN_FM_CH));
+  s.out_w = int(r.field(fields::NACC_OUT_FM::OUT_FM_WIDTH));
+  s.out_h = int(r.field(fields::NACC_OUT_FM::OUT_FM_HEIGHT));
+  s.out_c = int(r.field(fields::NACC_FM_CH::OUT_FM_CH));
+  require(s.in_w >= 1 && s.in_h >= 1, "input feature map ", s.in_w, "x", s.in_h,
+          ": NACC_IN_FM width and height must be >= 1");
+  require(s.out_w >= 1 && s.out_h >= 1, "output feature map ", s.out_w, "x", s.out_h,
+          ": NACC_OUT_FM width and height must be >= 1");
+  require(s.in_c >= 1 && s.out_c >= 1, "channels ", s.in_c, " -> ", s.out_c,
+          ": NACC_FM_CH.IN_FM_CH and OUT_FM_CH must be >= 1");
+  switch (s.fam) {
+    case Family::kDepthwise: {
+      const uint32_t m = r.field(fields::NACC_DMA_PARA3::DW_CH_MULT);
+      require(int(m) <= limits::kMaxDepthMultiplierLog2, path(fields::NACC_DMA_PARA3::DW_CH_MULT),
+              " = ", m, " out of range [0, ", limits::kMaxDepthMultiplierLog2, "] (NACC_SPEC §2)");
+      s.depth_mult = 1 << m;
+      require(int64_t(s.in_c) * s.depth_mult == s.out_c, "depthwise: OUT_FM_CH ", s.out_c,
+              " must be IN_FM_CH ", s.in_c, " x 2^DW_CH_MULT ", s.depth_mult);
+      break;
+    }
+    case Family::kPool:
+      require(s.out_c == s.in_c, "pooling: OUT_FM_CH ", s.out_c, " must equal IN_FM_CH ", s.in_c);
+      break;
+    case Family::kElementwise:
+    case Family::kActivation:
+      require(s.out_c == s.in_c && s.out_w == s.in_w && s.out_h == s.in_h,
+              s.fam == Family::kElementwise ? "element-wise" : "activation",
+              ": the output feature map ", s.out_w, "x", s.out_h, "x", s.out_c,
+              " must equal the input ", s.in_w, "x", s.in_h, "x", s.in_c);
+      break;
+    case Family::kFullyConnected: {
+      require(s.in_w == 1 && s.out_w == 1 && s.out_h == s.in_h, "fully connected: the IFM is ",
+              "IN_FM_HEIGHT rows of one pixel and the OFM OUT_FM_HEIGHT = IN_FM_HEIGHT rows of one "
+              "pixel; got IN_FM ", s.in_w, "x", s.in_h, ", OUT_FM ", s.out_w, "x", s.out_h);
+      const int64_t expect = int64_t(s.in_w) * ceil_div(s.in_c, limits::kMacLanes) - 1;
+      require(int64_t(r.field(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE)) == expect,
+              path(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE), " = ",
+              r.field(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE),
+              " but IN_FM_WIDTH * ceil(IN_FM_CH / 64) - 1 = ", expect,
+              expect > 255 ? " (does not fit 8 bits: IN_FM_CH <= 16384)" : "");
+      break;
+    }
+    case Family::kMatmul: {
+      if (s.im2col) {
+        // im2col: A has one row per output pixel, K = ky * kx * IN_FM_CH.
+        const int ax = int(r.field(fields::NACC_MATRIX_A::MATRIX_A_XSIZE)),
+                  ay = int(r.field(fields::NACC_MATRIX_A::MATRIX_A_YSIZE));
+        const int bx = int(r.field(fields::NACC_MATRIX_B::MATRIX_B_XSIZE)),
+                  by = int(r.field(fields::NACC_MATRIX_B::MATRIX_B_YSIZE));
+        s.mat_k = int64_t(s.ky) * s.kx * s.in_c;
+        const int64_t m = int64_t(s.out_h) * s.out_w;
+        require(ax == s.mat_k && ay == m && by == s.mat_k && bx == s.out_c,
+                "matmul with im2col: NACC_MATRIX_A ", ax, "x", ay, " (x = K, y = M) and ",
+                "NACC_MATRIX_B ", bx, "x", by, " (x = N, y = K) disagree with K = K_SIZE_Y x ",
+                "K_SIZE_X x IN_FM_CH = ", s.mat_k, ", M = OUT_FM_HEIGHT x OUT_FM_WIDTH = ", m,
+                ", N = OUT_FM_CH = ", s.out_c);
+        break;
+      }
+      s.mat_k = s.in_c;
+      require(s.in_w == 1 && s.out_w == 1 && s.out_h == s.in_h, "matmul: A is IN_FM_HEIGHT rows ",
+              "of one pixel and the OFM OUT_FM_HEIGHT = IN_FM_HEIGHT rows of one pixel; got IN_FM ",
+              s.in_w, "x", s.in_h, ", OUT_FM ", s.out_w, "x", s.out_h);
+      const int ax = int(r.field(fields::NACC_MATRIX_A::MATRIX_A_XSIZE)),
+                ay = int(r.field(fields::NACC_MATRIX_A::MATRIX_A_YSIZE));
+      const int bx = int(r.field(fields::NACC_MATRIX_B::MATRIX_B_XSIZE)),
+                by = int(r.field(fields::NACC_MATRIX_B::MATRIX_B_YSIZE));
+      require(ax == s.in_c && ay == s.in_h && by == s.in_c && bx == s.out_c,
+              "matmul: NACC_MATRIX_A ", ax, "x", ay, " (x = K, y = M) and NACC_MATRIX_B ", bx, "x",
+              by, " (x = N, y = K) disagree with IN_FM_CH = K = ", s.in_c,
+              ", IN_FM_HEIGHT = M = ", s.in_h, ", OUT_FM_CH = N = ", s.out_c);
+      break;
+    }
+    case Family::kConv: break;
+  }
+  // Implied right / bottom padding (docs/device_model.md §3).
+  s.pad_r = std::max<int64_t>(0, int64_t(s.out_w - 1) * s.sx + s.kx - s.in_w - s.pad_l);
+  s.pad_b = std::max<int64_t>(0, int64_t(s.out_h - 1) * s.sy + s.ky - s.in_h - s.pad_t);
+  require(s.pad_r <= limits::kMaxPadding && s.pad_b <= limits::kMaxPadding,
+          "implied padding right ", int64_t(s.out_w - 1) * s.sx + s.kx - s.in_w - s.pad_l,
+          " / bottom ", int64_t(s.out_h - 1) * s.sy + s.ky - s.in_h - s.pad_t,
+          " (from NACC_OUT_FM, NACC_KERNEL, NACC_IN_FM, NACC_PADDING) out of range [0, ",
+          limits::kMaxPadding, "]");
+}
+
+void read_tile(const RegisterFile& r, Setup& s) {
+  s.y0 = int(std::min<uint32_t>(
+      r.field(fields::NACC_OUT_FM_SPLIT_H_OFFSET::OUT_FM_START_SPLIT_H_OFFSET), 1u << 30));
+  s.h = int(r.field(fields::NACC_OUT_FM_SPLIT_LEN::OUT_FM_SPLIT_LEN));
+  s.x0 = int(r.field(fields::NACC_OUT_FM_SPLIT_LEN::OUT_FM_SPLIT_LEFT_LEN));
+  s.w = int(r.field(fields::NACC_OUT_FM_SPLIT::OUT_FM_SPLIT_WIDTH));
+  require(s.h >= 1 && s.w >= 1, "empty output tile ", s.w, "x", s.h, ": ",
+          path(fields::NACC_OUT_FM_SPLIT::OUT_FM_SPLIT_WIDTH), " and ",
+          path(fields::NACC_OUT_FM_SPLIT_LEN::OUT_FM_SPLIT_LEN), " must be >= 1");
+  require(int64_t(s.y0) + s.h <= s.out_h && int64_t(s.x0) + s.w <= s.out_w, "output tile rows [",
+          s.y0, ", ", int64_t(s.y0) + s.h, ") x columns [", s.x0, ", ", s.x0 + s.w,
+          ") leaves the output feature map ", s.out_w, "x", s.out_h);
+  s.iy0 = r.field_signed(fields::NACC_IN_FM_SPLIT_H_OFFSET::IN_FM_START_SPLIT_H_OFFSET);
+  s.ih = int(r.field(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_LEFT_LEN));
+  s.ix0 = r.field_signed(fields::NACC_IN_FM_SPLIT_W_OFFSET::IN_FM_START_SPLIT_W_OFFSET);
+  s.iw = int(r.field(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_WIDTH));
+  const int64_t want_x0 = int64_t(s.x0) * s.sx - s.pad_l;
+  const int64_t want_w = int64_t(s.w - 1) * s.sx + s.kx;
+  require(s.ix0 == want_x0 && s.iw == want_w,
+          "input tile does not cover the output tile: columns [", s.x0, ", ", s.x0 + s.w,
+          ") need input columns [", want_x0, ", ", want_x0 + want_w, ") but ",
+          path(fields::NACC_IN_FM_SPLIT_W_OFFSET::IN_FM_START_SPLIT_W_OFFSET), " = ", s.ix0, ", ",
+          path(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_WIDTH), " = ", s.iw);
+}
+
+void read_multicore(const RegisterFile& r, const HwConfig& hw, Setup& s) {
+  s.mode = r.field(fields::NACC_BROADCAST_CTRL::BROADCAST_MODE);
+  s.ncores = int(r.field(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM)) + 1;
+  require(s.mode <= value_of(BroadcastMode::SPLIT_HEIGHT),
+          path(fields::NACC_BROADCAST_CTRL::BROADCAST_MODE), " = ", s.mode,
+          " is not a mode (0 NONE, 1 SPLIT_KERNEL, 2 SPLIT_HEIGHT)");
+  const int n = s.ncores;
+  require(n == 1 || n == 2 || n == 4 || n == 8 || n == 16 || n == 32,
+          path(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM), " = ", n - 1,
+          ": cores - 1 must be 0, 1, 3, 7, 15 or 31 (NACC_SPEC §4)");
+  require(n <= hw.cores, path(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM), " = ", n - 1,
+          " asks for ", n, " cores; the device has ", hw.cores);
+  if (s.mode == value_of(BroadcastMode::NONE)) {
+    require(n == 1, path(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM), " = ", n - 1,
+            " with BROADCAST_MODE NONE (one core)");
+    return;
+  }
+  if (s.mode == value_of(BroadcastMode::SPLIT_KERNEL)) {
+    require(s.fam == Family::kConv || s.fam == Family::kFullyConnected,
+            "BROADCAST_MODE SPLIT_KERNEL (mode 1) is for convolution and fully connected only, "
+            "not ", opcode_name(s.op), " (NACC_SPEC §4)");
+    s.oc_per_core = int(r.field(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET));
+    const int64_t last = int64_t(s.out_c) - int64_t(n - 1) * s.oc_per_core;
+    require((n == 1 || s.oc_per_core >= 1) && last >= 1, "mode 1: ", n - 1, " cores x ",
+            path(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET), " = ", s.oc_per_core,
+            " channels leave ", last, " of OUT_FM_CH = ", s.out_c,
+            " for the last core (must be >= 1)");
+    return;
+  }
+  s.avg_h = int(r.field(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_AVG_HEIGHT));
+  s.ov_h = int(r.field(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_OV_HEIGHT));
+  s.avg_in_step = int(r.field(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_AVG_OFFSET));
+  s.ov_in_rows = int(r.field(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_OV_OFFSET));
+  require((n == 1 || s.avg_h >= 1) && s.ov_h >= 1 && int64_t(n - 1) * s.avg_h + s.ov_h == s.h,
+          "mode 2: ", n - 1, " cores x ",
+          path(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_AVG_HEIGHT), " = ", s.avg_h, " + ",
+          path(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_OV_HEIGHT), " = ", s.ov_h,
+          " rows must equal OUT_FM_SPLIT_LEN = ", s.h, ", every core at least one row");
+  const uint32_t over = r.get(Reg::NACC_BROADCAST_CTRL1);
+  require(over == (s.avg_h != s.ov_h ? 1u : 0u),
+          path(fields::NACC_BROADCAST_CTRL1::BROADCAST_OVER_EN), " = ", over,
+          " must be 1 exactly when the average and overflow heights differ (", s.avg_h, ", ",
+          s.ov_h, ")");
+}
+
+SramRange area_of(int64_t base, const int64_t (&bases)[4], int64_t sram) {
+  int64_t end = sram;
+  for (int64_t b : bases) {
+    if (b > base) end = std::min(end, b);
+  }
+  return SramRange{base, end};
+}
+
+void read_areas(const RegisterFile& r, const HwConfig& hw, Setup& s, bool uses_k, bool uses_temp) {
+  const int64_t S = hw.sram_bytes;
+  const int64_t bases[4] = {int64_t(r.field(fields::NACC_MEM_RANGE::IFM_MEM_BASE)) * (S / 4),
+                            int64_t(r.field(fields::NACC_MEM_RANGE::K_MEM_BASE)) * (S / 1024),
+                            int64_t(r.field(fields::NACC_MEM_RANGE::OFM_MEM_BASE)) * (S / 1024),
+                            int64_t(r.field(fields::NACC_MEM_RANGE::TEMP_MEM_BASE)) * (S / 1024)};
+  static const char* names[4] = {"IFM", "K", "OFM", "TEMP"};
+  const bool used[4] = {true, uses_k, true, uses_temp};
+  for (int i = 0; i < 4; ++i) {
+    for (int j = i + 1; j < 4; ++j) {
+      require(!(used[i] && used[j] && bases[i] == bases[j]), "NACC_MEM_RANGE: the ", names[i],
+              " and ", names[j], " areas both start at SRAM byte ", bases[i],
+              " and this command uses both");
+    }
+  }
+  s.ifm_area = area_of(bases[0], bases, S);
+  s.k_area = area_of(bases[1], bases, S);
+  s.ofm_area = area_of(bases[2], bases, S);
+  s.temp_area = area_of(bases[3], bases, S);
+}
+
+}  // namespace
+
+Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
+  Setup s;
+  s.op = op;
+  s.fam = family_of(op);
+  require(r.field(fields::NACC_CTRL::CONV_MODE) != value_of(ConvMode::RGB_CONV),
+          "NACC_CTRL.CONV_MODE = RGB_CONV: the q7 RGB convolution is not modelled; per-channel "
+          "int8 first layers use im2col + matrix mode (NACC_SPEC §1)");
+  s.im2col = r.field(fields::NACC_CTRL::IM2COL_EN) != 0;
+  require(!s.im2col || s.fam == Family::kMatmul, "NACC_CTRL.IM2COL_EN = 1 feeds the matrix unit: "
+          "only NPU_OP_MATMUL, not ", opcode_name(op), " (docs/device_model.md §4)");
+  require(r.field(fields::NACC_CTRL::DATA_FORM) == 0,
+          "NACC_CTRL.DATA_FORM = ", r.field(fields::NACC_CTRL::DATA_FORM),
+          ": only INT8 (0) is modelled");
+  const uint32_t act = r.field(fields::NACC_CTRL::ACT_MODE);
+  require(act <= uint32_t(ActMode::LUT), "NACC_CTRL.ACT_MODE = ", act,
+          " is not a mode (0 RELU, 1 RELU6, 2 TANH, 3 SIGMOID, 4 NONE, 5 LUT)");
+  s.act = ActMode(act);
+  require(s.act != ActMode::TANH && s.act != ActMode::SIGMOID,
+          "NACC_CTRL.ACT_MODE = ", act_name(act),
+          ": the q7 (ACT_INT_W) Tanh/Sigmoid are not modelled; int8 models use ACT_MODE = LUT "
+          "(NACC_SPEC §1)");
+  s.quant_en = r.field(fields::NACC_CTRL::QUANT_EN) != 0;
+  s.bias_en = r.field(fields::NACC_CTRL::BIAS_EN) != 0;
+  s.fm_upd = r.field(fields::NACC_CTRL::FM_UPD) != 0;
+  s.k_upd = r.field(fields::NACC_CTRL::K_UPD) != 0;
+  s.pool_mode = r.field(fields::NACC_CTRL::POOL_MODE);
+  const char* name = opcode_name(op);
+  const bool mac_family = has_weights(s.fam) || s.fam == Family::kMatmul;
+  if (mac_family || s.fam == Family::kElementwise) {
+    require(s.quant_en, name, " needs NACC_CTRL.QUANT_EN = 1 (its output is requantized with the ",
+            "QUANT_MUL / QUANT_SHIFT arrays)");
+  }
+  s.pool_fp32 = r.field(fields::NACC_ACT_PARA::POOL_FP32) != 0;
+  if (s.fam == Family::kPool) {
+    require(s.quant_en == s.pool_fp32, "NPU_OP_POOL: NACC_CTRL.QUANT_EN = ", int(s.quant_en),
+            " with ", path(fields::NACC_ACT_PARA::POOL_FP32), " = ", int(s.pool_fp32),
+            " (the pooling unit keeps the input quantization, except in the float32 average ",
+            "mode, which reads its two scales from QUANT_MUL_DMA_ADDR)");
+  }
+  if (!has_weights(s.fam) && !s.im2col) {
+    require(!s.bias_en, name, ": NACC_CTRL.BIAS_EN = 1 has no meaning (no bias input)");
+  }
+  s.real_scale = r.field(fields::NACC_ACT_PARA::QUANT_REAL_SCALE) != 0;
+  require(!s.real_scale || s.fam == Family::kFullyConnected,
+          path(fields::NACC_ACT_PARA::QUANT_REAL_SCALE),
+          " = 1 is only for NPU_OP_FULLY_CONNECTED, not ", name, " (docs/device_model.md §4)");
+  s.fp32_scale = r.field(fields::NACC_ACT_PARA::QUANT_FP32_SCALE) != 0;
+  require(!s.fp32_scale || ((has_weights(s.fam) || s.fam == Family::kMatmul) && !s.real_scale),
+          path(fields::NACC_ACT_PARA::QUANT_FP32_SCALE),
+          " = 1 is only for the MAC units (NPU_OP_CONV, NPU_OP_DW_CONV, ",
+          "NPU_OP_FULLY_CONNECTED, NPU_OP_MATMUL) with QUANT_REAL_SCALE = 0, not ", name,
+          s.real_scale ? " with QUANT_REAL_SCALE = 1" : "", " (docs/device_model.md §4)");
+  {
+    const uint32_t ew = r.field(fields::NACC_ACT_PARA::ELEMENT_FP32);
+    require(ew <= 2, path(fields::NACC_ACT_PARA::ELEMENT_FP32), " = ", ew,
+            " is not a mode (0 off, 1 QLINEAR, 2 DEQUANTIZE)");
+    s.ew_fp32 = ElementwiseFloat(ew);
+    s.u8_domain = r.field(fields::NACC_ACT_PARA::U8_DOMAIN) != 0;
+    require(ew == 0 || s.fam == Family::kElementwise, path(fields::NACC_ACT_PARA::ELEMENT_FP32),
+            " = ", ew, " is only for NPU_OP_ELEMENTWISE, not ", name);
+    require(!s.pool_fp32 || (s.fam == Family::kPool && s.pool_mode == value_of(PoolMode::AVERAGE)),
+            path(fields::NACC_ACT_PARA::POOL_FP32), " = 1 is only for NPU_OP_POOL with POOL_MODE ",
+            "AVERAGE, not ", name);
+    require(!s.u8_domain || ew != 0 || s.pool_fp32, path(fields::NACC_ACT_PARA::U8_DOMAIN),
+            " = 1 needs ELEMENT_FP32 or POOL_FP32 (the fixed-point units compute on int8)");
+    if (ew != 0 || s.pool_fp32) s.fp32_scale = true;  // float32 parameters at QUANT_MUL_DMA_ADDR
+  }
+  s.needs_bias = s.bias_en;
+  s.needs_quant = s.quant_en;
+  s.needs_lut = s.act == ActMode::LUT;
+  s.quant_entries =
+      (s.fam == Family::kElementwise || s.fam == Family::kActivation) ? 1 : 0;
+  if (s.ew_fp32 != ElementwiseFloat::kOff) s.quant_entries = 3;  // the 3 float32 of the mode
+  if (s.pool_fp32) s.quant_entries = 2;                            // input scale, output scale
+
+  read_geometry(r, s);
+  read_tile(r, s);
+  read_multicore(r, hw, s);
+
+  s.in_zp = -r.field_signed(fields::NACC_FM_OFFSET::IN_FM_OFFSET);
+  s.out_zp = r.field_signed(fields::NACC_FM_OFFSET::OUT_FM_OFFSET);
+  s.act_min = r.field_signed(fields::NACC_ACT_MIN::ACT_MIN);
+  s.act_max = r.field_signed(fields::NACC_ACT_MAX::ACT_MAX);
+  require(s.act_min >= -128 && s.act_max <= 127 && s.act_min <= s.act_max, "activation clamp [",
+          s.act_min, ", ", s.act_max, "]: NACC_ACT_MIN / NACC_ACT_MAX need -128 <= min <= max <= 127");
+  s.a_in = r.get(Reg::NACC_IN_FM_DMA_ADDR);
+  s.a_out = r.get(Reg::NACC_OUT_DMA_ADDR);
+  s.a_k = r.get(Reg::NACC_IN_K_DMA_ADDR);
+  s.a_bias = r.get(Reg::NACC_BIAS_DMA_ADDR);
+  s.a_mul = r.get(Reg::NACC_QUANT_MUL_DMA_ADDR);
+  s.a_shift = r.get(Reg::NACC_QUANT_SHIFT_DMA_ADDR);
+  s.a_act = r.get(Reg::NACC_IN_ACT_DMA_ADDR);
+  s.in_pix = r.field(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET);
+  s.in_row = r.field(fields::NACC_DMA_OFFSET1::IN_DMA_ROW_OFFSET);
+  s.out_pix = r.field(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN);
+  s.out_row = r.field(fields::NACC_DMA_OFFSET2::OUT_DMA_OFFSET);
+  s.k_pitch = r.field(fields::NACC_DMA_PARAA::K_TRANS_OFFSET);
+  s.k_block = int64_t(r.field(fields::NACC_CONV_TRANS_LEN::K_TRANS_LEN)) * kBusBeatBytes;
+
+  // Pitches (docs/device_model.md §2): pixels and rows must not overlap.
+  if (s.in_w > 1) {
+    require(s.in_pix >= uint64_t(s.in_c), "IFM pixel pitch ",
+            path(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET), " = ", s.in_pix,
+            " is less than IN_FM_CH = ", s.in_c);
+  }
+  if (s.in_h > 1) {
+    const uint64_t need = uint64_t(s.in_w - 1) * s.in_pix + uint64_t(s.in_c);
+    require(s.in_row >= need, "IFM row pitch ", path(fields::NACC_DMA_OFFSET1::IN_DMA_ROW_OFFSET),
+            " = ", s.in_row, " is less than one row (", need, " bytes)");
+  }
+  if (s.out_w > 1) {
+    require(s.out_pix >= uint64_t(s.out_c), "OFM pixel pitch ",
+            path(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN), " = ", s.out_pix,
+            " is less than OUT_FM_CH = ", s.out_c);
+  }
+  if (s.out_h > 1) {
+    const uint64_t need = uint64_t(s.out_w - 1) * s.out_pix + uint64_t(s.out_c);
+    require(s.out_row >= need, "OFM row pitch ", path(fields::NACC_DMA_OFFSET2::OUT_DMA_OFFSET),
+            " = ", s.out_row, " is less than one row (", need, " bytes)");
+  }
+  if (s.fam == Family::kElementwise && s.k_pitch != 0) {
+    require(s.k_pitch >= uint64_t(s.in_c), "element-wise second operand pixel pitch ",
+            path(fields::NACC_DMA_PARAA::K_TRANS_OFFSET), " = ", s.k_pitch,
+            " is less than IN_FM_CH = ", s.in_c, " (0 broadcasts one pixel)");
+  }
+  if (s.fam == Family::kMatmul && s.mat_k > 1) {
+    require(s.k_pitch >= uint64_t(s.out_c), "matmul: B row pitch ",
+            path(fields::NACC_DMA_PARAA::K_TRANS_OFFSET), " = ", s.k_pitch,
+            " is less than N = ", s.out_c);
+  }
+  if (has_weights(s.fam)) {
+    require(s.k_block > kWeightLengthBytes || !s.k_upd, name, ": ",
+            path(fields::NACC_CONV_TRANS_LEN::K_TRANS_LEN), " = ", s.k_block / kBusBeatBytes,
+            " beats hold no weight stream");
+  }
+
+  if (s.fam == Family::kElementwise) {
+    const uint32_t mode = r.field(fields::NACC_ELEMENTWISE::ELEMENTWISE_MODE);
+    require(mode == uint32_t(ElementwiseMode::ADD) || mode == uint32_t(ElementwiseMode::SUB) ||
+                mode == uint32_t(ElementwiseMode::MUL),
+            "NACC_ELEMENTWISE.ELEMENTWISE_MODE = ", mode,
+            mode == uint32_t(ElementwiseMode::MUL_S16_S8) ? " (MUL_S16_S8) is not modelled"
+                                                          : " is not a mode (1 SUB, 2 ADD, 8 MUL)");
+    s.ew.mode = ElementwiseMode(mode);
+    // ELEMENT_INPUT_QUANT_EN: ADD and SUB rescale both inputs with
+    // NACC_ELEMENT_QUANT1/2; MUL multiplies the offset inputs unscaled.
+    const bool input_quant = r.field(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN) != 0;
+    require(input_quant == (s.ew.mode != ElementwiseMode::MUL),
+            "NACC_CTRL.ELEMENT_INPUT_QUANT_EN = ", int(input_quant), " with ELEMENTWISE_MODE ",
+            elementwise_mode_name(s.ew.mode), ": ADD and SUB quantize their inputs (1), MUL does "
+            "not (0); the other combinations are not modelled");
+    s.ew.input1_offset = r.field_signed(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET1);
+    s.ew.input2_offset = r.field_signed(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET2);
+    s.ew.left_shift = int(r.field(fields::NACC_ELEMENTWISE::LEFT_SHIFT));
+    s.ew.input1_multiplier = r.field_signed(fields::NACC_ELEMENT_QUANT1_MULT::IN_ELEMENT_MULT1);
+    s.ew.input1_shift = r.field_signed(fields::NACC_ELEMENT_QUANT1_SHIFT::IN_ELEMENT_SHIFT1);
+    s.ew.input2_multiplier = r.field_signed(fields::NACC_ELEMENT_QUANT2_MULT::IN_ELEMENT_MULT2);
+    s.ew.input2_shift = r.field_signed(fields::NACC_ELEMENT_QUANT2_SHIFT::IN_ELEMENT_SHIFT2);
+    s.ew.output_zero_point = s.out_zp;
+    s.ew.act_min = s.act_min;
+    s.ew.act_max = s.act_max;
+  }
+  if (s.fam != Family::kElementwise) {
+    require(r.field(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN) == 0, name,
+            ": NACC_CTRL.ELEMENT_INPUT_QUANT_EN = 1 has no meaning (no element-wise inputs)");
+  }
+  if (s.fam == Family::kMatmul)
+    s.b_zp = -r.field_signed(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET2);
+  require(!s.im2col || s.b_zp == 0, "matmul with im2col: B holds convolution weights, whose zero ",
+          "point is 0; NACC_ELEMENTWISE.IN_ELEMENT_OFFSET2 = ", -s.b_zp);
+
+  const bool uses_k = has_weights(s.fam) || s.fam == Family::kMatmul || s.needs_bias ||
+                      s.needs_quant || s.needs_lut;
+  read_areas(r, hw, s, uses_k, s.fam == Family::kElementwise);
+  return s;
+}
+
+}  // namespace nacc::device_detail

@@ -1,0 +1,358 @@
+// Kernel commands, step 2: each core's part of a command — its tile and
+// halo, SRAM layout, bounds-checked external accesses, residency of its IFM
+// and K areas, and its work (docs/device_model.md §1, §3, §5, §6).
+#include <algorithm>
+
+#include "arch/limits.h"
+#include "arch/sram.h"
+#include "device/kernel.h"
+
+namespace nacc::device_detail {
+
+namespace {
+
+// Useful taps along one axis: over the tile's outputs, the kernel taps that
+// land on valid input (tile-local coordinates, `pad_before` padded positions first).
+int64_t valid_taps(int outputs, int stride, int kernel, int pad_before, int valid) {
+  int64_t total = 0;
+  for (int o = 0; o < outputs; ++o) {
+    const int first = o * stride - pad_before;
+    const int lo = std::max(first, 0), hi = std::min(first + kernel, valid);
+    if (hi > lo) total += hi - lo;
+  }
+  return total;
+}
+
+void count_work(const Setup& s, CoreWork& c) {
+  const int64_t h = c.h, w = s.w, taps = int64_t(s.ky) * s.kx;
+  switch (s.fam) {
+    case Family::kConv:
+      c.mac_cycles = cost::conv_mac_cycles(h, w, c.noc, taps, s.in_c);
+      c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
+               valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.in_c * c.noc;
+      break;
+    case Family::kDepthwise:
+      c.mac_cycles = cost::window_mac_cycles(h, w, s.out_c, taps);
+      c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
+               valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.out_c;
+      break;
+    case Family::kPool: c.mac_cycles = cost::window_mac_cycles(h, w, s.out_c, taps); break;
+    case Family::kMatmul:
+      if (s.im2col) {
+        // One row of A per output pixel: M = h * w, K = ky * kx * in_c.
+        c.mac_cycles = cost::matrix_mac_cycles(h * w, c.noc, s.mat_k);
+        c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
+                 valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.in_c * c.noc;
+        break;
+      }
+      [[fallthrough]];
+    case Family::kFullyConnected:
+      c.mac_cycles = cost::matrix_mac_cycles(h, c.noc, s.in_c);
+      c.macs = h * c.noc * s.in_c;
+      break;
+    case Family::kElementwise: c.mac_cycles = cost::elementwise_cycles(h * w * s.in_c); break;
+    case Family::kActivation: break;
+  }
+  if (s.needs_lut) c.act_cycles = cost::activation_cycles(h * w * c.noc);
+}
+
+// "SRAM overflow: <what> needs N bytes, area holds M (...)", printed lazily.
+template <typename What>
+struct AreaOverflow {
+  What what;
+  int64_t need;
+  SramRange area;
+};
+template <typename What>
+std::ostream& operator<<(std::ostream& o, const AreaOverflow<What>& a) {
+  return o << "SRAM overflow: " << a.what << " needs " << a.need << " bytes, area holds "
+           << a.area.hi - a.area.lo << " (NACC_MEM_RANGE: SRAM [" << a.area.lo << ", " << a.area.hi
+           << "))";
+}
+template <typename What>
+AreaOverflow<What> area_overflow(What what, int64_t need, const SramRange& area) {
+  return AreaOverflow<What>{what, need, area};
+}
+
+// Bounds-checks a read and resolves its host pointer; what() names it in the fault.
+template <typename What>
+void resolve(const ExecEnv& env, Read& r, What&& what) {
+  const BoundBuffer& b = check_access(env, r.addr, r.span(), false, what);
+  r.host = b.data + (r.addr - b.address);
+}
+
+// "REG = region r + 0x...", printed lazily.
+struct RegText {
+  Reg r;
+  uint32_t value;
+  uint64_t extra;
+};
+std::ostream& operator<<(std::ostream& o, const RegText& t) {
+  return o << describe(t.r).name << " = " << region_text(t.value, t.extra);
+}
+RegText reg_text(Reg r, uint32_t value, uint64_t extra = 0) { return RegText{r, value, extra}; }
+
+}  // namespace
+
+
+// Plans core i: its tile, SRAM layout, external accesses (bounds-checked) and
+// whether its IFM and K areas must be loaded or are resident.
+CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
+  const HandlerContext& ctx = env.ctx;
+  const int n = s.ncores;
+  const bool last = i == n - 1;
+  CoreWork c;
+  c.core = i;
+  c.y0 = s.y0;
+  c.h = s.h;
+  int64_t iy0 = s.iy0;
+  c.ih = s.ih;
+  const char* rows_regs = "NACC_IN_FM_SPLIT_H_OFFSET, NACC_IN_FM_SPLIT.IN_FM_SPLIT_LEFT_LEN";
+  if (s.mode == value_of(BroadcastMode::SPLIT_HEIGHT)) {
+    c.y0 = s.y0 + i * s.avg_h;
+    c.h = last ? s.ov_h : s.avg_h;
+    iy0 = int64_t(s.iy0) + int64_t(i) * s.avg_in_step;
+    c.ih = last ? s.ov_in_rows : s.ih;
+    rows_regs = last ? "NACC_IN_FM_SPLIT_H_OFFSET + core x IN_DMA_UNICAST_AVG_OFFSET, "
+                       "NACC_BROADCAST_DMA.IN_DMA_UNICAST_OV_OFFSET"
+                     : "NACC_IN_FM_SPLIT_H_OFFSET + core x IN_DMA_UNICAST_AVG_OFFSET, "
+                       "NACC_IN_FM_SPLIT.IN_FM_SPLIT_LEFT_LEN";
+  }
+  c.oc0 = 0;
+  c.noc = s.out_c;
+  if (s.mode == value_of(BroadcastMode::SPLIT_KERNEL)) {
+    c.oc0 = i * s.oc_per_core;
+    c.noc = last ? s.out_c - (n - 1) * s.oc_per_core : s.oc_per_core;
+  }
+  // Halo (docs/device_model.md §3, §5).
+  const int64_t want_y0 = int64_t(c.y0) * s.sy - s.pad_t;
+  const int64_t want_h = int64_t(c.h - 1) * s.sy + s.ky;
+  require(iy0 == want_y0 && c.ih == want_h, "input tile does not cover the output tile",
+          core_text(s, i), ": rows [", c.y0, ", ", c.y0 + c.h, ") need input rows [", want_y0,
+          ", ", want_y0 + want_h, ") but the tile is rows [", iy0, ", ", iy0 + c.ih,
+          ") (", rows_regs, ")");
+  c.iy0 = int(iy0);  // == want_y0: y0 < OUT_FM_HEIGHT <= 65535
+  const int64_t vy1 = std::min<int64_t>(int64_t(c.iy0) + c.ih, s.in_h);
+  const int64_t vx1 = std::min<int64_t>(int64_t(s.ix0) + s.iw, s.in_w);
+  c.vy0 = std::max(c.iy0, 0);
+  c.vx0 = std::max(s.ix0, 0);
+  require(vy1 > c.vy0 && vx1 > c.vx0, "input tile rows [", c.iy0, ", ", int64_t(c.iy0) + c.ih,
+          ") x columns [", s.ix0, ", ", int64_t(s.ix0) + s.iw, ")", core_text(s, i),
+          " holds no pixel of the ", s.in_w, "x", s.in_h, " input (all padding)");
+  c.vh = int(vy1 - c.vy0);
+  c.vw = int(vx1 - c.vx0);
+  c.pad_t = c.vy0 - c.iy0;
+  c.pad_b = int(int64_t(c.iy0) + c.ih - vy1);
+  c.pad_l = c.vx0 - s.ix0;
+  c.pad_r = int(int64_t(s.ix0) + s.iw - vx1);
+
+  // SRAM layout (docs/device_model.md §1).
+  // With im2col the IFM area holds one K-byte row per output pixel of the tile.
+  const int64_t ifm_bytes = s.im2col ? int64_t(c.h) * s.w * s.mat_k : int64_t(c.vh) * c.vw * s.in_c;
+  require(s.ifm_area.lo + ifm_bytes <= s.ifm_area.hi,
+          area_overflow(s.im2col ? "im2col rows" : "IFM tile", ifm_bytes, s.ifm_area),
+          core_text(s, i));
+  c.ifm = {s.ifm_area.lo, s.ifm_area.lo + ifm_bytes};
+  const int64_t ofm_bytes = int64_t(c.h) * s.w * c.noc;
+  require(s.ofm_area.lo + ofm_bytes <= s.ofm_area.hi, area_overflow("OFM tile", ofm_bytes, s.ofm_area),
+          core_text(s, i));
+  c.ofm = {s.ofm_area.lo, s.ofm_area.lo + ofm_bytes};
+  if (s.fam == Family::kElementwise) {
+    const int64_t temp_bytes = s.k_pitch == 0 ? s.in_c : ifm_bytes;
+    require(s.temp_area.lo + temp_bytes <= s.temp_area.hi,
+            area_overflow("element-wise operand", temp_bytes, s.temp_area), core_text(s, i));
+    c.temp = {s.temp_area.lo, s.temp_area.lo + temp_bytes};
+  }
+  switch (s.fam) {
+    case Family::kConv: c.weight_count = int64_t(c.noc) * s.ky * s.kx * s.in_c; break;
+    case Family::kDepthwise: c.weight_count = int64_t(s.ky) * s.kx * s.out_c; break;
+    case Family::kFullyConnected: c.weight_count = int64_t(c.noc) * s.in_c; break;
+    case Family::kMatmul: c.weight_count = s.mat_k * c.noc; break;
+    default: break;
+  }
+  c.quant_count = s.quant_entries ? s.quant_entries : c.noc;
+  int64_t pos = s.k_area.lo;
+  c.w_lo = pos;
+  pos += c.weight_count;
+  if (s.needs_bias) {
+    c.bias_lo = pos = align_up(pos, kKAreaAlignment);
+    pos += 4 * c.quant_count;
+  }
+  if (s.needs_quant && (s.real_scale || s.fp32_scale)) {
+    c.scale_lo = pos = align_up(pos, kKAreaAlignment);
+    pos += (s.real_scale ? 8 : 4) * c.quant_count;
+  } else if (s.needs_quant) {
+    c.mul_lo = pos = align_up(pos, kKAreaAlignment);
+    pos += 4 * c.quant_count;
+    c.shift_lo = pos = align_up(pos, kKAreaAlignment);
+    pos += 4 * c.quant_count;
+  }
+  if (s.needs_lut) {
+    c.lut_lo = pos = align_up(pos, kKAreaAlignment);
+    pos += limits::kLutEntries;
+  }
+  c.kern = {s.k_area.lo, pos};
+  if (pos > s.k_area.hi) {
+    throw DeviceFault(str_cat(
+        area_overflow(str_cat("kernel data (", c.weight_count, " weight bytes",
+                              s.needs_bias ? ", bias" : "", s.needs_quant ? ", quantization" : "",
+                              s.needs_lut ? ", LUT" : "", ")"),
+                      pos - s.k_area.lo, s.k_area),
+        core_text(s, i)));
+  }
+
+  // External accesses.
+  const uint64_t ck = uint64_t(s.mode == value_of(BroadcastMode::SPLIT_KERNEL) ? i : 0);
+  c.fm_read.addr = device_address(ctx, s.a_in, uint64_t(c.vy0) * s.in_row + uint64_t(c.vx0) * s.in_pix);
+  c.fm_read.rows = c.vh;
+  c.fm_read.cols = c.vw;
+  c.fm_read.bytes = s.in_c;
+  c.fm_read.row_pitch = s.in_row;
+  c.fm_read.pix_pitch = s.in_pix;
+  c.fm_read.sram = c.ifm.lo;
+  c.fm_key = {c.fm_read.addr, s.in_row, s.in_pix, uint64_t(int64_t(c.iy0)), uint64_t(c.ih),
+              uint64_t(int64_t(s.ix0)), uint64_t(s.iw), uint64_t(s.in_c), uint64_t(s.in_h),
+              uint64_t(s.in_w), uint64_t(c.ifm.lo), uint64_t(s.im2col),
+              uint64_t(s.kx), uint64_t(s.ky), uint64_t(s.sx), uint64_t(s.sy)};
+  const uint64_t none = ~uint64_t(0);
+  c.k_key = {uint64_t(s.fam), device_address(ctx, s.a_k, ck * uint64_t(s.k_block)),
+             uint64_t(s.k_block), s.fam == Family::kMatmul ? s.k_pitch : 0,
+             s.needs_bias ? device_address(ctx, s.a_bias, 4 * uint64_t(c.oc0)) : none,
+             s.needs_quant ? device_address(ctx, s.a_mul, (s.real_scale ? 8 : 4) * uint64_t(c.oc0)) : none,
+             s.needs_quant && !s.real_scale && !s.fp32_scale ? device_address(ctx, s.a_shift, 4 * uint64_t(c.oc0)) : none,
+             uint64_t(s.real_scale) | uint64_t(s.fp32_scale) << 1,
+             s.needs_lut ? device_address(ctx, s.a_act, 0) : none, uint64_t(c.noc),
+             uint64_t(c.weight_count), uint64_t(c.quant_count), uint64_t(c.kern.lo),
+             uint64_t(c.kern.hi)};
+  const CoreState& cs = ctx.cores[size_t(i)];
+  if (s.fm_upd) {
+    c.load_fm = true;
+  } else {
+    require(cs.fm.valid && cs.fm.key == c.fm_key,
+            "stale feature map: NACC_CTRL.FM_UPD = 0 but the IFM area", core_text(s, i),
+            cs.fm.valid ? " holds another input tile (address, pitches, tile registers or "
+                          "channels differ)"
+                        : " holds no input tile loaded by this stream",
+            " (docs/device_model.md §1)");
+  }
+  if (!c.kern.empty()) {
+    if (s.k_upd) {
+      c.load_k = true;
+    } else {
+      require(cs.kernel.valid && cs.kernel.key == c.k_key,
+              "stale kernel: NACC_CTRL.K_UPD = 0 but the K area", core_text(s, i),
+              cs.kernel.valid ? " holds another kernel (IN_K_DMA_ADDR, K_TRANS_LEN, BIAS/QUANT/"
+                                "IN_ACT addresses, channel count or K area differ)"
+                              : " holds no kernel loaded by this stream",
+              " (docs/device_model.md §1)");
+    }
+  }
+  const bool k_broadcast = s.mode == value_of(BroadcastMode::SPLIT_HEIGHT);
+  const bool fm_broadcast = s.mode == value_of(BroadcastMode::SPLIT_KERNEL);
+  if (c.load_fm) {
+    resolve(env, c.fm_read, [&] {
+      return str_cat("IFM tile", core_text(s, i), " (", reg_text(Reg::NACC_IN_FM_DMA_ADDR, s.a_in),
+                     ")");
+    });
+    if (s.im2col) {
+      // The DMA moves each valid byte of every output pixel's window (halo
+      // bytes as often as windows overlap them); padding positions are
+      // filled with the input zero point, not read.
+      c.gathered = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
+                   valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.in_c;
+      (fm_broadcast ? c.rd_broadcast : c.rd_unicast) += c.gathered;
+    } else {
+      (fm_broadcast ? c.rd_broadcast : c.rd_unicast) += c.fm_read.total();
+    }
+  }
+  if (c.load_k) {
+    int64_t& acc = k_broadcast ? c.rd_broadcast : c.rd_unicast;
+    if (has_weights(s.fam)) {
+      c.wblock.addr = device_address(ctx, s.a_k, ck * uint64_t(s.k_block));
+      c.wblock.bytes = s.k_block;
+      c.wblock.sram = c.w_lo;
+      resolve(env, c.wblock, [&] {
+        return str_cat("weight block", core_text(s, i), " (",
+                       reg_text(Reg::NACC_IN_K_DMA_ADDR, s.a_k, ck * uint64_t(s.k_block)),
+                       ", K_TRANS_LEN x 16 = ", s.k_block, " bytes)");
+      });
+      acc += s.k_block;
+    }
+    if (s.fam == Family::kMatmul) {
+      c.b_read.addr = device_address(ctx, s.a_k, 0);
+      c.b_read.rows = int(s.mat_k);
+      c.b_read.bytes = c.noc;
+      c.b_read.row_pitch = s.k_pitch;
+      c.b_read.sram = c.w_lo;
+      resolve(env, c.b_read,
+              [&] { return str_cat("matmul B (", reg_text(Reg::NACC_IN_K_DMA_ADDR, s.a_k), ")"); });
+      acc += c.b_read.total();
+    }
+    struct Part {
+      bool used;
+      Reg reg;
+      uint32_t addr;
+      int64_t sram, bytes;
+      uint64_t extra;
+      bool broadcast;
+    };
+    const Part parts[] = {
+        {s.needs_bias, Reg::NACC_BIAS_DMA_ADDR, s.a_bias, c.bias_lo, 4 * c.quant_count,
+         4 * uint64_t(c.oc0), k_broadcast},
+        {s.needs_quant && !s.real_scale && !s.fp32_scale, Reg::NACC_QUANT_MUL_DMA_ADDR, s.a_mul,
+         c.mul_lo, 4 * c.quant_count, 4 * uint64_t(c.oc0), k_broadcast},
+        {s.needs_quant && !s.real_scale && !s.fp32_scale, Reg::NACC_QUANT_SHIFT_DMA_ADDR, s.a_shift,
+         c.shift_lo, 4 * c.quant_count, 4 * uint64_t(c.oc0), k_broadcast},
+        {s.needs_quant && s.fp32_scale, Reg::NACC_QUANT_MUL_DMA_ADDR, s.a_mul, c.scale_lo,
+         4 * c.quant_count, 4 * uint64_t(c.oc0), k_broadcast},
+        {s.needs_quant && s.real_scale, Reg::NACC_QUANT_MUL_DMA_ADDR, s.a_mul, c.scale_lo,
+         8 * c.quant_count, 8 * uint64_t(c.oc0), k_broadcast},
+        {s.needs_lut, Reg::NACC_IN_ACT_DMA_ADDR, s.a_act, c.lut_lo, limits::kLutEntries, 0,
+         s.ncores > 1},
+    };
+    for (const Part& p : parts) {
+      if (!p.used) continue;
+      Read r;
+      r.addr = device_address(ctx, p.addr, p.extra);
+      r.bytes = p.bytes;
+      r.sram = p.sram;
+      resolve(env, r, [&] {
+        return str_cat(describe(p.reg).name, core_text(s, i), " (", region_text(p.addr, p.extra),
+                       ", ", p.bytes, " bytes)");
+      });
+      (p.broadcast ? c.rd_broadcast : c.rd_unicast) += r.total();
+      c.small_reads.push_back(r);
+    }
+  }
+  if (s.fam == Family::kElementwise) {
+    c.load_temp = true;
+    Read& t = c.temp_read;
+    const uint64_t p = s.k_pitch;
+    t.addr = device_address(ctx, s.a_k, uint64_t(c.vy0) * p * uint64_t(s.in_w) + uint64_t(c.vx0) * p);
+    t.rows = p == 0 ? 1 : c.vh;
+    t.cols = p == 0 ? 1 : c.vw;
+    t.bytes = s.in_c;
+    t.row_pitch = p * uint64_t(s.in_w);
+    t.pix_pitch = p;
+    t.sram = c.temp.lo;
+    resolve(env, t, [&] {
+      return str_cat("element-wise operand", core_text(s, i), " (",
+                     reg_text(Reg::NACC_IN_K_DMA_ADDR, s.a_k), ")");
+    });
+    c.rd_unicast += t.total();
+  }
+  c.ofm_addr = device_address(ctx, s.a_out,
+                              uint64_t(c.y0) * s.out_row + uint64_t(s.x0) * s.out_pix + uint64_t(c.oc0));
+  c.ofm_span = uint64_t(c.h - 1) * s.out_row + uint64_t(s.w - 1) * s.out_pix + uint64_t(c.noc);
+  const BoundBuffer& ob =
+      check_access(env, c.ofm_addr, c.ofm_span, true, [&] {
+        return str_cat("OFM tile", core_text(s, i), " (", reg_text(Reg::NACC_OUT_DMA_ADDR, s.a_out),
+                       ")");
+      });
+  c.ofm_host = ob.data + (c.ofm_addr - ob.address);
+  c.wr_bytes = ofm_bytes;
+  count_work(s, c);
+  return c;
+}
+
+}  // namespace nacc::device_detail

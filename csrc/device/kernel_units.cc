@@ -1,0 +1,151 @@
+// Kernel commands, step 3: the dispatch from a decoded command to its
+// compute unit (device/units), on whatever buffers the caller provides
+// (docs/device_model.md §4).
+#include <vector>
+
+#include "device/kernel.h"
+#include "device/units/activation.h"
+#include "device/units/conv.h"
+#include "device/units/elementwise.h"
+#include "device/units/fully_connected.h"
+#include "device/units/pool.h"
+
+namespace nacc::device_detail {
+
+TileBuffers sram_buffers(const CoreWork& c, uint8_t* sram) {
+  auto i32 = [&](int64_t lo) {
+    return lo >= 0 ? reinterpret_cast<const int32_t*>(sram + lo) : nullptr;
+  };
+  TileBuffers b;
+  b.in = reinterpret_cast<const int8_t*>(sram + c.ifm.lo);
+  b.out = reinterpret_cast<int8_t*>(sram + c.ofm.lo);
+  b.weights = reinterpret_cast<const int8_t*>(sram + c.w_lo);
+  b.bias = i32(c.bias_lo);
+  b.mul = i32(c.mul_lo);
+  b.shift = i32(c.shift_lo);
+  b.scale = c.scale_lo >= 0 ? sram + c.scale_lo : nullptr;
+  b.lut = c.lut_lo >= 0 ? reinterpret_cast<const int8_t*>(sram + c.lut_lo) : nullptr;
+  b.temp = c.temp.empty() ? nullptr : reinterpret_cast<const int8_t*>(sram + c.temp.lo);
+  return b;
+}
+
+void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
+  const int8_t* in = b.in;
+  int8_t* out = b.out;
+  const int8_t* wts = b.weights;
+  const int32_t* bias = b.bias;
+  const int32_t* mul = b.mul;
+  const int32_t* shift = b.shift;
+  const int8_t* lut = b.lut;
+  WindowParams win;
+  win.stride_h = s.sy;
+  win.stride_w = s.sx;
+  win.pad_top = c.pad_t;
+  win.pad_bottom = c.pad_b;
+  win.pad_left = c.pad_l;
+  win.pad_right = c.pad_r;
+  // The MAC units' one output stage, in the mode NACC_ACT_PARA selects.
+  OutputStage os;
+  os.multiplier = mul;
+  os.shift = shift;
+  if (s.fp32_scale) {
+    os.kind = OutputStageKind::kFloat32;
+    os.float_scale = static_cast<const float*>(b.scale);
+  } else if (s.real_scale) {
+    os.kind = OutputStageKind::kRealScale;
+    os.real_scale = static_cast<const double*>(b.scale);
+  }
+  os.output_zero_point = s.out_zp;
+  os.act_min = s.act_min;
+  os.act_max = s.act_max;
+  const Shape4 in_shape{1, c.vh, c.vw, s.in_c};
+  const Shape4 out_shape{1, c.h, s.w, c.noc};
+  switch (s.fam) {
+    case Family::kConv:
+      conv2d_s8(win, s.in_zp, os, in_shape, in, Shape4{c.noc, s.ky, s.kx, s.in_c}, wts, bias,
+                out_shape, out);
+      break;
+    case Family::kDepthwise:
+      depthwise_conv2d_s8(win, s.depth_mult, s.in_zp, os, in_shape, in,
+                          Shape4{1, s.ky, s.kx, s.out_c}, wts, bias, out_shape, out);
+      break;
+    case Family::kFullyConnected:
+      fully_connected_s8(s.in_zp, os, c.h, s.in_c, c.noc, in, wts, bias, out);
+      break;
+    case Family::kMatmul:
+      if (s.im2col) {
+        // [h*w, K] x [K, noc] with bias: the fully-connected arithmetic on B
+        // transposed (weights [noc, K]).
+        const int64_t k = s.mat_k;
+        std::vector<int8_t> wt(size_t(k) * size_t(c.noc));
+        for (int64_t i = 0; i < k; ++i) {
+          for (int n = 0; n < c.noc; ++n) wt[size_t(n) * size_t(k) + size_t(i)] = wts[i * c.noc + n];
+        }
+        fully_connected_s8(s.in_zp, os, c.h * s.w, int(k), c.noc, in, wt.data(), bias, out);
+      } else {
+        matmul_s8(s.in_zp, s.b_zp, os, c.h, s.in_c, c.noc, in, wts, out);
+      }
+      break;
+    case Family::kPool: {
+      PoolParams pp;
+      pp.window = win;
+      pp.kernel_h = s.ky;
+      pp.kernel_w = s.kx;
+      pp.act_min = s.act_min;
+      pp.act_max = s.act_max;
+      if (s.pool_fp32) {  // POOL_FP32: the zero points of NACC_FM_OFFSET in the domain
+        pp.float32 = true;
+        pp.domain.u8 = s.u8_domain;
+        pp.input_scale = os.float_scale[0];
+        pp.output_scale = os.float_scale[1];
+        pp.input_zero_point = s.in_zp;
+        pp.output_zero_point = s.out_zp;
+      }
+      if (s.pool_mode == value_of(PoolMode::AVERAGE)) {
+        avg_pool_s8(pp, in_shape, in, out_shape, out);
+      } else {
+        max_pool_s8(pp, in_shape, in, out_shape, out);
+      }
+      break;
+    }
+    case Family::kElementwise: {
+      ElementwiseParams ew = s.ew;
+      if (s.ew_fp32 != ElementwiseFloat::kOff) {  // ELEMENT_FP32: 3 float32, no shifts
+        ew.float_mode = s.ew_fp32;
+        ew.domain.u8 = s.u8_domain;
+        for (int i = 0; i < 3; ++i) ew.float_params[i] = os.float_scale[i];
+      } else {
+        ew.output_multiplier = mul[0];
+        ew.output_shift = shift[0];
+      }
+      validate_elementwise_params(ew);
+      const int8_t* in2 = b.temp;
+      const Shape4 in2_shape = s.k_pitch == 0 ? Shape4{1, 1, 1, s.in_c} : in_shape;
+      elementwise_s8(ew, in_shape, in, in2_shape, in2, out_shape, out);
+      break;
+    }
+    case Family::kActivation: {
+      ActivationParams ap;
+      ap.mode = s.act;
+      ap.input_zero_point = s.in_zp;
+      ap.output_zero_point = s.out_zp;
+      if (mul) {
+        ap.multiplier = mul[0];
+        ap.shift = shift[0];
+      }
+      ap.act_min = s.act_min;
+      ap.act_max = s.act_max;
+      ap.lut = lut;
+      validate_activation_params(ap);
+      activation_s8(ap, out_shape.elements(), in, out);
+      return;
+    }
+  }
+  if (lut) {
+    // Output stage, then the 256-entry LUT (docs/device_model.md §4).
+    const int64_t nbytes = int64_t(c.h) * s.w * c.noc;
+    for (int64_t k = 0; k < nbytes; ++k) out[k] = lut[uint8_t(out[k])];
+  }
+}
+
+}  // namespace nacc::device_detail

@@ -1,0 +1,932 @@
+// The execution plan (device/plan.h): recording a stream while the
+// interpreter checks it, merging the commands of a layer into one host call
+// where that is proven exact, and replaying the data effects.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <unordered_map>
+
+#include "arch/limits.h"
+#include "arch/sram.h"
+#include "device/plan_internal.h"
+
+namespace nacc {
+
+ExecutionPlan::ExecutionPlan(std::unique_ptr<device_detail::PlanData> d) : d_(std::move(d)) {}
+ExecutionPlan::~ExecutionPlan() = default;
+const RunCounters& ExecutionPlan::counters() const { return d_->counters; }
+const std::array<uint64_t, limits::kNumRegions>& ExecutionPlan::region_sizes() const {
+  return d_->region_sizes;
+}
+ExecutionPlan::Summary ExecutionPlan::summary() const { return d_->summary; }
+
+namespace device_detail {
+
+// ---------------------------------------------------------------------------
+// Recording.
+
+RegionRef Recorder::ref(uint64_t addr) {
+  for (int i = 0; i < limits::kNumRegions; ++i) {
+    if (region_size[size_t(i)] > 0 && addr >= region_base[size_t(i)] &&
+        addr - region_base[size_t(i)] < region_size[size_t(i)]) {
+      return RegionRef{i, addr - region_base[size_t(i)]};
+    }
+  }
+  if (unsupported.empty()) unsupported = "an access outside the region buffers";
+  return RegionRef{};
+}
+
+ReadRef Recorder::ref(const Read& r) {
+  ReadRef out;
+  out.at = ref(r.addr);
+  out.rows = r.rows;
+  out.cols = r.cols;
+  out.bytes = r.bytes;
+  out.row_pitch = r.row_pitch;
+  out.pix_pitch = r.pix_pitch;
+  return out;
+}
+
+void Recorder::wrote(const Interval& w) {
+  for (CoreResidency& r : cores) {
+    for (const Interval& s : r.fm_src) r.fm_dirty = r.fm_dirty || s.overlaps(w);
+    for (const Interval& s : r.k_src) r.k_dirty = r.k_dirty || s.overlaps(w);
+  }
+}
+
+namespace {
+
+// FNV-1a over a K area, for deduplicating identical loads.
+uint64_t digest(const uint8_t* p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h ^ n;
+}
+
+void unsupported(Recorder& rec, const char* why) {
+  if (rec.unsupported.empty()) rec.unsupported = why;
+}
+
+}  // namespace
+
+void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
+                   const std::vector<CoreWork>& work) {
+  const HandlerContext& ctx = env.ctx;
+  if (rec.cores.size() < ctx.cores.size()) rec.cores.resize(ctx.cores.size());
+  static thread_local std::unordered_multimap<uint64_t, int> by_digest;
+  if (rec.kernel_data.empty()) by_digest.clear();
+  KernelTrace kt;
+  kt.word = uint32_t(ctx.pc);
+  kt.s = s;
+  const bool k_broadcast = s.mode == value_of(BroadcastMode::SPLIT_HEIGHT);
+  for (const CoreWork& c : work) {
+    Recorder::CoreResidency& res = rec.cores[size_t(c.core)];
+    TileTrace t;
+    t.work = c;
+    t.fm = rec.ref(c.fm_read);
+    if (c.load_temp) t.temp = rec.ref(c.temp_read);
+    t.out = rec.ref(c.ofm_addr);
+    if (c.load_fm) {
+      res.fm_src = {c.fm_read.interval()};
+      res.fm_dirty = false;
+    } else if (res.fm_dirty) {
+      unsupported(rec, "a resident IFM whose source bytes were written after it was loaded");
+    }
+    if (!c.kern.empty()) {
+      if (c.load_k && k_broadcast && c.core > 0) {
+        // Core 0 fetched the broadcast K area; this core received a copy of it.
+        const Recorder::CoreResidency& r0 = rec.cores[size_t(work[0].core)];
+        res.kdata = r0.kdata;
+        res.k_reads = r0.k_reads;
+        res.k_src = r0.k_src;
+        res.k_dirty = false;
+      } else if (c.load_k) {
+        std::vector<KernelRead> k_reads;
+        std::vector<Interval> src;
+        auto part = [&](const Read& r) {
+          src.push_back(r.interval());
+          const ReadRef ref = rec.ref(r);
+          if (!rec.immutable(ref.at)) k_reads.push_back(KernelRead{ref, r.sram});
+        };
+        if (c.wblock.host) {
+          src.push_back(c.wblock.interval());
+          if (!rec.immutable(rec.ref(c.wblock.addr))) {
+            unsupported(rec, "a weight block outside the immutable regions");
+          }
+        }
+        if (c.b_read.host) part(c.b_read);
+        for (const Read& r : c.small_reads) part(r);
+        const uint8_t* sram = ctx.cores[size_t(c.core)].sram.data();
+        const uint8_t* lo = sram + c.kern.lo;
+        const size_t n = size_t(c.kern.hi - c.kern.lo);
+        const uint64_t h = digest(lo, n);
+        int index = -1;
+        auto range = by_digest.equal_range(h);
+        for (auto it = range.first; it != range.second; ++it) {
+          const KernelData& kd = rec.kernel_data[size_t(it->second)];
+          if (kd.lo == c.kern.lo && kd.bytes.size() == n && std::memcmp(kd.bytes.data(), lo, n) == 0) {
+            index = it->second;
+            break;
+          }
+        }
+        if (index < 0) {
+          index = int(rec.kernel_data.size());
+          rec.kernel_data.push_back(KernelData{c.kern.lo, std::vector<uint8_t>(lo, lo + n)});
+          by_digest.emplace(h, index);
+        }
+        res.kdata = index;
+        res.k_reads = std::move(k_reads);
+        res.k_src = std::move(src);
+        res.k_dirty = false;
+      } else if (res.k_dirty) {
+        unsupported(rec, "a resident K area whose source bytes were written after it was loaded");
+      }
+      t.kdata = res.kdata;
+      t.k_reads = res.k_reads;
+    }
+    kt.tiles.push_back(std::move(t));
+  }
+  for (const CoreWork& c : work) rec.wrote(Interval{c.ofm_addr, c.ofm_addr + c.ofm_span});
+  rec.order.emplace_back(0, int(rec.kernels.size()));
+  rec.kernels.push_back(std::move(kt));
+}
+
+void record_copy(Recorder& rec, uint32_t word, uint64_t src, uint64_t dst, uint64_t len) {
+  CopyTrace c;
+  c.word = word;
+  c.src = rec.ref(src);
+  c.dst = rec.ref(dst);
+  c.len = len;
+  rec.wrote(Interval{dst, dst + len});
+  rec.order.emplace_back(1, int(rec.copies.size()));
+  rec.copies.push_back(c);
+}
+
+// ---------------------------------------------------------------------------
+// Merging the commands of a layer.
+
+namespace {
+
+RegionRef ref_of(uint32_t region_addr) {
+  return RegionRef{region_of(region_addr), uint64_t(region_offset(region_addr))};
+}
+
+// The layer a command belongs to: everything but its tile, its channel group
+// and the core split. Two commands of one layer agree on all of it.
+bool same_layer(const Setup& a, const Setup& b) {
+  const ElementwiseParams& x = a.ew;
+  const ElementwiseParams& y = b.ew;
+  return a.op == b.op && a.fam == b.fam && a.act == b.act && a.quant_en == b.quant_en &&
+         a.bias_en == b.bias_en && a.pool_mode == b.pool_mode && a.kx == b.kx && a.ky == b.ky &&
+         a.sx == b.sx && a.sy == b.sy && a.pad_l == b.pad_l && a.pad_t == b.pad_t &&
+         a.pad_r == b.pad_r && a.pad_b == b.pad_b && a.in_w == b.in_w && a.in_h == b.in_h &&
+         a.out_w == b.out_w && a.out_h == b.out_h && a.in_zp == b.in_zp && a.out_zp == b.out_zp &&
+         a.act_min == b.act_min && a.act_max == b.act_max && a.in_pix == b.in_pix &&
+         a.in_row == b.in_row && a.out_pix == b.out_pix && a.out_row == b.out_row &&
+         a.k_pitch == b.k_pitch && a.depth_mult == b.depth_mult && a.needs_bias == b.needs_bias &&
+         a.needs_quant == b.needs_quant && a.needs_lut == b.needs_lut &&
+         a.real_scale == b.real_scale && a.fp32_scale == b.fp32_scale && a.im2col == b.im2col &&
+         a.quant_entries == b.quant_entries && a.b_zp == b.b_zp && a.ew_fp32 == b.ew_fp32 &&
+         a.pool_fp32 == b.pool_fp32 && a.u8_domain == b.u8_domain && x.mode == y.mode &&
+         x.input1_offset == y.input1_offset && x.input2_offset == y.input2_offset &&
+         x.left_shift == y.left_shift && x.input1_multiplier == y.input1_multiplier &&
+         x.input1_shift == y.input1_shift && x.input2_multiplier == y.input2_multiplier &&
+         x.input2_shift == y.input2_shift && region_of(a.a_in) == region_of(b.a_in) &&
+         region_of(a.a_out) == region_of(b.a_out) && region_of(a.a_k) == region_of(b.a_k);
+}
+
+// Families whose input channels follow their output channels (a channel
+// group reads its own input channels); the others read every input channel.
+bool channelwise(Family f) {
+  return f == Family::kDepthwise || f == Family::kPool || f == Family::kElementwise ||
+         f == Family::kActivation;
+}
+
+// A command's output channel offset within its layer: the channel its
+// OUT_DMA_ADDR (pixel (0, 0)) starts at, relative to `base`.
+int64_t channel_offset(const Setup& s, uint64_t base) {
+  return int64_t(region_offset(s.a_out)) - int64_t(base);
+}
+
+struct Box {
+  int y0, h, x0, w, c0, nc;
+};
+
+// Whether `boxes` partition [0, H) x [0, W) x [0, C) exactly: every cell of
+// the grid their edges cut is covered once.
+bool partitions(const std::vector<Box>& boxes, int H, int W, int C) {
+  std::vector<int> ys{0, H}, xs{0, W}, cs{0, C};
+  for (const Box& b : boxes) {
+    if (b.h < 1 || b.w < 1 || b.nc < 1 || b.y0 < 0 || b.x0 < 0 || b.c0 < 0 ||
+        int64_t(b.y0) + b.h > H || int64_t(b.x0) + b.w > W || int64_t(b.c0) + b.nc > C) {
+      return false;
+    }
+    ys.insert(ys.end(), {b.y0, b.y0 + b.h});
+    xs.insert(xs.end(), {b.x0, b.x0 + b.w});
+    cs.insert(cs.end(), {b.c0, b.c0 + b.nc});
+  }
+  for (auto* v : {&ys, &xs, &cs}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
+  const size_t ny = ys.size() - 1, nx = xs.size() - 1, nc = cs.size() - 1;
+  if (ny * nx * nc > (size_t(1) << 24)) return false;  // too fine a grid to check cheaply
+  std::vector<uint8_t> hits(ny * nx * nc, 0);
+  auto index = [](const std::vector<int>& v, int x) {
+    return size_t(std::lower_bound(v.begin(), v.end(), x) - v.begin());
+  };
+  for (const Box& b : boxes) {
+    const size_t y1 = index(ys, b.y0), y2 = index(ys, b.y0 + b.h);
+    const size_t x1 = index(xs, b.x0), x2 = index(xs, b.x0 + b.w);
+    const size_t c1 = index(cs, b.c0), c2 = index(cs, b.c0 + b.nc);
+    for (size_t y = y1; y < y2; ++y) {
+      for (size_t x = x1; x < x2; ++x) {
+        for (size_t c = c1; c < c2; ++c) {
+          if (++hits[(y * nx + x) * nc + c] > 1) return false;
+        }
+      }
+    }
+  }
+  return std::all_of(hits.begin(), hits.end(), [](uint8_t v) { return v == 1; });
+}
+
+// Per-channel data assembled from the tiles' K areas, each channel's entry
+// checked equal wherever several tiles hold it.
+class Assembly {
+ public:
+  Assembly(size_t channels, size_t entry_bytes)
+      : entry_(entry_bytes), data_(channels * entry_bytes), filled_(channels, 0) {}
+  // Entries for channels [c0, c0 + n) at `src` (entry_bytes each); false on a mismatch.
+  bool put(int64_t c0, int64_t n, const uint8_t* src) {
+    for (int64_t i = 0; i < n; ++i) {
+      uint8_t* dst = data_.data() + size_t(c0 + i) * entry_;
+      if (filled_[size_t(c0 + i)]) {
+        if (std::memcmp(dst, src + size_t(i) * entry_, entry_) != 0) return false;
+      } else {
+        std::memcpy(dst, src + size_t(i) * entry_, entry_);
+        filled_[size_t(c0 + i)] = 1;
+      }
+    }
+    return true;
+  }
+  const std::vector<uint8_t>& data() const { return data_; }
+
+ private:
+  size_t entry_;
+  std::vector<uint8_t> data_;
+  std::vector<uint8_t> filled_;
+};
+
+struct Group {
+  std::vector<int> kernels;  // indices into rec.kernels, consecutive in the stream
+};
+
+// The ranges the commands of a group read and write, for the overlap test.
+void group_ranges(const Recorder& rec, const Group& g, std::vector<std::pair<RegionRef, uint64_t>>* reads,
+                  std::vector<std::pair<RegionRef, uint64_t>>* writes) {
+  for (int k : g.kernels) {
+    const KernelTrace& kt = rec.kernels[size_t(k)];
+    for (const TileTrace& t : kt.tiles) {
+      reads->push_back({t.fm.at, t.fm.span()});
+      if (t.work.load_temp) reads->push_back({t.temp.at, t.temp.span()});
+      for (const KernelRead& r : t.k_reads) reads->push_back({r.src.at, r.src.span()});
+      const uint64_t out_span = uint64_t(t.work.h - 1) * kt.s.out_row +
+                                uint64_t(kt.s.w - 1) * kt.s.out_pix + uint64_t(t.work.noc);
+      writes->push_back({t.out, out_span});
+    }
+  }
+}
+
+// Whether a byte of some range of `a` is in some range of `b`: the ranges of
+// `b` merged per region, each of `a` looked up in them (n log n).
+bool overlap(const std::vector<std::pair<RegionRef, uint64_t>>& a,
+             const std::vector<std::pair<RegionRef, uint64_t>>& b) {
+  std::vector<std::pair<std::pair<int, uint64_t>, uint64_t>> ranges;  // ((region, lo), hi)
+  ranges.reserve(b.size());
+  for (const auto& [r, n] : b) ranges.push_back({{r.region, r.offset}, r.offset + n});
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<std::pair<int, uint64_t>, uint64_t>> merged;
+  for (const auto& x : ranges) {
+    if (!merged.empty() && merged.back().first.first == x.first.first &&
+        x.first.second <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, x.second);
+    } else {
+      merged.push_back(x);
+    }
+  }
+  for (const auto& [r, n] : a) {
+    // The first merged range starting after r.offset; its predecessor may hold it.
+    auto it = std::upper_bound(merged.begin(), merged.end(),
+                               std::make_pair(std::make_pair(r.region, r.offset), ~uint64_t(0)));
+    if (it != merged.end() && it->first.first == r.region && it->first.second < r.offset + n) {
+      return true;
+    }
+    if (it != merged.begin()) {
+      --it;
+      if (it->first.first == r.region && r.offset < it->second) return true;
+    }
+  }
+  return false;
+}
+
+int64_t align64(int64_t v) { return align_up(v, kKAreaAlignment); }
+
+// The merged call of a group, or false when the group is not provably one layer.
+bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& kernel_data,
+                 PlanCall* out) {
+  const KernelTrace& first = rec.kernels[size_t(g.kernels[0])];
+  const Setup& s0 = first.s;
+  const Family fam = s0.fam;
+  if (fam == Family::kMatmul && !s0.im2col) return false;  // B is usually an activation
+  // The layer's output base: the smallest command base; every command's
+  // offset from it is its first output channel.
+  uint64_t out_base = ~uint64_t(0);
+  for (int k : g.kernels) out_base = std::min<uint64_t>(out_base, region_offset(rec.kernels[size_t(k)].s.a_out));
+  const int m = fam == Family::kDepthwise ? s0.depth_mult : 1;
+  std::vector<Box> boxes;
+  int channels = 0;
+  int64_t in_base = -1, temp_base = -1;
+  for (int k : g.kernels) {
+    const KernelTrace& kt = rec.kernels[size_t(k)];
+    const Setup& s = kt.s;
+    const int64_t c_base = channel_offset(s, out_base);
+    if (c_base < 0 || (s0.out_w > 1 && c_base + s.out_c > int64_t(s0.out_pix))) return false;
+    if (channelwise(fam)) {
+      if (c_base % m != 0 || s.out_c != s.in_c * m) return false;
+      const int64_t ib = int64_t(region_offset(s.a_in)) - c_base / m;
+      if (in_base >= 0 && ib != in_base) return false;
+      in_base = ib;
+    } else {
+      if (s.in_c != s0.in_c || region_offset(s.a_in) != region_offset(s0.a_in)) return false;
+      in_base = region_offset(s0.a_in);
+    }
+    if (fam == Family::kElementwise) {
+      const int64_t tb = int64_t(region_offset(s.a_k)) - c_base;
+      if (temp_base >= 0 && tb != temp_base) return false;
+      temp_base = tb;
+    }
+    for (const TileTrace& t : kt.tiles) {
+      if (!t.k_reads.empty()) return false;
+      boxes.push_back(Box{t.work.y0, t.work.h, s.x0, s.w, int(c_base) + t.work.oc0, t.work.noc});
+      channels = std::max(channels, int(c_base) + t.work.oc0 + t.work.noc);
+    }
+  }
+  if (in_base < 0 || !partitions(boxes, s0.out_h, s0.out_w, channels)) return false;
+  if (s0.out_w > 1 && uint64_t(channels) > s0.out_pix) return false;
+  {
+    std::vector<std::pair<RegionRef, uint64_t>> reads, writes;
+    group_ranges(rec, g, &reads, &writes);
+    if (overlap(reads, writes)) return false;
+  }
+
+  // The layer as one command of one core.
+  PlanCall call;
+  Setup& s = call.s;
+  s = s0;
+  s.mode = value_of(BroadcastMode::NONE);
+  s.ncores = 1;
+  s.y0 = 0;
+  s.h = s0.out_h;
+  s.x0 = 0;
+  s.w = s0.out_w;
+  s.out_c = channels;
+  s.in_c = channelwise(fam) ? channels / m : s0.in_c;
+  s.ix0 = -s0.pad_l;
+  s.iy0 = -s0.pad_t;
+  s.iw = (s.w - 1) * s.sx + s.kx;
+  s.ih = (s.h - 1) * s.sy + s.ky;
+  s.fm_upd = s.k_upd = true;
+  if (s0.im2col) {
+    // im2col + matrix with bias is the convolution's arithmetic, bit for bit
+    // (docs/device_model.md §4): the merged call runs the convolution.
+    s.op = Opcode::NPU_OP_CONV;
+    s.fam = Family::kConv;
+    s.im2col = false;
+    s.mat_k = 0;
+  }
+  CoreWork& c = call.t.work;
+  c.core = 0;
+  c.y0 = 0;
+  c.h = s.h;
+  c.oc0 = 0;
+  c.noc = channels;
+  c.iy0 = s.iy0;
+  c.ih = s.ih;
+  c.vy0 = 0;
+  c.vx0 = 0;
+  if (is_window(fam) || s0.im2col) {
+    // The input rows and columns the layer's windows reach (an input larger
+    // than the windows need keeps its unread tail out of the unit's view).
+    c.vh = int(std::min<int64_t>(s0.in_h, int64_t(s0.out_h - 1) * s0.sy + s0.ky - s0.pad_t));
+    c.vw = int(std::min<int64_t>(s0.in_w, int64_t(s0.out_w - 1) * s0.sx + s0.kx - s0.pad_l));
+    c.pad_t = s0.pad_t;
+    c.pad_b = s0.pad_b;
+    c.pad_l = s0.pad_l;
+    c.pad_r = s0.pad_r;
+    if (c.vh < 1 || c.vw < 1 ||
+        (c.vh + c.pad_t + c.pad_b - s0.ky) / s0.sy + 1 != s0.out_h ||
+        (c.vw + c.pad_l + c.pad_r - s0.kx) / s0.sx + 1 != s0.out_w) {
+      return false;
+    }
+  } else {
+    c.vh = s0.out_h;  // pointwise: the whole layer's rows and columns
+    c.vw = s0.out_w;
+  }
+  c.load_fm = true;
+  c.load_temp = fam == Family::kElementwise;
+  call.t.fm.at = RegionRef{region_of(s0.a_in), uint64_t(in_base)};
+  call.t.fm.rows = c.vh;
+  call.t.fm.cols = c.vw;
+  call.t.fm.bytes = s.in_c;
+  call.t.fm.row_pitch = s0.in_row;
+  call.t.fm.pix_pitch = s0.in_pix;
+  if (c.load_temp) {
+    const bool one_pixel = s0.k_pitch == 0;
+    call.t.temp.at = RegionRef{region_of(s0.a_k), uint64_t(temp_base)};
+    call.t.temp.rows = one_pixel ? 1 : c.vh;
+    call.t.temp.cols = one_pixel ? 1 : c.vw;
+    call.t.temp.bytes = s.in_c;
+    call.t.temp.pix_pitch = s0.k_pitch;
+    call.t.temp.row_pitch = s0.k_pitch * uint64_t(s0.in_w);
+  }
+  call.t.out = RegionRef{region_of(s0.a_out), out_base};
+
+  // The K area: weights, bias, multipliers + shifts or scales, LUT.
+  const int64_t taps = int64_t(s0.ky) * s0.kx;
+  int64_t wbytes = 0;  // weights per output channel (depthwise: per channel and tap)
+  switch (fam) {
+    case Family::kConv: wbytes = taps * s0.in_c; break;
+    case Family::kDepthwise: wbytes = taps; break;
+    case Family::kFullyConnected: wbytes = s0.in_c; break;
+    case Family::kMatmul: wbytes = s0.mat_k; break;  // im2col: a K-byte column of B per channel
+    default: break;
+  }
+  const bool per_channel_quant = s0.quant_entries == 0;
+  const int64_t quant_n = per_channel_quant ? channels : s0.quant_entries;
+  Assembly weights(size_t(channels), size_t(std::max<int64_t>(wbytes, 1)));
+  Assembly bias(size_t(quant_n), 4), mul(size_t(quant_n), 4), shift(size_t(quant_n), 4);
+  const size_t scale_bytes = s0.real_scale ? 8 : 4;
+  Assembly scale(size_t(quant_n), scale_bytes);
+  Assembly lut(1, size_t(limits::kLutEntries));
+  std::vector<uint8_t> tmp;
+  for (int k : g.kernels) {
+    const KernelTrace& kt = rec.kernels[size_t(k)];
+    const int64_t c_base = channel_offset(kt.s, out_base);
+    for (const TileTrace& t : kt.tiles) {
+      if (t.kdata < 0) {
+        if (!t.work.kern.empty()) return false;
+        continue;
+      }
+      const KernelData& kd = kernel_data[size_t(t.kdata)];
+      auto at = [&](int64_t sram) { return kd.bytes.data() + (sram - kd.lo); };
+      const CoreWork& w = t.work;
+      const int64_t c0 = c_base + w.oc0;
+      const int64_t q0 = per_channel_quant ? c0 : 0;
+      const int64_t qn = per_channel_quant ? w.noc : s0.quant_entries;
+      if (wbytes > 0) {
+        const uint8_t* src = at(w.w_lo);
+        if (fam == Family::kDepthwise) {
+          // [ky, kx, noc] -> per channel, its taps.
+          tmp.assign(size_t(w.noc * taps), 0);
+          for (int64_t tap = 0; tap < taps; ++tap) {
+            for (int64_t ch = 0; ch < w.noc; ++ch) tmp[size_t(ch * taps + tap)] = src[tap * w.noc + ch];
+          }
+          src = tmp.data();
+        } else if (fam == Family::kMatmul) {
+          // B [K, noc] -> per channel, its column.
+          tmp.assign(size_t(w.noc * wbytes), 0);
+          for (int64_t kk = 0; kk < wbytes; ++kk) {
+            for (int64_t ch = 0; ch < w.noc; ++ch) tmp[size_t(ch * wbytes + kk)] = src[kk * w.noc + ch];
+          }
+          src = tmp.data();
+        }
+        if (!weights.put(c0, w.noc, src)) return false;
+      }
+      if (w.bias_lo >= 0 && !bias.put(q0, qn, at(w.bias_lo))) return false;
+      if (w.mul_lo >= 0 && !mul.put(q0, qn, at(w.mul_lo))) return false;
+      if (w.shift_lo >= 0 && !shift.put(q0, qn, at(w.shift_lo))) return false;
+      if (w.scale_lo >= 0 && !scale.put(q0, qn, at(w.scale_lo))) return false;
+      if (w.lut_lo >= 0 && !lut.put(0, 1, at(w.lut_lo))) return false;
+    }
+  }
+  const CoreWork& w0 = first.tiles[0].work;
+  KernelData kd;
+  kd.lo = 0;
+  int64_t pos = 0;
+  auto place = [&](bool used, const std::vector<uint8_t>& bytes, int64_t* lo) {
+    if (!used) return;
+    pos = align64(pos);
+    *lo = pos;
+    kd.bytes.resize(size_t(pos));
+    kd.bytes.insert(kd.bytes.end(), bytes.begin(), bytes.end());
+    pos += int64_t(bytes.size());
+  };
+  if (wbytes > 0) {
+    std::vector<uint8_t> wv = weights.data();
+    if (fam == Family::kDepthwise) {
+      // Back to [ky, kx, C].
+      std::vector<uint8_t> t2(wv.size());
+      for (int64_t ch = 0; ch < channels; ++ch) {
+        for (int64_t tap = 0; tap < taps; ++tap) t2[size_t(tap * channels + ch)] = wv[size_t(ch * taps + tap)];
+      }
+      wv.swap(t2);
+    }
+    // Conv and FC keep [C, ...]; the im2col matrix column [C, K] is the
+    // convolution's OHWI filter ([C, KH, KW, C_in], K = (ky * KW + kx) * C_in + ci).
+    c.w_lo = 0;
+    c.weight_count = int64_t(wv.size());
+    kd.bytes = wv;
+    pos = int64_t(wv.size());
+  }
+  c.bias_lo = c.mul_lo = c.shift_lo = c.scale_lo = c.lut_lo = -1;
+  place(w0.bias_lo >= 0, bias.data(), &c.bias_lo);
+  place(w0.mul_lo >= 0, mul.data(), &c.mul_lo);
+  place(w0.shift_lo >= 0, shift.data(), &c.shift_lo);
+  place(w0.scale_lo >= 0, scale.data(), &c.scale_lo);
+  place(w0.lut_lo >= 0, lut.data(), &c.lut_lo);
+  c.quant_count = quant_n;
+  c.kern = SramRange{0, pos};
+  if (pos > 0) {
+    call.t.kdata = int(kernel_data.size());
+    kernel_data.push_back(std::move(kd));
+  }
+  *out = std::move(call);
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<PlanData> make_plan(Recorder&& rec) {
+  auto plan = std::make_unique<PlanData>();
+  plan->kernel_data = std::move(rec.kernel_data);
+  plan->copies = rec.copies;
+  ExecutionPlan::Summary& sum = plan->summary;
+  sum.kernel_commands = int(rec.kernels.size());
+  sum.copies = int(rec.copies.size());
+
+  auto emit_command = [&](int k) {
+    const KernelTrace& kt = rec.kernels[size_t(k)];
+    PlanStep step;
+    step.first = int(plan->calls.size());
+    step.count = int(kt.tiles.size());
+    Group one{{k}};
+    std::vector<std::pair<RegionRef, uint64_t>> reads, writes;
+    group_ranges(rec, one, &reads, &writes);
+    step.stage_inputs = overlap(reads, writes);
+    for (const TileTrace& t : kt.tiles) plan->calls.push_back(PlanCall{kt.s, t});
+    plan->steps.push_back(step);
+    sum.tile_calls += step.count;
+  };
+  auto emit_group = [&](const Group& g) {
+    PlanCall merged;
+    if (g.kernels.size() + rec.kernels[size_t(g.kernels[0])].tiles.size() > 2 &&
+        merge_group(rec, g, plan->kernel_data, &merged)) {
+      PlanStep step;
+      step.first = int(plan->calls.size());
+      step.count = 1;
+      plan->calls.push_back(std::move(merged));
+      plan->steps.push_back(step);
+      sum.layer_calls += 1;
+      sum.merged_commands += int(g.kernels.size());
+      return;
+    }
+    for (int k : g.kernels) emit_command(k);
+  };
+
+  Group g;
+  for (const auto& [kind, index] : rec.order) {
+    if (kind == 1) {
+      if (!g.kernels.empty()) emit_group(g);
+      g.kernels.clear();
+      PlanStep step;
+      step.kind = PlanStep::Kind::kCopy;
+      step.first = index;
+      plan->steps.push_back(step);
+      continue;
+    }
+    if (!g.kernels.empty() &&
+        !same_layer(rec.kernels[size_t(g.kernels.back())].s, rec.kernels[size_t(index)].s)) {
+      emit_group(g);
+      g.kernels.clear();
+    }
+    g.kernels.push_back(index);
+  }
+  if (!g.kernels.empty()) emit_group(g);
+
+  // Keep only the kernel data the calls use.
+  std::vector<int> remap(plan->kernel_data.size(), -1);
+  std::vector<KernelData> used;
+  for (PlanCall& call : plan->calls) {
+    int& k = call.t.kdata;
+    if (k < 0) continue;
+    if (remap[size_t(k)] < 0) {
+      remap[size_t(k)] = int(used.size());
+      used.push_back(std::move(plan->kernel_data[size_t(k)]));
+    }
+    k = remap[size_t(k)];
+  }
+  plan->kernel_data = std::move(used);
+  return plan;
+}
+
+// ---------------------------------------------------------------------------
+// Replay.
+
+namespace {
+
+// Scratch buffers of the calling thread, grown as needed.
+struct Scratch {
+  std::vector<uint8_t> in, temp, out, k;
+};
+Scratch& scratch() {
+  static thread_local Scratch s;
+  return s;
+}
+
+const uint8_t* host(const std::array<RegionMemory, limits::kNumRegions>& regions, const RegionRef& r) {
+  return regions[size_t(r.region)].data + r.offset;
+}
+
+// The bytes of `r` packed as the SRAM copy holds them: in place when they
+// already are, else gathered into `buf`.
+const uint8_t* packed(const std::array<RegionMemory, limits::kNumRegions>& regions, const ReadRef& r,
+                      std::vector<uint8_t>& buf, bool force_copy) {
+  const uint8_t* src = host(regions, r.at);
+  if (r.packed() && !force_copy) return src;
+  buf.resize(size_t(r.total()));
+  uint8_t* dst = buf.data();
+  const int64_t row_bytes = int64_t(r.cols) * r.bytes;
+  for (int y = 0; y < r.rows; ++y) {
+    const uint8_t* row = src + uint64_t(y) * r.row_pitch;
+    if (r.cols == 1 || r.pix_pitch == uint64_t(r.bytes)) {
+      std::memcpy(dst, row, size_t(row_bytes));
+      dst += row_bytes;
+      continue;
+    }
+    for (int x = 0; x < r.cols; ++x) {
+      std::memcpy(dst, row + uint64_t(x) * r.pix_pitch, size_t(r.bytes));
+      dst += r.bytes;
+    }
+  }
+  return buf.data();
+}
+
+// The im2col DMA of gather_im2col, from host memory.
+const uint8_t* im2col(const Setup& s, const CoreWork& c, const uint8_t* fm, std::vector<uint8_t>& buf) {
+  buf.resize(size_t(int64_t(c.h) * s.w * s.mat_k));
+  uint8_t* dst = buf.data();
+  const uint8_t pad = uint8_t(int8_t(s.in_zp));
+  for (int oy = 0; oy < c.h; ++oy) {
+    for (int ox = 0; ox < s.w; ++ox) {
+      for (int ky = 0; ky < s.ky; ++ky) {
+        const int64_t iy = int64_t(c.iy0) + int64_t(oy) * s.sy + ky;
+        for (int kx = 0; kx < s.kx; ++kx) {
+          const int64_t ix = int64_t(s.ix0) + int64_t(ox) * s.sx + kx;
+          if (iy < c.vy0 || iy >= c.vy0 + c.vh || ix < c.vx0 || ix >= c.vx0 + c.vw) {
+            std::memset(dst, pad, size_t(s.in_c));
+          } else {
+            std::memcpy(dst, fm + uint64_t(iy - c.vy0) * s.in_row + uint64_t(ix - c.vx0) * s.in_pix,
+                        size_t(s.in_c));
+          }
+          dst += s.in_c;
+        }
+      }
+    }
+  }
+  return buf.data();
+}
+
+// Inputs of one call, resolved (and gathered where needed).
+struct CallInputs {
+  const uint8_t* in = nullptr;
+  const uint8_t* temp = nullptr;
+  const uint8_t* k = nullptr;  // the K area, indexed by SRAM offset (k + offset)
+  std::vector<uint8_t> own_in, own_temp, own_k;  // staged copies
+};
+
+void resolve_inputs(const PlanData& plan, const PlanCall& call,
+                    const std::array<RegionMemory, limits::kNumRegions>& regions, bool stage,
+                    CallInputs& ci, Scratch& sc) {
+  const Setup& s = call.s;
+  const TileTrace& t = call.t;
+  const CoreWork& c = t.work;
+  std::vector<uint8_t>& in_buf = stage ? ci.own_in : sc.in;
+  std::vector<uint8_t>& temp_buf = stage ? ci.own_temp : sc.temp;
+  std::vector<uint8_t>& k_buf = stage ? ci.own_k : sc.k;
+  ci.in = s.im2col ? im2col(s, c, host(regions, t.fm.at), in_buf)
+                   : packed(regions, t.fm, in_buf, stage);
+  if (c.load_temp) ci.temp = packed(regions, t.temp, temp_buf, stage);
+  if (t.kdata >= 0) {
+    const KernelData& kd = plan.kernel_data[size_t(t.kdata)];
+    ci.k = kd.bytes.data() - kd.lo;
+    if (!t.k_reads.empty()) {
+      k_buf.assign(kd.bytes.begin(), kd.bytes.end());
+      for (const KernelRead& r : t.k_reads) {
+        std::vector<uint8_t> part;
+        const uint8_t* src = packed(regions, r.src, part, false);
+        std::memcpy(k_buf.data() + (r.sram - kd.lo), src, size_t(r.src.total()));
+      }
+      ci.k = k_buf.data() - kd.lo;
+    }
+  }
+}
+
+void run_call(const PlanCall& call, const CallInputs& ci,
+              const std::array<RegionMemory, limits::kNumRegions>& regions, Scratch& sc) {
+  const Setup& s = call.s;
+  const TileTrace& t = call.t;
+  const CoreWork& c = t.work;
+  TileBuffers b;
+  b.in = reinterpret_cast<const int8_t*>(ci.in);
+  b.temp = reinterpret_cast<const int8_t*>(ci.temp);
+  if (ci.k) {
+    auto i32 = [&](int64_t lo) { return lo >= 0 ? reinterpret_cast<const int32_t*>(ci.k + lo) : nullptr; };
+    b.weights = reinterpret_cast<const int8_t*>(ci.k + c.w_lo);
+    b.bias = i32(c.bias_lo);
+    b.mul = i32(c.mul_lo);
+    b.shift = i32(c.shift_lo);
+    b.scale = c.scale_lo >= 0 ? ci.k + c.scale_lo : nullptr;
+    b.lut = c.lut_lo >= 0 ? reinterpret_cast<const int8_t*>(ci.k + c.lut_lo) : nullptr;
+  }
+  uint8_t* dst = regions[size_t(t.out.region)].data + t.out.offset;
+  const bool direct = (s.w == 1 || s.out_pix == uint64_t(c.noc)) &&
+                      (c.h == 1 || s.out_row == uint64_t(s.w) * uint64_t(c.noc));
+  if (direct) {
+    b.out = reinterpret_cast<int8_t*>(dst);
+    run_unit(s, c, b);
+    return;
+  }
+  sc.out.resize(size_t(int64_t(c.h) * s.w * c.noc));
+  b.out = reinterpret_cast<int8_t*>(sc.out.data());
+  run_unit(s, c, b);
+  const uint8_t* src = sc.out.data();
+  for (int y = 0; y < c.h; ++y) {
+    uint8_t* row = dst + uint64_t(y) * s.out_row;
+    for (int x = 0; x < s.w; ++x) {
+      std::memcpy(row + uint64_t(x) * s.out_pix, src, size_t(c.noc));
+      src += c.noc;
+    }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Below this much work (MACs, or elements for pointwise units) a call stays
+// on the calling thread: handing it to the pool costs more than it saves.
+constexpr int64_t kParallelMinWork = 1 << 18;
+
+int64_t call_work(const PlanCall& call) {
+  const Setup& s = call.s;
+  const CoreWork& c = call.t.work;
+  const int64_t pixels = int64_t(c.h) * s.w;
+  switch (s.fam) {
+    case Family::kConv: return pixels * c.noc * s.kx * s.ky * s.in_c;
+    case Family::kDepthwise:
+    case Family::kPool: return pixels * c.noc * s.kx * s.ky;
+    case Family::kFullyConnected: return int64_t(c.h) * c.noc * s.in_c;
+    case Family::kMatmul: return pixels * c.noc * s.mat_k;
+    default: return pixels * c.noc;
+  }
+}
+
+// Output rows [r0, r1) of a merged (single-core, whole-layer) call: the tile
+// a command for those rows would have, its input rows and padding derived as
+// the device derives a tile's halo (docs/device_model.md §3).
+bool row_part(const PlanCall& call, int r0, int r1, PlanCall* out) {
+  const Setup& s = call.s;
+  const CoreWork& c = call.t.work;
+  *out = call;
+  CoreWork& p = out->t.work;
+  p.y0 = c.y0 + r0;
+  p.h = r1 - r0;
+  out->t.out.offset += uint64_t(r0) * s.out_row;
+  if (is_window(s.fam)) {
+    const int64_t iy0 = int64_t(r0) * s.sy - c.pad_t;  // rows of the call's valid input
+    const int64_t ih = int64_t(p.h - 1) * s.sy + s.ky;
+    const int64_t vy0 = std::max<int64_t>(iy0, 0), vy1 = std::min<int64_t>(iy0 + ih, c.vh);
+    if (vy1 <= vy0) return false;
+    p.pad_t = int(vy0 - iy0);
+    p.pad_b = int(iy0 + ih - vy1);
+    p.vh = int(vy1 - vy0);
+    p.iy0 = int(c.vy0 + iy0);
+    p.vy0 = int(c.vy0 + vy0);
+    out->t.fm.at.offset += uint64_t(vy0) * call.t.fm.row_pitch;
+    out->t.fm.rows = p.vh;
+    return true;
+  }
+  if (s.fam == Family::kMatmul) return false;
+  p.vh = p.h;  // pointwise: input row r is output row r
+  out->t.fm.at.offset += uint64_t(r0) * call.t.fm.row_pitch;
+  out->t.fm.rows = p.h;
+  if (c.load_temp && call.t.temp.rows > 1) {
+    out->t.temp.at.offset += uint64_t(r0) * call.t.temp.row_pitch;
+    out->t.temp.rows = p.h;
+  }
+  return true;
+}
+
+// Output channels [c0, c1) of a merged convolution or fully connected call.
+void channel_part(const PlanCall& call, int c0, int c1, PlanCall* out) {
+  const Setup& s = call.s;
+  *out = call;
+  CoreWork& p = out->t.work;
+  const int64_t per_channel = s.fam == Family::kConv ? int64_t(s.kx) * s.ky * s.in_c : s.in_c;
+  p.noc = c1 - c0;
+  p.oc0 += c0;
+  p.w_lo += c0 * per_channel;
+  p.weight_count = p.noc * per_channel;
+  if (p.bias_lo >= 0) p.bias_lo += 4 * c0;
+  if (p.mul_lo >= 0) p.mul_lo += 4 * c0;
+  if (p.shift_lo >= 0) p.shift_lo += 4 * c0;
+  if (p.scale_lo >= 0) p.scale_lo += int64_t(s.real_scale ? 8 : 4) * c0;
+  out->t.out.offset += uint64_t(c0);
+}
+
+// The parts of a call for `threads` host threads; empty: run it whole.
+std::vector<PlanCall> parallel_parts(const PlanCall& call, int threads) {
+  std::vector<PlanCall> parts;
+  const Setup& s = call.s;
+  const CoreWork& c = call.t.work;
+  if (threads <= 1 || s.ncores != 1 || call_work(call) < kParallelMinWork) return parts;
+  if (c.h >= 2 * threads && (is_window(s.fam) || s.fam != Family::kMatmul)) {
+    for (int i = 0; i < threads; ++i) {
+      const int r0 = int(int64_t(c.h) * i / threads), r1 = int(int64_t(c.h) * (i + 1) / threads);
+      PlanCall part;
+      if (!row_part(call, r0, r1, &part)) return {};
+      parts.push_back(std::move(part));
+    }
+    return parts;
+  }
+  const bool per_channel = s.fam == Family::kConv || s.fam == Family::kFullyConnected;
+  if (per_channel && c.noc >= 32 * threads) {
+    // Blocks of 16 channels (the GEMM's column block), shared out evenly.
+    const int blocks = (c.noc + 15) / 16;
+    for (int i = 0; i < threads; ++i) {
+      const int b0 = blocks * i / threads, b1 = blocks * (i + 1) / threads;
+      const int c0 = b0 * 16, c1 = std::min(c.noc, b1 * 16);
+      if (c1 <= c0) continue;
+      PlanCall part;
+      channel_part(call, c0, c1, &part);
+      parts.push_back(std::move(part));
+    }
+  }
+  return parts;
+}
+
+}  // namespace
+
+void replay_plan(const PlanData& plan, const std::array<RegionMemory, limits::kNumRegions>& regions,
+                 ThreadPool& pool) {
+  Scratch& sc = scratch();
+  const int threads = pool.threads();
+  for (const PlanStep& step : plan.steps) {
+    if (step.kind == PlanStep::Kind::kCopy) {
+      const CopyTrace& cp = plan.copies[size_t(step.first)];
+      std::memmove(regions[size_t(cp.dst.region)].data + cp.dst.offset, host(regions, cp.src),
+                   size_t(cp.len));
+      continue;
+    }
+    if (!step.stage_inputs) {
+      for (int i = step.first; i < step.first + step.count; ++i) {
+        const PlanCall& call = plan.calls[size_t(i)];
+        const std::vector<PlanCall> parts = parallel_parts(call, threads);
+        if (parts.empty()) {
+          CallInputs ci;
+          resolve_inputs(plan, call, regions, false, ci, sc);
+          run_call(call, ci, regions, sc);
+          continue;
+        }
+        // Parts write disjoint outputs and read inputs no part writes (the
+        // call's inputs and outputs do not overlap: the step is not staged).
+        std::vector<std::exception_ptr> errors(parts.size());
+        pool.parallel_for(int(parts.size()), [&](int k) {
+          try {
+            Scratch& own = scratch();
+            CallInputs ci;
+            resolve_inputs(plan, parts[size_t(k)], regions, false, ci, own);
+            run_call(parts[size_t(k)], ci, regions, own);
+          } catch (...) {
+            errors[size_t(k)] = std::current_exception();
+          }
+        });
+        for (const std::exception_ptr& e : errors) {
+          if (e) std::rethrow_exception(e);
+        }
+      }
+      continue;
+    }
+    std::vector<CallInputs> staged(size_t(step.count));
+    for (int i = 0; i < step.count; ++i) {
+      resolve_inputs(plan, plan.calls[size_t(step.first + i)], regions, true, staged[size_t(i)], sc);
+    }
+    for (int i = 0; i < step.count; ++i) {
+      run_call(plan.calls[size_t(step.first + i)], staged[size_t(i)], regions, sc);
+    }
+  }
+}
+
+}  // namespace device_detail
+}  // namespace nacc

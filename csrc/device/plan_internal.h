@@ -1,0 +1,156 @@
+// Internals of the execution plan (device/plan.h): what the interpreter
+// records while it builds a plan (exec_kernel.cc, exec_dma.cc, device.cc) and
+// the plan's steps (plan.cc builds and replays them).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "device/kernel.h"
+#include "device/plan.h"
+#include "device/register_file.h"
+
+namespace nacc::device_detail {
+
+// A device address as (region, byte offset): the runtime binds one buffer per
+// region, at the region's base, so a plan holds no device address or host pointer.
+struct RegionRef {
+  int region = -1;
+  uint64_t offset = 0;
+};
+
+// One read of the interpreter (Read) in region-relative form.
+struct ReadRef {
+  RegionRef at;
+  int rows = 1, cols = 1;
+  int64_t bytes = 0;
+  uint64_t row_pitch = 0, pix_pitch = 0;
+  int64_t total() const { return int64_t(rows) * cols * bytes; }
+  uint64_t span() const {
+    return uint64_t(rows - 1) * row_pitch + uint64_t(cols - 1) * pix_pitch + uint64_t(bytes);
+  }
+  // The external bytes are laid out as the SRAM copy would be (no gather needed).
+  bool packed() const {
+    return (cols == 1 || pix_pitch == uint64_t(bytes)) &&
+           (rows == 1 || row_pitch == uint64_t(cols) * uint64_t(bytes));
+  }
+};
+
+// A K-area part loaded at run time (its source region's bytes can change
+// between runs): copied to `sram` of the K area.
+struct KernelRead {
+  ReadRef src;
+  int64_t sram = 0;
+};
+
+// The K area of one core after one load, as the unit reads it: bytes from
+// SRAM offset `lo` (weights decompressed, bias, quantization, LUT in place).
+struct KernelData {
+  int64_t lo = 0;
+  std::vector<uint8_t> bytes;
+};
+
+// One core's part of a kernel command, as the replay needs it.
+struct TileTrace {
+  CoreWork work;     // geometry and SRAM layout (host pointers unused after the build)
+  ReadRef fm;        // IFM tile; with im2col the feature map the windows are gathered from
+  ReadRef temp;      // element-wise operand (work.load_temp)
+  RegionRef out;     // OFM tile, pitches of the command (Setup::out_row, out_pix)
+  int kdata = -1;    // K area: index into PlanData::kernel_data, or -1
+  std::vector<KernelRead> k_reads;  // K parts to load at run time (mutable sources)
+};
+
+struct KernelTrace {
+  uint32_t word = 0;
+  Setup s;
+  std::vector<TileTrace> tiles;
+};
+
+struct CopyTrace {
+  uint32_t word = 0;
+  RegionRef src, dst;
+  uint64_t len = 0;
+};
+
+// What execute_kernel / execute_dma_copy report while a plan is built, in
+// stream order, and the bookkeeping that proves the replay's reads equal the
+// interpreter's (a resident IFM or K area may be reused only if no command
+// wrote its source bytes since it was loaded).
+struct Recorder {
+  uint32_t immutable_regions = 0;  // bit i: region i's bytes never change
+  std::array<uint64_t, limits::kNumRegions> region_base{};
+  std::array<uint64_t, limits::kNumRegions> region_size{};
+  std::vector<KernelTrace> kernels;
+  std::vector<CopyTrace> copies;
+  std::vector<std::pair<int, int>> order;  // (0 kernel | 1 copy, index) in stream order
+  std::vector<KernelData> kernel_data;
+
+  struct CoreResidency {
+    int kdata = -1;                       // the K area's contents
+    std::vector<KernelRead> k_reads;      // its run-time parts
+    std::vector<Interval> fm_src, k_src;  // the external bytes each was loaded from
+    bool fm_dirty = false, k_dirty = false;  // a later write overlapped them
+  };
+  std::vector<CoreResidency> cores;
+  std::string unsupported;  // non-empty: the stream cannot be replayed, and why
+
+  // (region, offset) of a device address inside a region's buffer; records
+  // `unsupported` and returns region -1 when it is in no region.
+  RegionRef ref(uint64_t addr);
+  ReadRef ref(const Read& r);
+  bool immutable(const RegionRef& r) const {
+    return r.region >= 0 && ((immutable_regions >> r.region) & 1u) != 0;
+  }
+  // Records an external write: marks the resident areas whose sources it overlaps.
+  void wrote(const Interval& w);
+};
+
+// Records one kernel command (called by execute_kernel after every check,
+// before its data effects; `sram` are the cores' SRAMs after the K loads).
+void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
+                   const std::vector<CoreWork>& work);
+// Records one NPU_OP_DMA_START copy.
+void record_copy(Recorder& rec, uint32_t word, uint64_t src, uint64_t dst, uint64_t len);
+
+// ---------------------------------------------------------------------------
+// The plan.
+
+// One host kernel call: a merged layer (the layer as one command of one core)
+// or one core's tile of one command.
+struct PlanCall {
+  Setup s;
+  TileTrace t;
+};
+
+struct PlanStep {
+  enum class Kind : uint8_t { kCalls, kCopy } kind = Kind::kCalls;
+  int first = 0, count = 0;  // calls [first, first + count), or copies[first]
+  // The command's outputs overlap its inputs: read every input before any
+  // output is written, as the interpreter's SRAM staging does.
+  bool stage_inputs = false;
+};
+
+struct PlanData {
+  RunCounters counters;
+  std::array<uint64_t, limits::kNumRegions> region_sizes{};
+  std::vector<KernelData> kernel_data;
+  std::vector<PlanCall> calls;
+  std::vector<CopyTrace> copies;
+  std::vector<PlanStep> steps;
+  RegisterFile final_registers;  // the handler's registers after the run
+  uint32_t final_qread = 0;
+  ExecutionPlan::Summary summary;
+};
+
+// Turns a recording into steps, merging the commands of a layer where that is
+// proven exact (plan.cc).
+std::unique_ptr<PlanData> make_plan(Recorder&& rec);
+
+// Runs the plan's data effects on `regions` (plan.cc). DeviceFault from a
+// unit's own checks (which the build has already passed, so only on bugs).
+void replay_plan(const PlanData& plan, const std::array<RegionMemory, limits::kNumRegions>& regions,
+                 ThreadPool& pool);
+
+}  // namespace nacc::device_detail
