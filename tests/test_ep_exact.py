@@ -4,9 +4,9 @@ Single QDQ / QOperator units of Add, Sub, Mul, AveragePool and
 GlobalAveragePool, int8 and uint8, full / per-channel [1,C,1,1] / scalar
 broadcasts, fused (ORT_ENABLE_ALL, the default) and unfused (ORT_ENABLE_BASIC,
 told to the EP with ort_optimization_level), and session.qdqisint8allowed:
-zero differing elements. The formulas themselves are checked against the
-wheel by numpy references (test_formulas_match_the_wheel), so the NPU modes
-rest on verified arithmetic, not on agreement alone.
+zero differing elements against the CPU EP. (The formulas of
+csrc/quant/onnxruntime.h were checked with numpy against the wheel when they
+were written; this file checks the NPU against the CPU EP itself.)
 """
 import numpy as np
 import pytest
@@ -183,25 +183,16 @@ def test_whole_models_bit_exact_with_7bit_weights(name):
 
 # ---- the CPU rule (issue 14 item 2) --------------------------------------------------
 
-def _cpu_flags():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
 def test_cpu_ep_departs_from_exact_integer_conv_only_without_vnni():
     """uint8 activations with x - zp reaching 255 and 8-bit weights: the NPU
     keeps the exact integer sum (what ORT computes on VNNI / AMX machines);
     ORT's AVX2 u8s8 kernel without VNNI saturates int16 pair sums. Reported,
     never imitated: the NPU matches an exact numpy reference, and the CPU EP's
     departures from it are counted (0 expected on a VNNI machine)."""
-    flags = _cpu_flags()
-    vnni = bool(flags & {"avx512_vnni", "avx_vnni", "amx_int8"})
+    from nacc import _core
+
+    features = _core.cpu_features()  # CPUID, as the kernels see it
+    vnni = features["avx512_vnni"] or features["avx_vnni"] or features["amx_int8"]
     model = om.qdq_unit(om.conv(c_in=32, c_out=8, hw=(8, 8)), dtype="uint8", weight_bits=8, seed=3)
     m = onnx.load_from_string(model)
     inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}

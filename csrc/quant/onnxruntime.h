@@ -1,10 +1,13 @@
-// ONNX Runtime's CPU EP arithmetic (1.31, x86-64, MLAS; verified against the
-// installed wheel by tests/test_ep_exact.py) turned into NPU parameters: the
+// ONNX Runtime's CPU EP arithmetic (1.31, x86-64, MLAS; each formula was
+// derived from the kernels' sources and checked with numpy against the
+// installed wheel while it was written; tests/test_ep_exact.py compares the
+// NPU's results with the CPU EP element by element) turned into NPU parameters: the
 // float32 element-wise modes (QLinearAdd's fused multiply-adds, QLinearMul,
 // and the unfused DequantizeLinear -> float op -> QuantizeLinear), the float32
 // average pool (QLinearAveragePool), QLinearGlobalAveragePool's float32
 // output scale and the 256-entry requantization table of QLinearConcat /
-// QuantizeLinear after DequantizeLinear. The parameter types are arch's.
+// QuantizeLinear after DequantizeLinear (written, not yet lowered: Concat
+// stays on the host). The parameter types are arch's.
 #pragma once
 
 #include <array>
