@@ -79,7 +79,11 @@ const std::vector<OptionSpec>& option_specs() {
        "floor under ORT's logger: default follows the logger ORT hands the EP (the session's "
        "log_severity_level with add_provider / add_provider_for_devices); the others also drop "
        "nacc's messages below that level (warning = declined nodes, info = host-only op kinds "
-       "and the placement summary)"},  };
+       "and the placement summary)"},
+      {"ort_optimization_level", "disabled, basic, extended or all", "all",
+       "the session's graph_optimization_level (ORT's plugin ABI does not expose it): the EP "
+       "computes what the CPU EP computes at that level (QDQ fusion from extended on)"},
+  };
   return table;
 }
 
@@ -175,6 +179,18 @@ Config Config::from_pairs(const std::vector<std::pair<std::string, std::string>>
         }
       }
       if (!found) bad(key, value, "must be default, off, error, warning, info or debug");
+    } else if (key == "ort_optimization_level") {
+      using L = Config::OrtOptLevel;
+      const std::pair<const char*, L> levels[] = {
+          {"disabled", L::kDisabled}, {"basic", L::kBasic}, {"extended", L::kExtended}, {"all", L::kAll}};
+      bool found = false;
+      for (const auto& [name, level] : levels) {
+        if (value == name) {
+          c.ort_opt_level = level;
+          found = true;
+        }
+      }
+      if (!found) bad(key, value, "must be disabled, basic, extended or all");
     } else {
       std::vector<std::string> known;
       for (const OptionSpec& o : option_specs()) known.emplace_back(o.name);
@@ -193,10 +209,12 @@ Config Config::from_pairs(const std::vector<std::pair<std::string, std::string>>
 Config Config::from_session(const Api& api, const OrtSessionOptions* options) {
   std::vector<std::pair<std::string, std::string>> pairs;
   const std::string prefix = kOptionPrefix;
-  bool context_enable = false, context_embed = true;
+  bool context_enable = false, context_embed = true, int8_allowed = false;
   for (const auto& [key, value] : config_entries(api, options)) {
     if (key.compare(0, prefix.size(), prefix) == 0) {
       pairs.emplace_back(key.substr(prefix.size()), value);
+    } else if (key == "session.qdqisint8allowed") {
+      int8_allowed = value == "1";
     } else if (key == "ep.context_enable") {
       context_enable = value == "1";
     } else if (key == "ep.context_embed_mode") {
@@ -207,6 +225,7 @@ Config Config::from_session(const Api& api, const OrtSessionOptions* options) {
   c.test_perturb_node = current_test_perturb_node();
   c.ep_context_enable = context_enable;
   c.ep_context_embed = context_embed;
+  c.ort_qdq_int8_allowed = int8_allowed;
   return c;
 }
 
@@ -214,7 +233,9 @@ std::string Config::summary() const {
   return str_cat("cores=", cores, " sram_kb=", sram_kb, " clock_mhz=", clock_mhz,
                  " threads=", threads, " fallback=", fallback == Fallback::kAllow ? "allow" : "error",
                  " min_partition_macs=", min_partition_macs,
-                 " log_level=", kLogLevelNames[static_cast<int>(log_level)]);
+                 " log_level=", kLogLevelNames[static_cast<int>(log_level)],
+                 " ort_optimization_level=", static_cast<int>(ort_opt_level),
+                 " qdqisint8allowed=", int(ort_qdq_int8_allowed));
 }
 
 int Config::log_floor() const {

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -51,6 +54,24 @@ struct Config {
   // it. from_session copies it from set_test_perturb_node (the exported
   // nacc_ep_test_perturb_node, which only tests call).
   std::string test_perturb_node;
+
+  // How the CPU EP would run a QDQ node unit, which the EP reproduces bit for
+  // bit (docs/onnxruntime_ep.md "Exactness"). The plugin ABI does not expose
+  // the session's graph optimization level: the option ort_optimization_level
+  // (default all, ORT's default) says it; session.qdqisint8allowed is read
+  // from the session's config entries.
+  enum class OrtOptLevel { kDisabled = 0, kBasic = 1, kExtended = 2, kAll = 99 };
+  OrtOptLevel ort_opt_level = OrtOptLevel::kAll;
+  bool ort_qdq_int8_allowed = false;
+  // The decision per node unit (keyed by its op's output value name), made on
+  // the first, whole-graph GetCapability view and reused by later views and
+  // by Compile, whose fused subgraphs no longer show the producing
+  // QuantizeLinear nodes. Shared by the copies of one EP's Config.
+  struct OrtKernelMemo {
+    std::mutex mu;
+    std::map<std::string, int> kernel;
+  };
+  std::shared_ptr<OrtKernelMemo> ort_kernel_memo = std::make_shared<OrtKernelMemo>();
 
   // ORT's EP-context (compiled model) settings.
   bool ep_context_enable = false;

@@ -271,6 +271,79 @@ struct UnitTranslator {
   UnitTranslator(IrBuilder& builder, const NodeUnit& u)
       : b(builder), g(builder.g_), unit(u), node(builder.g_.nodes[u.target]) {}
 
+  // -- how the CPU EP would run this unit -------------------------------------------
+  // (docs/onnxruntime_ep.md "Exactness"; verified on ORT 1.31.1 x86-64 by
+  // tests/test_ep_exact.py). QDQS8ToU8Transformer (level >= extended, unless
+  // session.qdqisint8allowed) turns an int8 QuantizeLinear whose output feeds
+  // exactly one node, a DequantizeLinear, and is no graph output into uint8;
+  // the QDQ selectors then fuse DQ -> op -> Q into the QLinear kernel only when
+  // every DQ input and the Q output have one 8-bit type.
+
+  bool ort_pair_converted(const OnnxNode& q) const {
+    if (b.config_.ort_qdq_int8_allowed || b.config_.ort_opt_level < Config::OrtOptLevel::kExtended) {
+      return false;
+    }
+    if (q.outputs.empty() || q.outputs[0] < 0) return false;
+    const OnnxValue& v = g.value(q.outputs[0]);
+    return v.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8 && !v.is_graph_output &&
+           v.consumers.size() == 1 && g.nodes[size_t(v.consumers[0])].is("DequantizeLinear", "*");
+  }
+
+  // ONNX element type the CPU EP's kernel sees at DequantizeLinear `dq`'s input.
+  int ort_dq_type(const OnnxNode& dq) const {
+    const int v = dq.input(0);
+    const int elem = g.value(v).elem_type;
+    if (elem != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8) return elem;
+    const OnnxNode* q = g.producer_if(v, "QuantizeLinear");
+    return q && ort_pair_converted(*q) ? ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8 : elem;
+  }
+
+  int ort_q_type(const OnnxNode& q) const {
+    const int elem = g.value(q.outputs[0]).elem_type;
+    return ort_pair_converted(q) ? ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8 : elem;
+  }
+
+  // The kernel the CPU EP runs for this unit: a QOperator node's own type; a
+  // QDQ unit fused (same type everywhere, level >= extended, and an activation
+  // between the op and its Q only when ReluQuantFusion removes it: Relu with
+  // the Q's zero point at the type's minimum) or unfused.
+  ir::Attributes::OnnxKernel ort_kernel() const {
+    Config::OrtKernelMemo& memo = *b.config_.ort_kernel_memo;
+    const std::string key = node.outputs.empty() || node.outputs[0] < 0 ? std::string()
+                                                                          : g.value(node.outputs[0]).name;
+    std::lock_guard<std::mutex> lock(memo.mu);
+    auto it = memo.kernel.find(key);
+    if (!key.empty() && it != memo.kernel.end()) return ir::Attributes::OnnxKernel(it->second);
+    const ir::Attributes::OnnxKernel k = decide_ort_kernel();
+    if (!key.empty()) memo.kernel[key] = int(k);
+    return k;
+  }
+
+  ir::Attributes::OnnxKernel decide_ort_kernel() const {
+    using K = ir::Attributes::OnnxKernel;
+    const auto of_type = [](int elem) {
+      return elem == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8 ? K::kFusedU8 : K::kFusedS8;
+    };
+    if (unit.form == NodeUnit::Form::kQOperator) {
+      return of_type(g.value(node.input(0)).elem_type);
+    }
+    if (unit.form != NodeUnit::Form::kQdq || unit.q < 0) return K::kNone;
+    if (b.config_.ort_opt_level < Config::OrtOptLevel::kExtended) return K::kUnfused;
+    const int out = ort_q_type(g.nodes[size_t(unit.q)]);
+    for (int dq : unit.dq) {
+      if (dq >= 0 && ort_dq_type(g.nodes[size_t(dq)]) != out) return K::kUnfused;
+    }
+    if (unit.activation >= 0) {
+      const OnnxNode& act = g.nodes[size_t(unit.activation)];
+      const OnnxNode& q = g.nodes[size_t(unit.q)];
+      const OnnxValue* zp = q.input(2) >= 0 ? &g.value(q.input(2)) : nullptr;
+      const bool at_min = zp && zp->is_constant && zp->numbers().size() == 1 &&
+                          zp->numbers()[0] == (zp->elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8 ? 0.0 : -128.0);
+      if (!(act.is("Relu") && at_min)) return K::kUnfused;
+    }
+    return of_type(out);
+  }
+
   // -- reading quantization parameters ------------------------------------------
 
   // Scale and zero point constants of a (De)QuantizeLinear or QLinear op.
@@ -916,6 +989,11 @@ struct UnitTranslator {
     }
     ir::Attributes a;
     if (auto e = fused_activation(&a.activation)) return e;
+    a.onnx_kernel = ort_kernel();
+    // ONNX Runtime has no QLinearSub: Sub always runs dequantized.
+    if (kind == OpKind::kSub && a.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
+      a.onnx_kernel = ir::Attributes::OnnxKernel::kUnfused;
+    }
     add_op(kind, operands, y, a);
     return std::nullopt;
   }
@@ -961,6 +1039,20 @@ struct UnitTranslator {
       return std::string("count_include_pad=1 with padding (the NPU averages the valid "
                          "elements only)");
     }
+    if (kind == OpKind::kAveragePool2D) {
+      a.onnx_kernel = ort_kernel();
+      // QLinearAveragePool with the kernel covering the unpadded input runs
+      // the global average pool's arithmetic.
+      if (a.onnx_kernel != ir::Attributes::OnnxKernel::kUnfused && (*ks)[0] == xs[2] &&
+          (*ks)[1] == xs[3] && !(p.top || p.bottom || p.left || p.right)) {
+        ir::Attributes m;
+        m.axes = {1, 2};
+        m.keep_dims = true;
+        m.onnx_kernel = a.onnx_kernel;
+        add_op(OpKind::kMean, {x, -1}, y, m);
+        return std::nullopt;
+      }
+    }
     add_op(kind, {x}, y, a);
     return std::nullopt;
   }
@@ -977,6 +1069,7 @@ struct UnitTranslator {
     a.axes.push_back(1);
     a.axes.push_back(2);
     a.keep_dims = true;
+    a.onnx_kernel = ort_kernel();
     add_op(OpKind::kMean, {x, -1}, y, a);
     return std::nullopt;
   }

@@ -119,11 +119,6 @@ def test_single_unit_within_one_of_cpu_ep(builder):
     if not rep["partitions"]:
         why = [h["reason"] for h in rep["host_nodes"] if h["npu_candidate"]
                and h["op_type"] not in ("QuantizeLinear", "DequantizeLinear")]
-        # Only MEAN (GlobalAveragePool, ONNX Runtime's float-mean rounding) is
-        # not lowered; a compiler rejection of any other unit fails.
-        still_not_lowered = ("float mean is not lowered",)
-        if why and all(any(k in w for k in still_not_lowered) for w in why):
-            pytest.xfail(f"not lowered by the compiler yet: {why}")
         pytest.fail(f"not claimed: {why}")
     if cpu.dtype == np.float32:  # QOperator models: compare in the quantized domain
         scale = np.abs(cpu - npu).max()

@@ -27,7 +27,6 @@ NOT_LOWERED = "is not lowered by this compiler version"
 # The only unit whose ONNX semantics the compiler does not lower: GlobalAveragePool
 # (ONNX Runtime's float mean, requantized half to even). Any other unit the
 # compiler rejects is a failure, not an expected one.
-STILL_NOT_LOWERED = ("float mean is not lowered",)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -197,8 +196,9 @@ def test_claims_single_unit(builder, ops):
     compiler = [h["reason"] for h in rep["host_nodes"]
                 if (h["reason"].startswith("the compiler rejects it") or NOT_LOWERED in h["reason"])
                 and NO_BACKEND not in h["reason"]]
-    if compiler and all(any(k in c for k in STILL_NOT_LOWERED) for c in compiler):
-        pytest.xfail(compiler[0])  # GlobalAveragePool: ONNX Runtime's float-mean rounding is not lowered
+    # GlobalAveragePool (QLinearGlobalAveragePool's float32 output stage) is
+    # lowered since issue 14: no compiler rejection is expected for any unit.
+    assert not compiler, compiler
     assert claimed_ops(rep) == ops, rep
     assert not declined(rep)
 

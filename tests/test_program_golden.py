@@ -66,9 +66,13 @@ def _sweep_hashes() -> dict:
 
 
 def _dumped_programs(directory: str) -> list:
-    paths = sorted(glob.glob(os.path.join(directory, "*.program")) +
-                   glob.glob(os.path.join(directory, "*.naccpart")))
-    return [(os.path.basename(p), _digest(open(p, "rb").read())) for p in paths]
+    """(k, digest) of the Programs a frontend's dump_dir holds, in digest order:
+    file names carry cache keys, which change with the key format, not with
+    the Programs."""
+    paths = glob.glob(os.path.join(directory, "*.program")) + glob.glob(
+        os.path.join(directory, "*.naccpart"))
+    digests = sorted(_digest(open(p, "rb").read()) for p in paths)
+    return [(str(k), h) for k, h in enumerate(digests)]
 
 
 def _fuzz_specs(fmt: str) -> list:

@@ -32,7 +32,7 @@ import pybind11
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OBJ_DIR = os.path.join(ROOT, "build", "dev")
 FLAGS = ["-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra",
-         "-Wno-unused-parameter", "-fno-math-errno"]
+         "-Wno-unused-parameter", "-fno-math-errno", "-ffp-contract=off"]
 EXTRA = os.environ.get("NACC_DEV_CXXFLAGS", "").split()
 
 # NACC_SANITIZE value -> (name, compile+link flags). Shared with setup.py's list.

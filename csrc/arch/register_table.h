@@ -139,6 +139,17 @@ inline constexpr FieldDesc kF_NACC_ACT_PARA[] = {
        "rounds float(acc) * scale half to even (ONNX Runtime's QLinearConv / QLinearMatMul); "
        "MAC units (CONV, DW_CONV, FULLY_CONNECTED, MATMUL) only, not with QUANT_REAL_SCALE; "
        "QUANT_SHIFT unused"),
+    rw("ELEMENT_FP32", 5, 4, 0,
+       "project extension: NPU_OP_ELEMENTWISE in float32 (ONNX Runtime's CPU EP): 0 = off "
+       "(fixed point), 1 = QLINEAR (QLinearAdd's fused multiply-adds / QLinearMul), 2 = DEQUANTIZE "
+       "(DequantizeLinear, the float op, QuantizeLinear); QUANT_MUL_DMA_ADDR holds 3 float32"),
+    rw("U8_DOMAIN", 6, 6, 0,
+       "project extension: with ELEMENT_FP32 or POOL_FP32, the float32 arithmetic reads each "
+       "stored int8 byte as the uint8 value byte + 128 and its zero-point registers as uint8 "
+       "zero points (ONNX Runtime's U8 kernels); the output is stored as q - 128"),
+    rw("POOL_FP32", 7, 7, 0,
+       "project extension: NPU_OP_POOL average in float32 (ONNX Runtime's QLinearAveragePool); "
+       "QUANT_EN = 1 and QUANT_MUL_DMA_ADDR holds 2 float32 (input scale, output scale)"),
 };
 inline constexpr FieldDesc kF_NACC_IN_ACT_DMA_ADDR[] = {
     rw("IN_ACT_DMA_ADDR", 31, 0, 0, "activation data (the 256-byte LUT, NACC_SPEC §1)"),

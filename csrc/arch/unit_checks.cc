@@ -227,6 +227,59 @@ void validate_activation_params(const ActivationParams& p) {
   detail::check_act_range(op, p.act_min, p.act_max);
 }
 
+namespace {
+
+// A zero point of a float32 mode, within its value domain (U8_DOMAIN).
+void check_domain_zero_point(const char* op, const char* name, int32_t zp, const ValueDomain& d,
+                             const char* reg) {
+  check_arg(zp >= d.qmin() && zp <= d.qmax(), op, ": ", name, " ", zp, " out of range [",
+            d.qmin(), ", ", d.qmax(), "] (", reg, ", U8_DOMAIN = ", int(d.u8), ")");
+}
+
+void check_float_param(const char* op, const char* name, float v, bool positive) {
+  check_arg(std::isfinite(v) && (!positive || v > 0.0f), op, ": ", name, " ", v, " must be finite",
+            positive ? " and > 0" : "", " (QUANT_MUL array, float32 mode)");
+}
+
+// ELEMENT_FP32 = 1 or 2 (unit_params.h): the float32 parameters and the
+// zero points in their domain.
+void validate_elementwise_float(const ElementwiseParams& p) {
+  const char* op = "elementwise_s8";
+  check_arg(p.float_mode == ElementwiseFloat::kQLinear || p.float_mode == ElementwiseFloat::kDequantize,
+            op, ": ELEMENT_FP32 ", int(p.float_mode), " is not a mode (0 off, 1 QLINEAR, 2 DEQUANTIZE)");
+  check_domain_zero_point(op, "input1 zero point", -p.input1_offset, p.domain,
+                          "NACC_ELEMENTWISE.IN_ELEMENT_OFFSET1");
+  check_domain_zero_point(op, "input2 zero point", -p.input2_offset, p.domain,
+                          "NACC_ELEMENTWISE.IN_ELEMENT_OFFSET2");
+  check_domain_zero_point(op, "output zero point", p.output_zero_point, p.domain,
+                          "NACC_FM_OFFSET.OUT_FM_OFFSET");
+  if (p.float_mode == ElementwiseFloat::kDequantize) {
+    for (int i = 0; i < 3; ++i) check_float_param(op, i < 2 ? "input scale" : "output scale", p.float_params[i], true);
+  } else if (p.mode == ElementwiseMode::MUL) {
+    check_float_param(op, "scale ratio", p.float_params[0], true);
+  } else {
+    check_arg(p.mode == ElementwiseMode::ADD, op, ": ELEMENT_FP32 = 1 (QLINEAR) computes ADD and MUL, ",
+              "not ", elementwise_mode_name(p.mode), " (ONNX Runtime has no QLinearSub; use 2)");
+    check_float_param(op, "rA", p.float_params[0], true);
+    check_float_param(op, "rB", p.float_params[1], true);
+    check_float_param(op, "F", p.float_params[2], false);
+  }
+  detail::check_act_range(op, p.act_min, p.act_max);
+}
+
+}  // namespace
+
+void validate_pool_float(const PoolParams& p) {
+  const char* op = "avg_pool_s8";
+  check_float_param(op, "input scale", p.input_scale, true);
+  check_float_param(op, "output scale", p.output_scale, true);
+  check_domain_zero_point(op, "input zero point", p.input_zero_point, p.domain,
+                          "NACC_FM_OFFSET.IN_FM_OFFSET");
+  check_domain_zero_point(op, "output zero point", p.output_zero_point, p.domain,
+                          "NACC_FM_OFFSET.OUT_FM_OFFSET");
+  detail::check_act_range(op, p.act_min, p.act_max);
+}
+
 void validate_elementwise_params(const ElementwiseParams& p) {
   const char* op = "elementwise_s8";
   switch (p.mode) {
@@ -242,6 +295,10 @@ void validate_elementwise_params(const ElementwiseParams& p) {
       throw InvalidArgument(str_cat("elementwise_s8: ELEMENTWISE_MODE ",
                                     static_cast<int>(p.mode),
                                     " is not a mode (SUB 1, ADD 2, MUL_S16_S8 4, MUL 8)"));
+  }
+  if (p.float_mode != ElementwiseFloat::kOff) {
+    validate_elementwise_float(p);
+    return;
   }
   detail::check_offset(op, "input1_offset", p.input1_offset,
                        "NACC_ELEMENTWISE.IN_ELEMENT_OFFSET1");

@@ -26,6 +26,10 @@ void validate_activation_params(const ActivationParams& params);
 // register out of range.
 void validate_elementwise_params(const ElementwiseParams& params);
 
+// POOL_FP32 (PoolParams::float32): the two float32 scales and the zero points
+// within their domain; throws InvalidArgument naming the first one out of range.
+void validate_pool_float(const PoolParams& params);
+
 }  // namespace nacc
 
 namespace nacc::detail {

@@ -86,11 +86,36 @@ inline int8_t requantize_output(const OutputStage& s, int c, int32_t acc) {
   return 0;  // unreachable: check_output_stage rejects kFixedPoint16x8
 }
 
+// The float32 modes' value domain (NACC_ACT_PARA.U8_DOMAIN, project
+// extension): the arithmetic sees a stored int8 byte b as b (S8: ONNX
+// Runtime's int8 kernels) or as the uint8 value b + 128 (U8: its uint8
+// kernels, which run int8 QDQ models on x86 after QDQS8ToU8Transformer); the
+// zero points are given in that domain, the result q is saturated to the
+// domain's range and stored as q - offset.
+struct ValueDomain {
+  bool u8 = false;
+  int32_t offset() const { return u8 ? 128 : 0; }
+  int32_t qmin() const { return u8 ? 0 : -128; }
+  int32_t qmax() const { return u8 ? 255 : 127; }
+};
+
 // The pooling unit: max pool (window 1..15) and average pool (2x2 stride 2).
 struct PoolParams {
   WindowParams window;
   int kernel_h = 1, kernel_w = 1;
   int32_t act_min = -128, act_max = 127;
+  // NACC_ACT_PARA.POOL_FP32 (project extension, average pool only): ONNX
+  // Runtime's QLinearAveragePool in float32 instead of TFLite's integer mean:
+  //   d   = float(x - input_zero_point) * input_scale   (each in-bounds cell)
+  //   sum = 0.0f + d ... in row-major window order;  y = sum / float(count)
+  //   q   = sat(nearbyintf(y / output_scale + float(output_zero_point)))
+  // with count the in-bounds cells, x and the zero points in `domain`, then
+  // q - domain.offset() clamped to [act_min, act_max]. The scales come from
+  // QUANT_MUL_DMA_ADDR (2 float32), the zero points from NACC_FM_OFFSET.
+  bool float32 = false;
+  ValueDomain domain;
+  float input_scale = 1.0f, output_scale = 1.0f;  // finite, > 0
+  int32_t input_zero_point = 0, output_zero_point = 0;  // within the domain's range
 };
 
 // The activation unit's registers for one int8 -> int8 activation.
@@ -135,6 +160,24 @@ struct ActivationParams {
 //                  output_multiplier, output_shift) + output_zero_point, act_min, act_max)
 //   MUL ignores left_shift and the per-input multipliers (ELEMENT_INPUT_QUANT_EN off).
 // MUL_S16_S8 is listed by the hardware and not modelled (Unsupported).
+//
+// NACC_ACT_PARA.ELEMENT_FP32 (project extension) replaces the fixed-point
+// arithmetic with ONNX Runtime's CPU EP float32 arithmetic (fields below);
+// a = x_1 + domain.offset(), b = x_2 + domain.offset(), zero points z_a =
+// -input1_offset, z_b = -input2_offset, z_c = output_zero_point in the domain,
+// f = float_params, every step in float32:
+//   kQLinear ADD (QLinearAdd, MLAS: fused multiply-adds, f = {rA, rB, F} with
+//     rA = sA/sC, rB = sB/sC, F = zC - fmaf(rA, zA, rB*zB)):
+//       v = fmaf(a, rA, fmaf(b, rB, F))          (input 2 is ONNX's B)
+//   kQLinear MUL (QLinearMul, f = {(sA*sB)/sC, -, -}):
+//       v = float((a - zA) * (b - zB)) * f0 + float(zC)
+//   kDequantize (DequantizeLinear -> float Add / Sub / Mul -> QuantizeLinear,
+//     f = {sA, sB, sC}):
+//       y = (float(a - zA) * sA) op (float(b - zB) * sB);  v = nearbyint(y / sC) + zC
+//   q = sat_domain(nearbyint(v)), stored q - domain.offset(), then clamped to
+//   [act_min, act_max] (a fused Relu is exactly that clamp in every mode).
+enum class ElementwiseFloat : uint8_t { kOff = 0, kQLinear = 1, kDequantize = 2 };
+
 struct ElementwiseParams {
   ElementwiseMode mode = ElementwiseMode::ADD;
   // NACC_ELEMENTWISE.IN_ELEMENT_OFFSET1/2: added to each input, i.e. minus the
@@ -158,6 +201,11 @@ struct ElementwiseParams {
   // NACC_ACT_MIN / NACC_ACT_MAX: -128 <= act_min <= act_max <= 127.
   int32_t act_min = -128;
   int32_t act_max = 127;
+  // ELEMENT_FP32 / U8_DOMAIN and the 3 float32 at QUANT_MUL_DMA_ADDR (see
+  // above); each finite, the scales > 0. The fixed-point fields are unused then.
+  ElementwiseFloat float_mode = ElementwiseFloat::kOff;
+  ValueDomain domain;
+  float float_params[3] = {0.0f, 0.0f, 0.0f};
 };
 
 inline const char* output_stage_kind_name(OutputStageKind kind) {

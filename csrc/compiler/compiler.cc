@@ -292,7 +292,12 @@ void set_layer(Context& ctx, const LoweredOp& op, const CommandShape& c) {
                   Value()
                       .set(fields::NACC_ACT_PARA::ACT_INT_W, 0)
                       .set(fields::NACC_ACT_PARA::QUANT_REAL_SCALE, !op.real_scale.empty())
-                      .set(fields::NACC_ACT_PARA::QUANT_FP32_SCALE, !op.fp32_scale.empty())
+                      .set(fields::NACC_ACT_PARA::QUANT_FP32_SCALE,
+                           !op.fp32_scale.empty() && op.is_mac_unit())
+                      .set(fields::NACC_ACT_PARA::ELEMENT_FP32,
+                           op.unit == Unit::kElementwise ? int(op.eltwise.float_mode) : 0)
+                      .set(fields::NACC_ACT_PARA::U8_DOMAIN, op.u8_domain)
+                      .set(fields::NACC_ACT_PARA::POOL_FP32, op.pool_fp32)
                       .get());
   em.set_register(Reg::NACC_IN_FM_DMA_ADDR, ctx.address(op.input, in_c0));
   em.set_register(Reg::NACC_DMA_PARA2,
@@ -478,8 +483,12 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
     case Unit::kElementwise: {
       // The output multiplier and shift (K area); the second operand (TEMP
       // area; docs/device_model.md §2: pixel pitch 0 = one pixel broadcast).
-      em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.multiplier));
-      em.set_register(Reg::NACC_QUANT_SHIFT_DMA_ADDR, constant(k.shift));
+      if (k.fp32_scale >= 0) {  // ELEMENT_FP32: the mode's 3 float32
+        em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.fp32_scale));
+      } else {
+        em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.multiplier));
+        em.set_register(Reg::NACC_QUANT_SHIFT_DMA_ADDR, constant(k.shift));
+      }
       em.set_register(Reg::NACC_IN_K_DMA_ADDR, op.input2_is_constant
                                                    ? constant(k.operand2 + c.group.start)
                                                    : ctx.address(op.input2, c.group.start));
@@ -516,6 +525,12 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
     case Unit::kActivation:
       em.set_register(Reg::NACC_IN_ACT_DMA_ADDR, constant(k.lut));
       break;
+    case Unit::kAvgPool:
+      if (op.pool_fp32) {  // POOL_FP32: input and output scale (float32)
+        em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.fp32_scale));
+        return {em.shadow(Reg::NACC_QUANT_MUL_DMA_ADDR), em.shadow(Reg::NACC_ACT_PARA)};
+      }
+      return {};
     default:
       return {};  // pooling: no K operands
   }
@@ -567,7 +582,8 @@ std::pair<uint32_t, Opcode> control(const LoweredOp& op, bool fm_upd, bool k_upd
     case Unit::kAvgPool:
       ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::NONE))
           .set(fields::NACC_CTRL::POOL_MODE,
-               op.unit == Unit::kMaxPool ? value_of(PoolMode::MAX) : value_of(PoolMode::AVERAGE));
+               op.unit == Unit::kMaxPool ? value_of(PoolMode::MAX) : value_of(PoolMode::AVERAGE))
+          .set(fields::NACC_CTRL::QUANT_EN, op.pool_fp32 ? 1 : 0);
       return {ctrl.get(), Opcode::NPU_OP_POOL};
     case Unit::kElementwise:
       ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::NONE))
@@ -592,7 +608,7 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
   set_layer(ctx, op, c);
   set_tile(ctx, op, c);
   std::vector<uint32_t> k_sig = set_operands(ctx, op, k, c);
-  const bool uses_k = op.unit != Unit::kMaxPool && op.unit != Unit::kAvgPool;
+  const bool uses_k = (op.unit != Unit::kMaxPool && op.unit != Unit::kAvgPool) || op.pool_fp32;
 
   // SRAM areas; the base of an area the command does not use is 0 (ignored).
   const compiler::SramLayout& lay = plan.layout;

@@ -389,7 +389,13 @@ void lower_pool(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.out_shape = nhwc_of(out.shape);
   set_window(l, op, op.attrs.kernel_h, op.attrs.kernel_w);
   const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
-  if (qi.scale != qo.scale || qi.zero_point != qo.zero_point) {
+  const ir::Attributes::OnnxKernel ok = op.attrs.onnx_kernel;
+  const bool ort_float = l.unit == Unit::kAvgPool && ok != ir::Attributes::OnnxKernel::kNone;
+  if (ort_float && ok == ir::Attributes::OnnxKernel::kUnfused) {
+    throw Unsupported(str_cat(l.label, ": ONNX Runtime's unfused AveragePool (float pool, then "
+                              "QuantizeLinear) has no NPU mode"));
+  }
+  if (!ort_float && (qi.scale != qo.scale || qi.zero_point != qo.zero_point)) {
     throw Unsupported(str_cat(l.label, ": input and output quantization differ"));
   }
   if (l.unit == Unit::kAvgPool &&
@@ -402,10 +408,74 @@ void lower_pool(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
   fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
   l.act_mode = act_mode_of(act);
+  if (ort_float) {
+    // QLinearAveragePool (NACC_ACT_PARA.POOL_FP32): the zero points in the
+    // kernel's value domain (U8_DOMAIN), the two scales as float32.
+    PoolParams pp;
+    pp.act_min = l.act_min;
+    pp.act_max = l.act_max;
+    ort_average_pool_params(ok == ir::Attributes::OnnxKernel::kFusedU8 ? OrtKernel::kFusedU8
+                                                                        : OrtKernel::kFusedS8,
+                            {qi.scale, qi.zero_point}, {qo.scale, qo.zero_point}, &pp);
+    l.pool_fp32 = true;
+    l.u8_domain = pp.domain.u8;
+    l.fp32_scale = {pp.input_scale, pp.output_scale};
+    l.input_zero_point = pp.input_zero_point;
+    l.output_zero_point = pp.output_zero_point;
+  }
 }
 
 bool is_channel_vector(const Shape4& s, const Shape4& out) {
   return s.h == 1 && s.w == 1 && (s.c == out.c || s.c == 1);
+}
+
+// The clamp of a Relu / Relu6 / ReluN1To1 between an ONNX op and its
+// QuantizeLinear: the float clip, then QuantizeLinear, is max / min of the
+// quantized bound (round half to even of bound / scale in float32).
+void ort_activation_range(FusedActivation act, float scale, int32_t zp, int32_t* lo, int32_t* hi) {
+  const auto q = [&](float bound) {
+    const float v = std::nearbyint(bound / scale) + static_cast<float>(zp);
+    return static_cast<int32_t>(std::fmin(std::fmax(v, -128.0f), 127.0f));
+  };
+  *lo = -128;
+  *hi = 127;
+  switch (act) {
+    case FusedActivation::kRelu: *lo = q(0.0f); break;
+    case FusedActivation::kRelu6: *lo = q(0.0f); *hi = q(6.0f); break;
+    case FusedActivation::kReluN1To1: *lo = q(-1.0f); *hi = q(1.0f); break;
+    default: break;
+  }
+}
+
+// ADD / SUB / MUL as ONNX Runtime's CPU EP computes the node
+// (ir::Attributes::onnx_kernel; quant/onnxruntime.h): the float32 modes of
+// the element-wise unit (NACC_ACT_PARA.ELEMENT_FP32, U8_DOMAIN).
+void lower_ort_elementwise(const ir::Op& op, const Quant& qa, const Quant& qb, const Quant& qo,
+                           FusedActivation act, bool swapped, bool both_full, LoweredOp& l) {
+  using K = ir::Attributes::OnnxKernel;
+  const OrtKernel kernel = op.attrs.onnx_kernel == K::kFusedU8   ? OrtKernel::kFusedU8
+                           : op.attrs.onnx_kernel == K::kFusedS8 ? OrtKernel::kFusedS8
+                                                                 : OrtKernel::kUnfused;
+  if (op.kind == OpKind::kAdd && kernel != OrtKernel::kUnfused && swapped && both_full) {
+    // QLinearAdd nests B inside A for two full tensors; the NPU nests its
+    // second input, which is the constant A here.
+    throw Unsupported(str_cat(l.label, ": QLinearAdd with a constant full-size first operand"));
+  }
+  const ElementwiseMode mode = op.kind == OpKind::kAdd   ? ElementwiseMode::ADD
+                               : op.kind == OpKind::kSub ? ElementwiseMode::SUB
+                                                         : ElementwiseMode::MUL;
+  int32_t lo = -128, hi = 127;
+  ort_activation_range(act, qo.scale, qo.zero_point, &lo, &hi);
+  l.eltwise = ort_elementwise_params(mode, kernel, {qa.scale, qa.zero_point},
+                                     {qb.scale, qb.zero_point}, {qo.scale, qo.zero_point}, lo, hi,
+                                     swapped);
+  l.fp32_scale.assign(l.eltwise.float_params, l.eltwise.float_params + 3);
+  l.u8_domain = l.eltwise.domain.u8;
+  l.input_zero_point = qa.zero_point;
+  l.output_zero_point = l.eltwise.output_zero_point;  // in the domain (OUT_FM_OFFSET)
+  l.act_min = lo;
+  l.act_max = hi;
+  l.act_mode = act_mode_of(act);
 }
 
 void lower_elementwise(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
@@ -463,6 +533,10 @@ void lower_elementwise(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     l.in_shape = l.out_shape;
   }
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
+  if (op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
+    lower_ort_elementwise(op, qa, qb, qo, act, swap, a_full && b_full, l);
+    return;
+  }
   switch (op.kind) {
     case OpKind::kAdd:
       l.eltwise = tflite_add_params(qa.scale, qa.zero_point, qb.scale, qb.zero_point, qo.scale,
@@ -628,13 +702,26 @@ void lower_mean(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   set_window(l, window, l.in_shape.h, l.in_shape.w);
   const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
   const int c = l.in_shape.c;
-  const QuantizedMultiplier r =
-      tflite_mean_requantization(qi.scale, qo.scale, int64_t(l.in_shape.h) * l.in_shape.w);
+  const int64_t cells = int64_t(l.in_shape.h) * l.in_shape.w;
   l.input_zero_point = qi.zero_point;
   l.output_zero_point = qo.zero_point;
-  l.weights.assign(size_t(l.in_shape.h) * l.in_shape.w * c, 1);
-  l.multiplier.assign(c, r.multiplier);
-  l.shift.assign(c, r.shift);
+  l.weights.assign(size_t(cells) * c, 1);
+  switch (op.attrs.onnx_kernel) {
+    case ir::Attributes::OnnxKernel::kNone: {
+      const QuantizedMultiplier r = tflite_mean_requantization(qi.scale, qo.scale, cells);
+      l.multiplier.assign(c, r.multiplier);
+      l.shift.assign(c, r.shift);
+      break;
+    }
+    case ir::Attributes::OnnxKernel::kUnfused:
+      throw Unsupported(str_cat(l.label, ": ONNX Runtime's unfused GlobalAveragePool (float "
+                                "mean, then QuantizeLinear) has no NPU mode"));
+    default:
+      // QLinearGlobalAveragePool: sum(x - z_x) in int32, the float32 output
+      // stage with s_x / (s_y * N) (the same in the S8 and U8 domains).
+      l.fp32_scale.assign(c, ort_global_average_pool_scale(qi.scale, qo.scale, cells));
+      break;
+  }
   l.act_min = -128;
   l.act_max = 127;
   l.act_mode = ActMode::NONE;

@@ -14,6 +14,7 @@
 #include "arch/unit_params.h"
 #include "common/shape.h"
 #include "ir/ir.h"
+#include "quant/onnxruntime.h"
 #include "quant/tflite.h"
 
 namespace nacc::compiler {
@@ -79,6 +80,17 @@ struct LoweredOp {
   // BATCH_MATMUL from ONNX (ir::Attributes::onnx_requantize): ONNX Runtime's
   // float32 output stage, scale = float(s_a * s_b) / s_y (NACC_ACT_PARA.QUANT_FP32_SCALE).
   std::vector<float> fp32_scale;    // [N] or empty
+  // ONNX Runtime's float32 element-wise / average pool (NACC_ACT_PARA.ELEMENT_FP32
+  // via eltwise.float_mode, POOL_FP32, U8_DOMAIN; quant/onnxruntime.h):
+  // fp32_scale then holds the element-wise mode's 3 float32 or the pool's
+  // (input scale, output scale); the zero points are in the U8 or S8 domain.
+  bool pool_fp32 = false;
+  bool u8_domain = false;
+  // Conv, depthwise, fully connected, matmul (the QUANT_FP32_SCALE units).
+  bool is_mac_unit() const {
+    return unit == Unit::kConv || unit == Unit::kDepthwise || unit == Unit::kFullyConnected ||
+           unit == Unit::kMatmul;
+  }
 
   // kMatmul: the B operand. BATCH_MATMUL: the runtime tensor `input2` [K, N]
   // with zero point b_zero_point. im2col convolution (im2col = true): the

@@ -389,7 +389,10 @@ int64_t k_area_bytes(const LoweredOp& op, int group) {
       bytes += op.fp32_scale.empty() ? align_k(4 * oc) + align_k(4 * oc) : align_k(4 * oc);
       break;
     case Unit::kElementwise:
-      bytes += 2 * align_k(4);  // the output multiplier and shift (one entry each)
+      bytes += 2 * align_k(4);  // the output multiplier and shift, or ELEMENT_FP32's 3 float32
+      break;
+    case Unit::kAvgPool:
+      if (op.pool_fp32) bytes += align_k(8);  // POOL_FP32: input and output scale
       break;
     case Unit::kActivation:
       bytes += align_k(limits::kLutEntries);

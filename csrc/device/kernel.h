@@ -73,6 +73,11 @@ struct Setup {
   bool needs_bias = false, needs_quant = false, needs_lut = false;
   bool real_scale = false;  // NACC_ACT_PARA.QUANT_REAL_SCALE: float64 scales, no shifts
   bool fp32_scale = false;  // NACC_ACT_PARA.QUANT_FP32_SCALE: float32 scales, no shifts (MAC units)
+  // NACC_ACT_PARA.ELEMENT_FP32 / POOL_FP32 / U8_DOMAIN (project extensions,
+  // docs/device_model.md §4): ONNX Runtime's float32 element-wise and average
+  // pool; their float32 parameters are loaded as fp32_scale's are.
+  ElementwiseFloat ew_fp32 = ElementwiseFloat::kOff;
+  bool pool_fp32 = false, u8_domain = false;
   // NPU_OP_MATMUL with NACC_CTRL.IM2COL_EN = 1: A is gathered by the DMA from
   // the feature map as im2col rows (docs/device_model.md §4); K = ky * kx * in_c.
   bool im2col = false;

@@ -273,9 +273,12 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     require(s.quant_en, name, " needs NACC_CTRL.QUANT_EN = 1 (its output is requantized with the ",
             "QUANT_MUL / QUANT_SHIFT arrays)");
   }
+  s.pool_fp32 = r.field(fields::NACC_ACT_PARA::POOL_FP32) != 0;
   if (s.fam == Family::kPool) {
-    require(!s.quant_en, "NPU_OP_POOL: NACC_CTRL.QUANT_EN = 1 has no meaning (the pooling unit ",
-            "keeps the input quantization)");
+    require(s.quant_en == s.pool_fp32, "NPU_OP_POOL: NACC_CTRL.QUANT_EN = ", int(s.quant_en),
+            " with ", path(fields::NACC_ACT_PARA::POOL_FP32), " = ", int(s.pool_fp32),
+            " (the pooling unit keeps the input quantization, except in the float32 average ",
+            "mode, which reads its two scales from QUANT_MUL_DMA_ADDR)");
   }
   if (!has_weights(s.fam) && !s.im2col) {
     require(!s.bias_en, name, ": NACC_CTRL.BIAS_EN = 1 has no meaning (no bias input)");
@@ -290,11 +293,28 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
           " = 1 is only for the MAC units (NPU_OP_CONV, NPU_OP_DW_CONV, ",
           "NPU_OP_FULLY_CONNECTED, NPU_OP_MATMUL) with QUANT_REAL_SCALE = 0, not ", name,
           s.real_scale ? " with QUANT_REAL_SCALE = 1" : "", " (docs/device_model.md §4)");
+  {
+    const uint32_t ew = r.field(fields::NACC_ACT_PARA::ELEMENT_FP32);
+    require(ew <= 2, path(fields::NACC_ACT_PARA::ELEMENT_FP32), " = ", ew,
+            " is not a mode (0 off, 1 QLINEAR, 2 DEQUANTIZE)");
+    s.ew_fp32 = ElementwiseFloat(ew);
+    s.u8_domain = r.field(fields::NACC_ACT_PARA::U8_DOMAIN) != 0;
+    require(ew == 0 || s.fam == Family::kElementwise, path(fields::NACC_ACT_PARA::ELEMENT_FP32),
+            " = ", ew, " is only for NPU_OP_ELEMENTWISE, not ", name);
+    require(!s.pool_fp32 || (s.fam == Family::kPool && s.pool_mode == value_of(PoolMode::AVERAGE)),
+            path(fields::NACC_ACT_PARA::POOL_FP32), " = 1 is only for NPU_OP_POOL with POOL_MODE ",
+            "AVERAGE, not ", name);
+    require(!s.u8_domain || ew != 0 || s.pool_fp32, path(fields::NACC_ACT_PARA::U8_DOMAIN),
+            " = 1 needs ELEMENT_FP32 or POOL_FP32 (the fixed-point units compute on int8)");
+    if (ew != 0 || s.pool_fp32) s.fp32_scale = true;  // float32 parameters at QUANT_MUL_DMA_ADDR
+  }
   s.needs_bias = s.bias_en;
   s.needs_quant = s.quant_en;
   s.needs_lut = s.act == ActMode::LUT;
   s.quant_entries =
       (s.fam == Family::kElementwise || s.fam == Family::kActivation) ? 1 : 0;
+  if (s.ew_fp32 != ElementwiseFloat::kOff) s.quant_entries = 3;  // the 3 float32 of the mode
+  if (s.pool_fp32) s.quant_entries = 2;                            // input scale, output scale
 
   read_geometry(r, s);
   read_tile(r, s);

@@ -93,6 +93,14 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
       pp.kernel_w = s.kx;
       pp.act_min = s.act_min;
       pp.act_max = s.act_max;
+      if (s.pool_fp32) {  // POOL_FP32: the zero points of NACC_FM_OFFSET in the domain
+        pp.float32 = true;
+        pp.domain.u8 = s.u8_domain;
+        pp.input_scale = os.float_scale[0];
+        pp.output_scale = os.float_scale[1];
+        pp.input_zero_point = s.in_zp;
+        pp.output_zero_point = s.out_zp;
+      }
       if (s.pool_mode == value_of(PoolMode::AVERAGE)) {
         avg_pool_s8(pp, in_shape, in, out_shape, out);
       } else {
@@ -102,8 +110,14 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
     }
     case Family::kElementwise: {
       ElementwiseParams ew = s.ew;
-      ew.output_multiplier = mul[0];
-      ew.output_shift = shift[0];
+      if (s.ew_fp32 != ElementwiseFloat::kOff) {  // ELEMENT_FP32: 3 float32, no shifts
+        ew.float_mode = s.ew_fp32;
+        ew.domain.u8 = s.u8_domain;
+        for (int i = 0; i < 3; ++i) ew.float_params[i] = os.float_scale[i];
+      } else {
+        ew.output_multiplier = mul[0];
+        ew.output_shift = shift[0];
+      }
       validate_elementwise_params(ew);
       const int8_t* in2 = b.temp;
       const Shape4 in2_shape = s.k_pitch == 0 ? Shape4{1, 1, 1, s.in_c} : in_shape;

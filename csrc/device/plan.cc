@@ -187,7 +187,8 @@ bool same_layer(const Setup& a, const Setup& b) {
          a.k_pitch == b.k_pitch && a.depth_mult == b.depth_mult && a.needs_bias == b.needs_bias &&
          a.needs_quant == b.needs_quant && a.needs_lut == b.needs_lut &&
          a.real_scale == b.real_scale && a.fp32_scale == b.fp32_scale && a.im2col == b.im2col &&
-         a.quant_entries == b.quant_entries && a.b_zp == b.b_zp && x.mode == y.mode &&
+         a.quant_entries == b.quant_entries && a.b_zp == b.b_zp && a.ew_fp32 == b.ew_fp32 &&
+         a.pool_fp32 == b.pool_fp32 && a.u8_domain == b.u8_domain && x.mode == y.mode &&
          x.input1_offset == y.input1_offset && x.input2_offset == y.input2_offset &&
          x.left_shift == y.left_shift && x.input1_multiplier == y.input1_multiplier &&
          x.input1_shift == y.input1_shift && x.input2_multiplier == y.input2_multiplier &&

@@ -133,6 +133,12 @@ struct Attributes {
   // float(s_x * s_w[c]) / s_y, float(acc + bias) * scale rounded half to even)
   // instead of TFLite's fixed-point multiplier; set by the ONNX frontend.
   bool onnx_requantize = false;
+  // ADD / SUB / MUL, AVERAGE_POOL_2D, MEAN (GlobalAveragePool), CONCATENATION
+  // from ONNX: compute what ONNX Runtime's CPU EP computes for the node
+  // (quant/onnxruntime.h), which depends on how that EP would run it; set by
+  // the ONNX frontend. kNone: TFLite's arithmetic.
+  enum class OnnxKernel : uint8_t { kNone, kFusedS8, kFusedU8, kUnfused };
+  OnnxKernel onnx_kernel = OnnxKernel::kNone;
   // PAD: (before, after) per input dimension.
   std::vector<std::array<int64_t, 2>> paddings;
   // Options set on the frontend's node that the core does not implement

@@ -311,6 +311,14 @@ std::optional<std::string> check_bias_dtype(const Graph& g, const Op& op, const 
 
 std::optional<std::string> check_same_quantization(const Graph& g, const Op& op,
                                                    const SupportConfig&) {
+  using OK = ir::Attributes::OnnxKernel;
+  if (op.kind == OpKind::kAveragePool2D && op.attrs.onnx_kernel != OK::kNone) {
+    // ONNX Runtime's QLinearAveragePool requantizes (the float32 pool mode);
+    // its unfused float AveragePool is not modelled.
+    if (op.attrs.onnx_kernel != OK::kUnfused) return std::nullopt;
+    return std::string("ONNX Runtime runs this AveragePool unfused (float pool, then "
+                       "QuantizeLinear), which has no NPU mode");
+  }
   const Operand out = output(g, op);
   std::vector<std::string> bad;
   for (const Operand& o : activations(g, op)) {
@@ -662,7 +670,16 @@ std::optional<std::string> check_concat_axis(const Graph& g, const Op& op, const
 // and requantize (round half to even); the NPU lowering reproduces TFLite's
 // MEAN paths only.
 std::optional<std::string> check_mean_semantics(const Graph&, const Op& op, const SupportConfig&) {
+  using OK = ir::Attributes::OnnxKernel;
   if (op.type_name.empty() || op.type_name == "MEAN") return std::nullopt;
+  // QLinearGlobalAveragePool: the integer sum and the float32 output stage.
+  if (op.attrs.onnx_kernel == OK::kFusedS8 || op.attrs.onnx_kernel == OK::kFusedU8) {
+    return std::nullopt;
+  }
+  if (op.attrs.onnx_kernel == OK::kUnfused) {
+    return str_cat(op.type_name, " that ONNX Runtime runs unfused (dequantize, float mean, "
+                                 "QuantizeLinear)");
+  }
   return str_cat(op.type_name, " with ONNX Runtime's rounding (dequantize, float mean, requantize "
                                "half to even)");
 }
@@ -836,8 +853,8 @@ std::vector<Rule> build_rules() {
        "offset of the output pixels)",
        false, check_concat_axis},
       {"mean_semantics", {K::kMean},
-       "MEAN must have TFLite's rounding (ONNX Runtime's float mean is not lowered by this "
-       "compiler version)",
+       "MEAN must have TFLite's rounding or be ONNX Runtime's QLinearGlobalAveragePool "
+       "(integer sum, float32 output stage); ONNX Runtime's unfused float mean is not lowered",
        false, check_mean_semantics},
       // Memory.
       {"sram_tile", {},

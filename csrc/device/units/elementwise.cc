@@ -46,11 +46,53 @@ inline int8_t compute_one(const ElementwiseParams& p, int32_t x1, int32_t x2) {
   return saturate_to_int8(v + p.output_zero_point, p.act_min, p.act_max);
 }
 
+// The float32 modes (ELEMENT_FP32, unit_params.h): one element. kMode and
+// kFloat are template parameters so every loop is specialised.
+template <ElementwiseMode kMode, ElementwiseFloat kFloat>
+inline int8_t compute_float_one(const ElementwiseParams& p, int32_t x1, int32_t x2) {
+  const ValueDomain d = p.domain;
+  const int32_t a = x1 + d.offset(), b = x2 + d.offset();
+  const float* f = p.float_params;
+  float v;
+  float lo = static_cast<float>(d.qmin()), hi = static_cast<float>(d.qmax());
+  int32_t add = 0;  // added after rounding (kDequantize: the output zero point)
+  if constexpr (kFloat == ElementwiseFloat::kQLinear && kMode == ElementwiseMode::ADD) {
+    v = std::fmaf(static_cast<float>(a), f[0], std::fmaf(static_cast<float>(b), f[1], f[2]));
+  } else if constexpr (kFloat == ElementwiseFloat::kQLinear) {  // MUL
+    const int32_t prod = (a + p.input1_offset) * (b + p.input2_offset);
+    const float scaled = static_cast<float>(prod) * f[0];
+    v = scaled + static_cast<float>(p.output_zero_point);
+  } else {  // kDequantize
+    const float da = static_cast<float>(a + p.input1_offset) * f[0];
+    const float db = static_cast<float>(b + p.input2_offset) * f[1];
+    const float y = kMode == ElementwiseMode::ADD ? da + db
+                    : kMode == ElementwiseMode::SUB ? da - db
+                                                    : da * db;
+    v = y / f[2];
+    add = p.output_zero_point;
+    lo -= static_cast<float>(add);
+    hi -= static_cast<float>(add);
+  }
+  // Clamping before rounding to nearest even gives the same integers as after.
+  v = std::fmin(std::fmax(v, lo), hi);
+  const int32_t q = static_cast<int32_t>(std::nearbyint(v)) + add - d.offset();
+  return static_cast<int8_t>(std::min(std::max(q, p.act_min), p.act_max));
+}
+
 // ---------------------------------------------------------------------------
 // Reference path: one loop nest over the output, operands indexed with
 // broadcasting, exactly the definition.
 
-template <ElementwiseMode kMode>
+template <ElementwiseMode kMode, ElementwiseFloat kFloat>
+inline int8_t compute_any(const ElementwiseParams& p, int32_t x1, int32_t x2) {
+  if constexpr (kFloat == ElementwiseFloat::kOff) {
+    return compute_one<kMode>(p, x1, x2);
+  } else {
+    return compute_float_one<kMode, kFloat>(p, x1, x2);
+  }
+}
+
+template <ElementwiseMode kMode, ElementwiseFloat kFloat>
 void elementwise_reference(const ElementwiseParams& p, const Shape4& s1, const int8_t* in1,
                            const Shape4& s2, const int8_t* in2, const Shape4& so, int8_t* out) {
   auto index = [](const Shape4& s, int n, int h, int w, int c) {
@@ -63,7 +105,8 @@ void elementwise_reference(const ElementwiseParams& p, const Shape4& s1, const i
     for (int h = 0; h < so.h; ++h) {
       for (int w = 0; w < so.w; ++w) {
         for (int c = 0; c < so.c; ++c) {
-          out[o++] = compute_one<kMode>(p, in1[index(s1, n, h, w, c)], in2[index(s2, n, h, w, c)]);
+          out[o++] = compute_any<kMode, kFloat>(p, in1[index(s1, n, h, w, c)],
+                                                in2[index(s2, n, h, w, c)]);
         }
       }
     }
@@ -84,10 +127,10 @@ struct Run {
   int64_t n;
 };
 
-template <ElementwiseMode kMode>
+template <ElementwiseMode kMode, ElementwiseFloat kFloat = ElementwiseFloat::kOff>
 void run_scalar(const ElementwiseParams& p, const Run& r, int64_t start) {
   for (int64_t i = start; i < r.n; ++i) {
-    r.out[i] = compute_one<kMode>(p, r.a[r.a_const ? 0 : i], r.b[r.b_const ? 0 : i]);
+    r.out[i] = compute_any<kMode, kFloat>(p, r.a[r.a_const ? 0 : i], r.b[r.b_const ? 0 : i]);
   }
 }
 
@@ -222,7 +265,83 @@ NACC_AVX2 void run_avx2(const ElementwiseParams& p, const Run& r) {
   run_scalar<kMode>(p, r, i);
 }
 
-template <ElementwiseMode kMode>
+// The float32 modes, 8 lanes at a time: the same operations as
+// compute_float_one in the same order (fused multiply-adds only where it
+// has std::fmaf; the build passes -ffp-contract=off).
+#define NACC_AVX2_FMA __attribute__((target("avx2,fma")))
+
+NACC_AVX2_FMA inline __m256 load8_ps(const int8_t* p, int32_t offset) {
+  const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_cvtepi8_epi32(v), _mm256_set1_epi32(offset)));
+}
+
+template <ElementwiseMode kMode, ElementwiseFloat kFloat>
+NACC_AVX2_FMA void run_float_avx2(const ElementwiseParams& p, const Run& r) {
+  const ValueDomain d = p.domain;
+  const float* f = p.float_params;
+  const int32_t add = kFloat == ElementwiseFloat::kDequantize ? p.output_zero_point : 0;
+  const __m256 lo = _mm256_set1_ps(static_cast<float>(d.qmin() - add));
+  const __m256 hi = _mm256_set1_ps(static_cast<float>(d.qmax() - add));
+  const __m256i post = _mm256_set1_epi32(add - d.offset());
+  const __m256i act_lo = _mm256_set1_epi32(p.act_min), act_hi = _mm256_set1_epi32(p.act_max);
+  const __m256 f0 = _mm256_set1_ps(f[0]), f1 = _mm256_set1_ps(f[1]), f2 = _mm256_set1_ps(f[2]);
+  const __m256 zc = _mm256_set1_ps(static_cast<float>(p.output_zero_point));
+  // Domain value minus zero point (MUL, kDequantize): x + offset - z.
+  const int32_t sh1 = d.offset() + p.input1_offset, sh2 = d.offset() + p.input2_offset;
+  const int32_t a_sh = kFloat == ElementwiseFloat::kQLinear && kMode == ElementwiseMode::ADD
+                           ? d.offset() : sh1;
+  const int32_t b_sh = kFloat == ElementwiseFloat::kQLinear && kMode == ElementwiseMode::ADD
+                           ? d.offset() : sh2;
+  const __m256 a_const = _mm256_set1_ps(static_cast<float>(r.a[0] + a_sh));
+  const __m256 b_const = _mm256_set1_ps(static_cast<float>(r.b[0] + b_sh));
+  // QLinearAdd with a constant B: its term folded once (ORT's scalar path),
+  // the same value as evaluating it per element.
+  const __m256 b_term = _mm256_fmadd_ps(b_const, f1, f2);
+  int64_t i = 0;
+  for (; i + 8 <= r.n; i += 8) {
+    const __m256 a = r.a_const ? a_const : load8_ps(r.a + i, a_sh);
+    const __m256 b = r.b_const ? b_const : load8_ps(r.b + i, b_sh);
+    __m256 v;
+    if constexpr (kFloat == ElementwiseFloat::kQLinear && kMode == ElementwiseMode::ADD) {
+      v = _mm256_fmadd_ps(a, f0, r.b_const ? b_term : _mm256_fmadd_ps(b, f1, f2));
+    } else if constexpr (kFloat == ElementwiseFloat::kQLinear) {
+      // (a - zA) * (b - zB) exactly in int32 (|.| <= 255 * 255), then float.
+      const __m256i prod = _mm256_mullo_epi32(_mm256_cvtps_epi32(a), _mm256_cvtps_epi32(b));
+      v = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(prod), f0), zc);
+    } else {
+      const __m256 da = _mm256_mul_ps(a, f0), db = _mm256_mul_ps(b, f1);
+      const __m256 y = kMode == ElementwiseMode::ADD   ? _mm256_add_ps(da, db)
+                       : kMode == ElementwiseMode::SUB ? _mm256_sub_ps(da, db)
+                                                       : _mm256_mul_ps(da, db);
+      v = _mm256_div_ps(y, f2);
+    }
+    v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+    __m256i q = _mm256_cvtps_epi32(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    q = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(q, post), act_lo), act_hi);
+    const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(r.out + i), _mm_packs_epi16(w16, w16));
+  }
+  run_scalar<kMode, kFloat>(p, r, i);
+}
+
+template <ElementwiseMode kMode, ElementwiseFloat kFloat>
+void run_fast(const ElementwiseParams& p, const Run& r, bool use_vector) {
+  if constexpr (kFloat == ElementwiseFloat::kOff) {
+    if (use_vector) {
+      run_avx2<kMode>(p, r);
+    } else {
+      run_scalar<kMode>(p, r, 0);
+    }
+  } else {
+    if (use_vector) {
+      run_float_avx2<kMode, kFloat>(p, r);
+    } else {
+      run_scalar<kMode, kFloat>(p, r, 0);
+    }
+  }
+}
+
+template <ElementwiseMode kMode, ElementwiseFloat kFloat>
 void elementwise_fast(const ElementwiseParams& p, const Shape4& s1, const int8_t* in1,
                       const Shape4& s2, const int8_t* in2, const Shape4& so, int8_t* out) {
   // Per dimension (outer to inner): output extent and each operand's stride
@@ -266,7 +385,10 @@ void elementwise_fast(const ElementwiseParams& p, const Shape4& s1, const int8_t
   for (int d = 0; d < k; ++d) loop[4 - k + d] = merged[d];
 
   const Dim& inner = loop[3];
-  const bool use_vector = use_avx2();
+  // The float32 modes' vector path uses FMA (every AVX2 machine the
+  // project targets has it; without it, the scalar std::fmaf path).
+  const bool use_vector =
+      use_avx2() && (kFloat == ElementwiseFloat::kOff || cpu_features().fma);
   int8_t* dst = out;
   for (int64_t i0 = 0; i0 < loop[0].extent; ++i0) {
     for (int64_t i1 = 0; i1 < loop[1].extent; ++i1) {
@@ -275,24 +397,36 @@ void elementwise_fast(const ElementwiseParams& p, const Shape4& s1, const int8_t
         const int64_t o2 = i0 * loop[0].stride2 + i1 * loop[1].stride2 + i2 * loop[2].stride2;
         const Run r{in1 + o1, in2 + o2, inner.stride1 == 0, inner.stride2 == 0, dst,
                     inner.extent};
-        if (use_vector) {
-          run_avx2<kMode>(p, r);
-        } else {
-          run_scalar<kMode>(p, r, 0);
-        }
+        run_fast<kMode, kFloat>(p, r, use_vector);
         dst += inner.extent;
       }
     }
   }
 }
 
+template <ElementwiseMode kMode, ElementwiseFloat kFloat>
+void dispatch_float(const ElementwiseParams& p, const Shape4& s1, const int8_t* in1,
+                    const Shape4& s2, const int8_t* in2, const Shape4& so, int8_t* out) {
+  if (kernel_path() == KernelPath::kReference) {
+    elementwise_reference<kMode, kFloat>(p, s1, in1, s2, in2, so, out);
+  } else {
+    elementwise_fast<kMode, kFloat>(p, s1, in1, s2, in2, so, out);
+  }
+}
+
 template <ElementwiseMode kMode>
 void dispatch(const ElementwiseParams& p, const Shape4& s1, const int8_t* in1, const Shape4& s2,
               const int8_t* in2, const Shape4& so, int8_t* out) {
-  if (kernel_path() == KernelPath::kReference) {
-    elementwise_reference<kMode>(p, s1, in1, s2, in2, so, out);
-  } else {
-    elementwise_fast<kMode>(p, s1, in1, s2, in2, so, out);
+  switch (p.float_mode) {
+    case ElementwiseFloat::kOff:
+      return dispatch_float<kMode, ElementwiseFloat::kOff>(p, s1, in1, s2, in2, so, out);
+    case ElementwiseFloat::kQLinear:
+      if constexpr (kMode != ElementwiseMode::SUB) {  // rejected by the validation
+        return dispatch_float<kMode, ElementwiseFloat::kQLinear>(p, s1, in1, s2, in2, so, out);
+      }
+      break;
+    case ElementwiseFloat::kDequantize:
+      return dispatch_float<kMode, ElementwiseFloat::kDequantize>(p, s1, in1, s2, in2, so, out);
   }
 }
 

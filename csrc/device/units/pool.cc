@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "arch/fixed_point.h"
@@ -95,6 +96,41 @@ void avg_pool_reference(const PoolProblem& p) {
         }
         p.output[(static_cast<int64_t>(oy) * p.out_w + ox) * p.channels + c] =
             saturate_to_int8(rounded_average(sum, count), p.params.act_min, p.params.act_max);
+      }
+    }
+  }
+}
+
+// POOL_FP32 (PoolParams::float32): ONNX Runtime's QLinearAveragePool, one
+// output element; `at(iy, ix)` reads the stored input byte.
+template <typename At>
+inline int8_t float_average(const PoolParams& q, const Span& ys, const Span& xs, At at) {
+  const int32_t zx = q.input_zero_point - q.domain.offset();  // stored x - zx = x - zx_stored
+  float sum = 0.0f;
+  for (int iy = ys.begin; iy < ys.end; ++iy) {
+    for (int ix = xs.begin; ix < xs.end; ++ix) {
+      sum += static_cast<float>(at(iy, ix) - zx) * q.input_scale;
+    }
+  }
+  const float count = static_cast<float>((ys.end - ys.begin) * (xs.end - xs.begin));
+  float v = sum / count / q.output_scale + static_cast<float>(q.output_zero_point);
+  v = std::fmin(std::fmax(v, static_cast<float>(q.domain.qmin())),
+                static_cast<float>(q.domain.qmax()));
+  const int32_t out = static_cast<int32_t>(std::nearbyint(v)) - q.domain.offset();
+  return static_cast<int8_t>(std::min(std::max(out, q.act_min), q.act_max));
+}
+
+void avg_pool_float_reference(const PoolProblem& p) {
+  const WindowParams& w = p.params.window;
+  for (int oy = 0; oy < p.out_h; ++oy) {
+    const Span ys = clipped_window(oy, w.stride_h, w.pad_top, p.params.kernel_h, p.in_h);
+    for (int ox = 0; ox < p.out_w; ++ox) {
+      const Span xs = clipped_window(ox, w.stride_w, w.pad_left, p.params.kernel_w, p.in_w);
+      for (int c = 0; c < p.channels; ++c) {
+        p.output[(static_cast<int64_t>(oy) * p.out_w + ox) * p.channels + c] =
+            float_average(p.params, ys, xs, [&](int iy, int ix) -> int32_t {
+              return p.input[(static_cast<int64_t>(iy) * p.in_w + ix) * p.channels + c];
+            });
       }
     }
   }
@@ -279,6 +315,52 @@ __attribute__((target("avx2,fma"))) void avg_pool_avx2(const PoolProblem& p) {
   }
 }
 
+// POOL_FP32, 8 channels at a time: the same float32 operations in the same
+// order as float_average (no fused multiply-add: -ffp-contract=off).
+__attribute__((target("avx2,fma"))) void avg_pool_float_avx2(const PoolProblem& p) {
+  const WindowParams& w = p.params.window;
+  const PoolParams& q = p.params;
+  const int channels = p.channels;
+  const int64_t row_stride = static_cast<int64_t>(p.in_w) * channels;
+  const __m256i zx = _mm256_set1_epi32(q.input_zero_point - q.domain.offset());
+  const __m256 sx = _mm256_set1_ps(q.input_scale), sy = _mm256_set1_ps(q.output_scale);
+  const __m256 zy = _mm256_set1_ps(static_cast<float>(q.output_zero_point));
+  const __m256 lo = _mm256_set1_ps(static_cast<float>(q.domain.qmin()));
+  const __m256 hi = _mm256_set1_ps(static_cast<float>(q.domain.qmax()));
+  const __m256i off = _mm256_set1_epi32(q.domain.offset());
+  const __m256i act_lo = _mm256_set1_epi32(q.act_min), act_hi = _mm256_set1_epi32(q.act_max);
+  for (int oy = 0; oy < p.out_h; ++oy) {
+    const Span ys = clipped_window(oy, w.stride_h, w.pad_top, q.kernel_h, p.in_h);
+    for (int ox = 0; ox < p.out_w; ++ox) {
+      const Span xs = clipped_window(ox, w.stride_w, w.pad_left, q.kernel_w, p.in_w);
+      const __m256 count = _mm256_set1_ps(static_cast<float>((ys.end - ys.begin) * (xs.end - xs.begin)));
+      int8_t* out = p.output + (static_cast<int64_t>(oy) * p.out_w + ox) * channels;
+      int c = 0;
+      for (; c + 8 <= channels; c += 8) {
+        __m256 sum = _mm256_setzero_ps();
+        for (int iy = ys.begin; iy < ys.end; ++iy) {
+          for (int ix = xs.begin; ix < xs.end; ++ix) {
+            const int8_t* src = p.input + iy * row_stride + static_cast<int64_t>(ix) * channels + c;
+            const __m256i x = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src)));
+            sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(x, zx)), sx));
+          }
+        }
+        __m256 v = _mm256_add_ps(_mm256_div_ps(_mm256_div_ps(sum, count), sy), zy);
+        v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+        __m256i r = _mm256_cvtps_epi32(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        r = _mm256_min_epi32(_mm256_max_epi32(_mm256_sub_epi32(r, off), act_lo), act_hi);
+        const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(out + c), _mm_packs_epi16(w16, w16));
+      }
+      for (; c < channels; ++c) {
+        out[c] = float_average(q, ys, xs, [&](int iy, int ix) -> int32_t {
+          return p.input[iy * row_stride + static_cast<int64_t>(ix) * channels + c];
+        });
+      }
+    }
+  }
+}
+
 #undef NACC_AVX2
 
 }  // namespace
@@ -319,7 +401,14 @@ void avg_pool_s8(const PoolParams& params, const Shape4& input_shape, const int8
 
   const PoolProblem p{input_shape.h, input_shape.w, input_shape.c, output_shape.h, output_shape.w,
                       params, input, output};
-  if (use_avx2()) {
+  if (params.float32) {
+    validate_pool_float(params);
+    if (use_avx2() && cpu_features().fma) {
+      avg_pool_float_avx2(p);
+    } else {
+      avg_pool_float_reference(p);
+    }
+  } else if (use_avx2()) {
     avg_pool_avx2(p);
   } else {
     avg_pool_reference(p);

@@ -1,0 +1,224 @@
+"""Issue 14: the NACC EP bit-exact to ORT's CPU EP (onnxruntime 1.31.1, x86-64).
+
+Single QDQ / QOperator units of Add, Sub, Mul, AveragePool and
+GlobalAveragePool, int8 and uint8, full / per-channel [1,C,1,1] / scalar
+broadcasts, fused (ORT_ENABLE_ALL, the default) and unfused (ORT_ENABLE_BASIC,
+told to the EP with ort_optimization_level), and session.qdqisint8allowed:
+zero differing elements against the CPU EP. (The formulas of
+csrc/quant/onnxruntime.h were checked with numpy against the wheel when they
+were written; this file checks the NPU against the CPU EP itself.)
+"""
+import numpy as np
+import pytest
+
+ort = pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto as TP, helper, numpy_helper  # noqa: E402
+
+import nacc.onnxruntime as nort  # noqa: E402
+import onnx_models as om  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore:Specified .providers.:UserWarning")
+
+LEVELS = {"all": (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, "all"),
+          "basic": (ort.GraphOptimizationLevel.ORT_ENABLE_BASIC, "basic")}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def backend():
+    nort.register()
+
+
+def _unit(op, dt, shape_a, shape_b=None, seed=0, attrs=None, out_shape=None, const_b=False):
+    """DQ(inputs) -> op -> Q with 8-bit graph I/O and seeded quantization."""
+    rng = np.random.default_rng(seed)
+    npd, tp = (np.int8, TP.INT8) if dt == "int8" else (np.uint8, TP.UINT8)
+    lo, hi = (-128, 127) if dt == "int8" else (0, 255)
+    q = lambda: (np.array(np.float32(rng.uniform(0.01, 0.1))), np.array(rng.integers(lo, hi + 1), npd))
+    inits, nodes, ins = {}, [], []
+    names = ["a"] + (["b"] if shape_b is not None else [])
+    for nm, shp in zip(names, [shape_a, shape_b]):
+        s, z = q()
+        inits[nm + "_s"], inits[nm + "_z"] = s, z
+        if nm == "b" and const_b:
+            inits["b"] = rng.integers(lo, hi + 1, shp).astype(npd)
+        else:
+            ins.append(helper.make_tensor_value_info(nm, tp, list(shp)))
+        nodes.append(helper.make_node("DequantizeLinear", [nm, nm + "_s", nm + "_z"], [nm + "_d"]))
+    s, z = q()
+    inits["y_s"], inits["y_z"] = s, z
+    nodes.append(helper.make_node(op, [n + "_d" for n in names], ["y"], **(attrs or {})))
+    nodes.append(helper.make_node("QuantizeLinear", ["y", "y_s", "y_z"], ["yq"]))
+    out_shape = out_shape or list(np.broadcast_shapes(shape_a, shape_b or shape_a))
+    g = helper.make_graph(nodes, op, ins, [helper.make_tensor_value_info("yq", tp, out_shape)],
+                          [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    return m.SerializeToString()
+
+
+def _compare(model, level="all", config=None, seeds=(1, 2, 3)):
+    so_level, ep_level = LEVELS[level]
+    cpu = om.session(model, ["CPUExecutionProvider"], opt_level=so_level, config=config)
+    npu = om.session(model, "nacc", {"ort_optimization_level": ep_level, "cores": 2},
+                     opt_level=so_level, config=config)
+    rep = nort.partition_reports()[-1]
+    differ = total = 0
+    for s in seeds:
+        feeds = om.int8_feeds(model, seed=s)
+        a, b = cpu.run(None, feeds)[0], npu.run(None, feeds)[0]
+        differ += int(np.count_nonzero(a != b))
+        total += a.size
+    return differ, total, rep
+
+
+BINARY = [(op, dt, sb, lvl)
+          for op in ("Add", "Mul", "Sub") for dt in ("int8", "uint8")
+          for sb in ((1, 8, 6, 6), (1, 8, 1, 1), (1, 1, 1, 1)) for lvl in ("all", "basic")]
+
+
+@pytest.mark.parametrize("op,dt,shape_b,level", BINARY,
+                         ids=[f"{o}-{d}-{'x'.join(map(str, s))}-{l}" for o, d, s, l in BINARY])
+def test_binary_unit_bit_exact(op, dt, shape_b, level):
+    for seed in (0, 1, 2):
+        model = _unit(op, dt, (1, 8, 6, 6), shape_b, seed=seed)
+        differ, total, rep = _compare(model, level)
+        assert rep["claimed_nodes"] == rep["total_nodes"], rep["host_nodes"]
+        assert differ == 0, f"{differ}/{total} elements differ"
+
+
+@pytest.mark.parametrize("op,dt", [("Add", "int8"), ("Add", "uint8"), ("Mul", "int8"), ("Sub", "uint8")])
+def test_binary_constant_operand_bit_exact(op, dt):
+    """A constant [1,C,1,1] operand: in int8 models ORT keeps its DQ int8 while
+    the Q->DQ pairs around a fused unit turn uint8, so the type match fails and
+    the op runs dequantized; the EP follows (here with int8 graph I/O: fused)."""
+    model = _unit(op, dt, (1, 8, 6, 6), (1, 8, 1, 1), seed=4, const_b=True)
+    differ, total, rep = _compare(model)
+    assert rep["partitions"], rep["host_nodes"]
+    assert differ == 0, f"{differ}/{total}"
+
+
+def test_qdqisint8allowed_bit_exact():
+    """session.qdqisint8allowed=1 keeps int8 kernels; read from the session config."""
+    m = om.quantize(om.binary("Add"), activation="int8")
+    differ, total, rep = _compare(m, config={"session.qdqisint8allowed": "1"}, seeds=(5, 6))
+    assert rep["partitions"]
+    assert differ == 0
+
+
+POOLS = [(dt, lvl) for dt in ("int8", "uint8") for lvl in ("all",)]
+
+
+@pytest.mark.parametrize("dt,level", POOLS)
+def test_average_pool_unit_bit_exact(dt, level):
+    """QLinearAveragePool (2x2 stride 2) in float32 (POOL_FP32), input and
+    output quantized differently."""
+    attrs = dict(kernel_shape=[2, 2], strides=[2, 2])
+    for seed in (0, 1, 2):
+        model = _unit("AveragePool", dt, (1, 16, 8, 8), attrs=attrs, out_shape=[1, 16, 4, 4], seed=seed)
+        differ, total, rep = _compare(model, level)
+        assert rep["claimed_nodes"] == rep["total_nodes"], rep["host_nodes"]
+        assert differ == 0, f"{differ}/{total}"
+
+
+def test_unfused_average_pool_stays_on_host_with_reason():
+    """ORT's unfused float AveragePool then QuantizeLinear sums in an order the
+    NPU does not model (measured: 2 of 324 elements differ from a sequential
+    float32 sum): declined, so the result is the CPU EP's."""
+    model = _unit("AveragePool", "int8", (1, 16, 8, 8), attrs=dict(kernel_shape=[2, 2], strides=[2, 2]),
+                  out_shape=[1, 16, 4, 4])
+    differ, _, rep = _compare(model, "basic")
+    assert differ == 0
+    assert any("unfused" in h["reason"] for h in rep["host_nodes"]), rep["host_nodes"]
+
+
+@pytest.mark.parametrize("dt", ["int8", "uint8"])
+@pytest.mark.parametrize("hw", [(7, 7), (4, 6), (2, 2)])
+def test_global_average_pool_unit_bit_exact(dt, hw):
+    for seed in (0, 1):
+        model = _unit("GlobalAveragePool", dt, (1, 16, *hw), out_shape=[1, 16, 1, 1], seed=seed)
+        differ, total, rep = _compare(model)
+        assert rep["claimed_nodes"] == rep["total_nodes"], rep["host_nodes"]
+        assert differ == 0, f"{differ}/{total}"
+
+
+def _qop_binary(op, dt, shape_b):
+    m = om.quantize(om.binary(op.replace("QLinear", ""), shape_b=shape_b), fmt="QOperator",
+                    activation=dt)
+    return m
+
+
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+@pytest.mark.parametrize("dt", ["int8", "uint8"])
+def test_qoperator_binary_bit_exact(op, dt):
+    model = _qop_binary(op, dt, (1, 8, 6, 6))
+    assert op in {n.op_type for n in onnx.load_from_string(model).graph.node}
+    cpu = om.session(model, ["CPUExecutionProvider"])
+    npu = om.session(model, "nacc")
+    rep = nort.partition_reports()[-1]
+    assert rep["partitions"], rep["host_nodes"]
+    for seed in (3, 4):
+        feeds = om.input_feeds(model, seed=seed)[0]
+        assert np.array_equal(cpu.run(None, feeds)[0], npu.run(None, feeds)[0])
+
+
+@pytest.mark.parametrize("name", ["small_cnn", "squeezenet", "inception", "densenet"])
+def test_whole_models_bit_exact_with_7bit_weights(name):
+    """Models built from Conv/Add/Mul/Pool/Concat/Gemm/Relu QDQ units, 7-bit
+    weights (reduce_range: the CPU EP's AVX2 u8s8 kernel cannot saturate
+    then): bit-exact end to end on this CPU."""
+    import onnx_zoo as zoo
+    model = (om.quantize(om.small_cnn(), reduce_range=True) if name == "small_cnn"
+             else zoo.quantized(name, reduce_range=True))
+    cpu = om.session(model, ["CPUExecutionProvider"])
+    npu = om.session(model, "nacc", {"cores": 4})
+    rep = nort.partition_reports()[-1]
+    differ = 0
+    for seed in (5, 6):
+        feeds = om.input_feeds(model, seed=seed)[0]
+        differ += int(np.count_nonzero(cpu.run(None, feeds)[0] != npu.run(None, feeds)[0]))
+    print(f"{name}: claimed {rep['claimed_nodes']}/{rep['total_nodes']}, "
+          f"{len(rep['partitions'])} partitions, {differ} elements differ")
+    assert differ == 0
+
+
+# ---- the CPU rule (issue 14 item 2) --------------------------------------------------
+
+def test_cpu_ep_departs_from_exact_integer_conv_only_without_vnni():
+    """uint8 activations with x - zp reaching 255 and 8-bit weights: the NPU
+    keeps the exact integer sum (what ORT computes on VNNI / AMX machines);
+    ORT's AVX2 u8s8 kernel without VNNI saturates int16 pair sums. Reported,
+    never imitated: the NPU matches an exact numpy reference, and the CPU EP's
+    departures from it are counted (0 expected on a VNNI machine)."""
+    from nacc import _core
+
+    features = _core.cpu_features()  # CPUID, as the kernels see it
+    vnni = features["avx512_vnni"] or features["avx_vnni"] or features["amx_int8"]
+    model = om.qdq_unit(om.conv(c_in=32, c_out=8, hw=(8, 8)), dtype="uint8", weight_bits=8, seed=3)
+    m = onnx.load_from_string(model)
+    inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    rng = np.random.default_rng(0)
+    zx = int(inits["x_z"])
+    # Inputs far from the zero point on both sides, so pair sums overflow int16.
+    x = np.where(rng.random((1, 32, 8, 8)) < 0.5, 0, 255).astype(np.uint8)
+    feeds = {"x_q": x}
+    cpu = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)[0]
+    npu = om.session(model, "nacc").run(None, feeds)[0]
+    # Exact reference: int32 accumulation, float32 requantization (MLAS).
+    w = inits["w_q"].astype(np.int32) - inits["w_z"].astype(np.int32)
+    b = inits["b_q"].astype(np.int64)
+    xp = np.pad(x.astype(np.int32) - zx, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    acc = np.zeros((8, 8, 8), np.int64)
+    for i in range(3):
+        for j in range(3):
+            acc += np.einsum("oc,chw->ohw", w[:, :, i, j], xp[0, :, i:i + 8, j:j + 8])
+    acc += b[:, None, None]
+    scale = (np.float32(inits["x_s"]) * inits["w_s"].astype(np.float32)) / np.float32(inits["y_s"])
+    v = acc.astype(np.float32) * np.float32(scale)
+    ref = np.clip(np.rint(v) + int(inits["y_z"]), 0, 255).astype(np.uint8)[None]
+    cpu_off = int(np.count_nonzero(cpu != ref))
+    print(f"CPU {'with' if vnni else 'without'} VNNI: the CPU EP departs from exact integer "
+          f"arithmetic in {cpu_off}/{ref.size} elements; the NPU in "
+          f"{int(np.count_nonzero(npu != ref))}")
+    assert np.array_equal(npu, ref)
+    if vnni:
+        assert cpu_off == 0

@@ -1,0 +1,83 @@
+"""Whole-model exactness of the NACC ONNX Runtime EP against ORT's CPU EP
+(issue 14): per model, claimed / total nodes, partitions and the number of
+output elements that differ, on this machine's CPU.
+
+    PYTHONPATH=python:tests python tools/ep_exactness.py [--json out.json] [names...]
+"""
+import argparse
+import json
+import logging
+import sys
+
+import numpy as np
+
+sys.path.insert(0, "tests")
+
+log = logging.getLogger("ep_exactness")
+
+
+def models():
+    import onnx_models as om
+    import onnx_zoo as zoo
+
+    out = {
+        "small_cnn": lambda: om.quantize(om.small_cnn()),
+        "small_cnn_u8": lambda: om.quantize(om.small_cnn(), activation="uint8"),
+        "mlp": lambda: om.quantize(om.mlp()),
+        "small_cnn_qop": lambda: om.quantize(om.small_cnn(), fmt="QOperator"),
+    }
+    for name in zoo.ARCHS:
+        out[name] = (lambda n: lambda: zoo.quantized(n))(name)
+        out[name + "_pc"] = (lambda n: lambda: zoo.quantized(n, per_channel=True))(name)
+        out[name + "_u8"] = (lambda n: lambda: zoo.quantized(n, activation="uint8"))(name)
+
+    def digits():
+        import keras_models
+        from nacc import models as nm
+        return nm.onnx_model("digits_cnn", cache=keras_models.CACHE_DIR)
+
+    out["keras_digits_cnn"] = digits
+    return out
+
+
+def measure(model: bytes, seeds=(5, 6)):
+    import onnx_models as om
+    import nacc.onnxruntime as nort
+
+    cpu = om.session(model, ["CPUExecutionProvider"])
+    npu = om.session(model, "nacc", {"cores": 4})
+    rep = nort.partition_reports()[-1]
+    differ = size = 0
+    for seed in seeds:
+        feeds = om.input_feeds(model, seed=seed, n=1)[0]
+        for a, b in zip(cpu.run(None, feeds), npu.run(None, feeds)):
+            differ += int(np.count_nonzero(a != b))
+            size += a.size
+    return dict(claimed=rep["claimed_nodes"], total=rep["total_nodes"],
+                partitions=len(rep["partitions"]), differ=differ, elements=size,
+                host=sorted({h["op_type"] for h in rep["host_nodes"]}))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("names", nargs="*")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    import nacc.onnxruntime as nort
+    nort.register()
+    table = models()
+    res = {}
+    for name in args.names or table:
+        r = measure(table[name]())
+        res[name] = r
+        log.info("%-18s claimed %3d/%-3d partitions %2d differ %4d/%-5d host %s", name,
+                 r["claimed"], r["total"], r["partitions"], r["differ"], r["elements"],
+                 ",".join(r["host"]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
