@@ -15,6 +15,7 @@
 #include "arch/fields.h"
 #include "arch/unit_params.h"
 #include "device/device_internal.h"
+#include "device/units/prepared.h"
 
 namespace nacc::device_detail {
 
@@ -166,6 +167,8 @@ struct TileBuffers {
   const void* scale = nullptr;  // float64 (QUANT_REAL_SCALE) or float32 (QUANT_FP32_SCALE)
   const int8_t* lut = nullptr;
   const int8_t* temp = nullptr;
+  // The weights prepared for the unit's fast path (device/units/prepared.h), or null.
+  const PreparedWeights* prepared = nullptr;
 };
 
 // Runs the command's unit for core c on `b` (docs/device_model.md §4);

@@ -63,14 +63,14 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
   switch (s.fam) {
     case Family::kConv:
       conv2d_s8(win, s.in_zp, os, in_shape, in, Shape4{c.noc, s.ky, s.kx, s.in_c}, wts, bias,
-                out_shape, out);
+                out_shape, out, b.prepared);
       break;
     case Family::kDepthwise:
       depthwise_conv2d_s8(win, s.depth_mult, s.in_zp, os, in_shape, in,
-                          Shape4{1, s.ky, s.kx, s.out_c}, wts, bias, out_shape, out);
+                          Shape4{1, s.ky, s.kx, s.out_c}, wts, bias, out_shape, out, b.prepared);
       break;
     case Family::kFullyConnected:
-      fully_connected_s8(s.in_zp, os, c.h, s.in_c, c.noc, in, wts, bias, out);
+      fully_connected_s8(s.in_zp, os, c.h, s.in_c, c.noc, in, wts, bias, out, b.prepared);
       break;
     case Family::kMatmul:
       if (s.im2col) {

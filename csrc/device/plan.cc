@@ -10,6 +10,8 @@
 #include "arch/limits.h"
 #include "arch/sram.h"
 #include "device/plan_internal.h"
+#include "device/units/conv.h"
+#include "device/units/fully_connected.h"
 
 namespace nacc {
 
@@ -627,6 +629,40 @@ std::unique_ptr<PlanData> make_plan(Recorder&& rec) {
     k = remap[size_t(k)];
   }
   plan->kernel_data = std::move(used);
+
+  // The weights of every call whose kernel data never changes, packed once.
+  for (PlanCall& call : plan->calls) {
+    if (call.t.kdata < 0 || !call.t.k_reads.empty()) continue;
+    const KernelData& kd = plan->kernel_data[size_t(call.t.kdata)];
+    const CoreWork& w = call.t.work;
+    const Setup& s = call.s;
+    const auto* k = kd.bytes.data() - kd.lo;
+    const auto* weights = reinterpret_cast<const int8_t*>(k + w.w_lo);
+    switch (s.fam) {
+      case Family::kConv:
+        call.prepared = prepare_conv2d_s8(Shape4{w.noc, s.ky, s.kx, s.in_c}, weights);
+        break;
+      case Family::kFullyConnected:
+        call.prepared = prepare_fully_connected_s8(s.in_c, w.noc, weights);
+        break;
+      case Family::kDepthwise: {
+        OutputStage os;
+        os.multiplier = w.mul_lo >= 0 ? reinterpret_cast<const int32_t*>(k + w.mul_lo) : nullptr;
+        os.shift = w.shift_lo >= 0 ? reinterpret_cast<const int32_t*>(k + w.shift_lo) : nullptr;
+        if (s.fp32_scale) {
+          os.kind = OutputStageKind::kFloat32;
+          os.float_scale = reinterpret_cast<const float*>(k + w.scale_lo);
+        } else if (s.real_scale) {
+          os.kind = OutputStageKind::kRealScale;
+        }
+        call.prepared = prepare_depthwise_conv2d_s8(
+            Shape4{1, s.ky, s.kx, s.out_c}, weights,
+            w.bias_lo >= 0 ? reinterpret_cast<const int32_t*>(k + w.bias_lo) : nullptr, os);
+        break;
+      }
+      default: break;
+    }
+  }
   return plan;
 }
 
@@ -738,6 +774,7 @@ void run_call(const PlanCall& call, const CallInputs& ci,
   const TileTrace& t = call.t;
   const CoreWork& c = t.work;
   TileBuffers b;
+  b.prepared = call.prepared.get();
   b.in = reinterpret_cast<const int8_t*>(ci.in);
   b.temp = reinterpret_cast<const int8_t*>(ci.temp);
   if (ci.k) {
@@ -834,6 +871,7 @@ void channel_part(const PlanCall& call, int c0, int c1, PlanCall* out) {
   *out = call;
   CoreWork& p = out->t.work;
   const int64_t per_channel = s.fam == Family::kConv ? int64_t(s.kx) * s.ky * s.in_c : s.in_c;
+  out->prepared = nullptr;  // packed for every channel; this part has a slice
   p.noc = c1 - c0;
   p.oc0 += c0;
   p.w_lo += c0 * per_channel;

@@ -122,6 +122,9 @@ void record_copy(Recorder& rec, uint32_t word, uint64_t src, uint64_t dst, uint6
 struct PlanCall {
   Setup s;
   TileTrace t;
+  // The call's weights packed for the unit's fast path, made when the plan
+  // is built (null: the unit packs them itself, or has no fast path).
+  std::shared_ptr<const PreparedWeights> prepared;
 };
 
 struct PlanStep {

@@ -13,6 +13,7 @@
 #include "common/cpu.h"
 #include "common/error.h"
 #include "device/units/gemm_s8.h"
+#include "device/units/prepared.h"
 
 namespace nacc {
 
@@ -134,9 +135,8 @@ void im2col_rows(const ConvGeometry& g, const int8_t* input, int32_t zero_point,
 // AVX2: one GEMM of the im2col rows (x - input_zero_point) with the filter,
 // bias added in the epilogue.
 void conv_avx2(const ConvGeometry& g, int32_t input_zero_point, const OutputStage& os,
-               const int8_t* input, const int8_t* filter, const int32_t* bias, int8_t* output) {
-  const int k = g.k();
-  const detail::PackedB packed(filter, g.out_c, k, k, 1);
+               const int8_t* input, const detail::PackedB& packed, const int32_t* bias,
+               int8_t* output) {
   const int kp = packed.kp();
   detail::gemm_s8_avx2(
       g.out_h * g.out_w, packed,
@@ -148,17 +148,30 @@ void conv_avx2(const ConvGeometry& g, int32_t input_zero_point, const OutputStag
 
 }  // namespace
 
+std::shared_ptr<const PreparedWeights> prepare_conv2d_s8(const Shape4& filter_shape,
+                                                         const int8_t* filter) {
+  if (!cpu_has_avx2()) return nullptr;
+  const int k = filter_shape.h * filter_shape.w * filter_shape.c;
+  return std::make_shared<detail::PackedFilter>(filter, filter_shape.n, k);
+}
+
 void conv2d_s8(const WindowParams& window, int32_t input_zero_point, const OutputStage& out_stage,
                const Shape4& input_shape, const int8_t* input, const Shape4& filter_shape,
                const int8_t* filter, const int32_t* bias, const Shape4& output_shape,
-               int8_t* output) {
+               int8_t* output, const PreparedWeights* prepared) {
   validate(window, input_zero_point, out_stage, input_shape, input, filter_shape, filter,
            output_shape, output);
   const ConvGeometry g{input_shape.h,   input_shape.w,  input_shape.c,  filter_shape.h,
                        filter_shape.w,  output_shape.h, output_shape.w, output_shape.c,
                        window};
   if (use_avx2()) {
-    conv_avx2(g, input_zero_point, out_stage, input, filter, bias, output);
+    const auto* ready = dynamic_cast<const detail::PackedFilter*>(prepared);
+    if (ready) {
+      conv_avx2(g, input_zero_point, out_stage, input, ready->b, bias, output);
+    } else {
+      const detail::PackedB packed(filter, g.out_c, g.k(), g.k(), 1);
+      conv_avx2(g, input_zero_point, out_stage, input, packed, bias, output);
+    }
   } else {
     conv_reference(g, input_zero_point, out_stage, input, filter, bias, output);
   }

@@ -9,6 +9,7 @@
 #include "arch/unit_checks.h"
 #include "arch/unit_params.h"
 #include "common/shape.h"
+#include "device/units/prepared.h"
 
 namespace nacc {
 
@@ -31,7 +32,7 @@ namespace nacc {
 void conv2d_s8(const WindowParams& window, int32_t input_zero_point, const OutputStage& out_stage,
                const Shape4& input_shape, const int8_t* input, const Shape4& filter_shape,
                const int8_t* filter, const int32_t* bias, const Shape4& output_shape,
-               int8_t* output);
+               int8_t* output, const PreparedWeights* prepared = nullptr);
 
 // Depthwise convolution, output channel oc = ic * depth_multiplier + m.
 //   filter  Format [1, KH, KW, C_in * depth_multiplier] (TFLite layout)
@@ -41,6 +42,7 @@ void depthwise_conv2d_s8(const WindowParams& window, int depth_multiplier,
                          int32_t input_zero_point, const OutputStage& out_stage,
                          const Shape4& input_shape, const int8_t* input,
                          const Shape4& filter_shape, const int8_t* filter, const int32_t* bias,
-                         const Shape4& output_shape, int8_t* output);
+                         const Shape4& output_shape, int8_t* output,
+                         const PreparedWeights* prepared = nullptr);
 
 }  // namespace nacc

@@ -429,8 +429,16 @@ __attribute__((target("avx2,fma"))) void depthwise_avx2_loop(const DwProblem& p,
   }
 }
 
-void depthwise_avx2(const DwProblem& p) {
-  const Packed k = pack(p);
+// A depthwise layer's filter and output stage packed once (prepared.h).
+struct PreparedDepthwise : PreparedWeights {
+  Packed k;
+};
+
+void depthwise_avx2(const DwProblem& p, const PreparedWeights* prepared) {
+  const auto* ready = dynamic_cast<const PreparedDepthwise*>(prepared);
+  Packed own;
+  if (!ready) own = pack(p);
+  const Packed& k = ready ? ready->k : own;
   if (p.stage.kind == OutputStageKind::kFloat32) {
     depthwise_avx2_loop<DwEpilogue::kFloat32>(p, k);
   } else if (k.any_left_shift) {
@@ -446,7 +454,8 @@ void depthwise_conv2d_s8(const WindowParams& window, int depth_multiplier,
                          int32_t input_zero_point, const OutputStage& out_stage,
                          const Shape4& input_shape, const int8_t* input,
                          const Shape4& filter_shape, const int8_t* filter, const int32_t* bias,
-                         const Shape4& output_shape, int8_t* output) {
+                         const Shape4& output_shape, int8_t* output,
+                         const PreparedWeights* prepared) {
   detail::check_not_null(kOp, "input", input);
   detail::check_not_null(kOp, "filter", filter);
   detail::check_not_null(kOp, "output", output);
@@ -478,10 +487,27 @@ void depthwise_conv2d_s8(const WindowParams& window, int depth_multiplier,
   // The fast path has the fixed-point and float32 epilogues (a real-scale
   // depthwise is nothing a frontend lowers to).
   if (use_avx2() && out_stage.kind != OutputStageKind::kRealScale) {
-    depthwise_avx2(p);
+    depthwise_avx2(p, prepared);
   } else {
     depthwise_reference(p);
   }
+}
+
+std::shared_ptr<const PreparedWeights> prepare_depthwise_conv2d_s8(
+    const Shape4& filter_shape, const int8_t* filter, const int32_t* bias,
+    const OutputStage& out_stage) {
+  if (!cpu_has_avx2() || out_stage.kind == OutputStageKind::kRealScale) return nullptr;
+  // pack() reads the filter, the bias and the stage's per-channel arrays only.
+  DwProblem p{};
+  p.kernel_h = filter_shape.h;
+  p.kernel_w = filter_shape.w;
+  p.out_c = filter_shape.c;
+  p.stage = out_stage;
+  p.filter = filter;
+  p.bias = bias;
+  auto prepared = std::make_shared<PreparedDepthwise>();
+  prepared->k = pack(p);
+  return prepared;
 }
 
 }  // namespace nacc

@@ -4,6 +4,7 @@
 #include "device/units/fully_connected.h"
 
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "arch/fixed_point.h"
@@ -24,7 +25,7 @@ constexpr int kFullyConnectedPackRows = 32;
 
 void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, int m, int k, int n,
                         const int8_t* input, const int8_t* weights, const int32_t* bias,
-                        int8_t* output) {
+                        int8_t* output, const PreparedWeights* prepared) {
   constexpr const char* kOp = "fully_connected_s8";
   detail::check_extent(kOp, "m (rows)", m);
   detail::check_extent(kOp, "k (input depth)", k);
@@ -56,7 +57,10 @@ void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, 
     detail::gemv_s8_avx2(m, n, k, input, input_zero_point, weights, bias, out_stage, output);
     return;
   }
-  const detail::PackedB packed(weights, n, k, k, 1);
+  const auto* ready = dynamic_cast<const detail::PackedFilter*>(prepared);
+  std::unique_ptr<detail::PackedB> own;
+  if (!ready) own = std::make_unique<detail::PackedB>(weights, n, k, k, 1);
+  const detail::PackedB& packed = ready ? ready->b : *own;
   const int kp = packed.kp();
   detail::gemm_s8_avx2(
       m, packed,
@@ -69,6 +73,12 @@ void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, 
         }
       },
       bias, out_stage, output, n);
+}
+
+std::shared_ptr<const PreparedWeights> prepare_fully_connected_s8(int k, int n,
+                                                                  const int8_t* weights) {
+  if (!cpu_has_avx2()) return nullptr;
+  return std::make_shared<detail::PackedFilter>(weights, n, k);
 }
 
 void matmul_s8(int32_t a_zero_point, int32_t b_zero_point, const OutputStage& out_stage, int m,

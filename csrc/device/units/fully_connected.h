@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "device/units/conv.h"
+#include "device/units/prepared.h"
 
 namespace nacc {
 
@@ -23,7 +24,7 @@ namespace nacc {
 // rounding ties) or kFloat32 (ONNX Runtime's QGemm / QLinearMatMul).
 void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, int m, int k, int n,
                         const int8_t* input, const int8_t* weights, const int32_t* bias,
-                        int8_t* output);
+                        int8_t* output, const PreparedWeights* prepared = nullptr);
 
 // Matrix multiply: out[m, n] = requant(sum_k (a[m, k] - a_zp) * (b[k, n] - b_zp)).
 //   a Format [M, K] int8, b Format [K, N] int8 (both activations, any zero point

@@ -282,6 +282,8 @@ PackedB::PackedB(const int8_t* b, int n, int k, std::ptrdiff_t n_stride, std::pt
   }
 }
 
+PackedFilter::PackedFilter(const int8_t* w, int n, int k) : b(w, n, k, k, 1) {}
+
 NACC_AVX2 void widen_s8_avx2(const int8_t* src, int count, int32_t offset, int16_t* dst) {
   const __m256i off = _mm256_set1_epi16(static_cast<int16_t>(offset));
   int i = 0;

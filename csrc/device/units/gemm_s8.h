@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "arch/unit_params.h"
+#include "device/units/prepared.h"
 
 // The exported AVX2 functions carry the target attribute on their declaration
 // too (GCC would otherwise take the definition for a second function version).
@@ -40,6 +41,13 @@ class PackedB {
  private:
   int n_, k_, kp_;
   std::vector<int16_t> data_;
+};
+
+// A right operand packed once (device/units/prepared.h): the convolution's
+// filter [C_out, K] or the fully connected layer's weights [N, K].
+struct PackedFilter : PreparedWeights {
+  PackedFilter(const int8_t* w, int n, int k);
+  PackedB b;
 };
 
 // Fills rows [m0, m0 + rows) of the left operand A into `panel`, row r at
