@@ -301,11 +301,16 @@ void set_layer(Context& ctx, const LoweredOp& op, const CommandShape& c) {
                       .get());
   em.set_register(Reg::NACC_IN_FM_DMA_ADDR, ctx.address(op.input, in_c0));
   em.set_register(Reg::NACC_DMA_PARA2,
-                  Value().set(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET, op.in_shape.c).get());
-  em.set_register(Reg::NACC_DMA_OFFSET1, Value()
-                                             .set(fields::NACC_DMA_OFFSET1::IN_DMA_ROW_OFFSET,
-                                                  int64_t(op.in_shape.w) * op.in_shape.c)
-                                             .get());
+                  Value()
+                      .set(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET,
+                           op.in_pixel_pitch ? op.in_pixel_pitch : int64_t(op.in_shape.c))
+                      .get());
+  em.set_register(Reg::NACC_DMA_OFFSET1,
+                  Value()
+                      .set(fields::NACC_DMA_OFFSET1::IN_DMA_ROW_OFFSET,
+                           op.in_row_pitch ? op.in_row_pitch
+                                           : int64_t(op.in_shape.w) * op.in_shape.c)
+                      .get());
   em.set_register(Reg::NACC_OUT_DMA_ADDR,
                   ctx.address(op.output, op.out_channel_offset + op.out_channels(c.group.start)));
   em.set_register(
@@ -712,6 +717,58 @@ int64_t useful_macs(const LoweredOp& op) {
   }
 }
 
+// Input positions [0, in) inside at least one of the `outputs` windows of
+// `kernel` taps starting at out*stride - pad (a 1x1 kernel of stride 2 covers
+// every other position; padding positions are not input).
+int64_t covered_inputs(int outputs, int in, int kernel, int stride, int pad) {
+  int64_t covered = 0;
+  int next = 0;  // first position not yet counted (windows start in increasing order)
+  for (int o = 0; o < outputs; ++o) {
+    const int b = std::max(next, std::max(0, o * stride - pad));
+    const int e = std::min(in, o * stride - pad + kernel);
+    if (e > b) {
+      covered += e - b;
+      next = e;
+    }
+  }
+  return covered;
+}
+
+// The IFM bytes of the move-once minimum (docs/performance_model.md §4): every
+// input element at least one output reads, once. Windowed ops (convolution in
+// every lowering, depthwise, pooling) read the rows and columns their windows
+// cover; the others read their whole input.
+int64_t input_read_once(const Context& ctx, const LoweredOp& op) {
+  const bool windowed = op.unit == Unit::kConv || op.unit == Unit::kDepthwise ||
+                        op.unit == Unit::kMaxPool || op.unit == Unit::kAvgPool ||
+                        (op.unit == Unit::kMatmul && op.im2col);
+  if (!windowed) return tensor_bytes(ctx.graph.tensor(op.input));
+  return covered_inputs(op.out_shape.h, op.in_shape.h, op.kernel_h, op.stride_h, op.pad_top) *
+         covered_inputs(op.out_shape.w, op.in_shape.w, op.kernel_w, op.stride_w, op.pad_left) *
+         op.in_shape.c;
+}
+
+// MAC-array cycles of the §8 bound: the cheapest lowering of the layer on one
+// core (docs/performance_model.md §4). A CONV_2D may run direct (= matrix mode
+// for 1x1 stride 1) or, where the MATRIX_A fields hold it and it does not
+// write a CONCATENATION slice, as im2col; the bound takes the fewer cycles
+// whichever lowering the planner chose.
+int64_t bound_mac_cycles(const LoweredOp& op) {
+  const int channels = op.split_channels();
+  const int64_t chosen = compiler::mac_cycles(op, op.out_shape.h, op.out_shape.w, channels);
+  const bool conv = op.unit == Unit::kConv || (op.unit == Unit::kMatmul && op.im2col) ||
+                    op.lowering == "matrix";
+  if (!conv || op.lowering == "matrix") return chosen;  // matrix == direct cycles
+  const int64_t taps = int64_t(op.kernel_h) * op.kernel_w;
+  const int64_t m = int64_t(op.out_shape.h) * op.out_shape.w, n = op.out_shape.c;
+  int64_t best = cost::conv_mac_cycles(op.out_shape.h, op.out_shape.w, n, taps, op.in_shape.c);
+  if (taps * op.in_shape.c <= limits::kMaxFeatureMapDim && m <= limits::kMaxFeatureMapDim &&
+      !op.out_pixel_pitch) {
+    best = std::min(best, cost::matrix_mac_cycles(m, n, taps * op.in_shape.c));
+  }
+  return std::min(best, chosen);
+}
+
 void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, OpRecord& rec) {
   const HwConfig& hw = ctx.options.hw;
   rec.macs = useful_macs(op);
@@ -719,8 +776,9 @@ void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, 
   rec.weight_bytes = k.weight_raw;
   rec.weight_bytes_stored = k.weight_stored;
   if (op.unit == Unit::kView) return;
-  // Move-once DMA bytes: every input, constant and output byte once.
-  int64_t read = tensor_bytes(ctx.graph.tensor(op.input));
+  // Move-once DMA bytes: every input element some output reads, every
+  // constant byte as stored, every output byte, once.
+  int64_t read = input_read_once(ctx, op);
   if (op.unit == Unit::kMatmul && !op.im2col) read += tensor_bytes(ctx.graph.tensor(op.input2));
   if (op.unit == Unit::kElementwise) {
     read += op.input2_is_constant ? int64_t(op.input2_constant.size())
@@ -740,7 +798,7 @@ void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, 
   // bandwidth) with the work spread over every core and the bandwidth the
   // lesser of the shared external port and the cores' own DMA ports.
   const int channels = op.split_channels();
-  const int64_t mac = compiler::mac_cycles(op, op.out_shape.h, op.out_shape.w, channels);
+  const int64_t mac = bound_mac_cycles(op);
   const int64_t act = compiler::act_cycles(op, op.out_shape.h, op.out_shape.w, channels);
   rec.bound_cycles = cost::op_bound_cycles(mac, act, read, write, hw);
 }

@@ -117,6 +117,10 @@ struct LoweredOp {
   int out_channel_offset = 0;
   int out_pixel_pitch = 0;
   int out_pitch() const { return out_pixel_pitch ? out_pixel_pitch : out_shape.c; }
+  // Where the input comes from: pixels `in_pixel_pitch` bytes apart, rows
+  // `in_row_pitch` apart (0: dense, in_shape.c and in_shape.w * in_shape.c).
+  // A subsampled 1x1 convolution (conv_modes.h) reads every stride-th pixel so.
+  int64_t in_pixel_pitch = 0, in_row_pitch = 0;
 
   // Channels of one output pixel and of one input pixel of a command that
   // computes `group` channels of the op's channel-split basis: conv / FC split
