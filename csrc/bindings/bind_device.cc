@@ -169,6 +169,7 @@ py::dict op_dict(const nacc::OpCounters& o) {
   d["sram_high_water"] = o.sram_high_water;
   d["bound_cycles"] = o.bound_cycles;
   d["min_dma_bytes"] = o.min_dma_bytes;
+  d["output_shape"] = o.output_shape;
   d["cores"] = core_list(o.cores);
   return d;
 }

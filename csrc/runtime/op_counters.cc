@@ -59,6 +59,7 @@ std::vector<OpCounters> op_counters(const Program& program, const RunCounters& r
     ops[i].kind = r.kind;
     ops[i].bound_cycles = r.bound_cycles;
     ops[i].min_dma_bytes = r.min_dma_bytes;
+    ops[i].output_shape = r.output_shape;
     ops[i].cores.resize(n_cores);
   }
   // Word -> op: the ranges are disjoint and in stream order; empty ranges own nothing.
@@ -127,7 +128,9 @@ std::string op_counters_json(const std::vector<OpCounters>& ops) {
         << ", \"dma_write_bytes\": " << o.dma_write_bytes
         << ", \"sram_high_water\": " << o.sram_high_water
         << ", \"bound_cycles\": " << o.bound_cycles << ", \"min_dma_bytes\": " << o.min_dma_bytes
-        << ", \"cores\": [";
+        << ", \"output_shape\": [";
+    for (size_t d = 0; d < o.output_shape.size(); ++d) out << (d ? ", " : "") << o.output_shape[d];
+    out << "], \"cores\": [";
     for (size_t k = 0; k < o.cores.size(); ++k) {
       const OpCoreCounters& c = o.cores[k];
       out << (k ? ", " : "") << "{\"busy_cycles\": " << c.busy_cycles

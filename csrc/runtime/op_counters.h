@@ -42,6 +42,7 @@ struct OpCounters {
   int64_t sram_high_water = 0;  // max over cores
   int64_t bound_cycles = 0;     // NACC_SPEC §8 bound from the OpRecord (0 for op -1)
   int64_t min_dma_bytes = 0;    // move-once bytes from the OpRecord
+  std::vector<int64_t> output_shape;  // from the OpRecord (reports: rows over cores)
   std::vector<OpCoreCounters> cores;  // hw.cores entries
 };
 

@@ -30,7 +30,7 @@ from nacc import _core, results
 from nacc.results import MAC_LANES
 
 __all__ = ["HwOptions", "tflite_report", "onnx_report", "format_report", "tflite_trace",
-           "layer_rows", "random_inputs", "compare_outputs", "MAC_LANES",
+           "layer_rows", "binding_limit", "format_limit", "random_inputs", "compare_outputs", "MAC_LANES",
            "MAX_RANDOM_INPUT_BYTES", "TOP_LAYERS"]
 
 # Random model inputs larger than this are refused with a clear error instead
@@ -110,11 +110,89 @@ def compare_outputs(got: Sequence[np.ndarray], want: Sequence[np.ndarray],
 # ---- per-layer rows ------------------------------------------------------------------------
 
 
+# The limits a layer's time can be bound by (docs/performance_model.md §1, §3).
+LIMIT_MAC = "MAC array"
+LIMIT_ACT = "activation unit"
+LIMIT_PORT = "DMA port"
+LIMIT_EXT = "shared external bandwidth"
+LIMIT_INDIVISIBLE = "indivisibility"
+# A limit whose busiest core carries more than this times its even share of
+# the op's work is reported as an indivisibility (work that does not spread
+# over the cores), not as the resource itself.
+UNEVEN = 1.10
+
+
+def _rows_over_cores(shape: Sequence[int], cores: int, busy: int) -> str:
+    """'7 rows over 32 cores' (NHWC: H rows; [M, N]: M rows)."""
+    rows = int(shape[1]) if len(shape) == 4 else int(shape[0]) if shape else 0
+    detail = f"{rows} rows over {cores} cores" if rows else f"work over {cores} cores"
+    return detail + (f", {busy} busy" if busy < cores else "")
+
+
+def binding_limit(o: Dict[str, Any], cores: int,
+                  dma_bytes_per_cycle: int = results.DMA_PORT_BYTES_PER_CYCLE,
+                  ext_bytes_per_cycle: int = results.EXT_BYTES_PER_CYCLE) -> Dict[str, Any]:
+    """Which limit binds one op of a run (an ``ops`` entry of the run's
+    counters): the largest of its busiest core's MAC-array cycles (element-wise:
+    the bus rate), activation-unit cycles and DMA-port time (reads or writes,
+    whichever is more, at `dma_bytes_per_cycle`), and the op's external reads
+    or writes over the shared `ext_bytes_per_cycle`. When that limit is a
+    per-core one and the busiest core carries more than UNEVEN times its even
+    share (the op's total over all `cores`), the limit is the indivisibility,
+    e.g. "7 rows over 32 cores". Returns ``limit`` (LIMIT_*), ``limit_detail``,
+    ``limit_cycles`` (the binding term), ``limit_share`` (that term over the
+    op's cycles: well below 1 when DMA and compute do not overlap) and
+    ``limits`` (every term)."""
+    per = o.get("cores") or []
+    ceil = lambda a, b: -(-int(a) // int(b))  # noqa: E731
+    port = lambda c: ceil(max(c["dma_read_bytes"], c["dma_write_bytes"]), dma_bytes_per_cycle)  # noqa: E731
+    terms = {
+        LIMIT_MAC: max((int(c["mac_cycles"]) for c in per), default=int(o["mac_cycles"])),
+        LIMIT_ACT: max((int(c["act_cycles"]) for c in per), default=int(o["act_cycles"])),
+        LIMIT_PORT: max((port(c) for c in per), default=0),
+        LIMIT_EXT: ceil(max(int(o["dma_read_bytes"]), int(o["dma_write_bytes"])),
+                        ext_bytes_per_cycle),
+    }
+    # Even shares of the per-core terms: the op's total spread over every core.
+    even = {
+        LIMIT_MAC: ceil(int(o["mac_cycles"]), cores),
+        LIMIT_ACT: ceil(int(o["act_cycles"]), cores),
+        LIMIT_PORT: ceil(max(sum(int(c["dma_read_bytes"]) for c in per),
+                             sum(int(c["dma_write_bytes"]) for c in per)),
+                         cores * dma_bytes_per_cycle),
+    }
+    name = max(terms, key=lambda k: terms[k])
+    cycles = terms[name]
+    out = {"limit": name, "limit_detail": "", "limit_cycles": cycles,
+           "limit_share": (cycles / int(o["cycles"])) if int(o["cycles"]) else 0.0,
+           "limits": dict(terms)}
+    if cycles == 0:
+        out["limit"] = ""
+        return out
+    if cores > 1 and name in even and cycles > UNEVEN * max(even[name], 1):
+        busy = sum(1 for c in per if int(c.get("kernels", 0)) > 0)
+        out["limit"] = LIMIT_INDIVISIBLE
+        out["limit_detail"] = (_rows_over_cores(o.get("output_shape") or [], cores, busy)
+                               + f" ({name}: busiest core {cycles / max(even[name], 1):.1f}x "
+                               f"an even share)")
+    return out
+
+
+def format_limit(r: Dict[str, Any]) -> str:
+    """The limit column of the per-layer table: "MAC array 97%", or for an
+    indivisibility its detail ("7 rows over 32 cores, 4 busy")."""
+    if not r.get("limit"):
+        return "-"
+    if r["limit"] == LIMIT_INDIVISIBLE:
+        return r["limit_detail"].split(" (")[0]
+    return f"{r['limit']} {100 * r['limit_share']:.0f}%"
+
+
 def layer_rows(ops: Sequence[Dict[str, Any]], cores: int, clock_mhz: float) -> List[Dict[str, Any]]:
     """One row per Program op of a run (``last_ops`` entries): cycles against
     the performance bound, DMA bytes against the move-once minimum,
     utilization of the MAC arrays of every core over the op's span, per-core
-    busy cycles."""
+    busy cycles, and the limit that binds it (:func:`binding_limit`)."""
     rows = []
     for o in ops:
         cycles, bound = int(o["cycles"]), int(o["bound_cycles"])
@@ -133,6 +211,7 @@ def layer_rows(ops: Sequence[Dict[str, Any]], cores: int, clock_mhz: float) -> L
             "sram_high_water": int(o["sram_high_water"]),
             "start": int(o["start"]), "end": int(o["end"]),
         })
+        rows[-1].update(binding_limit(o, cores))
     return rows
 
 
@@ -420,11 +499,12 @@ def format_summary(rep: Dict[str, Any], top: int = TOP_LAYERS) -> List[str]:
         ranked = sorted(layers, key=lambda pr: -pr[1]["cycles"])[:top]
         lines += ["", f"Top layers by NPU cycles ({len(ranked)} of {len(layers)}):"]
         lines += ["  " + l for l in _table(
-            ["layer", "kind", "partition", "cycles", "share", "cyc/bound", "us", "MACs", "util"],
+            ["layer", "kind", "partition", "cycles", "share", "cyc/bound", "us", "MACs", "util",
+             "limit"],
             [[short_name(r["name"]), r["kind"] or "-", pi, f"{r['cycles']:,}",
               f"{100 * r['cycles'] / t['cycles']:.1f}%" if t["cycles"] else "-",
               _fmt_ratio(r["cycles_vs_bound"]), f"{r['latency_us']:.2f}", f"{r['macs']:,}",
-              f"{100 * r['utilization']:.1f}%"] for pi, r in ranked])]
+              f"{100 * r['utilization']:.1f}%", format_limit(r)] for pi, r in ranked])]
     return lines
 
 
@@ -456,11 +536,12 @@ def format_report(rep: Dict[str, Any], layers: bool = False) -> str:
             lines.append(f"Layers of partition {p['index']} (last run):")
             lines += ["  " + l for l in _table(
                 ["layer", "kind", "cycles", "bound", "cyc/bound", "us", "MACs", "util",
-                 "DMA bytes", "min DMA", "DMA/min", "stall", "SRAM peak"],
+                 "DMA bytes", "min DMA", "DMA/min", "stall", "SRAM peak", "limit"],
                 [[short_name(r["name"]), r["kind"] or "-", r["cycles"], r["bound_cycles"],
                   _fmt_ratio(r["cycles_vs_bound"]), f"{r['latency_us']:.2f}", r["macs"],
                   f"{100 * r['utilization']:.1f}%", r["dma_bytes"], r["min_dma_bytes"],
-                  _fmt_ratio(r["dma_vs_min"]), r["stall_cycles"], r["sram_high_water"]]
+                  _fmt_ratio(r["dma_vs_min"]), r["stall_cycles"], r["sram_high_water"],
+                  format_limit(r)]
                  for r in p["layers"]])]
             lines.append("")
     if "exactness" in rep:

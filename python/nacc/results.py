@@ -27,10 +27,13 @@ from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["MAC_LANES", "diff", "agreement", "timing", "percentile", "npu", "sum_npu", "ratio",
+__all__ = ["MAC_LANES", "DMA_PORT_BYTES_PER_CYCLE", "EXT_BYTES_PER_CYCLE", "diff", "agreement", "timing", "percentile", "npu", "sum_npu", "ratio",
            "format_exactness"]
 
 MAC_LANES = 64  # int8 MACs per core per cycle (docs/hardware.md §1)
+# The HwConfig defaults the delegate and the EP run with (docs/performance_model.md §1).
+DMA_PORT_BYTES_PER_CYCLE = 16  # one core's 128-bit DMA master
+EXT_BYTES_PER_CYCLE = 64       # external bandwidth shared by all cores
 
 
 def diff(got: Any, want: Any) -> Dict[str, Any]:
