@@ -525,7 +525,14 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
       em.set_register(
           Reg::NACC_ELEMENT_QUANT2_SHIFT,
           Value().set(fields::NACC_ELEMENT_QUANT2_SHIFT::IN_ELEMENT_SHIFT2, e.input2_shift).get());
-      return {};  // reloaded with every tile (its TEMP operand always is)
+      // The TEMP operand is loaded with every tile; the K area (multiplier and
+      // shift) stays resident (K_UPD = 0) while the device's kernel key — these
+      // addresses, the channel count, the K base — is unchanged, so a double-
+      // buffered tile's loads need not wait for the previous tile's compute to
+      // release the K area.
+      return {em.shadow(Reg::NACC_IN_K_DMA_ADDR), em.shadow(Reg::NACC_QUANT_MUL_DMA_ADDR),
+              em.shadow(Reg::NACC_QUANT_SHIFT_DMA_ADDR), em.shadow(Reg::NACC_ACT_PARA),
+              em.shadow(Reg::NACC_FM_CH), em.shadow(Reg::NACC_BROADCAST_CTRL)};
     }
     case Unit::kActivation:
       em.set_register(Reg::NACC_IN_ACT_DMA_ADDR, constant(k.lut));

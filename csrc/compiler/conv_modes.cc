@@ -26,11 +26,13 @@ ConvLowering parse_conv_lowering(const std::string& name) {
   if (name == "direct") return ConvLowering::kDirect;
   if (name == "matrix") return ConvLowering::kMatrix;
   if (name == "im2col") return ConvLowering::kIm2col;
-  throw InvalidArgument(str_cat("conv lowering '", name, "' is not auto, direct, matrix or im2col"));
+  if (name == "subsampled") return ConvLowering::kSubsampled;
+  throw InvalidArgument(
+      str_cat("conv lowering '", name, "' is not auto, direct, matrix, im2col or subsampled"));
 }
 
 std::optional<LoweredOp> matrix_mode_of(const LoweredOp& conv) {
-  if (conv.unit != Unit::kConv || conv.kernel_h != 1 || conv.kernel_w != 1 || conv.stride_h != 1 ||
+  if (conv.unit != Unit::kConv || conv.in_pixel_pitch || conv.in_row_pitch || conv.kernel_h != 1 || conv.kernel_w != 1 || conv.stride_h != 1 ||
       conv.stride_w != 1 || conv.pad_top || conv.pad_left || conv.pad_bottom || conv.pad_right) {
     return std::nullopt;
   }
@@ -69,10 +71,44 @@ std::optional<LoweredOp> im2col_of(const LoweredOp& conv) {
   return l;
 }
 
+std::optional<LoweredOp> subsampled_of(const LoweredOp& conv) {
+  if (conv.unit != Unit::kConv || conv.kernel_h != 1 || conv.kernel_w != 1 ||
+      (conv.stride_h == 1 && conv.stride_w == 1) || conv.pad_top || conv.pad_left ||
+      conv.pad_bottom || conv.pad_right || conv.in_pixel_pitch || conv.in_row_pitch) {
+    return std::nullopt;
+  }
+  LoweredOp l = conv;
+  l.in_pixel_pitch = int64_t(conv.stride_w) * conv.in_shape.c;
+  l.in_row_pitch = int64_t(conv.stride_h) * conv.in_shape.w * conv.in_shape.c;
+  l.in_shape = Shape4{1, conv.out_shape.h, conv.out_shape.w, conv.in_shape.c};
+  l.stride_h = l.stride_w = 1;
+  l.lowering = "subsampled";
+  return l;
+}
+
 ChosenLowering choose_lowering(const LoweredOp& op, const HwConfig& hw, const PlanOptions& options,
                                ConvLowering mode) {
   ChosenLowering best{op, plan_tiles(op, hw, options)};
   if (op.unit != Unit::kConv || mode == ConvLowering::kDirect) return best;
+  // A subsampled 1x1 reads only the pixels it needs: it replaces the direct
+  // convolution when it is estimated no slower, within the planner's 1 %
+  // tolerance, while moving fewer bytes (tiling.h: the same rule as between
+  // plans).
+  if (mode == ConvLowering::kAuto || mode == ConvLowering::kSubsampled) {
+    if (std::optional<LoweredOp> sub = subsampled_of(op)) {
+      try {
+        TilePlan plan = plan_tiles(*sub, hw, options);
+        const PlanEstimate &a = plan.estimate, &b = best.plan.estimate;
+        const bool no_slower = double(a.cycles) <= double(b.cycles) * (1.0 + kPlanCycleTolerance);
+        const bool fewer_bytes = a.read_bytes + a.write_bytes < b.read_bytes + b.write_bytes;
+        if (mode != ConvLowering::kAuto || a.cycles < b.cycles || (no_slower && fewer_bytes)) {
+          best = ChosenLowering{std::move(*sub), std::move(plan)};
+        }
+      } catch (const Unsupported&) {
+      }
+    }
+    if (mode == ConvLowering::kSubsampled) return best;
+  }
   for (auto make : {matrix_mode_of, im2col_of}) {
     const bool is_matrix = make == &matrix_mode_of;
     if (mode == ConvLowering::kMatrix && !is_matrix) continue;

@@ -17,8 +17,8 @@ namespace nacc::compiler {
 // Which CONV_2D lowerings the compiler may use: kAuto the cheapest applicable
 // one; the others force that lowering where it applies (direct otherwise) —
 // for tests and reports.
-enum class ConvLowering { kAuto, kDirect, kMatrix, kIm2col };
-// "auto", "direct", "matrix", "im2col"; InvalidArgument otherwise.
+enum class ConvLowering { kAuto, kDirect, kMatrix, kIm2col, kSubsampled };
+// "auto", "direct", "matrix", "im2col", "subsampled"; InvalidArgument otherwise.
 ConvLowering parse_conv_lowering(const std::string& name);
 
 // The 1x1 stride-1 convolution `conv` (unit kConv) as M = H*W rows of C_in
@@ -36,6 +36,15 @@ std::optional<LoweredOp> matrix_mode_of(const LoweredOp& conv);
 // K and OH*OW <= 65535) or when its MAC-array cycles per output
 // (ceil(K / 64)) are not below the direct ones (KH*KW*ceil(C_in / 64)).
 std::optional<LoweredOp> im2col_of(const LoweredOp& conv);
+
+// The 1x1 convolution `conv` of stride > 1 (no padding) as the stride-1 1x1
+// convolution of the OH x OW pixels it reads: IN_FM = OH x OW, the IFM pixel
+// pitch stride_w * C_in and row pitch stride_h * W * C_in (NACC_DMA_PARA2,
+// NACC_DMA_OFFSET1, docs/device_model.md §2), so the DMA fetches only the
+// pixels the outputs read (a quarter of the input for stride 2) instead of
+// whole rows. The same pixels, weights and output stage: bit-identical.
+// nullopt when not applicable.
+std::optional<LoweredOp> subsampled_of(const LoweredOp& conv);
 
 struct ChosenLowering {
   LoweredOp op;

@@ -163,7 +163,7 @@ std::map<int, int> size_classes(const std::vector<Span>& spans) {
 // Plans within this fraction of the fewest estimated cycles count as equally
 // fast; among them the fewest DMA bytes win (the estimate is a model, and a
 // plan that moves less data is the more robust choice).
-constexpr double kCycleTolerance = 0.01;
+constexpr double kCycleTolerance = kPlanCycleTolerance;
 
 // a before b among equally fast plans: fewer DMA bytes, fewer cycles, fewer commands.
 bool better(const PlanEstimate& a, const PlanEstimate& b) {

@@ -84,6 +84,10 @@ struct TilePlan {
 // otherwise). The planner's estimate and the emitter both use it.
 CoreSplit command_split(const LoweredOp& op, const TilePlan& plan, int rows, int channels);
 
+// Plans whose estimated cycles are within this fraction of the fewest count as
+// equally fast; among them the fewest DMA bytes win.
+constexpr double kPlanCycleTolerance = 0.01;
+
 struct PlanOptions {
   bool allow_double_buffer = true;
   // Restrict the search (tests, experiments): 0 = any.
