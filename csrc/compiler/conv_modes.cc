@@ -86,9 +86,36 @@ std::optional<LoweredOp> subsampled_of(const LoweredOp& conv) {
   return l;
 }
 
+std::optional<LoweredOp> pixel_rows_of(const LoweredOp& op) {
+  if ((op.unit != Unit::kElementwise && op.unit != Unit::kActivation) || op.out_shape.w == 1 ||
+      op.out_pixel_pitch || op.in_pixel_pitch || op.in_row_pitch ||
+      op.in_shape.h != op.out_shape.h || op.in_shape.w != op.out_shape.w) {
+    return std::nullopt;
+  }
+  const int64_t m = int64_t(op.out_shape.h) * op.out_shape.w;
+  if (m > limits::kMaxFeatureMapDim) return std::nullopt;
+  LoweredOp l = op;
+  l.in_shape = Shape4{1, int(m), 1, op.in_shape.c};
+  l.out_shape = Shape4{1, int(m), 1, op.out_shape.c};
+  return l;
+}
+
 ChosenLowering choose_lowering(const LoweredOp& op, const HwConfig& hw, const PlanOptions& options,
                                ConvLowering mode) {
   ChosenLowering best{op, plan_tiles(op, hw, options)};
+  // Pixel rows where the rows are too few to share across the cores evenly.
+  if (hw.cores > 1 && op.out_shape.h < 8 * hw.cores && mode != ConvLowering::kDirect) {
+    if (std::optional<LoweredOp> flat = pixel_rows_of(op)) {
+      try {
+        TilePlan plan = plan_tiles(*flat, hw, options);
+        if (plan.estimate.cycles < best.plan.estimate.cycles) {
+          best = ChosenLowering{std::move(*flat), std::move(plan)};
+        }
+      } catch (const Unsupported&) {
+      }
+      return best;
+    }
+  }
   if (op.unit != Unit::kConv || mode == ConvLowering::kDirect) return best;
   // A subsampled 1x1 reads only the pixels it needs: it replaces the direct
   // convolution when it is estimated no slower, within the planner's 1 %

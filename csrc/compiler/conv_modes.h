@@ -46,6 +46,14 @@ std::optional<LoweredOp> im2col_of(const LoweredOp& conv);
 // nullopt when not applicable.
 std::optional<LoweredOp> subsampled_of(const LoweredOp& conv);
 
+// An element-wise or activation op (no window: every output pixel reads its
+// own input pixel) over its H*W pixels as rows of one pixel: in_shape and
+// out_shape [1, H*W, 1, C], the same dense bytes, so mode 2 shares pixels
+// instead of whole rows (14 rows cannot keep 32 cores busy, 196 pixels can).
+// The same element-wise arithmetic per element: bit-identical. nullopt when not
+// applicable (a width of 1, H*W > 65535, or a strided output slice).
+std::optional<LoweredOp> pixel_rows_of(const LoweredOp& op);
+
 struct ChosenLowering {
   LoweredOp op;
   TilePlan plan;

@@ -509,9 +509,20 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
       std::min({ow, kMaxSplitWidth, (kMaxSplitWidth - op.kernel_w) / op.stride_w + 1});
   check_arg(col_cap >= 1, op.label, ": kernel width ", op.kernel_w, " leaves no tile width");
 
-  // Candidate channels per core: every distinct ceil(C / k).
+  // Candidate channels per core: every distinct ceil(C / k). An element-wise or
+  // activation op has no window and no weights to reuse, so a smaller channel
+  // group only buys a taller tile of the same bytes: a few group sizes cover
+  // it (a search over every one was most of the compile time of SiLU-heavy
+  // networks).
   std::set<int, std::greater<int>> channel_caps;
-  for (int k = 1; k <= channels; ++k) channel_caps.insert(int(ceil_div(channels, k)));
+  if (op.unit == Unit::kElementwise || op.unit == Unit::kActivation) {
+    for (int k : {1, 2, 3, 4, 6, 8, 12, 16, 32, 64}) {
+      if (k <= channels) channel_caps.insert(int(ceil_div(channels, k)));
+    }
+    if (channels > 64) channel_caps.insert(int(ceil_div(channels, channels)));
+  } else {
+    for (int k = 1; k <= channels; ++k) channel_caps.insert(int(ceil_div(channels, k)));
+  }
 
   // Every (cores, mode, channels per core, order, double buffering, width,
   // height) whose tile fits; each width and height the largest that fits or
