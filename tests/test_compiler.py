@@ -242,9 +242,14 @@ def check_stream(net, program, hw_sram):
             nhwc = (1, int(np.prod(out.shape[:-1])), 1, out.shape[-1])
         else:
             nhwc = (1,) * (4 - len(out.shape)) + tuple(out.shape)
-        cover = np.zeros(nhwc, np.int32)
         mine = [k for k in ks if r["first_word"] <= k["word"] < r["end_word"]]
         assert mine, f"{op.name}: no kernel command"
+        if (op.kind not in ("FULLY_CONNECTED", "BATCH_MATMUL") and nhwc[2] > 1
+                and mine[0]["OUT_FM_WIDTH"] == 1 and mine[0]["OUT_FM_HEIGHT"] == nhwc[1] * nhwc[2]):
+            # Element-wise / activation on pixel rows (docs/compiler.md §2.1):
+            # the H*W pixels as rows of one pixel.
+            nhwc = (1, nhwc[1] * nhwc[2], 1, nhwc[3])
+        cover = np.zeros(nhwc, np.int32)
         sh, sw = mine[0]["K_STRIDE_Y"], mine[0]["K_STRIDE_X"]
         kh, kw = mine[0]["K_SIZE_Y"], mine[0]["K_SIZE_X"]
         for k in mine:
