@@ -9,8 +9,8 @@
 #include "common/error.h"
 #include "arch/command_stream.h"
 #include "compiler/compiler.h"
-#include "compiler/tiling.h"
 #include "json.h"
+#include "partition/policy.h"
 #include "runtime/runtime.h"
 
 namespace nacc::tflite {
@@ -27,12 +27,7 @@ std::string disassemble_program(const Program& program) {
 }
 
 support::SupportConfig support_config(const DelegateOptions& options) {
-  // The SRAM and buffer alignment the compiler tiles to (claim and compile
-  // must judge with the same numbers).
-  support::SupportConfig c;
-  c.sram_bytes = hardware_config(options).sram_bytes;
-  c.sram_alignment = sram_geometry(c.sram_bytes).align;
-  return c;
+  return partition::support_config(hardware_config(options));
 }
 
 Program compile_graph(const ir::Graph& graph, const DelegateOptions& options) {

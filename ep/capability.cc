@@ -15,6 +15,8 @@
 #include <optional>
 #include <set>
 
+#include "ep/backend.h"
+#include "partition/policy.h"
 #include "support/rules.h"
 
 namespace nacc::ep {
@@ -26,12 +28,6 @@ std::string q(const std::string& s) { return json_quote(s); }
 bool is_our_ep_context(const OnnxNode& n) {
   return n.op_type == "EPContext" && n.domain == "com.microsoft" &&
          n.attr_string("source", "") == kEpName;
-}
-
-support::SupportConfig support_config(const Config& c) {
-  support::SupportConfig sc;
-  sc.sram_bytes = static_cast<int64_t>(c.sram_kb) * 1024;
-  return sc;
 }
 
 }  // namespace
@@ -86,7 +82,7 @@ CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config,
   plan.graph_name = g.name;
   plan.total_nodes = static_cast<int>(g.nodes.size());
   const int n_nodes = plan.total_nodes;
-  const support::SupportConfig sc = support_config(config);
+  const support::SupportConfig sc = partition::support_config(hw_config(config));
 
   // Compiled models: each of our EPContext nodes is a partition of its own.
   std::vector<bool> is_context(n_nodes, false);
