@@ -21,10 +21,11 @@
 #include "common/error.h"
 #include "common/version.h"
 #include "engine.h"
+#include "ir/macs.h"
 #include "options.h"
 #include "partition.h"
+#include "partition/policy.h"
 #include "report.h"
-#include "runtime/runtime.h"
 #include "support/sha256.h"
 #include "support/sram.h"
 #include "tflite_abi.h"
@@ -397,29 +398,14 @@ TfLiteStatus prepare_impl(TfLiteContext* ctx, NaccDelegate* d) {
     parts = preview(ctx, claimed, plan_position);
     bool changed = false;
     for (const PreviewPartition& p : parts) {
-      int64_t macs = 0;
-      bool views_only = true;
-      for (int n : p.nodes) {
-        const NodeResult* r = t.node(n);
-        macs += r->macs;
-        views_only &= t.graph.op(r->ir_op).kind == ir::OpKind::kReshape;
-      }
-      if (views_only) {
-        decline(p.nodes, {"partition_views_only",
-                          str_cat("a partition of ", plural(p.nodes.size(), "view op"),
-                                  " (RESHAPE/SQUEEZE/EXPAND_DIMS) only"),
-                          "a partition must compute something; views cost nothing on the host"});
+      std::vector<int> ops;
+      for (int n : p.nodes) ops.push_back(t.node(n)->ir_op);
+      if (auto why = partition::fragmentation_guard(t.graph, ops, d->options.min_partition_macs)) {
+        decline(p.nodes, {why->rule, why->detail, why->text});
         changed = true;
         continue;
       }
-      if (macs < d->options.min_partition_macs) {
-        decline(p.nodes, {"min_partition_macs",
-                          str_cat("partition (", node_range(p.nodes), ") does ", macs, " MACs"),
-                          str_cat("partitions must do at least min_partition_macs = ",
-                                  d->options.min_partition_macs, " MACs")});
-        changed = true;
-        continue;
-      }
+      const int64_t macs = ir::ops_macs(t.graph, ops);
       if (compiled.count(p.nodes)) continue;
       CompiledPartition cp;
       cp.nodes = p.nodes;
@@ -729,13 +715,7 @@ __attribute__((visibility("default"))) int nacc_tflite_validate_options(
 __attribute__((visibility("default"))) int nacc_tflite_test_inject_fault(const char* kind,
                                                                          int64_t command,
                                                                          int runs) {
-  try {
-    nacc::testing::inject_faults(nacc::testing::fault_kind_by_name(kind ? kind : ""), command,
-                                 runs);
-    return 0;
-  } catch (...) {
-    return 1;
-  }
+  return nacc::partition::test_inject_fault(kind, command, runs);
 }
 
 // Copies the delegate's report as JSON into `buffer` (NUL-terminated,

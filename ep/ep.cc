@@ -120,7 +120,7 @@ NaccEp::NaccEp(const Api& api, Config config, const OrtLogger* logger)
     ort_version_supported = v;  // ORT then reads the longer table; the other new slots stay NULL
     CreateProfiler = CreateProfilerImpl;
   }
-  executor_ = std::make_shared<Executor>(config_);
+  executor_ = std::make_shared<Executor>(config_.threads);
   compatibility_ = compatibility_string(config_);
   log_(ORT_LOGGING_LEVEL_INFO,
            str_cat("NaccExecutionProvider created: ", config_.summary()), "NaccEp");

@@ -683,20 +683,12 @@ void emit_op(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstant
 
 // ---- records -------------------------------------------------------------------
 
-// Input positions [0, in) a window of `kernel` taps starting at out*stride -
-// pad covers, summed over the `outputs` output positions.
-int64_t valid_taps(int outputs, int in, int kernel, int stride, int pad) {
-  int64_t sum = 0;
-  for (int o = 0; o < outputs; ++o) {
-    const int b = o * stride - pad;
-    sum += std::max(0, std::min(in, b + kernel) - std::max(0, b));
-  }
-  return sum;
-}
-
+// ir::op_macs (ir/macs.h) on the lowered geometry: a folded PAD's taps are
+// padding here, a standalone PAD is its identity depthwise pass.
 int64_t useful_macs(const LoweredOp& op) {
-  const int64_t taps = valid_taps(op.out_shape.h, op.in_shape.h, op.kernel_h, op.stride_h, op.pad_top) *
-                       valid_taps(op.out_shape.w, op.in_shape.w, op.kernel_w, op.stride_w, op.pad_left);
+  const int64_t taps =
+      cost::valid_taps(op.out_shape.h, op.stride_h, op.kernel_h, op.pad_top, op.in_shape.h) *
+      cost::valid_taps(op.out_shape.w, op.stride_w, op.kernel_w, op.pad_left, op.in_shape.w);
   switch (op.unit) {
     case Unit::kConv:
       return taps * op.in_shape.c * op.out_shape.c;

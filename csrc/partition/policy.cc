@@ -2,6 +2,8 @@
 #include "partition/policy.h"
 
 #include "arch/sram.h"
+#include "common/error.h"
+#include "ir/macs.h"
 
 namespace nacc::partition {
 
@@ -10,6 +12,34 @@ support::SupportConfig support_config(const HwConfig& hw) {
   c.sram_bytes = hw.sram_bytes;
   c.sram_alignment = sram_geometry(hw.sram_bytes).align;
   return c;
+}
+
+std::string Decline::message() const {
+  return text.empty() ? detail : str_cat(detail, " \u2014 ", text);
+}
+
+std::optional<Decline> fragmentation_guard(const ir::Graph& graph, const std::vector<int>& ops,
+                                           int64_t min_partition_macs) {
+  const auto n = static_cast<int64_t>(ops.size());
+  const std::string op_count = str_cat(n, " op", n == 1 ? "" : "s");
+  bool views_only = true;
+  for (int i : ops) views_only &= graph.op(i).kind == ir::OpKind::kReshape;
+  if (views_only) {
+    return Decline{"partition_views_only",
+                   str_cat("its partition would only reshape (", op_count,
+                           ", views: no NPU work)"),
+                   "a partition must compute something; views cost nothing on the host"};
+  }
+  const int64_t macs = ir::ops_macs(graph, ops);
+  if (macs < min_partition_macs) {
+    return Decline{"min_partition_macs",
+                   str_cat("fragmentation guard: its partition (", op_count, ") does ", macs,
+                           " MACs"),
+                   str_cat("partitions must do at least min_partition_macs = ",
+                           min_partition_macs,
+                           " MACs (the host round trip would cost more than it saves)")};
+  }
+  return std::nullopt;
 }
 
 }  // namespace nacc::partition

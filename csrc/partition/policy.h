@@ -1,9 +1,16 @@
-// The partitioning policy both frontends apply (docs/architecture.md). One
-// copy, so the TFLite delegate and the ONNX Runtime EP cannot decide or word
-// the same case differently.
+// The partitioning policy both frontends apply (docs/architecture.md): the
+// SRAM the capability rules judge with and the fragmentation guard, with its
+// reasons. One copy, so the TFLite delegate and the ONNX Runtime EP cannot
+// decide or word the same case differently.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "arch/hw_config.h"
+#include "ir/ir.h"
 #include "support/sram.h"
 
 namespace nacc::partition {
@@ -13,5 +20,23 @@ namespace nacc::partition {
 // 128 bytes from 128 KB up), so a claimed op is one the compiler can place.
 // InvalidArgument for an SRAM size sram_geometry refuses.
 support::SupportConfig support_config(const HwConfig& hw);
+
+// Why a whole partition stays on the host.
+struct Decline {
+  std::string rule;    // "partition_views_only" or "min_partition_macs"
+  std::string detail;  // what the partition has: "... does 4096 MACs"
+  std::string text;    // the policy: "partitions must do at least ..."
+  // "detail — text": the one wording both frontends report.
+  std::string message() const;
+};
+
+// The fragmentation guard over a partition made of graph.ops[i], i in `ops`:
+//   partition_views_only  every op is a view (RESHAPE): no NPU work, and the
+//                         host does a view for free;
+//   min_partition_macs    its ir::op_macs total is below `min_partition_macs`
+//                         (the host round trip would cost more than it saves).
+// nullopt: the partition is worth running on the NPU.
+std::optional<Decline> fragmentation_guard(const ir::Graph& graph, const std::vector<int>& ops,
+                                           int64_t min_partition_macs);
 
 }  // namespace nacc::partition
