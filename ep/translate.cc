@@ -816,7 +816,7 @@ struct UnitTranslator {
     }
     // ONNX Runtime's CPU EP runs Conv as QLinearConv, whose output stage is
     // float32 (MLAS): the NPU uses the same one (NACC_ACT_PARA.QUANT_FP32_SCALE).
-    a.onnx_requantize = true;
+    a.requant = ir::RequantMode::kOnnxRuntime;
     add_op(kind, {x, wt, bt}, y, a);
     return std::nullopt;
   }
@@ -872,7 +872,7 @@ struct UnitTranslator {
       // the NPU uses the same output stage, so the result is bit-exact
       // (docs/compiler.md §2, NACC_ACT_PARA.QUANT_FP32_SCALE).
       ir::Attributes mm;
-      mm.onnx_requantize = true;
+      mm.requant = ir::RequantMode::kOnnxRuntime;
       add_op(OpKind::kBatchMatMul, {a_local, b_local}, y, mm);
       return std::nullopt;
     }
@@ -918,7 +918,7 @@ struct UnitTranslator {
       bt = constant(g.value(bias_value).name, {n}, DType::kInt32, std::move(bytes), {});
     }
     // QLinearMatMul / QGemm requantize in float32 on the CPU EP, as above.
-    attrs.onnx_requantize = true;
+    attrs.requant = ir::RequantMode::kOnnxRuntime;
     if (b_rank == 1) {
       // A 1-D B: FULLY_CONNECTED writes [..., 1], a reshape (a view) drops the 1.
       ir::Tensor t = tensors[y].tensor;
@@ -1041,6 +1041,7 @@ struct UnitTranslator {
         ir::Attributes m;
         m.axes = {1, 2};
         m.keep_dims = true;
+        m.requant = ir::RequantMode::kOnnxRuntime;
         m.onnx_kernel = a.onnx_kernel;
         add_op(OpKind::kMean, {x, -1}, y, m);
         return std::nullopt;
@@ -1062,6 +1063,7 @@ struct UnitTranslator {
     a.axes.push_back(1);
     a.axes.push_back(2);
     a.keep_dims = true;
+    a.requant = ir::RequantMode::kOnnxRuntime;
     a.onnx_kernel = ort_kernel();
     add_op(OpKind::kMean, {x, -1}, y, a);
     return std::nullopt;

@@ -671,17 +671,17 @@ std::optional<std::string> check_concat_axis(const Graph& g, const Op& op, const
 // MEAN paths only.
 std::optional<std::string> check_mean_semantics(const Graph&, const Op& op, const SupportConfig&) {
   using OK = ir::Attributes::OnnxKernel;
-  if (op.type_name.empty() || op.type_name == "MEAN") return std::nullopt;
+  if (op.attrs.requant == ir::RequantMode::kTflite) return std::nullopt;
   // QLinearGlobalAveragePool: the integer sum and the float32 output stage.
   if (op.attrs.onnx_kernel == OK::kFusedS8 || op.attrs.onnx_kernel == OK::kFusedU8) {
     return std::nullopt;
   }
   if (op.attrs.onnx_kernel == OK::kUnfused) {
-    return str_cat(op.type_name, " that ONNX Runtime runs unfused (dequantize, float mean, "
-                                 "QuantizeLinear)");
+    return str_cat(op.display_type(),
+                   " that ONNX Runtime runs unfused (dequantize, float mean, QuantizeLinear)");
   }
-  return str_cat(op.type_name, " with ONNX Runtime's rounding (dequantize, float mean, requantize "
-                               "half to even)");
+  return str_cat(op.display_type(), " with ONNX Runtime's rounding (dequantize, float mean, "
+                                    "requantize half to even)");
 }
 
 // ---- SRAM -----------------------------------------------------------------------
