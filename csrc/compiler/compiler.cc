@@ -760,10 +760,7 @@ compiler::PlanOptions plan_options(const CompileOptions& o) {
 // predicate) and lowers it.
 LoweredOp check_and_lower(const ir::Graph& g, int i, const CompileOptions& o) {
   // The rules see the SRAM the compiler tiles to, with its buffer alignment.
-  support::SupportConfig cfg;
-  cfg.sram_bytes = o.hw.sram_bytes;
-  cfg.sram_alignment = sram_geometry(o.hw.sram_bytes).align;
-  const auto violations = support::check_op(g, i, cfg);
+  const auto violations = support::check_op(g, i, support::support_config(o.hw));
   if (!violations.empty()) {
     std::string msg = violations[0].message;
     for (size_t v = 1; v < violations.size(); ++v) msg += "; " + violations[v].message;
@@ -915,13 +912,6 @@ void alias_concat_producers(ir::Graph& g, const std::vector<int>& inputs,
 
 // ---- PAD folding (support/pad_fold.h) ---------------------------------------------
 
-support::SupportConfig support_config(const CompileOptions& o) {
-  support::SupportConfig cfg;
-  cfg.sram_bytes = o.hw.sram_bytes;
-  cfg.sram_alignment = sram_geometry(o.hw.sram_bytes).align;
-  return cfg;
-}
-
 // The partition with every PAD that folds into its consumer removed from the
 // data flow: the consumer reads the PAD's input with the PAD's height/width
 // padding added to its own, and the PAD keeps no inputs or outputs (no
@@ -933,7 +923,7 @@ ir::Graph fold_pads(const ir::Graph& g, const std::vector<int>& outputs, const C
   ir::Graph out = g;
   out.outputs = outputs;  // a PAD output that leaves the partition cannot fold
   folded->assign(g.ops.size(), 0);
-  const support::SupportConfig cfg = support_config(o);
+  const support::SupportConfig cfg = support::support_config(o.hw);
   for (int i = 0; i < int(g.ops.size()); ++i) {
     if (g.ops[i].kind != ir::OpKind::kPad) continue;
     const auto fold = support::pad_fold(out, i, cfg, nullptr);
@@ -972,7 +962,7 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
   // then removed from the data flow of the graph the rest compiles.
   for (int i = 0; i < int(partition.ops.size()); ++i) {
     if (partition.ops[i].kind == ir::OpKind::kPad) {
-      const auto v = support::check_op(partition, i, support_config(options));
+      const auto v = support::check_op(partition, i, support::support_config(options.hw));
       if (!v.empty()) throw Unsupported(v[0].message);
     }
   }

@@ -1,18 +1,10 @@
 // The partitioning policy (policy.h).
 #include "partition/policy.h"
 
-#include "arch/sram.h"
 #include "common/error.h"
 #include "ir/macs.h"
 
 namespace nacc::partition {
-
-support::SupportConfig support_config(const HwConfig& hw) {
-  support::SupportConfig c;
-  c.sram_bytes = hw.sram_bytes;
-  c.sram_alignment = sram_geometry(hw.sram_bytes).align;
-  return c;
-}
 
 std::string Decline::message() const {
   return text.empty() ? detail : str_cat(detail, " \u2014 ", text);

@@ -15,11 +15,11 @@
 
 namespace nacc::partition {
 
-// The SRAM size and buffer alignment the capability rules judge with: those
-// the compiler tiles to (arch/sram.h sram_geometry: lcm(SRAM / 1024, 64), so
-// 128 bytes from 128 KB up), so a claimed op is one the compiler can place.
-// InvalidArgument for an SRAM size sram_geometry refuses.
-support::SupportConfig support_config(const HwConfig& hw);
+// The SRAM size and buffer alignment the capability rules judge with: the
+// one support::support_config (support/sram.h) the compiler checks with too,
+// so a claimed op is one the compiler can place (sram_geometry's alignment:
+// 128 bytes from 128 KB up). InvalidArgument for an SRAM size it refuses.
+using support::support_config;
 
 // Why a whole partition stays on the host.
 struct Decline {
