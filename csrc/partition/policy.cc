@@ -34,4 +34,29 @@ std::optional<Decline> fragmentation_guard(const ir::Graph& graph, const std::ve
   return std::nullopt;
 }
 
+CompileFallback compile_fallback(
+    const std::string& error, const std::vector<int>& alone, int last,
+    const std::function<std::optional<std::string>(int member)>& compile_alone) {
+  CompileFallback f;
+  for (int m : alone) {
+    if (auto why = compile_alone(m)) {
+      f.members.push_back({m, Decline{"compile", str_cat("the compiler rejects it: ", *why),
+                                      "ops the compiler cannot place stay on the host"}});
+    }
+  }
+  if (!f.members.empty()) return f;
+  if (last >= 0) {
+    f.members.push_back(
+        {last, Decline{"compile",
+                       str_cat("its partition does not compile: ", error,
+                               "; its last op stays on the host"),
+                       "a partition that fails to compile gives its last op back to the host "
+                       "until the rest compiles"}});
+    return f;
+  }
+  f.whole = Decline{"compile", str_cat("its partition does not compile: ", error),
+                    "claimed partitions that fail to compile fall back to the host"};
+  return f;
+}
+
 }  // namespace nacc::partition

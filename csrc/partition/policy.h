@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,5 +39,24 @@ struct Decline {
 // nullopt: the partition is worth running on the NPU.
 std::optional<Decline> fragmentation_guard(const ir::Graph& graph, const std::vector<int>& ops,
                                            int64_t min_partition_macs);
+
+// A partition that failed to compile with `error`: what goes back to the host
+// and why, the same in both frontends. In this order:
+//   (1) each member of `alone` (a node or node unit the frontend can compile
+//       by itself, in execution order) for which compile_alone(member)
+//       returns an error: "the compiler rejects it: <its error>";
+//   (2) if none, and `last` >= 0 (the member the frontend gives back when
+//       only the combination fails, e.g. more partition inputs and outputs
+//       than the DMA regions of NACC_SPEC §6 hold, and it may plan again):
+//       that member, "its partition does not compile: <error>; its last op
+//       stays on the host";
+//   (3) otherwise the whole partition ("its partition does not compile: <error>").
+struct CompileFallback {
+  std::vector<std::pair<int, Decline>> members;  // (1) or (2): member -> why
+  std::optional<Decline> whole;                   // (3)
+};
+CompileFallback compile_fallback(
+    const std::string& error, const std::vector<int>& alone, int last,
+    const std::function<std::optional<std::string>(int member)>& compile_alone);
 
 }  // namespace nacc::partition
