@@ -313,6 +313,10 @@ CASES = [
     # Memory: the golden cases are in test_min_sram_bytes_golden.
     at("sram_tile", "exactly-full", lambda: b.conv(kernel=(3, 3), in_hw=(3, 3), c_in=3626,
                                                    c_out=1)),
+    # claim and compile agree on the fully connected depth (compiler/lower.cc rejected it alone)
+    at("fc_depth", "256-lane-groups", lambda: b.fully_connected(k=16384)),
+    past("fc_depth", "257-lane-groups", lambda: b.fully_connected(k=16385),
+         "16385 inputs per output"),
     past("sram_tile", "one-byte-short", lambda: b.conv(kernel=(3, 3), in_hw=(3, 3), c_in=3626,
                                                        c_out=1),
          "smallest tile needs 65536 bytes of SRAM, 65535 available",
