@@ -390,6 +390,117 @@ NACC_AVX2 void gemv_s8_avx2(int m, int n, int k, const int8_t* a, int32_t a_zero
 
 namespace {
 
+// The epilogue on 16 lanes (one zmm per output row of a 16-column block): the
+// same arithmetic as requantize8 — MultiplyByQuantizedMultiplier with its
+// rounding, the real-scale and float32 stages — with mask registers for the
+// compares and a masked store for the last partial block.
+struct BlockParams512 {
+  __m512i col_offset, multiplier, multiplier_odd, left_shift, right_shift, remainder_mask,
+      half_mask;
+  __m512d scale[2];
+  __m512 float_scale;
+  bool any_left_shift = false;
+};
+
+struct StageVectors512 {
+  OutputStageKind kind;
+  __m512i zero_point, act_min, act_max;
+  __m512 float_lo, float_hi;
+};
+
+NACC_VNNI512 inline StageVectors512 stage_vectors512(const OutputStage& s) {
+  StageVectors512 v;
+  v.kind = s.kind;
+  v.zero_point = _mm512_set1_epi32(s.output_zero_point);
+  v.act_min = _mm512_set1_epi32(s.act_min);
+  v.act_max = _mm512_set1_epi32(s.act_max);
+  v.float_lo = _mm512_set1_ps(static_cast<float>(s.act_min - s.output_zero_point));
+  v.float_hi = _mm512_set1_ps(static_cast<float>(s.act_max - s.output_zero_point));
+  return v;
+}
+
+NACC_VNNI512 inline BlockParams512 load_block512(const PaddedParams& p, int n0) {
+  BlockParams512 b{};
+  b.col_offset = _mm512_loadu_si512(p.col_offset.data() + n0);
+  switch (p.kind) {
+    case OutputStageKind::kRealScale:
+      b.scale[0] = _mm512_loadu_pd(p.scale.data() + n0);
+      b.scale[1] = _mm512_loadu_pd(p.scale.data() + n0 + 8);
+      break;
+    case OutputStageKind::kFloat32:
+      b.float_scale = _mm512_loadu_ps(p.float_scale.data() + n0);
+      break;
+    default:
+      b.multiplier = _mm512_loadu_si512(p.multiplier.data() + n0);
+      b.multiplier_odd = _mm512_srli_epi64(b.multiplier, 32);
+      b.left_shift = _mm512_loadu_si512(p.left_shift.data() + n0);
+      b.right_shift = _mm512_loadu_si512(p.right_shift.data() + n0);
+      b.remainder_mask = _mm512_loadu_si512(p.remainder_mask.data() + n0);
+      b.half_mask = _mm512_srli_epi32(b.remainder_mask, 1);
+      break;
+  }
+  b.any_left_shift =
+      p.kind == OutputStageKind::kFixedPoint && p.block_left_shift[n0 / kTileCols];
+  return b;
+}
+
+NACC_VNNI512 inline __m512i multiply_by_quantized_multiplier16(__m512i x, const BlockParams512& b) {
+  const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
+  const __m512i one = _mm512_set1_epi32(1);
+  if (b.any_left_shift) x = _mm512_sllv_epi32(x, b.left_shift);
+  __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, b.multiplier), half);
+  __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), b.multiplier_odd),
+                                 half);
+  even = _mm512_srli_epi64(even, 31);
+  odd = _mm512_slli_epi64(odd, 1);
+  const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+  const __m512i remainder = _mm512_and_si512(high, b.remainder_mask);
+  const __mmask16 negative = _mm512_cmplt_epi32_mask(high, _mm512_setzero_si512());
+  const __m512i threshold = _mm512_mask_add_epi32(b.half_mask, negative, b.half_mask, one);
+  const __mmask16 round_up = _mm512_cmpgt_epi32_mask(remainder, threshold);
+  const __m512i shifted = _mm512_srav_epi32(high, b.right_shift);
+  return _mm512_mask_add_epi32(shifted, round_up, shifted, one);
+}
+
+NACC_VNNI512 inline __m512d round_half_away8(__m512d x) {
+  const __m512d t = _mm512_roundscale_pd(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m512d frac = _mm512_sub_pd(x, t);
+  const __m512d one = _mm512_set1_pd(1.0);
+  const __mmask8 up = _mm512_cmp_pd_mask(frac, _mm512_set1_pd(0.5), _CMP_GE_OQ);
+  const __mmask8 down = _mm512_cmp_pd_mask(frac, _mm512_set1_pd(-0.5), _CMP_LE_OQ);
+  const __m512d rounded_up = _mm512_mask_add_pd(t, up, t, one);
+  return _mm512_mask_sub_pd(rounded_up, down, rounded_up, one);
+}
+
+NACC_VNNI512 inline __m512i requantize16(__m512i acc, const BlockParams512& b,
+                                         const StageVectors512& s) {
+  acc = _mm512_add_epi32(acc, b.col_offset);
+  if (s.kind == OutputStageKind::kFloat32) {
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), b.float_scale);
+    v = _mm512_min_ps(_mm512_max_ps(v, s.float_lo), s.float_hi);
+    return _mm512_add_epi32(_mm512_cvtps_epi32(v), s.zero_point);
+  }
+  __m512i q;
+  if (s.kind == OutputStageKind::kRealScale) {
+    const __m512d lo = _mm512_cvtepi32_pd(_mm512_castsi512_si256(acc));
+    const __m512d hi = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(acc, 1));
+    const __m256i qlo = _mm512_cvttpd_epi32(round_half_away8(_mm512_mul_pd(lo, b.scale[0])));
+    const __m256i qhi = _mm512_cvttpd_epi32(round_half_away8(_mm512_mul_pd(hi, b.scale[1])));
+    q = _mm512_inserti64x4(_mm512_castsi256_si512(qlo), qhi, 1);
+  } else {
+    q = multiply_by_quantized_multiplier16(acc, b);
+  }
+  return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(q, s.zero_point), s.act_min),
+                          s.act_max);
+}
+
+NACC_VNNI512 inline void store_row512(__m512i acc, const BlockParams512& b,
+                                      const StageVectors512& s, int8_t* dst, int cols) {
+  const __m128i v = _mm512_cvtsepi32_epi8(requantize16(acc, b, s));  // values in [-128, 127]
+  const __mmask16 keep = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+  _mm_mask_storeu_epi8(dst, keep, v);
+}
+
 constexpr int kVnniRows512 = 8;  // rows per micro-tile: 8 x 32 columns = 16 zmm accumulators
 constexpr int kVnniRows256 = 4;  // 4 x 16 columns = 8 ymm accumulators
 
@@ -404,7 +515,7 @@ inline int32_t load_quad(const uint8_t* p) {
 // columns. Rows past `rows` read stale panel bytes whose results are dropped.
 template <int NB>
 NACC_VNNI512 void tile8_vnni512(const uint8_t* a, int k4, const int8_t* b0, const int8_t* b1,
-                                const BlockParams* params, const StageVectors& stage,
+                                const BlockParams512* params, const StageVectors512& stage,
                                 int8_t* out, std::ptrdiff_t out_row_stride, int rows, int cols) {
   __m512i c[kVnniRows512][NB];
 #pragma GCC unroll 8
@@ -424,8 +535,8 @@ NACC_VNNI512 void tile8_vnni512(const uint8_t* a, int k4, const int8_t* b0, cons
   }
   for (int r = 0; r < rows; ++r) {
     for (int j = 0; j < NB && 16 * j < cols; ++j) {
-      store_row(_mm512_castsi512_si256(c[r][j]), _mm512_extracti64x4_epi64(c[r][j], 1),
-                params[j], stage, out + r * out_row_stride + 16 * j, std::min(16, cols - 16 * j));
+      store_row512(c[r][j], params[j], stage, out + r * out_row_stride + 16 * j,
+                   std::min(16, cols - 16 * j));
     }
   }
 }
@@ -456,7 +567,7 @@ NACC_VNNI512 void gemm_vnni512(int m, const PackedB4& b, const FillRowsU8& fill_
                                const PaddedParams& padded, const OutputStage& rq,
                                std::vector<uint8_t>& panel, int panel_rows, int8_t* out,
                                std::ptrdiff_t out_row_stride) {
-  const StageVectors stage = stage_vectors(rq);
+  const StageVectors512 stage = stage_vectors512(rq);
   const int n = b.n(), k4 = b.k4();
   for (int m0 = 0; m0 < m; m0 += panel_rows) {
     const int rows = std::min(panel_rows, m - m0);
@@ -464,9 +575,9 @@ NACC_VNNI512 void gemm_vnni512(int m, const PackedB4& b, const FillRowsU8& fill_
     for (int nb = 0; nb < b.blocks(); nb += 2) {
       const int n0 = nb * kTileCols;
       const int cols = std::min(2 * kTileCols, n - n0);
-      const BlockParams params[2] = {load_block(padded, n0),
-                                     nb + 1 < b.blocks() ? load_block(padded, n0 + kTileCols)
-                                                         : BlockParams{}};
+      const BlockParams512 params[2] = {
+          load_block512(padded, n0),
+          nb + 1 < b.blocks() ? load_block512(padded, n0 + kTileCols) : BlockParams512{}};
       for (int r = 0; r < rows; r += kVnniRows512) {
         const uint8_t* a = panel.data() + static_cast<size_t>(r) * k4;
         int8_t* o = out + (m0 + r) * out_row_stride + n0;
