@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -21,10 +22,11 @@
 #include "common/error.h"
 #include "common/version.h"
 #include "engine.h"
+#include "ir/macs.h"
 #include "options.h"
 #include "partition.h"
+#include "partition/policy.h"
 #include "report.h"
-#include "runtime/runtime.h"
 #include "support/sha256.h"
 #include "support/sram.h"
 #include "tflite_abi.h"
@@ -334,29 +336,20 @@ void log_decisions(const NaccDelegate& d, SubgraphReport& report, const Translat
   }
 }
 
-// Compiles each op of a partition that failed to compile as a one-op graph and
-// declines those that fail alone; returns whether any did.
-template <typename Decline>
-bool decline_uncompilable_ops(const Translation& t, const std::vector<int>& nodes,
-                              const DelegateOptions& options, Decline&& decline) {
-  if (nodes.size() < 2) return false;
-  bool any = false;
-  for (int n : nodes) {
-    const NodeResult* r = t.node(n);
-    if (t.graph.op(r->ir_op).kind == ir::OpKind::kReshape) continue;  // a view compiles to nothing
-    std::vector<int> inputs, bound;
-    for (int i : r->spec.inputs) {  // once each: ADD(x, x) reads one tensor twice
-      if (i >= 0 && std::find(inputs.begin(), inputs.end(), i) == inputs.end()) inputs.push_back(i);
-    }
-    try {
-      compile_graph(extract_partition(t, {n}, inputs, r->spec.outputs, &bound), options);
-    } catch (const Error& e) {
-      decline(std::vector<int>{n}, Reason{"compile", str_cat("does not compile: ", e.what()),
-                                          "ops the compiler cannot place stay on the host"});
-      any = true;
-    }
+// Compiles node `n` of a translation as a one-op graph: nullopt, or the error.
+std::optional<std::string> compile_alone(const Translation& t, int n,
+                                         const DelegateOptions& options) {
+  const NodeResult* r = t.node(n);
+  std::vector<int> inputs, bound;
+  for (int i : r->spec.inputs) {  // once each: ADD(x, x) reads one tensor twice
+    if (i >= 0 && std::find(inputs.begin(), inputs.end(), i) == inputs.end()) inputs.push_back(i);
   }
-  return any;
+  try {
+    compile_graph(extract_partition(t, {n}, inputs, r->spec.outputs, &bound), options);
+    return std::nullopt;
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
 }
 
 TfLiteStatus prepare_impl(TfLiteContext* ctx, NaccDelegate* d) {
@@ -397,29 +390,14 @@ TfLiteStatus prepare_impl(TfLiteContext* ctx, NaccDelegate* d) {
     parts = preview(ctx, claimed, plan_position);
     bool changed = false;
     for (const PreviewPartition& p : parts) {
-      int64_t macs = 0;
-      bool views_only = true;
-      for (int n : p.nodes) {
-        const NodeResult* r = t.node(n);
-        macs += r->macs;
-        views_only &= t.graph.op(r->ir_op).kind == ir::OpKind::kReshape;
-      }
-      if (views_only) {
-        decline(p.nodes, {"partition_views_only",
-                          str_cat("a partition of ", plural(p.nodes.size(), "view op"),
-                                  " (RESHAPE/SQUEEZE/EXPAND_DIMS) only"),
-                          "a partition must compute something; views cost nothing on the host"});
+      std::vector<int> ops;
+      for (int n : p.nodes) ops.push_back(t.node(n)->ir_op);
+      if (auto why = partition::fragmentation_guard(t.graph, ops, d->options.min_partition_macs)) {
+        decline(p.nodes, {why->rule, why->detail, why->text});
         changed = true;
         continue;
       }
-      if (macs < d->options.min_partition_macs) {
-        decline(p.nodes, {"min_partition_macs",
-                          str_cat("partition (", node_range(p.nodes), ") does ", macs, " MACs"),
-                          str_cat("partitions must do at least min_partition_macs = ",
-                                  d->options.min_partition_macs, " MACs")});
-        changed = true;
-        continue;
-      }
+      const int64_t macs = ir::ops_macs(t.graph, ops);
       if (compiled.count(p.nodes)) continue;
       CompiledPartition cp;
       cp.nodes = p.nodes;
@@ -434,29 +412,27 @@ TfLiteStatus prepare_impl(TfLiteContext* ctx, NaccDelegate* d) {
         for (int id : g.outputs) cp.output_shapes.push_back(g.tensor(id).shape);
         cp.program = compile_partition(g, d->options, "", cp.report.get(), d->log);
       } catch (const Error& e) {
-        // Decline only the ops that do not compile on their own, so one op
-        // the compiler cannot place does not take its whole partition along;
-        // when each compiles alone, the partition as a whole falls back.
-        if (!decline_uncompilable_ops(t, p.nodes, d->options, decline)) {
-          if (p.nodes.size() > 1 && round + 1 < kMaxPartitionRounds / 2) {
-            // Only the combination fails (for example more partition inputs
-            // and outputs than the DMA regions of NACC_SPEC §6 hold): the
-            // partition's last node goes back to TFLite and the rest is
-            // planned again, instead of the whole partition falling back.
-            const int last = *std::max_element(
-                p.nodes.begin(), p.nodes.end(),
-                [&](int a, int b) { return plan_position.at(a) < plan_position.at(b); });
-            decline(std::vector<int>{last},
-                    {"compile", str_cat("partition (", node_range(p.nodes), ") does not compile: ",
-                                        e.what(), "; its last node (", last, ") stays on the host"),
-                     "a partition that fails to compile gives its last node back to TFLite "
-                     "until the rest compiles"});
-          } else {
-            decline(p.nodes, {"compile", str_cat("partition (", node_range(p.nodes),
-                                                 ") does not compile: ", e.what()),
-                              "claimed partitions that fail to compile fall back to TFLite"});
+        // partition/policy.h compile_fallback: the ops that do not compile
+        // on their own, else the last node (the rest is planned again), else
+        // the whole partition. Views compile to nothing and are not tried alone.
+        std::vector<int> alone;
+        if (p.nodes.size() > 1) {
+          for (int n : p.nodes) {
+            if (t.graph.op(t.node(n)->ir_op).kind != ir::OpKind::kReshape) alone.push_back(n);
           }
         }
+        int last = -1;
+        if (p.nodes.size() > 1 && round + 1 < kMaxPartitionRounds / 2) {
+          last = *std::max_element(
+              p.nodes.begin(), p.nodes.end(),
+              [&](int a, int b) { return plan_position.at(a) < plan_position.at(b); });
+        }
+        const partition::CompileFallback f = partition::compile_fallback(
+            e.what(), alone, last, [&](int n) { return compile_alone(t, n, d->options); });
+        for (const auto& [n, why] : f.members) {
+          decline(std::vector<int>{n}, {why.rule, why.detail, why.text});
+        }
+        if (f.whole) decline(p.nodes, {f.whole->rule, f.whole->detail, f.whole->text});
         changed = true;
         continue;
       }
@@ -729,13 +705,7 @@ __attribute__((visibility("default"))) int nacc_tflite_validate_options(
 __attribute__((visibility("default"))) int nacc_tflite_test_inject_fault(const char* kind,
                                                                          int64_t command,
                                                                          int runs) {
-  try {
-    nacc::testing::inject_faults(nacc::testing::fault_kind_by_name(kind ? kind : ""), command,
-                                 runs);
-    return 0;
-  } catch (...) {
-    return 1;
-  }
+  return nacc::partition::test_inject_fault(kind, command, runs);
 }
 
 // Copies the delegate's report as JSON into `buffer` (NUL-terminated,

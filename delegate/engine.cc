@@ -1,5 +1,4 @@
-// Adapter from the delegate to the core's compiler and runtime (engine.h):
-// the only place the delegate calls nacc::compile and nacc::Runtime.
+// Adapter from the delegate to the shared compile-and-run path (engine.h).
 #include "engine.h"
 
 #include <cstdio>
@@ -8,10 +7,9 @@
 
 #include "common/error.h"
 #include "arch/command_stream.h"
-#include "compiler/compiler.h"
-#include "compiler/tiling.h"
 #include "json.h"
-#include "runtime/runtime.h"
+#include "partition/executor.h"
+#include "partition/policy.h"
 
 namespace nacc::tflite {
 
@@ -27,20 +25,11 @@ std::string disassemble_program(const Program& program) {
 }
 
 support::SupportConfig support_config(const DelegateOptions& options) {
-  // The SRAM and buffer alignment the compiler tiles to (claim and compile
-  // must judge with the same numbers).
-  support::SupportConfig c;
-  c.sram_bytes = hardware_config(options).sram_bytes;
-  c.sram_alignment = sram_geometry(c.sram_bytes).align;
-  return c;
+  return partition::support_config(hardware_config(options));
 }
 
 Program compile_graph(const ir::Graph& graph, const DelegateOptions& options) {
-  CompileOptions co;
-  co.hw = hardware_config(options);
-  Program program = compile(graph, co);
-  check_program(program, options);
-  return program;
+  return partition::compile_partition(graph, hardware_config(options));
 }
 
 void check_program(const Program& program, const DelegateOptions& options) {
@@ -65,22 +54,26 @@ void write_dump_file(const std::filesystem::path& p, const void* data, size_t si
 }  // namespace
 
 struct Executor::Impl {
-  Runtime runtime;
+  partition::Executor executor;
   std::shared_ptr<const Program> program;
   int64_t invocation = 0;
-  Impl(const Program& p, const HwConfig& hw, int threads)
-      : runtime(hw, threads), program(runtime.load(p)) {}
+  explicit Impl(int threads) : executor(threads) {}
 };
 
 Executor::Executor(const Program& program, const DelegateOptions& options, int host_threads,
                    const std::string& dump_prefix, const std::string& dump_label)
-    : impl_(std::make_unique<Impl>(program, hardware_config(options), host_threads)) {
-  if (options.debug_dump_dir.empty()) return;
+    : impl_(std::make_unique<Impl>(host_threads)) {
+  if (!options.debug_dump_dir.empty()) set_dump_hook(options, dump_prefix, dump_label);
+  impl_->program = impl_->executor.load(program);
+}
+
+void Executor::set_dump_hook(const DelegateOptions& options, const std::string& dump_prefix,
+                             const std::string& dump_label) {
   // Debug mode: the runtime steps the device and hands over each op's output
   // as soon as the op's command words have run (Runtime::set_op_output_hook).
   const std::filesystem::path dir(options.debug_dump_dir);
   Impl* impl = impl_.get();
-  impl_->runtime.set_op_output_hook([dir, dump_prefix, dump_label, impl](
+  impl_->executor.set_op_output_hook([dir, dump_prefix, dump_label, impl](
                                         int index, const OpRecord& op, const uint8_t* data,
                                         size_t size) {
     char num[16];
@@ -107,26 +100,8 @@ Executor::Executor(const Program& program, const DelegateOptions& options, int h
 Executor::~Executor() = default;
 
 RunStats Executor::run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
-  const Program& p = *impl_->program;
-  check_arg(inputs.size() == p.inputs.size() && outputs.size() == p.outputs.size(),
-            "Executor::run: ", inputs.size(), " inputs and ", outputs.size(), " outputs for a "
-            "Program of ", p.inputs.size(), " and ", p.outputs.size());
-  std::vector<InputBuffer> in;
-  std::vector<OutputBuffer> out;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    in.push_back({inputs[i], static_cast<size_t>(p.inputs[i].size)});
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    out.push_back({outputs[i], static_cast<size_t>(p.outputs[i].size)});
-  }
   ++impl_->invocation;
-  const nacc::RunStats s = impl_->runtime.run(p, in, out, /*checked=*/true);
-  RunStats r;
-  r.cycles = s.counters.cycles;
-  r.dma_bytes = s.counters.dma_read_bytes + s.counters.dma_write_bytes;
-  r.sram_peak = s.counters.sram_high_water;
-  r.ops = s.ops;
-  return r;
+  return impl_->executor.run(*impl_->program, inputs, outputs);
 }
 
 }  // namespace nacc::tflite

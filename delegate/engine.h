@@ -1,7 +1,8 @@
-// The delegate's two calls into the core: compile a partition's IR graph into
-// a Program (nacc::compile) and run a Program on the simulated device
-// (nacc::Runtime). Kept in one file so the frontend stays thin: nothing here
-// decides or computes, it only adapts types.
+// The delegate's two calls into the core, both through csrc/partition/:
+// compile a partition's IR graph into a Program and run a Program on the
+// simulated device. Kept in one file so the frontend stays thin: nothing here
+// decides or computes, it only adapts the delegate's options and adds its
+// debug dumps.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 
 #include "ir/ir.h"
 #include "options.h"
-#include "runtime/op_counters.h"
+#include "partition/executor.h"
 #include "runtime/program.h"
 #include "support/sram.h"
 
@@ -44,15 +45,13 @@ std::string disassemble_program(const Program& program);
 std::vector<uint8_t> serialize_program(const Program& program);
 Program deserialize_program(const uint8_t* data, size_t size);
 
-// What one run of a Program cost on the simulated device.
-struct RunStats {
-  int64_t cycles = 0;     // device cycles, start to done interrupt
-  int64_t dma_bytes = 0;  // external-memory bytes read and written
-  int64_t sram_peak = 0;  // SRAM high-water mark, bytes (largest core)
-  std::vector<OpCounters> ops;  // the run cut per Program op (runtime/op_counters.h)
-};
+// What one run of a Program cost on the simulated device (the one type of
+// both frontends).
+using RunStats = partition::RunStats;
 
-// Runs one Program; owns the simulated device it runs on.
+// Runs one Program on the shared executor (partition/executor.h), adding
+// what only the delegate has: the Program bound at construction (a TFLite
+// kernel runs one) and the debug dumps.
 class Executor {
  public:
   // With options.debug_dump_dir set, every run writes each op's output tensor,
@@ -67,6 +66,8 @@ class Executor {
   RunStats run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
 
  private:
+  void set_dump_hook(const DelegateOptions& options, const std::string& dump_prefix,
+                     const std::string& dump_label);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -16,7 +16,7 @@ namespace {
 
 // Part of every key: bump when the entry's meaning changes. v2: keys are
 // built from support::graph_digest (v1 hashed the IR directly, without LUTs
-// and onnx_requantize) and entries carry the support/cache_entry.h header.
+// and requant) and entries carry the support/cache_entry.h header.
 constexpr const char* kCacheFormat = "nacc-tflite-program-cache-v2";
 constexpr const char* kEntryKind = "tflite-program";
 

@@ -69,7 +69,7 @@ std::string report_json(const DelegateOptions& options,
       w.field("command_words", p->command_words).field("constant_bytes", p->constant_bytes);
       w.field("invocations", p->invocations).field("recompilations", p->recompilations);
       w.field("last_cycles", p->last.cycles).field("last_dma_bytes", p->last.dma_bytes);
-      w.field("sram_peak", p->last.sram_peak).field("total_cycles", p->total_cycles);
+      w.field("sram_peak", p->last.sram_high_water).field("total_cycles", p->total_cycles);
       w.field("host_ms_total", p->host_ms_total);
       const double us = options.clock_mhz > 0 ? double(p->last.cycles) / options.clock_mhz : 0.0;
       w.field("last_latency_us", us);

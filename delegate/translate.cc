@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "ir/macs.h"
 
 namespace nacc::tflite {
 
@@ -273,7 +274,7 @@ class Translator {
     }
     if (r.ir_op >= 0) {
       propagate_shape(spec, out_.graph.ops[r.ir_op]);
-      r.macs = op_macs(out_.graph, out_.graph.ops[r.ir_op]);
+      r.macs = ir::op_macs(out_.graph, out_.graph.ops[r.ir_op]);
     }
     return r;
   }
@@ -786,33 +787,6 @@ void apply_rules(Translation& t, const support::SupportConfig& config) {
       }
       r.reasons.push_back({v.rule, v.detail, text});
     }
-  }
-}
-
-int64_t op_macs(const ir::Graph& g, const ir::Op& op) {
-  if (op.outputs.size() != 1 || op.inputs.size() < 2 || op.inputs[0] < 0 || op.inputs[1] < 0) {
-    return 0;
-  }
-  const ir::Tensor& in = g.tensor(op.inputs[0]);
-  const ir::Tensor& w = g.tensor(op.inputs[1]);
-  const ir::Tensor& out = g.tensor(op.outputs[0]);
-  if (!in.is_static() || !w.is_static() || !out.is_static()) return 0;
-  switch (op.kind) {
-    case OpKind::kConv2D:
-      if (w.rank() != 4) return 0;
-      return out.elements() * w.shape[1] * w.shape[2] * w.shape[3];
-    case OpKind::kDepthwiseConv2D:
-      if (w.rank() != 4) return 0;
-      return out.elements() * w.shape[1] * w.shape[2];
-    case OpKind::kFullyConnected:
-      if (w.rank() != 2) return 0;
-      return out.elements() * w.shape[1];
-    case OpKind::kBatchMatMul:
-      return out.elements() * in.dim(-1);
-    case OpKind::kMean:
-      return in.elements();
-    default:
-      return 0;
   }
 }
 

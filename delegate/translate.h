@@ -73,7 +73,7 @@ struct NodeResult {
   // op, a float<->int8 (de)quantization): logged at info level, by kind.
   bool host_kind = false;
   std::vector<Reason> reasons;  // empty: the NPU runs it
-  int64_t macs = 0;             // useful multiply-accumulates on the NPU
+  int64_t macs = 0;             // ir::op_macs of its IR op
   bool claimable() const { return reasons.empty() && ir_op >= 0; }
   std::string label() const;    // "CONV_2D 'name'" or "CONV_2D #12"
 };
@@ -98,8 +98,5 @@ Translation translate(const TfLiteContext& context, const std::vector<NodeSpec>&
 // Runs the capability rules on every translated node that has no frontend
 // reason yet, appending the violations as reasons.
 void apply_rules(Translation& translation, const support::SupportConfig& config);
-
-// Useful MACs of an IR op (0 for ops without multiply-accumulates).
-int64_t op_macs(const ir::Graph& graph, const ir::Op& op);
 
 }  // namespace nacc::tflite

@@ -15,6 +15,8 @@
 #include <optional>
 #include <set>
 
+#include "ep/backend.h"
+#include "partition/policy.h"
 #include "support/rules.h"
 
 namespace nacc::ep {
@@ -26,12 +28,6 @@ std::string q(const std::string& s) { return json_quote(s); }
 bool is_our_ep_context(const OnnxNode& n) {
   return n.op_type == "EPContext" && n.domain == "com.microsoft" &&
          n.attr_string("source", "") == kEpName;
-}
-
-support::SupportConfig support_config(const Config& c) {
-  support::SupportConfig sc;
-  sc.sram_bytes = static_cast<int64_t>(c.sram_kb) * 1024;
-  return sc;
 }
 
 }  // namespace
@@ -86,7 +82,7 @@ CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config,
   plan.graph_name = g.name;
   plan.total_nodes = static_cast<int>(g.nodes.size());
   const int n_nodes = plan.total_nodes;
-  const support::SupportConfig sc = support_config(config);
+  const support::SupportConfig sc = partition::support_config(hw_config(config));
 
   // Compiled models: each of our EPContext nodes is a partition of its own.
   std::vector<bool> is_context(n_nodes, false);
@@ -252,22 +248,11 @@ CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config,
       pp.nodes.insert(pp.nodes.end(), plan.units[u].nodes.begin(), plan.units[u].nodes.end());
     }
     std::sort(pp.nodes.begin(), pp.nodes.end());
-    bool views_only = true;
-    for (const ir::Op& op : part.builder.graph().ops) {
-      if (op.kind != ir::OpKind::kReshape) views_only = false;
-    }
-    if (views_only) {  // as the delegate: a reshape alone is not worth a round trip
-      for (int n : pp.nodes) {
-        node_reason[n] = "its partition would only reshape (a view; no NPU work), so it stays on the host";
-      }
-      continue;
-    }
-    if (pp.macs < config.min_partition_macs) {
-      const std::string why =
-          str_cat("fragmentation guard: its partition has ", pp.ir_ops, " op", pp.ir_ops == 1 ? "" : "s",
-                  " and ", pp.macs, " MACs, below min_partition_macs=", config.min_partition_macs,
-                  " (the host round trip would cost more than it saves)");
-      for (int n : pp.nodes) node_reason[n] = why;
+    std::vector<int> ops(part.builder.graph().ops.size());
+    for (size_t k = 0; k < ops.size(); ++k) ops[k] = static_cast<int>(k);
+    if (auto why = partition::fragmentation_guard(part.builder.graph(), ops,
+                                                  config.min_partition_macs)) {
+      for (int n : pp.nodes) node_reason[n] = why->message();
       continue;
     }
     plan.partitions.push_back(std::move(pp));

@@ -9,6 +9,7 @@
 #include "ep/capability.h"
 #include "ep/ep_context.h"
 #include "ep/onnx_graph.h"
+#include "partition/policy.h"
 #include "runtime/runtime.h"
 #include "support/graph_digest.h"
 
@@ -120,7 +121,7 @@ NaccEp::NaccEp(const Api& api, Config config, const OrtLogger* logger)
     ort_version_supported = v;  // ORT then reads the longer table; the other new slots stay NULL
     CreateProfiler = CreateProfilerImpl;
   }
-  executor_ = std::make_shared<Executor>(config_);
+  executor_ = std::make_shared<Executor>(config_.threads);
   compatibility_ = compatibility_string(config_);
   log_(ORT_LOGGING_LEVEL_INFO,
            str_cat("NaccExecutionProvider created: ", config_.summary()), "NaccEp");
@@ -243,36 +244,25 @@ void NaccEp::get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) 
     for (const PlannedPartition& p : plan.partitions) {
       if (p.units.empty()) continue;  // an EPContext node
       if (auto why = try_compile(g, p.nodes)) {
-        bool found = false;
+        // partition/policy.h compile_fallback: the units that fail alone,
+        // else the last unit (the graph is planned again), else all of them.
+        // int8-form units cannot stand alone (their quantization comes from
+        // a neighbour); they follow whatever happens to that one.
+        std::vector<int> alone;
+        int last = -1;
         for (int u : p.units) {
-          const NodeUnit& unit = plan.units[u];
-          // int8-form units cannot stand alone (their quantization comes
-          // from a neighbour); they follow whatever happens to that one.
-          if (unit.form == NodeUnit::Form::kInt8) continue;
-          if (auto alone = try_compile(g, unit.nodes)) {
-            rejected[unit.target] = str_cat("the compiler rejects it: ", *alone);
-            found = true;
-          }
+          if (plan.units[u].form == NodeUnit::Form::kInt8) continue;
+          alone.push_back(u);
+          if (last < 0 || plan.units[u].target > plan.units[last].target) last = u;
         }
-        if (!found && attempt + 1 < kMaxReplans && p.units.size() > 1) {
-          // Only the combination fails (for example more partition inputs and
-          // outputs than the DMA regions of NACC_SPEC §6 hold): the last unit
-          // goes back to the host and the rest is planned again.
-          int last = -1;
-          for (int u : p.units) {
-            if (plan.units[u].form == NodeUnit::Form::kInt8) continue;
-            if (last < 0 || plan.units[u].target > plan.units[last].target) last = u;
-          }
-          if (last >= 0) {
-            rejected[plan.units[last].target] =
-                str_cat("its partition does not compile: ", *why, "; the last unit stays on the host");
-            found = true;
-          }
+        if (!(attempt + 1 < kMaxReplans && p.units.size() > 1)) last = -1;
+        const partition::CompileFallback f = partition::compile_fallback(
+            *why, alone, last, [&](int u) { return try_compile(g, plan.units[u].nodes); });
+        for (const auto& [u, decline] : f.members) {
+          rejected[plan.units[u].target] = decline.message();
         }
-        if (!found) {  // only the combination fails: keep the whole partition home
-          for (int u : p.units) {
-            rejected[plan.units[u].target] = str_cat("its partition does not compile: ", *why);
-          }
+        if (f.whole) {
+          for (int u : p.units) rejected[plan.units[u].target] = f.whole->message();
         }
         changed = true;
       }

@@ -14,7 +14,7 @@
 #include "ep/ep.h"
 #include "ep/ep_factory.h"
 #include "ep/kernel.h"
-#include "runtime/runtime.h"
+#include "partition/executor.h"
 
 using nacc::ep::Api;
 using nacc::ep::NaccEpFactory;
@@ -134,13 +134,7 @@ __attribute__((visibility("default"))) void nacc_ep_test_perturb_node(const char
 __attribute__((visibility("default"))) int nacc_ep_test_inject_fault(const char* kind,
                                                                    int64_t command,
                                                                    int runs) noexcept {
-  try {
-    nacc::testing::inject_faults(nacc::testing::fault_kind_by_name(kind ? kind : ""), command,
-                                 runs);
-    return 0;
-  } catch (...) {
-    return 1;
-  }
+  return nacc::partition::test_inject_fault(kind, command, runs);
 }
 
 }  // extern "C"

@@ -13,8 +13,9 @@ namespace nacc::ep {
 namespace {
 
 struct PartitionStats {
-  int64_t runs = 0, cycles = 0, macs = 0, dma_bytes = 0, sram_high_water = 0;
-  std::string ops_json = "[]";  // the last run per Program op (op_counters_json)
+  int64_t runs = 0;
+  RunStats last;                // the last run (its per-op cut as ops_json)
+  std::string ops_json = "[]";  // op_counters_json(last.ops)
 };
 std::mutex g_stats_mu;
 std::map<std::string, PartitionStats> g_stats;
@@ -24,10 +25,8 @@ void record_run(const std::string& name, const RunStats& s) {
   std::lock_guard<std::mutex> lock(g_stats_mu);
   PartitionStats& p = g_stats[name];
   ++p.runs;
-  p.cycles = s.cycles;
-  p.macs = s.macs;
-  p.dma_bytes = s.dma_bytes;
-  p.sram_high_water = s.sram_high_water;
+  p.last = s;
+  p.last.ops.clear();
   p.ops_json = std::move(ops_json);
 }
 
@@ -48,9 +47,10 @@ std::string run_stats_json() {
   std::string s = "{";
   bool first = true;
   for (const auto& [name, p] : g_stats) {
-    s += str_cat(first ? "" : ", ", "\"", name, "\": {\"runs\": ", p.runs, ", \"cycles\": ", p.cycles,
-                 ", \"macs\": ", p.macs, ", \"dma_bytes\": ", p.dma_bytes,
-                 ", \"sram_high_water\": ", p.sram_high_water, ", \"ops\": ", p.ops_json, "}");
+    s += str_cat(first ? "" : ", ", "\"", name, "\": {\"runs\": ", p.runs,
+                 ", \"cycles\": ", p.last.cycles, ", \"macs\": ", p.last.macs,
+                 ", \"dma_bytes\": ", p.last.dma_bytes,
+                 ", \"sram_high_water\": ", p.last.sram_high_water, ", \"ops\": ", p.ops_json, "}");
     first = false;
   }
   return s + "}";

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <set>
 
+#include "ir/macs.h"
+
 namespace nacc::ep {
 
 namespace {
@@ -266,7 +268,6 @@ struct UnitTranslator {
     std::vector<int> in, out;  // local tensor indices, -1 = omitted
   };
   std::vector<LocalOp> ops;
-  int64_t macs = 0;
 
   UnitTranslator(IrBuilder& builder, const NodeUnit& u)
       : b(builder), g(builder.g_), unit(u), node(builder.g_.nodes[u.target]) {}
@@ -813,11 +814,9 @@ struct UnitTranslator {
       std::memcpy(bytes.data(), bias.data(), bytes.size());
       bt = constant(g.value(bias_value).name, {o}, DType::kInt32, std::move(bytes), {});
     }
-    const auto& ys = g.value(out().value).shape;
-    if (ys.size() == 4) macs = ys[2] * ys[3] * o * kh * kw * ipg;
     // ONNX Runtime's CPU EP runs Conv as QLinearConv, whose output stage is
     // float32 (MLAS): the NPU uses the same one (NACC_ACT_PARA.QUANT_FP32_SCALE).
-    a.onnx_requantize = true;
+    a.requant = ir::RequantMode::kOnnxRuntime;
     add_op(kind, {x, wt, bt}, y, a);
     return std::nullopt;
   }
@@ -869,14 +868,11 @@ struct UnitTranslator {
       const auto& bs = bv.shape;
       if (bs.size() != as.size()) return str_cat("operands ", shape_str(as), " and ", shape_str(bs),
                                                  " differ in rank");
-      int64_t batch = 1;
-      for (size_t d = 0; d + 2 < as.size(); ++d) batch *= as[d];
-      macs = batch * as[as.size() - 2] * as.back() * bs.back();
       // ONNX Runtime's CPU EP requantizes QLinearMatMul in float32 (MLAS):
       // the NPU uses the same output stage, so the result is bit-exact
       // (docs/compiler.md §2, NACC_ACT_PARA.QUANT_FP32_SCALE).
       ir::Attributes mm;
-      mm.onnx_requantize = true;
+      mm.requant = ir::RequantMode::kOnnxRuntime;
       add_op(OpKind::kBatchMatMul, {a_local, b_local}, y, mm);
       return std::nullopt;
     }
@@ -921,11 +917,8 @@ struct UnitTranslator {
       std::memcpy(bytes.data(), bias.data(), bytes.size());
       bt = constant(g.value(bias_value).name, {n}, DType::kInt32, std::move(bytes), {});
     }
-    int64_t m = 1;
-    for (size_t d = 0; d + 1 < as.size(); ++d) m *= as[d];
-    macs = m * n * k;
     // QLinearMatMul / QGemm requantize in float32 on the CPU EP, as above.
-    attrs.onnx_requantize = true;
+    attrs.requant = ir::RequantMode::kOnnxRuntime;
     if (b_rank == 1) {
       // A 1-D B: FULLY_CONNECTED writes [..., 1], a reshape (a view) drops the 1.
       ir::Tensor t = tensors[y].tensor;
@@ -1048,6 +1041,7 @@ struct UnitTranslator {
         ir::Attributes m;
         m.axes = {1, 2};
         m.keep_dims = true;
+        m.requant = ir::RequantMode::kOnnxRuntime;
         m.onnx_kernel = a.onnx_kernel;
         add_op(OpKind::kMean, {x, -1}, y, m);
         return std::nullopt;
@@ -1069,6 +1063,7 @@ struct UnitTranslator {
     a.axes.push_back(1);
     a.axes.push_back(2);
     a.keep_dims = true;
+    a.requant = ir::RequantMode::kOnnxRuntime;
     a.onnx_kernel = ort_kernel();
     add_op(OpKind::kMean, {x, -1}, y, a);
     return std::nullopt;
@@ -1190,9 +1185,14 @@ struct UnitTranslator {
       for (int i : op.out) op.op.outputs.push_back(ids[i]);
       b.last_ops_.push_back(b.graph_.add_op(std::move(op.op)));
     }
-    b.macs_ += macs;
   }
 };
+
+int64_t IrBuilder::macs() const {
+  int64_t macs = 0;
+  for (const ir::Op& op : graph_.ops) macs += ir::op_macs(graph_, op);
+  return macs;
+}
 
 std::optional<std::string> IrBuilder::add_unit(const NodeUnit& unit) {
   UnitTranslator t(*this, unit);

@@ -79,8 +79,8 @@ class IrBuilder {
   int tensor_of(int value_id) const;
   // Boundary description of ONNX value `value_id` (must have an IR tensor).
   IoBinding binding(int value_id) const;
-  // Useful multiply-accumulates of the ops added so far.
-  int64_t macs() const { return macs_; }
+  // Useful multiply-accumulates of the ops added so far (ir::op_macs).
+  int64_t macs() const;
   // Only nodes with (*in_set)[node] may define the quantization of int8-form
   // units (a partition cannot see nodes outside it at Compile time).
   void restrict_to(const std::vector<bool>* in_set) { restrict_ = in_set; }
@@ -94,7 +94,6 @@ class IrBuilder {
   ir::Graph graph_;
   std::map<int, int> tensor_of_;  // ONNX value id -> IR tensor id
   std::map<int, int> elem_type_;  // ONNX value id -> ONNX elem type (int8 / uint8)
-  int64_t macs_ = 0;
   std::vector<int> last_ops_;
   const std::vector<bool>* restrict_ = nullptr;
   friend struct UnitTranslator;

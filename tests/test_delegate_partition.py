@@ -178,7 +178,9 @@ def conv_softmax_conv():
     x = m.input((1, 8, 8, 8))
     a = m.conv(x, 8, k=1, name="small")           # 8*8*8*8 = 4096 MACs
     s = m.softmax(a, name="softmax")
-    b = m.conv(s, 16, k=3, name="big")            # 8*8*16*9*8 = 73728 MACs
+    # SAME 3x3 over 8x8: 22 of the 24 taps per axis land on the input (ir::op_macs
+    # counts no padding taps), 22*22*8*16 = 61952 MACs
+    b = m.conv(s, 16, k=3, name="big")
     return m.build([b])
 
 
@@ -196,10 +198,35 @@ def test_fragmentation_guard():
     by_name = {n.name: n for n in report.nodes}
     small = by_name["small"]
     assert not small.claimed and small.reasons[-1].rule == "min_partition_macs"
-    assert "does 4096 MACs" in small.reasons[-1].detail
-    assert "min_partition_macs = 10000" in small.reasons[-1].text
+    # the one wording of csrc/partition/policy.h, as the EP reports it
+    assert small.reasons[-1].detail == "fragmentation guard: its partition (1 op) does 4096 MACs"
+    assert small.reasons[-1].text == ("partitions must do at least min_partition_macs = 10000 MACs "
+                                      "(the host round trip would cost more than it saves)")
     assert npu_ok(by_name["big"])
-    assert by_name["small"].macs == 4096 and by_name["big"].macs == 73728
+    assert by_name["small"].macs == 4096 and by_name["big"].macs == 61952
+
+
+def test_partition_macs_are_the_device_count():
+    """One MAC count (ir::op_macs): the partition's MACs in the report before
+    any run are what the device counts when it runs it (padding taps excluded
+    on both sides: strided SAME conv, depthwise, fully connected)."""
+    m = ModelBuilder()
+    x = m.input((1, 9, 7, 8))
+    a = m.conv(x, 8, k=3, stride=2, name="c")
+    b = m.depthwise(a, k=3, name="dw")
+    o = m.fully_connected(m.reshape(b, (1, 5 * 4 * 8)), 10, name="fc")
+    d = nacc.load_delegate(log_level="off")
+    interp = make_interpreter(m.build([o]), delegates=[d])
+    interp.allocate_tensors()
+    interp.invoke()
+    (p,) = d.report().partitions
+    nodes = {n.name: n.macs for n in d.report().nodes}
+    # valid taps of the 3-tap windows: SAME stride 2 over 9 rows -> 2+3+3+3+2 = 13,
+    # over 7 columns -> 2+3+3+2 = 10; SAME stride 1 over 5 x 4 -> 13 x 10
+    assert nodes == {"c": 13 * 10 * 8 * 8, "dw": 13 * 10 * 8, "fc": 160 * 10} | {
+        k: v for k, v in nodes.items() if k not in ("c", "dw", "fc")}
+    device = sum(op["macs"] for op in p.last_ops)
+    assert p.macs == device > 0, (p.macs, device, p.last_ops)
 
 
 def test_views_only_partition_stays_on_host():

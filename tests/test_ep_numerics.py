@@ -4,7 +4,7 @@
   of differing elements is printed. Conv, depthwise Conv, Gemm / MatMul with
   constant weights (QDQ and QOperator) and MatMul of two activations are
   bit-exact: the EP asks for ONNX Runtime's float32 output stage
-  (ir::Attributes::onnx_requantize -> NACC_ACT_PARA.QUANT_FP32_SCALE); Add,
+  (ir::RequantMode::kOnnxRuntime -> NACC_ACT_PARA.QUANT_FP32_SCALE); Add,
   Sub, Mul and AveragePool keep TFLite's fixed-point arithmetic and may differ
   by one;
 - whole small models: cosine similarity of the dequantized outputs >= 0.99
@@ -201,7 +201,7 @@ def test_matmul_of_two_activations_bit_exact_to_cpu_ep(builder):
     """MatMul of two activations (ir BATCH_MATMUL): the CPU EP runs it as
     QLinearMatMul, requantizing float(acc) * float(s_a * s_b) / s_y with round
     half to even (MLAS); the EP asks the compiler for that output stage
-    (ir::Attributes::onnx_requantize -> NACC_ACT_PARA.QUANT_FP32_SCALE), so the
+    (ir::RequantMode::kOnnxRuntime -> NACC_ACT_PARA.QUANT_FP32_SCALE), so the
     NPU result is bit-exact, on one and on 8 cores."""
     model = builder()
     feeds = om.int8_feeds(model, seed=11)

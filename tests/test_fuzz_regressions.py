@@ -13,6 +13,9 @@ import pytest
 import nacc
 from delegate_models import ModelBuilder, run
 
+# partition/policy.h compile_fallback, step (2), in both frontends
+TAIL_TEXT = ("a partition that fails to compile gives its last op back to the host until the rest "
+             "compiles")
 N_INPUTS = 6  # 5 ADDs over 6 inputs: 6 inputs + output + constants + scratch > 8 regions
 
 
@@ -39,7 +42,11 @@ def test_delegate_partition_over_the_regions_gives_back_its_tail():
     assert claimed == [0, 1, 2, 3], [(n.node, n.reasons) for n in rep.nodes]
     tail = [n for n in rep.nodes if not n.claimed]
     assert [r.rule for r in tail[0].reasons] == ["compile"]
-    assert "regions" in tail[0].reasons[0].detail and "stays on the host" in tail[0].reasons[0].detail
+    # the one wording of partition/policy.h compile_fallback (the EP's test below)
+    detail = tail[0].reasons[0].detail
+    assert detail.startswith("its partition does not compile: ") and "regions" in detail
+    assert detail.endswith("; its last op stays on the host"), detail
+    assert tail[0].reasons[0].text == TAIL_TEXT
 
 
 def add_chain_onnx():
@@ -84,6 +91,10 @@ def test_ep_partition_over_the_regions_gives_back_its_tail():
     claimed = sorted(n["name"] for p in rep["partitions"] for n in p["nodes"] if n["op_type"] == "Add")
     # before the fix: no partition (every unit: "its partition does not compile")
     assert claimed == ["add1", "add2", "add3", "add4"], rep["host_nodes"]
+    (tail,) = [h for h in rep["host_nodes"] if h["op_type"] == "Add"]
+    assert tail["name"] == "add5"
+    assert tail["reason"].startswith("its partition does not compile: ") and "regions" in tail["reason"]
+    assert tail["reason"].endswith("; its last op stays on the host \u2014 " + TAIL_TEXT), tail
     (got,) = s.run(None, feeds)
     (cpu,) = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)
     # within 1 of ORT's CPU kernels per Add (NACC_SPEC §1), through a chain of 5

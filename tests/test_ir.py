@@ -346,3 +346,19 @@ def test_validate_skips_shapes_it_cannot_know():
                  lambda: b.fully_connected(out_shape=[1, 1, 8, 3], options=["keep_num_dims"])):
         g, _ = make()
         g.validate()
+
+
+def test_requant_mode_is_an_enum():
+    """Whose requantization an op reproduces is ir::RequantMode (issue 12 item
+    6), not a flag naming ONNX: TFLite's by default, ONNX Runtime's by name."""
+    g = _core.Graph()
+    x = b.activation(g, "x", [1, 8, 8, 3])
+    w = b.constant(g, "w", [8, 3, 3, 3], "int8", [0.02] * 8)
+    y = b.activation(g, "y", [1, 8, 8, 8])
+    plain = g.add_op("CONV_2D", [x, w], [y], name="c")
+    assert g.op(plain).attrs["requant"] == "tflite"
+    y2 = b.activation(g, "y2", [1, 8, 8, 8])
+    ort = g.add_op("CONV_2D", [x, w], [y2], name="c2", requant="onnxruntime")
+    assert g.op(ort).attrs["requant"] == "onnxruntime"
+    with pytest.raises(ValueError, match="unknown requantization mode 'onnx' .tflite or onnxruntime"):
+        g.add_op("CONV_2D", [x, w], [b.activation(g, "y3", [1, 8, 8, 8])], requant="onnx")

@@ -1,4 +1,4 @@
-"""The float32 output stage for ONNX (ir::Attributes::onnx_requantize ->
+"""The float32 output stage for ONNX (ir::RequantMode::kOnnxRuntime ->
 NACC_ACT_PARA.QUANT_FP32_SCALE) on CONV_2D (direct, matrix and im2col
 lowerings), DEPTHWISE_CONV_2D and FULLY_CONNECTED, compiled from IR graphs
 and run on the device model, against an independent numpy reference of ONNX
@@ -33,7 +33,7 @@ def build(kind, x_shape, w, w_s, bias, out_shape, axis, onnx=True, **attrs):
     bt = g.add_tensor("b", [len(bias)], "int32", scales=[float(X_S * s) for s in w_s],
                       zero_points=[0] * len(bias), data=bias)
     y = g.add_tensor("y", list(out_shape), "int8", scales=float(Y_S), zero_points=Y_Z)
-    g.add_op(kind, [x, wt, bt], [y], name="op", onnx_requantize=onnx, **attrs)
+    g.add_op(kind, [x, wt, bt], [y], name="op", requant="onnxruntime" if onnx else "tflite", **attrs)
     g.inputs, g.outputs = [x], [y]
     return g
 

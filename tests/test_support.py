@@ -52,13 +52,14 @@ def past(rule, id, build, detail, **kw):
 # The op kinds the hardware rules describe but the compiler does not lower yet.
 NOT_YET_LOWERED: set = set()
 
-def _mean_named(type_name):
-    """A MEAN as the ONNX Runtime EP builds it from GlobalAveragePool."""
+def _mean_named(type_name, requant="onnxruntime"):
+    """A MEAN as the ONNX Runtime EP builds it from GlobalAveragePool (no
+    ONNX Runtime kernel selected: its float mean)."""
     g = _core.Graph()
     x = b.activation(g, "x", [1, 7, 7, 16])
     y = b.activation(g, "y", [1, 1, 1, 16], scale=b.OUT_SCALE, zero_point=b.OUT_ZP)
     return g, g.add_op("MEAN", [x], [y], name="gap", axes=[1, 2], keep_dims=True,
-                       type_name=type_name)
+                       type_name=type_name, requant=requant)
 
 
 def _pad_then_conv(rows, kernel, conv_pad):
@@ -289,6 +290,11 @@ CASES = [
     at("mean_semantics", "tflite", lambda: b.mean()),
     past("mean_semantics", "onnx-global-average-pool", lambda: _mean_named("GlobalAveragePool"),
          "GlobalAveragePool with ONNX Runtime's rounding"),
+    # the rule reads the op's RequantMode, not its frontend name
+    at("mean_semantics", "tflite-whatever-its-name",
+       lambda: _mean_named("GlobalAveragePool", requant="tflite")),
+    past("mean_semantics", "onnx-unnamed", lambda: _mean_named(""),
+         "MEAN with ONNX Runtime's rounding"),
     at("pad_lowering", "standalone-5", lambda: b.pad(paddings=((0, 0), (2, 3), (5, 0), (0, 0)))),
     at("pad_lowering", "fold-5", lambda: _pad_then_conv((3, 2), kernel=7, conv_pad=2)),
     past("pad_lowering", "standalone-6", lambda: b.pad(paddings=((0, 0), (3, 3), (0, 0), (0, 0))),
@@ -307,6 +313,10 @@ CASES = [
     # Memory: the golden cases are in test_min_sram_bytes_golden.
     at("sram_tile", "exactly-full", lambda: b.conv(kernel=(3, 3), in_hw=(3, 3), c_in=3626,
                                                    c_out=1)),
+    # claim and compile agree on the fully connected depth (compiler/lower.cc rejected it alone)
+    at("fc_depth", "256-lane-groups", lambda: b.fully_connected(k=16384)),
+    past("fc_depth", "257-lane-groups", lambda: b.fully_connected(k=16385),
+         "16385 inputs per output"),
     past("sram_tile", "one-byte-short", lambda: b.conv(kernel=(3, 3), in_hw=(3, 3), c_in=3626,
                                                        c_out=1),
          "smallest tile needs 65536 bytes of SRAM, 65535 available",

@@ -27,6 +27,28 @@ namespace nacc::cost {
 
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Useful taps along one window axis: over `outputs` output positions, the
+// kernel taps (`dilation` apart) that land on the `valid` input positions
+// after `pad_before` padded ones. A useful MAC is a product with a valid
+// input element: the compiler's OpRecord::macs and ir::op_macs count with it.
+constexpr int64_t valid_taps(int64_t outputs, int64_t stride, int64_t kernel, int64_t pad_before,
+                             int64_t valid, int64_t dilation = 1) {
+  int64_t total = 0;
+  for (int64_t o = 0; o < outputs; ++o) {
+    const int64_t first = o * stride - pad_before;
+    if (dilation == 1) {
+      const int64_t lo = std::max<int64_t>(first, 0), hi = std::min(first + kernel, valid);
+      if (hi > lo) total += hi - lo;
+      continue;
+    }
+    for (int64_t k = 0; k < kernel; ++k) {
+      const int64_t p = first + k * dilation;
+      if (p >= 0 && p < valid) ++total;
+    }
+  }
+  return total;
+}
+
 // Passes through the 64-lane MAC array for a reduction of `depth` int8 terms.
 constexpr int64_t lane_groups(int64_t depth) { return ceil_div(depth, limits::kMacLanes); }
 

@@ -105,9 +105,9 @@ std::optional<ir::PaddingMode> apply_attrs(ir::Op& op, const py::kwargs& kw) {
          a.paddings = cast_kwarg<std::vector<std::array<int64_t, 2>>>(
              v, k, "a list of (before, after) pairs");
        }},
-      {"onnx_requantize",
+      {"requant",
        [](ir::Attributes& a, const py::handle& v, const std::string& k) {
-         a.onnx_requantize = cast_kwarg<bool>(v, k, "a bool");
+         a.requant = ir::parse_requant_mode(cast_kwarg<std::string>(v, k, "'tflite' or 'onnxruntime'"));
        }},
       {"unsupported_options",
        [](ir::Attributes& a, const py::handle& v, const std::string& k) {
@@ -159,7 +159,7 @@ py::dict attrs_dict(const ir::Attributes& a) {
   d["lut"] = a.lut;
   d["paddings"] = a.paddings;
   d["unsupported_options"] = a.unsupported_options;
-  d["onnx_requantize"] = a.onnx_requantize;
+  d["requant"] = ir::requant_mode_name(a.requant);
   return d;
 }
 

@@ -695,20 +695,12 @@ void emit_op(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstant
 
 // ---- records -------------------------------------------------------------------
 
-// Input positions [0, in) a window of `kernel` taps starting at out*stride -
-// pad covers, summed over the `outputs` output positions.
-int64_t valid_taps(int outputs, int in, int kernel, int stride, int pad) {
-  int64_t sum = 0;
-  for (int o = 0; o < outputs; ++o) {
-    const int b = o * stride - pad;
-    sum += std::max(0, std::min(in, b + kernel) - std::max(0, b));
-  }
-  return sum;
-}
-
+// ir::op_macs (ir/macs.h) on the lowered geometry: a folded PAD's taps are
+// padding here, a standalone PAD is its identity depthwise pass.
 int64_t useful_macs(const LoweredOp& op) {
-  const int64_t taps = valid_taps(op.out_shape.h, op.in_shape.h, op.kernel_h, op.stride_h, op.pad_top) *
-                       valid_taps(op.out_shape.w, op.in_shape.w, op.kernel_w, op.stride_w, op.pad_left);
+  const int64_t taps =
+      cost::valid_taps(op.out_shape.h, op.stride_h, op.kernel_h, op.pad_top, op.in_shape.h) *
+      cost::valid_taps(op.out_shape.w, op.stride_w, op.kernel_w, op.pad_left, op.in_shape.w);
   switch (op.unit) {
     case Unit::kConv:
       return taps * op.in_shape.c * op.out_shape.c;
@@ -833,10 +825,7 @@ compiler::PlanOptions plan_options(const CompileOptions& o) {
 // predicate) and lowers it.
 LoweredOp check_and_lower(const ir::Graph& g, int i, const CompileOptions& o) {
   // The rules see the SRAM the compiler tiles to, with its buffer alignment.
-  support::SupportConfig cfg;
-  cfg.sram_bytes = o.hw.sram_bytes;
-  cfg.sram_alignment = sram_geometry(o.hw.sram_bytes).align;
-  const auto violations = support::check_op(g, i, cfg);
+  const auto violations = support::check_op(g, i, support::support_config(o.hw));
   if (!violations.empty()) {
     std::string msg = violations[0].message;
     for (size_t v = 1; v < violations.size(); ++v) msg += "; " + violations[v].message;
@@ -988,13 +977,6 @@ void alias_concat_producers(ir::Graph& g, const std::vector<int>& inputs,
 
 // ---- PAD folding (support/pad_fold.h) ---------------------------------------------
 
-support::SupportConfig support_config(const CompileOptions& o) {
-  support::SupportConfig cfg;
-  cfg.sram_bytes = o.hw.sram_bytes;
-  cfg.sram_alignment = sram_geometry(o.hw.sram_bytes).align;
-  return cfg;
-}
-
 // The partition with every PAD that folds into its consumer removed from the
 // data flow: the consumer reads the PAD's input with the PAD's height/width
 // padding added to its own, and the PAD keeps no inputs or outputs (no
@@ -1006,7 +988,7 @@ ir::Graph fold_pads(const ir::Graph& g, const std::vector<int>& outputs, const C
   ir::Graph out = g;
   out.outputs = outputs;  // a PAD output that leaves the partition cannot fold
   folded->assign(g.ops.size(), 0);
-  const support::SupportConfig cfg = support_config(o);
+  const support::SupportConfig cfg = support::support_config(o.hw);
   for (int i = 0; i < int(g.ops.size()); ++i) {
     if (g.ops[i].kind != ir::OpKind::kPad) continue;
     const auto fold = support::pad_fold(out, i, cfg, nullptr);
@@ -1023,6 +1005,73 @@ ir::Graph fold_pads(const ir::Graph& g, const std::vector<int>& outputs, const C
   }
   out.outputs = g.outputs;
   return out;
+}
+
+// ---- compile() per op kind ---------------------------------------------------------
+
+// The lowered ops of graph.ops[i], appended to *lowered in op order: none for
+// a PAD folded into its consumer, one part per input for a CONCATENATION
+// (lower.h lower_concatenation), one otherwise (a view included).
+void lower_into(const ir::Graph& graph, int i, bool folded, const CompileOptions& options,
+                std::vector<LoweredOp>* lowered) {
+  if (folded) return;
+  if (graph.ops[i].kind == ir::OpKind::kConcatenation) {
+    for (LoweredOp& part : check_and_lower_parts(graph, i, options)) {
+      lowered->push_back(std::move(part));
+    }
+    return;
+  }
+  lowered->push_back(check_and_lower(graph, i, options));
+}
+
+// The record of graph.ops[i] as its words begin: name ("#i" when unnamed),
+// kind, first word.
+OpRecord begin_record(const Context& ctx, const ir::Graph& graph, int i) {
+  OpRecord rec;
+  rec.name = graph.ops[i].name.empty() ? str_cat("#", i) : graph.ops[i].name;
+  rec.kind = ir::op_kind_name(graph.ops[i].kind);
+  rec.first_word = uint32_t(ctx.em.words().size());
+  return rec;
+}
+
+// A CONCATENATION: each part's constants and commands, one record for all.
+void emit_concatenation(Context& ctx, const std::vector<const LoweredOp*>& parts,
+                        const std::vector<const TilePlan*>& plans, OpRecord& rec) {
+  for (size_t p = 0; p < parts.size(); ++p) {
+    OpConstants k;
+    add_op_constants(ctx, *parts[p], k);
+    emit_op(ctx, *parts[p], *plans[p], k);
+  }
+  rec.end_word = uint32_t(ctx.em.words().size());
+  fill_concat_record(ctx, parts, rec);
+}
+
+// Any other op: its constants and commands; a view (RESHAPE) has none, or a
+// copy where memory planning could not alias its output (`copy`). The record
+// says where the output sits once the op's words have run (debug dumps).
+void emit_single(Context& ctx, const LoweredOp& op, const TilePlan& plan, bool copy,
+                 OpRecord& rec) {
+  OpConstants k;
+  if (op.unit == Unit::kView) {
+    if (copy) {
+      ctx.copy(ctx.mem.storage.at(op.input), ctx.mem.storage.at(op.output),
+               tensor_bytes(ctx.graph.tensor(op.output)));
+    }
+  } else {
+    add_op_constants(ctx, op, k);
+    emit_op(ctx, op, plan, k);
+  }
+  rec.end_word = uint32_t(ctx.em.words().size());
+  fill_record(ctx, op, k, rec);
+  const ir::Tensor& out = ctx.graph.tensor(op.output);
+  const compiler::Storage& where = ctx.mem.storage.at(op.output);
+  if (where.valid()) {
+    rec.output_name = out.name;
+    rec.output_shape = out.shape;
+    rec.output_region = where.region;
+    rec.output_offset = where.offset;
+    rec.output_size = tensor_bytes(out);
+  }
 }
 
 }  // namespace
@@ -1045,7 +1094,7 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
   // then removed from the data flow of the graph the rest compiles.
   for (int i = 0; i < int(partition.ops.size()); ++i) {
     if (partition.ops[i].kind == ir::OpKind::kPad) {
-      const auto v = support::check_op(partition, i, support_config(options));
+      const auto v = support::check_op(partition, i, support::support_config(options.hw));
       if (!v.empty()) throw Unsupported(v[0].message);
     }
   }
@@ -1053,14 +1102,7 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
   ir::Graph graph = fold_pads(partition, outputs, options, &folded);
 
   std::vector<LoweredOp> lowered;
-  for (int i = 0; i < int(graph.ops.size()); ++i) {
-    if (folded[i]) continue;
-    if (graph.ops[i].kind == ir::OpKind::kConcatenation) {
-      for (LoweredOp& part : check_and_lower_parts(graph, i, options)) lowered.push_back(std::move(part));
-    } else {
-      lowered.push_back(check_and_lower(graph, i, options));
-    }
-  }
+  for (int i = 0; i < int(graph.ops.size()); ++i) lower_into(graph, i, folded[i], options, &lowered);
 
   alias_concat_producers(graph, inputs, outputs, lowered);
 
@@ -1087,61 +1129,20 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
   std::set<int> copy_ops(ctx.mem.copy_ops.begin(), ctx.mem.copy_ops.end());
   size_t next_lowered = 0;
   for (int i = 0; i < int(graph.ops.size()); ++i) {
+    OpRecord rec = begin_record(ctx, graph, i);
     if (folded[i]) {  // no command: its padding is in the consumer's registers
-      OpRecord rec;
-      rec.name = graph.ops[i].name.empty() ? str_cat("#", i) : graph.ops[i].name;
-      rec.kind = ir::op_kind_name(graph.ops[i].kind);
-      rec.first_word = rec.end_word = uint32_t(ctx.em.words().size());
-      prog.ops.push_back(rec);
-      continue;
-    }
-    if (graph.ops[i].kind == ir::OpKind::kConcatenation) {
-      OpRecord rec;
-      rec.name = graph.ops[i].name.empty() ? str_cat("#", i) : graph.ops[i].name;
-      rec.kind = ir::op_kind_name(graph.ops[i].kind);
-      rec.first_word = uint32_t(ctx.em.words().size());
+      rec.end_word = rec.first_word;
+    } else if (graph.ops[i].kind == ir::OpKind::kConcatenation) {
       std::vector<const LoweredOp*> parts;
-      while (next_lowered < lowered.size() && lowered[next_lowered].op_index == i) {
-        parts.push_back(&lowered[next_lowered++]);
+      std::vector<const TilePlan*> part_plans;
+      for (; next_lowered < lowered.size() && lowered[next_lowered].op_index == i; ++next_lowered) {
+        parts.push_back(&lowered[next_lowered]);
+        part_plans.push_back(&plans[next_lowered]);
       }
-      for (const LoweredOp* part : parts) {
-        OpConstants k;
-        add_op_constants(ctx, *part, k);
-        emit_op(ctx, *part, plans[size_t(part - lowered.data())], k);
-      }
-      rec.end_word = uint32_t(ctx.em.words().size());
-      fill_concat_record(ctx, parts, rec);
-      prog.ops.push_back(rec);
-      continue;
-    }
-    const size_t li = next_lowered++;
-    const LoweredOp& op = lowered[li];
-    OpRecord rec;
-    rec.name = graph.ops[op.op_index].name.empty() ? str_cat("#", op.op_index)
-                                                   : graph.ops[op.op_index].name;
-    rec.kind = ir::op_kind_name(op.kind);
-    rec.first_word = uint32_t(ctx.em.words().size());
-    OpConstants k;
-    if (op.unit == Unit::kView) {
-      if (copy_ops.count(op.op_index)) {
-        ctx.copy(ctx.mem.storage.at(op.input), ctx.mem.storage.at(op.output),
-                 tensor_bytes(graph.tensor(op.output)));
-      }
+      emit_concatenation(ctx, parts, part_plans, rec);
     } else {
-      add_op_constants(ctx, op, k);
-      emit_op(ctx, op, plans[li], k);
-    }
-    rec.end_word = uint32_t(ctx.em.words().size());
-    fill_record(ctx, op, k, rec);
-    // Where the output sits once the op's words have run (debug dumps).
-    const ir::Tensor& out = graph.tensor(op.output);
-    const compiler::Storage& where = ctx.mem.storage.at(op.output);
-    if (where.valid()) {
-      rec.output_name = out.name;
-      rec.output_shape = out.shape;
-      rec.output_region = where.region;
-      rec.output_offset = where.offset;
-      rec.output_size = tensor_bytes(out);
+      const size_t li = next_lowered++;
+      emit_single(ctx, lowered[li], plans[li], copy_ops.count(lowered[li].op_index) > 0, rec);
     }
     prog.ops.push_back(rec);
   }

@@ -278,7 +278,7 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     check_arg(int(l.bias.size()) == c_out, l.label, ": bias has ", l.bias.size(),
               " entries, expected ", c_out);
   }
-  if (op.attrs.onnx_requantize) {
+  if (op.attrs.requant == ir::RequantMode::kOnnxRuntime) {
     l.fp32_scale = onnx_fp32_scales(qi.scale, w.quant.scales, qo.scale, c_out, l.label);
   } else {
     conv_requantization(qi.scale, w.quant.scales, qo.scale, c_out, &l.multiplier, &l.shift);
@@ -317,7 +317,7 @@ void lower_fully_connected(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     check_arg(int64_t(l.bias.size()) == n, l.label, ": bias has ", l.bias.size(),
               " entries, expected ", n);
   }
-  if (op.attrs.onnx_requantize) {
+  if (op.attrs.requant == ir::RequantMode::kOnnxRuntime) {
     l.fp32_scale = onnx_fp32_scales(qi.scale, w.quant.scales, qo.scale, int(n), l.label);
   } else {
     l.real_scale = fully_connected_real_scales(qi.scale, w.quant.scales, qo.scale, int(n));
@@ -332,7 +332,7 @@ void lower_fully_connected(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
 // NPU_OP_MATMUL with A = M rows of K, B read from external memory.
 // Requantization: TFLite's (batch_matmul.cc: QuantizeMultiplier of
 // double(float(s_a * s_b)) / double(s_y), MultiplyByQuantizedMultiplier), or
-// with ir::Attributes::onnx_requantize ONNX Runtime's QLinearMatMul float32
+// with ir::RequantMode::kOnnxRuntime ONNX Runtime's QLinearMatMul float32
 // stage (docs/compiler.md §2).
 void lower_batch_matmul(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const ir::Tensor& a = g.tensor(op.inputs[0]);
@@ -366,7 +366,7 @@ void lower_batch_matmul(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.input_zero_point = qa.zero_point;
   l.b_zero_point = qb.zero_point;
   l.output_zero_point = qo.zero_point;
-  if (op.attrs.onnx_requantize) {
+  if (op.attrs.requant == ir::RequantMode::kOnnxRuntime) {
     l.fp32_scale.assign(size_t(n), (qa.scale * qb.scale) / qo.scale);
   } else {
     // batch_matmul.cc: the scale product in float32, then divided in double.

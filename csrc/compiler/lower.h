@@ -77,7 +77,7 @@ struct LoweredOp {
   // double(output_scale) (docs/device_model.md §4: the QUANT_MUL array holds
   // these binary64 values in this mode; QUANT_SHIFT is not read).
   std::vector<double> real_scale;   // [N]
-  // BATCH_MATMUL from ONNX (ir::Attributes::onnx_requantize): ONNX Runtime's
+  // BATCH_MATMUL from ONNX (ir::RequantMode::kOnnxRuntime): ONNX Runtime's
   // float32 output stage, scale = float(s_a * s_b) / s_y (NACC_ACT_PARA.QUANT_FP32_SCALE).
   std::vector<float> fp32_scale;    // [N] or empty
   // ONNX Runtime's float32 element-wise / average pool (NACC_ACT_PARA.ELEMENT_FP32

@@ -11,17 +11,11 @@ namespace nacc::device_detail {
 
 namespace {
 
-// Useful taps along one axis: over the tile's outputs, the kernel taps that
-// land on valid input (tile-local coordinates, `pad_before` padded positions first).
-int64_t valid_taps(int outputs, int stride, int kernel, int pad_before, int valid) {
-  int64_t total = 0;
-  for (int o = 0; o < outputs; ++o) {
-    const int first = o * stride - pad_before;
-    const int lo = std::max(first, 0), hi = std::min(first + kernel, valid);
-    if (hi > lo) total += hi - lo;
-  }
-  return total;
-}
+// Useful taps along one axis over the tile's outputs (tile-local coordinates,
+// `pad_before` padded positions first): the one formula of arch/cost_model.h
+// that the compiler's records and ir::op_macs count with too. The counter
+// itself is the device's, computed from the registers it executes.
+using cost::valid_taps;
 
 void count_work(const Setup& s, CoreWork& c) {
   const int64_t h = c.h, w = s.w, taps = int64_t(s.ky) * s.kx;

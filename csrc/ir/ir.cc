@@ -199,6 +199,16 @@ Activation parse_activation(const std::string& name) {
                                 join_names(kActivationNames, n), ")"));
 }
 
+const char* requant_mode_name(RequantMode mode) {
+  return mode == RequantMode::kOnnxRuntime ? "onnxruntime" : "tflite";
+}
+
+RequantMode parse_requant_mode(const std::string& name) {
+  if (name == "tflite") return RequantMode::kTflite;
+  if (name == "onnxruntime") return RequantMode::kOnnxRuntime;
+  throw InvalidArgument(str_cat("unknown requantization mode '", name, "' (tflite or onnxruntime)"));
+}
+
 PaddingMode parse_padding_mode(const std::string& name) {
   if (name == "SAME") return PaddingMode::kSame;
   if (name == "VALID") return PaddingMode::kValid;

@@ -98,6 +98,24 @@ enum class Activation { kNone, kRelu, kReluN1To1, kRelu6, kTanh, kSignBit };
 const char* activation_name(Activation act);  // "NONE", "RELU", ...
 Activation parse_activation(const std::string& name);
 
+// Whose requantization an op reproduces: the host runtime the frontend
+// stands in for, so the core computes what that runtime computes.
+enum class RequantMode : uint8_t {
+  // TFLite's reference kernels: the 32-bit fixed-point multiplier
+  // (QuantizeMultiplier), FULLY_CONNECTED's real scale, TFLite's MEAN.
+  kTflite,
+  // ONNX Runtime's CPU EP. CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED and
+  // BATCH_MATMUL: QLinearConv / QLinearMatMul / QGemm's float32 output stage
+  // (scale float(s_x * s_w[c]) / s_y, float(acc + bias) * scale rounded half
+  // to even). ADD / SUB / MUL, AVERAGE_POOL_2D, MEAN, CONCATENATION: the
+  // kernel Attributes::onnx_kernel names (none selected: ONNX Runtime's
+  // float arithmetic, which the rules decline where the NPU has no mode).
+  kOnnxRuntime,
+};
+const char* requant_mode_name(RequantMode mode);  // "tflite", "onnxruntime"
+// Inverse of requant_mode_name; throws InvalidArgument listing the names.
+RequantMode parse_requant_mode(const std::string& name);
+
 // Explicit padding of a 2-D window, elements per side, each >= 0.
 struct Padding {
   int64_t top = 0, bottom = 0, left = 0, right = 0;
@@ -128,11 +146,9 @@ struct Attributes {
   // entries, entry i = output for the int8 input (int8)i. Empty = TFLite's
   // table for the op's quantization.
   std::vector<int8_t> lut;
-  // BATCH_MATMUL, CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED: requantize as
-  // ONNX Runtime's CPU QLinearMatMul / QLinearConv / QGemm do (float32 scale
-  // float(s_x * s_w[c]) / s_y, float(acc + bias) * scale rounded half to even)
-  // instead of TFLite's fixed-point multiplier; set by the ONNX frontend.
-  bool onnx_requantize = false;
+  // Whose requantization the op reproduces (RequantMode); the ONNX frontend
+  // sets kOnnxRuntime on the ops whose arithmetic differs from TFLite's.
+  RequantMode requant = RequantMode::kTflite;
   // ADD / SUB / MUL, AVERAGE_POOL_2D, MEAN (GlobalAveragePool), CONCATENATION
   // from ONNX: compute what ONNX Runtime's CPU EP computes for the node
   // (quant/onnxruntime.h), which depends on how that EP would run it; set by

@@ -94,7 +94,7 @@ class Encoder {
     pod(static_cast<uint8_t>(a.keep_dims));
     pod(a.alpha);
     vec(a.lut);
-    pod(static_cast<uint8_t>(a.onnx_requantize));
+    pod(static_cast<uint8_t>(a.requant));
     pod(static_cast<uint8_t>(a.onnx_kernel));  // how ONNX Runtime's CPU EP would run the node
     pod(static_cast<uint64_t>(a.paddings.size()));
     for (const auto& p : a.paddings) pod(p);

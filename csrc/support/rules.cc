@@ -10,7 +10,9 @@
 #include <limits>
 #include <set>
 
+#include "arch/fields.h"
 #include "arch/limits.h"
+#include "arch/registers.h"
 #include "common/error.h"
 #include "quant/tflite.h"
 #include "support/pad_fold.h"
@@ -671,17 +673,31 @@ std::optional<std::string> check_concat_axis(const Graph& g, const Op& op, const
 // MEAN paths only.
 std::optional<std::string> check_mean_semantics(const Graph&, const Op& op, const SupportConfig&) {
   using OK = ir::Attributes::OnnxKernel;
-  if (op.type_name.empty() || op.type_name == "MEAN") return std::nullopt;
+  if (op.attrs.requant == ir::RequantMode::kTflite) return std::nullopt;
   // QLinearGlobalAveragePool: the integer sum and the float32 output stage.
   if (op.attrs.onnx_kernel == OK::kFusedS8 || op.attrs.onnx_kernel == OK::kFusedU8) {
     return std::nullopt;
   }
   if (op.attrs.onnx_kernel == OK::kUnfused) {
-    return str_cat(op.type_name, " that ONNX Runtime runs unfused (dequantize, float mean, "
-                                 "QuantizeLinear)");
+    return str_cat(op.display_type(),
+                   " that ONNX Runtime runs unfused (dequantize, float mean, QuantizeLinear)");
   }
-  return str_cat(op.type_name, " with ONNX Runtime's rounding (dequantize, float mean, requantize "
-                               "half to even)");
+  return str_cat(op.display_type(), " with ONNX Runtime's rounding (dequantize, float mean, "
+                                    "requantize half to even)");
+}
+
+// A fully connected command reads its K inputs per output in 64-lane groups
+// counted by NACC_FULL_CONV_PARA.FULL_KER_SIZE = IN_FM_WIDTH * ceil(K / 64) - 1
+// with IN_FM_WIDTH = 1 (compiler/lower.cc lower_fully_connected).
+constexpr int64_t kMaxFcLaneGroups = field_max(fields::NACC_FULL_CONV_PARA::FULL_KER_SIZE) + 1;
+
+std::optional<std::string> check_fc_depth(const Graph& g, const Op& op, const SupportConfig&) {
+  if (op.inputs.size() < 2 || op.inputs[1] < 0) return std::nullopt;
+  const ir::Tensor& w = g.tensor(op.inputs[1]);
+  if (w.rank() != 2 || !w.is_static()) return std::nullopt;  // the rank rules say why
+  const int64_t k = w.shape[1];
+  if ((k + limits::kMacLanes - 1) / limits::kMacLanes <= kMaxFcLaneGroups) return std::nullopt;
+  return str_cat(k, " inputs per output");
 }
 
 // ---- SRAM -----------------------------------------------------------------------
@@ -856,6 +872,11 @@ std::vector<Rule> build_rules() {
        "MEAN must have TFLite's rounding or be ONNX Runtime's QLinearGlobalAveragePool "
        "(integer sum, float32 output stage); ONNX Runtime's unfused float mean is not lowered",
        false, check_mean_semantics},
+      {"fc_depth", {K::kFullyConnected},
+       str_cat("a fully connected op may take at most ", kMaxFcLaneGroups * limits::kMacLanes,
+               " inputs per output (", kMaxFcLaneGroups,
+               " 64-lane groups, NACC_FULL_CONV_PARA.FULL_KER_SIZE)"),
+       false, check_fc_depth},
       // Memory.
       {"sram_tile", {},
        str_cat("the smallest tile (min_sram_bytes) must fit one core's SRAM (",

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "arch/sram.h"
 #include "common/error.h"
 
 namespace nacc::support {
@@ -14,6 +15,13 @@ int64_t align_up(int64_t bytes, int64_t granularity) {
 }
 
 }  // namespace
+
+SupportConfig support_config(const HwConfig& hw) {
+  SupportConfig c;
+  c.sram_bytes = hw.sram_bytes;
+  c.sram_alignment = sram_geometry(hw.sram_bytes).align;
+  return c;
+}
 
 int64_t min_sram_bytes(const ir::Graph& graph, int op_index, const SupportConfig& config) {
   return min_sram_bytes(graph, graph.op(op_index), config);

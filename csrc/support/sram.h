@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "arch/hw_config.h"
 #include "arch/limits.h"
 #include "ir/ir.h"
 
@@ -21,6 +22,13 @@ struct SupportConfig {
   // on those kinds turn it off.
   bool check_lowering = true;
 };
+
+// The SRAM size and buffer alignment of `hw` as the compiler tiles to them
+// (arch/sram.h sram_geometry: lcm(SRAM / 1024, 64), so 128 bytes from 128 KB
+// up): the one SupportConfig of the compiler's own checks and of both
+// frontends' claims (partition/policy.h), so claim and compile agree.
+// InvalidArgument for an SRAM size sram_geometry refuses.
+SupportConfig support_config(const HwConfig& hw);
 
 // Bytes of the per-output-channel requantization data the compiler keeps in
 // SRAM, one buffer each: bias, multiplier, shift (int32 each; NACC_SPEC §1

@@ -249,8 +249,10 @@ def tflite_job(spec: dict, inject_fault: Optional[str] = None):
                 # a partition the compiler rejects as a whole falls back to the
                 # host by design (docs/tflite_delegate.md, Prepare step 4); a
                 # node that does not compile alone was claimed by rules the
-                # compiler disagrees with
-                (fallbacks if det.startswith("partition") else compile_reasons).append((i, nd["op"], det))
+                # compiler disagrees with (the wording of csrc/partition/policy.h
+                # compile_fallback, shared with the EP below)
+                fallback = det.startswith("its partition does not compile")
+                (fallbacks if fallback else compile_reasons).append((i, nd["op"], det))
     if fallbacks:
         res["findings"] = [("partition_fallback", f"node {i} {op}: {det}") for i, op, det in fallbacks]
     for i, (want, got) in enumerate(zip(ref, n["outputs"])):

@@ -1,0 +1,93 @@
+// The shared compile-and-run path (executor.h).
+#include "partition/executor.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "common/error.h"
+#include "compiler/compiler.h"
+
+namespace nacc::partition {
+
+Program compile_partition(const ir::Graph& graph, const HwConfig& hw) {
+  CompileOptions options;
+  options.hw = hw;
+  Program program = compile(graph, options);
+  check_program_for_device(program, hw);
+  return program;
+}
+
+struct Executor::Impl {
+  int host_threads = 0;
+  Runtime::OpOutputHook hook;
+  std::mutex mu;
+  std::map<std::pair<int, int64_t>, std::unique_ptr<Runtime>> runtimes;
+
+  Runtime& runtime_for(const HwConfig& hw) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto& rt = runtimes[{hw.cores, hw.sram_bytes}];
+    if (!rt) {
+      int threads = host_threads;
+      if (threads <= 0) {
+        const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        threads = std::min(hw.cores, cpus);
+      }
+      rt = std::make_unique<Runtime>(hw, threads);
+      if (hook) rt->set_op_output_hook(hook);
+    }
+    return *rt;
+  }
+};
+
+Executor::Executor(int host_threads) : impl_(std::make_unique<Impl>()) {
+  impl_->host_threads = host_threads;
+}
+Executor::~Executor() = default;
+
+void Executor::set_op_output_hook(Runtime::OpOutputHook hook) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  check_arg(impl_->runtimes.empty(), "Executor::set_op_output_hook: set it before the first run");
+  impl_->hook = std::move(hook);
+}
+
+std::shared_ptr<const Program> Executor::load(const Program& program) {
+  return impl_->runtime_for(program.hw).load(program);
+}
+
+RunStats Executor::run(const Program& program, const std::vector<const void*>& inputs,
+                       const std::vector<void*>& outputs) {
+  check_arg(inputs.size() == program.inputs.size() && outputs.size() == program.outputs.size(),
+            "Executor::run: ", inputs.size(), " inputs and ", outputs.size(),
+            " outputs for a Program of ", program.inputs.size(), " and ", program.outputs.size());
+  Runtime& rt = impl_->runtime_for(program.hw);
+  std::vector<InputBuffer> ins;
+  std::vector<OutputBuffer> outs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ins.push_back({inputs[i], static_cast<size_t>(program.inputs[i].size)});
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outs.push_back({outputs[i], static_cast<size_t>(program.outputs[i].size)});
+  }
+  const nacc::RunStats s = rt.run(program, ins, outs, /*checked=*/true);
+  RunStats r;
+  r.cycles = s.counters.cycles;
+  r.macs = s.counters.macs;
+  r.dma_bytes = s.counters.dma_read_bytes + s.counters.dma_write_bytes;
+  r.sram_high_water = s.counters.sram_high_water;
+  r.ops = s.ops;
+  return r;
+}
+
+int test_inject_fault(const char* kind, int64_t command, int runs) noexcept {
+  try {
+    testing::inject_faults(testing::fault_kind_by_name(kind ? kind : ""), command, runs);
+    return 0;
+  } catch (...) {
+    return 1;
+  }
+}
+
+}  // namespace nacc::partition
