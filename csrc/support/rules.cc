@@ -576,14 +576,32 @@ std::optional<std::string> check_max_pool_window(const Graph&, const Op& op,
   return str_cat("window ", op.attrs.kernel_h, "x", op.attrs.kernel_w);
 }
 
-std::optional<std::string> check_avg_pool_window(const Graph&, const Op& op,
+// The pooling unit's average pool (2x2, stride 2); TFLite's any other window
+// as depthwise region passes (compiler/lower.h lower_average_pool_regions) or,
+// for one window over the whole input, the ones-operand matrix product.
+std::optional<std::string> check_avg_pool_window(const Graph& g, const Op& op,
                                                  const SupportConfig&) {
   const auto& a = op.attrs;
   if (a.kernel_h == limits::kAvgPoolKernel && a.kernel_w == limits::kAvgPoolKernel &&
       a.stride_h == limits::kAvgPoolStride && a.stride_w == limits::kAvgPoolStride) {
     return std::nullopt;
   }
-  return str_cat("window ", a.kernel_h, "x", a.kernel_w, ", stride ", a.stride_h, "x", a.stride_w);
+  const std::string what =
+      str_cat("window ", a.kernel_h, "x", a.kernel_w, ", stride ", a.stride_h, "x", a.stride_w);
+  if (op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
+    return str_cat(what, " (ONNX Runtime's float average pool)");
+  }
+  if (a.kernel_h <= limits::kMaxKernel && a.kernel_w <= limits::kMaxKernel &&
+      a.stride_h <= limits::kMaxStride && a.stride_w <= limits::kMaxStride) {
+    return std::nullopt;
+  }
+  const auto& is = input(g, op).tensor->shape;
+  const auto& os = output(g, op).tensor->shape;
+  const bool one_window = os[1] == 1 && os[2] == 1 &&
+                          a.kernel_h - a.padding.top >= is[1] && a.kernel_w - a.padding.left >= is[2];
+  if (one_window && is[1] * is[2] <= kMaxAveragePoolCells) return std::nullopt;
+  if (one_window) return str_cat(what, " over ", is[1] * is[2], " cells");
+  return what;
 }
 
 // ---- per-kind options -----------------------------------------------------------
@@ -613,10 +631,13 @@ std::optional<std::string> check_mean_axes(const Graph& g, const Op& op, const S
   return str_cat("axes [", join(items, ", "), "]");
 }
 
+// A depthwise window up to 15 x 15, else the ones-operand matrix product
+// (K = H * W in a 16-bit field).
 std::optional<std::string> check_mean_window(const Graph& g, const Op& op, const SupportConfig&) {
   const auto& s = input(g, op).tensor->shape;
   if (s[1] <= limits::kMaxKernel && s[2] <= limits::kMaxKernel) return std::nullopt;
-  return str_cat("height x width ", s[1], "x", s[2]);
+  if (s[1] * s[2] <= limits::kMaxFeatureMapDim) return std::nullopt;
+  return str_cat("height x width ", s[1], "x", s[2], " = ", s[1] * s[2], " cells");
 }
 
 std::optional<std::string> check_pad_axes(const Graph&, const Op& op, const SupportConfig&) {
@@ -831,13 +852,19 @@ std::vector<Rule> build_rules() {
       {"max_pool_window", {K::kMaxPool2D},
        str_cat("window height and width must be in ", window), false, check_max_pool_window},
       {"avg_pool_window", {K::kAveragePool2D},
-       str_cat("window must be ", avg, " with stride ", limits::kAvgPoolStride, " (nacc docs hardware, §2)"),
+       str_cat("window must be ", avg, " with stride ", limits::kAvgPoolStride,
+               " (the pooling unit, nacc docs hardware, §2; the only form for ONNX Runtime's "
+               "AveragePool), or, for TFLite, at most ", limits::kMaxKernel, " per axis with "
+               "stride at most ", limits::kMaxStride, " (depthwise passes, one per edge region) "
+               "or one window over the whole input of at most ", kMaxAveragePoolCells,
+               " cells (a matrix product with a ones operand)"),
        false, check_avg_pool_window},
       {"mean_axes", {K::kMean}, "MEAN must reduce exactly height and width (axes 1 and 2)", false,
        check_mean_axes},
       {"mean_window", {K::kMean},
        str_cat("the reduced height and width must each be in ", window,
-               " (MEAN runs as a depthwise window)"),
+               " (a depthwise window) or hold at most ", limits::kMaxFeatureMapDim,
+               " cells in all (a matrix product with a ones operand)"),
        false, check_mean_window},
       {"pad_axes", {K::kPad}, "PAD may pad only height and width (axes 1 and 2)", false,
        check_pad_axes},
