@@ -132,7 +132,7 @@ def test_unfused_average_pool_stays_on_host_with_reason():
 
 
 @pytest.mark.parametrize("dt", ["int8", "uint8"])
-@pytest.mark.parametrize("hw", [(7, 7), (4, 6), (2, 2)])
+@pytest.mark.parametrize("hw", [(7, 7), (4, 6), (2, 2), (16, 16), (56, 56), (112, 20)])
 def test_global_average_pool_unit_bit_exact(dt, hw):
     for seed in (0, 1):
         model = _unit("GlobalAveragePool", dt, (1, 16, *hw), out_shape=[1, 16, 1, 1], seed=seed)
