@@ -5,9 +5,11 @@ the delegate (docs/compiler.md "MEAN", "AVERAGE_POOL_2D"):
 - MEAN up to 15x15: one depthwise window (unchanged); larger: the matrix unit
   with a ones operand (A = H*W ones, B = the input as [H*W, C]);
 - AVERAGE_POOL_2D 2x2 stride 2: the pooling unit (unchanged); any other window
-  up to 15 with stride up to 3: depthwise passes, one per region of output
-  cells whose windows hold the same number of in-bounds cells, each dividing
-  by that count exactly; one window over the whole input: the ones matmul.
+  up to 15: depthwise passes, one per region of output cells whose windows
+  hold the same number of in-bounds cells, each dividing by that count
+  exactly (edge rows with a padding above 5 and every row of a stride above 3
+  are their own clipped windows); one window over the whole input: the ones
+  matmul.
 
 Random inputs and the boundary inputs (every cell -128, every cell 127, and an
 alternating -128/127 pattern, which puts sums on rounding ties), at 1, 8 and 32
@@ -91,6 +93,12 @@ POOL_CASES = [
     ("ds-cnn-global-25x5", (1, 25, 5, 64), 25, 5, 1, 1, "VALID", "NONE"),
     ("global-32x32", (1, 32, 32, 12), 32, 32, 1, 1, "VALID", "RELU"),
     ("global-33x20-strided", (1, 33, 20, 3), 33, 20, 4, 4, "VALID", "NONE"),
+    # SAME padding above 5: the edge rows / columns become clipped windows.
+    ("15x15-s1-same-pad-7", (1, 20, 18, 6), 15, 15, 1, 1, "SAME", "NONE"),
+    # Strides above 3: every output row / column is its own clipped window.
+    ("4x4-s4-valid", (1, 16, 16, 9), 4, 4, 4, 4, "VALID", "NONE"),
+    ("5x3-s5x4-same-relu6", (1, 23, 17, 33), 5, 3, 5, 4, "SAME", "RELU6"),
+    ("2x2-s4-valid", (1, 13, 9, 4), 2, 2, 4, 4, "VALID", "NONE"),
 ]
 
 
@@ -138,7 +146,7 @@ def test_mean_112x112_declined_at_16kb_with_reason():
 
 
 @pytest.mark.parametrize("case,shape,kh,kw,sh,sw,why", [
-    ("stride-4", (1, 16, 16, 4), 4, 4, 4, 4, "window 4x4, stride 4x4"),
+    ("stride-4-289-regions", (1, 68, 68, 4), 3, 3, 4, 4, "needs 289 region passes"),
     ("16x16-not-global", (1, 20, 20, 4), 16, 16, 1, 1, "window 16x16, stride 1x1"),
     ("global-2896-cells", (1, 181, 16, 2), 181, 16, 1, 1, "over 2896 cells"),
 ])
@@ -175,16 +183,10 @@ def _random_pool(rng):
         return (1, h, w, int(rng.integers(1, 70))), h, w, int(rng.integers(1, 5)), \
             int(rng.integers(1, 5)), "VALID", "NONE"
     kh, kw = (int(v) for v in rng.integers(1, 16, 2))
-    sh, sw = (int(v) for v in rng.integers(1, 4, 2))
+    sh, sw = (int(v) for v in rng.integers(1, 5, 2))
     padding = "SAME" if rng.random() < 0.6 else "VALID"
     h = int(rng.integers(kh if padding == "VALID" else 1, 33))
     w = int(rng.integers(kw if padding == "VALID" else 1, 33))
-    if padding == "SAME":  # NACC_PADDING: at most 5 per side
-        ph = max(0, (-(-h // sh) - 1) * sh + kh - h)
-        pw = max(0, (-(-w // sw) - 1) * sw + kw - w)
-        if ph > 10 or pw > 10:
-            padding = "VALID"
-            h, w = max(h, kh), max(w, kw)
     act = str(rng.choice(["NONE", "RELU", "RELU6"]))
     return (1, h, w, int(rng.integers(1, 90))), kh, kw, sh, sw, padding, act
 
@@ -196,13 +198,12 @@ def test_average_pool_random_sweep(seed):
     shape, kh, kw, sh, sw, padding, act = _random_pool(rng)
     config = CONFIGS[seed % len(CONFIGS)]
     model = pool_model(shape, kh, kw, sh, sw, padding, act)
-    # A SAME pad above 5 per side stays on the host (rule "padding"); exact either way.
-    assert_exact(model, shape, seed, expect_claimed=False, **config)
-    d = nacc.load_delegate(log_level="off", min_partition_macs=0, **config)
-    make_interpreter(model, delegates=[d]).allocate_tensors()
-    (n,) = d.report().nodes
-    reasons = " ".join(r.message for r in n.reasons)
-    assert n.claimed or "padding must be" in reasons or "smallest tile" in reasons, reasons
+    # Stride 4 on a large output can need more than 256 region passes, which
+    # stays on the host; exact either way.
+    r = assert_exact(model, shape, seed, expect_claimed=False, **config)
+    (n,) = r.nodes
+    reasons = " ".join(x.message for x in n.reasons)
+    assert n.claimed or "region passes" in reasons, reasons
 
 
 @pytest.mark.slow

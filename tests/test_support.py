@@ -282,9 +282,18 @@ CASES = [
     past("avg_pool_window", "16x16-stride-1", lambda: b.pool("AVERAGE_POOL_2D", in_hw=(20, 20),
                                                             kernel=(16, 16), stride=(1, 1)),
          "window 16x16, stride 1x1"),
-    past("avg_pool_window", "stride-4", lambda: b.pool("AVERAGE_POOL_2D", in_hw=(16, 16),
-                                                      kernel=(4, 4), stride=(4, 4)),
-         "window 4x4, stride 4x4"),
+    # A stride above 3: every output row / column its own clipped window.
+    at("avg_pool_window", "stride-4-256-regions", lambda: b.pool("AVERAGE_POOL_2D", in_hw=(64, 64),
+                                                                kernel=(4, 4), stride=(4, 4))),
+    past("avg_pool_window", "stride-4-289-regions", lambda: b.pool(
+        "AVERAGE_POOL_2D", in_hw=(68, 68), kernel=(3, 3), stride=(4, 4)),
+         "window 3x3, stride 4x4 needs 289 region passes"),
+    at("padding", "avg-pool-15x15-same-7", lambda: b.pool("AVERAGE_POOL_2D", in_hw=(20, 20),
+                                                         kernel=(15, 15), stride=(1, 1),
+                                                         padding="SAME")),
+    past("padding", "avg-pool-pad-not-below-window", lambda: b.pool(
+        "AVERAGE_POOL_2D", in_hw=(8, 8), kernel=(3, 3), stride=(1, 1), pads=(3, 0, 0, 0)),
+         "padding top/bottom/left/right 3/0/0/0 of a 3x3 window"),
     at("avg_pool_window", "global-25x5", lambda: b.pool("AVERAGE_POOL_2D", in_hw=(25, 5),
                                                        kernel=(25, 5), stride=(1, 1))),
     at("avg_pool_window", "global-2895", lambda: b.pool("AVERAGE_POOL_2D", in_hw=(193, 15),

@@ -8,6 +8,7 @@
 
 #include "arch/limits.h"
 #include "common/error.h"
+#include "support/pool_regions.h"
 
 namespace nacc::compiler {
 
@@ -832,42 +833,6 @@ std::vector<LoweredOp> lower_concatenation(const ir::Graph& graph, int op_index)
   return parts;
 }
 
-namespace {
-
-// A run of output positions along one axis whose windows hold the same number
-// of in-bounds input positions, and the input positions they read.
-struct PoolBand {
-  int out_start = 0, out_size = 0;  // output positions [out_start, + out_size)
-  int in_start = 0, in_size = 0;    // input positions the windows cover
-  int pad_before = 0;               // padding before in_start of the first window
-  int count = 0;                    // in-bounds positions of each window
-};
-
-std::vector<PoolBand> pool_bands(int out, int in, int kernel, int stride, int pad) {
-  std::vector<PoolBand> bands;
-  for (int o = 0; o < out; ++o) {
-    const int b = o * stride - pad;
-    const int lo = std::max(0, b), hi = std::min(in, b + kernel);
-    if (!bands.empty() && bands.back().count == hi - lo) {
-      PoolBand& last = bands.back();
-      ++last.out_size;
-      last.in_size = hi - last.in_start;
-      continue;
-    }
-    PoolBand band;
-    band.out_start = o;
-    band.out_size = 1;
-    band.in_start = lo;
-    band.in_size = hi - lo;
-    band.pad_before = lo - b;
-    band.count = hi - lo;
-    bands.push_back(band);
-  }
-  return bands;
-}
-
-}  // namespace
-
 std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
   LoweredOp base;
@@ -901,19 +866,20 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
     base.act_mode = act_mode_of(fused_activation_of(a.activation, base.label));
     fused_activation_range_int8(fused_activation_of(a.activation, base.label), qo.scale,
                                 qo.zero_point, &base.act_min, &base.act_max);
-    const std::vector<PoolBand> ys = pool_bands(os.h, is.h, a.kernel_h, a.stride_h,
-                                                int(a.padding.top));
-    const std::vector<PoolBand> xs = pool_bands(os.w, is.w, a.kernel_w, a.stride_w,
-                                                int(a.padding.left));
-    const bool window_fits = a.kernel_h <= limits::kMaxKernel && a.kernel_w <= limits::kMaxKernel &&
-                             a.stride_h <= limits::kMaxStride && a.stride_w <= limits::kMaxStride;
+    using support::PoolBand;
+    const std::vector<PoolBand> ys = support::average_pool_bands(os.h, is.h, a.kernel_h,
+                                                                 a.stride_h, int(a.padding.top));
+    const std::vector<PoolBand> xs = support::average_pool_bands(os.w, is.w, a.kernel_w,
+                                                                 a.stride_w, int(a.padding.left));
+    if (ys.empty() || xs.empty()) {
+      throw Unsupported(str_cat(base.label, ": an output window holds no input cell"));
+    }
+    const bool window_fits = a.kernel_h <= limits::kMaxKernel && a.kernel_w <= limits::kMaxKernel;
     if (!window_fits) {
       // One window over every input cell: the sum on the matrix unit.
       if (os.h != 1 || os.w != 1 || ys[0].count != is.h || xs[0].count != is.w) {
         throw Unsupported(str_cat(base.label, ": window ", a.kernel_h, "x", a.kernel_w,
-                                  ", stride ", a.stride_h, "x", a.stride_w,
                                   " is neither at most ", limits::kMaxKernel,
-                                  " with stride at most ", limits::kMaxStride,
                                   " nor one window over the whole input"));
       }
       LoweredOp l = base;
@@ -927,11 +893,12 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
       parts.push_back(std::move(l));
       return parts;
     }
+    if (ys.size() * xs.size() > size_t(support::kMaxAveragePoolRegions)) {
+      throw Unsupported(str_cat(base.label, ": ", ys.size() * xs.size(), " region passes exceed ",
+                                support::kMaxAveragePoolRegions));
+    }
     for (const PoolBand& y : ys) {
       for (const PoolBand& x : xs) {
-        if (y.count < 1 || x.count < 1) {
-          throw Unsupported(str_cat(base.label, ": an output window holds no input cell"));
-        }
         LoweredOp l = base;
         l.label = ys.size() * xs.size() == 1
                       ? base.label
@@ -948,12 +915,14 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
         l.out_tensor_w = os.w;
         ir::Op window = op;
         window.attrs.padding = {y.pad_before, 0, x.pad_before, 0};
-        set_window(l, window, a.kernel_h, a.kernel_w);
+        window.attrs.stride_h = y.stride;
+        window.attrs.stride_w = x.stride;
+        set_window(l, window, y.kernel, x.kernel);
         // Sum of the raw values: input offset 0 (padding then adds 0 too),
         // output offset 0, the division by this region's count.
         l.input_zero_point = 0;
         l.output_zero_point = 0;
-        l.weights.assign(size_t(a.kernel_h) * a.kernel_w * is.c, 1);
+        l.weights.assign(size_t(y.kernel) * x.kernel * is.c, 1);
         const QuantizedMultiplier q = tflite_average_pool_division(int64_t(y.count) * x.count);
         l.multiplier.assign(size_t(is.c), q.multiplier);
         l.shift.assign(size_t(is.c), q.shift);
@@ -973,10 +942,7 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
 std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
   if (op.kind == OpKind::kConcatenation) return lower_concatenation(graph, op_index);
-  if (op.kind == OpKind::kAveragePool2D && op.attrs.onnx_kernel == ir::Attributes::OnnxKernel::kNone &&
-      !is_pool_unit_average(op)) {
-    return lower_average_pool_regions(graph, op_index);
-  }
+  if (support::is_region_average_pool(op)) return lower_average_pool_regions(graph, op_index);
   return {lower_op(graph, op_index)};
 }
 
@@ -1007,9 +973,7 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
         lower_batch_matmul(graph, op, l);
         break;
       case OpKind::kAveragePool2D:
-        if (op.attrs.onnx_kernel == ir::Attributes::OnnxKernel::kNone && !is_pool_unit_average(op)) {
-          return lower_average_pool_regions(graph, op_index).at(0);
-        }
+        if (support::is_region_average_pool(op)) return lower_average_pool_regions(graph, op_index).at(0);
         lower_pool(graph, op, l);
         break;
       case OpKind::kMaxPool2D:
