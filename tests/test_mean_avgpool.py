@@ -247,3 +247,24 @@ def test_block_models_one_partition_bit_exact(name, cores):
     assert len({n.partition for n in r.nodes}) == 1
     kinds = {n.op for n in r.nodes}
     assert ("MEAN" in kinds) if name.startswith("squeeze") else ("AVERAGE_POOL_2D" in kinds)
+
+
+# ---- the execution plan ------------------------------------------------------------------
+
+@pytest.mark.parametrize("build", [
+    lambda b: b.mean(in_shape=(1, 40, 33, 70)),                                    # ones matmul
+    lambda b: b.pool("AVERAGE_POOL_2D", in_hw=(9, 10), c=70, kernel=(3, 3), stride=(1, 1),
+                     padding="SAME"),                                              # 9 regions
+    lambda b: b.pool("AVERAGE_POOL_2D", in_hw=(20, 18), c=6, kernel=(15, 15), stride=(1, 1),
+                     padding="SAME"),                                              # pad 7
+    lambda b: b.pool("AVERAGE_POOL_2D", in_hw=(25, 5), c=64, kernel=(25, 5), stride=(1, 1)),
+], ids=["mean-40x33", "pool-3x3-same", "pool-15x15-same", "pool-global-25x5"])
+@pytest.mark.parametrize("cores,kb", [(1, 64), (8, 16), (32, 64)])
+def test_replay_equals_step(build, cores, kb):
+    """The decoded plan replays these Programs with the interpreter's bits and
+    counters (DESIGN "decoded once, replayed fast")."""
+    import ir_builders as b
+    from nacc import _core
+    from test_replay import assert_equivalent
+    g, _ = build(b)
+    assert_equivalent(_core.compile(g, cores=cores, sram_kb=kb), cores, kb)
