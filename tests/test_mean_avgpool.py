@@ -268,3 +268,48 @@ def test_replay_equals_step(build, cores, kb):
     from test_replay import assert_equivalent
     g, _ = build(b)
     assert_equivalent(_core.compile(g, cores=cores, sram_kb=kb), cores, kb)
+
+
+# ---- the division ----------------------------------------------------------------------
+
+def _tflite_average(s, n):
+    """reference_integer_ops::AveragePool's rounding: (sum +- n/2) / n, C++ truncation."""
+    s = np.asarray(s, dtype=np.int64)
+    q = np.where(s > 0, (s + n // 2), (s - n // 2))
+    return np.sign(q) * (np.abs(q) // n)
+
+
+def _mbqm(x, m, shift):
+    """MultiplyByQuantizedMultiplier on int64 arrays (shift <= 1 here)."""
+    x = np.asarray(x, dtype=np.int64) << max(shift, 0)
+    ab = x * m
+    nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+    hi = (ab + nudge)
+    hi = np.sign(hi) * (np.abs(hi) >> 31)  # C++ division truncates toward zero
+    assert shift >= 0
+    return hi
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 6, 8, 9, 16, 25, 49, 125, 225, 1024, 2047, 2895])
+def test_average_pool_division_exact(n):
+    """(m, s) gives TFLite's rounded average for every sum of n int8 values
+    (numpy here, independently of the C++ self-check)."""
+    from nacc import _core
+    m, shift = _core.tflite_average_pool_division(n)
+    sums = np.arange(-128 * n, 127 * n + 1)
+    np.testing.assert_array_equal(_mbqm(sums, m, shift), _tflite_average(sums, n))
+
+
+def test_average_pool_division_range():
+    from nacc import _core
+    for n in (0, 2896):
+        with pytest.raises(ValueError, match="out of range"):
+            _core.tflite_average_pool_division(n)
+
+
+@pytest.mark.slow
+def test_average_pool_division_every_count():
+    """Every count the region passes and the ones matmul can divide by."""
+    from nacc import _core
+    for n in range(1, 2896):
+        _core.tflite_average_pool_division(n)  # throws if any sum differs

@@ -169,8 +169,8 @@ int8_t tflite_mean_output(int64_t sum, int64_t n, float input_scale, int32_t inp
 // product, toward zero for a negative one), where m > 2^31 / n puts every tie
 // strictly past its half-integer, away from zero, and the overshoot of
 // |sum / n| is at most 128 n / 2^31 < 1 / (2 n) for n < 2896 — less than the
-// distance of any non-tie sum / n from a half-integer. Beyond n = 2895 no multiplier of this output stage is
-// exact for every sum (n^2 >= 2^23), so larger counts are not lowered. The
+// distance of any non-tie sum / n from a half-integer. The argument covers
+// n <= 2895 (n^2 < 2^23); larger counts are not lowered. The
 // function checks every sum of the range and throws InvalidArgument if one
 // differed (never for 1 <= n <= kMaxAveragePoolCells; tests) or n is outside.
 inline constexpr int64_t kMaxAveragePoolCells = 2895;
