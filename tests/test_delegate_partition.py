@@ -139,8 +139,9 @@ SINGLE_NODE_CASES = [
     ("softmax", single(lambda m, x: m.softmax(x)), ("npu_op_kind", "no NPU implementation"), True),
     ("max_pool", single(lambda m, x: m.pool("MAX_POOL_2D", x, 3, 2, "SAME")), "npu", False),
     ("avg_pool_2x2", single(lambda m, x: m.pool("AVERAGE_POOL_2D", x, 2, 2)), "npu", False),
-    ("avg_pool_3x3", single(lambda m, x: m.pool("AVERAGE_POOL_2D", x, 3, 1)),
-     ("avg_pool_window", "window 3x3"), False),
+    # Any window up to 15: depthwise region passes (docs/compiler.md "AVERAGE_POOL_2D").
+    ("avg_pool_3x3", single(lambda m, x: m.pool("AVERAGE_POOL_2D", x, 3, 1)), "npu", False),
+    ("avg_pool_stride4", single(lambda m, x: m.pool("AVERAGE_POOL_2D", x, 4, 4)), "npu", False),
     # MEAN over H and W: one depthwise pass (docs/compiler.md "MEAN").
     ("mean_hw", single(lambda m, x: m.mean(x)), "npu", False),
     ("add", single(lambda m, x: m.add(x, x)), "npu", False),

@@ -132,10 +132,26 @@ def test_unfused_average_pool_stays_on_host_with_reason():
 
 
 @pytest.mark.parametrize("dt", ["int8", "uint8"])
-@pytest.mark.parametrize("hw", [(7, 7), (4, 6), (2, 2)])
+# Up to 15x15 one depthwise window; larger the ones-operand matmul (docs/compiler.md "MEAN").
+@pytest.mark.parametrize("hw", [(7, 7), (4, 6), (2, 2), (16, 16), (56, 56), (112, 20)])
 def test_global_average_pool_unit_bit_exact(dt, hw):
     for seed in (0, 1):
         model = _unit("GlobalAveragePool", dt, (1, 16, *hw), out_shape=[1, 16, 1, 1], seed=seed)
+        differ, total, rep = _compare(model)
+        assert rep["claimed_nodes"] == rep["total_nodes"], rep["host_nodes"]
+        assert differ == 0, f"{differ}/{total}"
+
+
+@pytest.mark.parametrize("dt", ["int8", "uint8"])
+@pytest.mark.parametrize("hw", [(7, 7), (16, 16), (30, 21)])
+def test_whole_input_average_pool_unit_bit_exact(dt, hw):
+    """A QLinearAveragePool whose kernel covers the unpadded input runs the
+    global average pool's arithmetic (ep/translate.cc); past 15x15 it is the
+    ones-operand matmul with the float32 output stage."""
+    attrs = dict(kernel_shape=list(hw))
+    for seed in (0, 1):
+        model = _unit("AveragePool", dt, (1, 16, *hw), attrs=attrs, out_shape=[1, 16, 1, 1],
+                      seed=seed)
         differ, total, rep = _compare(model)
         assert rep["claimed_nodes"] == rep["total_nodes"], rep["host_nodes"]
         assert differ == 0, f"{differ}/{total}"

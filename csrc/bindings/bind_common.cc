@@ -91,6 +91,16 @@ NACC_BINDINGS(common) {
       py::arg("real_multiplier"),
       "TFLite QuantizeMultiplier: returns (multiplier, shift) with real = m * 2^(shift-31).");
   m.def(
+      "tflite_average_pool_division",
+      [](int64_t n) {
+        auto q = nacc::tflite_average_pool_division(n);
+        return py::make_tuple(q.multiplier, q.shift);
+      },
+      py::arg("cells"),
+      "AVERAGE_POOL_2D's exact division by `cells` on the output stage: (multiplier, shift), "
+      "checked against TFLite's rounding for every sum of `cells` int8 values (ValueError if "
+      "one differs or cells is outside [1, 2895]).");
+  m.def(
       "quantize_multiplier_smaller_than_one",
       [](double real) {
         auto q = nacc::quantize_multiplier_smaller_than_one(real);

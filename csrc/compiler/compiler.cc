@@ -155,6 +155,7 @@ struct WeightStream {
 struct OpConstants {
   int64_t bias = -1, multiplier = -1, shift = -1, real_scale = -1, lut = -1, operand2 = -1;
   int64_t fp32_scale = -1, b_matrix = -1;  // ONNX float32 scales; im2col: B [K, N]
+  int64_t ones = -1;                       // LoweredOp::ones_a: A = K ones
   // (c0, group, cores, channels per core) -> stream
   std::map<std::tuple<int, int, int, int>, WeightStream> streams;
   int64_t weight_raw = 0, weight_stored = 0;
@@ -177,6 +178,10 @@ void add_op_constants(Context& ctx, const LoweredOp& op, OpConstants& k) {
     k.operand2 = ctx.pool.add(op.input2_constant.data(), op.input2_constant.size());
   }
   k.weight_raw = int64_t(op.weights.size());
+  if (op.ones_a) {
+    const std::vector<uint8_t> ones(size_t(op.matmul_k()), 1);
+    k.ones = ctx.pool.add(ones.data(), ones.size());
+  }
   if (op.unit == Unit::kMatmul && op.im2col) {
     // B of an im2col convolution: [K, N] uncompressed (NPU_OP_MATMUL reads B as is).
     k.b_matrix = ctx.pool.add(op.weights.data(), op.weights.size());
@@ -250,7 +255,7 @@ struct CommandShape {
 
 // The layer: window, feature-map sizes, channels, zero points, clamp, and where
 // the feature maps are in external memory (docs/device_model.md §2-§4).
-void set_layer(Context& ctx, const LoweredOp& op, const CommandShape& c) {
+void set_layer(Context& ctx, const LoweredOp& op, const OpConstants& k, const CommandShape& c) {
   Emitter& em = ctx.em;
   const int in_c0 = (op.unit == Unit::kConv || op.unit == Unit::kFullyConnected ||
                      op.unit == Unit::kMatmul) ? 0 : c.group.start;
@@ -299,7 +304,15 @@ void set_layer(Context& ctx, const LoweredOp& op, const CommandShape& c) {
                       .set(fields::NACC_ACT_PARA::U8_DOMAIN, op.u8_domain)
                       .set(fields::NACC_ACT_PARA::POOL_FP32, op.pool_fp32)
                       .get());
-  em.set_register(Reg::NACC_IN_FM_DMA_ADDR, ctx.address(op.input, in_c0));
+  // A rectangle of a tensor (LoweredOp::in_y0 ...) starts at its first pixel
+  // and keeps the tensor's row pitch.
+  const int64_t in_row = int64_t(op.in_row_pixels()) * op.in_shape.c;
+  const int64_t in_origin = op.in_y0 * in_row + int64_t(op.in_x0) * op.in_shape.c;
+  const int64_t out_row = int64_t(op.out_row_pixels()) * op.out_pitch();
+  const int64_t out_origin = op.out_y0 * out_row + int64_t(op.out_x0) * op.out_pitch();
+  em.set_register(Reg::NACC_IN_FM_DMA_ADDR,
+                  op.ones_a ? region_address(compiler::kConstantRegion, k.ones)
+                            : ctx.address(op.input, in_origin + in_c0));
   em.set_register(Reg::NACC_DMA_PARA2,
                   Value()
                       .set(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET,
@@ -308,18 +321,16 @@ void set_layer(Context& ctx, const LoweredOp& op, const CommandShape& c) {
   em.set_register(Reg::NACC_DMA_OFFSET1,
                   Value()
                       .set(fields::NACC_DMA_OFFSET1::IN_DMA_ROW_OFFSET,
-                           op.in_row_pitch ? op.in_row_pitch
-                                           : int64_t(op.in_shape.w) * op.in_shape.c)
+                           op.in_row_pitch ? op.in_row_pitch : in_row)
                       .get());
   em.set_register(Reg::NACC_OUT_DMA_ADDR,
-                  ctx.address(op.output, op.out_channel_offset + op.out_channels(c.group.start)));
+                  ctx.address(op.output, out_origin + op.out_channel_offset +
+                                             op.out_channels(c.group.start)));
   em.set_register(
       Reg::NACC_DMA_OUT_TRANS_LEN,
       Value().set(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN, op.out_pitch()).get());
-  em.set_register(Reg::NACC_DMA_OFFSET2, Value()
-                                             .set(fields::NACC_DMA_OFFSET2::OUT_DMA_OFFSET,
-                                                  int64_t(op.out_shape.w) * op.out_pitch())
-                                             .get());
+  em.set_register(Reg::NACC_DMA_OFFSET2,
+                  Value().set(fields::NACC_DMA_OFFSET2::OUT_DMA_OFFSET, out_row).get());
 }
 
 // The output tile, its input tile (halo included) and the cores
@@ -617,7 +628,7 @@ std::pair<uint32_t, Opcode> control(const LoweredOp& op, bool fm_upd, bool k_upd
 void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstants& k,
                   Residency& res, const CommandShape& c) {
   Emitter& em = ctx.em;
-  set_layer(ctx, op, c);
+  set_layer(ctx, op, k, c);
   set_tile(ctx, op, c);
   std::vector<uint32_t> k_sig = set_operands(ctx, op, k, c);
   const bool uses_k = (op.unit != Unit::kMaxPool && op.unit != Unit::kAvgPool) || op.pool_fp32;
@@ -778,7 +789,11 @@ void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, 
   // Move-once DMA bytes: every input element some output reads, every
   // constant byte as stored, every output byte, once.
   int64_t read = input_read_once(ctx, op);
-  if (op.unit == Unit::kMatmul && !op.im2col) read += tensor_bytes(ctx.graph.tensor(op.input2));
+  if (op.ones_a) {
+    read += op.matmul_k();  // the ones (B is the input, counted above)
+  } else if (op.unit == Unit::kMatmul && !op.im2col) {
+    read += tensor_bytes(ctx.graph.tensor(op.input2));
+  }
   if (op.unit == Unit::kElementwise) {
     read += op.input2_is_constant ? int64_t(op.input2_constant.size())
                                   : tensor_bytes(ctx.graph.tensor(op.input2));
@@ -893,10 +908,32 @@ void check_partition(const ir::Graph& g, const std::vector<int>& inputs,
 
 // ---- CONCATENATION (compiler/lower.h lower_concatenation) --------------------------
 
-// The rules, then one lowered part per input.
+// The rules, then the op's lowered parts (compiler/lower.h lower_op_parts).
 std::vector<LoweredOp> check_and_lower_parts(const ir::Graph& g, int i, const CompileOptions& o) {
   check_and_lower(g, i, o);  // the rules, and the first part's lowering
-  return compiler::lower_concatenation(g, i);
+  return compiler::lower_op_parts(g, i);
+}
+
+// An AVERAGE_POOL_2D's region passes: the input and output moved once, the
+// constants of every pass, the passes' MAC-array cycles spread over every core.
+void fill_region_record(const Context& ctx, const std::vector<const LoweredOp*>& parts,
+                        const std::vector<const OpConstants*>& consts, OpRecord& rec) {
+  const HwConfig& hw = ctx.options.hw;
+  int64_t read = tensor_bytes(ctx.graph.tensor(parts.at(0)->input)), mac = 0;
+  rec.macs = 0;
+  rec.weight_bytes = rec.weight_bytes_stored = 0;
+  rec.lowering = parts[0]->lowering;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const LoweredOp& p = *parts[i];
+    read += consts[i]->weight_stored + 4 * int64_t(p.multiplier.size() + p.shift.size());
+    mac += compiler::mac_cycles(p, p.out_shape.h, p.out_shape.w, p.split_channels());
+    rec.macs += useful_macs(p);
+    rec.weight_bytes += consts[i]->weight_raw;
+    rec.weight_bytes_stored += consts[i]->weight_stored;
+  }
+  const int64_t write = tensor_bytes(ctx.graph.tensor(parts[0]->output));
+  rec.min_dma_bytes = read + write;
+  rec.bound_cycles = cost::op_bound_cycles(mac, 0, read, write, hw);
 }
 
 // Every input and the output moved once; the parts' copy passes spread over
@@ -1015,7 +1052,8 @@ ir::Graph fold_pads(const ir::Graph& g, const std::vector<int>& outputs, const C
 void lower_into(const ir::Graph& graph, int i, bool folded, const CompileOptions& options,
                 std::vector<LoweredOp>* lowered) {
   if (folded) return;
-  if (graph.ops[i].kind == ir::OpKind::kConcatenation) {
+  if (graph.ops[i].kind == ir::OpKind::kConcatenation ||
+      graph.ops[i].kind == ir::OpKind::kAveragePool2D) {  // parts, or AVERAGE_POOL_2D region passes
     for (LoweredOp& part : check_and_lower_parts(graph, i, options)) {
       lowered->push_back(std::move(part));
     }
@@ -1034,16 +1072,23 @@ OpRecord begin_record(const Context& ctx, const ir::Graph& graph, int i) {
   return rec;
 }
 
-// A CONCATENATION: each part's constants and commands, one record for all.
-void emit_concatenation(Context& ctx, const std::vector<const LoweredOp*>& parts,
-                        const std::vector<const TilePlan*>& plans, OpRecord& rec) {
+// A CONCATENATION, or an AVERAGE_POOL_2D as region passes (`regions`): each
+// part's constants and commands, one record for all.
+void emit_parts(Context& ctx, const std::vector<const LoweredOp*>& parts,
+                const std::vector<const TilePlan*>& plans, bool regions, OpRecord& rec) {
+  std::vector<OpConstants> consts(parts.size());
   for (size_t p = 0; p < parts.size(); ++p) {
-    OpConstants k;
-    add_op_constants(ctx, *parts[p], k);
-    emit_op(ctx, *parts[p], *plans[p], k);
+    add_op_constants(ctx, *parts[p], consts[p]);
+    emit_op(ctx, *parts[p], *plans[p], consts[p]);
   }
   rec.end_word = uint32_t(ctx.em.words().size());
-  fill_concat_record(ctx, parts, rec);
+  if (regions) {
+    std::vector<const OpConstants*> kp;
+    for (const OpConstants& k : consts) kp.push_back(&k);
+    fill_region_record(ctx, parts, kp, rec);
+  } else {
+    fill_concat_record(ctx, parts, rec);
+  }
 }
 
 // Any other op: its constants and commands; a view (RESHAPE) has none, or a
@@ -1132,14 +1177,17 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
     OpRecord rec = begin_record(ctx, graph, i);
     if (folded[i]) {  // no command: its padding is in the consumer's registers
       rec.end_word = rec.first_word;
-    } else if (graph.ops[i].kind == ir::OpKind::kConcatenation) {
+    } else if (graph.ops[i].kind == ir::OpKind::kConcatenation ||
+               (graph.ops[i].kind == ir::OpKind::kAveragePool2D &&
+                next_lowered + 1 < lowered.size() && lowered[next_lowered + 1].op_index == i)) {
       std::vector<const LoweredOp*> parts;
       std::vector<const TilePlan*> part_plans;
       for (; next_lowered < lowered.size() && lowered[next_lowered].op_index == i; ++next_lowered) {
         parts.push_back(&lowered[next_lowered]);
         part_plans.push_back(&plans[next_lowered]);
       }
-      emit_concatenation(ctx, parts, part_plans, rec);
+      emit_parts(ctx, parts, part_plans,
+                 graph.ops[i].kind == ir::OpKind::kAveragePool2D, rec);
     } else {
       const size_t li = next_lowered++;
       emit_single(ctx, lowered[li], plans[li], copy_ops.count(lowered[li].op_index) > 0, rec);

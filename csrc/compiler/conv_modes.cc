@@ -74,7 +74,9 @@ std::optional<LoweredOp> im2col_of(const LoweredOp& conv) {
 std::optional<LoweredOp> subsampled_of(const LoweredOp& conv) {
   if (conv.unit != Unit::kConv || conv.kernel_h != 1 || conv.kernel_w != 1 ||
       (conv.stride_h == 1 && conv.stride_w == 1) || conv.pad_top || conv.pad_left ||
-      conv.pad_bottom || conv.pad_right || conv.in_pixel_pitch || conv.in_row_pitch) {
+      conv.pad_bottom || conv.pad_right || conv.in_pixel_pitch || conv.in_row_pitch ||
+      conv.in_tensor_w || conv.in_y0 || conv.in_x0 || conv.out_tensor_w || conv.out_y0 ||
+      conv.out_x0) {
     return std::nullopt;
   }
   LoweredOp l = conv;
@@ -88,7 +90,8 @@ std::optional<LoweredOp> subsampled_of(const LoweredOp& conv) {
 
 std::optional<LoweredOp> pixel_rows_of(const LoweredOp& op) {
   if ((op.unit != Unit::kElementwise && op.unit != Unit::kActivation) || op.out_shape.w == 1 ||
-      op.out_pixel_pitch || op.in_pixel_pitch || op.in_row_pitch ||
+      op.out_pixel_pitch || op.in_pixel_pitch || op.in_row_pitch || op.ones_a ||
+      op.in_tensor_w || op.in_y0 || op.in_x0 || op.out_tensor_w || op.out_y0 || op.out_x0 ||
       op.in_shape.h != op.out_shape.h || op.in_shape.w != op.out_shape.w) {
     return std::nullopt;
   }

@@ -8,6 +8,7 @@
 
 #include "arch/limits.h"
 #include "common/error.h"
+#include "support/pool_regions.h"
 
 namespace nacc::compiler {
 
@@ -381,6 +382,13 @@ void lower_batch_matmul(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.act_mode = act_mode_of(act);
 }
 
+// The pooling unit's own average pool: 2x2, stride 2 (NACC_SPEC §2).
+bool is_pool_unit_average(const ir::Op& op) {
+  const auto& a = op.attrs;
+  return a.kernel_h == limits::kAvgPoolKernel && a.kernel_w == limits::kAvgPoolKernel &&
+         a.stride_h == limits::kAvgPoolStride && a.stride_w == limits::kAvgPoolStride;
+}
+
 void lower_pool(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const ir::Tensor& in = g.tensor(op.inputs[0]);
   const ir::Tensor& out = g.tensor(op.outputs[0]);
@@ -398,9 +406,9 @@ void lower_pool(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   if (!ort_float && (qi.scale != qo.scale || qi.zero_point != qo.zero_point)) {
     throw Unsupported(str_cat(l.label, ": input and output quantization differ"));
   }
-  if (l.unit == Unit::kAvgPool &&
-      (l.kernel_h != limits::kAvgPoolKernel || l.kernel_w != limits::kAvgPoolKernel ||
-       l.stride_h != limits::kAvgPoolStride || l.stride_w != limits::kAvgPoolStride)) {
+  if (l.unit == Unit::kAvgPool && !is_pool_unit_average(op)) {
+    // ONNX Runtime's float32 pool runs on the pooling unit only (2x2, stride 2);
+    // TFLite's any-window average pool is lower_average_pool_regions'.
     throw Unsupported(str_cat(l.label, ": average pool must be 2x2 with stride 2"));
   }
   l.input_zero_point = qi.zero_point;
@@ -686,6 +694,29 @@ void lower_pad(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
 // MEAN over height and width: a depthwise window over the whole input with
 // unit weights and TFLite's MEAN requantization (quant/tflite.h): the unit
 // computes MBQM(sum(x - zi), m', s') + zo exactly as TFLite's reference does.
+// The sum over all H x W cells of each channel on the matrix unit: A = one
+// row of K = H*W ones (constant region), B = the input viewed as [K, C] (its
+// NHWC bytes as they are: row k is cell k's C channels), B's zero point the
+// input's, so acc[c] = sum_k 1 * (x[k][c] - zi) in int32 — the same sum the
+// depthwise window forms, with no window limit (MATRIX_A_XSIZE and IN_FM_CH
+// are 16-bit). The caller sets the output stage.
+void lower_ones_matmul(const ir::Tensor& in, int32_t b_zero_point, LoweredOp& l) {
+  const Shape4 s = nhwc_of(in.shape);
+  const int64_t cells = int64_t(s.h) * s.w;
+  if (cells > limits::kMaxFeatureMapDim) {
+    throw Unsupported(str_cat(l.label, ": ", s.h, "x", s.w, " = ", cells, " cells exceed ",
+                              limits::kMaxFeatureMapDim,
+                              " (the ones operand's K, NACC_MATRIX_A.MATRIX_A_XSIZE)"));
+  }
+  l.unit = Unit::kMatmul;
+  l.ones_a = true;
+  l.input2 = l.input;
+  l.in_shape = Shape4{1, 1, 1, int(cells)};
+  l.out_shape = Shape4{1, 1, 1, s.c};
+  l.input_zero_point = 0;  // A's (the ones)
+  l.b_zero_point = b_zero_point;
+}
+
 void lower_mean(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const ir::Tensor& in = g.tensor(op.inputs[0]);
   const ir::Tensor& out = g.tensor(op.outputs[0]);
@@ -695,17 +726,21 @@ void lower_mean(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   check_arg(in.rank() == 4 && out.elements() == l.in_shape.c, l.label, ": input ",
             ir::shape_str(in.shape), " / output ", ir::shape_str(out.shape),
             " is not a reduction over height and width");
-  ir::Op window = op;
-  window.attrs.padding = {};
-  window.attrs.stride_h = window.attrs.stride_w = 1;
-  window.attrs.dilation_h = window.attrs.dilation_w = 1;
-  set_window(l, window, l.in_shape.h, l.in_shape.w);
   const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
   const int c = l.in_shape.c;
   const int64_t cells = int64_t(l.in_shape.h) * l.in_shape.w;
-  l.input_zero_point = qi.zero_point;
+  if (l.in_shape.h <= limits::kMaxKernel && l.in_shape.w <= limits::kMaxKernel) {
+    ir::Op window = op;
+    window.attrs.padding = {};
+    window.attrs.stride_h = window.attrs.stride_w = 1;
+    window.attrs.dilation_h = window.attrs.dilation_w = 1;
+    set_window(l, window, l.in_shape.h, l.in_shape.w);
+    l.weights.assign(size_t(cells) * c, 1);
+    l.input_zero_point = qi.zero_point;
+  } else {
+    lower_ones_matmul(in, qi.zero_point, l);
+  }
   l.output_zero_point = qo.zero_point;
-  l.weights.assign(size_t(cells) * c, 1);
   switch (op.attrs.onnx_kernel) {
     case ir::Attributes::OnnxKernel::kNone: {
       const QuantizedMultiplier r = tflite_mean_requantization(qi.scale, qo.scale, cells);
@@ -798,6 +833,119 @@ std::vector<LoweredOp> lower_concatenation(const ir::Graph& graph, int op_index)
   return parts;
 }
 
+std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base;
+  base.op_index = op_index;
+  base.kind = op.kind;
+  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  check_arg(op.kind == OpKind::kAveragePool2D && !op.inputs.empty() && op.inputs[0] >= 0 &&
+                op.outputs.size() == 1,
+            base.label, ": not an AVERAGE_POOL_2D with an input and one output");
+  if (op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
+    throw Unsupported(str_cat(base.label, ": ONNX Runtime's average pool runs on the pooling "
+                                          "unit only (2x2, stride 2)"));
+  }
+  base.input = op.inputs[0];
+  base.output = op.outputs[0];
+  const ir::Tensor& in = graph.tensor(base.input);
+  const ir::Tensor& out = graph.tensor(base.output);
+  std::vector<LoweredOp> parts;
+  try {
+    const Shape4 is = nhwc_of(in.shape), os = nhwc_of(out.shape);
+    const Quant qi = per_tensor(in, base.label), qo = per_tensor(out, base.label);
+    if (qi.scale != qo.scale || qi.zero_point != qo.zero_point) {
+      throw Unsupported(str_cat(base.label, ": input and output quantization differ"));
+    }
+    check_arg(is.c == os.c && is.n == 1 && os.n == 1, base.label, ": input ", is.str(),
+              " / output ", os.str(), " are not one image of the same channels");
+    const auto& a = op.attrs;
+    if (a.dilation_h != 1 || a.dilation_w != 1) {
+      throw Unsupported(str_cat(base.label, ": dilation ", a.dilation_h, "x", a.dilation_w));
+    }
+    base.act_mode = act_mode_of(fused_activation_of(a.activation, base.label));
+    fused_activation_range_int8(fused_activation_of(a.activation, base.label), qo.scale,
+                                qo.zero_point, &base.act_min, &base.act_max);
+    using support::PoolBand;
+    const std::vector<PoolBand> ys = support::average_pool_bands(os.h, is.h, a.kernel_h,
+                                                                 a.stride_h, int(a.padding.top));
+    const std::vector<PoolBand> xs = support::average_pool_bands(os.w, is.w, a.kernel_w,
+                                                                 a.stride_w, int(a.padding.left));
+    if (ys.empty() || xs.empty()) {
+      throw Unsupported(str_cat(base.label, ": an output window holds no input cell"));
+    }
+    const bool window_fits = a.kernel_h <= limits::kMaxKernel && a.kernel_w <= limits::kMaxKernel;
+    if (!window_fits) {
+      // One window over every input cell: the sum on the matrix unit.
+      if (os.h != 1 || os.w != 1 || ys[0].count != is.h || xs[0].count != is.w) {
+        throw Unsupported(str_cat(base.label, ": window ", a.kernel_h, "x", a.kernel_w,
+                                  " is neither at most ", limits::kMaxKernel,
+                                  " nor one window over the whole input"));
+      }
+      LoweredOp l = base;
+      lower_ones_matmul(in, 0, l);
+      const QuantizedMultiplier q =
+          tflite_average_pool_division(int64_t(is.h) * is.w);
+      l.multiplier.assign(size_t(os.c), q.multiplier);
+      l.shift.assign(size_t(os.c), q.shift);
+      l.output_zero_point = 0;
+      l.lowering = "ones_matmul";
+      parts.push_back(std::move(l));
+      return parts;
+    }
+    if (ys.size() * xs.size() > size_t(support::kMaxAveragePoolRegions)) {
+      throw Unsupported(str_cat(base.label, ": ", ys.size() * xs.size(), " region passes exceed ",
+                                support::kMaxAveragePoolRegions));
+    }
+    for (const PoolBand& y : ys) {
+      for (const PoolBand& x : xs) {
+        LoweredOp l = base;
+        l.label = ys.size() * xs.size() == 1
+                      ? base.label
+                      : str_cat(base.label, " region rows ", y.out_start, "+", y.out_size,
+                                " cols ", x.out_start, "+", x.out_size);
+        l.unit = Unit::kDepthwise;
+        l.in_shape = Shape4{1, y.in_size, x.in_size, is.c};
+        l.out_shape = Shape4{1, y.out_size, x.out_size, os.c};
+        l.in_y0 = y.in_start;
+        l.in_x0 = x.in_start;
+        l.in_tensor_w = is.w;
+        l.out_y0 = y.out_start;
+        l.out_x0 = x.out_start;
+        l.out_tensor_w = os.w;
+        ir::Op window = op;
+        window.attrs.padding = {y.pad_before, 0, x.pad_before, 0};
+        window.attrs.stride_h = y.stride;
+        window.attrs.stride_w = x.stride;
+        set_window(l, window, y.kernel, x.kernel);
+        // Sum of the raw values: input offset 0 (padding then adds 0 too),
+        // output offset 0, the division by this region's count.
+        l.input_zero_point = 0;
+        l.output_zero_point = 0;
+        l.weights.assign(size_t(y.kernel) * x.kernel * is.c, 1);
+        const QuantizedMultiplier q = tflite_average_pool_division(int64_t(y.count) * x.count);
+        l.multiplier.assign(size_t(is.c), q.multiplier);
+        l.shift.assign(size_t(is.c), q.shift);
+        l.lowering = "avg_regions";
+        parts.push_back(std::move(l));
+      }
+    }
+  } catch (const Unsupported&) {
+    throw;
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    throw Unsupported(what.rfind(base.label, 0) == 0 ? what : str_cat(base.label, ": ", what));
+  }
+  return parts;
+}
+
+std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  if (op.kind == OpKind::kConcatenation) return lower_concatenation(graph, op_index);
+  if (support::is_region_average_pool(op)) return lower_average_pool_regions(graph, op_index);
+  return {lower_op(graph, op_index)};
+}
+
 LoweredOp lower_op(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
   LoweredOp l;
@@ -824,8 +972,11 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
       case OpKind::kBatchMatMul:
         lower_batch_matmul(graph, op, l);
         break;
-      case OpKind::kMaxPool2D:
       case OpKind::kAveragePool2D:
+        if (support::is_region_average_pool(op)) return lower_average_pool_regions(graph, op_index).at(0);
+        lower_pool(graph, op, l);
+        break;
+      case OpKind::kMaxPool2D:
         lower_pool(graph, op, l);
         break;
       case OpKind::kAdd:
@@ -869,7 +1020,7 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
     const std::string what = e.what();
     throw Unsupported(what.rfind(l.label, 0) == 0 ? what : str_cat(l.label, ": ", what));
   }
-  l.lowering = l.unit == Unit::kConv ? "direct" : unit_name(l.unit);
+  l.lowering = l.unit == Unit::kConv ? "direct" : l.ones_a ? "ones_matmul" : unit_name(l.unit);
   return l;
 }
 

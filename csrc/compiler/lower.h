@@ -100,6 +100,12 @@ struct LoweredOp {
   // from the NHWC input by the DMA (NACC_CTRL.IM2COL_EN, docs/device_model.md §4).
   bool im2col = false;
   int32_t b_zero_point = 0;
+  // kMatmul with A = one row of K ones stored in the constant region (the
+  // "ones operand": MEAN and global AVERAGE_POOL_2D over more cells than a
+  // window holds, docs/compiler.md "MEAN"). B is the op's input viewed as
+  // [K = H*W, N = C] (input2 == input), so acc[c] = sum over the cells of
+  // (x - b_zero_point); IN_FM_DMA_ADDR points at the ones.
+  bool ones_a = false;
   int matmul_k() const;  // K: in_shape.c, or KH * KW * in_shape.c with im2col
 
   // How a CONV_2D was lowered (docs/compiler.md §2): "direct" (NPU_OP_CONV),
@@ -121,6 +127,17 @@ struct LoweredOp {
   // `in_row_pitch` apart (0: dense, in_shape.c and in_shape.w * in_shape.c).
   // A subsampled 1x1 convolution (conv_modes.h) reads every stride-th pixel so.
   int64_t in_pixel_pitch = 0, in_row_pitch = 0;
+
+  // A part of an op that reads and writes a rectangle of its tensors (the
+  // average pool's region passes, lower_average_pool_regions): in_shape /
+  // out_shape are the rectangle's, (in_y0, in_x0) / (out_y0, out_x0) its first
+  // pixel in the tensor and in_tensor_w / out_tensor_w the tensor's width in
+  // pixels (0: the rectangle is the whole width, origin 0). The row pitches
+  // become tensor width x pixel pitch (NACC_DMA_OFFSET1 / NACC_DMA_OFFSET2).
+  int in_y0 = 0, in_x0 = 0, in_tensor_w = 0;
+  int out_y0 = 0, out_x0 = 0, out_tensor_w = 0;
+  int in_row_pixels() const { return in_tensor_w ? in_tensor_w : in_shape.w; }
+  int out_row_pixels() const { return out_tensor_w ? out_tensor_w : out_shape.w; }
 
   // Channels of one output pixel and of one input pixel of a command that
   // computes `group` channels of the op's channel-split basis: conv / FC split
@@ -144,6 +161,24 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index);
 // that writes the input's channels at their offset of the output pixels.
 // lower_op returns the first part. Throws Unsupported as lower_op does.
 std::vector<LoweredOp> lower_concatenation(const ir::Graph& graph, int op_index);
+
+// The parts an op lowers to: CONCATENATION's (lower_concatenation), a TFLite
+// AVERAGE_POOL_2D's region passes (lower_average_pool_regions), else the one
+// LoweredOp of lower_op. Throws Unsupported as lower_op does.
+std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index);
+
+// TFLite AVERAGE_POOL_2D other than 2x2 stride 2 with a window of at most 15
+// and a stride of at most 3 per axis: TFLite's reference kernel divides the
+// sum of the in-bounds cells by their count (round half away from zero), and
+// the count changes only at padded edges. The output is cut into rectangles
+// of one count (runs of output rows with the same in-bounds row count x runs
+// of columns likewise); each is a depthwise pass with weights 1, input offset
+// 0, no bias and the exact division of quant/tflite.h
+// tflite_average_pool_division, reading the input rectangle its windows
+// cover with the padding those windows really have. A window over the whole
+// input with a 1x1 output and more cells than a window holds is one matmul
+// with a ones operand instead. lower_op returns the first part.
+std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op_index);
 
 // ---- the TFLite arithmetic, exposed for tests and frontends -------------------
 

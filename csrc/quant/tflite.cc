@@ -463,4 +463,33 @@ int8_t tflite_mean_output(int64_t sum, int64_t n, float input_scale, int32_t inp
   return static_cast<int8_t>(std::min(std::max(v, int32_t(-128)), int32_t(127)));
 }
 
+int32_t tflite_average_pool_output(int64_t sum, int64_t n) {
+  check_arg(n >= 1, "tflite_average_pool_output: ", n, " cells");
+  return static_cast<int32_t>(sum > 0 ? (sum + n / 2) / n : (sum - n / 2) / n);
+}
+
+QuantizedMultiplier tflite_average_pool_division(int64_t n) {
+  check_arg(n >= 1 && n <= kMaxAveragePoolCells, "tflite_average_pool_division: ", n,
+            " cells out of range [1, ", kMaxAveragePoolCells, "]");
+  QuantizedMultiplier q;
+  if (n == 1) {
+    q.multiplier = int32_t(1) << 30;
+    q.shift = 1;
+  } else {
+    // Strictly above 2^31 / n: SaturatingRoundingDoublingHighMul rounds a
+    // negative tie toward zero, so an exact 2^31 / n (n a power of two) would
+    // give -127 for -127.5; one more puts every tie past its half-integer.
+    q.multiplier = static_cast<int32_t>((int64_t(1) << 31) / n + 1);
+    q.shift = 0;
+  }
+  // Every sum of n int8 values: the output stage must give TFLite's division.
+  for (int64_t sum = -128 * n; sum <= 127 * n; ++sum) {
+    const int32_t got = multiply_by_quantized_multiplier(int32_t(sum), q.multiplier, q.shift);
+    check_arg(got == tflite_average_pool_output(sum, n), "tflite_average_pool_division: ",
+              "multiplier ", q.multiplier, " shift ", q.shift, " gives ", got, " for the sum ",
+              sum, " of ", n, " cells, TFLite ", tflite_average_pool_output(sum, n));
+  }
+  return q;
+}
+
 }  // namespace nacc

@@ -158,4 +158,27 @@ QuantizedMultiplier tflite_mean_requantization(float input_scale, float output_s
 int8_t tflite_mean_output(int64_t sum, int64_t n, float input_scale, int32_t input_zero_point,
                           float output_scale, int32_t output_zero_point);
 
+// AVERAGE_POOL_2D's division on the output stage. TFLite's reference int8
+// kernel (reference_integer_ops::AveragePool) sums the raw int8 values of the
+// in-bounds cells of a window and divides by their count n rounding half away
+// from zero ((sum + n/2) / n for sum > 0, (sum - n/2) / n otherwise, C++
+// truncating division). MultiplyByQuantizedMultiplier(sum, m, s) with
+// m = floor(2^31 / n) + 1, s = 0 (n >= 2; n = 1: 2^30, 1, exactly 1.0) gives
+// the same integer for every sum in [-128 n, 127 n]: one rounding of
+// sum * m / 2^31 (SaturatingRoundingDoublingHighMul: half up for a positive
+// product, toward zero for a negative one), where m > 2^31 / n puts every tie
+// strictly past its half-integer, away from zero, and the overshoot of
+// |sum / n| is at most 128 n / 2^31 < 1 / (2 n) for n < 2896 — less than the
+// distance of any non-tie sum / n from a half-integer. The argument covers
+// n <= 2895 (n^2 < 2^23); larger counts are not lowered. The
+// function checks every sum of the range and throws InvalidArgument if one
+// differed (never for 1 <= n <= kMaxAveragePoolCells; tests) or n is outside.
+inline constexpr int64_t kMaxAveragePoolCells = 2895;
+QuantizedMultiplier tflite_average_pool_division(int64_t n);
+
+// TFLite's int8 average for the raw sum of n in-bounds cells (before the
+// activation clamp): round half away from zero of sum / n, as the reference
+// kernel computes it.
+int32_t tflite_average_pool_output(int64_t sum, int64_t n);
+
 }  // namespace nacc

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "quant/tflite.h"
 #include "support/pad_fold.h"
+#include "support/pool_regions.h"
 
 namespace nacc::support {
 
@@ -543,6 +544,16 @@ std::optional<std::string> check_padding(const Graph&, const Op& op, const Suppo
     p = {op.attrs.paddings[1][0], op.attrs.paddings[1][1], op.attrs.paddings[2][0],
          op.attrs.paddings[2][1]};
   }
+  if (is_region_average_pool(op)) {
+    // Region passes take any padding below the window: each edge row or
+    // column with more than 5 becomes its own clipped window.
+    if (p.top >= 0 && p.bottom >= 0 && p.left >= 0 && p.right >= 0 && p.top < op.attrs.kernel_h &&
+        p.bottom < op.attrs.kernel_h && p.left < op.attrs.kernel_w && p.right < op.attrs.kernel_w) {
+      return std::nullopt;
+    }
+    return str_cat("padding top/bottom/left/right ", p.top, "/", p.bottom, "/", p.left, "/",
+                   p.right, " of a ", op.attrs.kernel_h, "x", op.attrs.kernel_w, " window");
+  }
   const auto ok = [](int64_t v) { return v >= 0 && v <= limits::kMaxPadding; };
   if (ok(p.top) && ok(p.bottom) && ok(p.left) && ok(p.right)) return std::nullopt;
   return str_cat("padding top/bottom/left/right ", p.top, "/", p.bottom, "/", p.left, "/",
@@ -578,14 +589,37 @@ std::optional<std::string> check_max_pool_window(const Graph&, const Op& op,
   return str_cat("window ", op.attrs.kernel_h, "x", op.attrs.kernel_w);
 }
 
-std::optional<std::string> check_avg_pool_window(const Graph&, const Op& op,
+// The pooling unit's average pool (2x2, stride 2); TFLite's any other window
+// as depthwise region passes (compiler/lower.h lower_average_pool_regions) or,
+// for one window over the whole input, the ones-operand matrix product.
+std::optional<std::string> check_avg_pool_window(const Graph& g, const Op& op,
                                                  const SupportConfig&) {
   const auto& a = op.attrs;
   if (a.kernel_h == limits::kAvgPoolKernel && a.kernel_w == limits::kAvgPoolKernel &&
       a.stride_h == limits::kAvgPoolStride && a.stride_w == limits::kAvgPoolStride) {
     return std::nullopt;
   }
-  return str_cat("window ", a.kernel_h, "x", a.kernel_w, ", stride ", a.stride_h, "x", a.stride_w);
+  const std::string what =
+      str_cat("window ", a.kernel_h, "x", a.kernel_w, ", stride ", a.stride_h, "x", a.stride_w);
+  if (op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
+    return str_cat(what, " (ONNX Runtime's float average pool)");
+  }
+  const auto& is = input(g, op).tensor->shape;
+  const auto& os = output(g, op).tensor->shape;
+  if (a.kernel_h <= limits::kMaxKernel && a.kernel_w <= limits::kMaxKernel) {
+    const size_t ny = average_pool_bands(int(os[1]), int(is[1]), a.kernel_h, a.stride_h,
+                                         int(a.padding.top)).size();
+    const size_t nx = average_pool_bands(int(os[2]), int(is[2]), a.kernel_w, a.stride_w,
+                                         int(a.padding.left)).size();
+    // A window with no input cell is the padding rule's (padding below the window).
+    if (ny * nx <= size_t(kMaxAveragePoolRegions)) return std::nullopt;
+    return str_cat(what, " needs ", ny * nx, " region passes");
+  }
+  const bool one_window = os[1] == 1 && os[2] == 1 &&
+                          a.kernel_h - a.padding.top >= is[1] && a.kernel_w - a.padding.left >= is[2];
+  if (one_window && is[1] * is[2] <= kMaxAveragePoolCells) return std::nullopt;
+  if (one_window) return str_cat(what, " over ", is[1] * is[2], " cells");
+  return what;
 }
 
 // ---- per-kind options -----------------------------------------------------------
@@ -615,10 +649,13 @@ std::optional<std::string> check_mean_axes(const Graph& g, const Op& op, const S
   return str_cat("axes [", join(items, ", "), "]");
 }
 
+// A depthwise window up to 15 x 15, else the ones-operand matrix product
+// (K = H * W in a 16-bit field).
 std::optional<std::string> check_mean_window(const Graph& g, const Op& op, const SupportConfig&) {
   const auto& s = input(g, op).tensor->shape;
   if (s[1] <= limits::kMaxKernel && s[2] <= limits::kMaxKernel) return std::nullopt;
-  return str_cat("height x width ", s[1], "x", s[2]);
+  if (s[1] * s[2] <= limits::kMaxFeatureMapDim) return std::nullopt;
+  return str_cat("height x width ", s[1], "x", s[2], " = ", s[1] * s[2], " cells");
 }
 
 std::optional<std::string> check_pad_axes(const Graph&, const Op& op, const SupportConfig&) {
@@ -836,7 +873,9 @@ std::vector<Rule> build_rules() {
        check_dilation},
       {"padding", {K::kConv2D, K::kDepthwiseConv2D, K::kMaxPool2D, K::kAveragePool2D, K::kPad},
        str_cat("padding must be in ", range_text(0, limits::kMaxPadding),
-               " on each side, after SAME is made explicit (NACC_PADDING.PAD_X/Y)"),
+               " on each side, after SAME is made explicit (NACC_PADDING.PAD_X/Y); a TFLite "
+               "AVERAGE_POOL_2D other than 2x2 stride 2: below its window on each side (region "
+               "passes clip the edge windows)"),
        false, check_padding},
       {"depth_multiplier", {K::kDepthwiseConv2D},
        str_cat("depth multiplier must be ", or_list(multipliers), " (DW_CH_MULT)"), false,
@@ -847,13 +886,20 @@ std::vector<Rule> build_rules() {
       {"max_pool_window", {K::kMaxPool2D},
        str_cat("window height and width must be in ", window), false, check_max_pool_window},
       {"avg_pool_window", {K::kAveragePool2D},
-       str_cat("window must be ", avg, " with stride ", limits::kAvgPoolStride, " (nacc docs hardware, §2)"),
+       str_cat("window must be ", avg, " with stride ", limits::kAvgPoolStride,
+               " (the pooling unit, nacc docs hardware, §2; the only form for ONNX Runtime's "
+               "AveragePool), or, for TFLite, at most ", limits::kMaxKernel, " per axis (depthwise "
+               "passes, one per region of one cell count: at most ", kMaxAveragePoolRegions,
+               "; a stride above ", limits::kMaxStride, " makes every output row or column its "
+               "own region) or one window over the whole input of at most ", kMaxAveragePoolCells,
+               " cells (a matrix product with a ones operand)"),
        false, check_avg_pool_window},
       {"mean_axes", {K::kMean}, "MEAN must reduce exactly height and width (axes 1 and 2)", false,
        check_mean_axes},
       {"mean_window", {K::kMean},
        str_cat("the reduced height and width must each be in ", window,
-               " (MEAN runs as a depthwise window)"),
+               " (a depthwise window) or hold at most ", limits::kMaxFeatureMapDim,
+               " cells in all (a matrix product with a ones operand)"),
        false, check_mean_window},
       {"pad_axes", {K::kPad}, "PAD may pad only height and width (axes 1 and 2)", false,
        check_pad_axes},

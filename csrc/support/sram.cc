@@ -61,6 +61,12 @@ int64_t min_sram_bytes(const ir::Graph& graph, const ir::Op& op, const SupportCo
            A(kShiftBytesPerChannel * m) + A(m);
   };
 
+  // The ones-operand matrix product over `cells` cells, one channel: A (the
+  // ones), one column of B, the multiplier and shift, one output byte.
+  const auto ones_matmul_tile = [&](int64_t cells) {
+    return 2 * A(cells) + A(kMultiplierBytesPerChannel) + A(kShiftBytesPerChannel) + A(1);
+  };
+
   switch (op.kind) {
     case OpKind::kConv2D: {
       const ir::Tensor& f = graph.tensor(op.inputs[1]);
@@ -77,7 +83,10 @@ int64_t min_sram_bytes(const ir::Graph& graph, const ir::Op& op, const SupportCo
     }
     case OpKind::kMean:
       need_rank(in, 4);
-      return depthwise_tile(in.shape[1], in.shape[2], 1);
+      if (in.shape[1] <= limits::kMaxKernel && in.shape[2] <= limits::kMaxKernel) {
+        return depthwise_tile(in.shape[1], in.shape[2], 1);
+      }
+      return ones_matmul_tile(in.shape[1] * in.shape[2]);
     case OpKind::kFullyConnected: {
       const ir::Tensor& w = graph.tensor(op.inputs[1]);
       need_rank(w, 2);
@@ -88,8 +97,22 @@ int64_t min_sram_bytes(const ir::Graph& graph, const ir::Op& op, const SupportCo
       const int64_t k = in.dim(-1);  // NPU_OP_MATMUL takes all of K in one command
       return 2 * A(k) + A(kMultiplierBytesPerChannel) + A(kShiftBytesPerChannel) + A(1);
     }
+    case OpKind::kAveragePool2D: {
+      need_rank(in, 4);
+      const auto& a = op.attrs;
+      const bool pool_unit = a.kernel_h == limits::kAvgPoolKernel &&
+                             a.kernel_w == limits::kAvgPoolKernel &&
+                             a.stride_h == limits::kAvgPoolStride &&
+                             a.stride_w == limits::kAvgPoolStride;
+      if (pool_unit || a.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
+        return A(window_area(a.kernel_h, a.kernel_w)) + A(1);
+      }
+      if (a.kernel_h <= limits::kMaxKernel && a.kernel_w <= limits::kMaxKernel) {
+        return depthwise_tile(a.kernel_h, a.kernel_w, 1);  // region passes
+      }
+      return ones_matmul_tile(in.shape[1] * in.shape[2]);
+    }
     case OpKind::kMaxPool2D:
-    case OpKind::kAveragePool2D:
       need_rank(in, 4);
       return A(window_area(op.attrs.kernel_h, op.attrs.kernel_w)) + A(1);
     case OpKind::kAdd:

@@ -60,7 +60,9 @@ constexpr int64_t kShiftBytesPerChannel = 4;
 //                      one input channel:
 //                        A(min(KH,H) * min(KW,W)) + A(KH * KW * M)
 //                      + 3 * A(4 * M) + A(M)
-//   MEAN               as DEPTHWISE_CONV_2D with KH = H, KW = W, M = 1 (a window of ones)
+//   MEAN               H, W <= 15: as DEPTHWISE_CONV_2D with KH = H, KW = W, M = 1
+//                      (a window of ones); larger: the ones-operand matrix
+//                      product, as BATCH_MATMUL with K = H * W
 //   FULLY_CONNECTED    one output x its K inputs: 2 * A(K) + P + A(1)
 //                      (P covers the bias and the float64 scale of the
 //                      real-scale output stage, 12 bytes, as well)
@@ -68,6 +70,9 @@ constexpr int64_t kShiftBytesPerChannel = 4;
 //                      one row of A, one column of B; multiplier, shift):
 //                        2 * A(K) + 2 * A(4) + A(1)
 //   MAX/AVERAGE_POOL   one output pixel x one channel: A(min(KH,H) * min(KW,W)) + A(1)
+//                      (the pooling unit; TFLite AVERAGE_POOL_2D other than 2x2
+//                      stride 2: as DEPTHWISE_CONV_2D with M = 1 for windows up
+//                      to 15, else as MEAN's matrix product with K = H * W)
 //   ADD, SUB, MUL      one element of each operand and of the output, and the
 //                      output multiplier and shift: 3 * A(1) + 2 * A(4)
 //   LUT ops (RELU*, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, QUANTIZE)

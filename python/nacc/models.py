@@ -241,6 +241,62 @@ def _digits_calibration(_shape):
     return digits_split()[0][:64]
 
 
+def squeeze_excite_style(size=64, classes=10):
+    """EfficientNet-B0-style blocks: stem conv 3x3/2 + swish, two MBConv blocks
+    (1x1 expand, depthwise 3x3, squeeze-excite: GlobalAveragePooling2D with
+    keepdims -> 1x1 reduce swish -> 1x1 expand sigmoid -> multiply, 1x1
+    project, residual ADD), global pool and a dense layer without softmax. The
+    squeeze-excite MEANs run over 32x32 and 16x16 at size 64, past the 15x15
+    a depthwise window holds."""
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(5)
+    x = inp = keras.Input((size, size, 3))
+    x = layers.Conv2D(16, 3, strides=2, padding="same", use_bias=False)(x)
+    x = layers.Activation("swish")(layers.BatchNormalization()(x))
+    for filters, stride in ((16, 1), (24, 2)):
+        y = layers.Conv2D(x.shape[-1] * 4, 1, use_bias=False)(x)
+        y = layers.Activation("swish")(layers.BatchNormalization()(y))
+        y = layers.DepthwiseConv2D(3, strides=stride, padding="same", use_bias=False)(y)
+        y = layers.Activation("swish")(layers.BatchNormalization()(y))
+        se = layers.GlobalAveragePooling2D(keepdims=True)(y)
+        se = layers.Conv2D(max(1, x.shape[-1] // 4), 1, activation="swish")(se)
+        se = layers.Conv2D(y.shape[-1], 1, activation="sigmoid")(se)
+        y = layers.Multiply()([y, se])
+        y = layers.BatchNormalization()(layers.Conv2D(filters, 1, use_bias=False)(y))
+        x = layers.Add()([x, y]) if stride == 1 and x.shape[-1] == filters else y
+    x = layers.GlobalAveragePooling2D()(x)
+    m = keras.Model(inp, layers.Dense(classes)(x))
+    return _settle(m, _calibration((size, size, 3)))
+
+
+def inception_v3_block_style(size=35, classes=10):
+    """One InceptionV3 "mixed" block (1x1; 1x1 -> 5x5; 1x1 -> 3x3 -> 3x3; 3x3
+    stride-1 SAME AveragePooling2D -> 1x1; concatenated), then a global pool
+    and a dense layer without softmax: the 3x3 stride-1 average pool of every
+    InceptionV3 block, in one partition."""
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(6)
+
+    def cbr(t, filters, k):
+        t = layers.Conv2D(filters, k, padding="same", use_bias=False)(t)
+        return layers.ReLU()(layers.BatchNormalization()(t))
+
+    x = inp = keras.Input((size, size, 3))
+    x = cbr(x, 16, 3)
+    b1 = cbr(x, 16, 1)
+    b5 = cbr(cbr(x, 12, 1), 16, 5)
+    b3 = cbr(cbr(cbr(x, 16, 1), 24, 3), 24, 3)
+    bp = cbr(layers.AveragePooling2D(3, strides=1, padding="same")(x), 8, 1)
+    x = layers.Concatenate()([b1, b5, b3, bp])
+    x = layers.GlobalAveragePooling2D()(x)
+    m = keras.Model(inp, layers.Dense(classes)(x))
+    return _settle(m, _calibration((size, size, 3)))
+
+
 def _mobilenet_v2_224():
     return mobilenet_v2(1.0, 224)
 
@@ -255,6 +311,8 @@ MODELS: Dict[str, Tuple[Callable, Tuple[int, ...], Callable]] = {
     "digits_cnn": (digits_cnn, (8, 8, 1), _digits_calibration),
     "squeezenet_224": (squeezenet_style, (224, 224, 3), _calibration),
     "inception_v2_224": (inception_style, (224, 224, 3), _calibration),
+    "squeeze_excite_64": (squeeze_excite_style, (64, 64, 3), _calibration),
+    "inception_v3_block_35": (inception_v3_block_style, (35, 35, 3), _calibration),
 }
 
 # The model ``nacc demo`` builds: the digits CNN trains in seconds and its

@@ -42,6 +42,8 @@ def _first_input(ctx: Ctx) -> int:
     if rng.random() < 0.08:  # feature maps larger than a core's SRAM: tiling
         return ctx.new_input([1, int(rng.integers(40, 65)), int(rng.integers(40, 65)),
                               int(pick(rng, [3, 8, 16]))])
+    if ctx.fmt == "tflite" and rng.random() < 0.03:  # EfficientNet's first squeeze-excite MEAN: 112x112, few channels
+        return ctx.new_input([1, 112, 112, int(pick(rng, [1, 2, 3]))])
     return ctx.new_input([1, _spatial(rng), _spatial(rng), c])
 
 
@@ -306,6 +308,10 @@ def boundary_hits(spec: dict) -> List[tuple]:
             hit("stride", p["sw"])
         elif k == "AVERAGE_POOL_2D":
             hit("avg_pool_window", "2x2s2" if (p["kh"], p["kw"], p["sh"]) == (2, 2, 2) else "other")
+            hit("pool_window", p["kh"])
+            hit("pool_window", p["kw"])
+            hit("stride", p["sh"])
+            hit("stride", p["sw"])
         elif k in ("ADD", "SUB", "MUL"):
             mode = {"channel": "channel", "scalar": "scalar", "row": "unsupported"}.get(p["broadcast"])
             if mode:

@@ -335,7 +335,32 @@ def _pool(ctx, x, avg: bool):
     _, h, w, _ = t["shape"]
     inv: List[str] = []
     p = {"invalid": inv, "padding": pick(rng, ["SAME", "VALID"])}
-    if avg:
+    if avg and ctx.fmt == "tflite":
+        # The pooling unit's 2x2 stride 2; depthwise region passes for any
+        # window up to 15 (InceptionV3's 3x3 stride-1 SAME; a stride of 4 makes
+        # every output row its own clipped window); one window over the whole
+        # input (a DS-CNN's global pool) on the matrix unit; past them: a 16
+        # window that is not global.
+        form = pick(rng, ["unit", "inception", "any", "any", "stride4", "global"])
+        p["kh"] = p["kw"] = p["sh"] = p["sw"] = 2
+        if form == "inception":
+            p.update(kh=3, kw=3, sh=1, sw=1, padding="SAME")
+        elif form == "any":
+            p["kh"] = int(pick(rng, [1, 2, 3, 5, 7, 15, int(rng.integers(1, 16))]))
+            p["kw"] = int(pick(rng, [1, 2, 3, 5, 7, 15, int(rng.integers(1, 16))]))
+            p["sh"], p["sw"] = int(pick(rng, [1, 2, 3])), int(pick(rng, [1, 2, 3]))
+        elif form == "stride4":
+            p.update(kh=int(pick(rng, [2, 4, 5])), kw=int(pick(rng, [1, 4, 7])), sh=4, sw=4)
+        elif form == "global":
+            p.update(kh=h, kw=w, sh=int(pick(rng, [1, 2, 4])), sw=int(pick(rng, [1, 3, 4])),
+                     padding="VALID")
+            if h * w > 2895:
+                return None
+        if ctx.want_invalid():
+            if h > 16:
+                p.update(kh=16, kw=min(w, 3), sh=1, sw=1, padding="VALID")
+                inv.append("avg window 16")
+    elif avg:
         p["kh"] = p["kw"] = p["sh"] = p["sw"] = 2
         if ctx.want_invalid():
             p["kh"] = p["kw"] = pick(rng, [1, 3])
@@ -362,8 +387,14 @@ def _pool(ctx, x, avg: bool):
             while k > 1 and max(window_pads(size, k, s, "SAME")) > 5:
                 k -= 1
         p["k" + axis] = k
-    if avg and not inv and (p["kh"], p["kw"]) != (2, 2):
+    if avg and ctx.fmt != "tflite" and not inv and (p["kh"], p["kw"]) != (2, 2):
         return None
+    if avg and ctx.fmt == "tflite" and max(p["sh"], p["sw"]) > 3:
+        # every output position its own region: at most 256 (support/pool_regions.h)
+        oh = window_out(h, p["kh"], p["sh"], p["padding"], 1)
+        ow = window_out(w, p["kw"], p["sw"], p["padding"], 1)
+        if oh * ow > 256:
+            inv.append("avg regions > 256")
     # ONNX has no fused activation on pools (Pool -> Relu -> Q is no node unit)
     p["act"] = fused_activation(rng, inv) if ctx.fmt == "tflite" or rng.random() < 0.1 else "NONE"
     return p, [], {"scale": t["scale"], "zp": t["zp"]}  # same quantization in and out
