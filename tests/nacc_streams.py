@@ -15,11 +15,11 @@ import numpy as np
 from nacc import _core
 
 CONST, INPUT, SCRATCH, OUTPUT = 0, 1, 2, 3  # region numbers used by the tests
-CONV_MODES = {"conv": 0, "matmul": 1, "depthwise": 3, "fc": 4}
+CONV_MODES = {"conv": 0, "matmul": 1, "rgbconv": 2, "depthwise": 3, "fc": 4}
 OPCODES = {"conv": "NPU_OP_CONV", "depthwise": "NPU_OP_DEPTHWISE", "fc": "NPU_OP_FULLY_CONNECTED",
            "matmul": "NPU_OP_MATMUL", "maxpool": "NPU_OP_POOL", "avgpool": "NPU_OP_POOL",
            "add": "NPU_OP_ELEMENTWISE", "sub": "NPU_OP_ELEMENTWISE", "mul": "NPU_OP_ELEMENTWISE",
-           "act": "NPU_OP_ACTIVATION"}
+           "act": "NPU_OP_ACTIVATION", "rgbconv": "NPU_OP_CONV", "act_q7": "NPU_OP_ACTIVATION"}
 EW_MODES = {"sub": 1, "add": 2, "mul": 8}
 
 
@@ -74,6 +74,12 @@ class Layer:
     ew: dict = field(default_factory=dict)  # element-wise register values (see elementwise params)
     b_zp: int = 0                      # matmul B zero point
     real_scale: Optional[np.ndarray] = None  # fc: float64 effective scales (QUANT_REAL_SCALE)
+    # The q7 modes (docs/device_model.md §4): "rgbconv" (CONV_MODE RGB_CONV, q7 bias in `bias`,
+    # NACC_FULL_CONV_PARA.BIAS_SHIFT / OUT_SHIFT) and "act_q7" (act_mode TANH or SIGMOID,
+    # NACC_ACT_PARA.ACT_INT_W = int_width). Their expected outputs come from the tests.
+    bias_shift: int = 0
+    out_shift: int = 0
+    int_width: int = 0
 
     # ---- geometry
     @property
@@ -82,7 +88,7 @@ class Layer:
 
     @property
     def ksize(self):
-        if self.op == "conv":
+        if self.op in ("conv", "rgbconv"):
             return self.weights.shape[1], self.weights.shape[2]
         if self.op == "depthwise":
             return self.weights.shape[1], self.weights.shape[2]
@@ -92,7 +98,7 @@ class Layer:
 
     @property
     def out_c(self):
-        if self.op == "conv":
+        if self.op in ("conv", "rgbconv"):
             return self.weights.shape[0]
         if self.op == "depthwise":
             return self.weights.shape[3]
@@ -226,18 +232,19 @@ class StreamBuilder:
         pt, pb, pl, pr = L.pad
         nc = OC - t.c0 if t.nc is None else t.nc
         op = L.op
-        window = op in ("conv", "depthwise", "maxpool", "avgpool")
+        window = op in ("conv", "rgbconv", "depthwise", "maxpool", "avgpool")
         in_pix, in_row = in_pitch or (C, W * C)
         out_pix, out_row = out_pitch or (OC, OW * OC)
         # Channel split: depthwise/pool/eltwise/activation also advance the IFM.
         in_c = C
         in_off = 0
-        if op in ("depthwise", "maxpool", "avgpool", "add", "sub", "mul", "act"):
+        if op in ("depthwise", "maxpool", "avgpool", "add", "sub", "mul", "act", "act_q7"):
             m = L.depth_multiplier if op == "depthwise" else 1
             in_off = t.c0 // m
             in_c = nc // m
         conv_mode = CONV_MODES.get(op, 5)
-        act_value = {"RELU": 0, "RELU6": 1, "NONE": 4, "LUT": 5}[L.act_mode]
+        act_value = {"RELU": 0, "RELU6": 1, "TANH": 2, "SIGMOID": 3, "NONE": 4,
+                     "LUT": 5}[L.act_mode]
         pool_mode = {"maxpool": 0, "avgpool": 1}.get(op, 2)
         act = L.act_mode
         quant = op in ("conv", "depthwise", "fc", "matmul", "add", "sub", "mul") or (
@@ -293,7 +300,7 @@ class StreamBuilder:
                  TEMP_MEM_BASE=tb)
         # Kernel data (constants).
         cs = slice(t.c0, t.c0 + nc)
-        if op in ("conv", "fc", "depthwise"):
+        if op in ("conv", "rgbconv", "fc", "depthwise"):
             w = L.weights[cs] if op != "depthwise" else L.weights[..., cs]
             if t.mode == 1:
                 parts = [w[i * per_core:(i + 1) * per_core if i < n - 1 else None]
@@ -306,6 +313,10 @@ class StreamBuilder:
         if op == "fc":
             self.reg("NACC_FULL_CONV_PARA", FULL_KER_SIZE=-(-C // 64) - 1)
             self.reg("NACC_ACT_PARA", QUANT_REAL_SCALE=int(L.real_scale is not None))
+        if op == "rgbconv":
+            self.reg("NACC_FULL_CONV_PARA", BIAS_SHIFT=L.bias_shift, OUT_SHIFT=L.out_shift)
+        if op == "act_q7":
+            self.reg("NACC_ACT_PARA", ACT_INT_W=L.int_width)
         if op == "depthwise":
             self.reg("NACC_DMA_PARA3", DW_CH_MULT=int(np.log2(L.depth_multiplier)))
         if op == "matmul":

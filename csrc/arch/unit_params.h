@@ -129,7 +129,8 @@ struct PoolParams {
 //   ReLU6's upper bound (quantized 6.0) comes from act_max.
 // LUT: out = clamp(lut[uint8(x)], act_min, act_max); the requantization
 //   registers are not used.
-// The hardware's q7 (ACT_INT_W) TANH and SIGMOID are not modelled (Unsupported).
+// The hardware's q7 (ACT_INT_W) TANH and SIGMOID are not int8 functions
+// (Unsupported here); the device runs them as device/units/q7.h.
 struct ActivationParams {
   ActMode mode = ActMode::NONE;
   // NACC_FM_OFFSET.IN_FM_OFFSET / OUT_FM_OFFSET: 9-bit signed, [-256, 255].

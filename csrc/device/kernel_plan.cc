@@ -53,7 +53,8 @@ void count_work(const Setup& s, CoreWork& c) {
     case Family::kElementwise: c.mac_cycles = cost::elementwise_cycles(h * w * s.in_c); break;
     case Family::kActivation: break;
   }
-  if (s.needs_lut) c.act_cycles = cost::activation_cycles(h * w * c.noc);
+  // The LUT and the q7 Tanh / Sigmoid tables: one element per cycle (NACC_SPEC §8).
+  if (s.needs_lut || s.q7_act) c.act_cycles = cost::activation_cycles(h * w * c.noc);
 }
 
 // "SRAM overflow: <what> needs N bytes, area holds M (...)", printed lazily.
@@ -170,10 +171,11 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
     case Family::kMatmul: c.weight_count = s.mat_k * c.noc; break;
     default: break;
   }
+  c.int4 = s.int4;
   c.quant_count = s.quant_entries ? s.quant_entries : c.noc;
   int64_t pos = s.k_area.lo;
   c.w_lo = pos;
-  pos += c.weight_count;
+  pos += c.weight_bytes();
   if (s.needs_bias) {
     c.bias_lo = pos = align_up(pos, kKAreaAlignment);
     pos += 4 * c.quant_count;
@@ -194,7 +196,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   c.kern = {s.k_area.lo, pos};
   if (pos > s.k_area.hi) {
     throw DeviceFault(str_cat(
-        area_overflow(str_cat("kernel data (", c.weight_count, " weight bytes",
+        area_overflow(str_cat("kernel data (", c.weight_bytes(), s.int4 ? " int4" : "", " weight bytes",
                               s.needs_bias ? ", bias" : "", s.needs_quant ? ", quantization" : "",
                               s.needs_lut ? ", LUT" : "", ")"),
                       pos - s.k_area.lo, s.k_area),
@@ -220,7 +222,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
              s.needs_bias ? device_address(ctx, s.a_bias, 4 * uint64_t(c.oc0)) : none,
              s.needs_quant ? device_address(ctx, s.a_mul, (s.real_scale ? 8 : 4) * uint64_t(c.oc0)) : none,
              s.needs_quant && !s.real_scale && !s.fp32_scale ? device_address(ctx, s.a_shift, 4 * uint64_t(c.oc0)) : none,
-             uint64_t(s.real_scale) | uint64_t(s.fp32_scale) << 1,
+             uint64_t(s.real_scale) | uint64_t(s.fp32_scale) << 1 | uint64_t(s.int4) << 2,
              s.needs_lut ? device_address(ctx, s.a_act, 0) : none, uint64_t(c.noc),
              uint64_t(c.weight_count), uint64_t(c.quant_count), uint64_t(c.kern.lo),
              uint64_t(c.kern.hi)};

@@ -9,6 +9,7 @@
 #include "device/units/elementwise.h"
 #include "device/units/fully_connected.h"
 #include "device/units/pool.h"
+#include "device/units/q7.h"
 
 namespace nacc::device_detail {
 
@@ -33,6 +34,13 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
   const int8_t* in = b.in;
   int8_t* out = b.out;
   const int8_t* wts = b.weights;
+  // DATA_FORM = INT4: the weight path unpacks the K area's nibbles (NACC_SPEC §9).
+  std::vector<int8_t> unpacked;
+  if (s.int4 && wts) {
+    unpacked.resize(size_t(c.weight_count));
+    unpack_int4(wts, c.weight_count, unpacked.data());
+    wts = unpacked.data();
+  }
   const int32_t* bias = b.bias;
   const int32_t* mul = b.mul;
   const int32_t* shift = b.shift;
@@ -62,6 +70,11 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
   const Shape4 out_shape{1, c.h, s.w, c.noc};
   switch (s.fam) {
     case Family::kConv:
+      if (s.rgb) {  // CONV_MODE = RGB_CONV: the q7 RGB convolution
+        convolve_hwc_q7_rgb(win, s.bias_shift, s.out_shift, s.act_min, s.act_max, in_shape, in,
+                            Shape4{c.noc, s.ky, s.kx, s.in_c}, wts, bias, out_shape, out);
+        break;
+      }
       conv2d_s8(win, s.in_zp, os, in_shape, in, Shape4{c.noc, s.ky, s.kx, s.in_c}, wts, bias,
                 out_shape, out, b.prepared);
       break;
@@ -125,6 +138,10 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
       break;
     }
     case Family::kActivation: {
+      if (s.q7_act) {  // ACT_MODE TANH / SIGMOID: the q7 direct-table functions
+        activations_direct_q7(s.act, s.act_int_w, out_shape.elements(), in, out);
+        return;
+      }
       ActivationParams ap;
       ap.mode = s.act;
       ap.input_zero_point = s.in_zp;
