@@ -83,6 +83,12 @@ class Layer:
 
     # ---- geometry
     @property
+    def elem(self):
+        """Feature-map bytes per element: 2 for int16 maps (DATA_FORM INT16: x is int16, the
+        bias int64, the output int16; NACC_SPEC §9), else 1."""
+        return 2 if self.x.dtype == np.int16 else 1
+
+    @property
     def in_hwc(self):
         return self.x.shape[1], self.x.shape[2], self.x.shape[3]
 
@@ -233,8 +239,9 @@ class StreamBuilder:
         nc = OC - t.c0 if t.nc is None else t.nc
         op = L.op
         window = op in ("conv", "rgbconv", "depthwise", "maxpool", "avgpool")
-        in_pix, in_row = in_pitch or (C, W * C)
-        out_pix, out_row = out_pitch or (OC, OW * OC)
+        e = L.elem
+        in_pix, in_row = in_pitch or (C * e, W * C * e)
+        out_pix, out_row = out_pitch or (OC * e, OW * OC * e)
         # Channel split: depthwise/pool/eltwise/activation also advance the IFM.
         in_c = C
         in_off = 0
@@ -252,7 +259,7 @@ class StreamBuilder:
         self.reg("NACC_CTRL", CONV_MODE=conv_mode, POOL_MODE=pool_mode, ACT_MODE=act_value,
                  QUANT_EN=int(quant), BIAS_EN=int(L.bias is not None), FM_UPD=t.fm_upd,
                  K_UPD=t.k_upd, ELEMENT_EN=int(op in EW_MODES),
-                 ELEMENT_INPUT_QUANT_EN=int(op in ("add", "sub")))
+                 ELEMENT_INPUT_QUANT_EN=int(op in ("add", "sub")), DATA_FORM=int(e == 2))
         if window:
             self.reg("NACC_KERNEL", K_SIZE_X=kw, K_SIZE_Y=kh, K_SIZE_XY=kw * kh - 1,
                      K_STRIDE_X=sw, K_STRIDE_Y=sh, K_DILATION_X=1, K_DILATION_Y=1)
@@ -263,8 +270,8 @@ class StreamBuilder:
         self.reg("NACC_FM_OFFSET", IN_FM_OFFSET=-L.in_zp, OUT_FM_OFFSET=L.out_zp)
         self.reg("NACC_ACT_MIN", L.act_min)
         self.reg("NACC_ACT_MAX", L.act_max)
-        self.reg("NACC_IN_FM_DMA_ADDR", in_addr + in_off)
-        self.reg("NACC_OUT_DMA_ADDR", out_addr + t.c0)
+        self.reg("NACC_IN_FM_DMA_ADDR", in_addr + in_off * e)
+        self.reg("NACC_OUT_DMA_ADDR", out_addr + t.c0 * e)
         self.reg("NACC_DMA_PARA2", in_pix)
         self.reg("NACC_DMA_OFFSET1", in_row)
         self.reg("NACC_DMA_OUT_TRANS_LEN", out_pix)
@@ -327,7 +334,9 @@ class StreamBuilder:
             self.reg("NACC_MATRIX_B", MATRIX_B_XSIZE=nc, MATRIX_B_YSIZE=C)
             self.reg("NACC_ELEMENTWISE", IN_ELEMENT_OFFSET2=-L.b_zp)
         if L.bias is not None:
-            self.reg("NACC_BIAS_DMA_ADDR", ra(CONST, self.const_array(L.bias.astype(np.int32)) + 4 * t.c0))
+            bias_t = np.int64 if e == 2 else np.int32
+            self.reg("NACC_BIAS_DMA_ADDR",
+                     ra(CONST, self.const_array(L.bias.astype(bias_t)) + np.dtype(bias_t).itemsize * t.c0))
         if quant:
             if L.real_scale is not None:
                 self.reg("NACC_QUANT_MUL_DMA_ADDR",
@@ -393,8 +402,9 @@ def single_layer(L: Layer, tiles, *, cores=1, sram_kb=64, **kw):
     sb.layer(L, tiles, in_addr=ra(INPUT, 0), out_addr=ra(OUTPUT, 0),
              x2_addr=ra(4, 0) if x2 else None, **kw)
     OH, OW = L.out_hw
-    out_shape = (1, OH, OW, L.out_c)
-    return program(sb, [L.x] + x2, [out_shape], cores=cores, sram_kb=sram_kb), [L.x] + x2
+    out_shape = (1, OH, OW, L.out_c * L.elem)  # int16 maps: bytes (view the output as int16)
+    ins = [L.x.view(np.int8)] + x2
+    return program(sb, ins, [out_shape], cores=cores, sram_kb=sram_kb), ins
 
 
 def bind_program(dev, p, handler, inputs, base=None):

@@ -86,6 +86,12 @@ struct Setup {
   // two per byte (element 2i in the low nibble, sign-extended by the unit);
   // the weight block's stream decodes to ceil(weights / 2) bytes.
   bool int4 = false;
+  // NACC_CTRL.DATA_FORM = INT16 (NACC_SPEC §9), NPU_OP_CONV only: int16
+  // feature maps with zero point 0 (elem = 2 bytes per element in SRAM and
+  // on the bus; pitches stay in bytes), int8 weights, int64 bias entries,
+  // the 16x8 output stage (OutputStageKind::kFixedPoint16x8).
+  bool i16 = false;
+  int elem = 1;  // feature-map bytes per element
   // The q7 modes (docs/device_model.md §4): NACC_CTRL.CONV_MODE = RGB_CONV,
   // CMSIS-NN's arm_convolve_HWC_q7_RGB with NACC_FULL_CONV_PARA.BIAS_SHIFT /
   // OUT_SHIFT; ACT_MODE TANH / SIGMOID on NPU_OP_ACTIVATION, CMSIS-NN's

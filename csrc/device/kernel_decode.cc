@@ -255,11 +255,13 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     // NACC_SPEC §9: 00 int8, 10 int8 feature maps with int4 weights (the
     // weight path unpacks them; convolution, depthwise and fully connected).
     const uint32_t form = r.field(fields::NACC_CTRL::DATA_FORM);
-    require(form == value_of(DataForm::INT8) || form == value_of(DataForm::INT4),
-            "NACC_CTRL.DATA_FORM = ", form,
-            form == value_of(DataForm::INT16) ? " (INT16): the 16-bit feature maps are not modelled"
-                                              : " is not a form (0 INT8, 1 INT16, 2 INT4)");
+    require(form <= value_of(DataForm::INT4), "NACC_CTRL.DATA_FORM = ", form,
+            " is not a form (0 INT8, 1 INT16, 2 INT4)");
     s.int4 = form == value_of(DataForm::INT4);
+    s.i16 = form == value_of(DataForm::INT16);
+    s.elem = s.i16 ? 2 : 1;
+    require(!s.i16 || s.fam == Family::kConv, "NACC_CTRL.DATA_FORM = INT16 (16-bit feature maps) ",
+            "is modelled for NPU_OP_CONV only, not ", opcode_name(op), " (NACC_SPEC §9)");
     require(!s.int4 || has_weights(s.fam), "NACC_CTRL.DATA_FORM = INT4 (int4 weights) is for the ",
             "weight path of NPU_OP_CONV, NPU_OP_DEPTHWISE and NPU_OP_FULLY_CONNECTED, not ",
             opcode_name(op), " (NACC_SPEC §9)");
@@ -368,8 +370,23 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   }
   s.act_min = r.field_signed(fields::NACC_ACT_MIN::ACT_MIN);
   s.act_max = r.field_signed(fields::NACC_ACT_MAX::ACT_MAX);
-  require(s.act_min >= -128 && s.act_max <= 127 && s.act_min <= s.act_max, "activation clamp [",
-          s.act_min, ", ", s.act_max, "]: NACC_ACT_MIN / NACC_ACT_MAX need -128 <= min <= max <= 127");
+  if (s.i16) {
+    require(s.act_min >= -32768 && s.act_max <= 32767 && s.act_min <= s.act_max,
+            "activation clamp [", s.act_min, ", ", s.act_max, "]: with DATA_FORM = INT16 ",
+            "NACC_ACT_MIN / NACC_ACT_MAX need -32768 <= min <= max <= 32767");
+    require(s.in_zp == 0 && s.out_zp == 0, "NACC_CTRL.DATA_FORM = INT16: int16 feature maps ",
+            "have zero point 0 (TFLite's 16x8 quantization); NACC_FM_OFFSET must be 0 ",
+            "(IN_FM_OFFSET = ", -s.in_zp, ", OUT_FM_OFFSET = ", s.out_zp, ")");
+    require(s.quant_en && !s.real_scale && !s.fp32_scale && !s.rgb && !s.im2col &&
+                s.act != ActMode::LUT,
+            "NACC_CTRL.DATA_FORM = INT16: the 16-bit convolution's output stage is the QUANT_MUL /",
+            " QUANT_SHIFT arrays (QUANT_EN = 1, no QUANT_REAL_SCALE / QUANT_FP32_SCALE, no LUT, ",
+            "not RGB_CONV)");
+  } else {
+    require(s.act_min >= -128 && s.act_max <= 127 && s.act_min <= s.act_max, "activation clamp [",
+            s.act_min, ", ", s.act_max,
+            "]: NACC_ACT_MIN / NACC_ACT_MAX need -128 <= min <= max <= 127");
+  }
   s.a_in = r.get(Reg::NACC_IN_FM_DMA_ADDR);
   s.a_out = r.get(Reg::NACC_OUT_DMA_ADDR);
   s.a_k = r.get(Reg::NACC_IN_K_DMA_ADDR);
@@ -385,23 +402,25 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   s.k_block = int64_t(r.field(fields::NACC_CONV_TRANS_LEN::K_TRANS_LEN)) * kBusBeatBytes;
 
   // Pitches (docs/device_model.md §2): pixels and rows must not overlap.
+  const uint64_t in_px = uint64_t(s.in_c) * uint64_t(s.elem);   // bytes of one IFM pixel
+  const uint64_t out_px = uint64_t(s.out_c) * uint64_t(s.elem);  // bytes of one OFM pixel
   if (s.in_w > 1) {
-    require(s.in_pix >= uint64_t(s.in_c), "IFM pixel pitch ",
+    require(s.in_pix >= in_px, "IFM pixel pitch ",
             path(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET), " = ", s.in_pix,
-            " is less than IN_FM_CH = ", s.in_c);
+            " is less than IN_FM_CH = ", s.in_c, s.i16 ? " x 2 bytes" : "");
   }
   if (s.in_h > 1) {
-    const uint64_t need = uint64_t(s.in_w - 1) * s.in_pix + uint64_t(s.in_c);
+    const uint64_t need = uint64_t(s.in_w - 1) * s.in_pix + in_px;
     require(s.in_row >= need, "IFM row pitch ", path(fields::NACC_DMA_OFFSET1::IN_DMA_ROW_OFFSET),
             " = ", s.in_row, " is less than one row (", need, " bytes)");
   }
   if (s.out_w > 1) {
-    require(s.out_pix >= uint64_t(s.out_c), "OFM pixel pitch ",
+    require(s.out_pix >= out_px, "OFM pixel pitch ",
             path(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN), " = ", s.out_pix,
-            " is less than OUT_FM_CH = ", s.out_c);
+            " is less than OUT_FM_CH = ", s.out_c, s.i16 ? " x 2 bytes" : "");
   }
   if (s.out_h > 1) {
-    const uint64_t need = uint64_t(s.out_w - 1) * s.out_pix + uint64_t(s.out_c);
+    const uint64_t need = uint64_t(s.out_w - 1) * s.out_pix + out_px;
     require(s.out_row >= need, "OFM row pitch ", path(fields::NACC_DMA_OFFSET2::OUT_DMA_OFFSET),
             " = ", s.out_row, " is less than one row (", need, " bytes)");
   }

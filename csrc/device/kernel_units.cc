@@ -6,6 +6,7 @@
 #include "device/kernel.h"
 #include "device/units/activation.h"
 #include "device/units/conv.h"
+#include "device/units/conv16.h"
 #include "device/units/elementwise.h"
 #include "device/units/fully_connected.h"
 #include "device/units/pool.h"
@@ -70,6 +71,14 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
   const Shape4 out_shape{1, c.h, s.w, c.noc};
   switch (s.fam) {
     case Family::kConv:
+      if (s.i16) {  // DATA_FORM = INT16: int16 maps, int64 bias, the 16x8 output stage
+        OutputStage os16 = os;
+        os16.kind = OutputStageKind::kFixedPoint16x8;
+        conv2d_s16x8(win, os16, in_shape, reinterpret_cast<const int16_t*>(in),
+                     Shape4{c.noc, s.ky, s.kx, s.in_c}, wts, reinterpret_cast<const int64_t*>(bias),
+                     out_shape, reinterpret_cast<int16_t*>(out));
+        break;
+      }
       if (s.rgb) {  // CONV_MODE = RGB_CONV: the q7 RGB convolution
         convolve_hwc_q7_rgb(win, s.bias_shift, s.out_shift, s.act_min, s.act_max, in_shape, in,
                             Shape4{c.noc, s.ky, s.kx, s.in_c}, wts, bias, out_shape, out);

@@ -78,6 +78,9 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
   if (rec.cores.size() < ctx.cores.size()) rec.cores.resize(ctx.cores.size());
   static thread_local std::unordered_multimap<uint64_t, int> by_digest;
   if (rec.kernel_data.empty()) by_digest.clear();
+  // 16-bit feature maps: the plan's calls assume 1-byte elements; the
+  // runtime steps such a Program instead (docs/device_model.md §8).
+  if (s.i16) unsupported(rec, "NACC_CTRL.DATA_FORM = INT16 (16-bit feature maps) is not replayed");
   KernelTrace kt;
   kt.word = uint32_t(ctx.pc);
   kt.s = s;
