@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Throughput of the MAC unit's kernels (nacc._core, AVX2 path) against
-TensorFlow Lite's default interpreter (XNNPACK delegate) on the same single-op
-int8 models, one thread each. Prints a table of GMAC/s.
+"""Throughput of the MAC unit's kernels (nacc._core, each ISA path this CPU has:
+AVX2, AVX-VNNI, AVX-512 VNNI, AMX) against TensorFlow Lite's default
+interpreter (XNNPACK delegate) on the same single-op int8 models, one thread
+each. Prints the CPU and a table of GMAC/s per path.
 
     PYTHONPATH=python python benchmarks/bench_units.py [--quick] [--runs N]
 
@@ -175,31 +176,46 @@ def main(argv=None) -> int:
     runs = args.runs or (3 if args.quick else 25)
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 5)
 
-    _core.set_kernel_path("auto")
-    print(f"nacc AVX2 path: {_core.uses_avx2()}; TFLite default interpreter (XNNPACK), "
-          f"1 thread; median of {runs} runs after {warmup} warm-up")
+    from nacc.bench import cpu_name
+
+    paths = [p for p in _core.kernel_paths() if p != "reference"]
+    print(f"CPU: {cpu_name()}; nacc ISA paths: {', '.join(paths)}; TFLite default interpreter "
+          f"(XNNPACK), 1 thread; median of {runs} runs after {warmup} warm-up, interleaved")
+
+    def on_path(path, fn):
+        def run():
+            _core.set_kernel_path(path)
+            try:
+                return fn()
+            finally:
+                _core.set_kernel_path("auto")
+        return run
+
     rows = []
     for case in cases():
         interp = make_interpreter(case.model, reference=False, num_threads=1)
         interp.allocate_tensors()
         interp.set_tensor(interp.get_input_details()[0]["index"], case.tflite_input)
-        t_nacc, t_tfl = time_medians([case.run_nacc, interp.invoke], runs, warmup)
-        note = ""
-        if args.check:
-            from tflite_builder import run_tflite
-            (ref,) = run_tflite(case.model, [case.tflite_input])
-            got = case.run_nacc().reshape(ref.shape)
-            note = "exact" if np.array_equal(got, ref) else f"{int((got != ref).sum())} differ"
-        rows.append((case.op, case.shape, case.macs / t_nacc / 1e9, case.macs / t_tfl / 1e9,
-                     t_tfl / t_nacc, t_nacc * 1e3, t_tfl * 1e3, note))
+        fns = [on_path(p, case.run_nacc) for p in paths]
+        *t_paths, t_tfl = time_medians(fns + [interp.invoke], runs, warmup)
+        for path, t_nacc, fn in zip(paths, t_paths, fns):
+            note = ""
+            if args.check:
+                from tflite_builder import run_tflite
+                (ref,) = run_tflite(case.model, [case.tflite_input])
+                got = fn().reshape(ref.shape)
+                note = "exact" if np.array_equal(got, ref) else f"{int((got != ref).sum())} differ"
+            rows.append((case.op, case.shape, path, case.macs / t_nacc / 1e9,
+                         case.macs / t_tfl / 1e9, t_tfl / t_nacc, t_nacc * 1e3, t_tfl * 1e3, note))
 
-    header = ("op", "shape", "GMAC/s nacc", "GMAC/s XNNPACK", "ratio", "ms nacc", "ms XNNPACK")
+    header = ("op", "shape", "nacc path", "GMAC/s nacc", "GMAC/s XNNPACK", "ratio", "ms nacc",
+              "ms XNNPACK")
     if args.check:
         header += ("vs BUILTIN_REF",)
     table = [header] + [
-        (op, shape, f"{g1:.1f}", f"{g2:.1f}", f"{ratio:.2f}", f"{t1:.3f}", f"{t2:.3f}")
+        (op, shape, path, f"{g1:.1f}", f"{g2:.1f}", f"{ratio:.2f}", f"{t1:.3f}", f"{t2:.3f}")
         + ((note,) if args.check else ())
-        for op, shape, g1, g2, ratio, t1, t2, note in rows]
+        for op, shape, path, g1, g2, ratio, t1, t2, note in rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     for i, r in enumerate(table):
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)))

@@ -366,7 +366,8 @@ def test_console_script_exit_status_and_one_line(tmp_path):
     """The real process: exit status and a single stderr line (no TensorFlow import needed)."""
     import subprocess
 
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    # the nacc this test process imported (installed package in CI, python/ in a dev tree)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     p = subprocess.run([sys.executable, "-m", "nacc.cli", "report", str(tmp_path / "x.tflite")],
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 1

@@ -61,6 +61,8 @@ def test_detection_agrees_with_proc_cpuinfo():
             assert features[flag] == (flag in flags), (flag, features[flag])
         else:
             assert flag not in flags, (flag, state)
+    for flag in ("sse4_1", "sha_ni"):  # no OS state: CPUID alone
+        assert features[flag] == (flag in flags), (flag, features[flag])
     # Linux lists a flag only when the OS enabled its state, so each flag implies its path.
     if {"avx2", "fma"} <= flags:
         assert "avx2" in AVAILABLE

@@ -9,7 +9,8 @@ import numpy as np
 
 from nacc import _core
 
-PATHS = ("reference", "auto")
+# The reference loops and every ISA path this CPU can run (each unit's fast code per path).
+PATHS = tuple(_core.kernel_paths())
 
 
 def run_path(path: str, fn: Callable[[], np.ndarray]) -> np.ndarray:
@@ -33,6 +34,6 @@ def assert_same(expected: np.ndarray, got: np.ndarray, what: str) -> None:
 
 
 def assert_both_paths(expected: np.ndarray, fn: Callable[[], np.ndarray], what: str) -> None:
-    """fn() through the reference loops and the auto (AVX2) path must both equal `expected`."""
+    """fn() through the reference loops and every ISA path must each equal `expected`."""
     for path in PATHS:
         assert_same(expected, run_path(path, fn), f"{what} [{path} path]")

@@ -1,7 +1,9 @@
 // Bindings of the test-only fault injection of the runtime (runtime.h,
-// nacc::testing::inject_faults; docs/reliability.md). Underscore-named: not API.
+// nacc::testing::inject_faults; docs/reliability.md) and of the cache-key
+// SHA-256 (both implementations, checked against hashlib). Underscore-named: not API.
 #include "bindings/binding.h"
 #include "runtime/runtime.h"
+#include "support/sha256.h"
 
 NACC_BINDINGS(testing) {
   m.def(
@@ -14,4 +16,22 @@ NACC_BINDINGS(testing) {
       "read error before the `command`-th executed command; 'dma_overrun': the first output "
       "buffer is bound `command` bytes short, so the DMA writing its tail overruns it; 'none' "
       "disarms.");
+  m.def("_test_sha_ni_available", &nacc::support::Sha256::sha_ni_available,
+        "Test only: the cache keys' SHA-256 uses the CPU's SHA extensions.");
+  m.def(
+      "_test_sha256",
+      [](const pybind11::bytes& data, const std::string& impl, size_t chunk) {
+        using nacc::support::Sha256;
+        const std::string s = data;
+        Sha256 h(impl == "scalar"   ? Sha256::Impl::kScalar
+                 : impl == "sha_ni" ? Sha256::Impl::kShaNi
+                                    : Sha256::Impl::kAuto);
+        for (size_t at = 0; at < s.size(); at += chunk) {
+          h.update(s.data() + at, std::min(chunk, s.size() - at));
+        }
+        return h.hex_digest();
+      },
+      pybind11::arg("data"), pybind11::arg("impl") = "auto", pybind11::arg("chunk") = 1 << 20,
+      "Test only: hex SHA-256 of `data` fed in `chunk`-byte updates with the 'scalar', 'sha_ni' "
+      "or 'auto' implementation.");
 }

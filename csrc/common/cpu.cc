@@ -72,6 +72,7 @@ CpuFeatures detect() {
   if (max_leaf < 1) return f;
   __cpuid_count(1, 0, a, b, c, d);
   f.sse42 = bit(c, 20);
+  f.sse41 = bit(c, 19);
   f.fma = bit(c, 12);
   f.avx = bit(c, 28);
   const bool osxsave = bit(c, 27);
@@ -84,6 +85,7 @@ CpuFeatures detect() {
     const uint32_t max_sub = a;
     f.avx2 = bit(b, 5);
     f.avx512f = bit(b, 16);
+    f.sha_ni = bit(b, 29);
     f.avx512dq = bit(b, 17);
     f.avx512bw = bit(b, 30);
     f.avx512vl = bit(b, 31);
@@ -148,7 +150,8 @@ const CpuFeatures& cpu_features() {
 
 std::vector<std::pair<const char*, bool>> cpu_feature_list() {
   const CpuFeatures& f = cpu_features();
-  return {{"sse4_2", f.sse42},       {"avx", f.avx},           {"fma", f.fma},
+  return {{"sse4_1", f.sse41},       {"sse4_2", f.sse42},       {"sha_ni", f.sha_ni},
+          {"avx", f.avx},           {"fma", f.fma},
           {"avx2", f.avx2},          {"avx_vnni", f.avx_vnni}, {"avx512f", f.avx512f},
           {"avx512bw", f.avx512bw},  {"avx512dq", f.avx512dq}, {"avx512vl", f.avx512vl},
           {"avx512_vnni", f.avx512_vnni}, {"amx_tile", f.amx_tile}, {"amx_int8", f.amx_int8},

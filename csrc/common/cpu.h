@@ -26,6 +26,8 @@ enum class KernelPath {
 // state). `os_*` say the OS saves that register state on context switches.
 struct CpuFeatures {
   bool sse42 = false;
+  bool sse41 = false;
+  bool sha_ni = false;          // SHA extensions (sha256rnds2, ...): the cache-key digest
   bool avx = false;
   bool fma = false;
   bool avx2 = false;

@@ -5,7 +5,6 @@
 #include "compiler/tiling.h"
 
 #include <algorithm>
-#include <map>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -118,6 +117,7 @@ int largest(int hi, F ok) {
 
 std::vector<Span> balanced(int total, int pieces) {
   std::vector<Span> out;
+  out.reserve(pieces);
   const int base = total / pieces, extra = total % pieces;
   int start = 0;
   for (int i = 0; i < pieces; ++i) {
@@ -154,9 +154,17 @@ std::vector<Span> make_pieces(int total, int max_cores, int cap, int avg_cap) {
   return out;
 }
 
-std::map<int, int> size_classes(const std::vector<Span>& spans) {
-  std::map<int, int> m;
-  for (const Span& s : spans) ++m[s.size];
+// (size, count) of the spans by ascending size. The pieces of a plan have at
+// most three sizes, so a short sorted vector (not a map: no node per class;
+// the tiling search builds these for every candidate plan).
+std::vector<std::pair<int, int>> size_classes(const std::vector<Span>& spans) {
+  std::vector<std::pair<int, int>> m;
+  for (const Span& s : spans) {
+    auto it = std::lower_bound(m.begin(), m.end(), std::make_pair(s.size, 0),
+                               [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (it != m.end() && it->first == s.size) ++it->second;
+    else m.insert(it, {s.size, 1});
+  }
   return m;
 }
 

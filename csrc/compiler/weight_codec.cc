@@ -23,7 +23,9 @@ inline uint64_t rice_bits(uint32_t u, unsigned k, unsigned w_escape) {
   return q < kQ ? q + 1 + k : kQ + w_escape;
 }
 
-// Writes a bitstream LSB first (stream bit i = bit i % 8 of byte i / 8).
+// Writes a bitstream LSB first (stream bit i = bit i % 8 of byte i / 8): bits
+// gather in a 64-bit accumulator and leave it four bytes at a time, stored
+// little-endian, which is the same byte order.
 class BitWriter {
  public:
   explicit BitWriter(std::vector<uint8_t>& out) : out_(out) {}
@@ -31,10 +33,13 @@ class BitWriter {
   void write(uint32_t v, unsigned bits) {
     acc_ |= static_cast<uint64_t>(v & ((uint64_t{1} << bits) - 1)) << fill_;
     fill_ += bits;
-    while (fill_ >= 8) {
-      out_.push_back(static_cast<uint8_t>(acc_));
-      acc_ >>= 8;
-      fill_ -= 8;
+    if (fill_ >= 32) {
+      const size_t at = out_.size();
+      out_.resize(at + 4);
+      const uint32_t low = static_cast<uint32_t>(acc_);
+      for (int i = 0; i < 4; ++i) out_[at + i] = static_cast<uint8_t>(low >> (8 * i));
+      acc_ >>= 32;
+      fill_ -= 32;
     }
   }
   void write_rice(uint32_t u, unsigned k, unsigned w_escape) {
@@ -49,9 +54,11 @@ class BitWriter {
   }
   // Pads the last byte with zero bits.
   void flush() {
-    if (fill_ > 0) out_.push_back(static_cast<uint8_t>(acc_));
+    for (; fill_ > 0; fill_ = fill_ > 8 ? fill_ - 8 : 0) {
+      out_.push_back(static_cast<uint8_t>(acc_));
+      acc_ >>= 8;
+    }
     acc_ = 0;
-    fill_ = 0;
   }
 
  private:
@@ -79,28 +86,43 @@ uint64_t param_bits(const BlockParams& p, const BlockParams* previous) {
   return 0;
 }
 
-// Counts of symbols in [0, 256), for the exact Rice cost of a block.
+// The length of the limited-length Rice code of every symbol for k = 0..7,
+// for one escape width: a block's Rice cost is its histogram times a row.
+class RiceTable {
+ public:
+  explicit RiceTable(unsigned w_escape) {
+    for (unsigned k = 0; k <= kMaxValueRiceK; ++k) {
+      for (unsigned s = 0; s < 256; ++s) bits_[k][s] = static_cast<uint16_t>(rice_bits(s, k, w_escape));
+    }
+  }
+  const uint16_t* row(unsigned k) const { return bits_[k].data(); }
+
+ private:
+  std::array<std::array<uint16_t, 256>, kMaxValueRiceK + 1> bits_;
+};
+
+// Counts of symbols in [0, alphabet), for the exact Rice cost of a block.
 class SymbolHistogram {
  public:
-  void add(uint8_t s) {
-    if (count_[s]++ == 0) touched_.push_back(s);
-  }
-  void clear() {
-    for (uint8_t s : touched_) count_[s] = 0;
-    touched_.clear();
-  }
-  // Bits of the limited-length Rice code of all symbols, for k = 0..7.
-  std::array<uint64_t, kMaxValueRiceK + 1> rice_costs(unsigned w_escape) const {
+  explicit SymbolHistogram(unsigned alphabet) : alphabet_(alphabet) {}
+  void add(uint8_t s) { ++count_[s]; }
+  void clear() { std::fill_n(count_.begin(), alphabet_, uint16_t{0}); }
+  // Bits of the limited-length Rice code of all symbols, for k = 0..7 (a dot
+  // product over the alphabet per k; the compiler vectorizes it).
+  std::array<uint64_t, kMaxValueRiceK + 1> rice_costs(const RiceTable& table) const {
     std::array<uint64_t, kMaxValueRiceK + 1> cost{};
-    for (uint8_t s : touched_) {
-      for (unsigned k = 0; k <= kMaxValueRiceK; ++k) cost[k] += count_[s] * rice_bits(s, k, w_escape);
+    for (unsigned k = 0; k <= kMaxValueRiceK; ++k) {
+      const uint16_t* bits = table.row(k);
+      uint32_t sum = 0;  // <= kBlockElements-ish counts x 32-bit escape lengths: no overflow
+      for (unsigned s = 0; s < alphabet_; ++s) sum += uint32_t{count_[s]} * bits[s];
+      cost[k] = sum;
     }
     return cost;
   }
 
  private:
-  std::array<uint32_t, 256> count_{};
-  std::vector<uint8_t> touched_;
+  unsigned alphabet_;
+  std::array<uint16_t, 256> count_{};
 };
 
 // Writes the symbols syms[0, n) (each < alphabet; symbol 0 is the run symbol)
@@ -111,9 +133,13 @@ void encode_blocks(const uint8_t* syms, size_t n, unsigned alphabet, std::vector
   BitWriter bw(out);
   BlockParams prev;
   bool have_prev = false;
-  std::vector<uint32_t> runs;   // zero-run pairs starting in the block: run lengths
-  std::vector<uint8_t> values;  // and their symbols minus 1
-  SymbolHistogram symbols;
+  // Zero-run pairs starting in the block (at most one per element): run lengths
+  // runs[0, nr) and their symbols minus 1, values[0, nv) (nv is nr or nr - 1).
+  std::array<uint32_t, kBlockElements> runs;
+  std::array<uint8_t, kBlockElements> values;
+  size_t nr = 0, nv = 0;
+  const RiceTable rice_table(w_sym);
+  SymbolHistogram symbols(alphabet);
   size_t pos = 0;
   while (pos < n) {
     const size_t block = pos / kBlockElements;
@@ -123,7 +149,7 @@ void encode_blocks(const uint8_t* syms, size_t n, unsigned alphabet, std::vector
     // Per-element kinds cover [pos, end).
     symbols.clear();
     for (size_t i = pos; i < end; ++i) symbols.add(syms[i]);
-    const auto rice = symbols.rice_costs(w_sym);
+    const auto rice = symbols.rice_costs(rice_table);
     BlockParams best{BlockKind::kFixed, 0, 0};
     uint64_t best_bits = (end - pos) * w_sym + param_bits(best, previous);
     for (unsigned k = 0; k <= kMaxValueRiceK; ++k) {
@@ -133,22 +159,21 @@ void encode_blocks(const uint8_t* syms, size_t n, unsigned alphabet, std::vector
     }
 
     // Zero runs cover [pos, zrun_end): the pairs that start before `end`.
-    runs.clear();
+    nr = nv = 0;
     symbols.clear();
-    values.clear();
     size_t p = pos;
     uint32_t max_run = 0;
     while (p < end) {
       size_t q = p;
       while (q < n && syms[q] == 0) ++q;
-      runs.push_back(static_cast<uint32_t>(q - p));
-      max_run = std::max(max_run, runs.back());
+      runs[nr] = static_cast<uint32_t>(q - p);
+      max_run = std::max(max_run, runs[nr++]);
       if (q == n) {
         p = q;
         break;
       }
-      values.push_back(static_cast<uint8_t>(syms[q] - 1));
-      symbols.add(values.back());
+      values[nv] = static_cast<uint8_t>(syms[q] - 1);
+      symbols.add(values[nv++]);
       p = q + 1;
     }
     const size_t zrun_end = p;
@@ -157,9 +182,9 @@ void encode_blocks(const uint8_t* syms, size_t n, unsigned alphabet, std::vector
     run_cost.fill(std::numeric_limits<uint64_t>::max());
     for (unsigned k = 0; k <= std::min(kMaxRunRiceK, bit_length(max_run)); ++k) {
       run_cost[k] = 0;
-      for (uint32_t r : runs) run_cost[k] += rice_bits(r, k, w_run);
+      for (size_t i = 0; i < nr; ++i) run_cost[k] += rice_bits(runs[i], k, w_run);
     }
-    const auto value_cost = symbols.rice_costs(w_sym);
+    const auto value_cost = symbols.rice_costs(rice_table);
     BlockParams zbest{BlockKind::kZeroRun, 0, 0};
     for (unsigned k = 1; k <= kMaxRunRiceK; ++k) {
       if (run_cost[k] < run_cost[zbest.k_run]) zbest.k_run = k;
@@ -173,7 +198,9 @@ void encode_blocks(const uint8_t* syms, size_t n, unsigned alphabet, std::vector
       uint64_t keep_bits = value_cost[previous->k] + 1;
       if (run_cost[previous->k_run] == std::numeric_limits<uint64_t>::max()) {
         run_cost[previous->k_run] = 0;
-        for (uint32_t r : runs) run_cost[previous->k_run] += rice_bits(r, previous->k_run, w_run);
+        for (size_t i = 0; i < nr; ++i) {
+          run_cost[previous->k_run] += rice_bits(runs[i], previous->k_run, w_run);
+        }
       }
       keep_bits += run_cost[previous->k_run];
       if (keep_bits <= zbits) zbest = *previous, zbits = keep_bits;
@@ -183,9 +210,9 @@ void encode_blocks(const uint8_t* syms, size_t n, unsigned alphabet, std::vector
     // parameter switch to zero runs.
     uint64_t compare_bits = best_bits;
     if (zrun_end > end) {
-      const bool last_pair_has_value = values.size() == runs.size();
-      compare_bits += rice_bits(runs.back(), zbest.k_run, w_run) +
-                      (last_pair_has_value ? rice_bits(values.back(), zbest.k, w_sym) : 0) +
+      const bool last_pair_has_value = nv == nr;
+      compare_bits += rice_bits(runs[nr - 1], zbest.k_run, w_run) +
+                      (last_pair_has_value ? rice_bits(values[nv - 1], zbest.k, w_sym) : 0) +
                       param_bits(zbest, nullptr);
     }
     if (zbits < compare_bits) best = zbest;
@@ -207,9 +234,9 @@ void encode_blocks(const uint8_t* syms, size_t n, unsigned alphabet, std::vector
         for (; pos < end; ++pos) bw.write_rice(syms[pos], best.k, w_sym);
         break;
       case BlockKind::kZeroRun:
-        for (size_t i = 0; i < runs.size(); ++i) {
+        for (size_t i = 0; i < nr; ++i) {
           bw.write_rice(runs[i], best.k_run, w_run);
-          if (i < values.size()) bw.write_rice(values[i], best.k, w_sym);
+          if (i < nv) bw.write_rice(values[i], best.k, w_sym);
         }
         pos = zrun_end;
         break;

@@ -4,6 +4,16 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/cpu.h"
+#include "common/error.h"
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define NACC_SHA_NI 1
+#else
+#define NACC_SHA_NI 0
+#endif
+
 namespace nacc::support {
 
 namespace {
@@ -22,13 +32,9 @@ constexpr uint32_t kRound[64] = {
 
 inline uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
-}  // namespace
-
-Sha256::Sha256()
-    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
-         0x5be0cd19} {}
-
-void Sha256::block(const uint8_t* p) {
+// The compression function over `n` 64-byte blocks, scalar (FIPS 180-4 §6.2.2).
+void blocks_scalar(uint32_t* state, const uint8_t* p, size_t n) {
+  for (; n > 0; --n, p += 64) {
   uint32_t w[64];
   for (int i = 0; i < 16; ++i) {
     w[i] = uint32_t{p[4 * i]} << 24 | uint32_t{p[4 * i + 1]} << 16 | uint32_t{p[4 * i + 2]} << 8 |
@@ -39,7 +45,8 @@ void Sha256::block(const uint8_t* p) {
     const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
     w[i] = w[i - 16] + s0 + w[i - 7] + s1;
   }
-  uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
+  uint32_t a = state[0], b = state[1], c = state[2], d = state[3], e = state[4], f = state[5],
+           g = state[6], h = state[7];
   for (int i = 0; i < 64; ++i) {
     const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) +
                         kRound[i] + w[i];
@@ -53,24 +60,98 @@ void Sha256::block(const uint8_t* p) {
     b = a;
     a = t1 + t2;
   }
-  h_[0] += a; h_[1] += b; h_[2] += c; h_[3] += d;
-  h_[4] += e; h_[5] += f; h_[6] += g; h_[7] += h;
+  state[0] += a; state[1] += b; state[2] += c; state[3] += d;
+  state[4] += e; state[5] += f; state[6] += g; state[7] += h;
+  }
+}
+
+#if NACC_SHA_NI
+// The same function with the SHA extensions. sha256rnds2 runs two rounds on the state held as
+// the pairs (A,B,E,F) and (C,D,G,H) with the message words plus round constants in the low
+// half of its third operand; sha256msg1/msg2 compute the message schedule four words at a
+// time: W[t] = W[t-16] + s0(W[t-15]) (msg1) + W[t-7] (added here) + s1(W[t-2]) (msg2).
+__attribute__((target("sha,sse4.1,ssse3"))) void blocks_sha_ni(uint32_t* state,
+                                                              const uint8_t* p, size_t n) {
+  const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bll, 0x0405060700010203ll);
+  __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(state)),
+                                  0xB1);  // C D A B (high to low)
+  __m128i s1 = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(state + 4)),
+                                 0x1B);  // E F G H
+  __m128i s0 = _mm_alignr_epi8(tmp, s1, 8);   // A B E F
+  s1 = _mm_blend_epi16(s1, tmp, 0xF0);        // C D G H
+  for (; n > 0; --n, p += 64) {
+    const __m128i save0 = s0, save1 = s1;
+    __m128i m[4];
+    for (int i = 0; i < 16; ++i) {
+      __m128i& w = m[i & 3];
+      if (i < 4) {
+        w = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i)),
+                             bswap);
+      } else {  // m[i&3] holds W[4i-16..]; m[(i+1)&3] W[4i-12..]; m[(i+2)&3], m[(i+3)&3] after
+        const __m128i w7 = _mm_alignr_epi8(m[(i + 3) & 3], m[(i + 2) & 3], 4);
+        w = _mm_sha256msg2_epu32(
+            _mm_add_epi32(_mm_sha256msg1_epu32(w, m[(i + 1) & 3]), w7), m[(i + 3) & 3]);
+      }
+      __m128i k = _mm_add_epi32(
+          w, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kRound + 4 * i)));
+      s1 = _mm_sha256rnds2_epu32(s1, s0, k);
+      k = _mm_shuffle_epi32(k, 0x0E);
+      s0 = _mm_sha256rnds2_epu32(s0, s1, k);
+    }
+    s0 = _mm_add_epi32(s0, save0);
+    s1 = _mm_add_epi32(s1, save1);
+  }
+  tmp = _mm_shuffle_epi32(s0, 0x1B);        // F E B A
+  s1 = _mm_shuffle_epi32(s1, 0xB1);         // D C H G
+  s0 = _mm_blend_epi16(tmp, s1, 0xF0);      // D C B A
+  s1 = _mm_alignr_epi8(s1, tmp, 8);         // H G F E
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(state), s0);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(state + 4), s1);
+}
+#endif
+
+}  // namespace
+
+bool Sha256::sha_ni_available() {
+  const CpuFeatures& f = cpu_features();
+  return NACC_SHA_NI && f.sha_ni && f.sse41;
+}
+
+Sha256::Sha256(Impl impl)
+    : sha_ni_(impl == Impl::kShaNi || (impl == Impl::kAuto && sha_ni_available())),
+      h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
+         0x5be0cd19} {
+  check_arg(!sha_ni_ || sha_ni_available(), "this CPU has no SHA extensions (sha_ni)");
+}
+
+void Sha256::blocks(const uint8_t* p, size_t n) {
+#if NACC_SHA_NI
+  if (sha_ni_) return blocks_sha_ni(h_, p, n);
+#endif
+  blocks_scalar(h_, p, n);
 }
 
 Sha256& Sha256::update(const void* data, size_t size) {
   const auto* p = static_cast<const uint8_t*>(data);
   total_ += size;
-  while (size > 0) {
+  if (buf_len_ > 0) {  // top up the partial block first
     const size_t n = std::min(size, sizeof buf_ - buf_len_);
     std::memcpy(buf_ + buf_len_, p, n);
     buf_len_ += n;
     p += n;
     size -= n;
-    if (buf_len_ == sizeof buf_) {
-      block(buf_);
-      buf_len_ = 0;
-    }
+    if (buf_len_ < sizeof buf_) return *this;
+    blocks(buf_, 1);
+    buf_len_ = 0;
   }
+  if (size >= sizeof buf_) {  // whole blocks straight from the input
+    const size_t n = size / sizeof buf_;
+    blocks(p, n);
+    p += n * sizeof buf_;
+    size -= n * sizeof buf_;
+  }
+  std::memcpy(buf_, p, size);
+  buf_len_ = size;
   return *this;
 }
 

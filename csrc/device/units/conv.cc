@@ -146,6 +146,56 @@ void conv_avx2(const ConvGeometry& g, int32_t input_zero_point, const OutputStag
       bias, os, output, g.out_c);
 }
 
+// im2col_rows for gemm_s8_vnni: the same rows as unsigned bytes x + 128, padded
+// positions input_zero_point + 128, columns [K, k4) 0.
+void im2col_rows_u8(const ConvGeometry& g, const int8_t* input, int32_t zero_point, int k4,
+                    int m0, int rows, uint8_t* panel) {
+  const int segment = g.kernel_w * g.in_c;
+  const uint8_t pad = static_cast<uint8_t>(zero_point + 128);
+  const WindowParams& w = g.window;
+  if (g.kernel_h == 1 && g.kernel_w == 1 && w.stride_h == 1 && w.stride_w == 1 &&
+      w.pad_top == 0 && w.pad_bottom == 0 && w.pad_left == 0 && w.pad_right == 0 && k4 == g.k()) {
+    detail::flip_s8_to_u8(input + static_cast<int64_t>(m0) * g.in_c, rows * g.in_c, panel);
+    return;
+  }
+  for (int r = 0; r < rows; ++r) {
+    const int m = m0 + r;
+    const int oy = m / g.out_w;
+    const int ox = m % g.out_w;
+    const int iy0 = oy * g.window.stride_h - g.window.pad_top;
+    const int ix0 = ox * g.window.stride_w - g.window.pad_left;
+    const int kx_lo = std::max(0, -ix0);
+    const int kx_hi = std::min(g.kernel_w, g.in_w - ix0);
+    uint8_t* dst = panel + static_cast<std::ptrdiff_t>(r) * k4;
+    for (int ky = 0; ky < g.kernel_h; ++ky) {
+      uint8_t* d = dst + ky * segment;
+      const int iy = iy0 + ky;
+      if (iy < 0 || iy >= g.in_h || kx_hi <= kx_lo) {
+        std::fill_n(d, segment, pad);
+        continue;
+      }
+      std::fill_n(d, kx_lo * g.in_c, pad);
+      detail::flip_s8_to_u8(input + (static_cast<int64_t>(iy) * g.in_w + ix0 + kx_lo) * g.in_c,
+                            (kx_hi - kx_lo) * g.in_c, d + kx_lo * g.in_c);
+      std::fill_n(d + kx_hi * g.in_c, (g.kernel_w - kx_hi) * g.in_c, pad);
+    }
+    std::fill(dst + g.k(), dst + k4, uint8_t{0});
+  }
+}
+
+// VNNI: the same GEMM on vpdpbusd (gemm_s8_vnni).
+void conv_vnni(const ConvGeometry& g, int32_t input_zero_point, const OutputStage& os,
+               const int8_t* input, const detail::PackedB4& packed, const int32_t* bias,
+               int8_t* output) {
+  const int k4 = packed.k4();
+  detail::gemm_s8_vnni(
+      g.out_h * g.out_w, packed,
+      [&](int m0, int rows, uint8_t* panel) {
+        im2col_rows_u8(g, input, input_zero_point, k4, m0, rows, panel);
+      },
+      input_zero_point, bias, os, output, g.out_c);
+}
+
 }  // namespace
 
 std::shared_ptr<const PreparedWeights> prepare_conv2d_s8(const Shape4& filter_shape,
@@ -164,7 +214,15 @@ void conv2d_s8(const WindowParams& window, int32_t input_zero_point, const Outpu
   const ConvGeometry g{input_shape.h,   input_shape.w,  input_shape.c,  filter_shape.h,
                        filter_shape.w,  output_shape.h, output_shape.w, output_shape.c,
                        window};
-  if (use_avx2()) {
+  if (use_avx_vnni() || use_avx512_vnni()) {
+    const auto* ready = dynamic_cast<const detail::PackedFilter*>(prepared);
+    if (ready && ready->b4) {
+      conv_vnni(g, input_zero_point, out_stage, input, *ready->b4, bias, output);
+    } else {
+      const detail::PackedB4 packed(filter, g.out_c, g.k(), g.k(), 1);
+      conv_vnni(g, input_zero_point, out_stage, input, packed, bias, output);
+    }
+  } else if (use_avx2()) {
     const auto* ready = dynamic_cast<const detail::PackedFilter*>(prepared);
     if (ready) {
       conv_avx2(g, input_zero_point, out_stage, input, ready->b, bias, output);

@@ -58,6 +58,23 @@ void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, 
     return;
   }
   const auto* ready = dynamic_cast<const detail::PackedFilter*>(prepared);
+  if (use_avx_vnni() || use_avx512_vnni()) {  // vpdpbusd on x + 128 (gemm_s8_vnni)
+    std::unique_ptr<detail::PackedB4> own4;
+    if (!ready || !ready->b4) own4 = std::make_unique<detail::PackedB4>(weights, n, k, k, 1);
+    const detail::PackedB4& packed4 = own4 ? *own4 : *ready->b4;
+    const int k4 = packed4.k4();
+    detail::gemm_s8_vnni(
+        m, packed4,
+        [&](int m0, int rows, uint8_t* panel) {
+          for (int r = 0; r < rows; ++r) {
+            uint8_t* dst = panel + static_cast<std::ptrdiff_t>(r) * k4;
+            detail::flip_s8_to_u8(input + static_cast<int64_t>(m0 + r) * k, k, dst);
+            std::fill(dst + k, dst + k4, uint8_t{0});
+          }
+        },
+        input_zero_point, bias, out_stage, output, n);
+    return;
+  }
   std::unique_ptr<detail::PackedB> own;
   if (!ready) own = std::make_unique<detail::PackedB>(weights, n, k, k, 1);
   const detail::PackedB& packed = ready ? ready->b : *own;
@@ -111,6 +128,21 @@ void matmul_s8(int32_t a_zero_point, int32_t b_zero_point, const OutputStage& ou
     return;
   }
 
+  if (b_zero_point == 0 && (use_avx_vnni() || use_avx512_vnni())) {  // gemm_s8_vnni
+    const detail::PackedB4 packed4(b, n, k, 1, n);
+    const int k4 = packed4.k4();
+    detail::gemm_s8_vnni(
+        m, packed4,
+        [&](int m0, int rows, uint8_t* panel) {
+          for (int r = 0; r < rows; ++r) {
+            uint8_t* dst = panel + static_cast<std::ptrdiff_t>(r) * k4;
+            detail::flip_s8_to_u8(a + static_cast<int64_t>(m0 + r) * k, k, dst);
+            std::fill(dst + k, dst + k4, uint8_t{0});
+          }
+        },
+        a_zero_point, nullptr, out_stage, output, n);
+    return;
+  }
   // AVX2: both operands enter the GEMM with their zero points subtracted.
   const detail::PackedB packed(b, n, k, 1, n, b_zero_point);
   const int kp = packed.kp();

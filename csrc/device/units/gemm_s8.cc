@@ -9,7 +9,15 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/cpu.h"
+#include "common/error.h"
+
 #define NACC_AVX2 NACC_AVX2_TARGET
+// AVX-512 VNNI with the 256-bit forms (the AVX2 epilogue inlines into it).
+#define NACC_VNNI512 \
+  __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+// AVX-VNNI: the VEX vpdpbusd on ymm (Alder Lake and later, AMD Zen 5).
+#define NACC_AVXVNNI __attribute__((target("avx2,fma,avxvnni")))
 
 namespace nacc::detail {
 
@@ -282,8 +290,6 @@ PackedB::PackedB(const int8_t* b, int n, int k, std::ptrdiff_t n_stride, std::pt
   }
 }
 
-PackedFilter::PackedFilter(const int8_t* w, int n, int k) : b(w, n, k, k, 1) {}
-
 NACC_AVX2 void widen_s8_avx2(const int8_t* src, int count, int32_t offset, int16_t* dst) {
   const __m256i off = _mm256_set1_epi16(static_cast<int16_t>(offset));
   int i = 0;
@@ -370,6 +376,307 @@ NACC_AVX2 void gemv_s8_avx2(int m, int n, int k, const int8_t* a, int32_t a_zero
       store_partial(out + static_cast<std::ptrdiff_t>(row) * n + n0, narrow16(result[0], result[1]),
                     std::min(kTileCols, n - n0));
     }
+  }
+}
+
+
+// ---- VNNI (vpdpbusd) ----
+
+// GCC 12 warns that the _mm512_undefined_* placeholders inside its own
+// AVX-512 extract/shuffle intrinsics "may be used uninitialized" (a false
+// positive of the headers, not of this code).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace {
+
+// The epilogue on 16 lanes (one zmm per output row of a 16-column block): the
+// same arithmetic as requantize8 — MultiplyByQuantizedMultiplier with its
+// rounding, the real-scale and float32 stages — with mask registers for the
+// compares and a masked store for the last partial block.
+struct BlockParams512 {
+  __m512i col_offset, multiplier, multiplier_odd, left_shift, right_shift, remainder_mask,
+      half_mask;
+  __m512d scale[2];
+  __m512 float_scale;
+  bool any_left_shift = false;
+};
+
+struct StageVectors512 {
+  OutputStageKind kind;
+  __m512i zero_point, act_min, act_max;
+  __m512 float_lo, float_hi;
+};
+
+NACC_VNNI512 inline StageVectors512 stage_vectors512(const OutputStage& s) {
+  StageVectors512 v;
+  v.kind = s.kind;
+  v.zero_point = _mm512_set1_epi32(s.output_zero_point);
+  v.act_min = _mm512_set1_epi32(s.act_min);
+  v.act_max = _mm512_set1_epi32(s.act_max);
+  v.float_lo = _mm512_set1_ps(static_cast<float>(s.act_min - s.output_zero_point));
+  v.float_hi = _mm512_set1_ps(static_cast<float>(s.act_max - s.output_zero_point));
+  return v;
+}
+
+NACC_VNNI512 inline BlockParams512 load_block512(const PaddedParams& p, int n0) {
+  BlockParams512 b{};
+  b.col_offset = _mm512_loadu_si512(p.col_offset.data() + n0);
+  switch (p.kind) {
+    case OutputStageKind::kRealScale:
+      b.scale[0] = _mm512_loadu_pd(p.scale.data() + n0);
+      b.scale[1] = _mm512_loadu_pd(p.scale.data() + n0 + 8);
+      break;
+    case OutputStageKind::kFloat32:
+      b.float_scale = _mm512_loadu_ps(p.float_scale.data() + n0);
+      break;
+    default:
+      b.multiplier = _mm512_loadu_si512(p.multiplier.data() + n0);
+      b.multiplier_odd = _mm512_srli_epi64(b.multiplier, 32);
+      b.left_shift = _mm512_loadu_si512(p.left_shift.data() + n0);
+      b.right_shift = _mm512_loadu_si512(p.right_shift.data() + n0);
+      b.remainder_mask = _mm512_loadu_si512(p.remainder_mask.data() + n0);
+      b.half_mask = _mm512_srli_epi32(b.remainder_mask, 1);
+      break;
+  }
+  b.any_left_shift =
+      p.kind == OutputStageKind::kFixedPoint && p.block_left_shift[n0 / kTileCols];
+  return b;
+}
+
+NACC_VNNI512 inline __m512i multiply_by_quantized_multiplier16(__m512i x, const BlockParams512& b) {
+  const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
+  const __m512i one = _mm512_set1_epi32(1);
+  if (b.any_left_shift) x = _mm512_sllv_epi32(x, b.left_shift);
+  __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, b.multiplier), half);
+  __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), b.multiplier_odd),
+                                 half);
+  even = _mm512_srli_epi64(even, 31);
+  odd = _mm512_slli_epi64(odd, 1);
+  const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+  const __m512i remainder = _mm512_and_si512(high, b.remainder_mask);
+  const __mmask16 negative = _mm512_cmplt_epi32_mask(high, _mm512_setzero_si512());
+  const __m512i threshold = _mm512_mask_add_epi32(b.half_mask, negative, b.half_mask, one);
+  const __mmask16 round_up = _mm512_cmpgt_epi32_mask(remainder, threshold);
+  const __m512i shifted = _mm512_srav_epi32(high, b.right_shift);
+  return _mm512_mask_add_epi32(shifted, round_up, shifted, one);
+}
+
+NACC_VNNI512 inline __m512d round_half_away8(__m512d x) {
+  const __m512d t = _mm512_roundscale_pd(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m512d frac = _mm512_sub_pd(x, t);
+  const __m512d one = _mm512_set1_pd(1.0);
+  const __mmask8 up = _mm512_cmp_pd_mask(frac, _mm512_set1_pd(0.5), _CMP_GE_OQ);
+  const __mmask8 down = _mm512_cmp_pd_mask(frac, _mm512_set1_pd(-0.5), _CMP_LE_OQ);
+  const __m512d rounded_up = _mm512_mask_add_pd(t, up, t, one);
+  return _mm512_mask_sub_pd(rounded_up, down, rounded_up, one);
+}
+
+NACC_VNNI512 inline __m512i requantize16(__m512i acc, const BlockParams512& b,
+                                         const StageVectors512& s) {
+  acc = _mm512_add_epi32(acc, b.col_offset);
+  if (s.kind == OutputStageKind::kFloat32) {
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), b.float_scale);
+    v = _mm512_min_ps(_mm512_max_ps(v, s.float_lo), s.float_hi);
+    return _mm512_add_epi32(_mm512_cvtps_epi32(v), s.zero_point);
+  }
+  __m512i q;
+  if (s.kind == OutputStageKind::kRealScale) {
+    const __m512d lo = _mm512_cvtepi32_pd(_mm512_castsi512_si256(acc));
+    const __m512d hi = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(acc, 1));
+    const __m256i qlo = _mm512_cvttpd_epi32(round_half_away8(_mm512_mul_pd(lo, b.scale[0])));
+    const __m256i qhi = _mm512_cvttpd_epi32(round_half_away8(_mm512_mul_pd(hi, b.scale[1])));
+    q = _mm512_inserti64x4(_mm512_castsi256_si512(qlo), qhi, 1);
+  } else {
+    q = multiply_by_quantized_multiplier16(acc, b);
+  }
+  return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(q, s.zero_point), s.act_min),
+                          s.act_max);
+}
+
+NACC_VNNI512 inline void store_row512(__m512i acc, const BlockParams512& b,
+                                      const StageVectors512& s, int8_t* dst, int cols) {
+  const __m128i v = _mm512_cvtsepi32_epi8(requantize16(acc, b, s));  // values in [-128, 127]
+  const __mmask16 keep = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+  _mm_mask_storeu_epi8(dst, keep, v);
+}
+
+constexpr int kVnniRows512 = 8;  // rows per micro-tile: 8 x 32 columns = 16 zmm accumulators
+constexpr int kVnniRows256 = 4;  // 4 x 16 columns = 8 ymm accumulators
+
+inline int32_t load_quad(const uint8_t* p) {
+  int32_t q;  // A(r, k..k+3) as one dword, broadcast to every lane
+  std::memcpy(&q, p, sizeof q);
+  return q;
+}
+
+// `rows` (<= 8) rows of the u8 panel (row stride k4) times NB (1 or 2)
+// 16-column blocks of B4; the epilogue for the first `rows` rows and `cols`
+// columns. Rows past `rows` read stale panel bytes whose results are dropped.
+template <int NB>
+NACC_VNNI512 void tile8_vnni512(const uint8_t* a, int k4, const int8_t* b0, const int8_t* b1,
+                                const BlockParams512* params, const StageVectors512& stage,
+                                int8_t* out, std::ptrdiff_t out_row_stride, int rows, int cols) {
+  __m512i c[kVnniRows512][NB];
+#pragma GCC unroll 8
+  for (int r = 0; r < kVnniRows512; ++r) {
+    for (int j = 0; j < NB; ++j) c[r][j] = _mm512_setzero_si512();
+  }
+  const int quads = k4 / 4;
+  for (int q = 0; q < quads; ++q) {
+    const __m512i w0 = _mm512_loadu_si512(b0 + 64 * q);
+    const __m512i w1 = NB == 2 ? _mm512_loadu_si512(b1 + 64 * q) : w0;
+#pragma GCC unroll 8
+    for (int r = 0; r < kVnniRows512; ++r) {
+      const __m512i x = _mm512_set1_epi32(load_quad(a + static_cast<std::ptrdiff_t>(r) * k4 + 4 * q));
+      c[r][0] = _mm512_dpbusd_epi32(c[r][0], x, w0);
+      if (NB == 2) c[r][NB - 1] = _mm512_dpbusd_epi32(c[r][NB - 1], x, w1);
+    }
+  }
+  for (int r = 0; r < rows; ++r) {
+    for (int j = 0; j < NB && 16 * j < cols; ++j) {
+      store_row512(c[r][j], params[j], stage, out + r * out_row_stride + 16 * j,
+                   std::min(16, cols - 16 * j));
+    }
+  }
+}
+
+NACC_AVXVNNI void tile4_avxvnni(const uint8_t* a, int k4, const int8_t* b, const BlockParams& params,
+                                const StageVectors& stage, int8_t* out,
+                                std::ptrdiff_t out_row_stride, int rows, int cols) {
+  __m256i c[kVnniRows256][2];
+#pragma GCC unroll 4
+  for (int r = 0; r < kVnniRows256; ++r) c[r][0] = c[r][1] = _mm256_setzero_si256();
+  const int quads = k4 / 4;
+  for (int q = 0; q < quads; ++q) {
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * q));
+    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * q + 32));
+#pragma GCC unroll 4
+    for (int r = 0; r < kVnniRows256; ++r) {
+      const __m256i x = _mm256_set1_epi32(load_quad(a + static_cast<std::ptrdiff_t>(r) * k4 + 4 * q));
+      c[r][0] = _mm256_dpbusd_avx_epi32(c[r][0], x, w0);
+      c[r][1] = _mm256_dpbusd_avx_epi32(c[r][1], x, w1);
+    }
+  }
+  for (int r = 0; r < rows; ++r) {
+    store_row(c[r][0], c[r][1], params, stage, out + r * out_row_stride, cols);
+  }
+}
+
+NACC_VNNI512 void gemm_vnni512(int m, const PackedB4& b, const FillRowsU8& fill_rows,
+                               const PaddedParams& padded, const OutputStage& rq,
+                               std::vector<uint8_t>& panel, int panel_rows, int8_t* out,
+                               std::ptrdiff_t out_row_stride) {
+  const StageVectors512 stage = stage_vectors512(rq);
+  const int n = b.n(), k4 = b.k4();
+  for (int m0 = 0; m0 < m; m0 += panel_rows) {
+    const int rows = std::min(panel_rows, m - m0);
+    fill_rows(m0, rows, panel.data());
+    for (int nb = 0; nb < b.blocks(); nb += 2) {
+      const int n0 = nb * kTileCols;
+      const int cols = std::min(2 * kTileCols, n - n0);
+      const BlockParams512 params[2] = {
+          load_block512(padded, n0),
+          nb + 1 < b.blocks() ? load_block512(padded, n0 + kTileCols) : BlockParams512{}};
+      for (int r = 0; r < rows; r += kVnniRows512) {
+        const uint8_t* a = panel.data() + static_cast<size_t>(r) * k4;
+        int8_t* o = out + (m0 + r) * out_row_stride + n0;
+        const int tr = std::min(kVnniRows512, rows - r);
+        if (nb + 1 < b.blocks()) {
+          tile8_vnni512<2>(a, k4, b.block(nb), b.block(nb + 1), params, stage, o, out_row_stride,
+                           tr, cols);
+        } else {
+          tile8_vnni512<1>(a, k4, b.block(nb), nullptr, params, stage, o, out_row_stride, tr,
+                           cols);
+        }
+      }
+    }
+  }
+}
+
+NACC_AVXVNNI void gemm_avxvnni(int m, const PackedB4& b, const FillRowsU8& fill_rows,
+                               const PaddedParams& padded, const OutputStage& rq,
+                               std::vector<uint8_t>& panel, int panel_rows, int8_t* out,
+                               std::ptrdiff_t out_row_stride) {
+  const StageVectors stage = stage_vectors(rq);
+  const int n = b.n(), k4 = b.k4();
+  for (int m0 = 0; m0 < m; m0 += panel_rows) {
+    const int rows = std::min(panel_rows, m - m0);
+    fill_rows(m0, rows, panel.data());
+    for (int nb = 0; nb < b.blocks(); ++nb) {
+      const int n0 = nb * kTileCols;
+      const int cols = std::min(kTileCols, n - n0);
+      const BlockParams params = load_block(padded, n0);
+      for (int r = 0; r < rows; r += kVnniRows256) {
+        tile4_avxvnni(panel.data() + static_cast<size_t>(r) * k4, k4, b.block(nb), params, stage,
+                      out + (m0 + r) * out_row_stride + n0, out_row_stride,
+                      std::min(kVnniRows256, rows - r), cols);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+#pragma GCC diagnostic pop
+
+PackedB4::PackedB4(const int8_t* b, int n, int k, std::ptrdiff_t n_stride,
+                   std::ptrdiff_t k_stride)
+    : n_(n), k_(k), k4_((k + 3) / 4 * 4) {
+  data_.assign(static_cast<size_t>(blocks()) * k4_ * kTileCols, 0);
+  col_sum_.assign(static_cast<size_t>(blocks()) * kTileCols, 0);
+  for (int col = 0; col < n; ++col) {
+    int8_t* dst = data_.data() + static_cast<size_t>(col / kTileCols) * k4_ * kTileCols +
+                  (col % kTileCols) * 4;
+    const int8_t* src = b + col * n_stride;
+    int32_t sum = 0;
+    for (int kk = 0; kk < k; ++kk) {
+      const int8_t v = src[kk * k_stride];
+      dst[(kk / 4) * 64 + kk % 4] = v;
+      sum += v;
+    }
+    col_sum_[col] = sum;
+  }
+}
+
+bool vnni_available() {
+  return kernel_path_available(KernelPath::kAvxVnni) ||
+         kernel_path_available(KernelPath::kAvx512Vnni);
+}
+
+PackedFilter::PackedFilter(const int8_t* w, int n, int k) : b(w, n, k, k, 1) {
+  if (vnni_available()) b4 = std::make_unique<PackedB4>(w, n, k, k, 1);
+}
+
+void flip_s8_to_u8(const int8_t* src, int count, uint8_t* dst) {
+  for (int i = 0; i < count; ++i) dst[i] = static_cast<uint8_t>(src[i]) ^ 0x80u;
+}
+
+void gemm_s8_vnni(int m, const PackedB4& b, const FillRowsU8& fill_rows, int32_t a_zero_point,
+                  const int32_t* col_offset, const OutputStage& rq, int8_t* out,
+                  std::ptrdiff_t out_row_stride) {
+  const int n = b.n();
+  // sum_k (A + 128) B = sum_k (A - zp) B + (zp + 128) col_sum: take the second term off with
+  // the bias, in unsigned (wrapping) arithmetic like the int32 accumulator.
+  std::vector<int32_t> offset(n);
+  const uint32_t lift = static_cast<uint32_t>(a_zero_point + 128);
+  for (int c = 0; c < n; ++c) {
+    const uint32_t bias = col_offset != nullptr ? static_cast<uint32_t>(col_offset[c]) : 0u;
+    offset[c] = static_cast<int32_t>(bias - lift * static_cast<uint32_t>(b.col_sums()[c]));
+  }
+  const PaddedParams padded(n, offset.data(), rq);
+  const bool wide = use_avx512_vnni();
+  const int tile_rows = wide ? kVnniRows512 : kVnniRows256;
+  int panel_rows = static_cast<int>(kPanelBytes / std::max(1, b.k4()));
+  panel_rows = std::max(tile_rows, std::min(256, panel_rows / tile_rows * tile_rows));
+  std::vector<uint8_t> panel(static_cast<size_t>(panel_rows) * b.k4());
+  if (wide) {
+    gemm_vnni512(m, b, fill_rows, padded, rq, panel, panel_rows, out,
+                 out_row_stride);
+  } else {
+    check_arg(use_avx_vnni(), "gemm_s8_vnni: neither AVX-512 VNNI nor AVX-VNNI is in use");
+    gemm_avxvnni(m, b, fill_rows, padded, rq, panel, panel_rows, out,
+                 out_row_stride);
   }
 }
 

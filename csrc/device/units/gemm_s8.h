@@ -1,13 +1,20 @@
-// Internal to the MAC unit: the AVX2 int8 GEMM shared by conv2d_s8,
-// fully_connected_s8 and matmul_s8 — int8 operands sign-extended to int16,
-// multiplied pairwise with _mm256_madd_epi16 into int32 accumulators, and a
-// fused, vectorised requantize-to-int8 epilogue. Every function here executes
-// AVX2: call only when nacc::use_avx2() is true.
+// Internal to the MAC unit: the int8 GEMMs shared by conv2d_s8,
+// fully_connected_s8 and matmul_s8, each with the same fused, vectorised
+// requantize-to-int8 epilogue (AVX2):
+//  - gemm_s8_avx2: int8 operands sign-extended to int16, multiplied pairwise
+//    with _mm256_madd_epi16 into int32 accumulators; call only when
+//    nacc::use_avx2() is true;
+//  - gemm_s8_vnni: vpdpbusd (unsigned x signed bytes, four products per
+//    int32 lane) with AVX-512 VNNI (zmm) or AVX-VNNI (ymm), for a right
+//    operand with zero point 0 (filters and weights: TFLite and ONNX int8
+//    weights are symmetric); call only when use_avx_vnni() or
+//    use_avx512_vnni() is true.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "arch/unit_params.h"
@@ -43,12 +50,55 @@ class PackedB {
   std::vector<int16_t> data_;
 };
 
+// The right operand B(n, k) (zero point 0) for vpdpbusd: int8 as stored, K
+// rounded up to a multiple of 4 (k4), N up to 16, layout [N/16][k4/4][16][4]:
+// one 512-bit load holds four consecutive k of 16 columns (a 256-bit load, of
+// 8 columns); padding is 0. col_sum(n) = sum_k B(n, k), for the correction
+// of the +128 that makes the left operand unsigned (see gemm_s8_vnni).
+class PackedB4 {
+ public:
+  PackedB4(const int8_t* b, int n, int k, std::ptrdiff_t n_stride, std::ptrdiff_t k_stride);
+  int n() const { return n_; }
+  int k() const { return k_; }
+  int k4() const { return k4_; }
+  int blocks() const { return (n_ + 15) / 16; }
+  const int8_t* block(int nb) const { return data_.data() + static_cast<size_t>(nb) * k4_ * 16; }
+  const int32_t* col_sums() const { return col_sum_.data(); }
+
+ private:
+  int n_, k_, k4_;
+  std::vector<int8_t> data_;
+  std::vector<int32_t> col_sum_;
+};
+
+// True when this CPU can run gemm_s8_vnni (either width): prepared weights
+// then carry the PackedB4 copy too.
+bool vnni_available();
+
 // A right operand packed once (device/units/prepared.h): the convolution's
-// filter [C_out, K] or the fully connected layer's weights [N, K].
+// filter [C_out, K] or the fully connected layer's weights [N, K]; b4 also
+// where the CPU has VNNI (null otherwise).
 struct PackedFilter : PreparedWeights {
   PackedFilter(const int8_t* w, int n, int k);
   PackedB b;
+  std::unique_ptr<PackedB4> b4;
 };
+
+// Fills rows [m0, m0 + rows) of the left operand for gemm_s8_vnni into
+// `panel`, row r at panel + r * k4, as the unsigned bytes A(m, k) + 128 (the
+// int8 value with its sign bit flipped); a padded position of a convolution
+// holds a_zero_point + 128; columns [K, k4) may hold anything (B is 0 there).
+using FillRowsU8 = std::function<void(int m0, int rows, uint8_t* panel)>;
+
+// The product of gemm_s8_avx2, for the left operand A with zero point
+// a_zero_point: vpdpbusd sums (A + 128) * B, so the epilogue's column offset
+// is col_offset[n] - (a_zero_point + 128) * col_sum(n) (mod 2^32: exact).
+void gemm_s8_vnni(int m, const PackedB4& b, const FillRowsU8& fill_rows, int32_t a_zero_point,
+                  const int32_t* col_offset, const OutputStage& rq, int8_t* out,
+                  std::ptrdiff_t out_row_stride);
+
+// dst[i] = uint8(src[i] + 128), i < count.
+void flip_s8_to_u8(const int8_t* src, int count, uint8_t* dst);
 
 // Fills rows [m0, m0 + rows) of the left operand A into `panel`, row r at
 // panel + r * kp, as int16 values A(m, k) - a_zero_point (in [-255, 255]);
