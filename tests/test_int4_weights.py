@@ -226,3 +226,32 @@ def test_compiler_packs_int4_weights(kb):
     for execution in ("step", "replay"):
         (got,), _ = run(n4, x, 1, kb, program=p4, execution=execution)
         assert np.array_equal(got, want.reshape(got.shape)), execution
+
+
+def test_converter_int4_qat_cnn_exact():
+    """A model from the TFLite converter with 4-bit QAT (tests/int4_qat_model.py):
+    its int4 CONV_2D (v7) and FULLY_CONNECTED (v10) nodes and the RESHAPE are
+    claimed in one partition and the outputs equal BUILTIN_REF's."""
+    from int4_qat_model import int4_qat_cnn
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    model = int4_qat_cnn()
+    m = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(model, 0))
+    sg = m.subgraphs[0]
+    kinds = {}
+    for op in sg.operators:
+        oc = m.operatorCodes[op.opcodeIndex]
+        code = max(oc.builtinCode, oc.deprecatedBuiltinCode)
+        kinds.setdefault((code, oc.version), []).append(sg.tensors[op.inputs[1]].type
+                                                        if len(op.inputs) > 1 else None)
+    B, T = schema.BuiltinOperator, schema.TensorType
+    assert kinds[(B.CONV_2D, 7)] == [T.INT4, T.INT4]
+    assert kinds[(B.FULLY_CONNECTED, 10)] == [T.INT4]
+    for cores, kb in ((1, 16), (8, 32), (32, 16)):
+        d, interp = delegated(model, cores=cores, sram_kb=kb)
+        rep = d.report()
+        assert all(n.claimed and not n.reasons for n in rep.nodes), [
+            (n.op, n.reasons) for n in rep.nodes]
+        assert len({n.partition for n in rep.nodes}) == 1
+        for seed in range(2):
+            assert_exact(model, interp, seed)
