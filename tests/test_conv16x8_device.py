@@ -1,5 +1,5 @@
 """16-bit feature maps on the device (NACC_CTRL.DATA_FORM = 01, NACC_SPEC §9),
-NPU_OP_CONV only: int16 maps with zero point 0 (2 bytes per element in SRAM
+NPU_OP_CONV and NPU_OP_DEPTHWISE only: int16 maps with zero point 0 (2 bytes per element in SRAM
 and on the bus), int8 weights, int64 bias entries within 40 bits, an int64
 accumulator and TFLite's int64 MultiplyByQuantizedMultiplier with the reduced
 16-bit multiplier. Device-level tests (streams from tests/nacc_streams.py)
@@ -227,5 +227,100 @@ def test_int16_form_on_other_units_faults():
     x = np.zeros((1, 4, 4, 8), np.int16)
     L = Layer("maxpool", x, kernel=(2, 2), stride=(2, 2))
     p, ins = ns.single_layer(L, [Tile(0, 2, 0, 2)])
-    with pytest.raises(nacc.DeviceFault, match="NPU_OP_CONV only"):
+    with pytest.raises(nacc.DeviceFault, match="NPU_OP_CONV and NPU_OP_DEPTHWISE only"):
         run_program(p, ins, 1)
+
+
+def tflite_depthwise_16x8(x, w, bias, mult, shift, m, stride, pad, out_hw):
+    """TFLite's 16x8 DEPTHWISE_CONV_2D (DepthwiseConvPerChannel, int64
+    accumulator): output channel o reads input channel o // m; the output stage
+    as tflite_conv_16x8."""
+    h, wd, _ = x.shape
+    _, kh, kw, cout = w.shape
+    (sh, sw), (pt, pl), (oh, ow) = stride, pad, out_hw
+    src = np.arange(cout) // m
+    xi, wi = x.astype(np.int64)[:, :, src], w.astype(np.int64)[0]
+    m16 = np.where(mult.astype(np.int64) < 0x7FFF0000, (mult.astype(np.int64) + (1 << 15)) >> 16,
+                   0x7FFF)
+    total = 15 - shift.astype(np.int64)
+    out = np.zeros((oh, ow, cout), np.int16)
+    for oy in range(oh):
+        for ox in range(ow):
+            acc = bias.astype(np.int64).copy()
+            for ky in range(kh):
+                iy = oy * sh - pt + ky
+                for kx in range(kw):
+                    ix = ox * sw - pl + kx
+                    if 0 <= iy < h and 0 <= ix < wd:
+                        acc = acc + wi[ky, kx] * xi[iy, ix]
+            v = (acc * m16 + (np.int64(1) << (total - 1))) >> total
+            out[oy, ox] = np.clip(v, -32768, 32767)
+    return out
+
+
+@pytest.mark.parametrize("i", range(40))
+def test_depthwise16x8_matches_tflite_arithmetic(i):
+    rng = np.random.default_rng(500 + i)
+    h, w = int(rng.integers(2, 12)), int(rng.integers(2, 12))
+    k = min(int(rng.choice([1, 3, 5])), h, w)
+    cin, m = int(rng.choice([1, 5, 16, 40])), int(rng.choice([1, 2, 4]))
+    stride, pad = int(rng.integers(1, 3)), int(rng.integers(0, min(k, 3)))
+    cout = cin * m
+    x = rng.integers(-32768, 32768, (1, h, w, cin)).astype(np.int16)
+    x.reshape(-1)[:2] = (-32768, 32767)
+    wt = rng.integers(-128, 128, (1, k, k, cout)).astype(np.int8)
+    bias = rng.integers(-(1 << 39) + 1, 1 << 39, cout).astype(np.int64) >> int(rng.integers(0, 20))
+    eff = 12000.0 / (k * 18900 * 74) * rng.uniform(0.5, 2.0, cout)
+    pairs = [_core.quantize_multiplier(float(e)) for e in eff]
+    mult = np.array([p[0] for p in pairs], np.int32)
+    shift = np.array([p[1] for p in pairs], np.int32)
+    L = Layer("depthwise", x, weights=wt, bias=bias, mult=mult, shift=shift,
+              stride=(stride, stride), depth_multiplier=m, act_min=-32768, act_max=32767)
+    oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    L.pad = (pad, max(0, (oh - 1) * stride + k - h - pad), pad,
+             max(0, (ow - 1) * stride + k - w - pad))
+    want = tflite_depthwise_16x8(x[0], wt, bias, mult, shift, m, (stride, stride), (pad, pad),
+                                 (oh, ow))[None]
+    if i % 3 == 0 or cin == 1:
+        tiles, cores = [Tile(0, oh, 0, ow)], 1
+    elif i % 3 == 1:
+        tiles, cores = grid(oh, ow, max(1, oh // 2), max(1, ow // 2)), 1
+    else:  # channel groups of whole input channels
+        half = (cin // 2) * m
+        tiles = [Tile(0, oh, 0, ow, c0=0, nc=half), Tile(0, oh, 0, ow, c0=half, nc=cout - half)]
+        cores = 1
+    if oh >= 2 and i % 4 == 3:
+        tiles, cores = [Tile(0, oh, 0, ow, mode=2, cores=2)], 2
+    p, ins = ns.single_layer(L, tiles, cores=cores)
+    got, stats = run_program(p, ins, cores)
+    np.testing.assert_array_equal(got, want)
+    if len(tiles) == 1 and cores == 1:  # 32 channels per tap and cycle
+        assert stats["mac_cycles"] == oh * ow * -(-cout // 32) * k * k
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_depthwise16x8_equals_tflite_builtin_ref(seed):
+    """A 16x8 DEPTHWISE_CONV_2D flatbuffer (version 5) on BUILTIN_REF against the device."""
+    rng = np.random.default_rng(seed)
+    h, w, cin, m, k = 6, 7, 4, 2, 3
+    cout = cin * m
+    s_in, s_out = 0.0004, 0.001
+    ws = [float(v) for v in rng.uniform(0.003, 0.02, cout).astype(np.float32)]
+    wt = rng.integers(-127, 128, (1, k, k, cout)).astype(np.int8)
+    bias = rng.integers(-(1 << 24), 1 << 24, cout).astype(np.int64)
+    x = rng.integers(-32768, 32768, (1, h, w, cin)).astype(np.int16)
+    model = build_model("DEPTHWISE_CONV_2D", [
+        QTensor((1, h, w, cin), "int16", scale=s_in, zero_point=0),
+        QTensor((1, k, k, cout), "int8", scale=ws, zero_point=[0] * cout, quantized_dimension=3,
+                data=wt),
+        QTensor((cout,), "int64", scale=[s_in * v for v in ws], zero_point=[0] * cout, data=bias)],
+        [QTensor((1, h, w, cout), "int16", scale=s_out, zero_point=0)],
+        options=dict(padding="SAME", depth_multiplier=m, fused_activation_function="NONE"),
+        version=5)
+    (want,) = run_tflite(model, [x])
+    mult, shift = conv_multipliers(s_in, ws, s_out, cout)
+    L = Layer("depthwise", x, weights=wt, bias=bias, mult=mult, shift=shift, pad=(1, 1, 1, 1),
+              depth_multiplier=m, act_min=-32768, act_max=32767)
+    p, ins = ns.single_layer(L, grid(h, w, 4, 3))
+    got, _ = run_program(p, ins, 1)
+    np.testing.assert_array_equal(got, want)

@@ -68,7 +68,7 @@ inline constexpr FieldDesc kF_NACC_CTRL[] = {
     rw("ELEMENT_INPUT_QUANT_EN", 19, 19, 0, "1: quantize the element-wise inputs"),
     rw_enum("DATA_FORM", 21, 20, 0, kDataForms,
             "data format: 8-bit; 4-bit weights (int8 maps, int4 weights two per byte, element 2i "
-            "in the low nibble); 16-bit maps (int16 elements, NPU_OP_CONV)"),
+            "in the low nibble); 16-bit maps (int16 elements, convolution and depthwise)"),
     rw("CLK_BYPASS", 27, 22, 0,
        "clock-gating bypass bits: 0x1 quantization, 0x2 accumulate-add, 0x4 pooling, "
        "0x8 depthwise, 0x10 top level; no effect in the model"),

@@ -260,8 +260,9 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     s.int4 = form == value_of(DataForm::INT4);
     s.i16 = form == value_of(DataForm::INT16);
     s.elem = s.i16 ? 2 : 1;
-    require(!s.i16 || s.fam == Family::kConv, "NACC_CTRL.DATA_FORM = INT16 (16-bit feature maps) ",
-            "is modelled for NPU_OP_CONV only, not ", opcode_name(op), " (NACC_SPEC §9)");
+    require(!s.i16 || s.fam == Family::kConv || s.fam == Family::kDepthwise,
+            "NACC_CTRL.DATA_FORM = INT16 (16-bit feature maps) is modelled for NPU_OP_CONV and ",
+            "NPU_OP_DEPTHWISE only, not ", opcode_name(op), " (NACC_SPEC §9)");
     require(!s.int4 || has_weights(s.fam), "NACC_CTRL.DATA_FORM = INT4 (int4 weights) is for the ",
             "weight path of NPU_OP_CONV, NPU_OP_DEPTHWISE and NPU_OP_FULLY_CONNECTED, not ",
             opcode_name(op), " (NACC_SPEC §9)");

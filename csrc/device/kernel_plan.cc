@@ -33,7 +33,9 @@ void count_work(const Setup& s, CoreWork& c) {
                valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.in_c * c.noc;
       break;
     case Family::kDepthwise:
-      c.mac_cycles = cost::window_mac_cycles(h, w, s.out_c, taps);
+      // 16-bit maps: 32 channels per tap and cycle instead of 64 (NACC_SPEC §9).
+      c.mac_cycles = s.i16 ? h * w * cost::ceil_div(s.out_c, limits::kMacLanes16) * taps
+                           : cost::window_mac_cycles(h, w, s.out_c, taps);
       c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
                valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.out_c;
       break;

@@ -88,6 +88,15 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
                 out_shape, out, b.prepared);
       break;
     case Family::kDepthwise:
+      if (s.i16) {  // DATA_FORM = INT16
+        OutputStage os16 = os;
+        os16.kind = OutputStageKind::kFixedPoint16x8;
+        depthwise_conv2d_s16x8(win, s.depth_mult, os16, in_shape,
+                               reinterpret_cast<const int16_t*>(in), Shape4{1, s.ky, s.kx, s.out_c},
+                               wts, reinterpret_cast<const int64_t*>(bias), out_shape,
+                               reinterpret_cast<int16_t*>(out));
+        break;
+      }
       depthwise_conv2d_s8(win, s.depth_mult, s.in_zp, os, in_shape, in,
                           Shape4{1, s.ky, s.kx, s.out_c}, wts, bias, out_shape, out, b.prepared);
       break;

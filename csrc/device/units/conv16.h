@@ -22,4 +22,15 @@ void conv2d_s16x8(const WindowParams& window, const OutputStage& stage, const Sh
                   const int16_t* input, const Shape4& filter_shape, const int8_t* filter,
                   const int64_t* bias, const Shape4& output_shape, int16_t* output);
 
+// DEPTHWISE_CONV_2D 16x8 (reference_integer_ops::DepthwiseConvPerChannel with
+// an int64 accumulator): output channel o = i * depth_multiplier + j reads
+// input channel i;
+//   input   [1, H, W, C_in] int16, zero point 0
+//   filter  [1, KH, KW, C_out] int8, C_out = C_in * depth_multiplier
+//   bias, output stage and output as conv2d_s16x8.
+void depthwise_conv2d_s16x8(const WindowParams& window, int depth_multiplier,
+                            const OutputStage& stage, const Shape4& input_shape,
+                            const int16_t* input, const Shape4& filter_shape, const int8_t* filter,
+                            const int64_t* bias, const Shape4& output_shape, int16_t* output);
+
 }  // namespace nacc
