@@ -189,7 +189,28 @@ class Translator {
     x.name = t.name && *t.name ? t.name : str_cat("t", index);
     x.shape = dims_of(t);
     x.dtype = dtype_of(t.type);
-    if (t.type == kTfLiteInt4) tensor_problem_[index] = {"int4_weights", "int4 data"};
+    if (t.type == kTfLiteInt4) {
+      // Constant int4 weights (CONV_2D v7, FULLY_CONNECTED v10): TFLite packs
+      // them two per byte, element 2i in the low nibble; the IR holds them
+      // unpacked (ir::DType::kInt4) and the compiler packs its weight blocks
+      // again (NACC_SPEC §9). Runtime int4 tensors stay unusable.
+      const int64_t n = product(x.shape);
+      if (is_constant(t) && all_positive(x.shape) && t.bytes == static_cast<size_t>((n + 1) / 2)) {
+        x.dtype = ir::DType::kInt4;
+        const auto* p = reinterpret_cast<const uint8_t*>(t.data.raw_const);
+        std::vector<uint8_t> v(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+          const int nib = (i % 2 ? p[i / 2] >> 4 : p[i / 2]) & 0xF;
+          v[static_cast<size_t>(i)] = static_cast<uint8_t>(static_cast<int8_t>(nib >= 8 ? nib - 16 : nib));
+        }
+        x.data = std::move(v);
+      } else {
+        tensor_problem_[index] = {"int4_weights",
+                                  is_constant(t) ? str_cat("int4 data of ", t.bytes, " bytes for ", n,
+                                                           " elements (expected ceil(n / 2))")
+                                                 : std::string("runtime int4 data")};
+      }
+    }
     if (t.quantization.type == kTfLiteAffineQuantization && t.quantization.params) {
       const auto* q = static_cast<const TfLiteAffineQuantization*>(t.quantization.params);
       if (q->scale && q->zero_point) {
@@ -209,7 +230,7 @@ class Translator {
       x.quant.scales = {t.params.scale};
       x.quant.zero_points = {t.params.zero_point};
     }
-    if (is_constant(t) && ir::dtype_size(x.dtype) > 0 && all_positive(x.shape) &&
+    if (!x.data && is_constant(t) && ir::dtype_size(x.dtype) > 0 && all_positive(x.shape) &&
         t.bytes == static_cast<size_t>(product(x.shape) * ir::dtype_size(x.dtype))) {
       const auto* p = reinterpret_cast<const uint8_t*>(t.data.raw_const);
       x.data = std::vector<uint8_t>(p, p + t.bytes);
@@ -293,6 +314,16 @@ class Translator {
   // The data-type reasons come first: they explain the op version too.
   void frontend_checks(const NodeSpec& spec, OpKind kind, NodeResult& r) {
     if (dtype_checks(spec, kind, r)) return;
+    // int4 weights (NACC_SPEC §9): CONV_2D version 7 and FULLY_CONNECTED
+    // version 10 are the int4-weight versions (DEPTHWISE_CONV_2D's version 7
+    // is declined by the int4_depthwise rule, which says why).
+    const int w = spec.inputs.size() > 1 ? spec.inputs[1] : -1;
+    if (w >= 0 && type_of(w) == kTfLiteInt4 && has_weights(kind)) {
+      const int int4_version = kind == OpKind::kConv2D            ? 7
+                               : kind == OpKind::kFullyConnected ? 10
+                                                                  : -1;
+      if (int4_version < 0 || spec.version <= int4_version) return;
+    }
     if (auto lim = version_limit(spec.builtin_code); lim && spec.version > lim->max_version) {
       reason(r, "op_version", str_cat("version ", spec.version),
              str_cat("the core implements versions 1 to ", lim->max_version, " (", lim->why, ")"));
@@ -348,7 +379,7 @@ class Translator {
       if (it != tensor_problem_.end()) {
         const auto& [rule, detail] = it->second;
         const std::string text = rule == "int4_weights"
-                                     ? "the NPU reads int8 weights only (nacc docs hardware, §1)"
+                                     ? "int4 weights must be constant, ceil(n / 2) bytes (NACC_SPEC §9)"
                                  : rule == "block_quantized"
                                      ? "weights must be quantized per tensor or per channel"
                                      : "tensors must have consistent shape and quantization";

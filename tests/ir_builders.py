@@ -11,7 +11,8 @@ import numpy as np
 from nacc import _core
 
 NP_DTYPES = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "int32": np.int32,
-             "int64": np.int64, "float32": np.float32}
+             "int64": np.int64, "float32": np.float32,
+             "int4": np.int8}  # int4: unpacked, one value in [-8, 7] per byte
 IN_SCALE, IN_ZP = 0.05, -3
 OUT_SCALE, OUT_ZP = 0.1, 5
 

@@ -15,11 +15,11 @@ import numpy as np
 from nacc import _core
 
 CONST, INPUT, SCRATCH, OUTPUT = 0, 1, 2, 3  # region numbers used by the tests
-CONV_MODES = {"conv": 0, "matmul": 1, "depthwise": 3, "fc": 4}
+CONV_MODES = {"conv": 0, "matmul": 1, "rgbconv": 2, "depthwise": 3, "fc": 4}
 OPCODES = {"conv": "NPU_OP_CONV", "depthwise": "NPU_OP_DEPTHWISE", "fc": "NPU_OP_FULLY_CONNECTED",
            "matmul": "NPU_OP_MATMUL", "maxpool": "NPU_OP_POOL", "avgpool": "NPU_OP_POOL",
            "add": "NPU_OP_ELEMENTWISE", "sub": "NPU_OP_ELEMENTWISE", "mul": "NPU_OP_ELEMENTWISE",
-           "act": "NPU_OP_ACTIVATION"}
+           "act": "NPU_OP_ACTIVATION", "rgbconv": "NPU_OP_CONV", "act_q7": "NPU_OP_ACTIVATION"}
 EW_MODES = {"sub": 1, "add": 2, "mul": 8}
 
 
@@ -74,15 +74,27 @@ class Layer:
     ew: dict = field(default_factory=dict)  # element-wise register values (see elementwise params)
     b_zp: int = 0                      # matmul B zero point
     real_scale: Optional[np.ndarray] = None  # fc: float64 effective scales (QUANT_REAL_SCALE)
+    # The q7 modes (docs/device_model.md §4): "rgbconv" (CONV_MODE RGB_CONV, q7 bias in `bias`,
+    # NACC_FULL_CONV_PARA.BIAS_SHIFT / OUT_SHIFT) and "act_q7" (act_mode TANH or SIGMOID,
+    # NACC_ACT_PARA.ACT_INT_W = int_width). Their expected outputs come from the tests.
+    bias_shift: int = 0
+    out_shift: int = 0
+    int_width: int = 0
 
     # ---- geometry
+    @property
+    def elem(self):
+        """Feature-map bytes per element: 2 for int16 maps (DATA_FORM INT16: x is int16, the
+        bias int64, the output int16; NACC_SPEC §9), else 1."""
+        return 2 if self.x.dtype == np.int16 else 1
+
     @property
     def in_hwc(self):
         return self.x.shape[1], self.x.shape[2], self.x.shape[3]
 
     @property
     def ksize(self):
-        if self.op == "conv":
+        if self.op in ("conv", "rgbconv"):
             return self.weights.shape[1], self.weights.shape[2]
         if self.op == "depthwise":
             return self.weights.shape[1], self.weights.shape[2]
@@ -92,7 +104,7 @@ class Layer:
 
     @property
     def out_c(self):
-        if self.op == "conv":
+        if self.op in ("conv", "rgbconv"):
             return self.weights.shape[0]
         if self.op == "depthwise":
             return self.weights.shape[3]
@@ -226,18 +238,20 @@ class StreamBuilder:
         pt, pb, pl, pr = L.pad
         nc = OC - t.c0 if t.nc is None else t.nc
         op = L.op
-        window = op in ("conv", "depthwise", "maxpool", "avgpool")
-        in_pix, in_row = in_pitch or (C, W * C)
-        out_pix, out_row = out_pitch or (OC, OW * OC)
+        window = op in ("conv", "rgbconv", "depthwise", "maxpool", "avgpool")
+        e = L.elem
+        in_pix, in_row = in_pitch or (C * e, W * C * e)
+        out_pix, out_row = out_pitch or (OC * e, OW * OC * e)
         # Channel split: depthwise/pool/eltwise/activation also advance the IFM.
         in_c = C
         in_off = 0
-        if op in ("depthwise", "maxpool", "avgpool", "add", "sub", "mul", "act"):
+        if op in ("depthwise", "maxpool", "avgpool", "add", "sub", "mul", "act", "act_q7"):
             m = L.depth_multiplier if op == "depthwise" else 1
             in_off = t.c0 // m
             in_c = nc // m
         conv_mode = CONV_MODES.get(op, 5)
-        act_value = {"RELU": 0, "RELU6": 1, "NONE": 4, "LUT": 5}[L.act_mode]
+        act_value = {"RELU": 0, "RELU6": 1, "TANH": 2, "SIGMOID": 3, "NONE": 4,
+                     "LUT": 5}[L.act_mode]
         pool_mode = {"maxpool": 0, "avgpool": 1}.get(op, 2)
         act = L.act_mode
         quant = op in ("conv", "depthwise", "fc", "matmul", "add", "sub", "mul") or (
@@ -245,7 +259,7 @@ class StreamBuilder:
         self.reg("NACC_CTRL", CONV_MODE=conv_mode, POOL_MODE=pool_mode, ACT_MODE=act_value,
                  QUANT_EN=int(quant), BIAS_EN=int(L.bias is not None), FM_UPD=t.fm_upd,
                  K_UPD=t.k_upd, ELEMENT_EN=int(op in EW_MODES),
-                 ELEMENT_INPUT_QUANT_EN=int(op in ("add", "sub")))
+                 ELEMENT_INPUT_QUANT_EN=int(op in ("add", "sub")), DATA_FORM=int(e == 2))
         if window:
             self.reg("NACC_KERNEL", K_SIZE_X=kw, K_SIZE_Y=kh, K_SIZE_XY=kw * kh - 1,
                      K_STRIDE_X=sw, K_STRIDE_Y=sh, K_DILATION_X=1, K_DILATION_Y=1)
@@ -256,8 +270,8 @@ class StreamBuilder:
         self.reg("NACC_FM_OFFSET", IN_FM_OFFSET=-L.in_zp, OUT_FM_OFFSET=L.out_zp)
         self.reg("NACC_ACT_MIN", L.act_min)
         self.reg("NACC_ACT_MAX", L.act_max)
-        self.reg("NACC_IN_FM_DMA_ADDR", in_addr + in_off)
-        self.reg("NACC_OUT_DMA_ADDR", out_addr + t.c0)
+        self.reg("NACC_IN_FM_DMA_ADDR", in_addr + in_off * e)
+        self.reg("NACC_OUT_DMA_ADDR", out_addr + t.c0 * e)
         self.reg("NACC_DMA_PARA2", in_pix)
         self.reg("NACC_DMA_OFFSET1", in_row)
         self.reg("NACC_DMA_OUT_TRANS_LEN", out_pix)
@@ -293,7 +307,7 @@ class StreamBuilder:
                  TEMP_MEM_BASE=tb)
         # Kernel data (constants).
         cs = slice(t.c0, t.c0 + nc)
-        if op in ("conv", "fc", "depthwise"):
+        if op in ("conv", "rgbconv", "fc", "depthwise"):
             w = L.weights[cs] if op != "depthwise" else L.weights[..., cs]
             if t.mode == 1:
                 parts = [w[i * per_core:(i + 1) * per_core if i < n - 1 else None]
@@ -306,6 +320,10 @@ class StreamBuilder:
         if op == "fc":
             self.reg("NACC_FULL_CONV_PARA", FULL_KER_SIZE=-(-C // 64) - 1)
             self.reg("NACC_ACT_PARA", QUANT_REAL_SCALE=int(L.real_scale is not None))
+        if op == "rgbconv":
+            self.reg("NACC_FULL_CONV_PARA", BIAS_SHIFT=L.bias_shift, OUT_SHIFT=L.out_shift)
+        if op == "act_q7":
+            self.reg("NACC_ACT_PARA", ACT_INT_W=L.int_width)
         if op == "depthwise":
             self.reg("NACC_DMA_PARA3", DW_CH_MULT=int(np.log2(L.depth_multiplier)))
         if op == "matmul":
@@ -316,7 +334,9 @@ class StreamBuilder:
             self.reg("NACC_MATRIX_B", MATRIX_B_XSIZE=nc, MATRIX_B_YSIZE=C)
             self.reg("NACC_ELEMENTWISE", IN_ELEMENT_OFFSET2=-L.b_zp)
         if L.bias is not None:
-            self.reg("NACC_BIAS_DMA_ADDR", ra(CONST, self.const_array(L.bias.astype(np.int32)) + 4 * t.c0))
+            bias_t = np.int64 if e == 2 else np.int32
+            self.reg("NACC_BIAS_DMA_ADDR",
+                     ra(CONST, self.const_array(L.bias.astype(bias_t)) + np.dtype(bias_t).itemsize * t.c0))
         if quant:
             if L.real_scale is not None:
                 self.reg("NACC_QUANT_MUL_DMA_ADDR",
@@ -382,8 +402,9 @@ def single_layer(L: Layer, tiles, *, cores=1, sram_kb=64, **kw):
     sb.layer(L, tiles, in_addr=ra(INPUT, 0), out_addr=ra(OUTPUT, 0),
              x2_addr=ra(4, 0) if x2 else None, **kw)
     OH, OW = L.out_hw
-    out_shape = (1, OH, OW, L.out_c)
-    return program(sb, [L.x] + x2, [out_shape], cores=cores, sram_kb=sram_kb), [L.x] + x2
+    out_shape = (1, OH, OW, L.out_c * L.elem)  # int16 maps: bytes (view the output as int16)
+    ins = [L.x.view(np.int8)] + x2
+    return program(sb, ins, [out_shape], cores=cores, sram_kb=sram_kb), ins
 
 
 def bind_program(dev, p, handler, inputs, base=None):

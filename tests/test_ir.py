@@ -67,7 +67,7 @@ ADD_TENSOR_ERRORS = [
      "quantization axis 2 out of range for rank 2"),
     ("dim-below-minus-1", dict(shape=[4, -2]), ValueError, "dimension -2"),
     ("unknown-dtype", dict(dtype="bfloat16"), ValueError,
-     r"unknown dtype 'bfloat16' \(known: int8, uint8, int16, int32, int64, float32, other\)"),
+     r"unknown dtype 'bfloat16' \(known: int8, uint8, int16, int32, int64, float32, other, int4\)"),
     ("data-dtype", dict(data=np.zeros((4, 3), np.int32)), TypeError, "expected dtype int8, got int32"),
     ("data-shape", dict(data=np.zeros(12, np.int8)), ValueError, r"has shape \[12\], the tensor \[4,3\]"),
     ("data-dynamic", dict(shape=[4, -1], data=np.zeros((4, 3), np.int8)), ValueError,

@@ -43,11 +43,11 @@ def _set(field, value):
 # (op case, field, new value, expectation)
 CASES = [
     ("conv1x1-relu6", "CONV_MODE", "DEPTHWISE", "fault"),
-    ("conv1x1-relu6", "CONV_MODE", "RGB_CONV", "fault"),
+    ("conv1x1-relu6", "CONV_MODE", "RGB_CONV", "fault"),         # q7: QUANT_EN 0, 3 channels
     ("maxpool3x3-s2-same", "POOL_MODE", "AVERAGE", "fault"),     # average pool is 2x2 s2 only
     ("avgpool2x2-relu6", "POOL_MODE", "MAX", "changes"),
     ("conv1x1-relu6", "ACT_MODE", "LUT", "fault"),               # no table at IN_ACT_DMA_ADDR
-    ("conv1x1-relu6", "ACT_MODE", "TANH", "fault"),              # the q7 modes are not modelled
+    ("conv1x1-relu6", "ACT_MODE", "TANH", "fault"),              # q7 Tanh: NPU_OP_ACTIVATION only
     ("conv1x1-relu6", "ACT_MODE", "NONE", "same"),               # clamp from ACT_MIN / ACT_MAX
     ("relu", "ACT_MODE", "NONE", "fault"),                       # NPU_OP_ACTIVATION needs a function
     ("conv1x1-relu6", "START", 1, "fault"),                      # a stream never writes START = 1
@@ -62,8 +62,9 @@ CASES = [
     ("add-relu", "ELEMENT_INPUT_QUANT_EN", 0, "fault"),
     ("mul", "ELEMENT_INPUT_QUANT_EN", 1, "fault"),
     ("conv1x1-relu6", "ELEMENT_INPUT_QUANT_EN", 1, "fault"),
-    ("conv1x1-relu6", "DATA_FORM", "INT16", "fault"),
-    ("conv1x1-relu6", "DATA_FORM", "INT4", "fault"),
+    ("conv1x1-relu6", "DATA_FORM", "INT16", "fault"),            # 16-bit maps: not modelled
+    ("conv1x1-relu6", "DATA_FORM", "INT4", "differs"),           # int8 stream read as packed int4
+    ("add-relu", "DATA_FORM", "INT4", "fault"),                  # int4 is a weight-path form
 ] + [(case, "CLK_BYPASS", v, "same")
      for case in ("conv1x1-relu6", "depthwise3x3-relu", "add-relu", "avgpool2x2-relu6", "logistic")
      for v in (0x01, 0x02, 0x04, 0x08, 0x10, 0x3F)]

@@ -56,6 +56,12 @@ constexpr int64_t conv_mac_cycles(int64_t rows, int64_t cols, int64_t out_c, int
                                   int64_t in_c) {
   return rows * cols * out_c * taps * lane_groups(in_c);
 }
+// 16-bit feature maps (DATA_FORM = 01, NACC_SPEC §9): the array computes
+// 32 int16 x int8 products per cycle per core, half the 8-bit rate.
+constexpr int64_t conv16_mac_cycles(int64_t rows, int64_t cols, int64_t out_c, int64_t taps,
+                                    int64_t in_c) {
+  return rows * cols * out_c * taps * ceil_div(in_c, limits::kMacLanes16);
+}
 constexpr int64_t matrix_mac_cycles(int64_t m, int64_t n, int64_t k) {
   return m * n * lane_groups(k);
 }

@@ -54,6 +54,20 @@ constexpr int32_t kMinMultiplier = 0;
 constexpr int32_t kMaxMultiplier = static_cast<int32_t>((int64_t{1} << kMultiplierBits) - 1);
 constexpr int kMinShift = -31;
 constexpr int kMaxShift = 31;
+// The q7 RGB convolution (NACC_CTRL.CONV_MODE = RGB_CONV, docs/device_model.md
+// §4): CMSIS-NN's arm_convolve_HWC_q7_RGB takes exactly 3 input channels; its
+// BIAS_SHIFT / OUT_SHIFT shift a 32-bit accumulator.
+constexpr int kRgbChannels = 3;
+constexpr int kMaxQ7Shift = 31;
+// The q7 Tanh / Sigmoid: NACC_ACT_PARA.ACT_INT_W integer bits of the q7
+// input, at most 3 (the table's input is q3.4).
+constexpr int kMaxQ7IntWidth = 3;
+// 16-bit feature maps (NACC_CTRL.DATA_FORM = 01, NACC_SPEC §9): int16
+// elements, 32 lanes of int16 x int8 products, 8-byte bias entries whose
+// values fit 40 bits, accumulators of 48 bits.
+constexpr int kMacLanes16 = 32;
+constexpr int kBias16Bits = 40;
+constexpr int kAcc16Bits = 48;
 // The element-wise unit's per-input shifts and ADD/SUB's output shift apply
 // multipliers < 1 (TFLite's ...SmallerThanOneExp): right shifts only,
 // [kMinShift, kMaxSmallerThanOneShift].

@@ -66,7 +66,9 @@ inline constexpr FieldDesc kF_NACC_CTRL[] = {
     rw("IM2COL_EN", 17, 17, 0, "1: im2col mode"),
     rw("ELEMENT_EN", 18, 18, 0, "1: element-wise mode"),
     rw("ELEMENT_INPUT_QUANT_EN", 19, 19, 0, "1: quantize the element-wise inputs"),
-    rw_enum("DATA_FORM", 21, 20, 0, kDataForms, "data format: 8-, 16- or 4-bit"),
+    rw_enum("DATA_FORM", 21, 20, 0, kDataForms,
+            "data format: 8-bit; 4-bit weights (int8 maps, int4 weights two per byte, element 2i "
+            "in the low nibble); 16-bit maps (int16 elements, convolution and depthwise)"),
     rw("CLK_BYPASS", 27, 22, 0,
        "clock-gating bypass bits: 0x1 quantization, 0x2 accumulate-add, 0x4 pooling, "
        "0x8 depthwise, 0x10 top level; no effect in the model"),
@@ -130,7 +132,8 @@ inline constexpr FieldDesc kF_NACC_MATRIX_B[] = {
     rw("MATRIX_B_YSIZE", 31, 16, 0, "matrix B size in y"),
 };
 inline constexpr FieldDesc kF_NACC_ACT_PARA[] = {
-    rw("ACT_INT_W", 1, 0, 0, "integer width of the q7 Tanh/Sigmoid"),
+    rw("ACT_INT_W", 1, 0, 0,
+       "integer bits of the q7 Tanh/Sigmoid input (q(w).(7-w); the table reads x >> (3 - w))"),
     rw("QUANT_REAL_SCALE", 2, 2, 0,
        "project extension: 1 = QUANT_MUL_DMA_ADDR holds float64 scales and the output stage "
        "rounds acc * scale (TFLite's reference FULLY_CONNECTED); QUANT_SHIFT unused"),
@@ -186,8 +189,9 @@ inline constexpr FieldDesc kF_NACC_DMA_OUT_TRANS_LEN[] = {
 };
 inline constexpr FieldDesc kF_NACC_FULL_CONV_PARA[] = {
     rw("FULL_KER_SIZE", 7, 0, 0, "fully connected: in_fm_width * ceil(in_fm_ch / 64) - 1"),
-    rw("BIAS_SHIFT", 15, 8, 0, "RGB convolution: bias shift (q7)"),
-    rw("OUT_SHIFT", 23, 16, 0, "RGB convolution: output shift (q7)"),
+    rw("BIAS_SHIFT", 15, 8, 0, "RGB convolution: left shift of the q7 bias, [0, 31]"),
+    rw("OUT_SHIFT", 23, 16, 0,
+       "RGB convolution: rounding right shift of the accumulator, [0, 31]"),
 };
 inline constexpr FieldDesc kF_NACC_DMA_PARA1[] = {
     rw("IFM_TRANS_END_SIZE", 15, 0, 0, "input feature map transfer batch size"),

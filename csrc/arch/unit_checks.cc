@@ -210,7 +210,9 @@ void validate_activation_params(const ActivationParams& p) {
     case ActMode::SIGMOID:
       throw Unsupported(str_cat(op, ": ACT_MODE ", act_mode_name(p.mode), " (",
                                 static_cast<int>(p.mode),
-                                ") is the hardware's q7 (ACT_INT_W) function, not modelled; "
+                                ") is the hardware's q7 (ACT_INT_W) function, not an int8 "
+                                "one: NPU_OP_ACTIVATION runs it as CMSIS-NN's "
+                                "arm_nn_activations_direct_q7 (docs/device_model.md §4); "
                                 "int8 TANH / LOGISTIC run through ACT_MODE LUT (5) with "
                                 "lut_tflite_tanh / lut_tflite_logistic"));
     default:

@@ -40,7 +40,8 @@ enum class OutputStageKind : uint8_t {
   kFloat32,
   // NACC_SPEC §9, DATA_FORM = 01 (16-bit feature maps): int64 accumulator and
   // TFLite's int64 MultiplyByQuantizedMultiplier with the reduced 16-bit
-  // multiplier. Reserved: not executed yet (the units raise Unsupported).
+  // multiplier (requantize_output_16x8 below). The 16-bit convolution of the
+  // device (device/units/conv16.h) runs it; the int8 units reject it.
   kFixedPoint16x8,
 };
 
@@ -86,6 +87,22 @@ inline int8_t requantize_output(const OutputStage& s, int c, int32_t acc) {
   return 0;  // unreachable: check_output_stage rejects kFixedPoint16x8
 }
 
+// kFixedPoint16x8 for one int64 accumulator of channel c (TFLite 2.21
+// common.cc MultiplyByQuantizedMultiplier(int64_t, int32_t, int)):
+//   m16 = multiplier < 0x7FFF0000 ? (multiplier + 2^15) >> 16 : 0x7FFF
+//   v   = (acc * m16 + 2^(14 - shift)) >> (15 - shift), truncated to int32
+//   out = clamp(v + output_zero_point, act_min, act_max)  (int16 range)
+// shift in [-31, 7] (TFLite's range for this form).
+inline int16_t requantize_output_16x8(const OutputStage& s, int c, int64_t acc) {
+  const int32_t m = s.multiplier[c];
+  const int64_t m16 = m < 0x7FFF0000 ? (int64_t{m} + (int64_t{1} << 15)) >> 16 : 0x7FFF;
+  const int total = 15 - s.shift[c];
+  const int64_t v = (acc * m16 + (int64_t{1} << (total - 1))) >> total;
+  const int32_t r = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v))) +
+                    s.output_zero_point;
+  return static_cast<int16_t>(r < s.act_min ? s.act_min : r > s.act_max ? s.act_max : r);
+}
+
 // The float32 modes' value domain (NACC_ACT_PARA.U8_DOMAIN, project
 // extension): the arithmetic sees a stored int8 byte b as b (S8: ONNX
 // Runtime's int8 kernels) or as the uint8 value b + 128 (U8: its uint8
@@ -129,7 +146,8 @@ struct PoolParams {
 //   ReLU6's upper bound (quantized 6.0) comes from act_max.
 // LUT: out = clamp(lut[uint8(x)], act_min, act_max); the requantization
 //   registers are not used.
-// The hardware's q7 (ACT_INT_W) TANH and SIGMOID are not modelled (Unsupported).
+// The hardware's q7 (ACT_INT_W) TANH and SIGMOID are not int8 functions
+// (Unsupported here); the device runs them as device/units/q7.h.
 struct ActivationParams {
   ActMode mode = ActMode::NONE;
   // NACC_FM_OFFSET.IN_FM_OFFSET / OUT_FM_OFFSET: 9-bit signed, [-256, 255].

@@ -25,7 +25,10 @@ std::vector<uint8_t> array_bytes(const py::array& arr, ir::DType dtype,
   const std::string what = str_cat("add_tensor '", name, "': data");
   py::array contiguous;
   switch (dtype) {
-    case ir::DType::kInt8: contiguous = nacc::bindings::checked_array<int8_t>(arr, what.c_str()); break;
+    case ir::DType::kInt8:
+    case ir::DType::kInt4:  // unpacked: one int8 in [-8, 7] per element
+      contiguous = nacc::bindings::checked_array<int8_t>(arr, what.c_str());
+      break;
     case ir::DType::kUInt8: contiguous = nacc::bindings::checked_array<uint8_t>(arr, what.c_str()); break;
     case ir::DType::kInt16: contiguous = nacc::bindings::checked_array<int16_t>(arr, what.c_str()); break;
     case ir::DType::kInt32: contiguous = nacc::bindings::checked_array<int32_t>(arr, what.c_str()); break;
@@ -226,7 +229,7 @@ NACC_BINDINGS(ir) {
           py::arg("name"), py::arg("shape"), py::arg("dtype") = "int8", py::arg("scales") = py::none(),
           py::arg("zero_points") = py::none(), py::arg("axis") = 0, py::arg("data") = py::none(),
           "Adds a tensor; returns its id. shape: -1 or 0 = unknown dimension. dtype: int8, uint8, "
-          "int16, int32, int64, float32, other. scales / zero_points: a number (per tensor) or a "
+          "int16, int32, int64, float32, other, int4 (unpacked int8 values in [-8, 7]). scales / zero_points: a number (per tensor) or a "
           "list (per channel along `axis`; zero_points default to 0). data: a numpy array of "
           "exactly that dtype and shape for a constant, or None.")
       .def(

@@ -129,7 +129,7 @@ std::vector<int8_t> weight_slice(const LoweredOp& op, int c0, int n) {
   switch (op.unit) {
     case Unit::kConv:
     case Unit::kFullyConnected: {
-      const int64_t per = op.weight_bytes(1);
+      const int64_t per = op.weight_elements(1);
       return std::vector<int8_t>(op.weights.begin() + c0 * per, op.weights.begin() + (c0 + n) * per);
     }
     case Unit::kDepthwise: {
@@ -145,6 +145,17 @@ std::vector<int8_t> weight_slice(const LoweredOp& op, int c0, int n) {
     default:
       return {};
   }
+}
+
+// int4 weights two per byte (NACC_SPEC §9): element 2i in the low nibble,
+// 2i + 1 in the high nibble; an odd count leaves the last high nibble 0.
+std::vector<int8_t> pack_int4(const std::vector<int8_t>& w) {
+  std::vector<int8_t> out((w.size() + 1) / 2, 0);
+  for (size_t i = 0; i < w.size(); ++i) {
+    const uint8_t nib = uint8_t(w[i]) & 0xF;
+    out[i / 2] = int8_t(uint8_t(out[i / 2]) | (i % 2 ? uint8_t(nib << 4) : nib));
+  }
+  return out;
 }
 
 struct WeightStream {
@@ -177,7 +188,7 @@ void add_op_constants(Context& ctx, const LoweredOp& op, OpConstants& k) {
   if (op.input2_is_constant) {
     k.operand2 = ctx.pool.add(op.input2_constant.data(), op.input2_constant.size());
   }
-  k.weight_raw = int64_t(op.weights.size());
+  k.weight_raw = op.int4_weights ? int64_t(op.weights.size() + 1) / 2 : int64_t(op.weights.size());
   if (op.ones_a) {
     const std::vector<uint8_t> ones(size_t(op.matmul_k()), 1);
     k.ones = ctx.pool.add(ones.data(), ones.size());
@@ -204,7 +215,8 @@ const WeightStream& weight_stream(Context& ctx, const LoweredOp& op, OpConstants
   for (int i = 0; i < cores; ++i) {
     const int first = c0 + i * per_core;
     const int n = i + 1 < cores ? per_core : group - per_core * (cores - 1);
-    const std::vector<int8_t> w = weight_slice(op, first, n);
+    std::vector<int8_t> w = weight_slice(op, first, n);
+    if (op.int4_weights) w = pack_int4(w);
     const std::vector<uint8_t> stream = weight_codec::encode(w.data(), w.size());
     const uint32_t len = uint32_t(stream.size());
     std::vector<uint8_t> block = {uint8_t(len), uint8_t(len >> 8), uint8_t(len >> 16),
@@ -573,7 +585,8 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
 std::pair<uint32_t, Opcode> control(const LoweredOp& op, bool fm_upd, bool k_upd) {
   Value ctrl;
   ctrl.set(fields::NACC_CTRL::IM2COL_EN, op.im2col ? 1 : 0)
-      .set(fields::NACC_CTRL::DATA_FORM, value_of(DataForm::INT8))
+      .set(fields::NACC_CTRL::DATA_FORM,
+           value_of(op.int4_weights ? DataForm::INT4 : DataForm::INT8))
       .set(fields::NACC_CTRL::CLK_BYPASS, 0);
   ctrl.set(fields::NACC_CTRL::FM_UPD, fm_upd).set(fields::NACC_CTRL::K_UPD, k_upd);
   ctrl.set(fields::NACC_CTRL::ELEMENT_EN, 0)

@@ -56,6 +56,11 @@ int LoweredOp::out_channels(int group) const {
 }
 
 int64_t LoweredOp::weight_bytes(int group) const {
+  const int64_t n = weight_elements(group);
+  return int4_weights ? (n + 1) / 2 : n;
+}
+
+int64_t LoweredOp::weight_elements(int group) const {
   switch (unit) {
     case Unit::kConv:
       return int64_t(group) * kernel_h * kernel_w * in_shape.c;
@@ -158,8 +163,8 @@ std::vector<int8_t> int8_data(const ir::Tensor& t, const std::string& label, con
   if (!t.is_constant()) {
     throw Unsupported(str_cat(label, ": ", what, " '", t.name, "' must be a constant tensor"));
   }
-  if (t.dtype != ir::DType::kInt8) {
-    throw Unsupported(str_cat(label, ": ", what, " '", t.name, "' must be int8"));
+  if (t.dtype != ir::DType::kInt8 && t.dtype != ir::DType::kInt4) {
+    throw Unsupported(str_cat(label, ": ", what, " '", t.name, "' must be int8 or int4"));
   }
   const auto& d = *t.data;
   std::vector<int8_t> out(d.size());
@@ -259,7 +264,12 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.input_zero_point = qi.zero_point;
   l.output_zero_point = qo.zero_point;
   l.weights = int8_data(w, l.label, "weights");
+  l.int4_weights = w.dtype == ir::DType::kInt4;
   const int c_out = l.out_shape.c;
+  if (depthwise && l.int4_weights) {
+    throw Unsupported(str_cat(l.label, ": int4 depthwise weights (TFLite 2.21 has no reference "
+                              "kernel for them; NACC_SPEC §9)"));
+  }
   if (depthwise) {
     const int m = op.attrs.depth_multiplier;
     if (m != 1 && m != 2 && m != 4 && m != 8) {
@@ -313,6 +323,7 @@ void lower_fully_connected(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.input_zero_point = qi.zero_point;
   l.output_zero_point = qo.zero_point;
   l.weights = int8_data(w, l.label, "weights");
+  l.int4_weights = w.dtype == ir::DType::kInt4;
   if (op.inputs.size() > 2 && op.inputs[2] >= 0) {
     l.bias = int32_data(g.tensor(op.inputs[2]), l.label, "bias");
     check_arg(int64_t(l.bias.size()) == n, l.label, ": bias has ", l.bias.size(),

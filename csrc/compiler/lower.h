@@ -146,8 +146,16 @@ struct LoweredOp {
   int split_channels() const;               // the basis: C_out or C_in
   int in_channels(int group) const;         // IN_FM_CH of the command
   int out_channels(int group) const;        // OUT_FM_CH of the command
-  // Decompressed weight bytes (kMatmul: B bytes) of `group` basis channels.
+  // Weight elements (kMatmul: B elements) of `group` basis channels.
+  int64_t weight_elements(int group) const;
+  // Decompressed weight bytes in the K area (kMatmul: B bytes) of `group`
+  // basis channels: the elements, or half of them rounded up with int4 weights.
   int64_t weight_bytes(int group) const;
+  // int4 weights (NACC_CTRL.DATA_FORM 10, NACC_SPEC §9): `weights` holds the
+  // values unpacked (one per byte, in [-8, 7]); each core's weight block is
+  // packed two per byte (element 2i in the low nibble) before compression.
+  // Conv (direct or matrix mode) and fully connected only.
+  bool int4_weights = false;
 };
 
 // Lowers graph.ops[op_index]. Throws nacc::Unsupported naming the op when the

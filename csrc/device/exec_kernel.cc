@@ -72,17 +72,27 @@ void load_weights(const Setup& s, const CoreWork& c, int8_t* dst) {
           " bytes; the block (K_TRANS_LEN x 16 = ", s.k_block, " bytes) holds at most ",
           s.k_block - kWeightLengthBytes, " after the 4-byte length");
   try {
-    weight_codec::decode(p + kWeightLengthBytes, len, dst, size_t(c.weight_count));
+    weight_codec::decode(p + kWeightLengthBytes, len, dst, size_t(c.weight_bytes()));
   } catch (const Error& e) {
     throw DeviceFault(str_cat("weight block", core_text(s, c.core), " at ", hex(c.wblock.addr),
-                              " (", c.weight_count, " weights expected): ", e.what()));
+                              " (", c.weight_count, " weights expected",
+                              s.int4 ? str_cat(", int4: ", c.weight_bytes(), " bytes") : "",
+                              "): ", e.what()));
+  }
+}
+
+void unpack_int4(const int8_t* packed, int64_t n, int8_t* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t b = uint8_t(packed[i / 2]);
+    const int nib = (i % 2 ? b >> 4 : b) & 0xF;
+    out[i] = int8_t(nib >= 8 ? nib - 16 : nib);
   }
 }
 
 // DMA of the OFM tile out of SRAM, pitched.
 void copy_out(const Setup& s, const CoreWork& c, const uint8_t* sram) {
   const uint8_t* src = sram + c.ofm.lo;
-  const int64_t px = c.noc;
+  const int64_t px = int64_t(c.noc) * s.elem;  // bytes of one output pixel of the tile
   for (int y = 0; y < c.h; ++y) {
     uint8_t* row = c.ofm_host + uint64_t(y) * s.out_row;
     if (s.out_pix == uint64_t(px)) {

@@ -82,6 +82,24 @@ struct Setup {
   // NPU_OP_MATMUL with NACC_CTRL.IM2COL_EN = 1: A is gathered by the DMA from
   // the feature map as im2col rows (docs/device_model.md §4); K = ky * kx * in_c.
   bool im2col = false;
+  // NACC_CTRL.DATA_FORM = INT4 (NACC_SPEC §9): the K area holds the weights
+  // two per byte (element 2i in the low nibble, sign-extended by the unit);
+  // the weight block's stream decodes to ceil(weights / 2) bytes.
+  bool int4 = false;
+  // NACC_CTRL.DATA_FORM = INT16 (NACC_SPEC §9), NPU_OP_CONV only: int16
+  // feature maps with zero point 0 (elem = 2 bytes per element in SRAM and
+  // on the bus; pitches stay in bytes), int8 weights, int64 bias entries,
+  // the 16x8 output stage (OutputStageKind::kFixedPoint16x8).
+  bool i16 = false;
+  int elem = 1;  // feature-map bytes per element
+  // The q7 modes (docs/device_model.md §4): NACC_CTRL.CONV_MODE = RGB_CONV,
+  // CMSIS-NN's arm_convolve_HWC_q7_RGB with NACC_FULL_CONV_PARA.BIAS_SHIFT /
+  // OUT_SHIFT; ACT_MODE TANH / SIGMOID on NPU_OP_ACTIVATION, CMSIS-NN's
+  // arm_nn_activations_direct_q7 with NACC_ACT_PARA.ACT_INT_W.
+  bool rgb = false;
+  int bias_shift = 0, out_shift = 0;
+  bool q7_act = false;
+  int act_int_w = 0;
   int64_t mat_k = 0;  // K of a matmul (IN_FM_CH, or ky * kx * IN_FM_CH with im2col)
   int quant_entries = 0;  // per core, 0 = per output channel
   // Element-wise / matmul extras.
@@ -118,6 +136,9 @@ struct CoreWork {
   SramRange ifm, kern, ofm, temp;
   int64_t w_lo = 0, bias_lo = -1, mul_lo = -1, shift_lo = -1, lut_lo = -1, scale_lo = -1;
   int64_t weight_count = 0, quant_count = 0;
+  // Bytes of the weights in the K area: weight_count, or ceil(weight_count / 2) with int4.
+  int64_t weight_bytes() const { return int4 ? (weight_count + 1) / 2 : weight_count; }
+  bool int4 = false;  // the command's Setup::int4
   int64_t gathered = 0;  // im2col: IFM bytes the DMA gathers (padding positions excluded)
   bool load_fm = false, load_k = false, load_temp = false;
   Read fm_read, temp_read, b_read;  // IFM tile, element-wise operand, matmul B
@@ -148,8 +169,11 @@ inline CoreText core_text(const Setup& s, int i) { return CoreText{s.ncores, i};
 // The DMA data movements of the interpreter.
 void copy_in(const Read& r, uint8_t* sram);
 void gather_im2col(const Setup& s, const CoreWork& c, uint8_t* sram);
-// Decodes core c's weight block into `dst` (c.weight_count bytes).
+// Decodes core c's weight block into `dst` (c.weight_bytes() bytes).
 void load_weights(const Setup& s, const CoreWork& c, int8_t* dst);
+// int4 weights two per byte -> n int8 values (element 2i from the low nibble,
+// sign-extended; NACC_SPEC §9).
+void unpack_int4(const int8_t* packed, int64_t n, int8_t* out);
 void copy_out(const Setup& s, const CoreWork& c, const uint8_t* sram);
 
 // Where one core's unit finds its operands and puts its result: the

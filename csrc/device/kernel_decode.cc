@@ -245,31 +245,67 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   Setup s;
   s.op = op;
   s.fam = family_of(op);
-  require(r.field(fields::NACC_CTRL::CONV_MODE) != value_of(ConvMode::RGB_CONV),
-          "NACC_CTRL.CONV_MODE = RGB_CONV: the q7 RGB convolution is not modelled; per-channel "
-          "int8 first layers use im2col + matrix mode (NACC_SPEC §1)");
+  s.rgb = r.field(fields::NACC_CTRL::CONV_MODE) == value_of(ConvMode::RGB_CONV);
+  require(!s.rgb || s.fam == Family::kConv, "NACC_CTRL.CONV_MODE = RGB_CONV is the q7 RGB ",
+          "convolution of NPU_OP_CONV, not ", opcode_name(op));
   s.im2col = r.field(fields::NACC_CTRL::IM2COL_EN) != 0;
   require(!s.im2col || s.fam == Family::kMatmul, "NACC_CTRL.IM2COL_EN = 1 feeds the matrix unit: "
           "only NPU_OP_MATMUL, not ", opcode_name(op), " (docs/device_model.md §4)");
-  require(r.field(fields::NACC_CTRL::DATA_FORM) == 0,
-          "NACC_CTRL.DATA_FORM = ", r.field(fields::NACC_CTRL::DATA_FORM),
-          ": only INT8 (0) is modelled");
+  {
+    // NACC_SPEC §9: 00 int8, 10 int8 feature maps with int4 weights (the
+    // weight path unpacks them; convolution, depthwise and fully connected).
+    const uint32_t form = r.field(fields::NACC_CTRL::DATA_FORM);
+    require(form <= value_of(DataForm::INT4), "NACC_CTRL.DATA_FORM = ", form,
+            " is not a form (0 INT8, 1 INT16, 2 INT4)");
+    s.int4 = form == value_of(DataForm::INT4);
+    s.i16 = form == value_of(DataForm::INT16);
+    s.elem = s.i16 ? 2 : 1;
+    require(!s.i16 || s.fam == Family::kConv || s.fam == Family::kDepthwise,
+            "NACC_CTRL.DATA_FORM = INT16 (16-bit feature maps) is modelled for NPU_OP_CONV and ",
+            "NPU_OP_DEPTHWISE only, not ", opcode_name(op), " (NACC_SPEC §9)");
+    require(!s.int4 || has_weights(s.fam), "NACC_CTRL.DATA_FORM = INT4 (int4 weights) is for the ",
+            "weight path of NPU_OP_CONV, NPU_OP_DEPTHWISE and NPU_OP_FULLY_CONNECTED, not ",
+            opcode_name(op), " (NACC_SPEC §9)");
+  }
   const uint32_t act = r.field(fields::NACC_CTRL::ACT_MODE);
   require(act <= uint32_t(ActMode::LUT), "NACC_CTRL.ACT_MODE = ", act,
           " is not a mode (0 RELU, 1 RELU6, 2 TANH, 3 SIGMOID, 4 NONE, 5 LUT)");
   s.act = ActMode(act);
-  require(s.act != ActMode::TANH && s.act != ActMode::SIGMOID,
-          "NACC_CTRL.ACT_MODE = ", act_name(act),
-          ": the q7 (ACT_INT_W) Tanh/Sigmoid are not modelled; int8 models use ACT_MODE = LUT "
-          "(NACC_SPEC §1)");
   s.quant_en = r.field(fields::NACC_CTRL::QUANT_EN) != 0;
+  s.q7_act = s.act == ActMode::TANH || s.act == ActMode::SIGMOID;
+  if (s.q7_act) {
+    // The q7 Tanh / Sigmoid (CMSIS-NN arm_nn_activations_direct_q7): a
+    // function of the activation unit on q7 data, no zero points, no rescale.
+    require(s.fam == Family::kActivation, "NACC_CTRL.ACT_MODE = ", act_name(act),
+            ": the q7 Tanh/Sigmoid (ACT_INT_W) are functions of NPU_OP_ACTIVATION, not ",
+            opcode_name(op), " (int8 models use ACT_MODE = LUT, NACC_SPEC §1)");
+    require(!s.quant_en, "NACC_CTRL.ACT_MODE = ", act_name(act),
+            ": the q7 Tanh/Sigmoid read no multiplier (QUANT_EN must be 0); the input's integer ",
+            "width is NACC_ACT_PARA.ACT_INT_W");
+    s.act_int_w = int(r.field(fields::NACC_ACT_PARA::ACT_INT_W));
+  }
+  if (s.rgb) {
+    // arm_convolve_HWC_q7_RGB: q7 data (no zero points), a q7 bias shifted
+    // left by BIAS_SHIFT, the sum shifted right by OUT_SHIFT with rounding.
+    require(!s.quant_en, "NACC_CTRL.CONV_MODE = RGB_CONV: the q7 convolution's output stage is ",
+            "NACC_FULL_CONV_PARA.BIAS_SHIFT / OUT_SHIFT; QUANT_EN must be 0");
+    require(r.field(fields::NACC_CTRL::BIAS_EN) != 0,
+            "NACC_CTRL.CONV_MODE = RGB_CONV needs BIAS_EN = 1 (the q7 convolution always adds ",
+            "its bias)");
+    s.bias_shift = int(r.field(fields::NACC_FULL_CONV_PARA::BIAS_SHIFT));
+    s.out_shift = int(r.field(fields::NACC_FULL_CONV_PARA::OUT_SHIFT));
+    require(s.bias_shift <= limits::kMaxQ7Shift && s.out_shift <= limits::kMaxQ7Shift,
+            "NACC_FULL_CONV_PARA.BIAS_SHIFT = ", s.bias_shift, ", OUT_SHIFT = ", s.out_shift,
+            ": the q7 RGB convolution's shifts must be in [0, ", limits::kMaxQ7Shift,
+            "] (shifts of its 32-bit accumulator)");
+  }
   s.bias_en = r.field(fields::NACC_CTRL::BIAS_EN) != 0;
   s.fm_upd = r.field(fields::NACC_CTRL::FM_UPD) != 0;
   s.k_upd = r.field(fields::NACC_CTRL::K_UPD) != 0;
   s.pool_mode = r.field(fields::NACC_CTRL::POOL_MODE);
   const char* name = opcode_name(op);
   const bool mac_family = has_weights(s.fam) || s.fam == Family::kMatmul;
-  if (mac_family || s.fam == Family::kElementwise) {
+  if ((mac_family && !s.rgb) || s.fam == Family::kElementwise) {
     require(s.quant_en, name, " needs NACC_CTRL.QUANT_EN = 1 (its output is requantized with the ",
             "QUANT_MUL / QUANT_SHIFT arrays)");
   }
@@ -322,10 +358,36 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
 
   s.in_zp = -r.field_signed(fields::NACC_FM_OFFSET::IN_FM_OFFSET);
   s.out_zp = r.field_signed(fields::NACC_FM_OFFSET::OUT_FM_OFFSET);
+  if (s.rgb || s.q7_act) {
+    require(s.in_zp == 0 && s.out_zp == 0, s.rgb ? "NACC_CTRL.CONV_MODE = RGB_CONV" : "NACC_CTRL.ACT_MODE = ",
+            s.rgb ? "" : act_name(uint32_t(s.act)), ": q7 data has no zero points; NACC_FM_OFFSET ",
+            "must be 0 (IN_FM_OFFSET = ", -s.in_zp, ", OUT_FM_OFFSET = ", s.out_zp, ")");
+    require(!s.int4, "NACC_CTRL.DATA_FORM = INT4 with a q7 mode: the q7 functions take int8 weights");
+  }
+  if (s.rgb) {
+    require(s.in_c == limits::kRgbChannels, "NACC_CTRL.CONV_MODE = RGB_CONV: IN_FM_CH = ", s.in_c,
+            "; the q7 RGB convolution takes ", limits::kRgbChannels,
+            " input channels (CMSIS-NN arm_convolve_HWC_q7_RGB)");
+  }
   s.act_min = r.field_signed(fields::NACC_ACT_MIN::ACT_MIN);
   s.act_max = r.field_signed(fields::NACC_ACT_MAX::ACT_MAX);
-  require(s.act_min >= -128 && s.act_max <= 127 && s.act_min <= s.act_max, "activation clamp [",
-          s.act_min, ", ", s.act_max, "]: NACC_ACT_MIN / NACC_ACT_MAX need -128 <= min <= max <= 127");
+  if (s.i16) {
+    require(s.act_min >= -32768 && s.act_max <= 32767 && s.act_min <= s.act_max,
+            "activation clamp [", s.act_min, ", ", s.act_max, "]: with DATA_FORM = INT16 ",
+            "NACC_ACT_MIN / NACC_ACT_MAX need -32768 <= min <= max <= 32767");
+    require(s.in_zp == 0 && s.out_zp == 0, "NACC_CTRL.DATA_FORM = INT16: int16 feature maps ",
+            "have zero point 0 (TFLite's 16x8 quantization); NACC_FM_OFFSET must be 0 ",
+            "(IN_FM_OFFSET = ", -s.in_zp, ", OUT_FM_OFFSET = ", s.out_zp, ")");
+    require(s.quant_en && !s.real_scale && !s.fp32_scale && !s.rgb && !s.im2col &&
+                s.act != ActMode::LUT,
+            "NACC_CTRL.DATA_FORM = INT16: the 16-bit convolution's output stage is the QUANT_MUL /",
+            " QUANT_SHIFT arrays (QUANT_EN = 1, no QUANT_REAL_SCALE / QUANT_FP32_SCALE, no LUT, ",
+            "not RGB_CONV)");
+  } else {
+    require(s.act_min >= -128 && s.act_max <= 127 && s.act_min <= s.act_max, "activation clamp [",
+            s.act_min, ", ", s.act_max,
+            "]: NACC_ACT_MIN / NACC_ACT_MAX need -128 <= min <= max <= 127");
+  }
   s.a_in = r.get(Reg::NACC_IN_FM_DMA_ADDR);
   s.a_out = r.get(Reg::NACC_OUT_DMA_ADDR);
   s.a_k = r.get(Reg::NACC_IN_K_DMA_ADDR);
@@ -341,23 +403,25 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   s.k_block = int64_t(r.field(fields::NACC_CONV_TRANS_LEN::K_TRANS_LEN)) * kBusBeatBytes;
 
   // Pitches (docs/device_model.md §2): pixels and rows must not overlap.
+  const uint64_t in_px = uint64_t(s.in_c) * uint64_t(s.elem);   // bytes of one IFM pixel
+  const uint64_t out_px = uint64_t(s.out_c) * uint64_t(s.elem);  // bytes of one OFM pixel
   if (s.in_w > 1) {
-    require(s.in_pix >= uint64_t(s.in_c), "IFM pixel pitch ",
+    require(s.in_pix >= in_px, "IFM pixel pitch ",
             path(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET), " = ", s.in_pix,
-            " is less than IN_FM_CH = ", s.in_c);
+            " is less than IN_FM_CH = ", s.in_c, s.i16 ? " x 2 bytes" : "");
   }
   if (s.in_h > 1) {
-    const uint64_t need = uint64_t(s.in_w - 1) * s.in_pix + uint64_t(s.in_c);
+    const uint64_t need = uint64_t(s.in_w - 1) * s.in_pix + in_px;
     require(s.in_row >= need, "IFM row pitch ", path(fields::NACC_DMA_OFFSET1::IN_DMA_ROW_OFFSET),
             " = ", s.in_row, " is less than one row (", need, " bytes)");
   }
   if (s.out_w > 1) {
-    require(s.out_pix >= uint64_t(s.out_c), "OFM pixel pitch ",
+    require(s.out_pix >= out_px, "OFM pixel pitch ",
             path(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN), " = ", s.out_pix,
-            " is less than OUT_FM_CH = ", s.out_c);
+            " is less than OUT_FM_CH = ", s.out_c, s.i16 ? " x 2 bytes" : "");
   }
   if (s.out_h > 1) {
-    const uint64_t need = uint64_t(s.out_w - 1) * s.out_pix + uint64_t(s.out_c);
+    const uint64_t need = uint64_t(s.out_w - 1) * s.out_pix + out_px;
     require(s.out_row >= need, "OFM row pitch ", path(fields::NACC_DMA_OFFSET2::OUT_DMA_OFFSET),
             " = ", s.out_row, " is less than one row (", need, " bytes)");
   }

@@ -21,12 +21,15 @@ void count_work(const Setup& s, CoreWork& c) {
   const int64_t h = c.h, w = s.w, taps = int64_t(s.ky) * s.kx;
   switch (s.fam) {
     case Family::kConv:
-      c.mac_cycles = cost::conv_mac_cycles(h, w, c.noc, taps, s.in_c);
+      c.mac_cycles = s.i16 ? cost::conv16_mac_cycles(h, w, c.noc, taps, s.in_c)
+                           : cost::conv_mac_cycles(h, w, c.noc, taps, s.in_c);
       c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
                valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.in_c * c.noc;
       break;
     case Family::kDepthwise:
-      c.mac_cycles = cost::window_mac_cycles(h, w, s.out_c, taps);
+      // 16-bit maps: 32 channels per tap and cycle instead of 64 (NACC_SPEC §9).
+      c.mac_cycles = s.i16 ? h * w * cost::ceil_div(s.out_c, limits::kMacLanes16) * taps
+                           : cost::window_mac_cycles(h, w, s.out_c, taps);
       c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
                valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.out_c;
       break;
@@ -47,7 +50,8 @@ void count_work(const Setup& s, CoreWork& c) {
     case Family::kElementwise: c.mac_cycles = cost::elementwise_cycles(h * w * s.in_c); break;
     case Family::kActivation: break;
   }
-  if (s.needs_lut) c.act_cycles = cost::activation_cycles(h * w * c.noc);
+  // The LUT and the q7 Tanh / Sigmoid tables: one element per cycle (NACC_SPEC §8).
+  if (s.needs_lut || s.q7_act) c.act_cycles = cost::activation_cycles(h * w * c.noc);
 }
 
 // "SRAM overflow: <what> needs N bytes, area holds M (...)", printed lazily.
@@ -142,12 +146,13 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
 
   // SRAM layout (docs/device_model.md §1).
   // With im2col the IFM area holds one K-byte row per output pixel of the tile.
-  const int64_t ifm_bytes = s.im2col ? int64_t(c.h) * s.w * s.mat_k : int64_t(c.vh) * c.vw * s.in_c;
+  const int64_t ifm_bytes =
+      s.im2col ? int64_t(c.h) * s.w * s.mat_k : int64_t(c.vh) * c.vw * s.in_c * s.elem;
   require(s.ifm_area.lo + ifm_bytes <= s.ifm_area.hi,
           area_overflow(s.im2col ? "im2col rows" : "IFM tile", ifm_bytes, s.ifm_area),
           core_text(s, i));
   c.ifm = {s.ifm_area.lo, s.ifm_area.lo + ifm_bytes};
-  const int64_t ofm_bytes = int64_t(c.h) * s.w * c.noc;
+  const int64_t ofm_bytes = int64_t(c.h) * s.w * c.noc * s.elem;
   require(s.ofm_area.lo + ofm_bytes <= s.ofm_area.hi, area_overflow("OFM tile", ofm_bytes, s.ofm_area),
           core_text(s, i));
   c.ofm = {s.ofm_area.lo, s.ofm_area.lo + ofm_bytes};
@@ -164,13 +169,15 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
     case Family::kMatmul: c.weight_count = s.mat_k * c.noc; break;
     default: break;
   }
+  c.int4 = s.int4;
   c.quant_count = s.quant_entries ? s.quant_entries : c.noc;
   int64_t pos = s.k_area.lo;
   c.w_lo = pos;
-  pos += c.weight_count;
+  pos += c.weight_bytes();
+  const int64_t bias_entry = s.i16 ? 8 : 4;  // int64 bias with 16-bit feature maps
   if (s.needs_bias) {
     c.bias_lo = pos = align_up(pos, kKAreaAlignment);
-    pos += 4 * c.quant_count;
+    pos += bias_entry * c.quant_count;
   }
   if (s.needs_quant && (s.real_scale || s.fp32_scale)) {
     c.scale_lo = pos = align_up(pos, kKAreaAlignment);
@@ -188,7 +195,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   c.kern = {s.k_area.lo, pos};
   if (pos > s.k_area.hi) {
     throw DeviceFault(str_cat(
-        area_overflow(str_cat("kernel data (", c.weight_count, " weight bytes",
+        area_overflow(str_cat("kernel data (", c.weight_bytes(), s.int4 ? " int4" : "", " weight bytes",
                               s.needs_bias ? ", bias" : "", s.needs_quant ? ", quantization" : "",
                               s.needs_lut ? ", LUT" : "", ")"),
                       pos - s.k_area.lo, s.k_area),
@@ -200,7 +207,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   c.fm_read.addr = device_address(ctx, s.a_in, uint64_t(c.vy0) * s.in_row + uint64_t(c.vx0) * s.in_pix);
   c.fm_read.rows = c.vh;
   c.fm_read.cols = c.vw;
-  c.fm_read.bytes = s.in_c;
+  c.fm_read.bytes = int64_t(s.in_c) * s.elem;
   c.fm_read.row_pitch = s.in_row;
   c.fm_read.pix_pitch = s.in_pix;
   c.fm_read.sram = c.ifm.lo;
@@ -211,10 +218,10 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   const uint64_t none = ~uint64_t(0);
   c.k_key = {uint64_t(s.fam), device_address(ctx, s.a_k, ck * uint64_t(s.k_block)),
              uint64_t(s.k_block), s.fam == Family::kMatmul ? s.k_pitch : 0,
-             s.needs_bias ? device_address(ctx, s.a_bias, 4 * uint64_t(c.oc0)) : none,
+             s.needs_bias ? device_address(ctx, s.a_bias, uint64_t(bias_entry) * uint64_t(c.oc0)) : none,
              s.needs_quant ? device_address(ctx, s.a_mul, (s.real_scale ? 8 : 4) * uint64_t(c.oc0)) : none,
              s.needs_quant && !s.real_scale && !s.fp32_scale ? device_address(ctx, s.a_shift, 4 * uint64_t(c.oc0)) : none,
-             uint64_t(s.real_scale) | uint64_t(s.fp32_scale) << 1,
+             uint64_t(s.real_scale) | uint64_t(s.fp32_scale) << 1 | uint64_t(s.int4) << 2,
              s.needs_lut ? device_address(ctx, s.a_act, 0) : none, uint64_t(c.noc),
              uint64_t(c.weight_count), uint64_t(c.quant_count), uint64_t(c.kern.lo),
              uint64_t(c.kern.hi)};
@@ -291,8 +298,8 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
       bool broadcast;
     };
     const Part parts[] = {
-        {s.needs_bias, Reg::NACC_BIAS_DMA_ADDR, s.a_bias, c.bias_lo, 4 * c.quant_count,
-         4 * uint64_t(c.oc0), k_broadcast},
+        {s.needs_bias, Reg::NACC_BIAS_DMA_ADDR, s.a_bias, c.bias_lo, bias_entry * c.quant_count,
+         uint64_t(bias_entry) * uint64_t(c.oc0), k_broadcast},
         {s.needs_quant && !s.real_scale && !s.fp32_scale, Reg::NACC_QUANT_MUL_DMA_ADDR, s.a_mul,
          c.mul_lo, 4 * c.quant_count, 4 * uint64_t(c.oc0), k_broadcast},
         {s.needs_quant && !s.real_scale && !s.fp32_scale, Reg::NACC_QUANT_SHIFT_DMA_ADDR, s.a_shift,
@@ -336,8 +343,10 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
     c.rd_unicast += t.total();
   }
   c.ofm_addr = device_address(ctx, s.a_out,
-                              uint64_t(c.y0) * s.out_row + uint64_t(s.x0) * s.out_pix + uint64_t(c.oc0));
-  c.ofm_span = uint64_t(c.h - 1) * s.out_row + uint64_t(s.w - 1) * s.out_pix + uint64_t(c.noc);
+                              uint64_t(c.y0) * s.out_row + uint64_t(s.x0) * s.out_pix +
+                                  uint64_t(c.oc0) * uint64_t(s.elem));
+  c.ofm_span = uint64_t(c.h - 1) * s.out_row + uint64_t(s.w - 1) * s.out_pix +
+               uint64_t(c.noc) * uint64_t(s.elem);
   const BoundBuffer& ob =
       check_access(env, c.ofm_addr, c.ofm_span, true, [&] {
         return str_cat("OFM tile", core_text(s, i), " (", reg_text(Reg::NACC_OUT_DMA_ADDR, s.a_out),

@@ -6,9 +6,11 @@
 #include "device/kernel.h"
 #include "device/units/activation.h"
 #include "device/units/conv.h"
+#include "device/units/conv16.h"
 #include "device/units/elementwise.h"
 #include "device/units/fully_connected.h"
 #include "device/units/pool.h"
+#include "device/units/q7.h"
 
 namespace nacc::device_detail {
 
@@ -33,6 +35,13 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
   const int8_t* in = b.in;
   int8_t* out = b.out;
   const int8_t* wts = b.weights;
+  // DATA_FORM = INT4: the weight path unpacks the K area's nibbles (NACC_SPEC §9).
+  std::vector<int8_t> unpacked;
+  if (s.int4 && wts) {
+    unpacked.resize(size_t(c.weight_count));
+    unpack_int4(wts, c.weight_count, unpacked.data());
+    wts = unpacked.data();
+  }
   const int32_t* bias = b.bias;
   const int32_t* mul = b.mul;
   const int32_t* shift = b.shift;
@@ -62,10 +71,32 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
   const Shape4 out_shape{1, c.h, s.w, c.noc};
   switch (s.fam) {
     case Family::kConv:
+      if (s.i16) {  // DATA_FORM = INT16: int16 maps, int64 bias, the 16x8 output stage
+        OutputStage os16 = os;
+        os16.kind = OutputStageKind::kFixedPoint16x8;
+        conv2d_s16x8(win, os16, in_shape, reinterpret_cast<const int16_t*>(in),
+                     Shape4{c.noc, s.ky, s.kx, s.in_c}, wts, reinterpret_cast<const int64_t*>(bias),
+                     out_shape, reinterpret_cast<int16_t*>(out));
+        break;
+      }
+      if (s.rgb) {  // CONV_MODE = RGB_CONV: the q7 RGB convolution
+        convolve_hwc_q7_rgb(win, s.bias_shift, s.out_shift, s.act_min, s.act_max, in_shape, in,
+                            Shape4{c.noc, s.ky, s.kx, s.in_c}, wts, bias, out_shape, out);
+        break;
+      }
       conv2d_s8(win, s.in_zp, os, in_shape, in, Shape4{c.noc, s.ky, s.kx, s.in_c}, wts, bias,
                 out_shape, out, b.prepared);
       break;
     case Family::kDepthwise:
+      if (s.i16) {  // DATA_FORM = INT16
+        OutputStage os16 = os;
+        os16.kind = OutputStageKind::kFixedPoint16x8;
+        depthwise_conv2d_s16x8(win, s.depth_mult, os16, in_shape,
+                               reinterpret_cast<const int16_t*>(in), Shape4{1, s.ky, s.kx, s.out_c},
+                               wts, reinterpret_cast<const int64_t*>(bias), out_shape,
+                               reinterpret_cast<int16_t*>(out));
+        break;
+      }
       depthwise_conv2d_s8(win, s.depth_mult, s.in_zp, os, in_shape, in,
                           Shape4{1, s.ky, s.kx, s.out_c}, wts, bias, out_shape, out, b.prepared);
       break;
@@ -125,6 +156,10 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
       break;
     }
     case Family::kActivation: {
+      if (s.q7_act) {  // ACT_MODE TANH / SIGMOID: the q7 direct-table functions
+        activations_direct_q7(s.act, s.act_int_w, out_shape.elements(), in, out);
+        return;
+      }
       ActivationParams ap;
       ap.mode = s.act;
       ap.input_zero_point = s.in_zp;

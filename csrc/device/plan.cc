@@ -78,6 +78,9 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
   if (rec.cores.size() < ctx.cores.size()) rec.cores.resize(ctx.cores.size());
   static thread_local std::unordered_multimap<uint64_t, int> by_digest;
   if (rec.kernel_data.empty()) by_digest.clear();
+  // 16-bit feature maps: the plan's calls assume 1-byte elements; the
+  // runtime steps such a Program instead (docs/device_model.md §8).
+  if (s.i16) unsupported(rec, "NACC_CTRL.DATA_FORM = INT16 (16-bit feature maps) is not replayed");
   KernelTrace kt;
   kt.word = uint32_t(ctx.pc);
   kt.s = s;
@@ -190,7 +193,9 @@ bool same_layer(const Setup& a, const Setup& b) {
          a.needs_quant == b.needs_quant && a.needs_lut == b.needs_lut &&
          a.real_scale == b.real_scale && a.fp32_scale == b.fp32_scale && a.im2col == b.im2col &&
          a.quant_entries == b.quant_entries && a.b_zp == b.b_zp && a.ew_fp32 == b.ew_fp32 &&
-         a.pool_fp32 == b.pool_fp32 && a.u8_domain == b.u8_domain && x.mode == y.mode &&
+         a.pool_fp32 == b.pool_fp32 && a.u8_domain == b.u8_domain && a.int4 == b.int4 &&
+         a.rgb == b.rgb && a.bias_shift == b.bias_shift && a.out_shift == b.out_shift &&
+         a.q7_act == b.q7_act && a.act_int_w == b.act_int_w && x.mode == y.mode &&
          x.input1_offset == y.input1_offset && x.input2_offset == y.input2_offset &&
          x.left_shift == y.left_shift && x.input1_multiplier == y.input1_multiplier &&
          x.input1_shift == y.input1_shift && x.input2_multiplier == y.input2_multiplier &&
@@ -471,7 +476,7 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
   const size_t scale_bytes = s0.real_scale ? 8 : 4;
   Assembly scale(size_t(quant_n), scale_bytes);
   Assembly lut(1, size_t(limits::kLutEntries));
-  std::vector<uint8_t> tmp;
+  std::vector<uint8_t> tmp, unpacked;
   for (int k : g.kernels) {
     const KernelTrace& kt = rec.kernels[size_t(k)];
     const int64_t c_base = channel_offset(kt.s, out_base);
@@ -488,6 +493,14 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
       const int64_t qn = per_channel_quant ? w.noc : s0.quant_entries;
       if (wbytes > 0) {
         const uint8_t* src = at(w.w_lo);
+        if (s0.int4) {
+          // The merged call holds the weights unpacked (int8): the plan's
+          // kernel data is host memory, not the K area (NACC_SPEC §9).
+          unpacked.resize(size_t(w.weight_count));
+          unpack_int4(reinterpret_cast<const int8_t*>(src), w.weight_count,
+                      reinterpret_cast<int8_t*>(unpacked.data()));
+          src = unpacked.data();
+        }
         if (fam == Family::kDepthwise) {
           // [ky, kx, noc] -> per channel, its taps.
           tmp.assign(size_t(w.noc * taps), 0);
@@ -541,6 +554,8 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
     kd.bytes = wv;
     pos = int64_t(wv.size());
   }
+  s.int4 = false;
+  c.int4 = false;
   c.bias_lo = c.mul_lo = c.shift_lo = c.scale_lo = c.lut_lo = -1;
   place(w0.bias_lo >= 0, bias.data(), &c.bias_lo);
   place(w0.mul_lo >= 0, mul.data(), &c.mul_lo);
@@ -638,6 +653,12 @@ std::unique_ptr<PlanData> make_plan(Recorder&& rec) {
     const Setup& s = call.s;
     const auto* k = kd.bytes.data() - kd.lo;
     const auto* weights = reinterpret_cast<const int8_t*>(k + w.w_lo);
+    std::vector<int8_t> unpacked;  // an int4 call's unit unpacks; its fast path packs int8
+    if (s.int4) {
+      unpacked.resize(size_t(w.weight_count));
+      unpack_int4(weights, w.weight_count, unpacked.data());
+      weights = unpacked.data();
+    }
     switch (s.fam) {
       case Family::kConv:
         call.prepared = prepare_conv2d_s8(Shape4{w.noc, s.ky, s.kx, s.in_c}, weights);
@@ -898,7 +919,9 @@ std::vector<PlanCall> parallel_parts(const PlanCall& call, int threads) {
     }
     return parts;
   }
-  const bool per_channel = s.fam == Family::kConv || s.fam == Family::kFullyConnected;
+  // Channel parts slice the weights at byte offsets: not for packed int4
+  // weights (a merged call holds them unpacked, s.int4 = false).
+  const bool per_channel = (s.fam == Family::kConv || s.fam == Family::kFullyConnected) && !s.int4;
   if (per_channel && c.noc >= 32 * threads) {
     // Blocks of 16 channels (the GEMM's column block), shared out evenly.
     const int blocks = (c.noc + 15) / 16;

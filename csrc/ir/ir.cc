@@ -20,7 +20,7 @@ struct DTypeInfo {
 constexpr DTypeInfo kDTypes[] = {
     {DType::kInt8, "int8", 1},   {DType::kUInt8, "uint8", 1},     {DType::kInt16, "int16", 2},
     {DType::kInt32, "int32", 4}, {DType::kInt64, "int64", 8},     {DType::kFloat32, "float32", 4},
-    {DType::kOther, "other", 0},
+    {DType::kOther, "other", 0}, {DType::kInt4, "int4", 1},  // int4: unpacked, one per byte
 };
 
 struct OpKindInfo {
@@ -270,6 +270,13 @@ void check_tensor(const Tensor& t) {
     check_arg(static_cast<int64_t>(t.data->size()) == expected, "tensor '", t.name, "': ",
               t.data->size(), " data bytes, shape ", shape_str(t.shape), " x ",
               dtype_name(t.dtype), " needs ", expected);
+    if (t.dtype == DType::kInt4) {
+      for (size_t i = 0; i < t.data->size(); ++i) {
+        const int v = int8_t((*t.data)[i]);
+        check_arg(v >= -8 && v <= 7, "tensor '", t.name, "': int4 element ", i, " is ", v,
+                  " (int4 data is held unpacked, one value in [-8, 7] per byte)");
+      }
+    }
   }
 }
 

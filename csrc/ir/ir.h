@@ -13,10 +13,15 @@
 
 namespace nacc::ir {
 
-// Element types. Only int8 (activations, weights) and int32 (bias) run on the
+// Element types. int8 (activations, weights), int4 (weights of CONV_2D and
+// FULLY_CONNECTED, NACC_SPEC §9 DATA_FORM 10) and int32 (bias) run on the
 // NPU; the others exist so a frontend can describe what the rules decline
-// (and parameter tensors such as ONNX's int64 shapes).
-enum class DType { kInt8, kUInt8, kInt16, kInt32, kInt64, kFloat32, kOther };
+// (and parameter tensors such as ONNX's int64 shapes). kInt4 data is held
+// unpacked in the IR, one sign-extended element per byte with values in
+// [-8, 7] (the frontend unpacks its packed storage; the compiler packs the
+// weight blocks again). kInt4 is last so the other values keep their numbers
+// (graph digests).
+enum class DType { kInt8, kUInt8, kInt16, kInt32, kInt64, kFloat32, kOther, kInt4 };
 
 const char* dtype_name(DType dtype);  // "int8", "uint8", ..., "other"
 // Bytes per element; 0 for kOther (such a tensor cannot carry data).

@@ -264,7 +264,9 @@ std::optional<std::string> check_activation_quantization(const Graph& g, const O
 std::optional<std::string> check_weights_dtype(const Graph& g, const Op& op, const SupportConfig&) {
   const Operand w = weights(g, op);
   const auto& q = w.tensor->quant;
-  if (w.tensor->dtype != DType::kInt8) return str_cat(w.label(), " is ", ir::dtype_name(w.tensor->dtype));
+  const DType dt = w.tensor->dtype;
+  // int4 depthwise weights are the int4_depthwise rule's business.
+  if (dt != DType::kInt8 && dt != DType::kInt4) return str_cat(w.label(), " is ", ir::dtype_name(dt));
   if (q.empty()) return str_cat(w.label(), " has no quantization");
   for (size_t c = 0; c < q.scales.size(); ++c) {
     const std::string where = q.per_channel() ? str_cat(" (channel ", c, ")") : "";
@@ -273,6 +275,12 @@ std::optional<std::string> check_weights_dtype(const Graph& g, const Op& op, con
       return str_cat(w.label(), " has scale ", float_str(q.scales[c]), where);
     }
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_int4_depthwise(const Graph& g, const Op& op, const SupportConfig&) {
+  const Operand w = weights(g, op);
+  if (w.tensor->dtype == DType::kInt4) return str_cat(w.label(), " is int4");
   return std::nullopt;
 }
 
@@ -796,7 +804,14 @@ std::vector<Rule> build_rules() {
                "in ", range_text(kInt8Min, kInt8Max)),
        false, check_activation_quantization},
       {"weights_dtype", mac_with_weights,
-       "weights must be int8 with zero point 0 and positive scales", false, check_weights_dtype},
+       "weights must be int8, or int4 for CONV_2D and FULLY_CONNECTED (NACC_CTRL.DATA_FORM 10: "
+       "int8 feature maps, int4 weights stored two per byte, nacc docs hardware, §9), with zero point 0 "
+       "and positive scales",
+       false, check_weights_dtype},
+      {"int4_depthwise", {K::kDepthwiseConv2D},
+       "DEPTHWISE_CONV_2D weights must be int8: TFLite 2.21 has no reference kernel for int4 "
+       "depthwise weights (version 7), so there is no exact oracle to match",
+       false, check_int4_depthwise},
       {"weights_per_channel_axis", mac_with_weights,
        str_cat("per-channel weight scales must be on the output-channel axis (CONV_2D: ",
                kConvOutputChannelAxis, ", DEPTHWISE_CONV_2D: ", kDepthwiseOutputChannelAxis,

@@ -1,0 +1,105 @@
+// The 16x8 convolution: a plain reference loop (device/units/conv16.h).
+#include "device/units/conv16.h"
+
+#include "arch/limits.h"
+#include "common/error.h"
+
+namespace nacc {
+
+namespace {
+
+// The checks both units share: the output stage and the bias of `channels`.
+void check_stage(const char* op, const OutputStage& stage, const int64_t* bias, int channels) {
+  check_arg(stage.kind == OutputStageKind::kFixedPoint16x8 && stage.multiplier && stage.shift,
+            op, ": needs the 16x8 fixed-point output stage (QUANT_MUL / QUANT_SHIFT arrays)");
+  check_arg(stage.act_min >= -32768 && stage.act_max <= 32767 && stage.act_min <= stage.act_max,
+            op, ": clamp [", stage.act_min, ", ", stage.act_max, "] must lie in int16");
+  const int64_t bias_limit = int64_t{1} << (limits::kBias16Bits - 1);
+  for (int c = 0; c < channels; ++c) {
+    check_arg(stage.multiplier[c] >= 0, op, ": multiplier[", c, "] = ", stage.multiplier[c],
+              " must be in [0, 2^31)");
+    check_arg(stage.shift[c] >= -31 && stage.shift[c] <= 7, op, ": shift[", c, "] = ",
+              stage.shift[c], " must be in [-31, 7] (the 16x8 output stage)");
+    if (bias) {
+      check_arg(bias[c] > -bias_limit && bias[c] < bias_limit, op, ": bias[", c, "] = ",
+                bias[c], " does not fit ", limits::kBias16Bits, " bits (NACC_SPEC §9)");
+    }
+  }
+}
+
+void check_acc(const char* op, int64_t acc, int oy, int ox, int c) {
+  const int64_t acc_limit = int64_t{1} << (limits::kAcc16Bits - 1);
+  check_arg(acc > -acc_limit && acc < acc_limit, op, ": output (", oy, ", ", ox, ") channel ", c,
+            ": accumulator ", acc, " leaves ", limits::kAcc16Bits, " bits");
+}
+
+}  // namespace
+
+void depthwise_conv2d_s16x8(const WindowParams& window, int m, const OutputStage& stage,
+                            const Shape4& is, const int16_t* input, const Shape4& fs,
+                            const int8_t* filter, const int64_t* bias, const Shape4& os,
+                            int16_t* output) {
+  constexpr const char* kOp = "depthwise_conv2d_s16x8";
+  check_arg(m >= 1 && is.n == 1 && os.n == 1 && fs.n == 1 && fs.c == os.c &&
+                int64_t(is.c) * m == os.c,
+            kOp, ": shapes input ", is.str(), ", filter ", fs.str(), ", output ", os.str(),
+            " with multiplier ", m, " do not match");
+  check_stage(kOp, stage, bias, os.c);
+  for (int oy = 0; oy < os.h; ++oy) {
+    for (int ox = 0; ox < os.w; ++ox) {
+      const int y0 = oy * window.stride_h - window.pad_top;
+      const int x0 = ox * window.stride_w - window.pad_left;
+      for (int c = 0; c < os.c; ++c) {
+        int64_t acc = 0;
+        for (int ky = 0; ky < fs.h; ++ky) {
+          const int iy = y0 + ky;
+          if (iy < 0 || iy >= is.h) continue;
+          for (int kx = 0; kx < fs.w; ++kx) {
+            const int ix = x0 + kx;
+            if (ix < 0 || ix >= is.w) continue;
+            acc += int64_t(input[(int64_t(iy) * is.w + ix) * is.c + c / m]) *
+                   int64_t(filter[(int64_t(ky) * fs.w + kx) * fs.c + c]);
+          }
+        }
+        if (bias) acc += bias[c];
+        check_acc(kOp, acc, oy, ox, c);
+        output[(int64_t(oy) * os.w + ox) * os.c + c] = requantize_output_16x8(stage, c, acc);
+      }
+    }
+  }
+}
+
+void conv2d_s16x8(const WindowParams& window, const OutputStage& stage, const Shape4& is,
+                  const int16_t* input, const Shape4& fs, const int8_t* filter,
+                  const int64_t* bias, const Shape4& os, int16_t* output) {
+  constexpr const char* kOp = "conv2d_s16x8";
+  check_arg(is.n == 1 && os.n == 1 && fs.c == is.c && fs.n == os.c, kOp, ": shapes input ",
+            is.str(), ", filter ", fs.str(), ", output ", os.str(), " do not match");
+  check_stage(kOp, stage, bias, os.c);
+  for (int oy = 0; oy < os.h; ++oy) {
+    for (int ox = 0; ox < os.w; ++ox) {
+      const int y0 = oy * window.stride_h - window.pad_top;
+      const int x0 = ox * window.stride_w - window.pad_left;
+      for (int c = 0; c < os.c; ++c) {
+        int64_t acc = 0;
+        const int8_t* f = filter + int64_t(c) * fs.h * fs.w * fs.c;
+        for (int ky = 0; ky < fs.h; ++ky) {
+          const int iy = y0 + ky;
+          if (iy < 0 || iy >= is.h) continue;
+          for (int kx = 0; kx < fs.w; ++kx) {
+            const int ix = x0 + kx;
+            if (ix < 0 || ix >= is.w) continue;
+            const int16_t* px = input + (int64_t(iy) * is.w + ix) * is.c;
+            const int8_t* fw = f + (int64_t(ky) * fs.w + kx) * fs.c;
+            for (int l = 0; l < is.c; ++l) acc += int64_t(px[l]) * int64_t(fw[l]);
+          }
+        }
+        if (bias) acc += bias[c];
+        check_acc(kOp, acc, oy, ox, c);
+        output[(int64_t(oy) * os.w + ox) * os.c + c] = requantize_output_16x8(stage, c, acc);
+      }
+    }
+  }
+}
+
+}  // namespace nacc
