@@ -173,10 +173,6 @@ void record_copy(Recorder& rec, uint32_t word, uint64_t src, uint64_t dst, uint6
 
 namespace {
 
-RegionRef ref_of(uint32_t region_addr) {
-  return RegionRef{region_of(region_addr), uint64_t(region_offset(region_addr))};
-}
-
 // The layer a command belongs to: everything but its tile, its channel group
 // and the core split. Two commands of one layer agree on all of it.
 bool same_layer(const Setup& a, const Setup& b) {
@@ -591,7 +587,7 @@ std::unique_ptr<PlanData> make_plan(Recorder&& rec) {
     std::vector<std::pair<RegionRef, uint64_t>> reads, writes;
     group_ranges(rec, one, &reads, &writes);
     step.stage_inputs = overlap(reads, writes);
-    for (const TileTrace& t : kt.tiles) plan->calls.push_back(PlanCall{kt.s, t});
+    for (const TileTrace& t : kt.tiles) plan->calls.push_back(PlanCall{kt.s, t, nullptr});
     plan->steps.push_back(step);
     sum.tile_calls += step.count;
   };
