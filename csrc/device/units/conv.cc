@@ -92,18 +92,21 @@ void conv_reference(const ConvGeometry& g, int32_t input_zero_point, const Outpu
   }
 }
 
-// im2col: output pixels [m0, m0 + rows) as int16 rows of the K values
-// x - input_zero_point over the filter window ([KH][KW][C_in] order, K rounded
-// up to even with a 0). Padded positions hold the input zero point, i.e. 0 here.
-void im2col_rows(const ConvGeometry& g, const int8_t* input, int32_t zero_point, int kp, int m0,
-                 int rows, int16_t* panel) {
+// im2col: output pixels [m0, m0 + rows) as rows of the K values over the
+// filter window ([KH][KW][C_in] order), row r at panel + r * kp, columns
+// [K, kp) 0. `convert(src, count, dst)` turns input bytes into panel elements;
+// a padded position holds `pad`, the element of the input zero point. Two
+// forms: int16 x - input_zero_point (gemm_s8_avx2: pad 0) and unsigned bytes
+// x + 128 (gemm_s8_vnni: pad input_zero_point + 128).
+template <typename T, typename Convert>
+void im2col_rows(const ConvGeometry& g, const int8_t* input, T pad, int kp, int m0, int rows,
+                 T* panel, Convert convert) {
   const int segment = g.kernel_w * g.in_c;  // one filter row of the window
   const WindowParams& w = g.window;
   if (g.kernel_h == 1 && g.kernel_w == 1 && w.stride_h == 1 && w.stride_w == 1 &&
       w.pad_top == 0 && w.pad_bottom == 0 && w.pad_left == 0 && w.pad_right == 0 && kp == g.k()) {
     // Pointwise: the rows are consecutive input pixels, one contiguous block.
-    detail::widen_s8_avx2(input + static_cast<int64_t>(m0) * g.in_c, rows * g.in_c, zero_point,
-                          panel);
+    convert(input + static_cast<int64_t>(m0) * g.in_c, rows * g.in_c, panel);
     return;
   }
   for (int r = 0; r < rows; ++r) {
@@ -115,20 +118,20 @@ void im2col_rows(const ConvGeometry& g, const int8_t* input, int32_t zero_point,
     // Filter columns [kx_lo, kx_hi) fall inside the image, contiguous in memory.
     const int kx_lo = std::max(0, -ix0);
     const int kx_hi = std::min(g.kernel_w, g.in_w - ix0);
-    int16_t* dst = panel + static_cast<std::ptrdiff_t>(r) * kp;
+    T* dst = panel + static_cast<std::ptrdiff_t>(r) * kp;
     for (int ky = 0; ky < g.kernel_h; ++ky) {
-      int16_t* d = dst + ky * segment;
+      T* d = dst + ky * segment;
       const int iy = iy0 + ky;
       if (iy < 0 || iy >= g.in_h || kx_hi <= kx_lo) {
-        std::fill_n(d, segment, int16_t{0});
+        std::fill_n(d, segment, pad);
         continue;
       }
-      std::fill_n(d, kx_lo * g.in_c, int16_t{0});
-      detail::widen_s8_avx2(input + (static_cast<int64_t>(iy) * g.in_w + ix0 + kx_lo) * g.in_c,
-                            (kx_hi - kx_lo) * g.in_c, zero_point, d + kx_lo * g.in_c);
-      std::fill_n(d + kx_hi * g.in_c, (g.kernel_w - kx_hi) * g.in_c, int16_t{0});
+      std::fill_n(d, kx_lo * g.in_c, pad);
+      convert(input + (static_cast<int64_t>(iy) * g.in_w + ix0 + kx_lo) * g.in_c,
+              (kx_hi - kx_lo) * g.in_c, d + kx_lo * g.in_c);
+      std::fill_n(d + kx_hi * g.in_c, (g.kernel_w - kx_hi) * g.in_c, pad);
     }
-    if (kp > g.k()) dst[g.k()] = 0;
+    std::fill(dst + g.k(), dst + kp, T{0});
   }
 }
 
@@ -141,46 +144,12 @@ void conv_avx2(const ConvGeometry& g, int32_t input_zero_point, const OutputStag
   detail::gemm_s8_avx2(
       g.out_h * g.out_w, packed,
       [&](int m0, int rows, int16_t* panel) {
-        im2col_rows(g, input, input_zero_point, kp, m0, rows, panel);
+        im2col_rows<int16_t>(g, input, 0, kp, m0, rows, panel,
+                             [&](const int8_t* src, int count, int16_t* dst) {
+                               detail::widen_s8_avx2(src, count, input_zero_point, dst);
+                             });
       },
       bias, os, output, g.out_c);
-}
-
-// im2col_rows for gemm_s8_vnni: the same rows as unsigned bytes x + 128, padded
-// positions input_zero_point + 128, columns [K, k4) 0.
-void im2col_rows_u8(const ConvGeometry& g, const int8_t* input, int32_t zero_point, int k4,
-                    int m0, int rows, uint8_t* panel) {
-  const int segment = g.kernel_w * g.in_c;
-  const uint8_t pad = static_cast<uint8_t>(zero_point + 128);
-  const WindowParams& w = g.window;
-  if (g.kernel_h == 1 && g.kernel_w == 1 && w.stride_h == 1 && w.stride_w == 1 &&
-      w.pad_top == 0 && w.pad_bottom == 0 && w.pad_left == 0 && w.pad_right == 0 && k4 == g.k()) {
-    detail::flip_s8_to_u8(input + static_cast<int64_t>(m0) * g.in_c, rows * g.in_c, panel);
-    return;
-  }
-  for (int r = 0; r < rows; ++r) {
-    const int m = m0 + r;
-    const int oy = m / g.out_w;
-    const int ox = m % g.out_w;
-    const int iy0 = oy * g.window.stride_h - g.window.pad_top;
-    const int ix0 = ox * g.window.stride_w - g.window.pad_left;
-    const int kx_lo = std::max(0, -ix0);
-    const int kx_hi = std::min(g.kernel_w, g.in_w - ix0);
-    uint8_t* dst = panel + static_cast<std::ptrdiff_t>(r) * k4;
-    for (int ky = 0; ky < g.kernel_h; ++ky) {
-      uint8_t* d = dst + ky * segment;
-      const int iy = iy0 + ky;
-      if (iy < 0 || iy >= g.in_h || kx_hi <= kx_lo) {
-        std::fill_n(d, segment, pad);
-        continue;
-      }
-      std::fill_n(d, kx_lo * g.in_c, pad);
-      detail::flip_s8_to_u8(input + (static_cast<int64_t>(iy) * g.in_w + ix0 + kx_lo) * g.in_c,
-                            (kx_hi - kx_lo) * g.in_c, d + kx_lo * g.in_c);
-      std::fill_n(d + kx_hi * g.in_c, (g.kernel_w - kx_hi) * g.in_c, pad);
-    }
-    std::fill(dst + g.k(), dst + k4, uint8_t{0});
-  }
 }
 
 // VNNI: the same GEMM on vpdpbusd (gemm_s8_vnni).
@@ -191,7 +160,8 @@ void conv_vnni(const ConvGeometry& g, int32_t input_zero_point, const OutputStag
   detail::gemm_s8_vnni(
       g.out_h * g.out_w, packed,
       [&](int m0, int rows, uint8_t* panel) {
-        im2col_rows_u8(g, input, input_zero_point, k4, m0, rows, panel);
+        im2col_rows<uint8_t>(g, input, static_cast<uint8_t>(input_zero_point + 128), k4, m0, rows,
+                             panel, detail::flip_s8_to_u8);
       },
       input_zero_point, bias, os, output, g.out_c);
 }

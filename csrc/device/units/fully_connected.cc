@@ -66,11 +66,7 @@ void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, 
     detail::gemm_s8_vnni(
         m, packed4,
         [&](int m0, int rows, uint8_t* panel) {
-          for (int r = 0; r < rows; ++r) {
-            uint8_t* dst = panel + static_cast<std::ptrdiff_t>(r) * k4;
-            detail::flip_s8_to_u8(input + static_cast<int64_t>(m0 + r) * k, k, dst);
-            std::fill(dst + k, dst + k4, uint8_t{0});
-          }
+          detail::flip_rows_u8(input + static_cast<int64_t>(m0) * k, rows, k, k4, panel);
         },
         input_zero_point, bias, out_stage, output, n);
     return;
@@ -134,11 +130,7 @@ void matmul_s8(int32_t a_zero_point, int32_t b_zero_point, const OutputStage& ou
     detail::gemm_s8_vnni(
         m, packed4,
         [&](int m0, int rows, uint8_t* panel) {
-          for (int r = 0; r < rows; ++r) {
-            uint8_t* dst = panel + static_cast<std::ptrdiff_t>(r) * k4;
-            detail::flip_s8_to_u8(a + static_cast<int64_t>(m0 + r) * k, k, dst);
-            std::fill(dst + k, dst + k4, uint8_t{0});
-          }
+          detail::flip_rows_u8(a + static_cast<int64_t>(m0) * k, rows, k, k4, panel);
         },
         a_zero_point, nullptr, out_stage, output, n);
     return;

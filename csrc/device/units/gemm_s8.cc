@@ -652,6 +652,14 @@ void flip_s8_to_u8(const int8_t* src, int count, uint8_t* dst) {
   for (int i = 0; i < count; ++i) dst[i] = static_cast<uint8_t>(src[i]) ^ 0x80u;
 }
 
+void flip_rows_u8(const int8_t* src, int rows, int k, int k4, uint8_t* panel) {
+  for (int r = 0; r < rows; ++r) {
+    uint8_t* dst = panel + static_cast<std::ptrdiff_t>(r) * k4;
+    flip_s8_to_u8(src + static_cast<std::ptrdiff_t>(r) * k, k, dst);
+    std::fill(dst + k, dst + k4, uint8_t{0});
+  }
+}
+
 void gemm_s8_vnni(int m, const PackedB4& b, const FillRowsU8& fill_rows, int32_t a_zero_point,
                   const int32_t* col_offset, const OutputStage& rq, int8_t* out,
                   std::ptrdiff_t out_row_stride) {

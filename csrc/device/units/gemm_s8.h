@@ -99,6 +99,9 @@ void gemm_s8_vnni(int m, const PackedB4& b, const FillRowsU8& fill_rows, int32_t
 
 // dst[i] = uint8(src[i] + 128), i < count.
 void flip_s8_to_u8(const int8_t* src, int count, uint8_t* dst);
+// `rows` consecutive rows of k int8 values at src as gemm_s8_vnni panel rows
+// of k4 bytes (flip_s8_to_u8, then zeros up to k4).
+void flip_rows_u8(const int8_t* src, int rows, int k, int k4, uint8_t* panel);
 
 // Fills rows [m0, m0 + rows) of the left operand A into `panel`, row r at
 // panel + r * kp, as int16 values A(m, k) - a_zero_point (in [-255, 255]);
