@@ -268,6 +268,7 @@ void Device::start_locked(int b) {
   c.cp_time = 0;
   c.dma_free = 0;
   c.run = RunCounters{};
+  c.replay_timeline.reset();
   c.run.cores.resize(size_t(hw_.cores));
   c.fault.clear();
   c.injected_bus_error_at = -1;
@@ -292,7 +293,9 @@ std::string Device::fault_message(int handler) const {
 RunCounters Device::counters(int handler) const {
   HandlerContext& c = ctx(handler);
   std::lock_guard<std::mutex> lk(c.mu);
-  return c.run;
+  RunCounters r = c.run;
+  if (c.replay_timeline) r.timeline = *c.replay_timeline;
+  return r;
 }
 
 void Device::inject_bus_error(int handler, int64_t command) {
@@ -498,6 +501,9 @@ std::shared_ptr<const ExecutionPlan> Device::build_plan(int handler, uint32_t im
   const std::array<uint64_t, limits::kNumRegions> sizes = rec.region_size;
   std::unique_ptr<device_detail::PlanData> data = device_detail::make_plan(std::move(rec));
   data->counters = c.run;
+  data->timeline =
+      std::make_shared<const std::vector<CommandRecord>>(std::move(data->counters.timeline));
+  data->counters.timeline.clear();
   data->region_sizes = sizes;
   data->final_registers = c.regs;
   data->final_qread = c.regs.get(Reg::QREAD);
@@ -532,7 +538,8 @@ void Device::replay(const ExecutionPlan& plan, int handler,
   const uint32_t pmu_ctrl = c.regs.get(Reg::PMU_CTRL);
   c.regs = p.final_registers;
   c.regs.set(Reg::PMU_CTRL, pmu_ctrl);
-  c.run = p.counters;
+  c.run = p.counters;  // no timeline: counters() reads the plan's shared one
+  c.replay_timeline = p.timeline;
   if (fields::PMU_CTRL::CNT_EN.extract(pmu_ctrl)) {
     c.pmu.cycles += uint64_t(c.run.cycles);
     c.pmu.mac_cycles += uint64_t(c.run.mac_cycles);

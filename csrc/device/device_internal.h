@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -80,6 +81,9 @@ struct HandlerContext {
   std::mutex mu;
   int index = 0;
   RegisterFile regs;  // per-handler registers (compute bank, DMA_*, VNCHWCONV_*, PMU, QREAD)
+  // After a replay: the plan's timeline, which `run` (copied from the plan
+  // without it) stands for; reset when a stepped run starts.
+  std::shared_ptr<const std::vector<CommandRecord>> replay_timeline;
   HandlerState state = HandlerState::kIdle;
   uint64_t stream_addr = 0;
   uint64_t stream_bytes = 0;

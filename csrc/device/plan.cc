@@ -18,6 +18,7 @@ namespace nacc {
 ExecutionPlan::ExecutionPlan(std::unique_ptr<device_detail::PlanData> d) : d_(std::move(d)) {}
 ExecutionPlan::~ExecutionPlan() = default;
 const RunCounters& ExecutionPlan::counters() const { return d_->counters; }
+const std::vector<CommandRecord>& ExecutionPlan::timeline() const { return *d_->timeline; }
 const std::array<uint64_t, limits::kNumRegions>& ExecutionPlan::region_sizes() const {
   return d_->region_sizes;
 }

@@ -40,8 +40,10 @@ class ExecutionPlan {
  public:
   ~ExecutionPlan();
 
-  // The counters (and timeline) every run of the stream produces.
+  // The counters every run of the stream produces (their timeline empty) and
+  // the run's timeline.
   const RunCounters& counters() const;
+  const std::vector<CommandRecord>& timeline() const;
   // The region sizes the plan was built with; a replay needs the same.
   const std::array<uint64_t, limits::kNumRegions>& region_sizes() const;
 

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -136,7 +137,9 @@ struct PlanStep {
 };
 
 struct PlanData {
-  RunCounters counters;
+  RunCounters counters;  // without the timeline: that is `timeline`, shared with the handlers
+  // The run's command records, shared (not copied) by every replay's handler.
+  std::shared_ptr<const std::vector<CommandRecord>> timeline;
   std::array<uint64_t, limits::kNumRegions> region_sizes{};
   std::vector<KernelData> kernel_data;
   std::vector<PlanCall> calls;

@@ -192,7 +192,11 @@ Runtime::PlanEntry Runtime::build_plan(const std::shared_ptr<const Program>& pro
   } catch (const DeviceFault& e) {
     entry.why = e.what();  // every run faults the same way; it steps and raises
   }
-  if (entry.plan) entry.ops = op_counters(p, entry.plan->counters());
+  if (entry.plan) {
+    RunCounters with_timeline = entry.plan->counters();  // once per load: op_counters reads it
+    with_timeline.timeline = entry.plan->timeline();
+    entry.ops = op_counters(p, with_timeline);
+  }
   return entry;
 }
 
@@ -297,6 +301,7 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
       const RunCounters& rc = entry->plan->counters();
       if (timeline) {
         stats.counters = rc;
+        stats.counters.timeline = entry->plan->timeline();
       } else {
         stats.counters.cycles = rc.cycles;
         stats.counters.macs = rc.macs;
