@@ -500,6 +500,7 @@ std::shared_ptr<const ExecutionPlan> Device::build_plan(int handler, uint32_t im
   }
   const std::array<uint64_t, limits::kNumRegions> sizes = rec.region_size;
   std::unique_ptr<device_detail::PlanData> data = device_detail::make_plan(std::move(rec));
+  device_detail::prepare_parts(*data, pool_.threads());
   data->counters = c.run;
   data->timeline =
       std::make_shared<const std::vector<CommandRecord>>(std::move(data->counters.timeline));

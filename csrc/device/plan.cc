@@ -571,6 +571,47 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
 
 }  // namespace
 
+// The call's weights packed once for its unit's fast path (call.prepared),
+// when its kernel data never changes.
+static void prepare_call(const PlanData& plan, PlanCall& call) {
+  if (call.t.kdata < 0 || !call.t.k_reads.empty()) return;
+  const KernelData& kd = plan.kernel_data[size_t(call.t.kdata)];
+  const CoreWork& w = call.t.work;
+  const Setup& s = call.s;
+  const auto* k = kd.bytes.data() - kd.lo;
+  const auto* weights = reinterpret_cast<const int8_t*>(k + w.w_lo);
+  std::vector<int8_t> unpacked;  // an int4 call's unit unpacks; its fast path packs int8
+  if (s.int4) {
+    unpacked.resize(size_t(w.weight_count));
+    unpack_int4(weights, w.weight_count, unpacked.data());
+    weights = unpacked.data();
+  }
+  switch (s.fam) {
+    case Family::kConv:
+      call.prepared = prepare_conv2d_s8(Shape4{w.noc, s.ky, s.kx, s.in_c}, weights);
+      break;
+    case Family::kFullyConnected:
+      call.prepared = prepare_fully_connected_s8(s.in_c, w.noc, weights);
+      break;
+    case Family::kDepthwise: {
+      OutputStage os;
+      os.multiplier = w.mul_lo >= 0 ? reinterpret_cast<const int32_t*>(k + w.mul_lo) : nullptr;
+      os.shift = w.shift_lo >= 0 ? reinterpret_cast<const int32_t*>(k + w.shift_lo) : nullptr;
+      if (s.fp32_scale) {
+        os.kind = OutputStageKind::kFloat32;
+        os.float_scale = reinterpret_cast<const float*>(k + w.scale_lo);
+      } else if (s.real_scale) {
+        os.kind = OutputStageKind::kRealScale;
+      }
+      call.prepared = prepare_depthwise_conv2d_s8(
+          Shape4{1, s.ky, s.kx, s.out_c}, weights,
+          w.bias_lo >= 0 ? reinterpret_cast<const int32_t*>(k + w.bias_lo) : nullptr, os);
+      break;
+    }
+    default: break;
+  }
+}
+
 std::unique_ptr<PlanData> make_plan(Recorder&& rec) {
   auto plan = std::make_unique<PlanData>();
   plan->kernel_data = std::move(rec.kernel_data);
@@ -643,44 +684,7 @@ std::unique_ptr<PlanData> make_plan(Recorder&& rec) {
   plan->kernel_data = std::move(used);
 
   // The weights of every call whose kernel data never changes, packed once.
-  for (PlanCall& call : plan->calls) {
-    if (call.t.kdata < 0 || !call.t.k_reads.empty()) continue;
-    const KernelData& kd = plan->kernel_data[size_t(call.t.kdata)];
-    const CoreWork& w = call.t.work;
-    const Setup& s = call.s;
-    const auto* k = kd.bytes.data() - kd.lo;
-    const auto* weights = reinterpret_cast<const int8_t*>(k + w.w_lo);
-    std::vector<int8_t> unpacked;  // an int4 call's unit unpacks; its fast path packs int8
-    if (s.int4) {
-      unpacked.resize(size_t(w.weight_count));
-      unpack_int4(weights, w.weight_count, unpacked.data());
-      weights = unpacked.data();
-    }
-    switch (s.fam) {
-      case Family::kConv:
-        call.prepared = prepare_conv2d_s8(Shape4{w.noc, s.ky, s.kx, s.in_c}, weights);
-        break;
-      case Family::kFullyConnected:
-        call.prepared = prepare_fully_connected_s8(s.in_c, w.noc, weights);
-        break;
-      case Family::kDepthwise: {
-        OutputStage os;
-        os.multiplier = w.mul_lo >= 0 ? reinterpret_cast<const int32_t*>(k + w.mul_lo) : nullptr;
-        os.shift = w.shift_lo >= 0 ? reinterpret_cast<const int32_t*>(k + w.shift_lo) : nullptr;
-        if (s.fp32_scale) {
-          os.kind = OutputStageKind::kFloat32;
-          os.float_scale = reinterpret_cast<const float*>(k + w.scale_lo);
-        } else if (s.real_scale) {
-          os.kind = OutputStageKind::kRealScale;
-        }
-        call.prepared = prepare_depthwise_conv2d_s8(
-            Shape4{1, s.ky, s.kx, s.out_c}, weights,
-            w.bias_lo >= 0 ? reinterpret_cast<const int32_t*>(k + w.bias_lo) : nullptr, os);
-        break;
-      }
-      default: break;
-    }
-  }
+  for (PlanCall& call : plan->calls) prepare_call(*plan, call);
   return plan;
 }
 
@@ -936,10 +940,25 @@ std::vector<PlanCall> parallel_parts(const PlanCall& call, int threads) {
 
 }  // namespace
 
+void prepare_parts(PlanData& plan, int threads) {
+  plan.parts_threads = threads;
+  plan.parts.assign(plan.calls.size(), {});
+  for (size_t i = 0; i < plan.calls.size(); ++i) {
+    std::vector<PlanCall> parts = parallel_parts(plan.calls[i], threads);
+    // A channel part holds a slice of the weights: packed here, once, like
+    // the whole call's (a row part shares the call's packing).
+    for (PlanCall& part : parts) {
+      if (!part.prepared) prepare_call(plan, part);
+    }
+    plan.parts[i] = std::move(parts);
+  }
+}
+
 void replay_plan(const PlanData& plan, const std::array<RegionMemory, limits::kNumRegions>& regions,
                  ThreadPool& pool) {
   Scratch& sc = scratch();
   const int threads = pool.threads();
+  const bool have_parts = plan.parts_threads == threads;
   for (const PlanStep& step : plan.steps) {
     if (step.kind == PlanStep::Kind::kCopy) {
       const CopyTrace& cp = plan.copies[size_t(step.first)];
@@ -950,7 +969,9 @@ void replay_plan(const PlanData& plan, const std::array<RegionMemory, limits::kN
     if (!step.stage_inputs) {
       for (int i = step.first; i < step.first + step.count; ++i) {
         const PlanCall& call = plan.calls[size_t(i)];
-        const std::vector<PlanCall> parts = parallel_parts(call, threads);
+        std::vector<PlanCall> computed;  // a pool of another size than the plan's
+        if (!have_parts) computed = parallel_parts(call, threads);
+        const std::vector<PlanCall>& parts = have_parts ? plan.parts[size_t(i)] : computed;
         if (parts.empty()) {
           CallInputs ci;
           resolve_inputs(plan, call, regions, false, ci, sc);

@@ -145,6 +145,10 @@ struct PlanData {
   std::vector<PlanCall> calls;
   std::vector<CopyTrace> copies;
   std::vector<PlanStep> steps;
+  // Each call's parts for `parts_threads` host threads (prepare_parts; empty:
+  // the call runs whole), with their own packed weights where they slice them.
+  int parts_threads = 0;
+  std::vector<std::vector<PlanCall>> parts;
   RegisterFile final_registers;  // the handler's registers after the run
   uint32_t final_qread = 0;
   ExecutionPlan::Summary summary;
@@ -153,6 +157,9 @@ struct PlanData {
 // Turns a recording into steps, merging the commands of a layer where that is
 // proven exact (plan.cc).
 std::unique_ptr<PlanData> make_plan(Recorder&& rec);
+// Splits every call of `plan` for `threads` host threads once (replay_plan
+// uses them when its pool has that many threads, else splits per run).
+void prepare_parts(PlanData& plan, int threads);
 
 // Runs the plan's data effects on `regions` (plan.cc). DeviceFault from a
 // unit's own checks (which the build has already passed, so only on bugs).

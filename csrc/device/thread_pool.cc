@@ -3,6 +3,13 @@
 
 #include "common/error.h"
 
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define NACC_PAUSE() _mm_pause()
+#else
+#define NACC_PAUSE() std::this_thread::yield()
+#endif
+
 namespace nacc {
 
 ThreadPool::ThreadPool(int threads) {
@@ -14,6 +21,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     stop_ = true;
+    stopping_.store(true);
   }
   work_cv_.notify_all();
   for (auto& t : workers_) t.join();
@@ -32,7 +40,14 @@ void ThreadPool::drain(Job& job) {
 }
 
 void ThreadPool::worker() {
+  uint64_t seen = queued_.load();
   for (;;) {
+    // Spin briefly for the next job before sleeping.
+    for (int spin = 0; spin < kSpinIterations; ++spin) {
+      if (queued_.load(std::memory_order_acquire) != seen || stopping_.load()) break;
+      NACC_PAUSE();
+    }
+    seen = queued_.load(std::memory_order_acquire);
     std::shared_ptr<Job> job;
     {
       std::unique_lock<std::mutex> lk(mu_);
@@ -61,9 +76,11 @@ void ThreadPool::parallel_for(int n, const std::function<void(int)>& fn) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     jobs_.push_back(job);
+    queued_.fetch_add(1, std::memory_order_release);
   }
   work_cv_.notify_all();
   drain(*job);
+  for (int spin = 0; spin < kSpinIterations && job->done.load() != n; ++spin) NACC_PAUSE();
   std::unique_lock<std::mutex> lk(mu_);
   done_cv_.wait(lk, [&] { return job->done.load() == n; });
   for (auto it = jobs_.begin(); it != jobs_.end(); ++it) {

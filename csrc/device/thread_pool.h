@@ -1,6 +1,11 @@
 // A small persistent pool of host threads that runs the simulated cores of one
 // command in parallel. The caller always takes part, so a pool of size 1 has
 // no threads and any number of callers (batch handlers) may share one pool.
+// Workers and callers spin for a short while (kSpinIterations pauses, tens of
+// microseconds) before sleeping on a condition variable, as pthreadpool does:
+// a replayed model hands the pool one short job per layer, and a condition
+// variable's wake-up alone (tens of microseconds on a VM) cost more than the
+// second thread saved.
 #pragma once
 
 #include <atomic>
@@ -41,6 +46,10 @@ class ThreadPool {
   // Claims and runs indices of `job` until none are left.
   void drain(Job& job);
 
+  static constexpr int kSpinIterations = 2000;
+
+  std::atomic<uint64_t> queued_{0};  // jobs ever queued: what spinning workers watch
+  std::atomic<bool> stopping_{false};
   std::mutex mu_;
   std::condition_variable work_cv_;  // a job was queued, or stop
   std::condition_variable done_cv_;  // some job finished
