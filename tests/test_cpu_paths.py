@@ -251,3 +251,35 @@ def test_delegate_is_bit_exact_on_every_path():
         finally:
             host_bench.set_kernel_path("auto")
         np.testing.assert_array_equal(got, want, err_msg=f"delegate [{path}]")
+
+
+def test_prepared_weights_follow_a_path_switch_after_prepare():
+    """The plan packs each filter once for the path active at prepare time (PackedFilter);
+    switching paths afterwards packs the other form on first use and stays bit-exact."""
+    tf = pytest.importorskip("tensorflow")
+    import keras_models
+    from nacc import host_bench
+
+    import nacc
+
+    model = keras_models.converted("digits_cnn")
+    resolver = tf.lite.experimental.OpResolverType.BUILTIN_REF
+    ref = tf.lite.Interpreter(model_content=model, experimental_op_resolver_type=resolver)
+    ref.allocate_tensors()
+    d = ref.get_input_details()[0]
+    x = np.random.default_rng(4).integers(-128, 128, d["shape"], dtype=np.int8)
+    ref.set_tensor(d["index"], x)
+    ref.invoke()
+    want = ref.get_tensor(ref.get_output_details()[0]["index"])
+    it = tf.lite.Interpreter(model_content=model, experimental_op_resolver_type=resolver,
+                             experimental_delegates=[nacc.load_delegate(cores=2, log_level="off")])
+    it.allocate_tensors()  # prepared on 'auto'
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    try:
+        for path in list(reversed(AVAILABLE)) + ["auto"]:
+            host_bench.set_kernel_path(path)
+            it.invoke()
+            got = it.get_tensor(it.get_output_details()[0]["index"])
+            np.testing.assert_array_equal(got, want, err_msg=f"delegate switched to [{path}]")
+    finally:
+        host_bench.set_kernel_path("auto")

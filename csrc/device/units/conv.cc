@@ -184,10 +184,10 @@ void conv2d_s8(const WindowParams& window, int32_t input_zero_point, const Outpu
   const ConvGeometry g{input_shape.h,   input_shape.w,  input_shape.c,  filter_shape.h,
                        filter_shape.w,  output_shape.h, output_shape.w, output_shape.c,
                        window};
-  if (use_avx_vnni() || use_avx512_vnni()) {
+  if (detail::use_vnni()) {
     const auto* ready = dynamic_cast<const detail::PackedFilter*>(prepared);
-    if (ready && ready->b4) {
-      conv_vnni(g, input_zero_point, out_stage, input, *ready->b4, bias, output);
+    if (ready) {
+      conv_vnni(g, input_zero_point, out_stage, input, ready->vnni(), bias, output);
     } else {
       const detail::PackedB4 packed(filter, g.out_c, g.k(), g.k(), 1);
       conv_vnni(g, input_zero_point, out_stage, input, packed, bias, output);
@@ -195,7 +195,7 @@ void conv2d_s8(const WindowParams& window, int32_t input_zero_point, const Outpu
   } else if (use_avx2()) {
     const auto* ready = dynamic_cast<const detail::PackedFilter*>(prepared);
     if (ready) {
-      conv_avx2(g, input_zero_point, out_stage, input, ready->b, bias, output);
+      conv_avx2(g, input_zero_point, out_stage, input, ready->int16(), bias, output);
     } else {
       const detail::PackedB packed(filter, g.out_c, g.k(), g.k(), 1);
       conv_avx2(g, input_zero_point, out_stage, input, packed, bias, output);

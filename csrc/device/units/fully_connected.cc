@@ -58,10 +58,10 @@ void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, 
     return;
   }
   const auto* ready = dynamic_cast<const detail::PackedFilter*>(prepared);
-  if (use_avx_vnni() || use_avx512_vnni()) {  // vpdpbusd on x + 128 (gemm_s8_vnni)
+  if (detail::use_vnni()) {  // vpdpbusd on x + 128 (gemm_s8_vnni)
     std::unique_ptr<detail::PackedB4> own4;
-    if (!ready || !ready->b4) own4 = std::make_unique<detail::PackedB4>(weights, n, k, k, 1);
-    const detail::PackedB4& packed4 = own4 ? *own4 : *ready->b4;
+    if (!ready) own4 = std::make_unique<detail::PackedB4>(weights, n, k, k, 1);
+    const detail::PackedB4& packed4 = ready ? ready->vnni() : *own4;
     const int k4 = packed4.k4();
     detail::gemm_s8_vnni(
         m, packed4,
@@ -73,7 +73,7 @@ void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, 
   }
   std::unique_ptr<detail::PackedB> own;
   if (!ready) own = std::make_unique<detail::PackedB>(weights, n, k, k, 1);
-  const detail::PackedB& packed = ready ? ready->b : *own;
+  const detail::PackedB& packed = ready ? ready->int16() : *own;
   const int kp = packed.kp();
   detail::gemm_s8_avx2(
       m, packed,
@@ -124,7 +124,7 @@ void matmul_s8(int32_t a_zero_point, int32_t b_zero_point, const OutputStage& ou
     return;
   }
 
-  if (b_zero_point == 0 && (use_avx_vnni() || use_avx512_vnni())) {  // gemm_s8_vnni
+  if (b_zero_point == 0 && detail::use_vnni()) {  // gemm_s8_vnni
     const detail::PackedB4 packed4(b, n, k, 1, n);
     const int k4 = packed4.k4();
     detail::gemm_s8_vnni(

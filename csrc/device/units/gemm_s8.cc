@@ -639,13 +639,25 @@ PackedB4::PackedB4(const int8_t* b, int n, int k, std::ptrdiff_t n_stride,
   }
 }
 
-bool vnni_available() {
-  return kernel_path_available(KernelPath::kAvxVnni) ||
-         kernel_path_available(KernelPath::kAvx512Vnni);
+bool use_vnni() { return use_avx_vnni() || use_avx512_vnni(); }
+
+PackedFilter::PackedFilter(const int8_t* w, int n, int k)
+    : w_(w, w + static_cast<size_t>(n) * k), n_(n), k_(k) {
+  if (use_vnni()) {
+    vnni();
+  } else {
+    int16();
+  }
 }
 
-PackedFilter::PackedFilter(const int8_t* w, int n, int k) : b(w, n, k, k, 1) {
-  if (vnni_available()) b4 = std::make_unique<PackedB4>(w, n, k, k, 1);
+const PackedB& PackedFilter::int16() const {
+  std::call_once(int16_once_, [&] { int16_ = std::make_unique<PackedB>(w_.data(), n_, k_, k_, 1); });
+  return *int16_;
+}
+
+const PackedB4& PackedFilter::vnni() const {
+  std::call_once(vnni_once_, [&] { vnni_ = std::make_unique<PackedB4>(w_.data(), n_, k_, k_, 1); });
+  return *vnni_;
 }
 
 void flip_s8_to_u8(const int8_t* src, int count, uint8_t* dst) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "arch/unit_params.h"
@@ -71,17 +72,28 @@ class PackedB4 {
   std::vector<int32_t> col_sum_;
 };
 
-// True when this CPU can run gemm_s8_vnni (either width): prepared weights
-// then carry the PackedB4 copy too.
-bool vnni_available();
+// True when the units may use gemm_s8_vnni now: the active kernel path is
+// avx_vnni or higher and the CPU has either width.
+bool use_vnni();
 
 // A right operand packed once (device/units/prepared.h): the convolution's
-// filter [C_out, K] or the fully connected layer's weights [N, K]; b4 also
-// where the CPU has VNNI (null otherwise).
-struct PackedFilter : PreparedWeights {
+// filter [C_out, K] or the fully connected layer's weights [N, K]. It keeps
+// the int8 weights and packs each form on first use, once (thread-safe): the
+// form of the kernel path active when it is made at once, the other only if a
+// later run switches paths (tests, benchmarks). A VNNI machine so never holds
+// the int16 packing it does not use.
+class PackedFilter : public PreparedWeights {
+ public:
   PackedFilter(const int8_t* w, int n, int k);
-  PackedB b;
-  std::unique_ptr<PackedB4> b4;
+  const PackedB& int16() const;
+  const PackedB4& vnni() const;
+
+ private:
+  std::vector<int8_t> w_;
+  int n_, k_;
+  mutable std::once_flag int16_once_, vnni_once_;
+  mutable std::unique_ptr<PackedB> int16_;
+  mutable std::unique_ptr<PackedB4> vnni_;
 };
 
 // Fills rows [m0, m0 + rows) of the left operand for gemm_s8_vnni into
