@@ -50,6 +50,11 @@ void add_record(OpCounters& o, const CommandRecord& rec) {
 }  // namespace
 
 std::vector<OpCounters> op_counters(const Program& program, const RunCounters& run) {
+  return op_counters(program, run, run.timeline);
+}
+
+std::vector<OpCounters> op_counters(const Program& program, const RunCounters& run,
+                                    const std::vector<CommandRecord>& timeline) {
   const size_t n_cores = std::max<size_t>(run.cores.size(), size_t(program.hw.cores));
   std::vector<OpCounters> ops(program.ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -73,7 +78,7 @@ std::vector<OpCounters> op_counters(const Program& program, const RunCounters& r
   OpCounters outside;
   outside.name = "(outside ops)";
   outside.cores.resize(n_cores);
-  for (const CommandRecord& rec : run.timeline) {
+  for (const CommandRecord& rec : timeline) {
     auto it = std::upper_bound(starts.begin(), starts.end(), std::make_pair(rec.word, SIZE_MAX));
     OpCounters* target = &outside;
     if (it != starts.begin()) {

@@ -50,6 +50,9 @@ struct OpCounters {
 // Program::ops entry, in order, plus a final op -1 entry when some executed
 // command lies outside every range. `run` must come from running `program`.
 std::vector<OpCounters> op_counters(const Program& program, const RunCounters& run);
+// The same with the timeline given apart (a replay plan keeps its own).
+std::vector<OpCounters> op_counters(const Program& program, const RunCounters& run,
+                                    const std::vector<CommandRecord>& timeline);
 
 // The entries as a JSON array of objects with the field names above ("cores":
 // an array of per-core objects), for the TFLite delegate's and the ORT EP's

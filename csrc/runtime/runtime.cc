@@ -192,11 +192,7 @@ Runtime::PlanEntry Runtime::build_plan(const std::shared_ptr<const Program>& pro
   } catch (const DeviceFault& e) {
     entry.why = e.what();  // every run faults the same way; it steps and raises
   }
-  if (entry.plan) {
-    RunCounters with_timeline = entry.plan->counters();  // once per load: op_counters reads it
-    with_timeline.timeline = entry.plan->timeline();
-    entry.ops = op_counters(p, with_timeline);
-  }
+  if (entry.plan) entry.ops = op_counters(p, entry.plan->counters(), entry.plan->timeline());
   return entry;
 }
 
