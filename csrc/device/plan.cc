@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 #include <numeric>
 #include <unordered_map>
 
@@ -52,18 +53,50 @@ ReadRef Recorder::ref(const Read& r) {
 }
 
 void Recorder::wrote(const Interval& w) {
+  std::vector<Interval> ws{w};
+  wrote(ws);
+}
+
+void Recorder::wrote(std::vector<Interval>& ws) {
+  // Sorted and coalesced, a source overlaps a write iff it overlaps the first
+  // interval that ends after the source begins.
+  std::sort(ws.begin(), ws.end(), [](const Interval& a, const Interval& b) { return a.lo < b.lo; });
+  size_t n = 0;
+  for (const Interval& w : ws) {
+    if (w.hi <= w.lo) continue;
+    if (n > 0 && w.lo <= ws[n - 1].hi) {
+      ws[n - 1].hi = std::max(ws[n - 1].hi, w.hi);
+    } else {
+      ws[n++] = w;
+    }
+  }
+  ws.resize(n);
+  if (ws.empty()) return;
+  auto hit = [&](const Interval& s) {
+    auto it = std::upper_bound(ws.begin(), ws.end(), s.lo,
+                               [](uint64_t lo, const Interval& w) { return lo < w.hi; });
+    return it != ws.end() && it->overlaps(s);
+  };
   for (CoreResidency& r : cores) {
-    for (const Interval& s : r.fm_src) r.fm_dirty = r.fm_dirty || s.overlaps(w);
-    for (const Interval& s : r.k_src) r.k_dirty = r.k_dirty || s.overlaps(w);
+    for (size_t i = 0; !r.fm_dirty && i < r.fm_src.size(); ++i) r.fm_dirty = hit(r.fm_src[i]);
+    for (size_t i = 0; !r.k_dirty && i < r.k_src.size(); ++i) r.k_dirty = hit(r.k_src[i]);
   }
 }
 
 namespace {
 
-// FNV-1a over a K area, for deduplicating identical loads.
+// A hash of a K area, for finding identical loads (a match is then compared
+// byte for byte): FNV-1a's step over 8-byte words, the tail bytewise.
 uint64_t digest(const uint8_t* p, size_t n) {
   uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v;
+    std::memcpy(&v, p + i, 8);
+    h = (h ^ v) * 1099511628211ull;
+    h ^= h >> 29;
+  }
+  for (; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
   return h ^ n;
 }
 
@@ -85,6 +118,7 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
   KernelTrace kt;
   kt.word = uint32_t(ctx.pc);
   kt.s = s;
+  kt.tiles.reserve(work.size());
   const bool k_broadcast = s.mode == value_of(BroadcastMode::SPLIT_HEIGHT);
   for (const CoreWork& c : work) {
     Recorder::CoreResidency& res = rec.cores[size_t(c.core)];
@@ -153,7 +187,10 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
     }
     kt.tiles.push_back(std::move(t));
   }
-  for (const CoreWork& c : work) rec.wrote(Interval{c.ofm_addr, c.ofm_addr + c.ofm_span});
+  std::vector<Interval> writes;
+  writes.reserve(work.size());
+  for (const CoreWork& c : work) writes.push_back(Interval{c.ofm_addr, c.ofm_addr + c.ofm_span});
+  rec.wrote(writes);
   rec.order.emplace_back(0, int(rec.kernels.size()));
   rec.kernels.push_back(std::move(kt));
 }
@@ -226,9 +263,14 @@ bool partitions(const std::vector<Box>& boxes, int H, int W, int C) {
         int64_t(b.y0) + b.h > H || int64_t(b.x0) + b.w > W || int64_t(b.c0) + b.nc > C) {
       return false;
     }
-    ys.insert(ys.end(), {b.y0, b.y0 + b.h});
-    xs.insert(xs.end(), {b.x0, b.x0 + b.w});
-    cs.insert(cs.end(), {b.c0, b.c0 + b.nc});
+    // Neighbouring boxes often share edges: skip a repeat of the last edge.
+    auto edges = [](std::vector<int>& v, int a, int b) {
+      if (v.back() != a) v.push_back(a);
+      if (v.back() != b) v.push_back(b);
+    };
+    edges(ys, b.y0, b.y0 + b.h);
+    edges(xs, b.x0, b.x0 + b.w);
+    edges(cs, b.c0, b.c0 + b.nc);
   }
   for (auto* v : {&ys, &xs, &cs}) {
     std::sort(v->begin(), v->end());
@@ -263,6 +305,18 @@ class Assembly {
       : entry_(entry_bytes), data_(channels * entry_bytes), filled_(channels, 0) {}
   // Entries for channels [c0, c0 + n) at `src` (entry_bytes each); false on a mismatch.
   bool put(int64_t c0, int64_t n, const uint8_t* src) {
+    if (n <= 0) return true;
+    // Whole runs at once where every entry is filled already (another tile
+    // of the layer held the same channels) or none is.
+    uint8_t* run = data_.data() + size_t(c0) * entry_;
+    const uint8_t* f = filled_.data() + c0;
+    const size_t all = size_t(std::count(f, f + n, uint8_t(1)));
+    if (all == size_t(n)) return std::memcmp(run, src, size_t(n) * entry_) == 0;
+    if (all == 0) {
+      std::memcpy(run, src, size_t(n) * entry_);
+      std::fill(filled_.begin() + c0, filled_.begin() + c0 + n, uint8_t(1));
+      return true;
+    }
     for (int64_t i = 0; i < n; ++i) {
       uint8_t* dst = data_.data() + size_t(c0 + i) * entry_;
       if (filled_[size_t(c0 + i)]) {
@@ -474,6 +528,9 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
   Assembly scale(size_t(quant_n), scale_bytes);
   Assembly lut(1, size_t(limits::kLutEntries));
   std::vector<uint8_t> tmp, unpacked;
+  // Tiles that put the same kernel data at the same channels (the cores of a
+  // height split, the row bands of a layer) put the same bytes: once is enough.
+  std::set<std::array<int64_t, 10>> put_once;
   for (int k : g.kernels) {
     const KernelTrace& kt = rec.kernels[size_t(k)];
     const int64_t c_base = channel_offset(kt.s, out_base);
@@ -486,6 +543,11 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
       auto at = [&](int64_t sram) { return kd.bytes.data() + (sram - kd.lo); };
       const CoreWork& w = t.work;
       const int64_t c0 = c_base + w.oc0;
+      if (!put_once.insert({t.kdata, c0, w.noc, w.w_lo, w.weight_count, w.bias_lo, w.mul_lo,
+                            w.shift_lo, w.scale_lo, w.lut_lo})
+               .second) {
+        continue;
+      }
       const int64_t q0 = per_channel_quant ? c0 : 0;
       const int64_t qn = per_channel_quant ? w.noc : s0.quant_entries;
       if (wbytes > 0) {

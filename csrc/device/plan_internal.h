@@ -104,8 +104,10 @@ struct Recorder {
   bool immutable(const RegionRef& r) const {
     return r.region >= 0 && ((immutable_regions >> r.region) & 1u) != 0;
   }
-  // Records an external write: marks the resident areas whose sources it overlaps.
+  // Records external writes: marks the resident areas whose sources they
+  // overlap. `ws` is sorted and coalesced in place.
   void wrote(const Interval& w);
+  void wrote(std::vector<Interval>& ws);
 };
 
 // Records one kernel command (called by execute_kernel after every check,
