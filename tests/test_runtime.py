@@ -256,6 +256,39 @@ def test_run_checks_buffers_and_hw():
             _core.Runtime(**bad)
 
 
+@pytest.mark.parametrize("execution", ["step", "replay"])
+def test_loaded_program_runs_its_copy(execution):
+    """Runtime.load keeps one validated copy (its plan built once): every LoadedProgram.run
+    gives Runtime.run's outputs and counters, a later change to the Program does not reach
+    the loaded copy, the copy outlives the Python Runtime object, and bad inputs are refused
+    as by Runtime.run."""
+    p, ins, ref = conv_program(scratch_two_layers=True, cores=4, H=12)
+    rt = _core.Runtime(cores=4, execution=execution)
+    loaded = rt.load(p)
+    want_out, want = rt.run(p, ins, timeline=False)
+    for _ in range(3):
+        out, st = loaded.run(ins)
+        np.testing.assert_array_equal(out[0], ref)
+        np.testing.assert_array_equal(out[0], want_out[0])
+        assert st["replayed"] == (execution == "replay")
+        assert (st["cycles"], st["kernels"], st["ops"]) == (want["cycles"], want["kernels"], want["ops"])
+    summary = loaded.plan_summary()
+    assert summary == rt.plan_summary(p) and summary["plan"] is True
+    assert loaded.program.to_bytes() == p.to_bytes()
+    # Wreck the Program's stream (no longer loadable): the loaded copy keeps the old one.
+    p.commands = np.zeros_like(p.commands)
+    with pytest.raises(ValueError):
+        rt.load(p)
+    del rt
+    np.testing.assert_array_equal(loaded.run(ins)[0][0], ref)
+    with pytest.raises(ValueError, match="0 inputs given"):
+        loaded.run([])
+    with pytest.raises(ValueError, match="elements, the program expects"):
+        loaded.run([ins[0][..., :4]])
+    with pytest.raises(ValueError, match="compiled for 4 cores"):
+        _core.Runtime(cores=1).load(conv_program(cores=4, scratch_two_layers=True)[0])
+
+
 def test_fault_never_reports_success():
     """A stream that faults after writing part of its output raises; the handler is released."""
     p, ins, ref = conv_program(tiles=grid(9, 8, 3, 8))

@@ -374,6 +374,81 @@ void bind_program(py::module_& m) {
           py::arg("best_effort") = false, "Listing of the command stream (docs/command_stream.md §8).");
 }
 
+// Runs `p` on int8 arrays: `loaded` (a Program Runtime::load returned, p == *loaded)
+// replays its plan; null: as Runtime.run (a fresh copy loaded per call).
+py::tuple run_arrays(Runtime& rt, const Program& p, const std::shared_ptr<const Program>& loaded,
+                     const py::sequence& inputs, bool timeline) {
+  nacc::check_arg(py::len(inputs) == p.inputs.size(), "run: ", py::len(inputs),
+                  " inputs given, the program has ", p.inputs.size());
+  std::vector<py::array_t<int8_t, py::array::c_style>> in_arrays;
+  std::vector<nacc::InputBuffer> in_bufs;
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    const std::string what = nacc::str_cat("input ", i, " '", p.inputs[i].name, "'");
+    auto a = nacc::bindings::checked_array<int8_t>(py::array::ensure(inputs[i]), what.c_str());
+    nacc::check_arg(a.size() == p.inputs[i].size, what, ": ", a.size(),
+                    " elements, the program expects ", p.inputs[i].size);
+    in_bufs.push_back({a.data(), size_t(a.size())});
+    in_arrays.push_back(std::move(a));
+  }
+  std::vector<py::array_t<int8_t>> out_arrays;
+  std::vector<nacc::OutputBuffer> out_bufs;
+  for (const auto& t : p.outputs) {
+    py::array_t<int8_t> a(std::vector<py::ssize_t>(t.shape.begin(), t.shape.end()));
+    std::fill(a.mutable_data(), a.mutable_data() + a.size(), int8_t(0));
+    out_bufs.push_back({a.mutable_data(), size_t(a.size())});
+    out_arrays.push_back(std::move(a));
+  }
+  nacc::RunStats stats;
+  {
+    py::gil_scoped_release release;
+    if (loaded) {
+      stats = rt.run(*loaded, in_bufs, out_bufs, true, timeline);
+    } else if (rt.execution_mode() == nacc::ExecutionMode::kReplay) {
+      // A Python Program can change between calls: each call loads
+      // a copy, which builds its plan, and replays that
+      // (Runtime.load keeps one loaded copy for many runs).
+      const std::shared_ptr<const Program> copy = rt.load(p);
+      stats = rt.run(*copy, in_bufs, out_bufs, true, timeline);
+    } else {
+      stats = rt.run(p, in_bufs, out_bufs, false, timeline);
+    }
+  }
+  py::list outs;
+  for (auto& a : out_arrays) outs.append(a);
+  py::dict sd = stats_dict(stats.counters, stats.handler, timeline);
+  sd["replayed"] = stats.replayed;
+  py::list ops;
+  for (const auto& o : stats.ops) ops.append(op_dict(o));
+  sd["ops"] = ops;
+  return py::make_tuple(outs, sd);
+}
+
+// A Program loaded once into a Runtime (Runtime.load): its plan is built
+// once and replayed by every run.
+struct LoadedProgram {
+  Runtime* rt;
+  std::shared_ptr<const Program> program;
+};
+
+py::dict plan_dict(Runtime& rt, const Program& loaded) {
+  std::string why;
+  auto plan = rt.plan_of(loaded, &why);
+  py::dict d;
+  if (!plan) {
+    d["plan"] = false;
+    d["why"] = why;
+    return d;
+  }
+  const auto s = plan->summary();
+  d["plan"] = true;
+  d["kernel_commands"] = s.kernel_commands;
+  d["layer_calls"] = s.layer_calls;
+  d["tile_calls"] = s.tile_calls;
+  d["copies"] = s.copies;
+  d["merged_commands"] = s.merged_commands;
+  return d;
+}
+
 void bind_runtime(py::module_& m) {
   py::class_<Runtime>(m, "Runtime",
                       "The driver: runs Programs on a simulated device, one batch handler per "
@@ -400,28 +475,32 @@ void bind_runtime(py::module_& m) {
       })
       .def(
           "plan_summary",
-          [](Runtime& rt, const Program& p) -> py::object {
-            auto loaded = rt.load(p);
-            std::string why;
-            auto plan = rt.plan_of(*loaded, &why);
-            py::dict d;
-            if (!plan) {
-              d["plan"] = false;
-              d["why"] = why;
-              return std::move(d);
+          [](Runtime& rt, const Program& p) {
+            std::shared_ptr<const Program> loaded;
+            {
+              py::gil_scoped_release release;
+              loaded = rt.load(p);
             }
-            const auto s = plan->summary();
-            d["plan"] = true;
-            d["kernel_commands"] = s.kernel_commands;
-            d["layer_calls"] = s.layer_calls;
-            d["tile_calls"] = s.tile_calls;
-            d["copies"] = s.copies;
-            d["merged_commands"] = s.merged_commands;
-            return std::move(d);
+            return plan_dict(rt, *loaded);
           },
           py::arg("program"),
           "Loads a copy of the program and describes its execution plan: host kernel calls per "
           "run (merged layers, single tiles, copies), or why it has none.")
+      .def(
+          "load",
+          [](Runtime& rt, const Program& p) {
+            LoadedProgram l{&rt, nullptr};
+            {
+              py::gil_scoped_release release;
+              l.program = rt.load(p);
+            }
+            return l;
+          },
+          py::arg("program"), py::keep_alive<0, 1>(),
+          "Validates the program and loads an immutable copy of it, its execution plan built "
+          "once: LoadedProgram.run replays it without rebuilding (Runtime.run loads a fresh copy "
+          "on every call, since a Program can change between calls). The copy does not follow "
+          "later changes to `program`.")
       .def_property_readonly("hw", &Runtime::hw)
       .def_property_readonly("threads", [](Runtime& rt) { return rt.device().host_threads(); })
       .def(
@@ -434,46 +513,7 @@ void bind_runtime(py::module_& m) {
       .def(
           "run",
           [](Runtime& rt, const Program& p, const py::sequence& inputs, bool timeline) {
-            nacc::check_arg(py::len(inputs) == p.inputs.size(), "run: ", py::len(inputs),
-                            " inputs given, the program has ", p.inputs.size());
-            std::vector<py::array_t<int8_t, py::array::c_style>> in_arrays;
-            std::vector<nacc::InputBuffer> in_bufs;
-            for (size_t i = 0; i < p.inputs.size(); ++i) {
-              const std::string what = nacc::str_cat("input ", i, " '", p.inputs[i].name, "'");
-              auto a = nacc::bindings::checked_array<int8_t>(py::array::ensure(inputs[i]), what.c_str());
-              nacc::check_arg(a.size() == p.inputs[i].size, what, ": ", a.size(),
-                              " elements, the program expects ", p.inputs[i].size);
-              in_bufs.push_back({a.data(), size_t(a.size())});
-              in_arrays.push_back(std::move(a));
-            }
-            std::vector<py::array_t<int8_t>> out_arrays;
-            std::vector<nacc::OutputBuffer> out_bufs;
-            for (const auto& t : p.outputs) {
-              py::array_t<int8_t> a(std::vector<py::ssize_t>(t.shape.begin(), t.shape.end()));
-              std::fill(a.mutable_data(), a.mutable_data() + a.size(), int8_t(0));
-              out_bufs.push_back({a.mutable_data(), size_t(a.size())});
-              out_arrays.push_back(std::move(a));
-            }
-            nacc::RunStats stats;
-            {
-              py::gil_scoped_release release;
-              if (rt.execution_mode() == nacc::ExecutionMode::kReplay) {
-                // A Python Program can change between calls: each call loads
-                // a copy, which builds its plan, and replays that.
-                const std::shared_ptr<const Program> loaded = rt.load(p);
-                stats = rt.run(*loaded, in_bufs, out_bufs, true, timeline);
-              } else {
-                stats = rt.run(p, in_bufs, out_bufs, false, timeline);
-              }
-            }
-            py::list outs;
-            for (auto& a : out_arrays) outs.append(a);
-            py::dict sd = stats_dict(stats.counters, stats.handler, timeline);
-            sd["replayed"] = stats.replayed;
-            py::list ops;
-            for (const auto& o : stats.ops) ops.append(op_dict(o));
-            sd["ops"] = ops;
-            return py::make_tuple(outs, sd);
+            return run_arrays(rt, p, nullptr, inputs, timeline);
           },
           py::arg("program"), py::arg("inputs"), py::arg("timeline") = true,
           "Runs the program on int8 arrays (one per program input, element counts checked); "
@@ -481,6 +521,21 @@ void bind_runtime(py::module_& m) {
           "cut per Program op (cycles = span of the op's commands, per-core busy, MAC cycles, DMA "
           "bytes, stalls, SRAM high water; a final op -1 entry for commands outside every op). "
           "nacc.DeviceFault on a device fault.");
+  py::class_<LoadedProgram>(m, "LoadedProgram",
+                            "A Program loaded into a Runtime (Runtime.load): runs replay the "
+                            "plan built at load.")
+      .def_property_readonly("program", [](const LoadedProgram& l) { return Program(*l.program); },
+                             "A copy of the loaded Program.")
+      .def(
+          "run",
+          [](LoadedProgram& l, const py::sequence& inputs, bool timeline) {
+            return run_arrays(*l.rt, *l.program, l.program, inputs, timeline);
+          },
+          py::arg("inputs"), py::arg("timeline") = false,
+          "As Runtime.run, on the loaded copy; timeline off by default (a copy of every "
+          "command's record per run).")
+      .def("plan_summary", [](LoadedProgram& l) { return plan_dict(*l.rt, *l.program); },
+           "As Runtime.plan_summary, for the loaded copy.");
 }
 
 void bind_dev(py::module_& m) {
