@@ -77,7 +77,8 @@ std::string CapabilityPlan::to_json(const OnnxGraph& g) const {
 }
 
 CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config,
-                               const std::map<int, std::string>& declined) {
+                               const std::map<int, std::string>& declined,
+                               const std::set<int>& cuts) {
   CapabilityPlan plan;
   plan.graph_name = g.name;
   plan.total_nodes = static_cast<int>(g.nodes.size());
@@ -208,6 +209,7 @@ CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config,
         }
       }
       if (u >= 0) {
+        if (cuts.count(plan.units[u].target)) candidates.clear();
         for (int c : candidates) {
           if (forbidden.count(c)) continue;
           if (!parts[c]->try_add(plan.units[u])) {

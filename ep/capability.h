@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,8 +48,13 @@ struct CapabilityPlan {
 
 // `declined`: unit target node -> reason, for units already known not to run
 // (e.g. the compiler rejected them); they stay on the host with that reason.
+// `cuts`: unit target nodes that start a partition of their own instead of
+// joining a predecessor's (a partition that does not compile as a whole, e.g.
+// with more inputs and outputs than the DMA regions hold, is cut before its
+// last unit rather than giving that unit to the host).
 CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config,
-                               const std::map<int, std::string>& declined = {});
+                               const std::map<int, std::string>& declined = {},
+                               const std::set<int>& cuts = {});
 
 }  // namespace nacc::ep
 

@@ -236,10 +236,15 @@ void NaccEp::get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) 
   // A partition that fails is retried unit by unit; the units that fail
   // alone are declined and the graph is planned again without them.
   std::map<int, std::string> rejected;  // unit target -> compiler's reason
+  // Units that start a partition of their own: a partition whose members each
+  // compile but not all together (more inputs and outputs than the DMA regions
+  // of NACC_SPEC §6 hold) is cut before its last unit, which then starts the
+  // next partition, instead of giving that unit to the host.
+  std::set<int> cuts;
   CapabilityPlan plan;
-  constexpr int kMaxReplans = 16;
+  constexpr int kMaxReplans = 32;
   for (int attempt = 0;; ++attempt) {
-    plan = plan_capability(g, config_, rejected);
+    plan = plan_capability(g, config_, rejected, cuts);
     bool changed = false;
     for (const PlannedPartition& p : plan.partitions) {
       if (p.units.empty()) continue;  // an EPContext node
@@ -258,8 +263,12 @@ void NaccEp::get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) 
         if (!(attempt + 1 < kMaxReplans && p.units.size() > 1)) last = -1;
         const partition::CompileFallback f = partition::compile_fallback(
             *why, alone, last, [&](int u) { return try_compile(g, plan.units[u].nodes); });
-        for (const auto& [u, decline] : f.members) {
-          rejected[plan.units[u].target] = decline.message();
+        if (f.combination && !cuts.count(plan.units[last].target)) {
+          cuts.insert(plan.units[last].target);
+        } else {
+          for (const auto& [u, decline] : f.members) {
+            rejected[plan.units[u].target] = decline.message();
+          }
         }
         if (f.whole) {
           for (int u : p.units) rejected[plan.units[u].target] = f.whole->message();
@@ -269,7 +278,7 @@ void NaccEp::get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info) 
     }
     if (!changed) break;
     if (attempt == kMaxReplans) {  // plan once more without the last rejections
-      plan = plan_capability(g, config_, rejected);
+      plan = plan_capability(g, config_, rejected, cuts);
       break;
     }
   }

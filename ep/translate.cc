@@ -43,7 +43,16 @@ struct QdqOpInfo {
   // Inputs whose DequantizeLinear may read a folded constant chain
   // (OnnxGraph::fold_constant): weights and bias.
   std::vector<int> const_inputs = {};
+  bool variadic = false;         // every input is a data input (Concat)
 };
+
+// The data inputs of `n` under `info`.
+std::vector<int> data_inputs(const QdqOpInfo& info, const OnnxNode& n) {
+  if (!info.variadic) return info.data_inputs;
+  std::vector<int> all(n.inputs.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  return all;
+}
 
 const std::vector<QdqOpInfo>& qdq_ops() {
   static const std::vector<QdqOpInfo> ops = {
@@ -64,6 +73,7 @@ const std::vector<QdqOpInfo>& qdq_ops() {
       {"HardSwish", {0}},
       {"Reshape", {0}},
       {"Flatten", {0}},
+      {"Concat", {}, 99, false, {}, true},
   };
   return ops;
 }
@@ -127,7 +137,8 @@ UnitScan find_units(const OnnxGraph& g) {
     // A float op with no DequantizeLinear input and no QuantizeLinear after
     // it is ordinary float work: not a candidate, nothing to explain.
     bool touches_qdq = false;
-    for (int in : info->data_inputs) {
+    const std::vector<int> ins = data_inputs(*info, n);
+    for (int in : ins) {
       if (g.producer_if(n.input(static_cast<size_t>(in)), "DequantizeLinear")) touches_qdq = true;
     }
     if (!n.outputs.empty() && n.outputs[0] >= 0) {
@@ -148,7 +159,7 @@ UnitScan find_units(const OnnxGraph& g) {
     u.nodes.push_back(index);
     u.dq.assign(n.inputs.size(), -1);
     std::string why;
-    for (int in : info->data_inputs) {
+    for (int in : ins) {
       const int v = n.input(static_cast<size_t>(in));
       if (v < 0) {
         if (in < info->optional_from) why = str_cat("input ", in, " is missing");
@@ -1118,6 +1129,48 @@ struct UnitTranslator {
     return lut;
   }
 
+  // Concat along the channel axis (NCHW axis 1, NHWC's last). An input
+  // quantized as the output is copied (QLinearConcat's copy; DequantizeLinear
+  // then QuantizeLinear at one scale gives the value back); any other input
+  // is first rescaled by the activation unit with ONNX Runtime's table
+  // Quantize(Dequantize(x)) in float32 — what QLinearConcat's lookup table
+  // and the unfused DequantizeLinear -> Concat -> QuantizeLinear both compute.
+  std::optional<std::string> concat() {
+    ActQuant yq;
+    int y = -1;
+    if (auto e = act_out(&yq, &y)) return e;
+    const auto& ys = g.value(out().value).shape;
+    const int64_t rank = static_cast<int64_t>(ys.size());
+    int64_t axis = node.attr_int("axis", 1);
+    if (axis < 0) axis += rank;
+    if ((rank != 4 && rank != 2) || axis != 1) {
+      return str_cat("Concat along axis ", node.attr_int("axis", 1), " of a rank-", rank,
+                     " tensor: only the channel axis (1) of NCHW or [N, C] tensors");
+    }
+    std::vector<int> parts;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      ActQuant xq;
+      int x = -1;
+      if (auto e = act_in(i, &xq, &x)) return e;
+      if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
+        ir::Tensor t = tensors[static_cast<size_t>(x)].tensor;
+        t.name = str_cat(t.name, " rescaled for ", node.name.empty() ? node.op_type : node.name);
+        t.quant.scales = {yq.scale};
+        t.quant.zero_points = {yq.zero_point};
+        const int r = add_local(-1, std::move(t), yq.elem_type);
+        ir::Attributes a;
+        a.lut = onnx_lut(OpKind::kQuantize, xq, yq, 0.0f);
+        add_op(OpKind::kQuantize, {x}, r, a);
+        x = r;
+      }
+      parts.push_back(x);
+    }
+    ir::Attributes a;
+    a.axis = -1;
+    add_op(OpKind::kConcatenation, parts, y, a);
+    return std::nullopt;
+  }
+
   std::optional<std::string> reshape() {
     ActQuant xq, yq;
     int x = -1, y = -1;
@@ -1156,6 +1209,7 @@ struct UnitTranslator {
     if (t == "LeakyRelu" || t == "QLinearLeakyRelu") return unary(OpKind::kLeakyRelu);
     if (t == "HardSwish") return unary(OpKind::kHardSwish);
     if (t == "Reshape" || t == "Flatten") return reshape();
+    if (t == "Concat") return concat();
     return str_cat(t, " has no translation");
   }
 

@@ -238,3 +238,117 @@ def test_cpu_ep_departs_from_exact_integer_conv_only_without_vnni():
     assert np.array_equal(npu, ref)
     if vnni:
         assert cpu_off == 0
+
+
+# ---- Concat (issue 14 item 3: fewer partitions) --------------------------------------
+
+def _concat_model(dt, scales, seed=0, relu_outputs=False, hw=(8, 8)):
+    """DQ(x_k) -> Concat(axis 1) -> Q over len(scales) 8-bit inputs of 4 channels;
+    scales[k] None: input k quantized as the output (a copy), else its own seeded
+    quantization (a rescale). relu_outputs: each input first goes through its
+    own DQ -> Relu -> Q unit whose output is also a graph output (many partition
+    inputs and outputs: the EP must cut its partition to fit the DMA regions)."""
+    rng = np.random.default_rng(seed)
+    npd, tp = (np.int8, TP.INT8) if dt == "int8" else (np.uint8, TP.UINT8)
+    lo, hi = (-128, 127) if dt == "int8" else (0, 255)
+    q = lambda: (np.array(np.float32(rng.uniform(0.01, 0.1))), np.array(rng.integers(lo, hi + 1), npd))
+    ys, yz = q()
+    inits = {"y_s": ys, "y_z": yz}
+    nodes, ins, outs, cat_in = [], [], [], []
+    shape = [1, 4, *hw]
+    for k, same in enumerate(scales):
+        x = f"x{k}"
+        ins.append(helper.make_tensor_value_info(x, tp, shape))
+        s, z = (ys, yz) if same is None else q()
+        inits[f"{x}_s"], inits[f"{x}_z"] = s, z
+        if relu_outputs:
+            inits[f"r{k}_s"], inits[f"r{k}_z"] = (ys, yz) if same is None else q()
+            nodes += [helper.make_node("DequantizeLinear", [x, f"{x}_s", f"{x}_z"], [f"{x}_d"]),
+                      helper.make_node("Relu", [f"{x}_d"], [f"r{k}"]),
+                      helper.make_node("QuantizeLinear", [f"r{k}", f"r{k}_s", f"r{k}_z"], [f"r{k}_q"])]
+            outs.append(helper.make_tensor_value_info(f"r{k}_q", tp, shape))
+            x, s_name = f"r{k}_q", f"r{k}"
+        else:
+            s_name = x
+        nodes.append(helper.make_node("DequantizeLinear", [x, f"{s_name}_s", f"{s_name}_z"], [f"c{k}"]))
+        cat_in.append(f"c{k}")
+    nodes += [helper.make_node("Concat", cat_in, ["y"], axis=1),
+              helper.make_node("QuantizeLinear", ["y", "y_s", "y_z"], ["yq"])]
+    outs.append(helper.make_tensor_value_info("yq", tp, [1, 4 * len(scales), *hw]))
+    g = helper.make_graph(nodes, "concat", ins, outs,
+                          [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
+
+
+def _exhaustive_feeds(model, seed):
+    """Each 8-bit input a permutation of all 256 values (8x8 pixels x 4 channels)."""
+    m = onnx.load_from_string(model)
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for vi in m.graph.input:
+        shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        npd = np.int8 if vi.type.tensor_type.elem_type == TP.INT8 else np.uint8
+        base = np.arange(256, dtype=np.int64) - (128 if npd is np.int8 else 0)
+        feeds[vi.name] = rng.permutation(np.resize(base, int(np.prod(shape)))).astype(npd).reshape(shape)
+    return feeds
+
+
+CONCATS = [(dt, scales, lvl) for dt in ("int8", "uint8")
+           for scales in ((None, None), (None, 1), (1, 1, None), (1, 1, 1))
+           for lvl in ("all", "basic")]
+
+
+@pytest.mark.parametrize("dt,scales,level", CONCATS,
+                         ids=[f"{d}-{''.join('c' if s is None else 'r' for s in sc)}-{l}"
+                              for d, sc, l in CONCATS])
+def test_concat_unit_bit_exact(dt, scales, level):
+    """QDQ Concat along the channels: inputs quantized as the output are copied,
+    the others rescaled through ONNX Runtime's table Quantize(Dequantize(x)) on
+    the activation unit (QLinearConcat when fused, DequantizeLinear -> float
+    Concat -> QuantizeLinear when not: the same float32 arithmetic). Every
+    input value of every input, at both optimization levels: zero differing
+    elements, every node claimed."""
+    so_level, ep_level = LEVELS[level]
+    for seed in (0, 1):
+        model = _concat_model(dt, scales, seed=seed)
+        cpu = om.session(model, ["CPUExecutionProvider"], opt_level=so_level)
+        npu = om.session(model, "nacc", {"ort_optimization_level": ep_level, "cores": 2},
+                         opt_level=so_level)
+        rep = nort.partition_reports()[-1]
+        assert rep["claimed_nodes"] == rep["total_nodes"], rep["host_nodes"]
+        for s in (seed, seed + 10):
+            feeds = _exhaustive_feeds(model, s)
+            a, b = cpu.run(None, feeds)[0], npu.run(None, feeds)[0]
+            assert np.count_nonzero(a != b) == 0, f"{np.count_nonzero(a != b)}/{a.size} differ"
+
+
+def test_concat_off_channel_axis_declined_with_reason():
+    model = onnx.load_from_string(_concat_model("int8", (1, 1)))
+    for n in model.graph.node:
+        if n.op_type == "Concat":
+            n.attribute[0].i = 2
+    model.graph.output[0].type.tensor_type.shape.dim[1].dim_value = 4
+    model.graph.output[0].type.tensor_type.shape.dim[2].dim_value = 16
+    model = model.SerializeToString()
+    om.session(model, "nacc", {"cores": 1})
+    rep = nort.partition_reports()[-1]
+    assert any("only the channel axis" in h["reason"]
+               for h in rep["host_nodes"]), rep["host_nodes"]
+
+
+def test_partition_past_the_dma_regions_is_cut_not_given_to_the_host():
+    """Five Relu units whose outputs are graph outputs and feed one Concat: as
+    one partition that is 5 inputs and 6 outputs, more than NACC_SPEC §6's 8
+    regions hold with the constants. The EP cuts the partition before its last
+    unit (which starts the next partition) until each compiles: every node
+    stays claimed, in several partitions, and the outputs are the CPU EP's."""
+    model = _concat_model("int8", (1, None, 1, 1, 1), seed=3, relu_outputs=True)
+    cpu = om.session(model, ["CPUExecutionProvider"])
+    npu = om.session(model, "nacc", {"cores": 4})
+    rep = nort.partition_reports()[-1]
+    assert rep["claimed_nodes"] == rep["total_nodes"], rep["host_nodes"]
+    assert len(rep["partitions"]) > 1
+    for s in (0, 1):
+        feeds = _exhaustive_feeds(model, s)
+        for a, b in zip(cpu.run(None, feeds), npu.run(None, feeds)):
+            assert np.array_equal(a, b)

@@ -52,6 +52,7 @@ CompileFallback compile_fallback(
                                "; its last op stays on the host"),
                        "a partition that fails to compile gives its last op back to the host "
                        "until the rest compiles"}});
+    f.combination = true;
     return f;
   }
   f.whole = Decline{"compile", str_cat("its partition does not compile: ", error),

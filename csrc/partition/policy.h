@@ -53,6 +53,10 @@ std::optional<Decline> fragmentation_guard(const ir::Graph& graph, const std::ve
 //   (3) otherwise the whole partition ("its partition does not compile: <error>").
 struct CompileFallback {
   std::vector<std::pair<int, Decline>> members;  // (1) or (2): member -> why
+  // (2): only the combination fails. A frontend that can place the partition's
+  // members in several partitions (the ONNX Runtime EP) may cut the partition
+  // before `last` instead of giving it to the host.
+  bool combination = false;
   std::optional<Decline> whole;                   // (3)
 };
 CompileFallback compile_fallback(
