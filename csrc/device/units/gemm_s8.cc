@@ -224,8 +224,12 @@ NACC_AVX2 inline __m256i broadcast_pair(const int16_t* p) {
 }
 
 // One micro-tile: 4 rows of the A panel (row stride kp) times one packed
-// 16-column block of B, accumulators in named registers (8 of the 16 ymm),
-// then the epilogue for the first `rows` rows into `out`.
+// 16-column block of B (kHalves = 2) or its first 8 columns (kHalves = 1: the
+// last block when N % 16 is 1..8, half the multiplies), accumulators in named
+// registers (8 of the 16 ymm), then the epilogue for the first `rows` rows and
+// `cols` columns into `out`. (Six rows with 12 accumulators measured no faster
+// here: the loop is bound by vpmaddwd either way, and the compiler spills.)
+template <int kHalves>
 NACC_AVX2 void tile4x16(const int16_t* a, int kp, const int16_t* b_block,
                         const BlockParams& params, const StageVectors& stage, int8_t* out,
                         std::ptrdiff_t out_row_stride, int rows, int cols) {
@@ -238,19 +242,20 @@ NACC_AVX2 void tile4x16(const int16_t* a, int kp, const int16_t* b_block,
   const int pairs = kp / 2;
   for (int kk = 0; kk < pairs; ++kk) {
     const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b_block + 32 * kk));
-    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b_block + 32 * kk + 16));
-    __m256i x = broadcast_pair(a0 + 2 * kk);
-    c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(x, w0));
-    c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(x, w1));
-    x = broadcast_pair(a1 + 2 * kk);
-    c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(x, w0));
-    c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(x, w1));
-    x = broadcast_pair(a2 + 2 * kk);
-    c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(x, w0));
-    c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(x, w1));
-    x = broadcast_pair(a3 + 2 * kk);
-    c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(x, w0));
-    c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(x, w1));
+    __m256i x0 = broadcast_pair(a0 + 2 * kk), x1 = broadcast_pair(a1 + 2 * kk);
+    __m256i x2 = broadcast_pair(a2 + 2 * kk), x3 = broadcast_pair(a3 + 2 * kk);
+    c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(x0, w0));
+    c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(x1, w0));
+    c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(x2, w0));
+    c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(x3, w0));
+    if constexpr (kHalves == 2) {
+      const __m256i w1 =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b_block + 32 * kk + 16));
+      c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(x0, w1));
+      c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(x1, w1));
+      c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(x2, w1));
+      c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(x3, w1));
+    }
   }
   store_row(c00, c01, params, stage, out, cols);
   if (rows > 1) store_row(c10, c11, params, stage, out + out_row_stride, cols);
@@ -298,6 +303,12 @@ NACC_AVX2 void widen_s8_avx2(const int8_t* src, int count, int32_t offset, int16
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
                         _mm256_sub_epi16(_mm256_cvtepi8_epi16(v), off));
   }
+  if (i + 8 <= count) {  // 8 bytes: the short segments of a small-C_in im2col
+    const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm_sub_epi16(_mm_cvtepi8_epi16(v), _mm256_castsi256_si128(off)));
+    i += 8;
+  }
   for (; i < count; ++i) dst[i] = static_cast<int16_t>(src[i] - offset);
 }
 
@@ -309,8 +320,13 @@ NACC_AVX2 void gemm_s8_avx2(int m, const PackedB& b, const FillRows& fill_rows,
   const PaddedParams padded(n, col_offset, rq);
   const StageVectors stage = stage_vectors(rq);
 
+  // Rows per A panel: about kPanelBytes, whole tiles; all of M when it is at
+  // most a quarter more (a second panel of a few rows would sweep every
+  // weight block again for them), never more rows than M needs.
+  const int m_tiles = (m + kTileRows - 1) / kTileRows * kTileRows;
   int panel_rows = static_cast<int>(kPanelBytes / (sizeof(int16_t) * kp));
   panel_rows = std::max(kTileRows, std::min(256, panel_rows / kTileRows * kTileRows));
+  if (m_tiles <= panel_rows + panel_rows / 4) panel_rows = m_tiles;
   std::vector<int16_t> panel(static_cast<size_t>(panel_rows) * kp);
 
   for (int m0 = 0; m0 < m; m0 += panel_rows) {
@@ -324,9 +340,14 @@ NACC_AVX2 void gemm_s8_avx2(int m, const PackedB& b, const FillRows& fill_rows,
       // The panel holds whole tiles of rows; rows past `rows` hold stale data
       // whose results are not stored.
       for (int r = 0; r < rows; r += kTileRows) {
-        tile4x16(panel.data() + static_cast<size_t>(r) * kp, kp, b_block, params, stage,
-                 out + (m0 + r) * out_row_stride + n0, out_row_stride,
-                 std::min(kTileRows, rows - r), cols);
+        const int16_t* a = panel.data() + static_cast<size_t>(r) * kp;
+        int8_t* o = out + (m0 + r) * out_row_stride + n0;
+        const int tr = std::min(kTileRows, rows - r);
+        if (cols > 8) {
+          tile4x16<2>(a, kp, b_block, params, stage, o, out_row_stride, tr, cols);
+        } else {
+          tile4x16<1>(a, kp, b_block, params, stage, o, out_row_stride, tr, cols);
+        }
       }
     }
   }
