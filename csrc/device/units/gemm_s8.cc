@@ -82,6 +82,7 @@ struct PaddedParams {
 struct StageVectors {
   OutputStageKind kind;
   __m256i zero_point, act_min, act_max;
+  __m128i act_min8, act_max8;  // the bounds as 16 int8 lanes (the clamp after narrow16)
   __m256 float_lo, float_hi;
 };
 
@@ -91,6 +92,8 @@ NACC_AVX2 inline StageVectors stage_vectors(const OutputStage& s) {
   v.zero_point = _mm256_set1_epi32(s.output_zero_point);
   v.act_min = _mm256_set1_epi32(s.act_min);
   v.act_max = _mm256_set1_epi32(s.act_max);
+  v.act_min8 = _mm_set1_epi8(static_cast<int8_t>(s.act_min));
+  v.act_max8 = _mm_set1_epi8(static_cast<int8_t>(s.act_max));
   v.float_lo = _mm256_set1_ps(static_cast<float>(s.act_min - s.output_zero_point));
   v.float_hi = _mm256_set1_ps(static_cast<float>(s.act_max - s.output_zero_point));
   return v;
@@ -174,10 +177,14 @@ NACC_AVX2 inline __m256i multiply_by_real_scale8(__m256i x, __m256d scale_lo, __
   return _mm256_set_m128i(qhi, qlo);
 }
 
-// Requantizes 8 accumulators of lanes [8h, 8h + 8) of a block; result in [act_min, act_max].
+// Requantizes 8 accumulators of lanes [8h, 8h + 8) of a block, the column
+// offset already in them: requantize_output() up to its saturate_to_int8,
+// i.e. (multiplier stage) + zero point, wrapping like its int32 add. The
+// callers clamp after narrow16's saturating packs (clamp8): the packs keep
+// the order of values, so that equals clamping in int32 (the float32 stage's
+// result is in [act_min, act_max] already).
 NACC_AVX2 inline __m256i requantize8(__m256i acc, const BlockParams& b, int h,
                                      const StageVectors& s) {
-  acc = _mm256_add_epi32(acc, b.col_offset[h]);
   if (s.kind == OutputStageKind::kFloat32) {
     // float(acc) * scale (one multiply), clamped in float, rounded half to even
     // (cvtps2dq under the default MXCSR), + zp: requantize_output's kFloat32.
@@ -188,11 +195,10 @@ NACC_AVX2 inline __m256i requantize8(__m256i acc, const BlockParams& b, int h,
   const __m256i q = s.kind == OutputStageKind::kRealScale
                         ? multiply_by_real_scale8(acc, b.scale[2 * h], b.scale[2 * h + 1])
                         : multiply_by_quantized_multiplier8(acc, b, h);
-  return _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(q, s.zero_point), s.act_min),
-                          s.act_max);
+  return _mm256_add_epi32(q, s.zero_point);
 }
 
-// Two vectors of 8 int32 in [-128, 127] -> 16 int8 in lane order.
+// Two vectors of 8 int32 -> 16 int8 in lane order, saturated.
 NACC_AVX2 inline __m128i narrow16(__m256i v0, __m256i v1) {
   __m256i p = _mm256_packs_epi32(v0, v1);  // [v0 0-3, v1 0-3 | v0 4-7, v1 4-7]
   p = _mm256_permute4x64_epi64(p, 0xD8);   // [v0 0-3, v0 4-7 | v1 0-3, v1 4-7]
@@ -209,12 +215,18 @@ NACC_AVX2 inline void store_partial(int8_t* dst, __m128i v, int count) {
   }
 }
 
-// Requantizes one row of a micro-tile (16 accumulators) and stores `cols` bytes.
+// The activation clamp of 16 saturated int8 outputs.
+NACC_AVX2 inline __m128i clamp8(__m128i v, const StageVectors& s) {
+  return _mm_min_epi8(_mm_max_epi8(v, s.act_min8), s.act_max8);
+}
+
+// Requantizes one row of a micro-tile (16 accumulators with the column offset
+// in them; only v0 when cols <= 8) and stores `cols` bytes.
 NACC_AVX2 inline void store_row(__m256i v0, __m256i v1, const BlockParams& params,
                                 const StageVectors& stage, int8_t* dst, int cols) {
   v0 = requantize8(v0, params, 0, stage);
-  v1 = requantize8(v1, params, 1, stage);
-  store_partial(dst, narrow16(v0, v1), cols);
+  v1 = cols > 8 ? requantize8(v1, params, 1, stage) : v0;
+  store_partial(dst, clamp8(narrow16(v0, v1), stage), cols);
 }
 
 NACC_AVX2 inline __m256i broadcast_pair(const int16_t* p) {
@@ -233,8 +245,10 @@ template <int kHalves>
 NACC_AVX2 void tile4x16(const int16_t* a, int kp, const int16_t* b_block,
                         const BlockParams& params, const StageVectors& stage, int8_t* out,
                         std::ptrdiff_t out_row_stride, int rows, int cols) {
-  __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00;
-  __m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+  // The accumulators start at the column offset (the sum wraps modulo 2^32
+  // either way).
+  __m256i c00 = params.col_offset[0], c10 = c00, c20 = c00, c30 = c00;
+  __m256i c01 = params.col_offset[1], c11 = c01, c21 = c01, c31 = c01;
   const int16_t* a0 = a;
   const int16_t* a1 = a0 + kp;
   const int16_t* a2 = a1 + kp;
@@ -392,9 +406,10 @@ NACC_AVX2 void gemv_s8_avx2(int m, int n, int k, const int8_t* a, int32_t a_zero
           }
           sums = _mm256_add_epi32(sums, _mm256_load_si256(reinterpret_cast<const __m256i*>(tail)));
         }
-        result[h] = requantize8(sums, params, h, stage);
+        result[h] = requantize8(_mm256_add_epi32(sums, params.col_offset[h]), params, h, stage);
       }
-      store_partial(out + static_cast<std::ptrdiff_t>(row) * n + n0, narrow16(result[0], result[1]),
+      store_partial(out + static_cast<std::ptrdiff_t>(row) * n + n0,
+                    clamp8(narrow16(result[0], result[1]), stage),
                     std::min(kTileCols, n - n0));
     }
   }
@@ -567,7 +582,10 @@ NACC_AVXVNNI void tile4_avxvnni(const uint8_t* a, int k4, const int8_t* b, const
                                 std::ptrdiff_t out_row_stride, int rows, int cols) {
   __m256i c[kVnniRows256][2];
 #pragma GCC unroll 4
-  for (int r = 0; r < kVnniRows256; ++r) c[r][0] = c[r][1] = _mm256_setzero_si256();
+  for (int r = 0; r < kVnniRows256; ++r) {
+    c[r][0] = params.col_offset[0];  // the epilogue's column offset, added first
+    c[r][1] = params.col_offset[1];
+  }
   const int quads = k4 / 4;
   for (int q = 0; q < quads; ++q) {
     const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * q));
