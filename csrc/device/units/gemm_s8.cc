@@ -341,11 +341,21 @@ NACC_AVX2 void gemm_s8_avx2(int m, const PackedB& b, const FillRows& fill_rows,
   int panel_rows = static_cast<int>(kPanelBytes / (sizeof(int16_t) * kp));
   panel_rows = std::max(kTileRows, std::min(256, panel_rows / kTileRows * kTileRows));
   if (m_tiles <= panel_rows + panel_rows / 4) panel_rows = m_tiles;
-  std::vector<int16_t> panel(static_cast<size_t>(panel_rows) * kp);
+  // The panel is this thread's scratch buffer (kept between calls: no
+  // allocation or zeroing per call); fill_rows writes every row it is given,
+  // and the rows of the last tile past them are zeroed below, so the tiles
+  // never read values of an earlier call.
+  thread_local std::vector<int16_t> scratch;
+  const size_t panel_size = static_cast<size_t>(panel_rows) * kp;
+  if (scratch.size() < panel_size) scratch.resize(panel_size);
+  int16_t* const panel = scratch.data();
 
   for (int m0 = 0; m0 < m; m0 += panel_rows) {
     const int rows = std::min(panel_rows, m - m0);
-    fill_rows(m0, rows, panel.data());
+    fill_rows(m0, rows, panel);
+    const int tile_end = (rows + kTileRows - 1) / kTileRows * kTileRows;  // <= panel_rows
+    std::fill(panel + static_cast<size_t>(rows) * kp, panel + static_cast<size_t>(tile_end) * kp,
+              int16_t{0});
     for (int nb = 0; nb < b.blocks(); ++nb) {
       const int n0 = nb * kTileCols;
       const int cols = std::min(kTileCols, n - n0);
@@ -354,7 +364,7 @@ NACC_AVX2 void gemm_s8_avx2(int m, const PackedB& b, const FillRows& fill_rows,
       // The panel holds whole tiles of rows; rows past `rows` hold stale data
       // whose results are not stored.
       for (int r = 0; r < rows; r += kTileRows) {
-        const int16_t* a = panel.data() + static_cast<size_t>(r) * kp;
+        const int16_t* a = panel + static_cast<size_t>(r) * kp;
         int8_t* o = out + (m0 + r) * out_row_stride + n0;
         const int tr = std::min(kTileRows, rows - r);
         if (cols > 8) {
