@@ -88,6 +88,20 @@ NAMED_CASES = [
              filter_scales=(1.0,), seed=18),
     ConvCase("channels_65_to_33", 9, 9, 65, 33, 3, 3, padding="SAME",
              filter_scales=tuple(np.linspace(0.0005, 0.003, 33)), seed=16),
+    # The AVX2 GEMM's edges: 4-row tiles (M % 4 != 0), the 8-column kernel for
+    # the last block (C_out % 16 in 1..8), A panels of 84 rows at K = 576 (M =
+    # 99 fits one panel, M = 196 takes three), im2col segments of 8 + n bytes.
+    ConvCase("gemm_one_panel_m99_cout24", 9, 11, 64, 24, 3, 3, padding="SAME",
+             input_zero_point=-7, output_zero_point=3, input_scale=0.02, output_scale=0.05,
+             filter_scales=tuple(np.linspace(0.001, 0.004, 24)), seed=19),
+    ConvCase("gemm_three_panels_m196_cout20", 14, 14, 64, 20, 3, 3, padding="SAME",
+             input_zero_point=5, input_scale=0.02, output_scale=0.05,
+             filter_scales=tuple(np.linspace(0.001, 0.004, 20)), seed=21),
+    ConvCase("gemm_1x1_m49_cout40_k960", 7, 7, 960, 40, 1, 1, input_zero_point=-128,
+             input_scale=0.02, output_scale=0.2,
+             filter_scales=tuple(np.linspace(0.0005, 0.002, 40)), seed=22),
+    ConvCase("im2col_segments_15_and_tail", 10, 9, 5, 9, 3, 3, padding="SAME",
+             input_zero_point=11, seed=23),
 ]
 
 

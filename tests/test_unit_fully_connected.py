@@ -90,6 +90,11 @@ FC_NAMED = [
     FcCase("zero_points_-128", 33, 50, 17, -128, -128, activation="RELU6", seed=5),
     FcCase("no_bias", 2, 64, 33, bias=False, activation="RELU_N1_TO_1", output_scale=0.01,
            seed=6),
+    # The AVX2 GEMM over several A panels (256 rows each) with odd and even K and
+    # an 8-column last block.
+    FcCase("batch_600_odd_k_45_n_24", 600, 45, 24, 9, -4, 0.03, 0.05,
+           tuple(np.linspace(0.001, 0.01, 24)), activation="RELU6", seed=21),
+    FcCase("batch_530_k_64_n_40", 530, 64, 40, -128, 3, 0.03, 0.05, (0.004,), seed=22),
     FcCase("multiplier_above_one", 4, 8, 5, 0, 0, 0.5, 0.01, (0.05,), seed=7),
     # round(acc * scale) outside int32 gives INT32_MIN in TFLite (x86 cvttsd2si),
     # then + zero point (wrapping) and the clamp.

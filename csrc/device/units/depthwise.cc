@@ -345,7 +345,15 @@ __attribute__((target("avx2,fma"))) void depthwise_avx2_loop(const DwProblem& p,
   const int64_t row_stride = static_cast<int64_t>(wp) * cp;
 
   // Step 1: the ring of kernel_h padded rows; padded row y lives in slot y % kh.
-  const AlignedInt16 ring(static_cast<size_t>(kh) * row_stride);
+  // It is this thread's scratch buffer, kept between calls (no allocation per
+  // call); every row is built before a tap reads it.
+  thread_local AlignedInt16 ring;
+  thread_local size_t ring_capacity = 0;
+  const size_t ring_size = static_cast<size_t>(kh) * row_stride;
+  if (ring_capacity < ring_size) {
+    ring = AlignedInt16(ring_size);
+    ring_capacity = ring_size;
+  }
   int next_row = 0;  // first padded row not converted yet
   const int16_t* tap0[kMaxPairs];  // this output row's pair pointers
   const int16_t* tap1[kMaxPairs];

@@ -78,11 +78,16 @@ void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, 
   detail::gemm_s8_avx2(
       m, packed,
       [&](int m0, int rows, int16_t* panel) {
+        if (kp == k) {  // the rows are one contiguous block
+          detail::widen_s8_avx2(input + static_cast<int64_t>(m0) * k, rows * k, input_zero_point,
+                                panel);
+          return;
+        }
         for (int r = 0; r < rows; ++r) {
           int16_t* dst = panel + static_cast<std::ptrdiff_t>(r) * kp;
           detail::widen_s8_avx2(input + static_cast<int64_t>(m0 + r) * k, k, input_zero_point,
                                 dst);
-          if (kp > k) dst[k] = 0;
+          dst[k] = 0;  // kp = k + 1
         }
       },
       bias, out_stage, output, n);

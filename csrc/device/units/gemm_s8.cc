@@ -82,6 +82,7 @@ struct PaddedParams {
 struct StageVectors {
   OutputStageKind kind;
   __m256i zero_point, act_min, act_max;
+  __m128i act_min8, act_max8;  // the bounds as 16 int8 lanes (the clamp after narrow16)
   __m256 float_lo, float_hi;
 };
 
@@ -91,6 +92,8 @@ NACC_AVX2 inline StageVectors stage_vectors(const OutputStage& s) {
   v.zero_point = _mm256_set1_epi32(s.output_zero_point);
   v.act_min = _mm256_set1_epi32(s.act_min);
   v.act_max = _mm256_set1_epi32(s.act_max);
+  v.act_min8 = _mm_set1_epi8(static_cast<int8_t>(s.act_min));
+  v.act_max8 = _mm_set1_epi8(static_cast<int8_t>(s.act_max));
   v.float_lo = _mm256_set1_ps(static_cast<float>(s.act_min - s.output_zero_point));
   v.float_hi = _mm256_set1_ps(static_cast<float>(s.act_max - s.output_zero_point));
   return v;
@@ -174,10 +177,14 @@ NACC_AVX2 inline __m256i multiply_by_real_scale8(__m256i x, __m256d scale_lo, __
   return _mm256_set_m128i(qhi, qlo);
 }
 
-// Requantizes 8 accumulators of lanes [8h, 8h + 8) of a block; result in [act_min, act_max].
+// Requantizes 8 accumulators of lanes [8h, 8h + 8) of a block, the column
+// offset already in them: requantize_output() up to its saturate_to_int8,
+// i.e. (multiplier stage) + zero point, wrapping like its int32 add. The
+// callers clamp after narrow16's saturating packs (clamp8): the packs keep
+// the order of values, so that equals clamping in int32 (the float32 stage's
+// result is in [act_min, act_max] already).
 NACC_AVX2 inline __m256i requantize8(__m256i acc, const BlockParams& b, int h,
                                      const StageVectors& s) {
-  acc = _mm256_add_epi32(acc, b.col_offset[h]);
   if (s.kind == OutputStageKind::kFloat32) {
     // float(acc) * scale (one multiply), clamped in float, rounded half to even
     // (cvtps2dq under the default MXCSR), + zp: requantize_output's kFloat32.
@@ -188,11 +195,10 @@ NACC_AVX2 inline __m256i requantize8(__m256i acc, const BlockParams& b, int h,
   const __m256i q = s.kind == OutputStageKind::kRealScale
                         ? multiply_by_real_scale8(acc, b.scale[2 * h], b.scale[2 * h + 1])
                         : multiply_by_quantized_multiplier8(acc, b, h);
-  return _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(q, s.zero_point), s.act_min),
-                          s.act_max);
+  return _mm256_add_epi32(q, s.zero_point);
 }
 
-// Two vectors of 8 int32 in [-128, 127] -> 16 int8 in lane order.
+// Two vectors of 8 int32 -> 16 int8 in lane order, saturated.
 NACC_AVX2 inline __m128i narrow16(__m256i v0, __m256i v1) {
   __m256i p = _mm256_packs_epi32(v0, v1);  // [v0 0-3, v1 0-3 | v0 4-7, v1 4-7]
   p = _mm256_permute4x64_epi64(p, 0xD8);   // [v0 0-3, v0 4-7 | v1 0-3, v1 4-7]
@@ -209,12 +215,18 @@ NACC_AVX2 inline void store_partial(int8_t* dst, __m128i v, int count) {
   }
 }
 
-// Requantizes one row of a micro-tile (16 accumulators) and stores `cols` bytes.
+// The activation clamp of 16 saturated int8 outputs.
+NACC_AVX2 inline __m128i clamp8(__m128i v, const StageVectors& s) {
+  return _mm_min_epi8(_mm_max_epi8(v, s.act_min8), s.act_max8);
+}
+
+// Requantizes one row of a micro-tile (16 accumulators with the column offset
+// in them; only v0 when cols <= 8) and stores `cols` bytes.
 NACC_AVX2 inline void store_row(__m256i v0, __m256i v1, const BlockParams& params,
                                 const StageVectors& stage, int8_t* dst, int cols) {
   v0 = requantize8(v0, params, 0, stage);
-  v1 = requantize8(v1, params, 1, stage);
-  store_partial(dst, narrow16(v0, v1), cols);
+  v1 = cols > 8 ? requantize8(v1, params, 1, stage) : v0;
+  store_partial(dst, clamp8(narrow16(v0, v1), stage), cols);
 }
 
 NACC_AVX2 inline __m256i broadcast_pair(const int16_t* p) {
@@ -224,13 +236,19 @@ NACC_AVX2 inline __m256i broadcast_pair(const int16_t* p) {
 }
 
 // One micro-tile: 4 rows of the A panel (row stride kp) times one packed
-// 16-column block of B, accumulators in named registers (8 of the 16 ymm),
-// then the epilogue for the first `rows` rows into `out`.
+// 16-column block of B (kHalves = 2) or its first 8 columns (kHalves = 1: the
+// last block when N % 16 is 1..8, half the multiplies), accumulators in named
+// registers (8 of the 16 ymm), then the epilogue for the first `rows` rows and
+// `cols` columns into `out`. (Six rows with 12 accumulators measured no faster
+// here: the loop is bound by vpmaddwd either way, and the compiler spills.)
+template <int kHalves>
 NACC_AVX2 void tile4x16(const int16_t* a, int kp, const int16_t* b_block,
                         const BlockParams& params, const StageVectors& stage, int8_t* out,
                         std::ptrdiff_t out_row_stride, int rows, int cols) {
-  __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00;
-  __m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+  // The accumulators start at the column offset (the sum wraps modulo 2^32
+  // either way).
+  __m256i c00 = params.col_offset[0], c10 = c00, c20 = c00, c30 = c00;
+  __m256i c01 = params.col_offset[1], c11 = c01, c21 = c01, c31 = c01;
   const int16_t* a0 = a;
   const int16_t* a1 = a0 + kp;
   const int16_t* a2 = a1 + kp;
@@ -238,19 +256,20 @@ NACC_AVX2 void tile4x16(const int16_t* a, int kp, const int16_t* b_block,
   const int pairs = kp / 2;
   for (int kk = 0; kk < pairs; ++kk) {
     const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b_block + 32 * kk));
-    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b_block + 32 * kk + 16));
-    __m256i x = broadcast_pair(a0 + 2 * kk);
-    c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(x, w0));
-    c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(x, w1));
-    x = broadcast_pair(a1 + 2 * kk);
-    c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(x, w0));
-    c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(x, w1));
-    x = broadcast_pair(a2 + 2 * kk);
-    c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(x, w0));
-    c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(x, w1));
-    x = broadcast_pair(a3 + 2 * kk);
-    c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(x, w0));
-    c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(x, w1));
+    __m256i x0 = broadcast_pair(a0 + 2 * kk), x1 = broadcast_pair(a1 + 2 * kk);
+    __m256i x2 = broadcast_pair(a2 + 2 * kk), x3 = broadcast_pair(a3 + 2 * kk);
+    c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(x0, w0));
+    c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(x1, w0));
+    c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(x2, w0));
+    c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(x3, w0));
+    if constexpr (kHalves == 2) {
+      const __m256i w1 =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b_block + 32 * kk + 16));
+      c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(x0, w1));
+      c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(x1, w1));
+      c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(x2, w1));
+      c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(x3, w1));
+    }
   }
   store_row(c00, c01, params, stage, out, cols);
   if (rows > 1) store_row(c10, c11, params, stage, out + out_row_stride, cols);
@@ -298,6 +317,12 @@ NACC_AVX2 void widen_s8_avx2(const int8_t* src, int count, int32_t offset, int16
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
                         _mm256_sub_epi16(_mm256_cvtepi8_epi16(v), off));
   }
+  if (i + 8 <= count) {  // 8 bytes: the short segments of a small-C_in im2col
+    const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm_sub_epi16(_mm_cvtepi8_epi16(v), _mm256_castsi256_si128(off)));
+    i += 8;
+  }
   for (; i < count; ++i) dst[i] = static_cast<int16_t>(src[i] - offset);
 }
 
@@ -309,13 +334,28 @@ NACC_AVX2 void gemm_s8_avx2(int m, const PackedB& b, const FillRows& fill_rows,
   const PaddedParams padded(n, col_offset, rq);
   const StageVectors stage = stage_vectors(rq);
 
+  // Rows per A panel: about kPanelBytes, whole tiles; all of M when it is at
+  // most a quarter more (a second panel of a few rows would sweep every
+  // weight block again for them), never more rows than M needs.
+  const int m_tiles = (m + kTileRows - 1) / kTileRows * kTileRows;
   int panel_rows = static_cast<int>(kPanelBytes / (sizeof(int16_t) * kp));
   panel_rows = std::max(kTileRows, std::min(256, panel_rows / kTileRows * kTileRows));
-  std::vector<int16_t> panel(static_cast<size_t>(panel_rows) * kp);
+  if (m_tiles <= panel_rows + panel_rows / 4) panel_rows = m_tiles;
+  // The panel is this thread's scratch buffer (kept between calls: no
+  // allocation or zeroing per call); fill_rows writes every row it is given,
+  // and the rows of the last tile past them are zeroed below, so the tiles
+  // never read values of an earlier call.
+  thread_local std::vector<int16_t> scratch;
+  const size_t panel_size = static_cast<size_t>(panel_rows) * kp;
+  if (scratch.size() < panel_size) scratch.resize(panel_size);
+  int16_t* const panel = scratch.data();
 
   for (int m0 = 0; m0 < m; m0 += panel_rows) {
     const int rows = std::min(panel_rows, m - m0);
-    fill_rows(m0, rows, panel.data());
+    fill_rows(m0, rows, panel);
+    const int tile_end = (rows + kTileRows - 1) / kTileRows * kTileRows;  // <= panel_rows
+    std::fill(panel + static_cast<size_t>(rows) * kp, panel + static_cast<size_t>(tile_end) * kp,
+              int16_t{0});
     for (int nb = 0; nb < b.blocks(); ++nb) {
       const int n0 = nb * kTileCols;
       const int cols = std::min(kTileCols, n - n0);
@@ -324,9 +364,14 @@ NACC_AVX2 void gemm_s8_avx2(int m, const PackedB& b, const FillRows& fill_rows,
       // The panel holds whole tiles of rows; rows past `rows` hold stale data
       // whose results are not stored.
       for (int r = 0; r < rows; r += kTileRows) {
-        tile4x16(panel.data() + static_cast<size_t>(r) * kp, kp, b_block, params, stage,
-                 out + (m0 + r) * out_row_stride + n0, out_row_stride,
-                 std::min(kTileRows, rows - r), cols);
+        const int16_t* a = panel + static_cast<size_t>(r) * kp;
+        int8_t* o = out + (m0 + r) * out_row_stride + n0;
+        const int tr = std::min(kTileRows, rows - r);
+        if (cols > 8) {
+          tile4x16<2>(a, kp, b_block, params, stage, o, out_row_stride, tr, cols);
+        } else {
+          tile4x16<1>(a, kp, b_block, params, stage, o, out_row_stride, tr, cols);
+        }
       }
     }
   }
@@ -371,9 +416,10 @@ NACC_AVX2 void gemv_s8_avx2(int m, int n, int k, const int8_t* a, int32_t a_zero
           }
           sums = _mm256_add_epi32(sums, _mm256_load_si256(reinterpret_cast<const __m256i*>(tail)));
         }
-        result[h] = requantize8(sums, params, h, stage);
+        result[h] = requantize8(_mm256_add_epi32(sums, params.col_offset[h]), params, h, stage);
       }
-      store_partial(out + static_cast<std::ptrdiff_t>(row) * n + n0, narrow16(result[0], result[1]),
+      store_partial(out + static_cast<std::ptrdiff_t>(row) * n + n0,
+                    clamp8(narrow16(result[0], result[1]), stage),
                     std::min(kTileCols, n - n0));
     }
   }
@@ -546,7 +592,10 @@ NACC_AVXVNNI void tile4_avxvnni(const uint8_t* a, int k4, const int8_t* b, const
                                 std::ptrdiff_t out_row_stride, int rows, int cols) {
   __m256i c[kVnniRows256][2];
 #pragma GCC unroll 4
-  for (int r = 0; r < kVnniRows256; ++r) c[r][0] = c[r][1] = _mm256_setzero_si256();
+  for (int r = 0; r < kVnniRows256; ++r) {
+    c[r][0] = params.col_offset[0];  // the epilogue's column offset, added first
+    c[r][1] = params.col_offset[1];
+  }
   const int quads = k4 / 4;
   for (int q = 0; q < quads; ++q) {
     const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * q));
