@@ -506,7 +506,8 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
               em.shadow(Reg::NACC_QUANT_MUL_DMA_ADDR),
               em.shadow(Reg::NACC_QUANT_SHIFT_DMA_ADDR),
               uint32_t(op.out_channels(c.group.size)),
-              em.shadow(Reg::NACC_BROADCAST_CTRL)};
+              em.shadow(Reg::NACC_BROADCAST_CTRL),
+              uint32_t(c.mode == BroadcastMode::SPLIT_KERNEL ? c.split.avg : 0)};
     }
     case Unit::kElementwise: {
       // The output multiplier and shift (K area); the second operand (TEMP
@@ -775,10 +776,17 @@ int64_t input_read_once(const Context& ctx, const LoweredOp& op) {
 // core (docs/performance_model.md §4). A CONV_2D may run direct (= matrix mode
 // for 1x1 stride 1) or, where the MATRIX_A fields hold it and it does not
 // write a CONCATENATION slice, as im2col; the bound takes the fewer cycles
-// whichever lowering the planner chose.
-int64_t bound_mac_cycles(const LoweredOp& op) {
+// whichever lowering the planner chose. A ones-operand matmul over at most
+// 15x15 cells could run as one depthwise window (conv_modes.h
+// ones_matmul_of): the bound takes the fewer cycles of the two.
+int64_t bound_mac_cycles(const Context& ctx, const LoweredOp& op) {
   const int channels = op.split_channels();
   const int64_t chosen = compiler::mac_cycles(op, op.out_shape.h, op.out_shape.w, channels);
+  if (op.ones_a) {
+    const Shape4 in = compiler::nhwc_of(ctx.graph.tensor(op.input).shape);
+    if (in.h > limits::kMaxKernel || in.w > limits::kMaxKernel) return chosen;
+    return std::min(chosen, cost::window_mac_cycles(1, 1, op.out_shape.c, int64_t(in.h) * in.w));
+  }
   const bool conv = op.unit == Unit::kConv || (op.unit == Unit::kMatmul && op.im2col) ||
                     op.lowering == "matrix";
   if (!conv || op.lowering == "matrix") return chosen;  // matrix == direct cycles
@@ -825,7 +833,7 @@ void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, 
   // bandwidth) with the work spread over every core and the bandwidth the
   // lesser of the shared external port and the cores' own DMA ports.
   const int channels = op.split_channels();
-  const int64_t mac = bound_mac_cycles(op);
+  const int64_t mac = bound_mac_cycles(ctx, op);
   const int64_t act = compiler::act_cycles(op, op.out_shape.h, op.out_shape.w, channels);
   rec.bound_cycles = cost::op_bound_cycles(mac, act, read, write, hw);
 }

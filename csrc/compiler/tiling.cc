@@ -575,7 +575,10 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
       modes = {BroadcastMode::NONE};
     } else {
       modes = {BroadcastMode::SPLIT_HEIGHT};
-      if ((op.unit == Unit::kConv || op.unit == Unit::kFullyConnected) && channels >= 2) {
+      // Mode 1 splits the kernel operand: conv and FC weights, matmul B's
+      // columns (docs/device_model.md §5).
+      if ((op.unit == Unit::kConv || op.unit == Unit::kFullyConnected ||
+           op.unit == Unit::kMatmul) && channels >= 2) {
         modes.push_back(BroadcastMode::SPLIT_KERNEL);
       }
     }
