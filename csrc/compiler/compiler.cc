@@ -249,7 +249,20 @@ struct Residency {
   // SRAM base) that loaded them: the device keeps one of each per core
   // (docs/device_model.md §1), so only the last load can be reused.
   std::vector<uint32_t> k, fm;
+  // How many cores (0 .. n-1) hold them. A kernel the same on every core
+  // (mode 2 broadcasts it; one core) and an IFM tile the same on every core
+  // (mode 1 broadcasts it; one core) are held by each core that loaded them,
+  // so a later command on no more cores reuses them; the signatures then
+  // leave the core count out (kernel_cores_key, fm_cores_key).
+  int k_cores = 0, fm_cores = 0;
 };
+
+// The part of the kernel signature that depends on the core split: mode 1
+// gives every core its own slice (the whole NACC_BROADCAST_CTRL counts); mode
+// 2 and one core hold the same kernel on every core (nothing: Residency::k_cores).
+uint32_t kernel_cores_key(const Emitter& em, BroadcastMode mode) {
+  return mode == BroadcastMode::SPLIT_KERNEL ? em.shadow(Reg::NACC_BROADCAST_CTRL) : 0u;
+}
 
 int log2_exact(int v) {
   int l = 0;
@@ -506,7 +519,7 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
               em.shadow(Reg::NACC_QUANT_MUL_DMA_ADDR),
               em.shadow(Reg::NACC_QUANT_SHIFT_DMA_ADDR),
               uint32_t(op.out_channels(c.group.size)),
-              em.shadow(Reg::NACC_BROADCAST_CTRL),
+              kernel_cores_key(em, c.mode),
               uint32_t(c.mode == BroadcastMode::SPLIT_KERNEL ? c.split.avg : 0)};
     }
     case Unit::kElementwise: {
@@ -556,7 +569,7 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
       // release the K area.
       return {em.shadow(Reg::NACC_IN_K_DMA_ADDR), em.shadow(Reg::NACC_QUANT_MUL_DMA_ADDR),
               em.shadow(Reg::NACC_QUANT_SHIFT_DMA_ADDR), em.shadow(Reg::NACC_ACT_PARA),
-              em.shadow(Reg::NACC_FM_CH), em.shadow(Reg::NACC_BROADCAST_CTRL)};
+              em.shadow(Reg::NACC_FM_CH), kernel_cores_key(em, c.mode)};
     }
     case Unit::kActivation:
       em.set_register(Reg::NACC_IN_ACT_DMA_ADDR, constant(k.lut));
@@ -577,7 +590,7 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
           em.shadow(Reg::NACC_QUANT_SHIFT_DMA_ADDR),
           em.shadow(Reg::NACC_IN_ACT_DMA_ADDR),
           uint32_t(op.out_channels(c.group.size)),
-          em.shadow(Reg::NACC_BROADCAST_CTRL),
+          kernel_cores_key(em, c.mode),
           uint32_t(c.mode == BroadcastMode::SPLIT_KERNEL ? c.split.avg : 0)};
 }
 
@@ -663,21 +676,33 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
   // Reuse the kernel / IFM tile a core holds when the same registers (and
   // SRAM base) loaded it: K_UPD = 0 / FM_UPD = 0 (docs/device_model.md §1).
   if (!k_sig.empty()) k_sig.push_back(uint32_t(k_base));
-  const std::vector<uint32_t> fm_sig = {em.shadow(Reg::NACC_IN_FM_DMA_ADDR),
+  std::vector<uint32_t> fm_sig = {em.shadow(Reg::NACC_IN_FM_DMA_ADDR),
                                         em.shadow(Reg::NACC_DMA_PARA2),
                                         em.shadow(Reg::NACC_DMA_OFFSET1),
                                         em.shadow(Reg::NACC_IN_FM_SPLIT),
                                         em.shadow(Reg::NACC_IN_FM_SPLIT_H_OFFSET),
                                         em.shadow(Reg::NACC_IN_FM_SPLIT_W_OFFSET),
                                         em.shadow(Reg::NACC_FM_CH) & 0xFFFFu,
-                                        uint32_t(ifm_base),
-                                        em.shadow(Reg::NACC_BROADCAST_CTRL),
-                                        em.shadow(Reg::NACC_BROADCAST_DMA),
-                                        em.shadow(Reg::NACC_BROADCAST_SPLIT)};
-  const bool k_resident = !k_sig.empty() && res.k == k_sig;
-  const bool fm_resident = op.unit != Unit::kElementwise && res.fm == fm_sig;
-  if (!k_sig.empty()) res.k = k_sig;
+                                        uint32_t(ifm_base)};
+  // Mode 2 gives each core its own rows (the split registers count); mode 1
+  // and one core hold the same tile on every core (Residency::fm_cores).
+  if (c.mode == BroadcastMode::SPLIT_HEIGHT) {
+    for (Reg r : {Reg::NACC_BROADCAST_CTRL, Reg::NACC_BROADCAST_DMA, Reg::NACC_BROADCAST_SPLIT}) {
+      fm_sig.push_back(em.shadow(r));
+    }
+  }
+  fm_sig.push_back(uint32_t(c.mode == BroadcastMode::SPLIT_HEIGHT));
+  const int cores = c.split.cores;
+  const bool k_resident = !k_sig.empty() && res.k == k_sig &&
+                          (c.mode == BroadcastMode::SPLIT_KERNEL || cores <= res.k_cores);
+  const bool fm_resident = op.unit != Unit::kElementwise && res.fm == fm_sig &&
+                           (c.mode == BroadcastMode::SPLIT_HEIGHT || cores <= res.fm_cores);
+  if (!k_sig.empty()) {
+    res.k = k_sig;
+    res.k_cores = k_resident ? std::max(res.k_cores, cores) : cores;
+  }
   res.fm = fm_sig;
+  res.fm_cores = fm_resident ? std::max(res.fm_cores, cores) : cores;
 
   const auto [ctrl, opcode] = control(op, !fm_resident, !k_resident);
   em.set_register(Reg::NACC_CTRL, ctrl);

@@ -319,13 +319,13 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
       const double n_without = double(ng) - n_with;
       // Each group's weights are loaded once, before its first tile.
       cycles += n_with * with_fm + n_without * without_fm + double(ng) * any.read_k_t;
-      if (p.double_buffer && op.is_mac_unit()) {
+      if (p.double_buffer && any.k_ext > 0) {
         // A kernel load waits for the previous command's compute to release
         // the one K area, so the pipeline drains and refills: at each group
-        // (but the op's first, the fill below) and wherever the core count of
-        // a command changes within the group (the kernel key holds it). Only
-        // the MAC units' kernels are per group: a pooling op has no K area,
-        // an element-wise or LUT kernel is the same for every group.
+        // (but the op's first, the fill below) and wherever a command uses
+        // more cores than the one before within the group (cores beyond those
+        // that loaded the broadcast kernel do not hold it). Not for an op
+        // without a K area (pooling).
         int reloads = 1;
         if (p.mode == BroadcastMode::SPLIT_HEIGHT) {
           int prev = -1, prev_size = -1;
@@ -333,13 +333,16 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
             if (r.size == prev_size) continue;  // same size, same split
             prev_size = r.size;
             const int n = command_split(op, p, r.size, g).cores;
-            if (prev >= 0 && n != prev) ++reloads;
+            if (prev >= 0 && n > prev) ++reloads;
             prev = n;
           }
         }
-        cycles += (double(ng) * reloads - (first ? 1.0 : 0.0)) * any.read_fm_t +
-                  double(ng) * (reloads - 1) * any.read_k_t;
-        read += double(ng) * (reloads - 1) * any.k_ext;
+        // A LUT kernel is the same for every group of one size: it reloads
+        // once per size class, other kernels at every group.
+        const double loads = op.unit == Unit::kActivation ? 1.0 : double(ng);
+        cycles += (loads * reloads - (first ? 1.0 : 0.0)) * any.read_fm_t +
+                  loads * (reloads - 1) * any.read_k_t;
+        read += loads * (reloads - 1) * any.k_ext;
       }
       read += n_with * fm_read + double(ng) * any.k_ext;
       write += double(ng) * wr;
@@ -369,8 +372,9 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
         if (p.double_buffer) {
           // An IFM load waits for the previous command's compute to release
           // the one IFM area: the pipeline drains and refills at each spatial
-          // tile (but the op's first) and wherever the core count of a
-          // command changes across the groups (the tile key holds it).
+          // tile (but the op's first) and wherever a command uses more cores
+          // than the one before across the groups (cores beyond those that
+          // loaded the broadcast tile do not hold it).
           int reloads = 1;
           if (p.mode == BroadcastMode::SPLIT_KERNEL) {
             int prev = -1, prev_size = -1;
@@ -378,7 +382,7 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
               if (g.size == prev_size) continue;  // same size, same split
               prev_size = g.size;
               const int n = command_split(op, p, h, g.size).cores;
-              if (prev >= 0 && n != prev) ++reloads;
+              if (prev >= 0 && n > prev) ++reloads;
               prev = n;
             }
           }
