@@ -4,10 +4,13 @@ move-once minimum (each weight, IFM and OFM byte moved once), of Keras
 MobileNetV2 1.0/224 and ResNet50/224 (weights=None, int8 through the TFLite
 converter with a representative dataset; cached by nacc.models) at 1, 8 and
 32 cores, with the weight compression ratio and the host time to compile and
-to run — the numbers of issue 3's closing note.
+to run — the numbers of issue 3's closing note. `--models efficientnet_b0_224`
+adds Keras EfficientNetB0/224 (issue 17's third model; its first conversion
+takes a few minutes).
 
-    PYTHONPATH=python python benchmarks/layer_report.py [--models ...] [--cores 1 8 32]
-                                                        [--json FILE]
+    NACC_MODEL_CACHE=/work/models PYTHONPATH=python python benchmarks/layer_report.py \
+        [--models mobilenet_v2_100_224 resnet50_224 efficientnet_b0_224] [--cores 1 8 32]
+        [--json FILE]
 
 Each configuration runs the model once through TFLite with the NACC delegate
 (host ops on BUILTIN_REF); the per-layer numbers come from the delegate's

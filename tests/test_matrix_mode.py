@@ -64,7 +64,9 @@ def test_conv_lowering_choice_golden():
       hands out whole output rows, 56 rows over 32 cores is 2 rows on 28 cores
       (16 128 MAC cycles per core at best), and split kernel gives each core 2
       of 144 channels per pass; the planner's best direct plan is estimated at
-      19 366 cycles. As a matrix the 3136 pixels split evenly (98 per core,
+      20 947 cycles (the device runs it in 20 613; the estimate counts a
+      pipeline drain and refill at every reload of the one resident kernel or
+      IFM area, which the device's timeline has). As a matrix the 3136 pixels split evenly (98 per core,
       14 112 MAC cycles) with the 3.4 KB of weights broadcast once: 14 520
       estimated, matrix.
     * 56x56x64 -> 256, 1x1 (a ResNet50 layer), 1 core: both lowerings take
@@ -86,7 +88,7 @@ def test_conv_lowering_choice_golden():
     pe = _core.plan_op(expand.g, 0, cores=32)
     ped = _core.plan_op(expand.g, 0, cores=32, conv_lowering="direct")
     assert (pe["lowering"], pe["estimate"]["cycles"]) == ("matrix", 14520)
-    assert (ped["lowering"], ped["estimate"]["cycles"]) == ("direct", 19366)
+    assert (ped["lowering"], ped["estimate"]["cycles"]) == ("direct", 20947)
     resnet = conv_case(56, 56, 64, 256, 1)
     pr = _core.plan_op(resnet.g, 0)
     pm = _core.plan_op(resnet.g, 0, conv_lowering="matrix")
@@ -130,7 +132,9 @@ def test_im2col_bit_exact(case):
     macs = conv_useful_macs(h, w, c, oc, k, s, pad)
     for cores in CORES:
         for kb in (16, 64):
-            prog = _core.compile(net.g, cores=cores, sram_kb=kb)
+            # Forced: at 32 cores and 16 KB the 12x14x32 case runs faster direct
+            # (device 3299 against 3581 cycles), which the planner sees.
+            prog = _core.compile(net.g, cores=cores, sram_kb=kb, conv_lowering="im2col")
             rec = info(prog)["ops"][0]
             assert rec["lowering"] == "im2col", (cores, kb)
             assert rec["macs"] == macs

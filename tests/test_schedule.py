@@ -94,3 +94,81 @@ def test_pixel_rows_are_bit_exact(kind, b_shape, cores, kb):
     _, want, _ = run(g, 1, kb)
     _, got, _ = run(g, cores, kb)
     np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_mean_splits_its_channels_over_the_cores():
+    """MEAN 7x7x1280 (MobileNetV2's global pool) at 8 cores. One depthwise window
+    has one output pixel, which mode 2 cannot share, so it ran on one core whose
+    16-byte port read the 62720-byte input alone: 5584 cycles. As the ones-operand
+    matmul (A = 49 ones, B = the input as [49, 1280]) mode 1 gives each core 160
+    of B's columns (docs/device_model.md §5): the 8 ports together outrun the
+    64-byte external port, so the op takes the §8 bound's external term,
+    (62720 + 49 ones + 2 x 5120 multipliers/shifts) / 64 = 1141 cycles, plus one
+    read-compute-write pipeline. The bound's MAC term is the cheaper form's
+    (49 x 20 depthwise cycles against 1280 for the matmul); one core keeps the
+    depthwise window (fewer cycles there)."""
+    g, _ = irb.mean(in_shape=(1, 7, 7, 1280))
+    p = _core.plan_op(g, 0, cores=8)
+    assert (p["lowering"], p["mode"], p["cores"]) == ("ones_matmul", "SPLIT_KERNEL", 8)
+    rec, _, stats = run(g, 8)
+    assert rec["lowering"] == "ones_matmul"
+    assert rec["bound_cycles"] == 1141
+    assert stats["cycles"] <= 1.10 * 1141
+    assert _core.plan_op(g, 0, cores=1)["lowering"] == "depthwise"
+
+
+@pytest.mark.parametrize("build", [
+    lambda: irb.mean(in_shape=(1, 7, 7, 1280)),
+    lambda: irb.mean(in_shape=(1, 14, 14, 96)),
+    lambda: irb.mean(in_shape=(1, 56, 56, 144)),  # > 15 cells: the matmul at any core count
+    lambda: irb.pool("AVERAGE_POOL_2D", in_hw=(7, 7), c=200, kernel=(7, 7), stride=(1, 1)),
+], ids=["mean7", "mean14", "mean56", "avgpool7"])
+@pytest.mark.parametrize("cores,kb", [(2, 64), (8, 16), (32, 16), (32, 64)])
+def test_mean_channel_split_is_bit_exact(build, cores, kb):
+    """The ones-operand matmul sums the same cells into the same int32 accumulator
+    as the depthwise window, with the same output stage, whatever the column
+    split: the outputs equal the one-core schedule's (checked against TFLite in
+    test_mean_avgpool.py), replayed and stepped alike."""
+    g, _ = build()
+    _, want, _ = run(g, 1, kb)
+    rec, got, _ = run(g, cores, kb)
+    np.testing.assert_array_equal(got[0], want[0])
+    prog = _core.compile(g, cores=cores, sram_kb=kb)
+    info = _core.program_info(prog)
+    rng = np.random.default_rng(3)
+    xs = [rng.integers(-128, 128, t["shape"]).astype(np.int8) for t in info["inputs"]]
+    stepped, _ = _core.Runtime(cores=cores, sram_kb=kb, execution="step").run(prog, xs)
+    np.testing.assert_array_equal(stepped[0], want[0])
+
+
+def depthwise_28():
+    g, _ = irb.conv("DEPTHWISE_CONV_2D", in_hw=(28, 28), c_in=192, kernel=(3, 3),
+                    padding="SAME", weights_axis=3)
+    return g
+
+
+def test_depthwise_loads_each_kernel_with_its_tile():
+    """MobileNetV2's block_4 depthwise (28x28x192, 3x3) at 8 cores: the tiles hold
+    48 of the 192 channels (4 groups) and 28 rows need a command of 24 rows on 8
+    cores and one of 4 on 4. With one K area, every group's (and every core
+    split's) kernel load waited for the previous command to finish computing, so
+    the DMA of each new group stood still: 8617 cycles. With a K area in each
+    buffer set (k_per_set) every command loads its kernel (48 x 9 weights plus
+    bias and quantization, a few hundred bytes) with its tile into its own set,
+    under the previous command's compute: the device takes 6957 cycles, within
+    the 1.25x of the planner's estimate the halo reads leave (mode 2 at 3.5 rows
+    per core reads (3.5 + 2) / 3.5 of the input rows)."""
+    p = _core.plan_op(depthwise_28(), 0, cores=8)
+    assert p["k_per_set"] and p["double_buffer"]
+    assert p["layout"]["k"][0] != p["layout"]["k"][1]
+    _, _, stats = run(depthwise_28(), 8)
+    assert stats["cycles"] == 6957
+
+
+@pytest.mark.parametrize("cores,kb", [(4, 32), (8, 16), (32, 64)])
+def test_kernel_per_set_is_bit_exact(cores, kb):
+    """A kernel loaded with each tile is the same kernel: the outputs equal the
+    one-core schedule's at every core count and SRAM size."""
+    _, want, _ = run(depthwise_28(), 1, kb)
+    _, got, _ = run(depthwise_28(), cores, kb)
+    np.testing.assert_array_equal(got[0], want[0])

@@ -65,6 +65,7 @@ py::dict plan_dict(const nacc::compiler::TilePlan& p) {
                "write_bytes"_a = p.estimate.write_bytes, "commands"_a = p.estimate.commands);
   return py::dict("cores"_a = p.cores, "mode"_a = nacc::compiler::broadcast_mode_name(p.mode),
                   "weights_outer"_a = p.weights_outer, "double_buffer"_a = p.double_buffer,
+                  "k_per_set"_a = p.k_per_set,
                   "rows_per_core"_a = p.rows_per_core, "cols"_a = p.cols,
                   "channels_per_core"_a = p.channels_per_core, "row_pieces"_a = spans(p.row_pieces),
                   "col_pieces"_a = spans(p.col_pieces), "groups"_a = spans(p.groups),

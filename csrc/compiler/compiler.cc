@@ -249,7 +249,20 @@ struct Residency {
   // SRAM base) that loaded them: the device keeps one of each per core
   // (docs/device_model.md §1), so only the last load can be reused.
   std::vector<uint32_t> k, fm;
+  // How many cores (0 .. n-1) hold them. A kernel the same on every core
+  // (mode 2 broadcasts it; one core) and an IFM tile the same on every core
+  // (mode 1 broadcasts it; one core) are held by each core that loaded them,
+  // so a later command on no more cores reuses them; the signatures then
+  // leave the core count out (kernel_cores_key, fm_cores_key).
+  int k_cores = 0, fm_cores = 0;
 };
+
+// The part of the kernel signature that depends on the core split: mode 1
+// gives every core its own slice (the whole NACC_BROADCAST_CTRL counts); mode
+// 2 and one core hold the same kernel on every core (nothing: Residency::k_cores).
+uint32_t kernel_cores_key(const Emitter& em, BroadcastMode mode) {
+  return mode == BroadcastMode::SPLIT_KERNEL ? em.shadow(Reg::NACC_BROADCAST_CTRL) : 0u;
+}
 
 int log2_exact(int v) {
   int l = 0;
@@ -506,7 +519,8 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
               em.shadow(Reg::NACC_QUANT_MUL_DMA_ADDR),
               em.shadow(Reg::NACC_QUANT_SHIFT_DMA_ADDR),
               uint32_t(op.out_channels(c.group.size)),
-              em.shadow(Reg::NACC_BROADCAST_CTRL)};
+              kernel_cores_key(em, c.mode),
+              uint32_t(c.mode == BroadcastMode::SPLIT_KERNEL ? c.split.avg : 0)};
     }
     case Unit::kElementwise: {
       // The output multiplier and shift (K area); the second operand (TEMP
@@ -555,7 +569,7 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
       // release the K area.
       return {em.shadow(Reg::NACC_IN_K_DMA_ADDR), em.shadow(Reg::NACC_QUANT_MUL_DMA_ADDR),
               em.shadow(Reg::NACC_QUANT_SHIFT_DMA_ADDR), em.shadow(Reg::NACC_ACT_PARA),
-              em.shadow(Reg::NACC_FM_CH), em.shadow(Reg::NACC_BROADCAST_CTRL)};
+              em.shadow(Reg::NACC_FM_CH), kernel_cores_key(em, c.mode)};
     }
     case Unit::kActivation:
       em.set_register(Reg::NACC_IN_ACT_DMA_ADDR, constant(k.lut));
@@ -576,7 +590,7 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
           em.shadow(Reg::NACC_QUANT_SHIFT_DMA_ADDR),
           em.shadow(Reg::NACC_IN_ACT_DMA_ADDR),
           uint32_t(op.out_channels(c.group.size)),
-          em.shadow(Reg::NACC_BROADCAST_CTRL),
+          kernel_cores_key(em, c.mode),
           uint32_t(c.mode == BroadcastMode::SPLIT_KERNEL ? c.split.avg : 0)};
 }
 
@@ -662,21 +676,33 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
   // Reuse the kernel / IFM tile a core holds when the same registers (and
   // SRAM base) loaded it: K_UPD = 0 / FM_UPD = 0 (docs/device_model.md §1).
   if (!k_sig.empty()) k_sig.push_back(uint32_t(k_base));
-  const std::vector<uint32_t> fm_sig = {em.shadow(Reg::NACC_IN_FM_DMA_ADDR),
+  std::vector<uint32_t> fm_sig = {em.shadow(Reg::NACC_IN_FM_DMA_ADDR),
                                         em.shadow(Reg::NACC_DMA_PARA2),
                                         em.shadow(Reg::NACC_DMA_OFFSET1),
                                         em.shadow(Reg::NACC_IN_FM_SPLIT),
                                         em.shadow(Reg::NACC_IN_FM_SPLIT_H_OFFSET),
                                         em.shadow(Reg::NACC_IN_FM_SPLIT_W_OFFSET),
                                         em.shadow(Reg::NACC_FM_CH) & 0xFFFFu,
-                                        uint32_t(ifm_base),
-                                        em.shadow(Reg::NACC_BROADCAST_CTRL),
-                                        em.shadow(Reg::NACC_BROADCAST_DMA),
-                                        em.shadow(Reg::NACC_BROADCAST_SPLIT)};
-  const bool k_resident = !k_sig.empty() && res.k == k_sig;
-  const bool fm_resident = op.unit != Unit::kElementwise && res.fm == fm_sig;
-  if (!k_sig.empty()) res.k = k_sig;
+                                        uint32_t(ifm_base)};
+  // Mode 2 gives each core its own rows (the split registers count); mode 1
+  // and one core hold the same tile on every core (Residency::fm_cores).
+  if (c.mode == BroadcastMode::SPLIT_HEIGHT) {
+    for (Reg r : {Reg::NACC_BROADCAST_CTRL, Reg::NACC_BROADCAST_DMA, Reg::NACC_BROADCAST_SPLIT}) {
+      fm_sig.push_back(em.shadow(r));
+    }
+  }
+  fm_sig.push_back(uint32_t(c.mode == BroadcastMode::SPLIT_HEIGHT));
+  const int cores = c.split.cores;
+  const bool k_resident = !k_sig.empty() && res.k == k_sig &&
+                          (c.mode == BroadcastMode::SPLIT_KERNEL || cores <= res.k_cores);
+  const bool fm_resident = op.unit != Unit::kElementwise && res.fm == fm_sig &&
+                           (c.mode == BroadcastMode::SPLIT_HEIGHT || cores <= res.fm_cores);
+  if (!k_sig.empty()) {
+    res.k = k_sig;
+    res.k_cores = k_resident ? std::max(res.k_cores, cores) : cores;
+  }
   res.fm = fm_sig;
+  res.fm_cores = fm_resident ? std::max(res.fm_cores, cores) : cores;
 
   const auto [ctrl, opcode] = control(op, !fm_resident, !k_resident);
   em.set_register(Reg::NACC_CTRL, ctrl);
@@ -775,10 +801,17 @@ int64_t input_read_once(const Context& ctx, const LoweredOp& op) {
 // core (docs/performance_model.md §4). A CONV_2D may run direct (= matrix mode
 // for 1x1 stride 1) or, where the MATRIX_A fields hold it and it does not
 // write a CONCATENATION slice, as im2col; the bound takes the fewer cycles
-// whichever lowering the planner chose.
-int64_t bound_mac_cycles(const LoweredOp& op) {
+// whichever lowering the planner chose. A ones-operand matmul over at most
+// 15x15 cells could run as one depthwise window (conv_modes.h
+// ones_matmul_of): the bound takes the fewer cycles of the two.
+int64_t bound_mac_cycles(const Context& ctx, const LoweredOp& op) {
   const int channels = op.split_channels();
   const int64_t chosen = compiler::mac_cycles(op, op.out_shape.h, op.out_shape.w, channels);
+  if (op.ones_a) {
+    const Shape4 in = compiler::nhwc_of(ctx.graph.tensor(op.input).shape);
+    if (in.h > limits::kMaxKernel || in.w > limits::kMaxKernel) return chosen;
+    return std::min(chosen, cost::window_mac_cycles(1, 1, op.out_shape.c, int64_t(in.h) * in.w));
+  }
   const bool conv = op.unit == Unit::kConv || (op.unit == Unit::kMatmul && op.im2col) ||
                     op.lowering == "matrix";
   if (!conv || op.lowering == "matrix") return chosen;  // matrix == direct cycles
@@ -825,7 +858,7 @@ void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, 
   // bandwidth) with the work spread over every core and the bandwidth the
   // lesser of the shared external port and the cores' own DMA ports.
   const int channels = op.split_channels();
-  const int64_t mac = bound_mac_cycles(op);
+  const int64_t mac = bound_mac_cycles(ctx, op);
   const int64_t act = compiler::act_cycles(op, op.out_shape.h, op.out_shape.w, channels);
   rec.bound_cycles = cost::op_bound_cycles(mac, act, read, write, hw);
 }

@@ -2,6 +2,8 @@
 // conv_modes.h, docs/compiler.md §2).
 #include "compiler/conv_modes.h"
 
+#include <algorithm>
+
 #include "arch/cost_model.h"
 #include "arch/fields.h"
 #include "arch/limits.h"
@@ -105,9 +107,49 @@ std::optional<LoweredOp> pixel_rows_of(const LoweredOp& op) {
   return l;
 }
 
+std::optional<LoweredOp> ones_matmul_of(const LoweredOp& op) {
+  if (op.unit != Unit::kDepthwise || op.depth_multiplier != 1 || op.int4_weights ||
+      op.kernel_h != op.in_shape.h || op.kernel_w != op.in_shape.w || op.out_shape.h != 1 ||
+      op.out_shape.w != 1 || op.pad_top || op.pad_left || op.pad_bottom || op.pad_right ||
+      !op.bias.empty() || op.pool_fp32 || op.out_pixel_pitch || op.out_channel_offset ||
+      op.in_pixel_pitch || op.in_row_pitch || op.in_tensor_w || op.in_y0 || op.in_x0 ||
+      op.out_tensor_w || op.out_y0 || op.out_x0) {
+    return std::nullopt;
+  }
+  if (!std::all_of(op.weights.begin(), op.weights.end(), [](int8_t w) { return w == 1; })) {
+    return std::nullopt;
+  }
+  LoweredOp l = op;
+  l.unit = Unit::kMatmul;
+  l.ones_a = true;
+  l.input2 = op.input;
+  l.in_shape = Shape4{1, 1, 1, op.in_shape.h * op.in_shape.w};
+  l.out_shape = Shape4{1, 1, 1, op.out_shape.c};
+  l.b_zero_point = op.input_zero_point;
+  l.input_zero_point = 0;  // A's (the ones)
+  l.kernel_h = l.kernel_w = l.stride_h = l.stride_w = 1;
+  l.weights.clear();
+  l.lowering = "ones_matmul";
+  return l;
+}
+
 ChosenLowering choose_lowering(const LoweredOp& op, const HwConfig& hw, const PlanOptions& options,
                                ConvLowering mode) {
   ChosenLowering best{op, plan_tiles(op, hw, options)};
+  // A whole-input window has one output pixel, which mode 2 cannot share:
+  // on more cores its ones-operand matmul splits the channels (mode 1).
+  if (hw.cores > 1 && mode != ConvLowering::kDirect) {
+    if (std::optional<LoweredOp> ones = ones_matmul_of(op)) {
+      try {
+        TilePlan plan = plan_tiles(*ones, hw, options);
+        if (plan.estimate.cycles < best.plan.estimate.cycles) {
+          best = ChosenLowering{std::move(*ones), std::move(plan)};
+        }
+      } catch (const Unsupported&) {
+      }
+      return best;
+    }
+  }
   // Pixel rows where the rows are too few to share across the cores evenly.
   if (hw.cores > 1 && op.out_shape.h < 8 * hw.cores && mode != ConvLowering::kDirect) {
     if (std::optional<LoweredOp> flat = pixel_rows_of(op)) {

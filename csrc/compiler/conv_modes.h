@@ -54,6 +54,16 @@ std::optional<LoweredOp> subsampled_of(const LoweredOp& conv);
 // applicable (a width of 1, H*W > 65535, or a strided output slice).
 std::optional<LoweredOp> pixel_rows_of(const LoweredOp& op);
 
+// A depthwise pass whose one window covers the whole input (a MEAN or a
+// global AVERAGE_POOL_2D of at most 15x15 cells, lower.cc) as the ones-operand
+// matmul (docs/compiler.md "MEAN"): A = K = H*W ones, B = the input as [K, C]
+// with the depthwise input zero point as B's, the same output stage. The
+// depthwise unit sums 1 * (x - zi) over the window, the matrix unit
+// 1 * (x - zi) over the K rows: the same int32 sums, bit-identical. Its
+// columns split over the cores in mode 1 (docs/device_model.md §5), where a
+// 1x1 output gives mode 2 nothing to share. nullopt when not applicable.
+std::optional<LoweredOp> ones_matmul_of(const LoweredOp& op);
+
 struct ChosenLowering {
   LoweredOp op;
   TilePlan plan;

@@ -53,7 +53,7 @@ TileBytes tile_bytes(const LoweredOp& op, int rows, int cols, int channels) {
   return b;
 }
 
-enum class LayoutKind { kSingle, kDoubleFm, kDoubleK };
+enum class LayoutKind { kSingle, kDoubleFm, kDoubleK, kDoubleAll };
 
 std::optional<SramLayout> make_layout(const SramGeometry& g, const TileBytes& b, LayoutKind kind) {
   SramLayout l;
@@ -86,6 +86,23 @@ std::optional<SramLayout> make_layout(const SramGeometry& g, const TileBytes& b,
       l.ofm[1] = b1 + ifm + temp;
       l.k[0] = l.k[1] = b1 + set;
       l.end = b1 + set + k;
+      break;
+    }
+    case LayoutKind::kDoubleAll: {
+      // Two full sets (IFM, TEMP, OFM, K): set 0 at 0, set 1 at the first
+      // quarter boundary above it.
+      const int64_t set = ifm + temp + ofm + k;
+      const int64_t j = std::max<int64_t>(1, ceil_div(set, g.quarter));
+      if (j > 3) return std::nullopt;
+      const int64_t b1 = j * g.quarter;
+      for (int i = 0; i < 2; ++i) {
+        const int64_t b = i ? b1 : 0;
+        l.ifm[i] = b;
+        l.temp[i] = b + ifm;
+        l.ofm[i] = b + ifm + temp;
+        l.k[i] = b + ifm + temp + ofm;
+      }
+      l.end = b1 + set;
       break;
     }
     case LayoutKind::kDoubleK:
@@ -251,6 +268,28 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
   const int64_t ngroups = int64_t(p.groups.size());
   double cycles = 0, read = 0, write = 0;
   double first_read = -1, last_write = 0;
+  if (p.k_per_set) {
+    // Every command loads its tile and its kernel into its own set.
+    for (const auto& [g, ng] : groups) {
+      for (const auto& [h, nh] : rows) {
+        for (const auto& [w, nw] : cols) {
+          const Cmd c = command(h, w, g);
+          const double cnt = double(ng) * nh * nw;
+          cycles += cnt * std::max({c.read_fm_t + c.read_k_t, c.compute, c.write_t});
+          read += cnt * (c.fm_ext + c.k_ext);
+          write += cnt * c.write_ext;
+          if (first_read < 0) first_read = c.read_fm_t + c.read_k_t;
+          last_write = c.write_t;
+        }
+      }
+    }
+    PlanEstimate e;
+    e.cycles = int64_t(cycles + std::max(0.0, first_read) + last_write + 0.5);
+    e.read_bytes = int64_t(read + 0.5);
+    e.write_bytes = int64_t(write + 0.5);
+    e.commands = spatial * ngroups;
+    return e;
+  }
   const bool fm_once = !p.double_buffer && spatial == 1 && ifm_shared_across_groups(op);
   const bool k_once = !p.double_buffer && ngroups == 1;
   const auto stage = [&](double r, double c, double w) {
@@ -280,6 +319,31 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
       const double n_without = double(ng) - n_with;
       // Each group's weights are loaded once, before its first tile.
       cycles += n_with * with_fm + n_without * without_fm + double(ng) * any.read_k_t;
+      if (p.double_buffer && any.k_ext > 0) {
+        // A kernel load waits for the previous command's compute to release
+        // the one K area, so the pipeline drains and refills: at each group
+        // (but the op's first, the fill below) and wherever a command uses
+        // more cores than the one before within the group (cores beyond those
+        // that loaded the broadcast kernel do not hold it). Not for an op
+        // without a K area (pooling).
+        int reloads = 1;
+        if (p.mode == BroadcastMode::SPLIT_HEIGHT) {
+          int prev = -1, prev_size = -1;
+          for (const Span& r : p.row_pieces) {
+            if (r.size == prev_size) continue;  // same size, same split
+            prev_size = r.size;
+            const int n = command_split(op, p, r.size, g).cores;
+            if (prev >= 0 && n > prev) ++reloads;
+            prev = n;
+          }
+        }
+        // A LUT kernel is the same for every group of one size: it reloads
+        // once per size class, other kernels at every group.
+        const double loads = op.unit == Unit::kActivation ? 1.0 : double(ng);
+        cycles += (loads * reloads - (first ? 1.0 : 0.0)) * any.read_fm_t +
+                  loads * (reloads - 1) * any.read_k_t;
+        read += loads * (reloads - 1) * any.k_ext;
+      }
       read += n_with * fm_read + double(ng) * any.k_ext;
       write += double(ng) * wr;
       first = false;
@@ -305,6 +369,27 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
         const double n_without = cnt - n_with;
         // Each spatial tile's IFM is loaded once, before its first group.
         cycles += n_with * with_k + n_without * without_k + cnt * any.read_fm_t;
+        if (p.double_buffer) {
+          // An IFM load waits for the previous command's compute to release
+          // the one IFM area: the pipeline drains and refills at each spatial
+          // tile (but the op's first) and wherever a command uses more cores
+          // than the one before across the groups (cores beyond those that
+          // loaded the broadcast tile do not hold it).
+          int reloads = 1;
+          if (p.mode == BroadcastMode::SPLIT_KERNEL) {
+            int prev = -1, prev_size = -1;
+            for (const Span& g : p.groups) {
+              if (g.size == prev_size) continue;  // same size, same split
+              prev_size = g.size;
+              const int n = command_split(op, p, h, g.size).cores;
+              if (prev >= 0 && n > prev) ++reloads;
+              prev = n;
+            }
+          }
+          cycles += (cnt * reloads - (first ? 1.0 : 0.0)) * any.read_k_t +
+                    cnt * (reloads - 1) * any.read_fm_t;
+          read += cnt * (reloads - 1) * any.fm_ext;
+        }
         read += n_with * k_read + cnt * any.fm_ext;
         write += cnt * wr;
         first = false;
@@ -447,7 +532,8 @@ std::string TilePlan::describe() const {
   std::ostringstream os;
   os << lowering << ": cores " << cores << " mode " << broadcast_mode_name(mode) << ", "
      << (weights_outer ? "weights resident" : "IFM resident")
-     << (double_buffer ? ", double-buffered" : "") << ", tile " << rows_per_core
+     << (double_buffer ? ", double-buffered" : "") << (k_per_set ? " (K per set)" : "")
+     << ", tile " << rows_per_core
      << " rows/core x " << cols << " cols x " << channels_per_core << " ch/core; "
      << row_pieces.size() << " row x " << col_pieces.size() << " col x " << groups.size()
      << " channel pieces; SRAM " << layout.end << " B; est. " << estimate.cycles << " cycles, "
@@ -464,13 +550,15 @@ struct Choice {
   int channels_per_core = 1;
   bool weights_outer = true;
   bool double_buffer = false;
+  bool k_per_set = false;
   int cols = 1;            // tile width
   int rows_per_core = 1;   // tile height one core holds
   PlanEstimate estimate;
 };
 
-LayoutKind layout_kind(bool double_buffer, bool weights_outer) {
+LayoutKind layout_kind(bool double_buffer, bool weights_outer, bool k_per_set) {
   return !double_buffer ? LayoutKind::kSingle
+         : k_per_set     ? LayoutKind::kDoubleAll
          : weights_outer ? LayoutKind::kDoubleFm
                          : LayoutKind::kDoubleK;
 }
@@ -484,6 +572,7 @@ TilePlan build_plan(const LoweredOp& op, const HwConfig& hw, const SramGeometry&
   p.mode = c.mode;
   p.weights_outer = c.weights_outer;
   p.double_buffer = c.double_buffer;
+  p.k_per_set = c.k_per_set;
   p.cols = c.cols;
   p.rows_per_core = c.rows_per_core;
   p.channels_per_core = c.channels_per_core;
@@ -500,7 +589,7 @@ TilePlan build_plan(const LoweredOp& op, const HwConfig& hw, const SramGeometry&
   }
   p.lowering = op.lowering;
   p.layout = *make_layout(geo, tile_bytes(op, c.rows_per_core, c.cols, c.channels_per_core),
-                          layout_kind(c.double_buffer, c.weights_outer));
+                          layout_kind(c.double_buffer, c.weights_outer, c.k_per_set));
   p.estimate = estimate(op, hw, p);
   return p;
 }
@@ -537,7 +626,7 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
   // one that splits the work more evenly.
   std::vector<Choice> choices;
   const auto consider = [&](Choice c) {
-    const LayoutKind kind = layout_kind(c.double_buffer, c.weights_outer);
+    const LayoutKind kind = layout_kind(c.double_buffer, c.weights_outer, c.k_per_set);
     const auto fit = [&](int rows, int cols) {
       return make_layout(geo, tile_bytes(op, rows, cols, c.channels_per_core), kind).has_value();
     };
@@ -575,7 +664,10 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
       modes = {BroadcastMode::NONE};
     } else {
       modes = {BroadcastMode::SPLIT_HEIGHT};
-      if ((op.unit == Unit::kConv || op.unit == Unit::kFullyConnected) && channels >= 2) {
+      // Mode 1 splits the kernel operand: conv and FC weights, matmul B's
+      // columns (docs/device_model.md §5).
+      if ((op.unit == Unit::kConv || op.unit == Unit::kFullyConnected ||
+           op.unit == Unit::kMatmul) && channels >= 2) {
         modes.push_back(BroadcastMode::SPLIT_KERNEL);
       }
     }
@@ -594,6 +686,10 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
             c.weights_outer = weights_outer;
             c.double_buffer = db;
             consider(c);
+            if (db && weights_outer && op.unit == Unit::kDepthwise) {
+              c.k_per_set = true;
+              consider(c);
+            }
           }
         }
       }

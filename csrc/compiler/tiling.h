@@ -69,6 +69,11 @@ struct TilePlan {
   // IFM stays resident (FM_UPD = 0) while the channel groups stream through.
   bool weights_outer = true;
   bool double_buffer = false;
+  // Double buffered with a K area in each buffer set (weights resident only):
+  // every command loads its kernel with its tile, so a new channel group (or
+  // core split) loads under the previous command's compute instead of waiting
+  // for it to release the one K area. Depthwise only (its kernel is small).
+  bool k_per_set = false;
   int rows_per_core = 0;      // output rows one core holds (mode 2: per core)
   int cols = 0;               // output columns of a tile
   int channels_per_core = 0;  // basis channels one core holds

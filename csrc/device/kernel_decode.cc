@@ -183,9 +183,12 @@ void read_multicore(const RegisterFile& r, const HwConfig& hw, Setup& s) {
     return;
   }
   if (s.mode == value_of(BroadcastMode::SPLIT_KERNEL)) {
-    require(s.fam == Family::kConv || s.fam == Family::kFullyConnected,
-            "BROADCAST_MODE SPLIT_KERNEL (mode 1) is for convolution and fully connected only, "
-            "not ", opcode_name(s.op), " (NACC_SPEC §4)");
+    // Matmul's kernel operand is B (columns split; project decision,
+    // docs/device_model.md §5).
+    require(s.fam == Family::kConv || s.fam == Family::kFullyConnected ||
+                s.fam == Family::kMatmul,
+            "BROADCAST_MODE SPLIT_KERNEL (mode 1) is for convolution, fully connected and "
+            "matmul only, not ", opcode_name(s.op), " (NACC_SPEC §4, docs/device_model.md §5)");
     s.oc_per_core = int(r.field(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET));
     const int64_t last = int64_t(s.out_c) - int64_t(n - 1) * s.oc_per_core;
     require((n == 1 || s.oc_per_core >= 1) && last >= 1, "mode 1: ", n - 1, " cores x ",

@@ -204,6 +204,10 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
 
   // External accesses.
   const uint64_t ck = uint64_t(s.mode == value_of(BroadcastMode::SPLIT_KERNEL) ? i : 0);
+  // Where this core's kernel operand starts: its weight block (mode 1: one
+  // per core at the K_TRANS_LEN stride), or matmul B's column oc0.
+  const uint64_t k_off =
+      s.fam == Family::kMatmul ? uint64_t(c.oc0) * uint64_t(s.elem) : ck * uint64_t(s.k_block);
   c.fm_read.addr = device_address(ctx, s.a_in, uint64_t(c.vy0) * s.in_row + uint64_t(c.vx0) * s.in_pix);
   c.fm_read.rows = c.vh;
   c.fm_read.cols = c.vw;
@@ -216,7 +220,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
               uint64_t(s.in_w), uint64_t(c.ifm.lo), uint64_t(s.im2col),
               uint64_t(s.kx), uint64_t(s.ky), uint64_t(s.sx), uint64_t(s.sy)};
   const uint64_t none = ~uint64_t(0);
-  c.k_key = {uint64_t(s.fam), device_address(ctx, s.a_k, ck * uint64_t(s.k_block)),
+  c.k_key = {uint64_t(s.fam), device_address(ctx, s.a_k, k_off),
              uint64_t(s.k_block), s.fam == Family::kMatmul ? s.k_pitch : 0,
              s.needs_bias ? device_address(ctx, s.a_bias, uint64_t(bias_entry) * uint64_t(c.oc0)) : none,
              s.needs_quant ? device_address(ctx, s.a_mul, (s.real_scale ? 8 : 4) * uint64_t(c.oc0)) : none,
@@ -280,13 +284,14 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
       acc += s.k_block;
     }
     if (s.fam == Family::kMatmul) {
-      c.b_read.addr = device_address(ctx, s.a_k, 0);
+      c.b_read.addr = device_address(ctx, s.a_k, k_off);
       c.b_read.rows = int(s.mat_k);
       c.b_read.bytes = c.noc;
       c.b_read.row_pitch = s.k_pitch;
       c.b_read.sram = c.w_lo;
       resolve(env, c.b_read,
-              [&] { return str_cat("matmul B (", reg_text(Reg::NACC_IN_K_DMA_ADDR, s.a_k), ")"); });
+              [&] { return str_cat("matmul B", core_text(s, i), " (",
+                                   reg_text(Reg::NACC_IN_K_DMA_ADDR, s.a_k, k_off), ")"); });
       acc += c.b_read.total();
     }
     struct Part {

@@ -100,6 +100,15 @@ def resnet50(size=224, classes=1000):
     return _settle(m, _calibration((size, size, 3)))
 
 
+def efficientnet_b0(size=224, classes=1000):
+    import keras
+
+    keras.utils.set_random_seed(7)
+    m = keras.applications.EfficientNetB0(input_shape=(size, size, 3), weights=None,
+                                          classes=classes)
+    return _settle(m, _calibration((size, size, 3)))
+
+
 def resnet_style(size=32, classes=10):
     """Three residual stages (conv-BN-ReLU x2 + identity / 1x1 projection ADD)."""
     import keras
@@ -307,6 +316,7 @@ MODELS: Dict[str, Tuple[Callable, Tuple[int, ...], Callable]] = {
     "mobilenet_v2_035_96": (mobilenet_v2, (96, 96, 3), _calibration),
     "mobilenet_v2_100_224": (_mobilenet_v2_224, (224, 224, 3), _calibration),
     "resnet50_224": (resnet50, (224, 224, 3), _calibration),
+    "efficientnet_b0_224": (efficientnet_b0, (224, 224, 3), _calibration),
     "resnet_style_32": (resnet_style, (32, 32, 3), _calibration),
     "digits_cnn": (digits_cnn, (8, 8, 1), _digits_calibration),
     "squeezenet_224": (squeezenet_style, (224, 224, 3), _calibration),
