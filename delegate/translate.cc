@@ -324,6 +324,9 @@ class Translator {
                                                                   : -1;
       if (int4_version < 0 || spec.version <= int4_version) return;
     }
+    // CONV_2D version 6 is the grouped convolution: one convolution per group
+    // (compiler/lower.h lower_conv_parts); the grouped_convolution rule checks it.
+    if (kind == OpKind::kConv2D && spec.version == 6) return;
     if (auto lim = version_limit(spec.builtin_code); lim && spec.version > lim->max_version) {
       reason(r, "op_version", str_cat("version ", spec.version),
              str_cat("the core implements versions 1 to ", lim->max_version, " (", lim->why, ")"));

@@ -50,9 +50,10 @@ class ModelBuilder:
         return i
 
     def conv(self, x, cout, k=3, stride=1, padding="SAME", dilation=1, activation="RELU",
-             out_scale=0.1, out_zp=-5, name=None, version=3, kw=None):
+             out_scale=0.1, out_zp=-5, name=None, version=3, kw=None, groups=1):
         t = self.meta[x]
-        cin = t.shape[3]
+        cin = t.shape[3] // groups  # the filter's input channels (CONV_2D v6: grouped)
+        version = 6 if groups > 1 else version
         w, scales = conv_weights(self.rng, cout, k, kw or k, cin)
         b = bias(self.rng, t.scale, scales)
         h, wd = t.shape[1], t.shape[2]
@@ -68,17 +69,23 @@ class ModelBuilder:
                            fused_activation_function=activation), version=version)
         return o
 
-    def depthwise(self, x, k=3, stride=1, multiplier=1, activation="RELU6", name=None):
+    def depthwise(self, x, k=3, stride=1, multiplier=1, activation="RELU6", name=None,
+                  dilation=1, padding="SAME"):
         t = self.meta[x]
         c = t.shape[3] * multiplier
         scales = list(np.linspace(0.005, 0.02, c))
         w = QTensor((1, k, k, c), "int8", scale=scales, zero_point=[0] * c, quantized_dimension=3,
                     data=self.rng.integers(-127, 128, (1, k, k, c)))
         b = bias(self.rng, t.scale, scales)
-        oh, ow = -(-t.shape[1] // stride), -(-t.shape[2] // stride)
+        if padding == "SAME":
+            oh, ow = -(-t.shape[1] // stride), -(-t.shape[2] // stride)
+        else:
+            ek = dilation * (k - 1) + 1
+            oh, ow = (t.shape[1] - ek) // stride + 1, (t.shape[2] - ek) // stride + 1
         o = self.tensor(act((1, oh, ow, c), 0.08, 2, name=name))
         self.g.add_op("DEPTHWISE_CONV_2D", [x, self.tensor(w), self.tensor(b)], [o],
-                      dict(padding="SAME", stride_w=stride, stride_h=stride,
+                      dict(padding=padding, stride_w=stride, stride_h=stride,
+                           dilation_w_factor=dilation, dilation_h_factor=dilation,
                            depth_multiplier=multiplier, fused_activation_function=activation),
                       version=3)
         return o

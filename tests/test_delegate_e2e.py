@@ -63,7 +63,7 @@ def host_ops_in_the_middle():
     a = m.conv(x, 8, name="c0")
     b = m.softmax(a, name="softmax")                        # no NPU kind
     c = m.conv(b, 8, name="c1")
-    d = m.conv(c, 8, dilation=2, name="dilated")            # dilation 2
+    d = m.conv(c, 8, dilation=2, stride=2, name="dilated")  # dilation 2 with stride 2
     e = m.conv(d, 8, name="c2")
     f = m.conv(e, 8, k=16, padding="SAME", name="k16")      # 16x16 kernel
     g = m.conv(f, 8, name="c3")

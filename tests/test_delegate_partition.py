@@ -120,7 +120,10 @@ SINGLE_NODE_CASES = [
     ("conv_valid_stride2", lambda: single_conv(stride=2, padding="VALID"), "npu", False),
     ("conv_stride3", lambda: single_conv(stride=3), "npu", False),
     ("conv_stride4", lambda: single_conv(stride=4), ("stride", "stride 4x4"), False),
-    ("conv_dilation2", lambda: single_conv(dilation=2), ("dilation", "dilation 2x2"), False),
+    ("conv_dilation2", lambda: single_conv(dilation=2), "npu", False),  # phases
+    ("conv_dilation2_stride2", lambda: single_conv(dilation=2, stride=2, padding="VALID"),
+     ("dilation", "dilation 2x2 with stride 2x2"), False),
+    ("conv_grouped_v6", lambda: single_conv(hw=8, groups=1, version=6), "npu", False),
     ("conv_kernel15", lambda: single_conv(hw=17, k=15, padding="VALID"), "npu", False),
     ("conv_kernel16", lambda: single_conv(hw=17, k=16, padding="VALID"), ("kernel_size", "kernel 16x16"), False),
     ("conv_relu_n1", lambda: single_conv(activation="RELU_N1_TO_1"), "npu", False),
@@ -291,10 +294,10 @@ def test_log_level_off_is_silent(capfd):
 
 
 def test_warning_names_node_and_rule(capfd):
-    prepare(single_conv(dilation=2), log_level="warning")
+    prepare(single_conv(hw=17, k=16, padding="VALID"), log_level="warning")
     err = capfd.readouterr().err
-    assert ("NACC delegate: Warning: CONV_2D 't1' (node 0) stays on the host: dilation 2x2 \u2014 "
-            "dilation must be 1 (NACC_KERNEL.K_DILATION_X/Y)") in err
+    assert ("NACC delegate: Warning: CONV_2D 't1' (node 0) stays on the host: kernel 16x16 \u2014 "
+            "kernel height and width must be in [1, 15] (NACC_KERNEL.K_SIZE_X/Y)") in err
     assert "claimed 0 of 1" not in err  # the summary is info level
 
 

@@ -220,14 +220,17 @@ def test_claims_pools_sharing_quantization(op):
 
 DECLINES = [
     # id, model builder, declined op, words the reason must contain
-    ("grouped_conv", lambda: om.qdq_unit(om.conv(c_in=8, c_out=8, group=2)), "Conv",
-     "no grouped convolution"),
+    # grouped and dilated Conv run as parts (tests/test_grouped_dilated.py);
+    # dilation with a stride, or a padding a phase cannot take, is declined
+    ("conv_dilation_stride_2", lambda: om.qdq_unit(om.conv(dilation=2, stride=2,
+                                                           pads=(2, 2, 2, 2))), "Conv",
+     "dilation 2x2 with stride 2x2"),
     ("conv_stride_4", lambda: om.qdq_unit(om.conv(stride=4, hw=(16, 16))), "Conv",
      "stride must be in [1, 3]"),
     ("conv_kernel_16", lambda: om.qdq_unit(om.conv(c_in=2, c_out=2, hw=(16, 16), k=16, pads=(0, 0, 0, 0))),
      "Conv", "kernel height and width must be in [1, 15]"),
-    ("conv_dilation_2", lambda: om.qdq_unit(om.conv(dilation=2, pads=(2, 2, 2, 2))), "Conv",
-     "dilation must be 1"),
+    ("conv_dilation_2_pad_6", lambda: om.qdq_unit(om.conv(dilation=2, pads=(6, 6, 6, 6))), "Conv",
+     "a phase from output 0 pads 3/3 around its 3-tap window"),
     ("conv_pad_6", lambda: om.qdq_unit(om.conv(k=3, pads=(6, 6, 6, 6))), "Conv",
      "padding must be in [0, 5]"),
     ("conv_uint8_weights_zp", lambda: _u8_weights_zp(), "Conv", "zero point"),

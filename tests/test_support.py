@@ -249,7 +249,16 @@ CASES = [
     past("stride", "4x4", lambda: b.conv(stride=(4, 4)), "stride 4x4"),
     past("stride", "max-pool-1x4", lambda: b.pool(stride=(1, 4)), "stride 1x4"),
     at("dilation", "1", lambda: b.conv(dilation=(1, 1))),
-    past("dilation", "2", lambda: b.conv(dilation=(2, 1)), "dilation 2x1"),
+    # Dilation runs as phases of undilated windows (stride 1 only; each phase
+    # padding at most 5 and below the kernel).
+    at("dilation", "2x1", lambda: b.conv(dilation=(2, 1))),
+    at("dilation", "6-same", lambda: b.conv(dilation=(6, 6), padding="SAME", in_hw=(9, 9))),
+    at("dilation", "depthwise-4", lambda: b.conv("DEPTHWISE_CONV_2D", dilation=(4, 4),
+                                                 padding="SAME")),
+    past("dilation", "2-stride-2", lambda: b.conv(dilation=(2, 1), stride=(2, 2)),
+         "dilation 2x1 with stride 2x2"),
+    past("dilation", "phase-pad-3", lambda: b.conv(dilation=(2, 2), pads=(6, 0, 0, 0)),
+         "dilation 2x2: a phase from output 0 pads 3/0 around its 3-tap window"),
     at("padding", "5", lambda: b.conv(pads=(5, 5, 5, 5))),
     past("padding", "6", lambda: b.conv(pads=(6, 6, 0, 0)), "padding top/bottom/left/right 6/6/0/0"),
     # SAME with an 11-wide kernel pads 5/5; with a 12-wide one 5/6 (the extra
@@ -272,8 +281,11 @@ CASES = [
                                                  depth_multiplier=16),
          "depth multiplier 16"),
     at("grouped_convolution", "dense", lambda: b.conv(c_in=4, filter_c_in=4)),
-    past("grouped_convolution", "2-groups", lambda: b.conv(c_in=4, filter_c_in=2),
-         "filter input channels 2, input channels 4 (2 groups)"),
+    at("grouped_convolution", "2-groups", lambda: b.conv(c_in=4, filter_c_in=2)),
+    at("grouped_convolution", "4-groups-to-8", lambda: b.conv(c_in=8, filter_c_in=2, c_out=8)),
+    past("grouped_convolution", "outputs-not-dividing", lambda: b.conv(c_in=8, filter_c_in=2,
+                                                                       c_out=6),
+         "filter input channels 2, input channels 8, output channels 6"),
     at("max_pool_window", "15x15", lambda: b.pool(kernel=(15, 15), in_hw=(15, 15), stride=(1, 1))),
     past("max_pool_window", "16x16", lambda: b.pool(kernel=(16, 16), in_hw=(16, 16),
                                                     stride=(1, 1)),
@@ -393,9 +405,9 @@ def test_style_example_message():
 
 
 def test_unnamed_op_is_labelled_by_index():
-    g, op = b.conv(name="", dilation=(2, 2))
+    g, op = b.conv(name="", dilation=(2, 2), stride=(2, 2))
     (v,) = _core.check_op(g, op)
-    assert v.message.startswith("CONV_2D #0: dilation 2x2 \u2014 ")
+    assert v.message.startswith("CONV_2D #0: dilation 2x2 with stride 2x2 \u2014 ")
 
 
 def test_all_non_gate_violations_are_reported_in_table_order():

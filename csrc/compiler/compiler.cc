@@ -333,11 +333,12 @@ void set_layer(Context& ctx, const LoweredOp& op, const OpConstants& k, const Co
   // and keeps the tensor's row pitch.
   const int64_t in_row = int64_t(op.in_row_pixels()) * op.in_shape.c;
   const int64_t in_origin = op.in_y0 * in_row + int64_t(op.in_x0) * op.in_shape.c;
-  const int64_t out_row = int64_t(op.out_row_pixels()) * op.out_pitch();
+  const int64_t out_row =
+      op.out_row_pitch ? op.out_row_pitch : int64_t(op.out_row_pixels()) * op.out_pitch();
   const int64_t out_origin = op.out_y0 * out_row + int64_t(op.out_x0) * op.out_pitch();
   em.set_register(Reg::NACC_IN_FM_DMA_ADDR,
                   op.ones_a ? region_address(compiler::kConstantRegion, k.ones)
-                            : ctx.address(op.input, in_origin + in_c0));
+                            : ctx.address(op.input, in_origin + in_c0 + op.in_byte_offset));
   em.set_register(Reg::NACC_DMA_PARA2,
                   Value()
                       .set(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET,
@@ -350,7 +351,7 @@ void set_layer(Context& ctx, const LoweredOp& op, const OpConstants& k, const Co
                       .get());
   em.set_register(Reg::NACC_OUT_DMA_ADDR,
                   ctx.address(op.output, out_origin + op.out_channel_offset +
-                                             op.out_channels(c.group.start)));
+                                             op.out_byte_offset + op.out_channels(c.group.start)));
   em.set_register(
       Reg::NACC_DMA_OUT_TRANS_LEN,
       Value().set(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN, op.out_pitch()).get());
@@ -960,7 +961,7 @@ std::vector<LoweredOp> check_and_lower_parts(const ir::Graph& g, int i, const Co
   return compiler::lower_op_parts(g, i);
 }
 
-// An AVERAGE_POOL_2D's region passes: the input and output moved once, the
+// An AVERAGE_POOL_2D's region passes or a convolution's group / phase parts: the input and output moved once, the
 // constants of every pass, the passes' MAC-array cycles spread over every core.
 void fill_region_record(const Context& ctx, const std::vector<const LoweredOp*>& parts,
                         const std::vector<const OpConstants*>& consts, OpRecord& rec) {
@@ -1098,8 +1099,10 @@ ir::Graph fold_pads(const ir::Graph& g, const std::vector<int>& outputs, const C
 void lower_into(const ir::Graph& graph, int i, bool folded, const CompileOptions& options,
                 std::vector<LoweredOp>* lowered) {
   if (folded) return;
-  if (graph.ops[i].kind == ir::OpKind::kConcatenation ||
-      graph.ops[i].kind == ir::OpKind::kAveragePool2D) {  // parts, or AVERAGE_POOL_2D region passes
+  const ir::OpKind kind = graph.ops[i].kind;
+  if (kind == ir::OpKind::kConcatenation || kind == ir::OpKind::kAveragePool2D ||
+      kind == ir::OpKind::kConv2D || kind == ir::OpKind::kDepthwiseConv2D) {
+    // parts, AVERAGE_POOL_2D region passes, grouped / dilated convolution parts
     for (LoweredOp& part : check_and_lower_parts(graph, i, options)) {
       lowered->push_back(std::move(part));
     }
@@ -1118,8 +1121,9 @@ OpRecord begin_record(const Context& ctx, const ir::Graph& graph, int i) {
   return rec;
 }
 
-// A CONCATENATION, or an AVERAGE_POOL_2D as region passes (`regions`): each
-// part's constants and commands, one record for all.
+// A CONCATENATION, or an AVERAGE_POOL_2D's region passes or a grouped /
+// dilated convolution's parts (`regions`): each part's constants and
+// commands, one record for all.
 void emit_parts(Context& ctx, const std::vector<const LoweredOp*>& parts,
                 const std::vector<const TilePlan*>& plans, bool regions, OpRecord& rec) {
   std::vector<OpConstants> consts(parts.size());
@@ -1224,8 +1228,7 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
     if (folded[i]) {  // no command: its padding is in the consumer's registers
       rec.end_word = rec.first_word;
     } else if (graph.ops[i].kind == ir::OpKind::kConcatenation ||
-               (graph.ops[i].kind == ir::OpKind::kAveragePool2D &&
-                next_lowered + 1 < lowered.size() && lowered[next_lowered + 1].op_index == i)) {
+               (next_lowered + 1 < lowered.size() && lowered[next_lowered + 1].op_index == i)) {
       std::vector<const LoweredOp*> parts;
       std::vector<const TilePlan*> part_plans;
       for (; next_lowered < lowered.size() && lowered[next_lowered].op_index == i; ++next_lowered) {
@@ -1233,7 +1236,7 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
         part_plans.push_back(&plans[next_lowered]);
       }
       emit_parts(ctx, parts, part_plans,
-                 graph.ops[i].kind == ir::OpKind::kAveragePool2D, rec);
+                 graph.ops[i].kind != ir::OpKind::kConcatenation, rec);
     } else {
       const size_t li = next_lowered++;
       emit_single(ctx, lowered[li], plans[li], copy_ops.count(lowered[li].op_index) > 0, rec);

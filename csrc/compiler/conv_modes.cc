@@ -54,7 +54,10 @@ std::optional<LoweredOp> matrix_mode_of(const LoweredOp& conv) {
 std::optional<LoweredOp> im2col_of(const LoweredOp& conv) {
   // NPU_OP_MATMUL reads B uncompressed as int8; int4 weights go through the
   // weight path of the convolution and fully-connected units (NACC_SPEC §9).
-  if (conv.unit != Unit::kConv || conv.int4_weights) return std::nullopt;
+  if (conv.unit != Unit::kConv || conv.int4_weights || conv.in_pixel_pitch || conv.in_row_pitch ||
+      conv.in_byte_offset || conv.out_pixel_pitch) {
+    return std::nullopt;  // the gather reads a dense input (grouped / dilated parts do not)
+  }
   const int64_t taps = int64_t(conv.kernel_h) * conv.kernel_w;
   const int64_t k = taps * conv.in_shape.c;
   const int64_t m = int64_t(conv.out_shape.h) * conv.out_shape.w;

@@ -6,8 +6,11 @@
 #include <cmath>
 #include <cstring>
 
+#include "arch/fields.h"
 #include "arch/limits.h"
+#include "arch/registers.h"
 #include "common/error.h"
+#include "support/conv_parts.h"
 #include "support/pool_regions.h"
 
 namespace nacc::compiler {
@@ -258,7 +261,19 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.out_shape = nhwc_of(out.shape);
   check_arg(w.rank() == 4, l.label, ": weights rank ", w.rank(), " != 4");
   const int kh = int(w.shape[1]), kw = int(w.shape[2]);
-  set_window(l, op, kh, kw);
+  if (op.attrs.dilation_h > 1 || op.attrs.dilation_w > 1) {
+    // The whole window as given; lower_conv_parts cuts it into undilated phases.
+    l.kernel_h = kh;
+    l.kernel_w = kw;
+    l.stride_h = op.attrs.stride_h;
+    l.stride_w = op.attrs.stride_w;
+    l.pad_top = int(op.attrs.padding.top);
+    l.pad_left = int(op.attrs.padding.left);
+    l.pad_bottom = int(op.attrs.padding.bottom);
+    l.pad_right = int(op.attrs.padding.right);
+  } else {
+    set_window(l, op, kh, kw);
+  }
   const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
   check_weight_zero_points(w, l.label);
   l.input_zero_point = qi.zero_point;
@@ -280,7 +295,9 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
               ": depthwise channels do not match (input ", l.in_shape.c, ", multiplier ", m,
               ", weights ", ir::shape_str(w.shape), ", output ", c_out, ")");
   } else {
-    check_arg(w.shape[0] == c_out && w.shape[3] == l.in_shape.c, l.label, ": weights ",
+    check_arg(w.shape[0] == c_out && w.shape[3] >= 1 && l.in_shape.c % w.shape[3] == 0 &&
+                  c_out % (l.in_shape.c / w.shape[3]) == 0,
+              l.label, ": weights ",
               ir::shape_str(w.shape), " do not match input ", l.in_shape.str(), " / output ",
               l.out_shape.str());
   }
@@ -954,10 +971,17 @@ std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
   if (op.kind == OpKind::kConcatenation) return lower_concatenation(graph, op_index);
   if (support::is_region_average_pool(op)) return lower_average_pool_regions(graph, op_index);
+  if (op.kind == OpKind::kConv2D || op.kind == OpKind::kDepthwiseConv2D) {
+    return lower_conv_parts(graph, op_index);
+  }
   return {lower_op(graph, op_index)};
 }
 
-LoweredOp lower_op(const ir::Graph& graph, int op_index) {
+namespace {
+
+// The op as one LoweredOp (a grouped or dilated convolution: the whole op,
+// which lower_conv_parts cuts into parts).
+LoweredOp lower_whole(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
   LoweredOp l;
   l.op_index = op_index;
@@ -1033,6 +1057,96 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
   }
   l.lowering = l.unit == Unit::kConv ? "direct" : l.ones_a ? "ones_matmul" : unit_name(l.unit);
   return l;
+}
+
+template <typename T>
+std::vector<T> channel_slice(const std::vector<T>& v, int64_t first, int64_t n, int64_t per_channel = 1) {
+  if (v.empty()) return v;
+  return std::vector<T>(v.begin() + first * per_channel, v.begin() + (first + n) * per_channel);
+}
+
+}  // namespace
+
+std::vector<LoweredOp> lower_conv_parts(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp whole = lower_whole(graph, op_index);
+  const bool conv = op.kind == OpKind::kConv2D;
+  const bool dilated = op.attrs.dilation_h > 1 || op.attrs.dilation_w > 1;
+  if (!conv && op.kind != OpKind::kDepthwiseConv2D) return {whole};
+  const int groups = conv ? support::conv_groups(graph, op) : 1;
+  if (groups == 0) {
+    throw Unsupported(str_cat(whole.label, ": the filter input channels do not divide the input ",
+                              "and output channels into groups"));
+  }
+  if (groups == 1 && !dilated) return {whole};
+
+  const Shape4 in = whole.in_shape, out = whole.out_shape;
+  std::vector<support::DilationPhase> rows, cols;
+  if (dilated) {
+    if (whole.stride_h != 1 || whole.stride_w != 1) {
+      throw Unsupported(str_cat(whole.label, ": dilation ", op.attrs.dilation_h, "x",
+                                op.attrs.dilation_w, " with stride ", whole.stride_h, "x",
+                                whole.stride_w));
+    }
+    const support::ConvPhases p = support::conv_phases(graph, op);
+    for (const auto& [axis, kernel] : {std::pair{&p.rows, whole.kernel_h}, std::pair{&p.cols, whole.kernel_w}}) {
+      if (auto e = support::dilation_phase_error(*axis, kernel)) {
+        throw Unsupported(str_cat(whole.label, ": dilation ", op.attrs.dilation_h, "x",
+                                  op.attrs.dilation_w, ": ", *e));
+      }
+    }
+    rows = p.rows;
+    cols = p.cols;
+  } else {  // one phase: the whole axis with the window as set_window made it
+    rows = {support::DilationPhase{0, out.h, 0, in.h, whole.pad_top, whole.pad_bottom}};
+    cols = {support::DilationPhase{0, out.w, 0, in.w, whole.pad_left, whole.pad_right}};
+  }
+  const int dh = std::max(1, op.attrs.dilation_h), dw = std::max(1, op.attrs.dilation_w);
+  const int cin_g = in.c / groups, cout_g = out.c / groups;
+  const int64_t out_pixel_pitch = int64_t(dw) * out.c;
+  if (out_pixel_pitch > int64_t(field_max(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN))) {
+    throw Unsupported(str_cat(whole.label, ": an output pixel pitch of ", out_pixel_pitch,
+                              " bytes exceeds NACC_DMA_OUT_TRANS_LEN"));
+  }
+  const int64_t taps = int64_t(whole.kernel_h) * whole.kernel_w;
+  std::vector<LoweredOp> parts;
+  for (int g = 0; g < groups; ++g) {
+    for (const support::DilationPhase& r : rows) {
+      for (const support::DilationPhase& c : cols) {
+        LoweredOp l = whole;
+        l.in_shape = Shape4{1, r.in_size, c.in_size, cin_g};
+        l.out_shape = Shape4{1, r.out_size, c.out_size, cout_g};
+        l.pad_top = r.pad_before;
+        l.pad_bottom = r.pad_after;
+        l.pad_left = c.pad_before;
+        l.pad_right = c.pad_after;
+        l.in_pixel_pitch = int64_t(dw) * in.c;
+        l.in_row_pitch = int64_t(dh) * in.w * in.c;
+        l.in_byte_offset = (int64_t(r.in_start) * in.w + c.in_start) * in.c + int64_t(g) * cin_g;
+        l.out_pixel_pitch = int(out_pixel_pitch);
+        l.out_row_pitch = int64_t(dh) * out.w * out.c;
+        l.out_byte_offset =
+            (int64_t(r.out_start) * out.w + c.out_start) * out.c + int64_t(g) * cout_g;
+        if (conv) {
+          l.weights = channel_slice(whole.weights, int64_t(g) * cout_g, cout_g, taps * cin_g);
+          l.bias = channel_slice(whole.bias, int64_t(g) * cout_g, cout_g);
+          l.multiplier = channel_slice(whole.multiplier, int64_t(g) * cout_g, cout_g);
+          l.shift = channel_slice(whole.shift, int64_t(g) * cout_g, cout_g);
+          l.fp32_scale = channel_slice(whole.fp32_scale, int64_t(g) * cout_g, cout_g);
+        }
+        parts.push_back(std::move(l));
+      }
+    }
+  }
+  return parts;
+}
+
+LoweredOp lower_op(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  if (op.kind == OpKind::kConv2D || op.kind == OpKind::kDepthwiseConv2D) {
+    return lower_conv_parts(graph, op_index).at(0);
+  }
+  return lower_whole(graph, op_index);
 }
 
 }  // namespace nacc::compiler

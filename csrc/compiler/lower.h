@@ -136,6 +136,12 @@ struct LoweredOp {
   // become tensor width x pixel pitch (NACC_DMA_OFFSET1 / NACC_DMA_OFFSET2).
   int in_y0 = 0, in_x0 = 0, in_tensor_w = 0;
   int out_y0 = 0, out_x0 = 0, out_tensor_w = 0;
+  // A part of a grouped or dilated convolution (lower_conv_parts): bytes added
+  // to the input and output addresses (the group's first channel, the
+  // phase's first pixel) and the output row pitch (0: out_row_pixels() x
+  // out_pitch()); the pitches above step over the other groups' channels
+  // and the other phases' pixels.
+  int64_t in_byte_offset = 0, out_byte_offset = 0, out_row_pitch = 0;
   int in_row_pixels() const { return in_tensor_w ? in_tensor_w : in_shape.w; }
   int out_row_pixels() const { return out_tensor_w ? out_tensor_w : out_shape.w; }
 
@@ -171,7 +177,8 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index);
 std::vector<LoweredOp> lower_concatenation(const ir::Graph& graph, int op_index);
 
 // The parts an op lowers to: CONCATENATION's (lower_concatenation), a TFLite
-// AVERAGE_POOL_2D's region passes (lower_average_pool_regions), else the one
+// AVERAGE_POOL_2D's region passes (lower_average_pool_regions), a grouped or
+// dilated convolution's (lower_conv_parts), else the one
 // LoweredOp of lower_op. Throws Unsupported as lower_op does.
 std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index);
 
@@ -187,6 +194,20 @@ std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index);
 // input with a 1x1 output and more cells than a window holds is one matmul
 // with a ones operand instead. lower_op returns the first part.
 std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op_index);
+
+// A CONV_2D with groups (input channels = groups x filter input channels)
+// and a CONV_2D or DEPTHWISE_CONV_2D with dilation d_h x d_w > 1 (stride 1):
+// one ordinary convolution per group and phase. Group g reads its slice of
+// input channels (pixel pitch C_in, address + g * C_in / groups) with its
+// rows of the filter and writes its slice of output channels (pixel pitch
+// C_out). Phase (a, b) of a dilation computes the output pixels (a + d_h*i,
+// b + d_w*j), whose windows read only the input sub-grid congruent to
+// (a - pad_top, b - pad_left) modulo (d_h, d_w): an undilated window over
+// that sub-grid, read and written through pitches d times the dense ones
+// (support/conv_parts.h dilation_phases). Every output is the same sum of
+// the same products, so the parts are exact. Anything else: the one
+// LoweredOp of lower_op. lower_op returns the first part.
+std::vector<LoweredOp> lower_conv_parts(const ir::Graph& graph, int op_index);
 
 // ---- the TFLite arithmetic, exposed for tests and frontends -------------------
 

@@ -15,6 +15,7 @@
 #include "arch/registers.h"
 #include "common/error.h"
 #include "quant/tflite.h"
+#include "support/conv_parts.h"
 #include "support/pad_fold.h"
 #include "support/pool_regions.h"
 
@@ -536,11 +537,26 @@ std::optional<std::string> check_stride(const Graph&, const Op& op, const Suppor
   return str_cat("stride ", op.attrs.stride_h, "x", op.attrs.stride_w);
 }
 
-std::optional<std::string> check_dilation(const Graph&, const Op& op, const SupportConfig&) {
-  if (op.attrs.dilation_h <= limits::kMaxDilation && op.attrs.dilation_w <= limits::kMaxDilation) {
+// Dilation > 1 runs as d_h x d_w phases of undilated windows (compiler/lower.h
+// lower_conv_parts): stride 1, every phase within NACC_PADDING and reading
+// an input position.
+std::optional<std::string> check_dilation(const Graph& g, const Op& op, const SupportConfig&) {
+  const auto& a = op.attrs;
+  if (a.dilation_h <= limits::kMaxDilation && a.dilation_w <= limits::kMaxDilation) {
     return std::nullopt;
   }
-  return str_cat("dilation ", op.attrs.dilation_h, "x", op.attrs.dilation_w);
+  const std::string what = str_cat("dilation ", a.dilation_h, "x", a.dilation_w);
+  if (a.stride_h != 1 || a.stride_w != 1) {
+    return str_cat(what, " with stride ", a.stride_h, "x", a.stride_w);
+  }
+  const ConvPhases p = conv_phases(g, op);
+  const ir::Tensor& w = *weights(g, op).tensor;
+  if (auto e = dilation_phase_error(p.rows, int(w.shape[1]))) return str_cat(what, ": ", *e);
+  if (auto e = dilation_phase_error(p.cols, int(w.shape[2]))) return str_cat(what, ": ", *e);
+  const int64_t groups = op.kind == OpKind::kConv2D ? std::max(1, conv_groups(g, op)) : 1;
+  const int64_t parts = groups * int64_t(p.rows.size()) * int64_t(p.cols.size());
+  if (parts > kMaxConvParts) return str_cat(what, ": ", parts, " parts");
+  return std::nullopt;
 }
 
 std::optional<std::string> check_padding(const Graph&, const Op& op, const SupportConfig&) {
@@ -551,6 +567,11 @@ std::optional<std::string> check_padding(const Graph&, const Op& op, const Suppo
     if (op.attrs.paddings.size() != 4) return std::nullopt;
     p = {op.attrs.paddings[1][0], op.attrs.paddings[1][1], op.attrs.paddings[2][0],
          op.attrs.paddings[2][1]};
+  }
+  if ((op.kind == OpKind::kConv2D || op.kind == OpKind::kDepthwiseConv2D) &&
+      (op.attrs.dilation_h > 1 || op.attrs.dilation_w > 1) && op.attrs.stride_h == 1 &&
+      op.attrs.stride_w == 1 && p.top >= 0 && p.bottom >= 0 && p.left >= 0 && p.right >= 0) {
+    return std::nullopt;  // the phases' padding: the dilation rule checks it
   }
   if (is_region_average_pool(op)) {
     // Region passes take any padding below the window: each edge row or
@@ -581,13 +602,20 @@ std::optional<std::string> check_depth_multiplier(const Graph&, const Op& op,
   return str_cat("depth multiplier ", op.attrs.depth_multiplier);
 }
 
+// Groups run as one convolution per group over its channel slice
+// (compiler/lower.h lower_conv_parts).
 std::optional<std::string> check_grouped_convolution(const Graph& g, const Op& op,
                                                      const SupportConfig&) {
   const int64_t in_ch = input(g, op).tensor->shape[3];
   const int64_t filter_ch = weights(g, op).tensor->shape[3];
   if (in_ch == filter_ch) return std::nullopt;
-  return str_cat("filter input channels ", filter_ch, ", input channels ", in_ch, " (",
-                 in_ch / filter_ch, " groups)");
+  const int groups = conv_groups(g, op);
+  if (groups == 0) {
+    return str_cat("filter input channels ", filter_ch, ", input channels ", in_ch,
+                   ", output channels ", g.tensor(op.outputs[0]).shape[3]);
+  }
+  if (groups > kMaxConvParts) return str_cat(groups, " groups");
+  return std::nullopt;
 }
 
 std::optional<std::string> check_max_pool_window(const Graph&, const Op& op,
@@ -884,8 +912,12 @@ std::vector<Rule> build_rules() {
                " (NACC_KERNEL.K_STRIDE_X/Y)"),
        false, check_stride},
       {"dilation", conv_like,
-       str_cat("dilation must be ", limits::kMaxDilation, " (NACC_KERNEL.K_DILATION_X/Y)"), false,
-       check_dilation},
+       str_cat("dilation must be ", limits::kMaxDilation,
+               " (NACC_KERNEL.K_DILATION_X/Y), or above with stride 1: the d_h x d_w interleaved "
+               "phases run as undilated windows, each padding at most ", limits::kMaxPadding,
+               " per side and below the kernel and reading an input position; at most ",
+               kMaxConvParts, " parts (groups x phases)"),
+       false, check_dilation},
       {"padding", {K::kConv2D, K::kDepthwiseConv2D, K::kMaxPool2D, K::kAveragePool2D, K::kPad},
        str_cat("padding must be in ", range_text(0, limits::kMaxPadding),
                " on each side, after SAME is made explicit (NACC_PADDING.PAD_X/Y); a TFLite "
@@ -896,8 +928,10 @@ std::vector<Rule> build_rules() {
        str_cat("depth multiplier must be ", or_list(multipliers), " (DW_CH_MULT)"), false,
        check_depth_multiplier},
       {"grouped_convolution", {K::kConv2D},
-       "filter input channels must equal the input channels (no grouped convolution)", false,
-       check_grouped_convolution},
+       str_cat("the filter input channels must divide the input channels into groups that also "
+               "divide the output channels (one convolution per group over its channel slice); "
+               "at most ", kMaxConvParts, " groups"),
+       false, check_grouped_convolution},
       {"max_pool_window", {K::kMaxPool2D},
        str_cat("window height and width must be in ", window), false, check_max_pool_window},
       {"avg_pool_window", {K::kAveragePool2D},

@@ -306,6 +306,62 @@ def inception_v3_block_style(size=35, classes=10):
     return _settle(m, _calibration((size, size, 3)))
 
 
+def grouped_conv_style(size=16, classes=10):
+    """Grouped convolutions (ResNeXt / ShuffleNet style; Keras Conv2D(groups=g)
+    converts to CONV_2D version 6): 3x3 groups 2, 3x3 groups 4 (16 -> 32
+    channels), 3x3 stride 2 groups 4, 1x1 groups 8, each BN + ReLU, then a
+    global pool and a dense layer without softmax."""
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(7)
+
+    def gcbr(t, filters, k, groups, stride=1):
+        t = layers.Conv2D(filters, k, strides=stride, padding="same", groups=groups,
+                          use_bias=False)(t)
+        return layers.ReLU()(layers.BatchNormalization()(t))
+
+    x = inp = keras.Input((size, size, 3))
+    x = gcbr(x, 16, 3, 1)
+    x = gcbr(x, 16, 3, 2)
+    x = gcbr(x, 32, 3, 4)
+    x = gcbr(x, 32, 3, 4, stride=2)
+    x = gcbr(x, 32, 1, 8)
+    x = layers.GlobalAveragePooling2D()(x)
+    m = keras.Model(inp, layers.Dense(classes)(x))
+    return _settle(m, _calibration((size, size, 3)))
+
+
+def deeplab_style(size=24, classes=10):
+    """A DeepLab-style block: dilated 3x3 convolutions (rates 2, 4 and 6, an
+    ASPP of three parallel branches concatenated) and dilated depthwise 3x3
+    (rates 2 and 4), each BN + ReLU, a 1x1 projection, a global pool and a
+    dense layer without softmax."""
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(8)
+
+    def cbr(t, filters, k, rate=1):
+        t = layers.Conv2D(filters, k, padding="same", dilation_rate=rate, use_bias=False)(t)
+        return layers.ReLU()(layers.BatchNormalization()(t))
+
+    def dbr(t, rate):
+        t = layers.DepthwiseConv2D(3, padding="same", dilation_rate=rate, use_bias=False)(t)
+        return layers.ReLU()(layers.BatchNormalization()(t))
+
+    x = inp = keras.Input((size, size, 3))
+    x = cbr(x, 16, 3)
+    x = dbr(x, 2)
+    x = cbr(x, 16, 3, rate=2)
+    x = dbr(x, 4)
+    aspp = [cbr(x, 8, 1)] + [cbr(x, 8, 3, rate=r) for r in (2, 4, 6)]
+    x = cbr(layers.Concatenate()(aspp), 16, 1)
+    x = layers.GlobalAveragePooling2D()(x)
+    m = keras.Model(inp, layers.Dense(classes)(x))
+    return _settle(m, _calibration((size, size, 3)))
+
+
 def _mobilenet_v2_224():
     return mobilenet_v2(1.0, 224)
 
@@ -323,6 +379,8 @@ MODELS: Dict[str, Tuple[Callable, Tuple[int, ...], Callable]] = {
     "inception_v2_224": (inception_style, (224, 224, 3), _calibration),
     "squeeze_excite_64": (squeeze_excite_style, (64, 64, 3), _calibration),
     "inception_v3_block_35": (inception_v3_block_style, (35, 35, 3), _calibration),
+    "grouped_conv_16": (grouped_conv_style, (16, 16, 3), _calibration),
+    "deeplab_block_24": (deeplab_style, (24, 24, 3), _calibration),
 }
 
 # The model ``nacc demo`` builds: the digits CNN trains in seconds and its

@@ -162,7 +162,7 @@ def build_onnx(spec: dict, expose: bool = False) -> dict:
         if kind in ("CONV_2D", "DEPTHWISE_CONV_2D"):
             w, scales, bias, in_s = weights_of(op, shapes, ts)
             if kind == "CONV_2D":
-                w_onnx, group = np.ascontiguousarray(w.transpose(0, 3, 1, 2)), 1
+                w_onnx, group = np.ascontiguousarray(w.transpose(0, 3, 1, 2)), p.get("groups", 1)
             else:
                 w_onnx = np.ascontiguousarray(w[0].transpose(2, 0, 1)[:, None])
                 group = x_shape[3]

@@ -59,6 +59,8 @@ def build_tflite(spec: dict) -> bytes:
                             fused_activation_function=p["act"])
                 if kind == "DEPTHWISE_CONV_2D":
                     opts["depth_multiplier"] = p["mult"]
+                elif p.get("groups", 1) > 1:
+                    version = 6  # CONV_2D v6: grouped
         elif kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
             opts = dict(padding=p["padding"], stride_h=p["sh"], stride_w=p["sw"],
                         filter_height=p["kh"], filter_width=p["kw"],

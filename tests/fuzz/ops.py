@@ -155,7 +155,7 @@ def weights_of(op: dict, in_shapes: Sequence[Sequence[int]], tensors: dict):
     rng = np.random.default_rng(p.get("share_seed", op["seed"]))
     x = in_shapes[0]
     if kind == "CONV_2D":
-        shape = (p["cout"], p["kh"], p["kw"], x[3])
+        shape = (p["cout"], p["kh"], p["kw"], x[3] // p.get("groups", 1))
     elif kind == "DEPTHWISE_CONV_2D":
         shape = (1, p["kh"], p["kw"], x[3] * p["mult"])
     else:
@@ -205,11 +205,26 @@ def _conv_like(ctx: Ctx, x: int, depthwise: bool):
             p["padding"] = "VALID"
         elif which == "stride":
             p["sh"] = 4
-        elif which == "dilation":
+        elif which == "dilation":  # dilation runs as phases with stride 1 only
             p["dh"] = p["dw"] = 2
+            p["sh"] = 2
         elif which == "padding":
             p["padding"], p["kh"], p["sh"] = "SAME", 13, 1   # SAME pad 6
         inv.append(which)
+    # Dilation (phases of undilated windows, stride 1) and groups (CONV_2D v6,
+    # ONNX group): drawn from a side stream seeded by the spec and the op's
+    # position, so every other parameter of the main stream stays as it was.
+    side = np.random.default_rng([int(ctx.spec.get("seed", 0)), int(ctx.spec.get("index", 0)),
+                                  len(ctx.spec["tensors"]), len(ctx.spec["ops"]), 15])
+    if not inv and side.random() < 0.25:
+        d = int(pick(side, [2, 2, 3, 4, 6]))
+        p["dh"] = p["dw"] = d
+        p["sh"] = p["sw"] = 1
+        p["kh"], p["kw"] = min(p["kh"], 7), min(p["kw"], 7)
+    if not depthwise and not inv and side.random() < 0.25:
+        groups = [g for g in (2, 3, 4, 8, cin) if 1 < g <= cin and cin % g == 0]
+        if groups:
+            p["groups"] = int(pick(side, groups))
     if depthwise:
         p["mult"] = pick(rng, [1, 1, 1, 2, 4, 8]) if "mult" not in inv else 3
         if cin * p["mult"] > 160:
@@ -225,21 +240,26 @@ def _conv_like(ctx: Ctx, x: int, depthwise: bool):
                 return None
             k = max(1, min(k, (size - 1) // d + 1))
         if p["padding"] == "SAME" and not inv:
-            while k > 1 and max(window_pads(size, k, s, "SAME", d)) > 5:
+            # a dilated window's phases pad about (k - 1) / 2 each
+            while k > 1 and max(window_pads(size, k, s, "SAME", d)) > 5 * d:
                 k -= 1
         p["k" + axis] = k
     if depthwise:
         cout = cin * p["mult"]
     else:
         p["cout"] = channels(rng)
+        if p.get("groups", 1) > 1:  # a multiple of the groups
+            p["cout"] = max(1, p["cout"] // p["groups"]) * p["groups"]
         cout = p["cout"]
     oh = window_out(h, p["kh"], p["sh"], p["padding"], p["dh"])
     ow = window_out(w, p["kw"], p["sw"], p["padding"], p["dw"])
     if oh < 1 or ow < 1:
         return None
-    depth = p["kh"] * p["kw"] * (1 if depthwise else cin)
+    depth = p["kh"] * p["kw"] * (1 if depthwise else cin // p.get("groups", 1))
     if not depthwise:
         p["cout"] = int(max(1, min(p["cout"], ctx.mac_budget // max(1, oh * ow * depth))))
+        if p.get("groups", 1) > 1:
+            p["cout"] = max(1, p["cout"] // p["groups"]) * p["groups"]
         cout = p["cout"]
     elif oh * ow * depth * cout > ctx.mac_budget * 2:
         return None
