@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <set>
 
 #include "common/error.h"
@@ -52,6 +53,21 @@ constexpr VersionLimit kVersionLimits[] = {
     {kTfLiteBuiltinMean, 2, "3: int16"},
     {kTfLiteBuiltinSqueeze, 1, "2: string"},
 };
+
+// The 16x8 kernels (int16 activations, int8 weights, NACC_SPEC §9) the core
+// lowers, with the version TFLite gives them (op_version.cc: the first
+// version that adds int16 activations; the converter writes it).
+constexpr VersionLimit kInt16VersionLimits[] = {
+    {kTfLiteBuiltinConv2d, 4, "5: hybrid per-channel, 6: grouped, 7: int4 weights"},
+    {kTfLiteBuiltinDepthwiseConv2d, 5, "6: dilation with hybrid, 7: int4 weights"},
+};
+
+std::optional<VersionLimit> int16_version_limit(int32_t code) {
+  for (const VersionLimit& v : kInt16VersionLimits) {
+    if (v.code == code) return v;
+  }
+  return std::nullopt;
+}
 
 std::optional<VersionLimit> version_limit(int32_t code) {
   for (const VersionLimit& v : kVersionLimits) {
@@ -324,10 +340,30 @@ class Translator {
                                                                   : -1;
       if (int4_version < 0 || spec.version <= int4_version) return;
     }
-    if (auto lim = version_limit(spec.builtin_code); lim && spec.version > lim->max_version) {
+    // 16x8: the int16 version of the kernel (dtype_checks let only those through).
+    auto lim = int16_activations(spec) ? int16_version_limit(spec.builtin_code)
+                                       : version_limit(spec.builtin_code);
+    if (lim && spec.version > lim->max_version) {
       reason(r, "op_version", str_cat("version ", spec.version),
              str_cat("the core implements versions 1 to ", lim->max_version, " (", lim->why, ")"));
     }
+  }
+
+  // An int16 input or output (TFLite's 16x8 quantization).
+  bool int16_activations(const NodeSpec& spec) {
+    const int in0 = spec.inputs.empty() ? -1 : spec.inputs[0];
+    const int out0 = spec.outputs.empty() ? -1 : spec.outputs[0];
+    return type_of(in0) == kTfLiteInt16 || type_of(out0) == kTfLiteInt16;
+  }
+
+  static std::string int16_kind_list() {
+    std::string s;
+    for (size_t i = 0; i < std::size(kInt16VersionLimits); ++i) {
+      const int32_t code = kInt16VersionLimits[i].code;
+      s += i ? (i + 1 == std::size(kInt16VersionLimits) ? " and " : ", ") : "";
+      s += code >= 0 && code < kNumBuiltinNames ? kBuiltinNames[code] : "?";
+    }
+    return s;
   }
 
   // Hybrid, 16x8, float and int4 / block-quantized operands; true when one applies.
@@ -346,9 +382,12 @@ class Translator {
         return true;
       }
     }
-    if (tin == kTfLiteInt16 || tout == kTfLiteInt16) {
+    // 16x8 (NACC_SPEC §9): the kinds with a 16-bit lowering go on to the
+    // capability rules (int16_quantization, bias_dtype, bias_16x8_range).
+    if ((tin == kTfLiteInt16 || tout == kTfLiteInt16) && !int16_version_limit(spec.builtin_code)) {
       reason(r, "int16_activations", "int16 activations (16x8 quantization)",
-             "the NPU runs int8 activations only (nacc docs hardware, §1)");
+             str_cat("the NPU's 16-bit form (NACC_CTRL.DATA_FORM 01) is lowered for ",
+                     int16_kind_list(), " only (nacc docs hardware, §9)"));
       return true;
     }
     bool all_float = true, any_float = false;

@@ -188,6 +188,42 @@ std::vector<int32_t> int32_data(const ir::Tensor& t, const std::string& label, c
   return out;
 }
 
+// A 16x8 op's int64 bias (8-byte entries within 40 bits).
+std::vector<int64_t> int64_bias(const ir::Tensor& t, const std::string& label) {
+  if (!t.is_constant()) {
+    throw Unsupported(str_cat(label, ": bias '", t.name, "' must be a constant tensor"));
+  }
+  if (t.dtype != ir::DType::kInt64) {
+    throw Unsupported(str_cat(label, ": bias '", t.name, "' must be int64 (16x8)"));
+  }
+  const auto& d = *t.data;
+  std::vector<int64_t> out(d.size() / 8);
+  constexpr int64_t lim = int64_t{1} << (limits::kBias16Bits - 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint64_t u = 0;
+    for (int k = 0; k < 8; ++k) u |= uint64_t(d[8 * i + size_t(k)]) << (8 * k);
+    out[i] = int64_t(u);
+    if (out[i] < -lim || out[i] >= lim) {
+      throw Unsupported(str_cat(label, ": bias entry ", i, " = ", out[i], " does not fit ",
+                                limits::kBias16Bits, " bits (NACC_SPEC §9)"));
+    }
+  }
+  return out;
+}
+
+// 16x8 (NACC_SPEC §9): int16 input and output with zero point 0.
+bool int16_maps_of(const ir::Tensor& in, const ir::Tensor& out, const std::string& label) {
+  const bool i16 = in.dtype == ir::DType::kInt16;
+  if (i16 != (out.dtype == ir::DType::kInt16)) {
+    throw Unsupported(str_cat(label, ": mixed int8 / int16 feature maps"));
+  }
+  if (i16 && (in.quant.zero_points.size() != 1 || in.quant.zero_points[0] != 0 ||
+              out.quant.zero_points.size() != 1 || out.quant.zero_points[0] != 0)) {
+    throw Unsupported(str_cat(label, ": int16 feature maps need zero point 0"));
+  }
+  return i16;
+}
+
 // ONNX Runtime's float32 output scales (QLinearConv / QLinearMatMul / QGemm
 // on the CPU EP): float(input_scale * filter_scale[c]) / output_scale, every
 // step in float32 (NACC_ACT_PARA.QUANT_FP32_SCALE, docs/compiler.md §2.2).
@@ -265,6 +301,10 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.output_zero_point = qo.zero_point;
   l.weights = int8_data(w, l.label, "weights");
   l.int4_weights = w.dtype == ir::DType::kInt4;
+  l.int16_maps = int16_maps_of(in, out, l.label);
+  if (l.int16_maps && (l.int4_weights || op.attrs.requant != ir::RequantMode::kTflite)) {
+    throw Unsupported(str_cat(l.label, ": 16x8 takes int8 weights and TFLite's requantization"));
+  }
   const int c_out = l.out_shape.c;
   if (depthwise && l.int4_weights) {
     throw Unsupported(str_cat(l.label, ": int4 depthwise weights (TFLite 2.21 has no reference "
@@ -284,7 +324,11 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
               ir::shape_str(w.shape), " do not match input ", l.in_shape.str(), " / output ",
               l.out_shape.str());
   }
-  if (op.inputs.size() > 2 && op.inputs[2] >= 0) {
+  if (op.inputs.size() > 2 && op.inputs[2] >= 0 && l.int16_maps) {
+    l.bias64 = int64_bias(g.tensor(op.inputs[2]), l.label);
+    check_arg(int(l.bias64.size()) == c_out, l.label, ": bias has ", l.bias64.size(),
+              " entries, expected ", c_out);
+  } else if (op.inputs.size() > 2 && op.inputs[2] >= 0) {
     l.bias = int32_data(g.tensor(op.inputs[2]), l.label, "bias");
     check_arg(int(l.bias.size()) == c_out, l.label, ": bias has ", l.bias.size(),
               " entries, expected ", c_out);
@@ -295,7 +339,19 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     conv_requantization(qi.scale, w.quant.scales, qo.scale, c_out, &l.multiplier, &l.shift);
   }
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
-  fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
+  if (l.int16_maps) {
+    fused_activation_range_int16(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
+    // TFLite's 16x8 output stage: (acc * m16 + 2^(14 - s)) >> (15 - s) needs s <= 14;
+    // the device takes [-31, 7] (unit_params.h requantize_output_16x8).
+    for (size_t c = 0; c < l.shift.size(); ++c) {
+      if (l.shift[c] > 7 || l.shift[c] < -31) {
+        throw Unsupported(str_cat(l.label, ": 16x8 output shift ", l.shift[c], " of channel ", c,
+                                  " outside [-31, 7]"));
+      }
+    }
+  } else {
+    fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
+  }
   l.act_mode = act_mode_of(act);
 }
 

@@ -74,12 +74,12 @@ QuantizedMultiplier quantize_multiplier_greater_than_one(double real_multiplier)
   return out;
 }
 
-void fused_activation_range_int8(FusedActivation act, double output_scale, int32_t output_zero_point,
-                                 int32_t* act_min, int32_t* act_max) {
+namespace {
+
+void fused_activation_range(FusedActivation act, double output_scale, int32_t output_zero_point,
+                            int32_t qmin, int32_t qmax, int32_t* act_min, int32_t* act_max) {
   check_arg(output_scale > 0.0 && std::isfinite(output_scale),
             "fused activation: output scale must be positive and finite, got ", output_scale);
-  const int32_t qmin = -128;
-  const int32_t qmax = 127;
   // TFLite's Quantize lambda: zero_point + round(f / scale), computed in float.
   // TFLite fails Prepare ("no_integer_overflow_from_quantization") when the
   // rounded bound does not fit int32; so does this (instead of UB).
@@ -107,6 +107,18 @@ void fused_activation_range_int8(FusedActivation act, double output_scale, int32
       *act_max = std::min(qmax, quantize(1.0f));
       break;
   }
+}
+
+}  // namespace
+
+void fused_activation_range_int8(FusedActivation act, double output_scale, int32_t output_zero_point,
+                                 int32_t* act_min, int32_t* act_max) {
+  fused_activation_range(act, output_scale, output_zero_point, -128, 127, act_min, act_max);
+}
+
+void fused_activation_range_int16(FusedActivation act, double output_scale,
+                                  int32_t output_zero_point, int32_t* act_min, int32_t* act_max) {
+  fused_activation_range(act, output_scale, output_zero_point, -32768, 32767, act_min, act_max);
 }
 
 namespace {

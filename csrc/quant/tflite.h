@@ -38,6 +38,9 @@ QuantizedMultiplier quantize_multiplier_signed(double real_multiplier);
 enum class FusedActivation { kNone, kRelu, kReluN1To1, kRelu6 };
 void fused_activation_range_int8(FusedActivation act, double output_scale, int32_t output_zero_point,
                                  int32_t* act_min, int32_t* act_max);
+// The same on an int16 output ([-32768, 32767]; 16x8 ops, zero point 0).
+void fused_activation_range_int16(FusedActivation act, double output_scale,
+                                  int32_t output_zero_point, int32_t* act_min, int32_t* act_max);
 
 // TFLite's int8 RELU family and the registers that reproduce it.
 enum class ReluKind { kRelu, kRelu6, kReluN1To1 };
