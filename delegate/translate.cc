@@ -60,6 +60,15 @@ constexpr VersionLimit kVersionLimits[] = {
 constexpr VersionLimit kInt16VersionLimits[] = {
     {kTfLiteBuiltinConv2d, 4, "5: hybrid per-channel, 6: grouped, 7: int4 weights"},
     {kTfLiteBuiltinDepthwiseConv2d, 5, "6: dilation with hybrid, 7: int4 weights"},
+    {kTfLiteBuiltinFullyConnected, 7, "8: sparse weights, 9+: hybrid / int4"},
+    {kTfLiteBuiltinMaxPool2d, 3, ""},
+    {kTfLiteBuiltinAveragePool2d, 3, ""},
+    {kTfLiteBuiltinAdd, 3, "4: int64"},
+    {kTfLiteBuiltinSub, 5, ""},
+    {kTfLiteBuiltinReshape, 0, ""},  // 0: the int8 limit (none or the table above)
+    {kTfLiteBuiltinSqueeze, 0, ""},
+    {kTfLiteBuiltinExpandDims, 0, ""},
+    {kTfLiteBuiltinConcatenation, 3, "4: uint32"},
 };
 
 std::optional<VersionLimit> int16_version_limit(int32_t code) {
@@ -343,6 +352,7 @@ class Translator {
     // 16x8: the int16 version of the kernel (dtype_checks let only those through).
     auto lim = int16_activations(spec) ? int16_version_limit(spec.builtin_code)
                                        : version_limit(spec.builtin_code);
+    if (lim && lim->max_version == 0) lim = version_limit(spec.builtin_code);
     if (lim && spec.version > lim->max_version) {
       reason(r, "op_version", str_cat("version ", spec.version),
              str_cat("the core implements versions 1 to ", lim->max_version, " (", lim->why, ")"));
@@ -500,6 +510,13 @@ class Translator {
       case kTfLiteBuiltinSub:
       case kTfLiteBuiltinMul:
         activation(p, op);
+        // 16x8 ADD / SUB: TFLite's power-of-two path (pot_scale_int16 = true,
+        // which the converter does not write) is not lowered.
+        if (p.pot_scale_int16 && int16_activations(spec)) {
+          a.unsupported_options.push_back(
+              "pot_scale_int16 (TFLite's power-of-two int16 path; the general 16x8 path with "
+              "left_shift 15 is lowered when it is false)");
+        }
         break;
       case kTfLiteBuiltinConcatenation:
         a.axis = p.axis;
@@ -806,9 +823,11 @@ NodeSpec capture_node(int index, const TfLiteNode& node, const TfLiteRegistratio
     }
     case kTfLiteBuiltinAdd:
       p.activation = static_cast<const TfLiteAddParams*>(d)->activation;
+      p.pot_scale_int16 = static_cast<const TfLiteAddParams*>(d)->pot_scale_int16;
       break;
     case kTfLiteBuiltinSub:
       p.activation = static_cast<const TfLiteSubParams*>(d)->activation;
+      p.pot_scale_int16 = static_cast<const TfLiteSubParams*>(d)->pot_scale_int16;
       break;
     case kTfLiteBuiltinMul:
       p.activation = static_cast<const TfLiteMulParams*>(d)->activation;

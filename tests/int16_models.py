@@ -139,3 +139,57 @@ def random_input_sets(interp, seed, n=2):
             s.append(saturated_input(rng, d["shape"]) if j == 1 else int16_input(rng, d["shape"]))
         sets.append(s)
     return sets
+
+
+def fc16(m: ModelBuilder, x, n, activation="NONE", per_channel=False, gain=1.0,
+         bias_extreme=False, name=None):
+    """A 16x8 FULLY_CONNECTED (version 7) with an int64 bias."""
+    t = m.meta[x]
+    rng = m.rng
+    k = t.shape[-1]
+    rows = int(np.prod(t.shape[:-1]))
+    nw = n if per_channel else 1
+    ws = [float(s) for s in rng.uniform(0.002, 0.02, nw).astype(np.float32)]
+    w = QTensor((n, k), "int8", scale=ws, zero_point=[0] * nw,
+                data=int16_weights(rng, (n, k)))
+    bdata = rng.integers(-(1 << 22), 1 << 22, n).astype(np.int64)
+    if bias_extreme:
+        bdata[0] = BIAS40
+    b = QTensor((n,), "int64", scale=[t.scale * s for s in ws] if per_channel else t.scale * ws[0],
+                zero_point=[0] * nw if per_channel else 0, data=bdata)
+    eff = 0.0058 / math.sqrt(k) * gain
+    o = m.tensor(act16((rows, n), t.scale * ws[0] / eff, name=name))
+    m.g.add_op("FULLY_CONNECTED", [x, m.tensor(w), m.tensor(b)], [o],
+               dict(fused_activation_function=activation), version=7)
+    return o
+
+
+def pool16(m: ModelBuilder, x, op, k=2, stride=2, padding="VALID", activation="NONE", name=None):
+    t = m.meta[x]
+    oh, ow = out_hw(t.shape[1], t.shape[2], k, stride, padding)
+    o = m.tensor(act16((1, oh, ow, t.shape[3]), t.scale, name=name))
+    m.g.add_op(op, [x], [o], dict(padding=padding, stride_w=stride, stride_h=stride,
+                                  filter_width=k, filter_height=k,
+                                  fused_activation_function=activation), version=3)
+    return o
+
+
+def add16(m: ModelBuilder, a, b, op="ADD", out_scale=None, activation="NONE", name=None):
+    """16x8 ADD (version 3) / SUB (version 5) with pot_scale_int16 = false (as the
+    converter writes it)."""
+    ta, tb = m.meta[a], m.meta[b]
+    shape = ta.shape if len(ta.shape) >= len(tb.shape) else tb.shape
+    s = out_scale or 2.0 * max(ta.scale, tb.scale)
+    o = m.tensor(act16(shape, s, name=name))
+    m.g.add_op(op, [a, b], [o], dict(fused_activation_function=activation, pot_scale_int16=False),
+               version=3 if op == "ADD" else 5)
+    return o
+
+
+def concat16(m: ModelBuilder, xs, name=None):
+    ts = [m.meta[x] for x in xs]
+    c = sum(t.shape[-1] for t in ts)
+    o = m.tensor(act16(tuple(ts[0].shape[:-1]) + (c,), ts[0].scale, name=name))
+    m.g.add_op("CONCATENATION", list(xs), [o], dict(axis=-1, fused_activation_function="NONE"),
+               version=3)
+    return o

@@ -12,7 +12,8 @@ import pytest
 
 from nacc import _core
 from delegate_models import ModelBuilder
-from int16_models import (BIAS40, compare, conv16, delegated, input16, random_input_sets)
+from int16_models import (BIAS40, act16, compare, conv16, delegated, input16,
+                          random_input_sets)
 
 CORES = (1, 8, 32)
 SRAM_KB = (16, 32)
@@ -179,3 +180,109 @@ def test_tiles_hold_half_the_elements(depthwise, kb):
     assert {c["DATA_FORM"] for c in k16} == {1} and {c["DATA_FORM"] for c in k8} == {0}
     assert {c["FM_TRANS_OFFSET"] for c in k16} == {2 * 64}
     assert len(k16) >= len(k8)
+
+
+# ---- FULLY_CONNECTED, pools, ADD / SUB, CONCATENATION, RESHAPE (16x8) --------
+
+from int16_models import add16, concat16, fc16, pool16  # noqa: E402
+
+
+def random_fc_case(seed):
+    rng = np.random.default_rng(9000 + seed)
+    m = ModelBuilder(seed)
+    rows, k, n = int(rng.integers(1, 5)), int(rng.integers(1, 300)), int(rng.integers(1, 48))
+    x = input16(m, (rows, k), float(rng.choice([1.0 / 32768, 1e-3, 0.02])))
+    o = fc16(m, x, n, str(rng.choice(["NONE", "RELU", "RELU6"])), per_channel=seed % 2 == 1,
+             gain=float(2.0 ** rng.uniform(-3, 3)), bias_extreme=seed % 13 == 4)
+    return m.build([o]), CORES[seed % 3], SRAM_KB[(seed // 3) % 2]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_fully_connected_16x8_exact(seed):
+    check_claimed_and_exact(*random_fc_case(seed), seed)
+
+
+def random_pool_case(seed):
+    rng = np.random.default_rng(9500 + seed)
+    m = ModelBuilder(seed)
+    h, w, c = int(rng.integers(2, 17)), int(rng.integers(2, 17)), int(rng.choice([1, 3, 8, 33, 64]))
+    x = input16(m, (1, h, w, c), float(rng.choice([1.0 / 32768, 1e-3, 0.02])))
+    act = str(rng.choice(["NONE", "RELU", "RELU6"]))
+    if seed % 2 == 0:  # MAX_POOL_2D: any window up to 15, stride up to 3
+        k = min(int(rng.integers(1, 6)), h, w)
+        o = pool16(m, x, "MAX_POOL_2D", k, int(rng.integers(1, 4)),
+                   str(rng.choice(["SAME", "VALID"])), act)
+    else:  # AVERAGE_POOL_2D: the pooling unit's 2x2 stride 2
+        o = pool16(m, x, "AVERAGE_POOL_2D", 2, 2, str(rng.choice(["SAME", "VALID"])), act)
+    return m.build([o]), CORES[seed % 3], SRAM_KB[(seed // 3) % 2]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_pools_16x8_exact(seed):
+    check_claimed_and_exact(*random_pool_case(seed), seed)
+
+
+def random_add_case(seed):
+    rng = np.random.default_rng(9900 + seed)
+    m = ModelBuilder(seed)
+    h, w, c = int(rng.integers(1, 12)), int(rng.integers(1, 12)), int(rng.choice([1, 3, 8, 33]))
+    sa = float(rng.choice([1.0 / 32768, 1e-3, 0.02]))
+    sb = sa * float(2.0 ** rng.uniform(-4, 4))
+    a = input16(m, (1, h, w, c), sa)
+    bshape = (1, 1, 1, c) if seed % 5 == 1 else (1, h, w, c)
+    b = input16(m, bshape, sb)
+    op = "SUB" if seed % 3 == 2 else "ADD"
+    if op == "ADD" and seed % 4 == 3:
+        a, b = b, a  # the broadcast operand first: ADD swaps them
+    o = add16(m, a, b, op, out_scale=max(sa, sb) * float(2.0 ** rng.uniform(-1, 2)),
+              activation=str(rng.choice(["NONE", "RELU", "RELU6"])))
+    return m.build([o]), CORES[seed % 3], SRAM_KB[(seed // 3) % 2]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_add_sub_16x8_exact(seed):
+    check_claimed_and_exact(*random_add_case(seed), seed)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_concat_reshape_16x8_exact(seed):
+    """conv16 -> CONCATENATION of two int16 maps (no rescale: one scale) -> RESHAPE
+    -> FULLY_CONNECTED: the concat's producers write their slices directly."""
+    rng = np.random.default_rng(seed)
+    m = ModelBuilder(seed)
+    h, w = int(rng.integers(2, 8)), int(rng.integers(2, 8))
+    x = input16(m, (1, h, w, int(rng.integers(1, 9))))
+    y = input16(m, (1, h, w, int(rng.integers(1, 9))), m.meta[x].scale)
+    cat = concat16(m, [x, y])
+    r = m.reshape(cat, (1, h * w * m.meta[cat].shape[3]))
+    o = fc16(m, r, int(rng.integers(1, 20)))
+    check_claimed_and_exact(m.build([o]), CORES[seed % 3], SRAM_KB[seed % 2], seed)
+
+
+def test_add_pot_scale_int16_declined():
+    m = ModelBuilder(0)
+    a = input16(m, (1, 4, 4, 8))
+    b = input16(m, (1, 4, 4, 8))
+    t = m.tensor(act16((1, 4, 4, 8), 1.0 / 4096))  # powers of two: TFLite takes its pot path
+    m.g.add_op("ADD", [a, b], [t], dict(fused_activation_function="NONE", pot_scale_int16=True),
+               version=3)
+    d, interp = delegated(m.build([t]))
+    (node,) = d.report().nodes
+    assert not node.claimed
+    assert [r.rule for r in node.reasons] == ["unsupported_options"], node.reasons
+    assert "pot_scale_int16" in node.reasons[0].message
+
+
+def test_int16_without_lowering_declined_with_reason():
+    """An int16 MEAN (no 16-bit lowering) keeps the delegate's reason, which
+    names the kinds that have one."""
+    m = ModelBuilder(0)
+    x = input16(m, (1, 4, 4, 8))
+    from tflite_builder import QTensor
+    ax = m.tensor(QTensor((2,), "int32", data=np.array([1, 2], np.int32)))
+    o = m.tensor(act16((1, 8), m.meta[x].scale))
+    m.g.add_op("MEAN", [x, ax], [o], dict(keep_dims=False), version=3)
+    d, _ = delegated(m.build([o]))
+    (node,) = d.report().nodes
+    assert [r.rule for r in node.reasons] == ["int16_activations"], node.reasons
+    assert "CONV_2D" in node.reasons[0].message and "FULLY_CONNECTED" in node.reasons[0].message

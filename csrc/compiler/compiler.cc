@@ -532,10 +532,10 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
       }
       em.set_register(Reg::NACC_IN_K_DMA_ADDR, op.input2_is_constant
                                                    ? constant(k.operand2 + c.group.start)
-                                                   : ctx.address(op.input2, c.group.start));
+                                                   : ctx.address(op.input2, int64_t(c.group.start) * op.elem()));
       em.set_register(Reg::NACC_DMA_PARAA, Value()
                                                .set(fields::NACC_DMA_PARAA::K_TRANS_OFFSET,
-                                                    op.input2_broadcast ? 0 : op.out_shape.c)
+                                                    op.input2_broadcast ? 0 : op.out_shape.c * op.elem())
                                                .get());
       const ElementwiseParams& e = op.eltwise;
       em.set_register(Reg::NACC_ELEMENTWISE,

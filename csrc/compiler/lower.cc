@@ -284,6 +284,17 @@ void set_window(LoweredOp& l, const ir::Op& op, int kh, int kw) {
             " does not match the window (", oh, "x", ow, ")");
 }
 
+// The fused activation's clamp in the output's range (int8, or int16 for
+// 16x8 ops) and ACT_MODE.
+void set_activation_range(LoweredOp& l, FusedActivation act, const Quant& qo) {
+  if (l.int16_maps) {
+    fused_activation_range_int16(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
+  } else {
+    fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
+  }
+  l.act_mode = act_mode_of(act);
+}
+
 void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const ir::Tensor& in = g.tensor(op.inputs[0]);
   const ir::Tensor& w = g.tensor(op.inputs[1]);
@@ -339,8 +350,8 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     conv_requantization(qi.scale, w.quant.scales, qo.scale, c_out, &l.multiplier, &l.shift);
   }
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
+  set_activation_range(l, act, qo);
   if (l.int16_maps) {
-    fused_activation_range_int16(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
     // TFLite's 16x8 output stage: (acc * m16 + 2^(14 - s)) >> (15 - s) needs s <= 14;
     // the device takes [-31, 7] (unit_params.h requantize_output_16x8).
     for (size_t c = 0; c < l.shift.size(); ++c) {
@@ -349,10 +360,7 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
                                   " outside [-31, 7]"));
       }
     }
-  } else {
-    fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
   }
-  l.act_mode = act_mode_of(act);
 }
 
 void lower_fully_connected(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
@@ -380,7 +388,15 @@ void lower_fully_connected(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.output_zero_point = qo.zero_point;
   l.weights = int8_data(w, l.label, "weights");
   l.int4_weights = w.dtype == ir::DType::kInt4;
-  if (op.inputs.size() > 2 && op.inputs[2] >= 0) {
+  l.int16_maps = int16_maps_of(in, out, l.label);
+  if (l.int16_maps && (l.int4_weights || op.attrs.requant != ir::RequantMode::kTflite)) {
+    throw Unsupported(str_cat(l.label, ": 16x8 takes int8 weights and TFLite's requantization"));
+  }
+  if (op.inputs.size() > 2 && op.inputs[2] >= 0 && l.int16_maps) {
+    l.bias64 = int64_bias(g.tensor(op.inputs[2]), l.label);
+    check_arg(int64_t(l.bias64.size()) == n, l.label, ": bias has ", l.bias64.size(),
+              " entries, expected ", n);
+  } else if (op.inputs.size() > 2 && op.inputs[2] >= 0) {
     l.bias = int32_data(g.tensor(op.inputs[2]), l.label, "bias");
     check_arg(int64_t(l.bias.size()) == n, l.label, ": bias has ", l.bias.size(),
               " entries, expected ", n);
@@ -391,8 +407,7 @@ void lower_fully_connected(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     l.real_scale = fully_connected_real_scales(qi.scale, w.quant.scales, qo.scale, int(n));
   }
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
-  fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
-  l.act_mode = act_mode_of(act);
+  set_activation_range(l, act, qo);
 }
 
 // BATCH_MATMUL of two runtime activations, [.., M, K] x [.., K, N] -> [.., M, N]
@@ -480,9 +495,10 @@ void lower_pool(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   }
   l.input_zero_point = qi.zero_point;
   l.output_zero_point = qo.zero_point;
+  l.int16_maps = int16_maps_of(in, out, l.label);
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
-  fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
-  l.act_mode = act_mode_of(act);
+  set_activation_range(l, act, qo);
+  if (ort_float && l.int16_maps) throw Unsupported(str_cat(l.label, ": int16 with ONNX Runtime"));
   if (ort_float) {
     // QLinearAveragePool (NACC_ACT_PARA.POOL_FP32): the zero points in the
     // kernel's value domain (U8_DOMAIN), the two scales as float32.
@@ -589,6 +605,17 @@ void lower_elementwise(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.input2 = b;
   l.in_shape = sa;
   l.input2_broadcast = sb != l.out_shape;
+  l.int16_maps = int16_maps_of(g.tensor(a), out, l.label);
+  if (l.int16_maps) {
+    if (g.tensor(b).dtype != ir::DType::kInt16 || op.kind == OpKind::kMul ||
+        op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
+      throw Unsupported(str_cat(l.label, ": 16x8 element-wise ops are TFLite's ADD and SUB of two "
+                                         "int16 operands"));
+    }
+    if (g.tensor(b).is_constant()) {
+      throw Unsupported(str_cat(l.label, ": a constant int16 operand (fold it on the host)"));
+    }
+  }
   if (g.tensor(b).is_constant()) {
     l.input2_is_constant = true;
     l.input2_constant = int8_data(g.tensor(b), l.label, "operand");
@@ -610,6 +637,17 @@ void lower_elementwise(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
   if (op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
     lower_ort_elementwise(op, qa, qb, qo, act, swap, a_full && b_full, l);
+    return;
+  }
+  if (l.int16_maps) {  // 16x8: left_shift 15, zero offsets, the int16 clamp
+    l.eltwise = tflite_add_sub_params_16x8(
+        op.kind == OpKind::kAdd ? ElementwiseMode::ADD : ElementwiseMode::SUB, qa.scale, qb.scale,
+        qo.scale, act);
+    l.act_min = l.eltwise.act_min;
+    l.act_max = l.eltwise.act_max;
+    l.act_mode = act_mode_of(act);
+    l.multiplier = {l.eltwise.output_multiplier};
+    l.shift = {l.eltwise.output_shift};
     return;
   }
   switch (op.kind) {
@@ -857,8 +895,9 @@ LoweredOp concat_part(const ir::Graph& g, const ir::Op& op, const LoweredOp& bas
                               " (TFLite's CONCATENATION requires NONE)"));
   }
   l.input_zero_point = l.output_zero_point = qo.zero_point;
-  l.act_min = -128;
-  l.act_max = 127;
+  l.int16_maps = int16_maps_of(in, g.tensor(op.outputs[0]), l.label);
+  l.act_min = l.int16_maps ? -32768 : -128;
+  l.act_max = l.int16_maps ? 32767 : 127;
   l.act_mode = ActMode::NONE;
   l.out_channel_offset = offset;
   l.out_pixel_pitch = total;
@@ -1040,6 +1079,11 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
         lower_batch_matmul(graph, op, l);
         break;
       case OpKind::kAveragePool2D:
+        if (support::is_region_average_pool(op) &&
+            graph.tensor(op.inputs[0]).dtype == ir::DType::kInt16) {
+          throw Unsupported(str_cat(l.label, ": an int16 average pool other than 2x2 stride 2 (the "
+                                             "region passes are 8-bit depthwise passes)"));
+        }
         if (support::is_region_average_pool(op)) return lower_average_pool_regions(graph, op_index).at(0);
         lower_pool(graph, op, l);
         break;

@@ -225,14 +225,15 @@ void check_binary_quantization(const char* op, float s1, int32_t zp1, float s2, 
 // TFLite add.cc / sub.cc Prepare for int8 (the general rescaling path).
 ElementwiseParams tflite_add_sub_params(ElementwiseMode mode, const char* op, float s1,
                                         int32_t zp1, float s2, int32_t zp2, float so,
-                                        int32_t zpo, FusedActivation activation) {
+                                        int32_t zpo, FusedActivation activation,
+                                        bool int16 = false) {
   check_binary_quantization(op, s1, zp1, s2, zp2, so, zpo);
   ElementwiseParams p;
   p.mode = mode;
   p.input1_offset = -zp1;
   p.input2_offset = -zp2;
   p.output_zero_point = zpo;
-  p.left_shift = 20;
+  p.left_shift = int16 ? 15 : 20;  // add.cc / sub.cc Prepare: 15 for int16 (general path)
   // As TFLite: 2 * max(float, float) is a float product, then widened; the
   // divisor (1 << left_shift) * output_scale is a float product too.
   const double twice_max_input_scale = 2 * std::max(s1, s2);
@@ -252,7 +253,11 @@ ElementwiseParams tflite_add_sub_params(ElementwiseMode mode, const char* op, fl
   p.input2_shift = q2.shift;
   p.output_multiplier = qo.multiplier;
   p.output_shift = qo.shift;
-  fused_activation_range_int8(activation, so, zpo, &p.act_min, &p.act_max);
+  if (int16) {
+    fused_activation_range_int16(activation, so, zpo, &p.act_min, &p.act_max);
+  } else {
+    fused_activation_range_int8(activation, so, zpo, &p.act_min, &p.act_max);
+  }
   return p;
 }
 
@@ -417,6 +422,13 @@ ElementwiseParams tflite_add_params(float input1_scale, int32_t input1_zero_poin
   return tflite_add_sub_params(ElementwiseMode::ADD, "tflite_add_params", input1_scale,
                                input1_zero_point, input2_scale, input2_zero_point,
                                output_scale, output_zero_point, activation);
+}
+
+ElementwiseParams tflite_add_sub_params_16x8(ElementwiseMode mode, float input1_scale,
+                                             float input2_scale, float output_scale,
+                                             FusedActivation activation) {
+  return tflite_add_sub_params(mode, "tflite_add_sub_params_16x8", input1_scale, 0, input2_scale,
+                               0, output_scale, 0, activation, true);
 }
 
 ElementwiseParams tflite_sub_params(float input1_scale, int32_t input1_zero_point,

@@ -134,6 +134,12 @@ ElementwiseParams tflite_add_params(float input1_scale, int32_t input1_zero_poin
                                     float input2_scale, int32_t input2_zero_point,
                                     float output_scale, int32_t output_zero_point,
                                     FusedActivation activation);
+// ADD / SUB 16x8 (int16 tensors, zero points 0, pot_scale_int16 = false: the
+// general path of add.cc / sub.cc): as above with left_shift 15 and the int16
+// clamp.
+ElementwiseParams tflite_add_sub_params_16x8(ElementwiseMode mode, float input1_scale,
+                                             float input2_scale, float output_scale,
+                                             FusedActivation activation);
 ElementwiseParams tflite_sub_params(float input1_scale, int32_t input1_zero_point,
                                     float input2_scale, int32_t input2_zero_point,
                                     float output_scale, int32_t output_zero_point,

@@ -236,7 +236,10 @@ std::optional<std::string> check_shape_consistency(const Graph& g, const Op& op,
 // The op kinds with a 16-bit (16x8, NACC_CTRL.DATA_FORM 01, NACC_SPEC §9)
 // lowering: TFLite's int16-activation kernels the device reproduces.
 const std::vector<OpKind>& int16_kinds() {
-  static const std::vector<OpKind> kinds = {OpKind::kConv2D, OpKind::kDepthwiseConv2D};
+  static const std::vector<OpKind> kinds = {
+      OpKind::kConv2D,  OpKind::kDepthwiseConv2D, OpKind::kFullyConnected, OpKind::kMaxPool2D,
+      OpKind::kAveragePool2D, OpKind::kAdd,       OpKind::kSub,            OpKind::kReshape,
+      OpKind::kConcatenation};
   return kinds;
 }
 
@@ -678,6 +681,28 @@ std::optional<std::string> check_max_pool_window(const Graph&, const Op& op,
 // The pooling unit's average pool (2x2, stride 2); TFLite's any other window
 // as depthwise region passes (compiler/lower.h lower_average_pool_regions) or,
 // for one window over the whole input, the ones-operand matrix product.
+// The 16-bit forms of the units (NACC_SPEC §9): an average pool on the
+// pooling unit only (the region passes and the ones matrix product are 8-bit
+// depthwise / matrix passes), element-wise ops of two runtime int16 operands.
+std::optional<std::string> check_int16_form(const Graph& g, const Op& op, const SupportConfig&) {
+  if (!all_int16(g, op)) return std::nullopt;
+  const auto& a = op.attrs;
+  if (op.kind == OpKind::kAveragePool2D &&
+      !(a.kernel_h == limits::kAvgPoolKernel && a.kernel_w == limits::kAvgPoolKernel &&
+        a.stride_h == limits::kAvgPoolStride && a.stride_w == limits::kAvgPoolStride)) {
+    return str_cat("int16 window ", a.kernel_h, "x", a.kernel_w, " stride ", a.stride_h, "x",
+                   a.stride_w);
+  }
+  if (op.kind == OpKind::kAdd || op.kind == OpKind::kSub) {
+    for (size_t i = 0; i < 2 && i < op.inputs.size(); ++i) {
+      if (op.inputs[i] >= 0 && g.tensor(op.inputs[i]).is_constant()) {
+        return str_cat("int16 input ", i, " is a constant");
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> check_avg_pool_window(const Graph& g, const Op& op,
                                                  const SupportConfig&) {
   const auto& a = op.attrs;
@@ -1003,6 +1028,11 @@ std::vector<Rule> build_rules() {
                "own region) or one window over the whole input of at most ", kMaxAveragePoolCells,
                " cells (a matrix product with a ones operand)"),
        false, check_avg_pool_window},
+      {"int16_form", {K::kAveragePool2D, K::kAdd, K::kSub},
+       str_cat("with int16 maps, AVERAGE_POOL_2D must be ", avg, " with stride ",
+               limits::kAvgPoolStride, " (the pooling unit's 16-bit form; the region passes and "
+               "the ones matrix product are 8-bit) and ADD / SUB take two runtime operands"),
+       false, check_int16_form},
       {"mean_axes", {K::kMean}, "MEAN must reduce exactly height and width (axes 1 and 2)", false,
        check_mean_axes},
       {"mean_window", {K::kMean},
