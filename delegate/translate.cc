@@ -69,7 +69,42 @@ constexpr VersionLimit kInt16VersionLimits[] = {
     {kTfLiteBuiltinSqueeze, 0, ""},
     {kTfLiteBuiltinExpandDims, 0, ""},
     {kTfLiteBuiltinConcatenation, 3, "4: uint32"},
+    {kTfLiteBuiltinPad, 3, "4: rank > 4"},
+    {kTfLiteBuiltinPadv2, 3, "4: rank > 4"},
+    {kTfLiteBuiltinRelu, 3, ""},
+    {kTfLiteBuiltinRelu6, 3, ""},
 };
+
+// Why an int16 kind has no 16-bit lowering (the int16_activations reason).
+const char* int16_decline_why(int32_t code) {
+  switch (code) {
+    case kTfLiteBuiltinQuantize:
+      return "TFLite requantizes int16 with the 32-bit fixed-point multiplier "
+             "(reference_ops::Requantize); the 16-bit form's output stages are the 16x8 one "
+             "(multiplier reduced to 16 bits) and the real scale, which round differently";
+    case kTfLiteBuiltinLogistic:
+    case kTfLiteBuiltinTanh:
+      return "the 16-bit Tanh / Sigmoid table modes (256-entry table with interpolation, "
+             "NACC_SPEC §9) are not modelled yet";
+    case kTfLiteBuiltinRelu:
+    case kTfLiteBuiltinRelu6:
+    case kTfLiteBuiltinReluN1To1:
+    case kTfLiteBuiltinLeakyRelu:
+    case kTfLiteBuiltinHardSwish:
+      return "the activation unit's lookup table is for 8-bit inputs (256 entries) and TFLite's "
+             "int16 form requantizes with the 32-bit multiplier";
+    case kTfLiteBuiltinMul:
+      return "16x8 MUL (the 32-bit multiplier on the int32 product) and mul_s16_s8 are not "
+             "modelled";
+    case kTfLiteBuiltinMean:
+      return "an int16 MEAN is not lowered (the 8-bit MEAN runs as depthwise or ones-matrix "
+             "passes with an 8-bit output stage)";
+    case kTfLiteBuiltinBatchMatmul:
+      return "the matrix unit has no 16-bit form";
+    default:
+      return nullptr;
+  }
+}
 
 std::optional<VersionLimit> int16_version_limit(int32_t code) {
   for (const VersionLimit& v : kInt16VersionLimits) {
@@ -395,9 +430,11 @@ class Translator {
     // 16x8 (NACC_SPEC §9): the kinds with a 16-bit lowering go on to the
     // capability rules (int16_quantization, bias_dtype, bias_16x8_range).
     if ((tin == kTfLiteInt16 || tout == kTfLiteInt16) && !int16_version_limit(spec.builtin_code)) {
+      const char* why = int16_decline_why(spec.builtin_code);
       reason(r, "int16_activations", "int16 activations (16x8 quantization)",
-             str_cat("the NPU's 16-bit form (NACC_CTRL.DATA_FORM 01) is lowered for ",
-                     int16_kind_list(), " only (nacc docs hardware, §9)"));
+             str_cat(why ? why : "no 16-bit lowering", "; the NPU's 16-bit form (NACC_CTRL.",
+                     "DATA_FORM 01) is lowered for ", int16_kind_list(),
+                     " (nacc docs hardware, §9)"));
       return true;
     }
     bool all_float = true, any_float = false;
@@ -570,11 +607,13 @@ class Translator {
   void pad_value_check(const NodeSpec& spec, ir::Attributes& a) {
     const TfLiteTensor& v = tfl(spec.inputs[2]);
     const TfLiteTensor& out = tfl(spec.outputs[0]);
-    if (!is_constant(v) || v.type != kTfLiteInt8 || v.bytes != 1) {
+    const bool i16 = v.type == kTfLiteInt16 && v.bytes == 2;  // 16x8: the value must be 0
+    if (!is_constant(v) || !((v.type == kTfLiteInt8 && v.bytes == 1) || i16)) {
       a.unsupported_options.push_back("non-constant pad value");
-    } else if (v.data.int8[0] != out.params.zero_point) {
-      a.unsupported_options.push_back(str_cat("pad value ", int(v.data.int8[0]),
-                                              " != output zero point ", out.params.zero_point));
+    } else if ((i16 ? int(v.data.i16[0]) : int(v.data.int8[0])) != out.params.zero_point) {
+      a.unsupported_options.push_back(
+          str_cat("pad value ", i16 ? int(v.data.i16[0]) : int(v.data.int8[0]),
+                  " != output zero point ", out.params.zero_point));
     }
   }
 

@@ -286,3 +286,74 @@ def test_int16_without_lowering_declined_with_reason():
     (node,) = d.report().nodes
     assert [r.rule for r in node.reasons] == ["int16_activations"], node.reasons
     assert "CONV_2D" in node.reasons[0].message and "FULLY_CONNECTED" in node.reasons[0].message
+
+
+def pad16(m, x, pads, v2=False):
+    from tflite_builder import QTensor
+
+    t = m.meta[x]
+    p = m.tensor(QTensor((4, 2), "int32", data=np.array(pads, np.int32)))
+    shape = tuple(d + a + b for d, (a, b) in zip(t.shape, pads))
+    o = m.tensor(act16(shape, t.scale))
+    ins = [x, p]
+    if v2:
+        ins.append(m.tensor(QTensor((1,), "int16", scale=t.scale, zero_point=0,
+                                    data=np.zeros(1, np.int16))))
+    m.g.add_op("PADV2" if v2 else "PAD", ins, [o], version=3)
+    return o
+
+
+def relu16(m, x, op="RELU", out_scale=None):
+    t = m.meta[x]
+    o = m.tensor(act16(t.shape, out_scale or t.scale))
+    m.g.add_op(op, [x], [o], version=3)
+    return o
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_pad_relu_16x8_exact(seed):
+    """PAD / PADV2 (standalone: an identity depthwise pass whose 16x8 output stage
+    is the identity; before a CONV_2D: folded into its padding) and RELU / RELU6
+    with one scale (an identity pass with TFLite's clamp)."""
+    rng = np.random.default_rng(seed)
+    m = ModelBuilder(seed)
+    h, w, c = int(rng.integers(2, 9)), int(rng.integers(2, 9)), int(rng.choice([1, 4, 17]))
+    x = input16(m, (1, h, w, c), float(rng.choice([1.0 / 32768, 1e-3, 1.0 / 4096])))
+    pads = [[0, 0], [int(rng.integers(0, 3)), int(rng.integers(0, 3))],
+            [int(rng.integers(0, 3)), int(rng.integers(0, 3))], [0, 0]]
+    y = pad16(m, x, pads, v2=seed % 2 == 1)
+    y = relu16(m, y, "RELU6" if seed % 3 == 0 else "RELU")
+    if seed % 4 == 0:  # a PAD that folds into the convolution after it
+        y = conv16(m, pad16(m, y, [[0, 0], [1, 1], [1, 1], [0, 0]]), 5, k=3, padding="VALID")
+    check_claimed_and_exact(m.build([y]), CORES[seed % 3], SRAM_KB[seed % 2], seed)
+
+
+def test_relu16_rescaling_declined():
+    m = ModelBuilder(0)
+    x = input16(m, (1, 4, 4, 8))
+    o = relu16(m, x, out_scale=2.0 / 4096)
+    d, interp = delegated(m.build([o]))
+    (node,) = d.report().nodes
+    assert [r.rule for r in node.reasons] == ["int16_form"], node.reasons
+    assert not compare(m.build([o]), interp, random_input_sets(interp, 0, 1))
+
+
+@pytest.mark.parametrize("op, why", [
+    ("QUANTIZE", "32-bit fixed-point multiplier"),
+    ("LOGISTIC", "Tanh / Sigmoid table modes"),
+    ("TANH", "Tanh / Sigmoid table modes"),
+    ("LEAKY_RELU", "lookup table is for 8-bit inputs"),
+])
+def test_int16_kinds_without_lowering_say_why(op, why):
+    m = ModelBuilder(0)
+    x = input16(m, (1, 4, 4, 8))
+    scale = 1.0 / 32768 if op in ("LOGISTIC", "TANH") else 3.0 / 4096
+    o = m.tensor(act16((1, 4, 4, 8), scale))
+    opts = dict(alpha=0.2) if op == "LEAKY_RELU" else None
+    m.g.add_op(op, [x], [o], opts, version={"QUANTIZE": 1, "LEAKY_RELU": 2}.get(op, 3))
+    model = m.build([o])
+    d, interp = delegated(model)
+    (node,) = d.report().nodes
+    assert [r.rule for r in node.reasons] == ["int16_activations"], node.reasons
+    assert why in node.reasons[0].message
+    assert not compare(model, interp, random_input_sets(interp, 0, 1))

@@ -131,9 +131,9 @@ CASES = [
 
     # Data types and quantization.
     at("activation_dtype", "int8", lambda: b.conv()),
-    past("activation_dtype", "int16", lambda: b.unary(in_dtype="int16", out_dtype="int16",
-                                                      in_zp=0, out_zp=0),
-         "input 'x' is int16; output 'y' is int16 (RELU has no 16-bit lowering)"),
+    past("activation_dtype", "int16", lambda: b.unary("HARD_SWISH", in_dtype="int16",
+                                                      out_dtype="int16", in_zp=0, out_zp=0),
+         "input 'x' is int16; output 'y' is int16 (HARD_SWISH has no 16-bit lowering)"),
     # 16x8 (NACC_SPEC §9): CONV_2D / DEPTHWISE_CONV_2D with every map int16.
     at("activation_dtype", "conv-16x8", lambda: _conv16()),
     at("activation_dtype", "depthwise-16x8", lambda: _conv16("DEPTHWISE_CONV_2D")),

@@ -678,6 +678,33 @@ void lower_tflite_lut(const ir::Op& op, const Quant& qi, const Quant& qo, Lowere
 
 // Single-input int8 -> int8 ops: the activation unit in LUT mode, with the
 // frontend's table (ir::Attributes::lut) when it gives one, else TFLite's.
+// RELU / RELU6 on int16 with one scale (16x8): TFLite's QuantizedReluX
+// applies MultiplyByQuantizedMultiplier with QuantizeMultiplier(s_in / s_out)
+// = (2^30, 1), the identity, then clamps to [max(-32768, round(lo / s)),
+// min(32767, round(hi / s))] (float32): an identity 1x1 max-pool pass with
+// that clamp. Another output scale needs the 32-bit multiplier, which no
+// 16-bit unit applies.
+void lower_relu16(const ir::Op& op, const ir::Tensor& in, const ir::Tensor& out, LoweredOp& l) {
+  l.int16_maps = int16_maps_of(in, out, l.label);
+  const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
+  if (qi.scale != qo.scale) {
+    throw Unsupported(str_cat(l.label, ": an int16 ReLU that rescales (input scale ", qi.scale,
+                              ", output scale ", qo.scale, ") needs the 32-bit multiplier"));
+  }
+  l.unit = Unit::kMaxPool;
+  ir::Op window = op;
+  window.attrs.padding = {};
+  window.attrs.stride_h = window.attrs.stride_w = 1;
+  window.attrs.dilation_h = window.attrs.dilation_w = 1;
+  set_window(l, window, 1, 1);
+  const auto q = [&](float f) {
+    return static_cast<int32_t>(std::round(f / qo.scale));
+  };
+  l.act_min = std::max(-32768, q(0.0f));
+  l.act_max = op.kind == OpKind::kRelu6 ? std::min(32767, q(6.0f)) : 32767;
+  l.act_mode = ActMode::NONE;
+}
+
 void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const ir::Tensor& in = g.tensor(op.inputs[0]);
   const ir::Tensor& out = g.tensor(op.outputs[0]);
@@ -686,6 +713,10 @@ void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.out_shape = nhwc_of(out.shape);
   check_arg(l.in_shape == l.out_shape, l.label, ": input ", l.in_shape.str(), " != output ",
             l.out_shape.str());
+  if (in.dtype == ir::DType::kInt16 && (op.kind == OpKind::kRelu || op.kind == OpKind::kRelu6)) {
+    lower_relu16(op, in, out, l);
+    return;
+  }
   if (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8) {
     throw Unsupported(str_cat(l.label, ": ", ir::dtype_name(in.dtype), " -> ",
                               ir::dtype_name(out.dtype), " (the activation unit maps int8 to int8)"));
@@ -791,8 +822,11 @@ void lower_pad(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   for (int ch = 0; ch < c; ++ch) l.weights[tap * c + ch] = 1;
   l.multiplier.assign(c, kUnitMultiplier);
   l.shift.assign(c, kUnitShift);
-  l.act_min = -128;
-  l.act_max = 127;
+  // 16x8: the 16x8 output stage of the unit multiplier is the identity too
+  // (m16 = 2^14, (acc * 2^14 + 2^13) >> 14 = acc).
+  l.int16_maps = int16_maps_of(in, out, l.label);
+  l.act_min = l.int16_maps ? -32768 : -128;
+  l.act_max = l.int16_maps ? 32767 : 127;
   l.act_mode = ActMode::NONE;
 }
 

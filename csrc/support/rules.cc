@@ -239,7 +239,7 @@ const std::vector<OpKind>& int16_kinds() {
   static const std::vector<OpKind> kinds = {
       OpKind::kConv2D,  OpKind::kDepthwiseConv2D, OpKind::kFullyConnected, OpKind::kMaxPool2D,
       OpKind::kAveragePool2D, OpKind::kAdd,       OpKind::kSub,            OpKind::kReshape,
-      OpKind::kConcatenation};
+      OpKind::kConcatenation, OpKind::kPad,            OpKind::kRelu,           OpKind::kRelu6};
   return kinds;
 }
 
@@ -693,6 +693,11 @@ std::optional<std::string> check_int16_form(const Graph& g, const Op& op, const 
     return str_cat("int16 window ", a.kernel_h, "x", a.kernel_w, " stride ", a.stride_h, "x",
                    a.stride_w);
   }
+  if (op.kind == OpKind::kRelu || op.kind == OpKind::kRelu6) {
+    const auto& qi = g.tensor(op.inputs[0]).quant;
+    const auto& qo = g.tensor(op.outputs[0]).quant;
+    if (!(qi == qo)) return str_cat("int16 ReLU with input ", quant_str(qi), ", output ", quant_str(qo));
+  }
   if (op.kind == OpKind::kAdd || op.kind == OpKind::kSub) {
     for (size_t i = 0; i < 2 && i < op.inputs.size(); ++i) {
       if (op.inputs[i] >= 0 && g.tensor(op.inputs[i]).is_constant()) {
@@ -1028,10 +1033,12 @@ std::vector<Rule> build_rules() {
                "own region) or one window over the whole input of at most ", kMaxAveragePoolCells,
                " cells (a matrix product with a ones operand)"),
        false, check_avg_pool_window},
-      {"int16_form", {K::kAveragePool2D, K::kAdd, K::kSub},
+      {"int16_form", {K::kAveragePool2D, K::kAdd, K::kSub, K::kRelu, K::kRelu6},
        str_cat("with int16 maps, AVERAGE_POOL_2D must be ", avg, " with stride ",
                limits::kAvgPoolStride, " (the pooling unit's 16-bit form; the region passes and "
-               "the ones matrix product are 8-bit) and ADD / SUB take two runtime operands"),
+               "the ones matrix product are 8-bit), ADD / SUB take two runtime operands, and "
+               "RELU / RELU6 keep the input's scale (an identity pass with the clamp; a rescaling "
+               "int16 ReLU needs the 32-bit multiplier)"),
        false, check_int16_form},
       {"mean_axes", {K::kMean}, "MEAN must reduce exactly height and width (axes 1 and 2)", false,
        check_mean_axes},
