@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <set>
 
 #include "common/error.h"
@@ -52,6 +53,65 @@ constexpr VersionLimit kVersionLimits[] = {
     {kTfLiteBuiltinMean, 2, "3: int16"},
     {kTfLiteBuiltinSqueeze, 1, "2: string"},
 };
+
+// The 16x8 kernels (int16 activations, int8 weights, NACC_SPEC §9) the core
+// lowers, with the version TFLite gives them (op_version.cc: the first
+// version that adds int16 activations; the converter writes it).
+constexpr VersionLimit kInt16VersionLimits[] = {
+    {kTfLiteBuiltinConv2d, 4, "5: hybrid per-channel, 6: grouped, 7: int4 weights"},
+    {kTfLiteBuiltinDepthwiseConv2d, 5, "6: dilation with hybrid, 7: int4 weights"},
+    {kTfLiteBuiltinFullyConnected, 7, "8: sparse weights, 9+: hybrid / int4"},
+    {kTfLiteBuiltinMaxPool2d, 3, ""},
+    {kTfLiteBuiltinAveragePool2d, 3, ""},
+    {kTfLiteBuiltinAdd, 3, "4: int64"},
+    {kTfLiteBuiltinSub, 5, ""},
+    {kTfLiteBuiltinReshape, 0, ""},  // 0: the int8 limit (none or the table above)
+    {kTfLiteBuiltinSqueeze, 0, ""},
+    {kTfLiteBuiltinExpandDims, 0, ""},
+    {kTfLiteBuiltinConcatenation, 3, "4: uint32"},
+    {kTfLiteBuiltinPad, 3, "4: rank > 4"},
+    {kTfLiteBuiltinPadv2, 3, "4: rank > 4"},
+    {kTfLiteBuiltinRelu, 3, ""},
+    {kTfLiteBuiltinRelu6, 3, ""},
+};
+
+// Why an int16 kind has no 16-bit lowering (the int16_activations reason).
+const char* int16_decline_why(int32_t code) {
+  switch (code) {
+    case kTfLiteBuiltinQuantize:
+      return "TFLite requantizes int16 with the 32-bit fixed-point multiplier "
+             "(reference_ops::Requantize); the 16-bit form's output stages are the 16x8 one "
+             "(multiplier reduced to 16 bits) and the real scale, which round differently";
+    case kTfLiteBuiltinLogistic:
+    case kTfLiteBuiltinTanh:
+      return "the 16-bit Tanh / Sigmoid table modes (256-entry table with interpolation, "
+             "NACC_SPEC §9) are not modelled yet";
+    case kTfLiteBuiltinRelu:
+    case kTfLiteBuiltinRelu6:
+    case kTfLiteBuiltinReluN1To1:
+    case kTfLiteBuiltinLeakyRelu:
+    case kTfLiteBuiltinHardSwish:
+      return "the activation unit's lookup table is for 8-bit inputs (256 entries) and TFLite's "
+             "int16 form requantizes with the 32-bit multiplier";
+    case kTfLiteBuiltinMul:
+      return "16x8 MUL (the 32-bit multiplier on the int32 product) and mul_s16_s8 are not "
+             "modelled";
+    case kTfLiteBuiltinMean:
+      return "an int16 MEAN is not lowered (the 8-bit MEAN runs as depthwise or ones-matrix "
+             "passes with an 8-bit output stage)";
+    case kTfLiteBuiltinBatchMatmul:
+      return "the matrix unit has no 16-bit form";
+    default:
+      return nullptr;
+  }
+}
+
+std::optional<VersionLimit> int16_version_limit(int32_t code) {
+  for (const VersionLimit& v : kInt16VersionLimits) {
+    if (v.code == code) return v;
+  }
+  return std::nullopt;
+}
 
 std::optional<VersionLimit> version_limit(int32_t code) {
   for (const VersionLimit& v : kVersionLimits) {
@@ -326,11 +386,32 @@ class Translator {
     }
     // CONV_2D version 6 is the grouped convolution: one convolution per group
     // (compiler/lower.h lower_conv_parts); the grouped_convolution rule checks it.
-    if (kind == OpKind::kConv2D && spec.version == 6) return;
-    if (auto lim = version_limit(spec.builtin_code); lim && spec.version > lim->max_version) {
+    if (kind == OpKind::kConv2D && spec.version == 6 && !int16_activations(spec)) return;
+    // 16x8: the int16 version of the kernel (dtype_checks let only those through).
+    auto lim = int16_activations(spec) ? int16_version_limit(spec.builtin_code)
+                                       : version_limit(spec.builtin_code);
+    if (lim && lim->max_version == 0) lim = version_limit(spec.builtin_code);
+    if (lim && spec.version > lim->max_version) {
       reason(r, "op_version", str_cat("version ", spec.version),
              str_cat("the core implements versions 1 to ", lim->max_version, " (", lim->why, ")"));
     }
+  }
+
+  // An int16 input or output (TFLite's 16x8 quantization).
+  bool int16_activations(const NodeSpec& spec) {
+    const int in0 = spec.inputs.empty() ? -1 : spec.inputs[0];
+    const int out0 = spec.outputs.empty() ? -1 : spec.outputs[0];
+    return type_of(in0) == kTfLiteInt16 || type_of(out0) == kTfLiteInt16;
+  }
+
+  static std::string int16_kind_list() {
+    std::string s;
+    for (size_t i = 0; i < std::size(kInt16VersionLimits); ++i) {
+      const int32_t code = kInt16VersionLimits[i].code;
+      s += i ? (i + 1 == std::size(kInt16VersionLimits) ? " and " : ", ") : "";
+      s += code >= 0 && code < kNumBuiltinNames ? kBuiltinNames[code] : "?";
+    }
+    return s;
   }
 
   // Hybrid, 16x8, float and int4 / block-quantized operands; true when one applies.
@@ -349,9 +430,14 @@ class Translator {
         return true;
       }
     }
-    if (tin == kTfLiteInt16 || tout == kTfLiteInt16) {
+    // 16x8 (NACC_SPEC §9): the kinds with a 16-bit lowering go on to the
+    // capability rules (int16_quantization, bias_dtype, bias_16x8_range).
+    if ((tin == kTfLiteInt16 || tout == kTfLiteInt16) && !int16_version_limit(spec.builtin_code)) {
+      const char* why = int16_decline_why(spec.builtin_code);
       reason(r, "int16_activations", "int16 activations (16x8 quantization)",
-             "the NPU runs int8 activations only (nacc docs hardware, §1)");
+             str_cat(why ? why : "no 16-bit lowering", "; the NPU's 16-bit form (NACC_CTRL.",
+                     "DATA_FORM 01) is lowered for ", int16_kind_list(),
+                     " (nacc docs hardware, §9)"));
       return true;
     }
     bool all_float = true, any_float = false;
@@ -464,6 +550,13 @@ class Translator {
       case kTfLiteBuiltinSub:
       case kTfLiteBuiltinMul:
         activation(p, op);
+        // 16x8 ADD / SUB: TFLite's power-of-two path (pot_scale_int16 = true,
+        // which the converter does not write) is not lowered.
+        if (p.pot_scale_int16 && int16_activations(spec)) {
+          a.unsupported_options.push_back(
+              "pot_scale_int16 (TFLite's power-of-two int16 path; the general 16x8 path with "
+              "left_shift 15 is lowered when it is false)");
+        }
         break;
       case kTfLiteBuiltinConcatenation:
         a.axis = p.axis;
@@ -517,11 +610,13 @@ class Translator {
   void pad_value_check(const NodeSpec& spec, ir::Attributes& a) {
     const TfLiteTensor& v = tfl(spec.inputs[2]);
     const TfLiteTensor& out = tfl(spec.outputs[0]);
-    if (!is_constant(v) || v.type != kTfLiteInt8 || v.bytes != 1) {
+    const bool i16 = v.type == kTfLiteInt16 && v.bytes == 2;  // 16x8: the value must be 0
+    if (!is_constant(v) || !((v.type == kTfLiteInt8 && v.bytes == 1) || i16)) {
       a.unsupported_options.push_back("non-constant pad value");
-    } else if (v.data.int8[0] != out.params.zero_point) {
-      a.unsupported_options.push_back(str_cat("pad value ", int(v.data.int8[0]),
-                                              " != output zero point ", out.params.zero_point));
+    } else if ((i16 ? int(v.data.i16[0]) : int(v.data.int8[0])) != out.params.zero_point) {
+      a.unsupported_options.push_back(
+          str_cat("pad value ", i16 ? int(v.data.i16[0]) : int(v.data.int8[0]),
+                  " != output zero point ", out.params.zero_point));
     }
   }
 
@@ -770,9 +865,11 @@ NodeSpec capture_node(int index, const TfLiteNode& node, const TfLiteRegistratio
     }
     case kTfLiteBuiltinAdd:
       p.activation = static_cast<const TfLiteAddParams*>(d)->activation;
+      p.pot_scale_int16 = static_cast<const TfLiteAddParams*>(d)->pot_scale_int16;
       break;
     case kTfLiteBuiltinSub:
       p.activation = static_cast<const TfLiteSubParams*>(d)->activation;
+      p.pot_scale_int16 = static_cast<const TfLiteSubParams*>(d)->pot_scale_int16;
       break;
     case kTfLiteBuiltinMul:
       p.activation = static_cast<const TfLiteMulParams*>(d)->activation;

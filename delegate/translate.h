@@ -39,6 +39,7 @@ struct NodeParams {
   bool keep_dims = false;
   int axis = 0;
   float alpha = 0.0f;
+  bool pot_scale_int16 = false;  // ADD / SUB
   std::vector<int> squeeze_dims;
   std::vector<int> reshape_shape;
 };

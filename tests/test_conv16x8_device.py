@@ -223,11 +223,18 @@ def test_conv16x8_faults(case, change, match):
         run_program(p, ins, 1)
 
 
-def test_int16_form_on_other_units_faults():
-    x = np.zeros((1, 4, 4, 8), np.int16)
-    L = Layer("maxpool", x, kernel=(2, 2), stride=(2, 2))
+def test_int16_form_on_other_units():
+    """NPU_OP_POOL takes int16 maps (device/units/fm16.h: the largest value of
+    each window); NPU_OP_ACTIVATION does not (its LUT is for 8-bit data)."""
+    x = np.random.default_rng(0).integers(-32768, 32768, (1, 4, 4, 8)).astype(np.int16)
+    L = Layer("maxpool", x, kernel=(2, 2), stride=(2, 2), act_min=-32768, act_max=32767)
     p, ins = ns.single_layer(L, [Tile(0, 2, 0, 2)])
-    with pytest.raises(nacc.DeviceFault, match="NPU_OP_CONV and NPU_OP_DEPTHWISE only"):
+    got, _ = run_program(p, ins, 1)
+    want = x.reshape(1, 2, 2, 2, 2, 8).max(axis=(2, 4))
+    np.testing.assert_array_equal(got, want)
+    L = Layer("act", x, act_mode="LUT", lut=np.arange(256).astype(np.int8))
+    p, ins = ns.single_layer(L, [Tile(0, 4, 0, 4)])
+    with pytest.raises(nacc.DeviceFault, match="not NPU_OP_ACTIVATION"):
         run_program(p, ins, 1)
 
 

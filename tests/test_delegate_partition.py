@@ -129,7 +129,7 @@ SINGLE_NODE_CASES = [
     ("conv_relu_n1", lambda: single_conv(activation="RELU_N1_TO_1"), "npu", False),
     ("conv_tanh_fused", lambda: single_conv(activation="TANH"), ("fused_activation", "TANH"), False),
     ("conv_version4", lambda: single_conv(version=4), ("op_version", "version 4"), False),
-    ("conv_int16x8", int16x8_conv, ("int16_activations", "16x8"), False),
+    ("conv_int16x8", int16x8_conv, "npu", False),  # DATA_FORM 01 (NACC_SPEC §9)
     ("fc_hybrid", hybrid_fc, ("hybrid", "dynamic-range"), False),
     ("conv_int4", int4_conv, "npu", False),  # DATA_FORM 10 (NACC_SPEC §9)
     ("conv_float", lambda: float_conv(with_softmax=False), ("float32", "float32 op"), True),

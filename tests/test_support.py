@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+import numpy as np
 import pytest
 
 import ir_builders as b
@@ -39,6 +40,31 @@ def _binary_const(kind, const_shape, which):
                else b.activation(g, n, shapes[n])) for n in ("a", "b")}
     y = b.activation(g, "y", (1, 4, 4, 8), scale=b.OUT_SCALE, zero_point=b.OUT_ZP)
     return g, g.add_op(kind, [ids["a"], ids["b"]], [y], name=kind.lower())
+
+
+def _conv16(kind="CONV_2D", out_dtype="int16", in_zp=0, bias_dtype="int64", bias_value=0,
+            weights_dtype="int8"):
+    """A 16x8 CONV_2D / DEPTHWISE_CONV_2D [1,8,8,4] -> [1,6,6,4] (int16 maps)."""
+    g = _core.Graph()
+    x = b.activation(g, "x", [1, 8, 8, 4], "int16", scale=0.001, zero_point=in_zp)
+    dw = kind == "DEPTHWISE_CONV_2D"
+    w = g.add_tensor("w", [1, 3, 3, 4] if dw else [4, 3, 3, 4], weights_dtype, scales=0.02,
+                     zero_points=0, data=np.zeros((4, 3, 3, 4) if not dw else (1, 3, 3, 4), np.int8))
+    bd = np.array([0, bias_value, 0, 0], np.int64 if bias_dtype == "int64" else np.int32)
+    bias = g.add_tensor("b", [4], bias_dtype, scales=2e-5, zero_points=0, data=bd)
+    y = b.activation(g, "y", [1, 6, 6, 4], out_dtype, scale=0.01, zero_point=0)
+    return g, g.add_op(kind, [x, w, bias], [y], name="conv16")
+
+
+def _pool16(k):
+    """An int16 AVERAGE_POOL_2D [1,8,8,4], k x k, stride 2 for k = 2 else 1."""
+    g = _core.Graph()
+    x = b.activation(g, "x", [1, 8, 8, 4], "int16", scale=0.001, zero_point=0)
+    s = 2 if k == 2 else 1
+    o = (8 - k) // s + 1
+    y = b.activation(g, "y", [1, o, o, 4], "int16", scale=0.001, zero_point=0)
+    return g, g.add_op("AVERAGE_POOL_2D", [x], [y], name="pool16", kernel_h=k, kernel_w=k,
+                       stride_h=s, stride_w=s)
 
 
 def at(rule, id, build, **kw):
@@ -105,8 +131,26 @@ CASES = [
 
     # Data types and quantization.
     at("activation_dtype", "int8", lambda: b.conv()),
-    past("activation_dtype", "int16", lambda: b.conv(dtype="int16"),
-         "input 'x' is int16; output 'y' is int16"),
+    past("activation_dtype", "int16", lambda: b.unary("HARD_SWISH", in_dtype="int16",
+                                                      out_dtype="int16", in_zp=0, out_zp=0),
+         "input 'x' is int16; output 'y' is int16 (HARD_SWISH has no 16-bit lowering)"),
+    # 16x8 (NACC_SPEC §9): CONV_2D / DEPTHWISE_CONV_2D with every map int16.
+    at("activation_dtype", "conv-16x8", lambda: _conv16()),
+    at("activation_dtype", "depthwise-16x8", lambda: _conv16("DEPTHWISE_CONV_2D")),
+    past("activation_dtype", "conv-int16-in-int8-out", lambda: _conv16(out_dtype="int8", bias_dtype="int32"),
+         "input 'x' is int16"),
+    at("int16_form", "avg-pool-2x2-int16", lambda: _pool16(2)),
+    past("int16_form", "avg-pool-3x3-int16", lambda: _pool16(3), "int16 window 3x3 stride 1x1"),
+    at("int16_quantization", "zero-point-0", lambda: _conv16()),
+    past("int16_quantization", "zero-point-3", lambda: _conv16(in_zp=3),
+         "input 'x' has zero point 3"),
+    at("bias_16x8_range", "bias-2^39-1", lambda: _conv16(bias_value=(1 << 39) - 1)),
+    past("bias_16x8_range", "bias-2^39", lambda: _conv16(bias_value=-(1 << 39) - 1),
+         "bias 'b' entry 1 is -549755813889"),
+    past("bias_dtype", "int32-bias-16x8", lambda: _conv16(bias_dtype="int32"),
+         "bias 'b' is int32 with int16 activations"),
+    past("weights_dtype", "int4-16x8", lambda: _conv16(weights_dtype="int4"),
+         "int4 with int16 activations"),
     past("activation_dtype", "quantize-float-input",
          lambda: b.unary("QUANTIZE", in_dtype="float32"), "input 'x' is float32"),
     past("activation_dtype", "uint8-output", lambda: b.unary("RELU", out_dtype="uint8",

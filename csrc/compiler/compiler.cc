@@ -174,6 +174,13 @@ struct OpConstants {
 
 void add_op_constants(Context& ctx, const LoweredOp& op, OpConstants& k) {
   if (!op.bias.empty()) k.bias = ctx.pool.add_int32(op.bias);
+  if (!op.bias64.empty()) {  // 16x8: 8-byte little-endian bias entries
+    std::vector<uint8_t> b(op.bias64.size() * 8);
+    for (size_t i = 0; i < op.bias64.size(); ++i) {
+      for (int j = 0; j < 8; ++j) b[8 * i + size_t(j)] = uint8_t(uint64_t(op.bias64[i]) >> (8 * j));
+    }
+    k.bias = ctx.pool.add(b.data(), b.size());
+  }
   if (!op.real_scale.empty()) {
     k.real_scale = ctx.pool.add_float64(op.real_scale);
   } else if (!op.fp32_scale.empty()) {
@@ -331,18 +338,20 @@ void set_layer(Context& ctx, const LoweredOp& op, const OpConstants& k, const Co
                       .get());
   // A rectangle of a tensor (LoweredOp::in_y0 ...) starts at its first pixel
   // and keeps the tensor's row pitch.
-  const int64_t in_row = int64_t(op.in_row_pixels()) * op.in_shape.c;
-  const int64_t in_origin = op.in_y0 * in_row + int64_t(op.in_x0) * op.in_shape.c;
+  // Byte pitches and offsets: 2 bytes an element with 16-bit maps (NACC_SPEC §9).
+  const int64_t e = op.elem();
+  const int64_t in_row = int64_t(op.in_row_pixels()) * op.in_shape.c * e;
+  const int64_t in_origin = op.in_y0 * in_row + int64_t(op.in_x0) * op.in_shape.c * e;
   const int64_t out_row =
-      op.out_row_pitch ? op.out_row_pitch : int64_t(op.out_row_pixels()) * op.out_pitch();
-  const int64_t out_origin = op.out_y0 * out_row + int64_t(op.out_x0) * op.out_pitch();
+      op.out_row_pitch ? op.out_row_pitch : int64_t(op.out_row_pixels()) * op.out_pitch() * e;
+  const int64_t out_origin = op.out_y0 * out_row + int64_t(op.out_x0) * op.out_pitch() * e;
   em.set_register(Reg::NACC_IN_FM_DMA_ADDR,
                   op.ones_a ? region_address(compiler::kConstantRegion, k.ones)
-                            : ctx.address(op.input, in_origin + in_c0 + op.in_byte_offset));
+                            : ctx.address(op.input, in_origin + in_c0 * e + op.in_byte_offset));
   em.set_register(Reg::NACC_DMA_PARA2,
                   Value()
                       .set(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET,
-                           op.in_pixel_pitch ? op.in_pixel_pitch : int64_t(op.in_shape.c))
+                           op.in_pixel_pitch ? op.in_pixel_pitch : int64_t(op.in_shape.c) * e)
                       .get());
   em.set_register(Reg::NACC_DMA_OFFSET1,
                   Value()
@@ -350,11 +359,11 @@ void set_layer(Context& ctx, const LoweredOp& op, const OpConstants& k, const Co
                            op.in_row_pitch ? op.in_row_pitch : in_row)
                       .get());
   em.set_register(Reg::NACC_OUT_DMA_ADDR,
-                  ctx.address(op.output, out_origin + op.out_channel_offset +
-                                             op.out_byte_offset + op.out_channels(c.group.start)));
+                  ctx.address(op.output, out_origin + op.out_byte_offset +
+                                             (op.out_channel_offset + op.out_channels(c.group.start)) * e));
   em.set_register(
       Reg::NACC_DMA_OUT_TRANS_LEN,
-      Value().set(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN, op.out_pitch()).get());
+      Value().set(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN, op.out_pitch() * e).get());
   em.set_register(Reg::NACC_DMA_OFFSET2,
                   Value().set(fields::NACC_DMA_OFFSET2::OUT_DMA_OFFSET, out_row).get());
 }
@@ -445,7 +454,9 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
       em.set_register(Reg::NACC_IN_K_DMA_ADDR, k_addr);
       em.set_register(Reg::NACC_CONV_TRANS_LEN,
                       Value().set(fields::NACC_CONV_TRANS_LEN::K_TRANS_LEN, k_trans_len).get());
-      if (k.bias >= 0) em.set_register(Reg::NACC_BIAS_DMA_ADDR, constant(k.bias + 4 * oc0));
+      if (k.bias >= 0) {
+        em.set_register(Reg::NACC_BIAS_DMA_ADDR, constant(k.bias + op.bias_entry_bytes() * oc0));
+      }
       if (k.fp32_scale >= 0) {  // ONNX Runtime's float32 output stage (QUANT_FP32_SCALE)
         em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.fp32_scale + 4 * oc0));
         if (op.unit == Unit::kFullyConnected) {
@@ -503,7 +514,9 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
       em.set_register(
           Reg::NACC_ELEMENTWISE,
           Value().set(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET2, -op.b_zero_point).get());
-      if (k.bias >= 0) em.set_register(Reg::NACC_BIAS_DMA_ADDR, constant(k.bias + 4 * oc0));
+      if (k.bias >= 0) {
+        em.set_register(Reg::NACC_BIAS_DMA_ADDR, constant(k.bias + op.bias_entry_bytes() * oc0));
+      }
       if (k.fp32_scale >= 0) {
         em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.fp32_scale + 4 * oc0));
       } else {
@@ -534,10 +547,10 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
       }
       em.set_register(Reg::NACC_IN_K_DMA_ADDR, op.input2_is_constant
                                                    ? constant(k.operand2 + c.group.start)
-                                                   : ctx.address(op.input2, c.group.start));
+                                                   : ctx.address(op.input2, int64_t(c.group.start) * op.elem()));
       em.set_register(Reg::NACC_DMA_PARAA, Value()
                                                .set(fields::NACC_DMA_PARAA::K_TRANS_OFFSET,
-                                                    op.input2_broadcast ? 0 : op.out_shape.c)
+                                                    op.input2_broadcast ? 0 : op.out_shape.c * op.elem())
                                                .get());
       const ElementwiseParams& e = op.eltwise;
       em.set_register(Reg::NACC_ELEMENTWISE,
@@ -601,7 +614,9 @@ std::pair<uint32_t, Opcode> control(const LoweredOp& op, bool fm_upd, bool k_upd
   Value ctrl;
   ctrl.set(fields::NACC_CTRL::IM2COL_EN, op.im2col ? 1 : 0)
       .set(fields::NACC_CTRL::DATA_FORM,
-           value_of(op.int4_weights ? DataForm::INT4 : DataForm::INT8))
+           value_of(op.int4_weights ? DataForm::INT4
+                    : op.int16_maps ? DataForm::INT16
+                                    : DataForm::INT8))
       .set(fields::NACC_CTRL::CLK_BYPASS, 0);
   ctrl.set(fields::NACC_CTRL::FM_UPD, fm_upd).set(fields::NACC_CTRL::K_UPD, k_upd);
   ctrl.set(fields::NACC_CTRL::ELEMENT_EN, 0)
@@ -619,7 +634,7 @@ std::pair<uint32_t, Opcode> control(const LoweredOp& op, bool fm_upd, bool k_upd
                                              : value_of(ConvMode::FULLY_CONNECTED));
       ctrl.set(fields::NACC_CTRL::POOL_MODE, value_of(PoolMode::NONE))
           .set(fields::NACC_CTRL::QUANT_EN, 1)
-          .set(fields::NACC_CTRL::BIAS_EN, op.bias.empty() ? 0 : 1);
+          .set(fields::NACC_CTRL::BIAS_EN, op.has_bias() ? 1 : 0);
       return {ctrl.get(), op.unit == Unit::kConv        ? Opcode::NPU_OP_CONV
                           : op.unit == Unit::kDepthwise ? Opcode::NPU_OP_DEPTHWISE
                                                         : Opcode::NPU_OP_FULLY_CONNECTED};
@@ -627,7 +642,7 @@ std::pair<uint32_t, Opcode> control(const LoweredOp& op, bool fm_upd, bool k_upd
       ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::MATRIX))
           .set(fields::NACC_CTRL::POOL_MODE, value_of(PoolMode::NONE))
           .set(fields::NACC_CTRL::QUANT_EN, 1);
-      ctrl.set(fields::NACC_CTRL::BIAS_EN, op.bias.empty() ? 0 : 1);
+      ctrl.set(fields::NACC_CTRL::BIAS_EN, op.has_bias() ? 1 : 0);
       return {ctrl.get(), Opcode::NPU_OP_MATMUL};
     case Unit::kMaxPool:
     case Unit::kAvgPool:
@@ -795,7 +810,7 @@ int64_t input_read_once(const Context& ctx, const LoweredOp& op) {
   if (!windowed) return tensor_bytes(ctx.graph.tensor(op.input));
   return covered_inputs(op.out_shape.h, op.in_shape.h, op.kernel_h, op.stride_h, op.pad_top) *
          covered_inputs(op.out_shape.w, op.in_shape.w, op.kernel_w, op.stride_w, op.pad_left) *
-         op.in_shape.c;
+         op.in_shape.c * op.elem();
 }
 
 // MAC-array cycles of the §8 bound: the cheapest lowering of the layer on one
@@ -816,6 +831,7 @@ int64_t bound_mac_cycles(const Context& ctx, const LoweredOp& op) {
   const bool conv = op.unit == Unit::kConv || (op.unit == Unit::kMatmul && op.im2col) ||
                     op.lowering == "matrix";
   if (!conv || op.lowering == "matrix") return chosen;  // matrix == direct cycles
+  if (op.int16_maps) return chosen;  // 16-bit maps: direct only, at half rate
   const int64_t taps = int64_t(op.kernel_h) * op.kernel_w;
   const int64_t m = int64_t(op.out_shape.h) * op.out_shape.w, n = op.out_shape.c;
   int64_t best = cost::conv_mac_cycles(op.out_shape.h, op.out_shape.w, n, taps, op.in_shape.c);
@@ -845,14 +861,14 @@ void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, 
     read += op.input2_is_constant ? int64_t(op.input2_constant.size())
                                   : tensor_bytes(ctx.graph.tensor(op.input2));
   }
-  read += k.weight_stored + 4 * int64_t(op.bias.size());                   // weights, bias
+  read += k.weight_stored + 4 * int64_t(op.bias.size()) + 8 * int64_t(op.bias64.size());
   read += 4 * int64_t(op.multiplier.size() + op.shift.size());             // multipliers, shifts
   read += 8 * int64_t(op.real_scale.size());                               // FC scales
   read += 4 * int64_t(op.fp32_scale.size());                               // ONNX float32 scales
   read += op.has_lut ? limits::kLutEntries : 0;                            // LUT
   // A producer writing its slice of a CONCATENATION writes only its own channels.
   const int64_t write = op.out_pixel_pitch
-                            ? int64_t(op.out_shape.h) * op.out_shape.w * op.out_shape.c
+                            ? int64_t(op.out_shape.h) * op.out_shape.w * op.out_shape.c * op.elem()
                             : tensor_bytes(ctx.graph.tensor(op.output));
   rec.min_dma_bytes = read + write;
   // NACC_SPEC §8: max(MAC-array cycles, activation cycles, move-once bytes /
@@ -941,15 +957,22 @@ void check_partition(const ir::Graph& g, const std::vector<int>& inputs,
   for (int id : inputs) check_arg(seen.insert(id).second, "compile: input '", g.tensor(id).name, "' listed twice");
   seen.clear();
   for (int id : outputs) check_arg(seen.insert(id).second, "compile: output '", g.tensor(id).name, "' listed twice");
+  // int8, or int16 (16x8 feature maps, zero point 0; NACC_SPEC §9).
+  const auto io_ok = [&](const ir::Tensor& t) {
+    return (t.dtype == ir::DType::kInt8 ||
+            (t.dtype == ir::DType::kInt16 && t.quant.zero_points.size() == 1 &&
+             t.quant.zero_points[0] == 0)) &&
+           t.quant.scales.size() == 1 && t.is_static();
+  };
   for (int id : inputs) {
     const ir::Tensor& t = g.tensor(id);
-    check_arg(t.dtype == ir::DType::kInt8 && t.quant.scales.size() == 1 && t.is_static(),
-              "compile: partition input '", t.name, "' must be a static per-tensor int8 tensor");
+    check_arg(io_ok(t), "compile: partition input '", t.name,
+              "' must be a static per-tensor int8 tensor (or int16 with zero point 0)");
   }
   for (int id : outputs) {
     const ir::Tensor& t = g.tensor(id);
-    check_arg(t.dtype == ir::DType::kInt8 && t.quant.scales.size() == 1 && t.is_static(),
-              "compile: partition output '", t.name, "' must be a static per-tensor int8 tensor");
+    check_arg(io_ok(t), "compile: partition output '", t.name,
+              "' must be a static per-tensor int8 tensor (or int16 with zero point 0)");
   }
 }
 

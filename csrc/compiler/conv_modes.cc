@@ -34,6 +34,8 @@ ConvLowering parse_conv_lowering(const std::string& name) {
 }
 
 std::optional<LoweredOp> matrix_mode_of(const LoweredOp& conv) {
+  // 16-bit feature maps run on NPU_OP_CONV / NPU_OP_DEPTHWISE only (NACC_SPEC §9).
+  if (conv.int16_maps) return std::nullopt;
   if (conv.unit != Unit::kConv || conv.in_pixel_pitch || conv.in_row_pitch || conv.kernel_h != 1 || conv.kernel_w != 1 || conv.stride_h != 1 ||
       conv.stride_w != 1 || conv.pad_top || conv.pad_left || conv.pad_bottom || conv.pad_right) {
     return std::nullopt;
@@ -54,8 +56,8 @@ std::optional<LoweredOp> matrix_mode_of(const LoweredOp& conv) {
 std::optional<LoweredOp> im2col_of(const LoweredOp& conv) {
   // NPU_OP_MATMUL reads B uncompressed as int8; int4 weights go through the
   // weight path of the convolution and fully-connected units (NACC_SPEC §9).
-  if (conv.unit != Unit::kConv || conv.int4_weights || conv.in_pixel_pitch || conv.in_row_pitch ||
-      conv.in_byte_offset || conv.out_pixel_pitch) {
+  if (conv.unit != Unit::kConv || conv.int4_weights || conv.int16_maps || conv.in_pixel_pitch ||
+      conv.in_row_pitch || conv.in_byte_offset || conv.out_pixel_pitch) {
     return std::nullopt;  // the gather reads a dense input (grouped / dilated parts do not)
   }
   const int64_t taps = int64_t(conv.kernel_h) * conv.kernel_w;
@@ -87,8 +89,8 @@ std::optional<LoweredOp> subsampled_of(const LoweredOp& conv) {
     return std::nullopt;
   }
   LoweredOp l = conv;
-  l.in_pixel_pitch = int64_t(conv.stride_w) * conv.in_shape.c;
-  l.in_row_pitch = int64_t(conv.stride_h) * conv.in_shape.w * conv.in_shape.c;
+  l.in_pixel_pitch = int64_t(conv.stride_w) * conv.in_shape.c * conv.elem();  // bytes
+  l.in_row_pitch = int64_t(conv.stride_h) * conv.in_shape.w * conv.in_shape.c * conv.elem();
   l.in_shape = Shape4{1, conv.out_shape.h, conv.out_shape.w, conv.in_shape.c};
   l.stride_h = l.stride_w = 1;
   l.lowering = "subsampled";

@@ -191,6 +191,42 @@ std::vector<int32_t> int32_data(const ir::Tensor& t, const std::string& label, c
   return out;
 }
 
+// A 16x8 op's int64 bias (8-byte entries within 40 bits).
+std::vector<int64_t> int64_bias(const ir::Tensor& t, const std::string& label) {
+  if (!t.is_constant()) {
+    throw Unsupported(str_cat(label, ": bias '", t.name, "' must be a constant tensor"));
+  }
+  if (t.dtype != ir::DType::kInt64) {
+    throw Unsupported(str_cat(label, ": bias '", t.name, "' must be int64 (16x8)"));
+  }
+  const auto& d = *t.data;
+  std::vector<int64_t> out(d.size() / 8);
+  constexpr int64_t lim = int64_t{1} << (limits::kBias16Bits - 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint64_t u = 0;
+    for (int k = 0; k < 8; ++k) u |= uint64_t(d[8 * i + size_t(k)]) << (8 * k);
+    out[i] = int64_t(u);
+    if (out[i] < -lim || out[i] >= lim) {
+      throw Unsupported(str_cat(label, ": bias entry ", i, " = ", out[i], " does not fit ",
+                                limits::kBias16Bits, " bits (NACC_SPEC §9)"));
+    }
+  }
+  return out;
+}
+
+// 16x8 (NACC_SPEC §9): int16 input and output with zero point 0.
+bool int16_maps_of(const ir::Tensor& in, const ir::Tensor& out, const std::string& label) {
+  const bool i16 = in.dtype == ir::DType::kInt16;
+  if (i16 != (out.dtype == ir::DType::kInt16)) {
+    throw Unsupported(str_cat(label, ": mixed int8 / int16 feature maps"));
+  }
+  if (i16 && (in.quant.zero_points.size() != 1 || in.quant.zero_points[0] != 0 ||
+              out.quant.zero_points.size() != 1 || out.quant.zero_points[0] != 0)) {
+    throw Unsupported(str_cat(label, ": int16 feature maps need zero point 0"));
+  }
+  return i16;
+}
+
 // ONNX Runtime's float32 output scales (QLinearConv / QLinearMatMul / QGemm
 // on the CPU EP): float(input_scale * filter_scale[c]) / output_scale, every
 // step in float32 (NACC_ACT_PARA.QUANT_FP32_SCALE, docs/compiler.md §2.2).
@@ -251,6 +287,17 @@ void set_window(LoweredOp& l, const ir::Op& op, int kh, int kw) {
             " does not match the window (", oh, "x", ow, ")");
 }
 
+// The fused activation's clamp in the output's range (int8, or int16 for
+// 16x8 ops) and ACT_MODE.
+void set_activation_range(LoweredOp& l, FusedActivation act, const Quant& qo) {
+  if (l.int16_maps) {
+    fused_activation_range_int16(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
+  } else {
+    fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
+  }
+  l.act_mode = act_mode_of(act);
+}
+
 void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const ir::Tensor& in = g.tensor(op.inputs[0]);
   const ir::Tensor& w = g.tensor(op.inputs[1]);
@@ -280,6 +327,10 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.output_zero_point = qo.zero_point;
   l.weights = int8_data(w, l.label, "weights");
   l.int4_weights = w.dtype == ir::DType::kInt4;
+  l.int16_maps = int16_maps_of(in, out, l.label);
+  if (l.int16_maps && (l.int4_weights || op.attrs.requant != ir::RequantMode::kTflite)) {
+    throw Unsupported(str_cat(l.label, ": 16x8 takes int8 weights and TFLite's requantization"));
+  }
   const int c_out = l.out_shape.c;
   if (depthwise && l.int4_weights) {
     throw Unsupported(str_cat(l.label, ": int4 depthwise weights (TFLite 2.21 has no reference "
@@ -301,7 +352,11 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
               ir::shape_str(w.shape), " do not match input ", l.in_shape.str(), " / output ",
               l.out_shape.str());
   }
-  if (op.inputs.size() > 2 && op.inputs[2] >= 0) {
+  if (op.inputs.size() > 2 && op.inputs[2] >= 0 && l.int16_maps) {
+    l.bias64 = int64_bias(g.tensor(op.inputs[2]), l.label);
+    check_arg(int(l.bias64.size()) == c_out, l.label, ": bias has ", l.bias64.size(),
+              " entries, expected ", c_out);
+  } else if (op.inputs.size() > 2 && op.inputs[2] >= 0) {
     l.bias = int32_data(g.tensor(op.inputs[2]), l.label, "bias");
     check_arg(int(l.bias.size()) == c_out, l.label, ": bias has ", l.bias.size(),
               " entries, expected ", c_out);
@@ -312,8 +367,17 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     conv_requantization(qi.scale, w.quant.scales, qo.scale, c_out, &l.multiplier, &l.shift);
   }
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
-  fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
-  l.act_mode = act_mode_of(act);
+  set_activation_range(l, act, qo);
+  if (l.int16_maps) {
+    // TFLite's 16x8 output stage: (acc * m16 + 2^(14 - s)) >> (15 - s) needs s <= 14;
+    // the device takes [-31, 7] (unit_params.h requantize_output_16x8).
+    for (size_t c = 0; c < l.shift.size(); ++c) {
+      if (l.shift[c] > 7 || l.shift[c] < -31) {
+        throw Unsupported(str_cat(l.label, ": 16x8 output shift ", l.shift[c], " of channel ", c,
+                                  " outside [-31, 7]"));
+      }
+    }
+  }
 }
 
 void lower_fully_connected(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
@@ -341,7 +405,15 @@ void lower_fully_connected(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.output_zero_point = qo.zero_point;
   l.weights = int8_data(w, l.label, "weights");
   l.int4_weights = w.dtype == ir::DType::kInt4;
-  if (op.inputs.size() > 2 && op.inputs[2] >= 0) {
+  l.int16_maps = int16_maps_of(in, out, l.label);
+  if (l.int16_maps && (l.int4_weights || op.attrs.requant != ir::RequantMode::kTflite)) {
+    throw Unsupported(str_cat(l.label, ": 16x8 takes int8 weights and TFLite's requantization"));
+  }
+  if (op.inputs.size() > 2 && op.inputs[2] >= 0 && l.int16_maps) {
+    l.bias64 = int64_bias(g.tensor(op.inputs[2]), l.label);
+    check_arg(int64_t(l.bias64.size()) == n, l.label, ": bias has ", l.bias64.size(),
+              " entries, expected ", n);
+  } else if (op.inputs.size() > 2 && op.inputs[2] >= 0) {
     l.bias = int32_data(g.tensor(op.inputs[2]), l.label, "bias");
     check_arg(int64_t(l.bias.size()) == n, l.label, ": bias has ", l.bias.size(),
               " entries, expected ", n);
@@ -352,8 +424,7 @@ void lower_fully_connected(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     l.real_scale = fully_connected_real_scales(qi.scale, w.quant.scales, qo.scale, int(n));
   }
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
-  fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
-  l.act_mode = act_mode_of(act);
+  set_activation_range(l, act, qo);
 }
 
 // BATCH_MATMUL of two runtime activations, [.., M, K] x [.., K, N] -> [.., M, N]
@@ -441,9 +512,10 @@ void lower_pool(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   }
   l.input_zero_point = qi.zero_point;
   l.output_zero_point = qo.zero_point;
+  l.int16_maps = int16_maps_of(in, out, l.label);
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
-  fused_activation_range_int8(act, qo.scale, qo.zero_point, &l.act_min, &l.act_max);
-  l.act_mode = act_mode_of(act);
+  set_activation_range(l, act, qo);
+  if (ort_float && l.int16_maps) throw Unsupported(str_cat(l.label, ": int16 with ONNX Runtime"));
   if (ort_float) {
     // QLinearAveragePool (NACC_ACT_PARA.POOL_FP32): the zero points in the
     // kernel's value domain (U8_DOMAIN), the two scales as float32.
@@ -550,6 +622,17 @@ void lower_elementwise(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.input2 = b;
   l.in_shape = sa;
   l.input2_broadcast = sb != l.out_shape;
+  l.int16_maps = int16_maps_of(g.tensor(a), out, l.label);
+  if (l.int16_maps) {
+    if (g.tensor(b).dtype != ir::DType::kInt16 || op.kind == OpKind::kMul ||
+        op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
+      throw Unsupported(str_cat(l.label, ": 16x8 element-wise ops are TFLite's ADD and SUB of two "
+                                         "int16 operands"));
+    }
+    if (g.tensor(b).is_constant()) {
+      throw Unsupported(str_cat(l.label, ": a constant int16 operand (fold it on the host)"));
+    }
+  }
   if (g.tensor(b).is_constant()) {
     l.input2_is_constant = true;
     l.input2_constant = int8_data(g.tensor(b), l.label, "operand");
@@ -571,6 +654,17 @@ void lower_elementwise(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
   if (op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
     lower_ort_elementwise(op, qa, qb, qo, act, swap, a_full && b_full, l);
+    return;
+  }
+  if (l.int16_maps) {  // 16x8: left_shift 15, zero offsets, the int16 clamp
+    l.eltwise = tflite_add_sub_params_16x8(
+        op.kind == OpKind::kAdd ? ElementwiseMode::ADD : ElementwiseMode::SUB, qa.scale, qb.scale,
+        qo.scale, act);
+    l.act_min = l.eltwise.act_min;
+    l.act_max = l.eltwise.act_max;
+    l.act_mode = act_mode_of(act);
+    l.multiplier = {l.eltwise.output_multiplier};
+    l.shift = {l.eltwise.output_shift};
     return;
   }
   switch (op.kind) {
@@ -601,6 +695,33 @@ void lower_tflite_lut(const ir::Op& op, const Quant& qi, const Quant& qo, Lowere
 
 // Single-input int8 -> int8 ops: the activation unit in LUT mode, with the
 // frontend's table (ir::Attributes::lut) when it gives one, else TFLite's.
+// RELU / RELU6 on int16 with one scale (16x8): TFLite's QuantizedReluX
+// applies MultiplyByQuantizedMultiplier with QuantizeMultiplier(s_in / s_out)
+// = (2^30, 1), the identity, then clamps to [max(-32768, round(lo / s)),
+// min(32767, round(hi / s))] (float32): an identity 1x1 max-pool pass with
+// that clamp. Another output scale needs the 32-bit multiplier, which no
+// 16-bit unit applies.
+void lower_relu16(const ir::Op& op, const ir::Tensor& in, const ir::Tensor& out, LoweredOp& l) {
+  l.int16_maps = int16_maps_of(in, out, l.label);
+  const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
+  if (qi.scale != qo.scale) {
+    throw Unsupported(str_cat(l.label, ": an int16 ReLU that rescales (input scale ", qi.scale,
+                              ", output scale ", qo.scale, ") needs the 32-bit multiplier"));
+  }
+  l.unit = Unit::kMaxPool;
+  ir::Op window = op;
+  window.attrs.padding = {};
+  window.attrs.stride_h = window.attrs.stride_w = 1;
+  window.attrs.dilation_h = window.attrs.dilation_w = 1;
+  set_window(l, window, 1, 1);
+  const auto q = [&](float f) {
+    return static_cast<int32_t>(std::round(f / qo.scale));
+  };
+  l.act_min = std::max(-32768, q(0.0f));
+  l.act_max = op.kind == OpKind::kRelu6 ? std::min(32767, q(6.0f)) : 32767;
+  l.act_mode = ActMode::NONE;
+}
+
 void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const ir::Tensor& in = g.tensor(op.inputs[0]);
   const ir::Tensor& out = g.tensor(op.outputs[0]);
@@ -609,6 +730,10 @@ void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.out_shape = nhwc_of(out.shape);
   check_arg(l.in_shape == l.out_shape, l.label, ": input ", l.in_shape.str(), " != output ",
             l.out_shape.str());
+  if (in.dtype == ir::DType::kInt16 && (op.kind == OpKind::kRelu || op.kind == OpKind::kRelu6)) {
+    lower_relu16(op, in, out, l);
+    return;
+  }
   if (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8) {
     throw Unsupported(str_cat(l.label, ": ", ir::dtype_name(in.dtype), " -> ",
                               ir::dtype_name(out.dtype), " (the activation unit maps int8 to int8)"));
@@ -714,8 +839,11 @@ void lower_pad(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   for (int ch = 0; ch < c; ++ch) l.weights[tap * c + ch] = 1;
   l.multiplier.assign(c, kUnitMultiplier);
   l.shift.assign(c, kUnitShift);
-  l.act_min = -128;
-  l.act_max = 127;
+  // 16x8: the 16x8 output stage of the unit multiplier is the identity too
+  // (m16 = 2^14, (acc * 2^14 + 2^13) >> 14 = acc).
+  l.int16_maps = int16_maps_of(in, out, l.label);
+  l.act_min = l.int16_maps ? -32768 : -128;
+  l.act_max = l.int16_maps ? 32767 : 127;
   l.act_mode = ActMode::NONE;
 }
 
@@ -818,8 +946,9 @@ LoweredOp concat_part(const ir::Graph& g, const ir::Op& op, const LoweredOp& bas
                               " (TFLite's CONCATENATION requires NONE)"));
   }
   l.input_zero_point = l.output_zero_point = qo.zero_point;
-  l.act_min = -128;
-  l.act_max = 127;
+  l.int16_maps = int16_maps_of(in, g.tensor(op.outputs[0]), l.label);
+  l.act_min = l.int16_maps ? -32768 : -128;
+  l.act_max = l.int16_maps ? 32767 : 127;
   l.act_mode = ActMode::NONE;
   l.out_channel_offset = offset;
   l.out_pixel_pitch = total;
@@ -1008,6 +1137,11 @@ LoweredOp lower_whole(const ir::Graph& graph, int op_index) {
         lower_batch_matmul(graph, op, l);
         break;
       case OpKind::kAveragePool2D:
+        if (support::is_region_average_pool(op) &&
+            graph.tensor(op.inputs[0]).dtype == ir::DType::kInt16) {
+          throw Unsupported(str_cat(l.label, ": an int16 average pool other than 2x2 stride 2 (the "
+                                             "region passes are 8-bit depthwise passes)"));
+        }
         if (support::is_region_average_pool(op)) return lower_average_pool_regions(graph, op_index).at(0);
         lower_pool(graph, op, l);
         break;
@@ -1079,6 +1213,11 @@ std::vector<LoweredOp> lower_conv_parts(const ir::Graph& graph, int op_index) {
                               "and output channels into groups"));
   }
   if (groups == 1 && !dilated) return {whole};
+  if (whole.int16_maps) {
+    // The parts' pitches and offsets are in 1-byte elements.
+    throw Unsupported(str_cat(whole.label, ": grouped or dilated convolution with 16-bit "
+                                           "feature maps (the parts are 8-bit only)"));
+  }
 
   const Shape4 in = whole.in_shape, out = whole.out_shape;
   std::vector<support::DilationPhase> rows, cols;

@@ -162,6 +162,17 @@ struct LoweredOp {
   // packed two per byte (element 2i in the low nibble) before compression.
   // Conv (direct or matrix mode) and fully connected only.
   bool int4_weights = false;
+  // 16-bit feature maps (NACC_CTRL.DATA_FORM 01, NACC_SPEC §9, TFLite's 16x8
+  // quantization): int16 elements of 2 bytes in SRAM and on the bus (every
+  // pitch and offset of this struct that is "bytes" stays bytes), zero points
+  // 0, int8 weights, the bias in `bias64` (8-byte entries within 40 bits), the
+  // 16x8 output stage from `multiplier` / `shift`, act_min / act_max in the
+  // int16 range. Direct convolution and depthwise only.
+  bool int16_maps = false;
+  std::vector<int64_t> bias64;  // [C_out] with int16_maps (bias stays empty)
+  int elem() const { return int16_maps ? 2 : 1; }  // feature-map bytes per element
+  bool has_bias() const { return !bias.empty() || !bias64.empty(); }
+  int bias_entry_bytes() const { return int16_maps ? 8 : 4; }
 };
 
 // Lowers graph.ops[op_index]. Throws nacc::Unsupported naming the op when the

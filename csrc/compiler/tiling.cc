@@ -46,9 +46,12 @@ TileBytes tile_bytes(const LoweredOp& op, int rows, int cols, int channels) {
   const int64_t in_rows = std::min(input_extent(rows, op.stride_h, op.kernel_h), op.in_shape.h);
   const int64_t in_cols = std::min(input_extent(cols, op.stride_w, op.kernel_w), op.in_shape.w);
   // im2col: one K-byte row per output pixel (docs/device_model.md §4).
-  b.ifm = op.im2col ? int64_t(rows) * cols * op.matmul_k() : in_rows * in_cols * op.in_channels(channels);
-  b.ofm = int64_t(rows) * cols * op.out_channels(channels);
-  if (op.unit == Unit::kElementwise) b.temp = int64_t(rows) * cols * channels;
+  // 16-bit feature maps: 2 bytes an element (LoweredOp::elem, NACC_SPEC §9).
+  const int64_t e = op.elem();
+  b.ifm = op.im2col ? int64_t(rows) * cols * op.matmul_k()
+                    : in_rows * in_cols * op.in_channels(channels) * e;
+  b.ofm = int64_t(rows) * cols * op.out_channels(channels) * e;
+  if (op.unit == Unit::kElementwise) b.temp = int64_t(rows) * cols * channels * e;
   b.k = k_area_bytes(op, channels);
   return b;
 }
@@ -233,8 +236,9 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
     if (p.mode == BroadcastMode::SPLIT_HEIGHT) r = split.max_per_core();
     if (p.mode == BroadcastMode::SPLIT_KERNEL) e = split.max_per_core();
     const int n = split.cores;
-    const double in_ch = op.in_channels(g);
-    double fm_core = double(rows_in(r)) * cols_in(w) * op.in_channels(e);
+    const double e_fm = op.elem();  // feature-map bytes per element
+    const double in_ch = op.in_channels(g) * e_fm;
+    double fm_core = double(rows_in(r)) * cols_in(w) * op.in_channels(e) * e_fm;
     double fm_ext = p.mode == BroadcastMode::SPLIT_HEIGHT
                         ? double(rows_in(split.avg)) * (n - 1) * cols_in(w) * in_ch +
                               double(rows_in(split.last)) * cols_in(w) * in_ch
@@ -255,10 +259,11 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
     c.read_fm_t = transfer(fm_core, fm_ext);
     c.read_k_t = transfer(k_core, k_ext);
     c.compute = std::max(mac_cycles(op, r, w, e), act_cycles(op, r, w, e));
-    c.write_t = transfer(double(r) * w * op.out_channels(e), double(h) * w * op.out_channels(g));
+    c.write_t = transfer(double(r) * w * op.out_channels(e) * e_fm,
+                         double(h) * w * op.out_channels(g) * e_fm);
     c.fm_ext = fm_ext;
     c.k_ext = k_ext;
-    c.write_ext = double(h) * w * op.out_channels(g);
+    c.write_ext = double(h) * w * op.out_channels(g) * e_fm;
     return c;
   };
 
@@ -463,13 +468,13 @@ int64_t k_area_bytes(const LoweredOp& op, int group) {
     case Unit::kConv:
     case Unit::kDepthwise:
       bytes += align_k(op.weight_bytes(group));
-      if (!op.bias.empty()) bytes += align_k(4 * oc);
+      if (op.has_bias()) bytes += align_k(op.bias_entry_bytes() * oc);
       // multipliers and shifts, or float32 scales (ONNX, QUANT_FP32_SCALE)
       bytes += op.fp32_scale.empty() ? align_k(4 * oc) + align_k(4 * oc) : align_k(4 * oc);
       break;
     case Unit::kFullyConnected:
       bytes += align_k(op.weight_bytes(group));
-      if (!op.bias.empty()) bytes += align_k(4 * oc);
+      if (op.has_bias()) bytes += align_k(op.bias_entry_bytes() * oc);
       // binary64 scales (no shifts), float32 scales (ONNX), or multipliers and
       // shifts (a 1x1 conv in matrix mode)
       bytes += !op.real_scale.empty()   ? align_k(8 * oc)
@@ -478,7 +483,7 @@ int64_t k_area_bytes(const LoweredOp& op, int group) {
       break;
     case Unit::kMatmul:
       bytes += align_k(op.weight_bytes(group));  // B: K x group, uncompressed
-      if (!op.bias.empty()) bytes += align_k(4 * oc);
+      if (op.has_bias()) bytes += align_k(op.bias_entry_bytes() * oc);
       bytes += op.fp32_scale.empty() ? align_k(4 * oc) + align_k(4 * oc) : align_k(4 * oc);
       break;
     case Unit::kElementwise:
@@ -500,6 +505,9 @@ int64_t mac_cycles(const LoweredOp& op, int64_t rows, int64_t cols, int channels
   const int64_t taps = int64_t(op.kernel_h) * op.kernel_w;
   switch (op.unit) {
     case Unit::kConv:
+      if (op.int16_maps) {  // half rate (NACC_SPEC §9)
+        return cost::conv16_mac_cycles(rows, cols, op.out_channels(channels), taps, op.in_shape.c);
+      }
       return cost::conv_mac_cycles(rows, cols, op.out_channels(channels), taps, op.in_shape.c);
     case Unit::kFullyConnected:
       return cost::matrix_mac_cycles(rows, op.out_channels(channels), op.in_shape.c);
@@ -507,6 +515,10 @@ int64_t mac_cycles(const LoweredOp& op, int64_t rows, int64_t cols, int channels
       return cost::matrix_mac_cycles(rows * (op.im2col ? cols : 1), op.out_channels(channels),
                                      op.matmul_k());
     case Unit::kDepthwise:
+      if (op.int16_maps) {  // 32 channels per tap and cycle (NACC_SPEC §9)
+        return rows * cols * ceil_div(op.out_channels(channels), limits::kMacLanes16) * taps;
+      }
+      return cost::window_mac_cycles(rows, cols, op.out_channels(channels), taps);
     case Unit::kMaxPool:
     case Unit::kAvgPool:
       return cost::window_mac_cycles(rows, cols, op.out_channels(channels), taps);

@@ -263,9 +263,10 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     s.int4 = form == value_of(DataForm::INT4);
     s.i16 = form == value_of(DataForm::INT16);
     s.elem = s.i16 ? 2 : 1;
-    require(!s.i16 || s.fam == Family::kConv || s.fam == Family::kDepthwise,
-            "NACC_CTRL.DATA_FORM = INT16 (16-bit feature maps) is modelled for NPU_OP_CONV and ",
-            "NPU_OP_DEPTHWISE only, not ", opcode_name(op), " (NACC_SPEC §9)");
+    require(!s.i16 || (s.fam != Family::kMatmul && s.fam != Family::kActivation),
+            "NACC_CTRL.DATA_FORM = INT16 (16-bit feature maps) is modelled for NPU_OP_CONV, ",
+            "NPU_OP_DEPTHWISE, NPU_OP_FULLY_CONNECTED, NPU_OP_POOL and NPU_OP_ELEMENTWISE, not ",
+            opcode_name(op), " (NACC_SPEC §9)");
     require(!s.int4 || has_weights(s.fam), "NACC_CTRL.DATA_FORM = INT4 (int4 weights) is for the ",
             "weight path of NPU_OP_CONV, NPU_OP_DEPTHWISE and NPU_OP_FULLY_CONNECTED, not ",
             opcode_name(op), " (NACC_SPEC §9)");
@@ -381,11 +382,19 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     require(s.in_zp == 0 && s.out_zp == 0, "NACC_CTRL.DATA_FORM = INT16: int16 feature maps ",
             "have zero point 0 (TFLite's 16x8 quantization); NACC_FM_OFFSET must be 0 ",
             "(IN_FM_OFFSET = ", -s.in_zp, ", OUT_FM_OFFSET = ", s.out_zp, ")");
-    require(s.quant_en && !s.real_scale && !s.fp32_scale && !s.rgb && !s.im2col &&
-                s.act != ActMode::LUT,
-            "NACC_CTRL.DATA_FORM = INT16: the 16-bit convolution's output stage is the QUANT_MUL /",
-            " QUANT_SHIFT arrays (QUANT_EN = 1, no QUANT_REAL_SCALE / QUANT_FP32_SCALE, no LUT, ",
-            "not RGB_CONV)");
+    require(s.act != ActMode::LUT && !s.rgb && !s.im2col && !s.fp32_scale,
+            "NACC_CTRL.DATA_FORM = INT16: no LUT, RGB_CONV, IM2COL_EN or float32 stage (the ",
+            "256-entry LUT is for 8-bit activations)");
+    if (s.fam == Family::kConv || s.fam == Family::kDepthwise) {
+      require(s.quant_en && !s.real_scale,
+              "NACC_CTRL.DATA_FORM = INT16: the 16-bit convolution's output stage is the ",
+              "QUANT_MUL / QUANT_SHIFT arrays (QUANT_EN = 1, no QUANT_REAL_SCALE)");
+    } else if (s.fam == Family::kFullyConnected) {
+      require(s.quant_en && s.real_scale,
+              "NACC_CTRL.DATA_FORM = INT16: the 16-bit fully connected unit's output stage is ",
+              "the real scale (QUANT_EN = 1, NACC_ACT_PARA.QUANT_REAL_SCALE = 1)");
+    }
+
   } else {
     require(s.act_min >= -128 && s.act_max <= 127 && s.act_min <= s.act_max, "activation clamp [",
             s.act_min, ", ", s.act_max,
@@ -429,7 +438,7 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
             " = ", s.out_row, " is less than one row (", need, " bytes)");
   }
   if (s.fam == Family::kElementwise && s.k_pitch != 0) {
-    require(s.k_pitch >= uint64_t(s.in_c), "element-wise second operand pixel pitch ",
+    require(s.k_pitch >= uint64_t(s.in_c) * uint64_t(s.elem), "element-wise second operand pixel pitch ",
             path(fields::NACC_DMA_PARAA::K_TRANS_OFFSET), " = ", s.k_pitch,
             " is less than IN_FM_CH = ", s.in_c, " (0 broadcasts one pixel)");
   }
@@ -452,6 +461,9 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
             mode == uint32_t(ElementwiseMode::MUL_S16_S8) ? " (MUL_S16_S8) is not modelled"
                                                           : " is not a mode (1 SUB, 2 ADD, 8 MUL)");
     s.ew.mode = ElementwiseMode(mode);
+    require(!s.i16 || s.ew.mode != ElementwiseMode::MUL,
+            "NACC_CTRL.DATA_FORM = INT16: element-wise MUL on int16 maps (mul_s16_s8) is not ",
+            "modelled; ADD and SUB are");
     // ELEMENT_INPUT_QUANT_EN: ADD and SUB rescale both inputs with
     // NACC_ELEMENT_QUANT1/2; MUL multiplies the offset inputs unscaled.
     const bool input_quant = r.field(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN) != 0;

@@ -157,7 +157,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
           core_text(s, i));
   c.ofm = {s.ofm_area.lo, s.ofm_area.lo + ofm_bytes};
   if (s.fam == Family::kElementwise) {
-    const int64_t temp_bytes = s.k_pitch == 0 ? s.in_c : ifm_bytes;
+    const int64_t temp_bytes = s.k_pitch == 0 ? int64_t(s.in_c) * s.elem : ifm_bytes;
     require(s.temp_area.lo + temp_bytes <= s.temp_area.hi,
             area_overflow("element-wise operand", temp_bytes, s.temp_area), core_text(s, i));
     c.temp = {s.temp_area.lo, s.temp_area.lo + temp_bytes};
@@ -337,7 +337,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
     t.addr = device_address(ctx, s.a_k, uint64_t(c.vy0) * p * uint64_t(s.in_w) + uint64_t(c.vx0) * p);
     t.rows = p == 0 ? 1 : c.vh;
     t.cols = p == 0 ? 1 : c.vw;
-    t.bytes = s.in_c;
+    t.bytes = int64_t(s.in_c) * s.elem;
     t.row_pitch = p * uint64_t(s.in_w);
     t.pix_pitch = p;
     t.sram = c.temp.lo;

@@ -8,6 +8,7 @@
 #include "device/units/conv.h"
 #include "device/units/conv16.h"
 #include "device/units/elementwise.h"
+#include "device/units/fm16.h"
 #include "device/units/fully_connected.h"
 #include "device/units/pool.h"
 #include "device/units/q7.h"
@@ -101,6 +102,11 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
                           Shape4{1, s.ky, s.kx, s.out_c}, wts, bias, out_shape, out, b.prepared);
       break;
     case Family::kFullyConnected:
+      if (s.i16) {  // DATA_FORM = INT16: int16 rows, int64 bias, the real-scale stage
+        fully_connected_s16x8(os, c.h, s.in_c, c.noc, reinterpret_cast<const int16_t*>(in), wts,
+                              reinterpret_cast<const int64_t*>(bias), reinterpret_cast<int16_t*>(out));
+        break;
+      }
       fully_connected_s8(s.in_zp, os, c.h, s.in_c, c.noc, in, wts, bias, out, b.prepared);
       break;
     case Family::kMatmul:
@@ -132,7 +138,15 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
         pp.input_zero_point = s.in_zp;
         pp.output_zero_point = s.out_zp;
       }
-      if (s.pool_mode == value_of(PoolMode::AVERAGE)) {
+      if (s.i16) {  // DATA_FORM = INT16
+        const auto* in16 = reinterpret_cast<const int16_t*>(in);
+        auto* out16 = reinterpret_cast<int16_t*>(out);
+        if (s.pool_mode == value_of(PoolMode::AVERAGE)) {
+          avg_pool_s16(pp, in_shape, in16, out_shape, out16);
+        } else {
+          max_pool_s16(pp, in_shape, in16, out_shape, out16);
+        }
+      } else if (s.pool_mode == value_of(PoolMode::AVERAGE)) {
         avg_pool_s8(pp, in_shape, in, out_shape, out);
       } else {
         max_pool_s8(pp, in_shape, in, out_shape, out);
@@ -149,9 +163,15 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
         ew.output_multiplier = mul[0];
         ew.output_shift = shift[0];
       }
-      validate_elementwise_params(ew);
       const int8_t* in2 = b.temp;
       const Shape4 in2_shape = s.k_pitch == 0 ? Shape4{1, 1, 1, s.in_c} : in_shape;
+      if (s.i16) {  // DATA_FORM = INT16: ADD / SUB with LEFT_SHIFT (15 for TFLite)
+        elementwise_s16(ew, in_shape, reinterpret_cast<const int16_t*>(in), in2_shape,
+                        reinterpret_cast<const int16_t*>(in2), out_shape,
+                        reinterpret_cast<int16_t*>(out));
+        break;
+      }
+      validate_elementwise_params(ew);
       elementwise_s8(ew, in_shape, in, in2_shape, in2, out_shape, out);
       break;
     }

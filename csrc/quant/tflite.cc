@@ -74,12 +74,12 @@ QuantizedMultiplier quantize_multiplier_greater_than_one(double real_multiplier)
   return out;
 }
 
-void fused_activation_range_int8(FusedActivation act, double output_scale, int32_t output_zero_point,
-                                 int32_t* act_min, int32_t* act_max) {
+namespace {
+
+void fused_activation_range(FusedActivation act, double output_scale, int32_t output_zero_point,
+                            int32_t qmin, int32_t qmax, int32_t* act_min, int32_t* act_max) {
   check_arg(output_scale > 0.0 && std::isfinite(output_scale),
             "fused activation: output scale must be positive and finite, got ", output_scale);
-  const int32_t qmin = -128;
-  const int32_t qmax = 127;
   // TFLite's Quantize lambda: zero_point + round(f / scale), computed in float.
   // TFLite fails Prepare ("no_integer_overflow_from_quantization") when the
   // rounded bound does not fit int32; so does this (instead of UB).
@@ -107,6 +107,18 @@ void fused_activation_range_int8(FusedActivation act, double output_scale, int32
       *act_max = std::min(qmax, quantize(1.0f));
       break;
   }
+}
+
+}  // namespace
+
+void fused_activation_range_int8(FusedActivation act, double output_scale, int32_t output_zero_point,
+                                 int32_t* act_min, int32_t* act_max) {
+  fused_activation_range(act, output_scale, output_zero_point, -128, 127, act_min, act_max);
+}
+
+void fused_activation_range_int16(FusedActivation act, double output_scale,
+                                  int32_t output_zero_point, int32_t* act_min, int32_t* act_max) {
+  fused_activation_range(act, output_scale, output_zero_point, -32768, 32767, act_min, act_max);
 }
 
 namespace {
@@ -213,14 +225,15 @@ void check_binary_quantization(const char* op, float s1, int32_t zp1, float s2, 
 // TFLite add.cc / sub.cc Prepare for int8 (the general rescaling path).
 ElementwiseParams tflite_add_sub_params(ElementwiseMode mode, const char* op, float s1,
                                         int32_t zp1, float s2, int32_t zp2, float so,
-                                        int32_t zpo, FusedActivation activation) {
+                                        int32_t zpo, FusedActivation activation,
+                                        bool int16 = false) {
   check_binary_quantization(op, s1, zp1, s2, zp2, so, zpo);
   ElementwiseParams p;
   p.mode = mode;
   p.input1_offset = -zp1;
   p.input2_offset = -zp2;
   p.output_zero_point = zpo;
-  p.left_shift = 20;
+  p.left_shift = int16 ? 15 : 20;  // add.cc / sub.cc Prepare: 15 for int16 (general path)
   // As TFLite: 2 * max(float, float) is a float product, then widened; the
   // divisor (1 << left_shift) * output_scale is a float product too.
   const double twice_max_input_scale = 2 * std::max(s1, s2);
@@ -240,7 +253,11 @@ ElementwiseParams tflite_add_sub_params(ElementwiseMode mode, const char* op, fl
   p.input2_shift = q2.shift;
   p.output_multiplier = qo.multiplier;
   p.output_shift = qo.shift;
-  fused_activation_range_int8(activation, so, zpo, &p.act_min, &p.act_max);
+  if (int16) {
+    fused_activation_range_int16(activation, so, zpo, &p.act_min, &p.act_max);
+  } else {
+    fused_activation_range_int8(activation, so, zpo, &p.act_min, &p.act_max);
+  }
   return p;
 }
 
@@ -405,6 +422,13 @@ ElementwiseParams tflite_add_params(float input1_scale, int32_t input1_zero_poin
   return tflite_add_sub_params(ElementwiseMode::ADD, "tflite_add_params", input1_scale,
                                input1_zero_point, input2_scale, input2_zero_point,
                                output_scale, output_zero_point, activation);
+}
+
+ElementwiseParams tflite_add_sub_params_16x8(ElementwiseMode mode, float input1_scale,
+                                             float input2_scale, float output_scale,
+                                             FusedActivation activation) {
+  return tflite_add_sub_params(mode, "tflite_add_sub_params_16x8", input1_scale, 0, input2_scale,
+                               0, output_scale, 0, activation, true);
 }
 
 ElementwiseParams tflite_sub_params(float input1_scale, int32_t input1_zero_point,

@@ -38,6 +38,9 @@ QuantizedMultiplier quantize_multiplier_signed(double real_multiplier);
 enum class FusedActivation { kNone, kRelu, kReluN1To1, kRelu6 };
 void fused_activation_range_int8(FusedActivation act, double output_scale, int32_t output_zero_point,
                                  int32_t* act_min, int32_t* act_max);
+// The same on an int16 output ([-32768, 32767]; 16x8 ops, zero point 0).
+void fused_activation_range_int16(FusedActivation act, double output_scale,
+                                  int32_t output_zero_point, int32_t* act_min, int32_t* act_max);
 
 // TFLite's int8 RELU family and the registers that reproduce it.
 enum class ReluKind { kRelu, kRelu6, kReluN1To1 };
@@ -131,6 +134,12 @@ ElementwiseParams tflite_add_params(float input1_scale, int32_t input1_zero_poin
                                     float input2_scale, int32_t input2_zero_point,
                                     float output_scale, int32_t output_zero_point,
                                     FusedActivation activation);
+// ADD / SUB 16x8 (int16 tensors, zero points 0, pot_scale_int16 = false: the
+// general path of add.cc / sub.cc): as above with left_shift 15 and the int16
+// clamp.
+ElementwiseParams tflite_add_sub_params_16x8(ElementwiseMode mode, float input1_scale,
+                                             float input2_scale, float output_scale,
+                                             FusedActivation activation);
 ElementwiseParams tflite_sub_params(float input1_scale, int32_t input1_zero_point,
                                     float input2_scale, int32_t input2_zero_point,
                                     float output_scale, int32_t output_zero_point,

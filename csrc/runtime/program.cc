@@ -366,9 +366,10 @@ void Program::validate() const {
         check_arg(elems <= kMaxRegionBytes, "program: ", what, " ", i, " '", t.name,
                   "' has more than ", kMaxRegionBytes, " elements");
       }
-      check_arg(t.size == elems && t.size == d.size, "program: ", what, " ", i, " '", t.name, "' size ",
-                t.size, " must equal its element count ", elems, " (int8) and its region size ",
-                d.size);
+      // int8 (1 byte an element) or int16 (2 bytes: 16x8 feature maps, NACC_SPEC §9).
+      check_arg((t.size == elems || t.size == 2 * elems) && t.size == d.size, "program: ", what,
+                " ", i, " '", t.name, "' size ", t.size, " must equal its element count ", elems,
+                " (int8) or twice it (int16) and its region size ", d.size);
       check_arg(std::isfinite(t.scale) && t.scale >= 0.0f, "program: ", what, " ", i, " '", t.name,
                 "' scale ", t.scale, " must be finite and >= 0");
       check_arg(t.zero_point >= -128 && t.zero_point <= 127, "program: ", what, " ", i, " '", t.name,

@@ -234,12 +234,66 @@ std::optional<std::string> check_shape_consistency(const Graph& g, const Op& op,
 
 // ---- data types and quantization ---------------------------------------------
 
+// The op kinds with a 16-bit (16x8, NACC_CTRL.DATA_FORM 01, NACC_SPEC §9)
+// lowering: TFLite's int16-activation kernels the device reproduces.
+const std::vector<OpKind>& int16_kinds() {
+  static const std::vector<OpKind> kinds = {
+      OpKind::kConv2D,  OpKind::kDepthwiseConv2D, OpKind::kFullyConnected, OpKind::kMaxPool2D,
+      OpKind::kAveragePool2D, OpKind::kAdd,       OpKind::kSub,            OpKind::kReshape,
+      OpKind::kConcatenation, OpKind::kPad,            OpKind::kRelu,           OpKind::kRelu6};
+  return kinds;
+}
+
+bool is_int16_kind(OpKind kind) {
+  const auto& k = int16_kinds();
+  return std::find(k.begin(), k.end(), kind) != k.end();
+}
+
+// Every activation operand of `op` is int16 (a 16x8 op).
+bool all_int16(const Graph& g, const Op& op) {
+  const auto acts = activations(g, op);
+  if (acts.empty()) return false;
+  for (const Operand& o : acts) {
+    if (o.tensor->dtype != DType::kInt16) return false;
+  }
+  return true;
+}
+
 std::optional<std::string> check_activation_dtype(const Graph& g, const Op& op,
                                                   const SupportConfig&) {
+  // 16x8: every activation int16, TFLite's arithmetic (the ONNX frontend has
+  // no exact oracle for int16, issue 16), a kind with a 16-bit lowering.
+  if (all_int16(g, op) && is_int16_kind(op.kind) && op.attrs.requant == ir::RequantMode::kTflite) {
+    return std::nullopt;
+  }
   std::vector<std::string> bad;
   for (const Operand& o : activations(g, op)) {
     if (o.tensor->dtype != DType::kInt8) {
       bad.push_back(str_cat(o.label(), " is ", ir::dtype_name(o.tensor->dtype)));
+    }
+  }
+  if (!bad.empty() && all_int16(g, op)) {
+    bad.back() += is_int16_kind(op.kind)
+                      ? " (16x8 with ONNX Runtime's requantization: no exact oracle)"
+                      : str_cat(" (", op.display_type(), " has no 16-bit lowering)");
+  }
+  return joined_or_none(bad);
+}
+
+// int16 activations (16x8): TFLite requires zero point 0 on every int16
+// tensor (each kernel's Prepare checks it) and one positive scale.
+std::optional<std::string> check_int16_quantization(const Graph& g, const Op& op,
+                                                    const SupportConfig&) {
+  std::vector<std::string> bad;
+  for (const Operand& o : activations(g, op)) {
+    if (o.tensor->dtype != DType::kInt16) continue;
+    const auto& q = o.tensor->quant;
+    if (q.scales.size() != 1) {
+      bad.push_back(str_cat(o.label(), " has ", quant_str(q)));
+    } else if (!(std::isfinite(q.scales[0]) && q.scales[0] > 0)) {
+      bad.push_back(str_cat(o.label(), " has scale ", float_str(q.scales[0])));
+    } else if (q.zero_points[0] != 0) {
+      bad.push_back(str_cat(o.label(), " has zero point ", q.zero_points[0]));
     }
   }
   return joined_or_none(bad);
@@ -268,6 +322,10 @@ std::optional<std::string> check_weights_dtype(const Graph& g, const Op& op, con
   const DType dt = w.tensor->dtype;
   // int4 depthwise weights are the int4_depthwise rule's business.
   if (dt != DType::kInt8 && dt != DType::kInt4) return str_cat(w.label(), " is ", ir::dtype_name(dt));
+  if (dt == DType::kInt4 && all_int16(g, op)) {
+    return str_cat(w.label(), " is int4 with int16 activations (16x8 with int4 weights is not "
+                              "lowered)");
+  }
   if (q.empty()) return str_cat(w.label(), " has no quantization");
   for (size_t c = 0; c < q.scales.size(); ++c) {
     const std::string where = q.per_channel() ? str_cat(" (channel ", c, ")") : "";
@@ -315,8 +373,31 @@ std::optional<std::string> check_weights_constant(const Graph& g, const Op& op,
 }
 
 std::optional<std::string> check_bias_dtype(const Graph& g, const Op& op, const SupportConfig&) {
-  if (auto b = bias(g, op); b && b->tensor->dtype != DType::kInt32) {
-    return str_cat(b->label(), " is ", ir::dtype_name(b->tensor->dtype));
+  auto b = bias(g, op);
+  const bool i16 = all_int16(g, op);
+  if (!b || b->tensor->dtype == (i16 ? DType::kInt64 : DType::kInt32)) return std::nullopt;
+  // 16x8: TFLite's int64 bias. With an int32 bias TFLite's 16x8 kernels
+  // accumulate in 32 bits and requantize with the 32-bit multiplier, which the
+  // 16-bit form's 48-bit accumulator and 16x8 output stage do not reproduce.
+  return str_cat(b->label(), " is ", ir::dtype_name(b->tensor->dtype),
+                 i16 ? " with int16 activations (TFLite then accumulates in 32 bits)"
+                     : " (int64 bias only with int16 activations)");
+}
+
+// 16x8: bias entries of 8 bytes whose values fit 40 bits (NACC_SPEC §9).
+std::optional<std::string> check_bias_16x8_range(const Graph& g, const Op& op,
+                                                 const SupportConfig&) {
+  auto b = bias(g, op);
+  if (!b || b->tensor->dtype != DType::kInt64 || !b->tensor->is_constant() || !b->tensor->data) {
+    return std::nullopt;
+  }
+  const auto& d = *b->tensor->data;
+  constexpr int64_t lim = int64_t{1} << (limits::kBias16Bits - 1);
+  for (size_t i = 0; i + 8 <= d.size(); i += 8) {
+    uint64_t u = 0;
+    for (int k = 0; k < 8; ++k) u |= uint64_t(d[i + size_t(k)]) << (8 * k);
+    const int64_t v = int64_t(u);
+    if (v < -lim || v >= lim) return str_cat(b->label(), " entry ", i / 8, " is ", v);
   }
   return std::nullopt;
 }
@@ -628,6 +709,33 @@ std::optional<std::string> check_max_pool_window(const Graph&, const Op& op,
 // The pooling unit's average pool (2x2, stride 2); TFLite's any other window
 // as depthwise region passes (compiler/lower.h lower_average_pool_regions) or,
 // for one window over the whole input, the ones-operand matrix product.
+// The 16-bit forms of the units (NACC_SPEC §9): an average pool on the
+// pooling unit only (the region passes and the ones matrix product are 8-bit
+// depthwise / matrix passes), element-wise ops of two runtime int16 operands.
+std::optional<std::string> check_int16_form(const Graph& g, const Op& op, const SupportConfig&) {
+  if (!all_int16(g, op)) return std::nullopt;
+  const auto& a = op.attrs;
+  if (op.kind == OpKind::kAveragePool2D &&
+      !(a.kernel_h == limits::kAvgPoolKernel && a.kernel_w == limits::kAvgPoolKernel &&
+        a.stride_h == limits::kAvgPoolStride && a.stride_w == limits::kAvgPoolStride)) {
+    return str_cat("int16 window ", a.kernel_h, "x", a.kernel_w, " stride ", a.stride_h, "x",
+                   a.stride_w);
+  }
+  if (op.kind == OpKind::kRelu || op.kind == OpKind::kRelu6) {
+    const auto& qi = g.tensor(op.inputs[0]).quant;
+    const auto& qo = g.tensor(op.outputs[0]).quant;
+    if (!(qi == qo)) return str_cat("int16 ReLU with input ", quant_str(qi), ", output ", quant_str(qo));
+  }
+  if (op.kind == OpKind::kAdd || op.kind == OpKind::kSub) {
+    for (size_t i = 0; i < 2 && i < op.inputs.size(); ++i) {
+      if (op.inputs[i] >= 0 && g.tensor(op.inputs[i]).is_constant()) {
+        return str_cat("int16 input ", i, " is a constant");
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> check_avg_pool_window(const Graph& g, const Op& op,
                                                  const SupportConfig&) {
   const auto& a = op.attrs;
@@ -800,6 +908,8 @@ std::vector<Rule> build_rules() {
   }
   std::vector<std::string> fusable;
   for (Activation a : kFusableActivations) fusable.push_back(ir::activation_name(a));
+  std::vector<std::string> int16_names;
+  for (K k : int16_kinds()) int16_names.push_back(ir::op_kind_name(k));
   std::vector<std::string> multipliers;
   for (int m : allowed_depth_multipliers()) multipliers.push_back(std::to_string(m));
 
@@ -825,16 +935,23 @@ std::vector<Rule> build_rules() {
        check_shape_consistency},
 
       // Data types and quantization.
-      {"activation_dtype", {}, "input and output activations must be int8 (nacc docs hardware, §1)", false,
-       check_activation_dtype},
+      {"activation_dtype", {},
+       str_cat("input and output activations must be int8, or all int16 (TFLite's 16x8 "
+               "quantization, NACC_CTRL.DATA_FORM 01, nacc docs hardware, §9) for ",
+               or_list(int16_names), " (nacc docs hardware, §1)"),
+       false, check_activation_dtype},
+      {"int16_quantization", {},
+       "int16 activations must be quantized per tensor with one positive scale and zero point 0 "
+       "(TFLite's 16x8 kernels require it)",
+       false, check_int16_quantization},
       {"activation_quantization", {},
        str_cat("int8 activations must be quantized per tensor: one positive scale, one zero point "
                "in ", range_text(kInt8Min, kInt8Max)),
        false, check_activation_quantization},
       {"weights_dtype", mac_with_weights,
        "weights must be int8, or int4 for CONV_2D and FULLY_CONNECTED (NACC_CTRL.DATA_FORM 10: "
-       "int8 feature maps, int4 weights stored two per byte, nacc docs hardware, §9), with zero point 0 "
-       "and positive scales",
+       "int8 feature maps, int4 weights stored two per byte, nacc docs hardware, §9; int8 only with "
+       "int16 activations), with zero point 0 and positive scales",
        false, check_weights_dtype},
       {"int4_depthwise", {K::kDepthwiseConv2D},
        "DEPTHWISE_CONV_2D weights must be int8: TFLite 2.21 has no reference kernel for int4 "
@@ -848,7 +965,14 @@ std::vector<Rule> build_rules() {
       {"weights_constant", mac_with_weights,
        "weights and bias must be constant tensors (the compiler packs them offline)", false,
        check_weights_constant},
-      {"bias_dtype", mac_with_weights, "bias must be int32", false, check_bias_dtype},
+      {"bias_dtype", mac_with_weights,
+       "bias must be int32 with int8 activations, int64 with int16 activations (16x8: with an int32 "
+       "bias TFLite accumulates in 32 bits and requantizes with the 32-bit multiplier, which the "
+       "16-bit form does not reproduce)", false, check_bias_dtype},
+      {"bias_16x8_range", mac_with_weights,
+       str_cat("an int64 bias (16x8) must fit ", limits::kBias16Bits,
+               " bits (8-byte bias entries of the 16-bit form, NACC_SPEC §9)"),
+       false, check_bias_16x8_range},
       {"same_quantization", {K::kMaxPool2D, K::kAveragePool2D, K::kPad, K::kConcatenation},
        "inputs and output must share one scale and zero point", false, check_same_quantization},
       {"sigmoid_tanh_output_quantization", {K::kLogistic, K::kTanh},
@@ -943,6 +1067,13 @@ std::vector<Rule> build_rules() {
                "own region) or one window over the whole input of at most ", kMaxAveragePoolCells,
                " cells (a matrix product with a ones operand)"),
        false, check_avg_pool_window},
+      {"int16_form", {K::kAveragePool2D, K::kAdd, K::kSub, K::kRelu, K::kRelu6},
+       str_cat("with int16 maps, AVERAGE_POOL_2D must be ", avg, " with stride ",
+               limits::kAvgPoolStride, " (the pooling unit's 16-bit form; the region passes and "
+               "the ones matrix product are 8-bit), ADD / SUB take two runtime operands, and "
+               "RELU / RELU6 keep the input's scale (an identity pass with the clamp; a rescaling "
+               "int16 ReLU needs the 32-bit multiplier)"),
+       false, check_int16_form},
       {"mean_axes", {K::kMean}, "MEAN must reduce exactly height and width (axes 1 and 2)", false,
        check_mean_axes},
       {"mean_window", {K::kMean},

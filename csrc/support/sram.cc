@@ -44,9 +44,13 @@ int64_t min_sram_bytes(const ir::Graph& graph, const ir::Op& op, const SupportCo
   }
 
   const auto A = [&](int64_t bytes) { return align_up(bytes, config.sram_alignment); };
-  const int64_t per_channel_params =
-      A(kBiasBytesPerChannel) + A(kMultiplierBytesPerChannel) + A(kShiftBytesPerChannel);
   const ir::Tensor& in = graph.tensor(op.inputs[0]);
+  // Feature-map bytes per element: 2 for int16 maps (16x8, NACC_SPEC §9: the
+  // tile capacity halves), whose bias entries are 8 bytes.
+  const int64_t e = in.dtype == ir::DType::kInt16 ? 2 : 1;
+  const int64_t bias_bytes = e == 2 ? 2 * kBiasBytesPerChannel : kBiasBytesPerChannel;
+  const int64_t per_channel_params =
+      A(bias_bytes) + A(kMultiplierBytesPerChannel) + A(kShiftBytesPerChannel);
   const auto need_rank = [&](const ir::Tensor& t, int rank) {
     check_arg(t.rank() == rank, label, ": tensor '", t.name, "' has rank ", t.rank(),
               ", expected ", rank);
@@ -56,9 +60,9 @@ int64_t min_sram_bytes(const ir::Graph& graph, const ir::Op& op, const SupportCo
     return std::min(kh, in.shape[1]) * std::min(kw, in.shape[2]);
   };
   const auto depthwise_tile = [&](int64_t kh, int64_t kw, int64_t m) {
-    return A(window_area(kh, kw)) + A(kh * kw * m) +
-           A(kBiasBytesPerChannel * m) + A(kMultiplierBytesPerChannel * m) +
-           A(kShiftBytesPerChannel * m) + A(m);
+    return A(e * window_area(kh, kw)) + A(kh * kw * m) +
+           A(bias_bytes * m) + A(kMultiplierBytesPerChannel * m) +
+           A(kShiftBytesPerChannel * m) + A(e * m);
   };
 
   // The ones-operand matrix product over `cells` cells, one channel: A (the
@@ -73,7 +77,7 @@ int64_t min_sram_bytes(const ir::Graph& graph, const ir::Op& op, const SupportCo
       need_rank(in, 4);
       need_rank(f, 4);
       const int64_t kh = f.shape[1], kw = f.shape[2], c_in = f.shape[3];
-      return A(window_area(kh, kw) * c_in) + A(kh * kw * c_in) + per_channel_params + A(1);
+      return A(e * window_area(kh, kw) * c_in) + A(kh * kw * c_in) + per_channel_params + A(e);
     }
     case OpKind::kDepthwiseConv2D: {
       const ir::Tensor& f = graph.tensor(op.inputs[1]);

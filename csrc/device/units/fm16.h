@@ -1,0 +1,43 @@
+// The units besides the convolutions with 16-bit feature maps (NACC_CTRL.
+// DATA_FORM = 01, NACC_SPEC §9; the convolutions are device/units/conv16.h):
+// TFLite 2.21's 16x8 FULLY_CONNECTED, int16 MAX_POOL_2D / AVERAGE_POOL_2D and
+// 16x8 ADD / SUB reference kernels. Plain reference loops (correctness first).
+#pragma once
+
+#include <cstdint>
+
+#include "arch/unit_params.h"
+#include "common/shape.h"
+
+namespace nacc {
+
+// FULLY_CONNECTED 16x8 (reference_integer_ops::FullyConnected with an int64
+// accumulator, the real-scale requantization of TFLite 2.21):
+//   input   [rows, K] int16, zero point 0;  weights [N, K] int8, zero point 0
+//   bias    [N] int64 within 40 bits, or null
+//   acc     = bias[n] + sum_k input * weights   (int64, within 48 bits)
+//   out     = clamp((int32)round(double(acc) * real_scale[n]) + output_zero_point)
+//             (stage.kind kRealScale; a product beyond int32 gives INT32_MIN,
+//             as x86's conversion does; the clamp is within int16)
+void fully_connected_s16x8(const OutputStage& stage, int rows, int k, int n, const int16_t* input,
+                           const int8_t* weights, const int64_t* bias, int16_t* output);
+
+// MAX_POOL_2D on int16: the largest in-bounds value, clamped to
+// [act_min, act_max] (within int16).
+void max_pool_s16(const PoolParams& params, const Shape4& input_shape, const int16_t* input,
+                  const Shape4& output_shape, int16_t* output);
+
+// AVERAGE_POOL_2D on int16 (2x2, stride 2: the pooling unit): the int32 sum of
+// the in-bounds cells divided by their count, rounded half away from zero,
+// clamped (TFLite's reference_integer_ops::AveragePool for int16).
+void avg_pool_s16(const PoolParams& params, const Shape4& input_shape, const int16_t* input,
+                  const Shape4& output_shape, int16_t* output);
+
+// ADD / SUB 16x8 (TFLite's general int16 path, pot_scale_int16 = false): the
+// int8 arithmetic with left_shift 15 and zero offsets, on int16 values,
+// broadcasting as elementwise_s8; the clamp within int16. MUL is not modelled.
+void elementwise_s16(const ElementwiseParams& params, const Shape4& in1_shape, const int16_t* in1,
+                     const Shape4& in2_shape, const int16_t* in2, const Shape4& out_shape,
+                     int16_t* out);
+
+}  // namespace nacc

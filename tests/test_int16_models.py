@@ -1,0 +1,36 @@
+"""Whole 16x8 models from the TFLite converter (int16 activations, int8
+weights, int64 bias; tests/int16_keras_models.py): a DS-CNN keyword-spotting
+model, a small residual CNN and a graph mixing CONV / DEPTHWISE / FC / ADD /
+SUB / pools / CONCATENATION run through the delegate with every node claimed
+in one partition and bit-exact against BUILTIN_REF at 1, 8 and 32 cores and
+16 and 32 KB of SRAM (NACC_SPEC §9, issue 16)."""
+from __future__ import annotations
+
+import pytest
+
+from int16_keras_models import BUILDERS, converted16
+from int16_models import compare, delegated, random_input_sets
+
+# The op kinds each converted model must contain (the converter's output is checked,
+# so a converter change that drops an op shows here).
+EXPECTED_KINDS = {
+    "ds_cnn": {"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "RESHAPE", "FULLY_CONNECTED"},
+    "resnet": {"CONV_2D", "ADD", "MAX_POOL_2D", "RESHAPE", "FULLY_CONNECTED"},
+    "mixed": {"CONV_2D", "DEPTHWISE_CONV_2D", "SUB", "MAX_POOL_2D", "CONCATENATION", "ADD",
+              "AVERAGE_POOL_2D", "RESHAPE", "FULLY_CONNECTED"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+@pytest.mark.parametrize("cores", (1, 8, 32))
+@pytest.mark.parametrize("kb", (16, 32))
+def test_16x8_model_one_partition_exact(name, cores, kb):
+    model = converted16(name)
+    d, interp = delegated(model, cores=cores, sram_kb=kb)
+    rep = d.report()
+    assert {n.op for n in rep.nodes} == EXPECTED_KINDS[name]
+    assert all(n.claimed and not n.reasons for n in rep.nodes), [
+        (n.op, [r.message for r in n.reasons]) for n in rep.nodes if not n.claimed]
+    assert len({n.partition for n in rep.nodes}) == 1
+    bad = compare(model, interp, random_input_sets(interp, cores + kb, 3))
+    assert not bad, bad
