@@ -85,7 +85,7 @@ const char* int16_decline_why(int32_t code) {
     case kTfLiteBuiltinLogistic:
     case kTfLiteBuiltinTanh:
       return "the 16-bit Tanh / Sigmoid table modes (256-entry table with interpolation, "
-             "NACC_SPEC §9) are not modelled yet";
+             "nacc docs hardware, §9) are not modelled yet";
     case kTfLiteBuiltinRelu:
     case kTfLiteBuiltinRelu6:
     case kTfLiteBuiltinReluN1To1:

@@ -357,3 +357,25 @@ def test_int16_kinds_without_lowering_say_why(op, why):
     assert [r.rule for r in node.reasons] == ["int16_activations"], node.reasons
     assert why in node.reasons[0].message
     assert not compare(model, interp, random_input_sets(interp, 0, 1))
+
+
+def test_16_bit_units_run_at_half_rate():
+    """NACC_SPEC §9: 32 int16 x int8 lanes. A 16x8 FULLY_CONNECTED of K = 100
+    inputs takes ceil(100 / 32) = 4 passes per output (int8: ceil(100 / 64) = 2),
+    and the compiled Program computes what the delegate would (bit-exact vs
+    BUILTIN_REF is checked above; here the device's counters)."""
+    rng = np.random.default_rng(0)
+    counts = {}
+    for dtype in ("int8", "int16"):
+        g = _core.Graph()
+        x = g.add_tensor("x", [1, 100], dtype, scales=0.001, zero_points=0)
+        w = g.add_tensor("w", [24, 100], "int8", scales=0.01, zero_points=0,
+                         data=rng.integers(-127, 128, (24, 100)).astype(np.int8))
+        y = g.add_tensor("y", [1, 24], dtype, scales=0.05, zero_points=0)
+        g.add_op("FULLY_CONNECTED", [x, w], [y])
+        p = _core.compile(g, cores=1, sram_kb=16)
+        xin = rng.integers(-100, 100, (1, 100)).astype(np.int8 if dtype == "int8" else np.int16)
+        rt = _core.Runtime(cores=1, sram_kb=16, execution="step")
+        _, stats = rt.run(p, [xin.view(np.int8)])
+        counts[dtype] = stats["mac_cycles"]
+    assert counts == {"int8": 24 * 2, "int16": 24 * 4}, counts

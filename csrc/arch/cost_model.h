@@ -62,6 +62,17 @@ constexpr int64_t conv16_mac_cycles(int64_t rows, int64_t cols, int64_t out_c, i
                                     int64_t in_c) {
   return rows * cols * out_c * taps * ceil_div(in_c, limits::kMacLanes16);
 }
+// The other units on 16-bit maps: fully connected ceil(K / 32) passes, depthwise
+// and pooling 32 channels per tap, the element-wise unit moves 2 bytes an element.
+constexpr int64_t matrix16_mac_cycles(int64_t m, int64_t n, int64_t k) {
+  return m * n * ceil_div(k, limits::kMacLanes16);
+}
+constexpr int64_t window16_mac_cycles(int64_t rows, int64_t cols, int64_t channels, int64_t taps) {
+  return rows * cols * ceil_div(channels, limits::kMacLanes16) * taps;
+}
+constexpr int64_t elementwise16_cycles(int64_t elements) {
+  return ceil_div(3 * 2 * elements, kBusBeatBytes);
+}
 constexpr int64_t matrix_mac_cycles(int64_t m, int64_t n, int64_t k) {
   return m * n * lane_groups(k);
 }

@@ -390,12 +390,18 @@ py::tuple run_arrays(Runtime& rt, const Program& p, const std::shared_ptr<const 
     in_bufs.push_back({a.data(), size_t(a.size())});
     in_arrays.push_back(std::move(a));
   }
-  std::vector<py::array_t<int8_t>> out_arrays;
+  std::vector<py::array> out_arrays;
   std::vector<nacc::OutputBuffer> out_bufs;
   for (const auto& t : p.outputs) {
-    py::array_t<int8_t> a(std::vector<py::ssize_t>(t.shape.begin(), t.shape.end()));
-    std::fill(a.mutable_data(), a.mutable_data() + a.size(), int8_t(0));
-    out_bufs.push_back({a.mutable_data(), size_t(a.size())});
+    // int8, or int16 (16x8 maps: 2 bytes an element, NACC_SPEC §9).
+    const std::vector<py::ssize_t> shape(t.shape.begin(), t.shape.end());
+    int64_t elems = 1;
+    for (int64_t d : t.shape) elems *= d;
+    py::array a = t.size == 2 * elems ? py::array(py::array_t<int16_t>(shape))
+                                      : py::array(py::array_t<int8_t>(shape));
+    auto* data = static_cast<int8_t*>(a.mutable_data());
+    std::fill(data, data + t.size, int8_t(0));
+    out_bufs.push_back({data, size_t(t.size)});
     out_arrays.push_back(std::move(a));
   }
   nacc::RunStats stats;

@@ -510,19 +510,20 @@ int64_t mac_cycles(const LoweredOp& op, int64_t rows, int64_t cols, int channels
       }
       return cost::conv_mac_cycles(rows, cols, op.out_channels(channels), taps, op.in_shape.c);
     case Unit::kFullyConnected:
+      if (op.int16_maps) return cost::matrix16_mac_cycles(rows, op.out_channels(channels), op.in_shape.c);
       return cost::matrix_mac_cycles(rows, op.out_channels(channels), op.in_shape.c);
     case Unit::kMatmul:  // M = rows (x cols with im2col), K = matmul_k()
       return cost::matrix_mac_cycles(rows * (op.im2col ? cols : 1), op.out_channels(channels),
                                      op.matmul_k());
     case Unit::kDepthwise:
-      if (op.int16_maps) {  // 32 channels per tap and cycle (NACC_SPEC §9)
-        return rows * cols * ceil_div(op.out_channels(channels), limits::kMacLanes16) * taps;
-      }
-      return cost::window_mac_cycles(rows, cols, op.out_channels(channels), taps);
     case Unit::kMaxPool:
     case Unit::kAvgPool:
+      if (op.int16_maps) {  // 32 channels per tap and cycle (NACC_SPEC §9)
+        return cost::window16_mac_cycles(rows, cols, op.out_channels(channels), taps);
+      }
       return cost::window_mac_cycles(rows, cols, op.out_channels(channels), taps);
     case Unit::kElementwise:
+      if (op.int16_maps) return cost::elementwise16_cycles(rows * cols * channels);
       return cost::elementwise_cycles(rows * cols * channels);
     default:
       return 0;

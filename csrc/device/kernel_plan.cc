@@ -28,12 +28,15 @@ void count_work(const Setup& s, CoreWork& c) {
       break;
     case Family::kDepthwise:
       // 16-bit maps: 32 channels per tap and cycle instead of 64 (NACC_SPEC §9).
-      c.mac_cycles = s.i16 ? h * w * cost::ceil_div(s.out_c, limits::kMacLanes16) * taps
+      c.mac_cycles = s.i16 ? cost::window16_mac_cycles(h, w, s.out_c, taps)
                            : cost::window_mac_cycles(h, w, s.out_c, taps);
       c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
                valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.out_c;
       break;
-    case Family::kPool: c.mac_cycles = cost::window_mac_cycles(h, w, s.out_c, taps); break;
+    case Family::kPool:
+      c.mac_cycles = s.i16 ? cost::window16_mac_cycles(h, w, s.out_c, taps)
+                           : cost::window_mac_cycles(h, w, s.out_c, taps);
+      break;
     case Family::kMatmul:
       if (s.im2col) {
         // One row of A per output pixel: M = h * w, K = ky * kx * in_c.
@@ -44,10 +47,14 @@ void count_work(const Setup& s, CoreWork& c) {
       }
       [[fallthrough]];
     case Family::kFullyConnected:
-      c.mac_cycles = cost::matrix_mac_cycles(h, c.noc, s.in_c);
+      c.mac_cycles = s.i16 ? cost::matrix16_mac_cycles(h, c.noc, s.in_c)
+                           : cost::matrix_mac_cycles(h, c.noc, s.in_c);
       c.macs = h * c.noc * s.in_c;
       break;
-    case Family::kElementwise: c.mac_cycles = cost::elementwise_cycles(h * w * s.in_c); break;
+    case Family::kElementwise:
+      c.mac_cycles = s.i16 ? cost::elementwise16_cycles(h * w * s.in_c)
+                           : cost::elementwise_cycles(h * w * s.in_c);
+      break;
     case Family::kActivation: break;
   }
   // The LUT and the q7 Tanh / Sigmoid tables: one element per cycle (NACC_SPEC §8).

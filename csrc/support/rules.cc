@@ -971,7 +971,7 @@ std::vector<Rule> build_rules() {
        "16-bit form does not reproduce)", false, check_bias_dtype},
       {"bias_16x8_range", mac_with_weights,
        str_cat("an int64 bias (16x8) must fit ", limits::kBias16Bits,
-               " bits (8-byte bias entries of the 16-bit form, NACC_SPEC §9)"),
+               " bits (8-byte bias entries of the 16-bit form, nacc docs hardware, §9)"),
        false, check_bias_16x8_range},
       {"same_quantization", {K::kMaxPool2D, K::kAveragePool2D, K::kPad, K::kConcatenation},
        "inputs and output must share one scale and zero point", false, check_same_quantization},
