@@ -9,6 +9,7 @@
 #include <cstring>
 #include <set>
 
+#include "common/cpu.h"
 #include "ir/macs.h"
 
 namespace nacc::ep {
@@ -1045,6 +1046,9 @@ struct UnitTranslator {
     }
     if (kind == OpKind::kAveragePool2D) {
       a.onnx_kernel = ort_kernel();
+      if (a.onnx_kernel == ir::Attributes::OnnxKernel::kUnfused) {
+        a.ort_pool_by_columns = ort_float_pool_by_columns(xs, *ks, sw, p);
+      }
       // QLinearAveragePool with the kernel covering the unpadded input runs
       // the global average pool's arithmetic.
       if (a.onnx_kernel != ir::Attributes::OnnxKernel::kUnfused && (*ks)[0] == xs[2] &&
@@ -1060,6 +1064,24 @@ struct UnitTranslator {
     }
     add_op(kind, {x}, y, a);
     return std::nullopt;
+  }
+
+  // Which MLAS kernel ONNX Runtime's float AveragePool runs, as far as the
+  // window sum's order goes: at ORT_ENABLE_ALL the NCHWc transformer takes
+  // every 4-D pool whose channels are a multiple of MLAS's NCHWc block (16
+  // with AVX-512F, 8 with AVX, none below) — its kernel sums row by row;
+  // otherwise MlasPool's vector kernel (stride <= 2, kernel <= 32, the padded
+  // width within its 2048-float reduction buffer less 3) sums each window
+  // column first, and its generic kernel row by row.
+  bool ort_float_pool_by_columns(const std::vector<int64_t>& xs, const std::vector<int64_t>& ks,
+                                 int64_t stride_w, const ir::Padding& p) const {
+    const CpuFeatures& f = cpu_features();
+    const int64_t block = f.avx512f && f.os_zmm ? 16 : f.avx && f.os_ymm ? 8 : 1;
+    if (b.config_.ort_opt_level == Config::OrtOptLevel::kAll && block > 1 && xs[1] % block == 0) {
+      return false;
+    }
+    const int64_t room = 2048 - 3 - p.left - p.right;
+    return stride_w <= 2 && ks[0] <= 32 && ks[1] <= 32 && room >= xs[3];
   }
 
   std::optional<std::string> global_average_pool() {

@@ -120,15 +120,76 @@ def test_average_pool_unit_bit_exact(dt, level):
         assert differ == 0, f"{differ}/{total}"
 
 
-def test_unfused_average_pool_stays_on_host_with_reason():
-    """ORT's unfused float AveragePool then QuantizeLinear sums in an order the
-    NPU does not model (measured: 2 of 324 elements differ from a sequential
-    float32 sum): declined, so the result is the CPU EP's."""
-    model = _unit("AveragePool", "int8", (1, 16, 8, 8), attrs=dict(kernel_shape=[2, 2], strides=[2, 2]),
-                  out_shape=[1, 16, 4, 4])
-    differ, _, rep = _compare(model, "basic")
-    assert differ == 0
-    assert any("unfused" in h["reason"] for h in rep["host_nodes"]), rep["host_nodes"]
+def _unfused_pool(in_dt, out_dt, channels, seed):
+    """DQ(in_dt) -> AveragePool 2x2/2 -> Q(out_dt): with different 8-bit types
+    ORT never fuses it (QLinearAveragePool needs one type), at any level. The
+    scales are a pair for which the two summation orders of a 2x2 window give
+    different quantized results on about 1 in 800 random windows (found by a
+    numpy search), so both orders are exercised."""
+    rng = np.random.default_rng(seed)
+    types = {"int8": (np.int8, TP.INT8, -128, 127), "uint8": (np.uint8, TP.UINT8, 0, 255)}
+    (ni, ti, li, hi_), (no, to, lo, ho) = types[in_dt], types[out_dt]
+    inits = {"a_s": np.array(np.float32(0.07414158)),
+             "a_z": np.array(rng.integers(li, hi_ + 1), ni),
+             "y_s": np.array(np.float32(0.046175893)),
+             "y_z": np.array(rng.integers(lo, ho + 1), no)}
+    nodes = [helper.make_node("DequantizeLinear", ["a", "a_s", "a_z"], ["a_d"]),
+             helper.make_node("AveragePool", ["a_d"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("QuantizeLinear", ["y", "y_s", "y_z"], ["yq"])]
+    g = helper.make_graph(nodes, "unfused_pool",
+                          [helper.make_tensor_value_info("a", ti, [1, channels, 32, 32])],
+                          [helper.make_tensor_value_info("yq", to, [1, channels, 16, 16])],
+                          [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    return m.SerializeToString(), inits
+
+
+def _float_pool(x, inits, by_columns):
+    """numpy float32 DequantizeLinear -> 2x2/2 sum in MLAS's order -> / 4 ->
+    QuantizeLinear (round half to even, then the zero point)."""
+    d = (x.astype(np.int32) - int(inits["a_z"])).astype(np.float32) * inits["a_s"]
+    t = [[d[:, :, i::2, j::2] for j in (0, 1)] for i in (0, 1)]
+    s = ((t[0][0] + t[1][0]) + (t[0][1] + t[1][1])) if by_columns else \
+        (((t[0][0] + t[0][1]) + t[1][0]) + t[1][1])
+    y = (s / np.float32(4)) / inits["y_s"]
+    info = np.iinfo(inits["y_z"].dtype)
+    return np.clip(np.rint(y) + int(inits["y_z"]), info.min, info.max).astype(inits["y_z"].dtype)
+
+
+# (input type, output type, level, channels): at ORT_ENABLE_ALL a channel count
+# that is a multiple of MLAS's NCHWc block runs the NCHWc kernel (rows first),
+# otherwise and below ALL MlasPool's vector kernel (columns first).
+UNFUSED_POOLS = [("int8", "int8", "basic", 16), ("uint8", "uint8", "basic", 12),
+                 ("uint8", "int8", "all", 16), ("int8", "uint8", "all", 32),
+                 ("uint8", "int8", "all", 12), ("int8", "uint8", "all", 20)]
+
+
+@pytest.mark.parametrize("in_dt,out_dt,level,channels", UNFUSED_POOLS)
+def test_unfused_average_pool_bit_exact(in_dt, out_dt, level, channels):
+    """ORT's unfused DequantizeLinear -> float AveragePool -> QuantizeLinear
+    (POOL_FP32_MODE QUANTIZE_ROWS / QUANTIZE_COLUMNS): claimed, zero differing
+    elements. The two summation orders differ on these inputs (checked here
+    with numpy, so a wrong order choice cannot pass), and the CPU EP agrees
+    with the order the EP picked."""
+    orders_differ = 0
+    for seed in (0, 1, 2):
+        model, inits = _unfused_pool(in_dt, out_dt, channels, seed)
+        so_level, ep_level = LEVELS[level]
+        cpu = om.session(model, ["CPUExecutionProvider"], opt_level=so_level)
+        npu = om.session(model, "nacc", {"ort_optimization_level": ep_level, "cores": 2},
+                         opt_level=so_level)
+        rep = nort.partition_reports()[-1]
+        assert rep["claimed_nodes"] == rep["total_nodes"], rep["host_nodes"]
+        for s in (1, 2, 3):
+            x = om.int8_feeds(model, seed=s)
+            want, got = cpu.run(None, x)[0], npu.run(None, x)[0]
+            assert np.array_equal(want, got), int(np.count_nonzero(want != got))
+            rows, cols = _float_pool(x["a"], inits, False), _float_pool(x["a"], inits, True)
+            orders_differ += int(np.count_nonzero(rows != cols))
+            nchwc = level == "all" and channels % 8 == 0  # 8 (AVX2) divides 16 (AVX-512) too
+            if channels % 16 == 0 or not nchwc:
+                assert np.array_equal(want, cols if not nchwc else rows)
+    assert orders_differ > 0
 
 
 @pytest.mark.parametrize("dt", ["int8", "uint8"])

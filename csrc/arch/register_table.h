@@ -153,6 +153,12 @@ inline constexpr FieldDesc kF_NACC_ACT_PARA[] = {
     rw("POOL_FP32", 7, 7, 0,
        "project extension: NPU_OP_POOL average in float32 (ONNX Runtime's QLinearAveragePool); "
        "QUANT_EN = 1 and QUANT_MUL_DMA_ADDR holds 2 float32 (input scale, output scale)"),
+    rw("POOL_FP32_MODE", 9, 8, 0,
+       "project extension, with POOL_FP32 = 1: 0 = QLINEAR (QLinearAveragePool: round(y / "
+       "output scale + output zero point)), 1 = QUANTIZE_ROWS (DequantizeLinear, ONNX Runtime's "
+       "float NCHWc AveragePool summing each window row by row, QuantizeLinear: round(y / output "
+       "scale) + output zero point), 2 = QUANTIZE_COLUMNS (the same with MLAS's NCHW vector "
+       "kernel: each window column summed first, then the column sums)"),
 };
 inline constexpr FieldDesc kF_NACC_IN_ACT_DMA_ADDR[] = {
     rw("IN_ACT_DMA_ADDR", 31, 0, 0, "activation data (the 256-byte LUT, NACC_SPEC §1)"),

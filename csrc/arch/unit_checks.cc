@@ -273,6 +273,11 @@ void validate_elementwise_float(const ElementwiseParams& p) {
 
 void validate_pool_float(const PoolParams& p) {
   const char* op = "avg_pool_s8";
+  if (static_cast<int>(p.float_mode) > static_cast<int>(PoolFloat::kQuantizeColumns)) {
+    throw InvalidArgument(str_cat(op, ": NACC_ACT_PARA.POOL_FP32_MODE ",
+                                  static_cast<int>(p.float_mode), " is not a mode (0 QLINEAR, ",
+                                  "1 QUANTIZE_ROWS, 2 QUANTIZE_COLUMNS)"));
+  }
   check_float_param(op, "input scale", p.input_scale, true);
   check_float_param(op, "output scale", p.output_scale, true);
   check_domain_zero_point(op, "input zero point", p.input_zero_point, p.domain,

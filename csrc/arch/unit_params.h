@@ -116,6 +116,14 @@ struct ValueDomain {
   int32_t qmax() const { return u8 ? 255 : 127; }
 };
 
+// NACC_ACT_PARA.POOL_FP32_MODE (project extension): which of ONNX Runtime's
+// float32 average pools POOL_FP32 computes (PoolParams below).
+enum class PoolFloat : uint8_t {
+  kQLinear = 0,          // QLinearAveragePool
+  kQuantizeRows = 1,     // DequantizeLinear, NCHWc AveragePool, QuantizeLinear
+  kQuantizeColumns = 2,  // DequantizeLinear, NCHW vector AveragePool, QuantizeLinear
+};
+
 // The pooling unit: max pool (window 1..15) and average pool (2x2 stride 2).
 struct PoolParams {
   WindowParams window;
@@ -129,7 +137,14 @@ struct PoolParams {
   // with count the in-bounds cells, x and the zero points in `domain`, then
   // q - domain.offset() clamped to [act_min, act_max]. The scales come from
   // QUANT_MUL_DMA_ADDR (2 float32), the zero points from NACC_FM_OFFSET.
+  // float_mode (POOL_FP32_MODE) kQuantizeRows / kQuantizeColumns: the unfused
+  // DequantizeLinear -> float AveragePool -> QuantizeLinear instead,
+  //   q   = sat(nearbyintf(y / output_scale)) + output_zero_point
+  // (the zero point added after rounding), with kQuantizeColumns' sum
+  //   sum = col(ix0) + col(ix0 + 1) + ...,  col(ix) = d(iy0, ix) + d(iy0 + 1, ix) + ...
+  // (MLAS's NCHW vector pooling kernel; kQuantizeRows and kQLinear sum row-major).
   bool float32 = false;
+  PoolFloat float_mode = PoolFloat::kQLinear;
   ValueDomain domain;
   float input_scale = 1.0f, output_scale = 1.0f;  // finite, > 0
   int32_t input_zero_point = 0, output_zero_point = 0;  // within the domain's range

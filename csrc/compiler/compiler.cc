@@ -335,6 +335,7 @@ void set_layer(Context& ctx, const LoweredOp& op, const OpConstants& k, const Co
                            op.unit == Unit::kElementwise ? int(op.eltwise.float_mode) : 0)
                       .set(fields::NACC_ACT_PARA::U8_DOMAIN, op.u8_domain)
                       .set(fields::NACC_ACT_PARA::POOL_FP32, op.pool_fp32)
+                      .set(fields::NACC_ACT_PARA::POOL_FP32_MODE, int(op.pool_fp32_mode))
                       .get());
   // A rectangle of a tensor (LoweredOp::in_y0 ...) starts at its first pixel
   // and keeps the tensor's row pitch.

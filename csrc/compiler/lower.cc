@@ -498,10 +498,6 @@ void lower_pool(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
   const ir::Attributes::OnnxKernel ok = op.attrs.onnx_kernel;
   const bool ort_float = l.unit == Unit::kAvgPool && ok != ir::Attributes::OnnxKernel::kNone;
-  if (ort_float && ok == ir::Attributes::OnnxKernel::kUnfused) {
-    throw Unsupported(str_cat(l.label, ": ONNX Runtime's unfused AveragePool (float pool, then "
-                              "QuantizeLinear) has no NPU mode"));
-  }
   if (!ort_float && (qi.scale != qo.scale || qi.zero_point != qo.zero_point)) {
     throw Unsupported(str_cat(l.label, ": input and output quantization differ"));
   }
@@ -517,15 +513,20 @@ void lower_pool(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   set_activation_range(l, act, qo);
   if (ort_float && l.int16_maps) throw Unsupported(str_cat(l.label, ": int16 with ONNX Runtime"));
   if (ort_float) {
-    // QLinearAveragePool (NACC_ACT_PARA.POOL_FP32): the zero points in the
-    // kernel's value domain (U8_DOMAIN), the two scales as float32.
+    // QLinearAveragePool, or the unfused DequantizeLinear -> float
+    // AveragePool -> QuantizeLinear (NACC_ACT_PARA.POOL_FP32, POOL_FP32_MODE):
+    // the zero points in the kernel's value domain (U8_DOMAIN), the two
+    // scales as float32.
     PoolParams pp;
     pp.act_min = l.act_min;
     pp.act_max = l.act_max;
-    ort_average_pool_params(ok == ir::Attributes::OnnxKernel::kFusedU8 ? OrtKernel::kFusedU8
-                                                                        : OrtKernel::kFusedS8,
-                            {qi.scale, qi.zero_point}, {qo.scale, qo.zero_point}, &pp);
+    const OrtKernel kernel = ok == ir::Attributes::OnnxKernel::kFusedU8   ? OrtKernel::kFusedU8
+                             : ok == ir::Attributes::OnnxKernel::kFusedS8 ? OrtKernel::kFusedS8
+                                                                          : OrtKernel::kUnfused;
+    ort_average_pool_params(kernel, {qi.scale, qi.zero_point}, {qo.scale, qo.zero_point},
+                            op.attrs.ort_pool_by_columns, &pp);
     l.pool_fp32 = true;
+    l.pool_fp32_mode = pp.float_mode;
     l.u8_domain = pp.domain.u8;
     l.fp32_scale = {pp.input_scale, pp.output_scale};
     l.input_zero_point = pp.input_zero_point;

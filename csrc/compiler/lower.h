@@ -85,6 +85,7 @@ struct LoweredOp {
   // fp32_scale then holds the element-wise mode's 3 float32 or the pool's
   // (input scale, output scale); the zero points are in the U8 or S8 domain.
   bool pool_fp32 = false;
+  PoolFloat pool_fp32_mode = PoolFloat::kQLinear;  // POOL_FP32_MODE
   bool u8_domain = false;
   // Conv, depthwise, fully connected, matmul (the QUANT_FP32_SCALE units).
   bool is_mac_unit() const {

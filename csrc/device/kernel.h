@@ -79,6 +79,7 @@ struct Setup {
   // pool; their float32 parameters are loaded as fp32_scale's are.
   ElementwiseFloat ew_fp32 = ElementwiseFloat::kOff;
   bool pool_fp32 = false, u8_domain = false;
+  PoolFloat pool_fp32_mode = PoolFloat::kQLinear;  // NACC_ACT_PARA.POOL_FP32_MODE
   // NPU_OP_MATMUL with NACC_CTRL.IM2COL_EN = 1: A is gathered by the DMA from
   // the feature map as im2col rows (docs/device_model.md §4); K = ky * kx * in_c.
   bool im2col = false;

@@ -344,6 +344,12 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     require(!s.pool_fp32 || (s.fam == Family::kPool && s.pool_mode == value_of(PoolMode::AVERAGE)),
             path(fields::NACC_ACT_PARA::POOL_FP32), " = 1 is only for NPU_OP_POOL with POOL_MODE ",
             "AVERAGE, not ", name);
+    const uint32_t pm = r.field(fields::NACC_ACT_PARA::POOL_FP32_MODE);
+    require(pm <= 2, path(fields::NACC_ACT_PARA::POOL_FP32_MODE), " = ", pm,
+            " is not a mode (0 QLINEAR, 1 QUANTIZE_ROWS, 2 QUANTIZE_COLUMNS)");
+    require(pm == 0 || s.pool_fp32, path(fields::NACC_ACT_PARA::POOL_FP32_MODE), " = ", pm,
+            " needs POOL_FP32 = 1");
+    s.pool_fp32_mode = PoolFloat(pm);
     require(!s.u8_domain || ew != 0 || s.pool_fp32, path(fields::NACC_ACT_PARA::U8_DOMAIN),
             " = 1 needs ELEMENT_FP32 or POOL_FP32 (the fixed-point units compute on int8)");
     if (ew != 0 || s.pool_fp32) s.fp32_scale = true;  // float32 parameters at QUANT_MUL_DMA_ADDR

@@ -132,6 +132,7 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
       pp.act_max = s.act_max;
       if (s.pool_fp32) {  // POOL_FP32: the zero points of NACC_FM_OFFSET in the domain
         pp.float32 = true;
+        pp.float_mode = s.pool_fp32_mode;
         pp.domain.u8 = s.u8_domain;
         pp.input_scale = os.float_scale[0];
         pp.output_scale = os.float_scale[1];

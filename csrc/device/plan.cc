@@ -227,7 +227,8 @@ bool same_layer(const Setup& a, const Setup& b) {
          a.needs_quant == b.needs_quant && a.needs_lut == b.needs_lut &&
          a.real_scale == b.real_scale && a.fp32_scale == b.fp32_scale && a.im2col == b.im2col &&
          a.quant_entries == b.quant_entries && a.b_zp == b.b_zp && a.ew_fp32 == b.ew_fp32 &&
-         a.pool_fp32 == b.pool_fp32 && a.u8_domain == b.u8_domain && a.int4 == b.int4 &&
+         a.pool_fp32 == b.pool_fp32 && a.pool_fp32_mode == b.pool_fp32_mode &&
+         a.u8_domain == b.u8_domain && a.int4 == b.int4 &&
          a.rgb == b.rgb && a.bias_shift == b.bias_shift && a.out_shift == b.out_shift &&
          a.q7_act == b.q7_act && a.act_int_w == b.act_int_w && x.mode == y.mode &&
          x.input1_offset == y.input1_offset && x.input2_offset == y.input2_offset &&

@@ -160,6 +160,10 @@ struct Attributes {
   // the ONNX frontend. kNone: TFLite's arithmetic.
   enum class OnnxKernel : uint8_t { kNone, kFusedS8, kFusedU8, kUnfused };
   OnnxKernel onnx_kernel = OnnxKernel::kNone;
+  // AVERAGE_POOL_2D with onnx_kernel kUnfused: ONNX Runtime's float
+  // AveragePool runs MLAS's NCHW vector kernel, which sums each window column
+  // first (false: its NCHWc kernel, row by row; the ONNX frontend decides).
+  bool ort_pool_by_columns = false;
   // PAD: (before, after) per input dimension.
   std::vector<std::array<int64_t, 2>> paddings;
   // Options set on the frontend's node that the core does not implement

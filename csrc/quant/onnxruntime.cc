@@ -64,10 +64,13 @@ ElementwiseParams ort_elementwise_params(ElementwiseMode mode, OrtKernel kernel,
 }
 
 void ort_average_pool_params(OrtKernel kernel, const OrtQuant& in, const OrtQuant& out,
-                             PoolParams* params) {
-  check_arg(kernel != OrtKernel::kUnfused, "ort_average_pool_params: the unfused AveragePool ",
-            "(float pool, then QuantizeLinear) has no NPU mode");
+                             bool by_columns, PoolParams* params) {
+  check_arg(kernel == OrtKernel::kUnfused || !by_columns, "ort_average_pool_params: ",
+            "QLinearAveragePool sums row-major (by_columns is for the unfused float pool)");
   params->float32 = true;
+  params->float_mode = kernel != OrtKernel::kUnfused ? PoolFloat::kQLinear
+                       : by_columns                  ? PoolFloat::kQuantizeColumns
+                                                     : PoolFloat::kQuantizeRows;
   params->domain = domain_of(kernel);
   params->input_scale = in.scale;
   params->output_scale = out.scale;

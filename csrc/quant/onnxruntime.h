@@ -45,10 +45,13 @@ ElementwiseParams ort_elementwise_params(ElementwiseMode mode, OrtKernel kernel,
                                          const OrtQuant& b, const OrtQuant& out, int32_t act_min,
                                          int32_t act_max, bool swapped = false);
 
-// QLinearAveragePool (PoolParams float32 mode) for a stored-int8 input/output
-// pair; kernel kFusedS8 or kFusedU8 picks the value domain.
+// ONNX Runtime's float32 average pools (PoolParams float32 mode) for a
+// stored-int8 input/output pair: kFusedS8 / kFusedU8 QLinearAveragePool in
+// that value domain; kUnfused DequantizeLinear -> float AveragePool ->
+// QuantizeLinear, the window summed by columns (MLAS's NCHW vector kernel)
+// if `by_columns`, else by rows (its NCHWc kernel).
 void ort_average_pool_params(OrtKernel kernel, const OrtQuant& in, const OrtQuant& out,
-                             PoolParams* params);
+                             bool by_columns, PoolParams* params);
 
 // QLinearGlobalAveragePool's float32 output scale over n = H * W cells:
 // s_x / (s_y * float(n)), then the float32 output stage

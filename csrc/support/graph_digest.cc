@@ -96,6 +96,7 @@ class Encoder {
     vec(a.lut);
     pod(static_cast<uint8_t>(a.requant));
     pod(static_cast<uint8_t>(a.onnx_kernel));  // how ONNX Runtime's CPU EP would run the node
+    pod(static_cast<uint8_t>(a.ort_pool_by_columns));
     pod(static_cast<uint64_t>(a.paddings.size()));
     for (const auto& p : a.paddings) pod(p);
     pod(static_cast<uint64_t>(a.unsupported_options.size()));

@@ -406,11 +406,9 @@ std::optional<std::string> check_same_quantization(const Graph& g, const Op& op,
                                                    const SupportConfig&) {
   using OK = ir::Attributes::OnnxKernel;
   if (op.kind == OpKind::kAveragePool2D && op.attrs.onnx_kernel != OK::kNone) {
-    // ONNX Runtime's QLinearAveragePool requantizes (the float32 pool mode);
-    // its unfused float AveragePool is not modelled.
-    if (op.attrs.onnx_kernel != OK::kUnfused) return std::nullopt;
-    return std::string("ONNX Runtime runs this AveragePool unfused (float pool, then "
-                       "QuantizeLinear), which has no NPU mode");
+    // ONNX Runtime's QLinearAveragePool and its unfused float AveragePool
+    // both requantize (the float32 pool modes, NACC_ACT_PARA.POOL_FP32_MODE).
+    return std::nullopt;
   }
   const Operand out = output(g, op);
   std::vector<std::string> bad;

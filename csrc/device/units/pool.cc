@@ -101,22 +101,38 @@ void avg_pool_reference(const PoolProblem& p) {
   }
 }
 
-// POOL_FP32 (PoolParams::float32): ONNX Runtime's QLinearAveragePool, one
-// output element; `at(iy, ix)` reads the stored input byte.
+// POOL_FP32 (PoolParams::float32): ONNX Runtime's float32 average pools, one
+// output element; `at(iy, ix)` reads the stored input byte. kQLinear
+// (QLinearAveragePool) and kQuantizeRows sum row-major from 0.0f,
+// kQuantizeColumns each column first; the QuantizeLinear modes add the zero
+// point after rounding.
 template <typename At>
 inline int8_t float_average(const PoolParams& q, const Span& ys, const Span& xs, At at) {
   const int32_t zx = q.input_zero_point - q.domain.offset();  // stored x - zx = x - zx_stored
+  const auto d = [&](int iy, int ix) {
+    return static_cast<float>(at(iy, ix) - zx) * q.input_scale;
+  };
   float sum = 0.0f;
-  for (int iy = ys.begin; iy < ys.end; ++iy) {
+  if (q.float_mode == PoolFloat::kQuantizeColumns) {
     for (int ix = xs.begin; ix < xs.end; ++ix) {
-      sum += static_cast<float>(at(iy, ix) - zx) * q.input_scale;
+      float col = 0.0f;
+      for (int iy = ys.begin; iy < ys.end; ++iy) col += d(iy, ix);
+      sum += col;
+    }
+  } else {
+    for (int iy = ys.begin; iy < ys.end; ++iy) {
+      for (int ix = xs.begin; ix < xs.end; ++ix) sum += d(iy, ix);
     }
   }
   const float count = static_cast<float>((ys.end - ys.begin) * (xs.end - xs.begin));
-  float v = sum / count / q.output_scale + static_cast<float>(q.output_zero_point);
-  v = std::fmin(std::fmax(v, static_cast<float>(q.domain.qmin())),
-                static_cast<float>(q.domain.qmax()));
-  const int32_t out = static_cast<int32_t>(std::nearbyint(v)) - q.domain.offset();
+  const bool quantize = q.float_mode != PoolFloat::kQLinear;
+  const int32_t add = quantize ? q.output_zero_point : 0;  // added after rounding
+  float v = sum / count / q.output_scale +
+            (quantize ? 0.0f : static_cast<float>(q.output_zero_point));
+  // Clamping before rounding to nearest even gives the same integers as after.
+  v = std::fmin(std::fmax(v, static_cast<float>(q.domain.qmin() - add)),
+                static_cast<float>(q.domain.qmax() - add));
+  const int32_t out = static_cast<int32_t>(std::nearbyint(v)) + add - q.domain.offset();
   return static_cast<int8_t>(std::min(std::max(out, q.act_min), q.act_max));
 }
 
@@ -315,6 +331,12 @@ __attribute__((target("avx2,fma"))) void avg_pool_avx2(const PoolProblem& p) {
   }
 }
 
+// POOL_FP32's DequantizeLinear of 8 stored bytes: float(x - zx) * sx.
+NACC_AVX2 __m256 dequant8(const int8_t* src, __m256i zx, __m256 sx) {
+  const __m256i x = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src)));
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(x, zx)), sx);
+}
+
 // POOL_FP32, 8 channels at a time: the same float32 operations in the same
 // order as float_average (no fused multiply-add: -ffp-contract=off).
 __attribute__((target("avx2,fma"))) void avg_pool_float_avx2(const PoolProblem& p) {
@@ -324,10 +346,13 @@ __attribute__((target("avx2,fma"))) void avg_pool_float_avx2(const PoolProblem& 
   const int64_t row_stride = static_cast<int64_t>(p.in_w) * channels;
   const __m256i zx = _mm256_set1_epi32(q.input_zero_point - q.domain.offset());
   const __m256 sx = _mm256_set1_ps(q.input_scale), sy = _mm256_set1_ps(q.output_scale);
-  const __m256 zy = _mm256_set1_ps(static_cast<float>(q.output_zero_point));
-  const __m256 lo = _mm256_set1_ps(static_cast<float>(q.domain.qmin()));
-  const __m256 hi = _mm256_set1_ps(static_cast<float>(q.domain.qmax()));
-  const __m256i off = _mm256_set1_epi32(q.domain.offset());
+  const bool quantize = q.float_mode != PoolFloat::kQLinear;
+  const bool columns = q.float_mode == PoolFloat::kQuantizeColumns;
+  const int32_t add = quantize ? q.output_zero_point : 0;  // added after rounding
+  const __m256 zy = _mm256_set1_ps(quantize ? 0.0f : static_cast<float>(q.output_zero_point));
+  const __m256 lo = _mm256_set1_ps(static_cast<float>(q.domain.qmin() - add));
+  const __m256 hi = _mm256_set1_ps(static_cast<float>(q.domain.qmax() - add));
+  const __m256i off = _mm256_set1_epi32(q.domain.offset() - add);
   const __m256i act_lo = _mm256_set1_epi32(q.act_min), act_hi = _mm256_set1_epi32(q.act_max);
   for (int oy = 0; oy < p.out_h; ++oy) {
     const Span ys = clipped_window(oy, w.stride_h, w.pad_top, q.kernel_h, p.in_h);
@@ -337,12 +362,24 @@ __attribute__((target("avx2,fma"))) void avg_pool_float_avx2(const PoolProblem& 
       int8_t* out = p.output + (static_cast<int64_t>(oy) * p.out_w + ox) * channels;
       int c = 0;
       for (; c + 8 <= channels; c += 8) {
+        const int8_t* base = p.input + c;
+        const auto at = [row_stride, channels](int iy, int ix) {
+          return iy * row_stride + static_cast<int64_t>(ix) * channels;
+        };
         __m256 sum = _mm256_setzero_ps();
-        for (int iy = ys.begin; iy < ys.end; ++iy) {
+        if (columns) {
           for (int ix = xs.begin; ix < xs.end; ++ix) {
-            const int8_t* src = p.input + iy * row_stride + static_cast<int64_t>(ix) * channels + c;
-            const __m256i x = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src)));
-            sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(x, zx)), sx));
+            __m256 col = _mm256_setzero_ps();
+            for (int iy = ys.begin; iy < ys.end; ++iy) {
+              col = _mm256_add_ps(col, dequant8(base + at(iy, ix), zx, sx));
+            }
+            sum = _mm256_add_ps(sum, col);
+          }
+        } else {
+          for (int iy = ys.begin; iy < ys.end; ++iy) {
+            for (int ix = xs.begin; ix < xs.end; ++ix) {
+              sum = _mm256_add_ps(sum, dequant8(base + at(iy, ix), zx, sx));
+            }
           }
         }
         __m256 v = _mm256_add_ps(_mm256_div_ps(_mm256_div_ps(sum, count), sy), zy);
