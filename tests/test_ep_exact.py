@@ -238,7 +238,7 @@ def test_qoperator_binary_bit_exact(op, dt):
         assert np.array_equal(cpu.run(None, feeds)[0], npu.run(None, feeds)[0])
 
 
-@pytest.mark.parametrize("name", ["small_cnn", "squeezenet", "inception", "densenet"])
+@pytest.mark.parametrize("name", ["small_cnn", "squeezenet", "inception", "densenet", "shufflenet"])
 def test_whole_models_bit_exact_with_7bit_weights(name):
     """Models built from Conv/Add/Mul/Pool/Concat/Gemm/Relu QDQ units, 7-bit
     weights (reduce_range: the CPU EP's AVX2 u8s8 kernel cannot saturate
