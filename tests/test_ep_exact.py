@@ -120,13 +120,28 @@ def test_average_pool_unit_bit_exact(dt, level):
         assert differ == 0, f"{differ}/{total}"
 
 
-def _unfused_pool(in_dt, out_dt, channels, seed):
+@pytest.mark.parametrize("dt", ["int8", "uint8"])
+@pytest.mark.parametrize("k,stride,pad,hw", [(3, 1, 1, 9), (3, 2, 1, 9)])
+def test_average_pool_windows_bit_exact(dt, k, stride, pad, hw):
+    """QLinearAveragePool with the max pool's windows (POOL_FP32 QLINEAR)."""
+    attrs = dict(kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4)
+    o = (hw + 2 * pad - k) // stride + 1
+    for seed in (0, 1):
+        model = _unit("AveragePool", dt, (1, 16, hw, hw), attrs=attrs, out_shape=[1, 16, o, o],
+                      seed=seed)
+        differ, total, rep = _compare(model)
+        assert rep["claimed_nodes"] == rep["total_nodes"], rep["host_nodes"]
+        assert differ == 0, f"{differ}/{total}"
+
+
+def _unfused_pool(in_dt, out_dt, channels, seed, k=2, stride=2, pad=0, hw=32):
     """DQ(in_dt) -> AveragePool 2x2/2 -> Q(out_dt): with different 8-bit types
     ORT never fuses it (QLinearAveragePool needs one type), at any level. The
     scales are a pair for which the two summation orders of a 2x2 window give
     different quantized results on about 1 in 800 random windows (found by a
     numpy search), so both orders are exercised."""
     rng = np.random.default_rng(seed)
+    o = (hw + 2 * pad - k) // stride + 1
     types = {"int8": (np.int8, TP.INT8, -128, 127), "uint8": (np.uint8, TP.UINT8, 0, 255)}
     (ni, ti, li, hi_), (no, to, lo, ho) = types[in_dt], types[out_dt]
     inits = {"a_s": np.array(np.float32(0.07414158)),
@@ -134,26 +149,44 @@ def _unfused_pool(in_dt, out_dt, channels, seed):
              "y_s": np.array(np.float32(0.046175893)),
              "y_z": np.array(rng.integers(lo, ho + 1), no)}
     nodes = [helper.make_node("DequantizeLinear", ["a", "a_s", "a_z"], ["a_d"]),
-             helper.make_node("AveragePool", ["a_d"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("AveragePool", ["a_d"], ["y"], kernel_shape=[k, k],
+                              strides=[stride, stride], pads=[pad] * 4),
              helper.make_node("QuantizeLinear", ["y", "y_s", "y_z"], ["yq"])]
     g = helper.make_graph(nodes, "unfused_pool",
-                          [helper.make_tensor_value_info("a", ti, [1, channels, 32, 32])],
-                          [helper.make_tensor_value_info("yq", to, [1, channels, 16, 16])],
+                          [helper.make_tensor_value_info("a", ti, [1, channels, hw, hw])],
+                          [helper.make_tensor_value_info("yq", to, [1, channels, o, o])],
                           [numpy_helper.from_array(v, k) for k, v in inits.items()])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
     return m.SerializeToString(), inits
 
 
-def _float_pool(x, inits, by_columns):
-    """numpy float32 DequantizeLinear -> 2x2/2 sum in MLAS's order -> / 4 ->
+def _float_pool(x, inits, by_columns, k=2, stride=2, pad=0):
+    """numpy float32 DequantizeLinear -> the k x k window's in-bounds cells
+    summed in MLAS's order (rows, or each column first) -> / count ->
     QuantizeLinear (round half to even, then the zero point)."""
     d = (x.astype(np.int32) - int(inits["a_z"])).astype(np.float32) * inits["a_s"]
-    t = [[d[:, :, i::2, j::2] for j in (0, 1)] for i in (0, 1)]
-    s = ((t[0][0] + t[1][0]) + (t[0][1] + t[1][1])) if by_columns else \
-        (((t[0][0] + t[0][1]) + t[1][0]) + t[1][1])
-    y = (s / np.float32(4)) / inits["y_s"]
+    n, c, h, w = d.shape
+    o = (h + 2 * pad - k) // stride + 1
+    y = np.zeros((n, c, o, o), np.float32)
+    for oy in range(o):
+        ys = range(max(oy * stride - pad, 0), min(oy * stride - pad + k, h))
+        for ox in range(o):
+            xs = range(max(ox * stride - pad, 0), min(ox * stride - pad + k, w))
+            s = np.zeros((n, c), np.float32)
+            if by_columns:
+                for ix in xs:
+                    col = np.zeros((n, c), np.float32)
+                    for iy in ys:
+                        col = col + d[:, :, iy, ix]
+                    s = s + col
+            else:
+                for iy in ys:
+                    for ix in xs:
+                        s = s + d[:, :, iy, ix]
+            y[:, :, oy, ox] = s / np.float32(len(ys) * len(xs))
     info = np.iinfo(inits["y_z"].dtype)
-    return np.clip(np.rint(y) + int(inits["y_z"]), info.min, info.max).astype(inits["y_z"].dtype)
+    q = np.rint(y / inits["y_s"]) + int(inits["y_z"])
+    return np.clip(q, info.min, info.max).astype(inits["y_z"].dtype)
 
 
 # (input type, output type, level, channels): at ORT_ENABLE_ALL a channel count
@@ -171,9 +204,31 @@ def test_unfused_average_pool_bit_exact(in_dt, out_dt, level, channels):
     elements. The two summation orders differ on these inputs (checked here
     with numpy, so a wrong order choice cannot pass), and the CPU EP agrees
     with the order the EP picked."""
+    _check_unfused_pool(in_dt, out_dt, level, channels, seeds=(0, 1, 2))
+
+
+# 3x3 stride 1 pad 1 (Inception's pooling branch: the count varies at the
+# edges), 3x3 stride 2 pad 1, 5x5 stride 3 pad 2.
+WINDOWS = [(3, 1, 1, 16), (3, 2, 1, 17), (5, 3, 2, 20)]
+
+
+@pytest.mark.parametrize("k,stride,pad,hw", WINDOWS)
+@pytest.mark.parametrize("in_dt,out_dt,level,channels",
+                         [("int8", "int8", "basic", 12), ("uint8", "int8", "all", 16),
+                          ("uint8", "int8", "all", 12)])
+def test_unfused_average_pool_windows_bit_exact(k, stride, pad, hw, in_dt, out_dt, level,
+                                                channels):
+    """The float32 pool modes take the max pool's windows (a project
+    decision, docs/device_model.md §4): padded edges average the in-bounds
+    cells, as ORT's exclude-pad kernels do."""
+    _check_unfused_pool(in_dt, out_dt, level, channels, seeds=(0,), k=k, stride=stride, pad=pad,
+                        hw=hw, orders_must_differ=False)
+
+
+def _check_unfused_pool(in_dt, out_dt, level, channels, seeds, orders_must_differ=True, **win):
     orders_differ = 0
-    for seed in (0, 1, 2):
-        model, inits = _unfused_pool(in_dt, out_dt, channels, seed)
+    for seed in seeds:
+        model, inits = _unfused_pool(in_dt, out_dt, channels, seed, **win)
         so_level, ep_level = LEVELS[level]
         cpu = om.session(model, ["CPUExecutionProvider"], opt_level=so_level)
         npu = om.session(model, "nacc", {"ort_optimization_level": ep_level, "cores": 2},
@@ -184,12 +239,13 @@ def test_unfused_average_pool_bit_exact(in_dt, out_dt, level, channels):
             x = om.int8_feeds(model, seed=s)
             want, got = cpu.run(None, x)[0], npu.run(None, x)[0]
             assert np.array_equal(want, got), int(np.count_nonzero(want != got))
-            rows, cols = _float_pool(x["a"], inits, False), _float_pool(x["a"], inits, True)
+            pool = {k: v for k, v in win.items() if k != "hw"}
+            rows, cols = (_float_pool(x["a"], inits, by, **pool) for by in (False, True))
             orders_differ += int(np.count_nonzero(rows != cols))
             nchwc = level == "all" and channels % 8 == 0  # 8 (AVX2) divides 16 (AVX-512) too
             if channels % 16 == 0 or not nchwc:
                 assert np.array_equal(want, cols if not nchwc else rows)
-    assert orders_differ > 0
+    assert orders_differ > 0 or not orders_must_differ
 
 
 @pytest.mark.parametrize("dt", ["int8", "uint8"])

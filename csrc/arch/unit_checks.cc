@@ -164,8 +164,10 @@ void check_window(const char* op, const WindowParams& w, int kernel_h, int kerne
   check_in_range(op, "pad_right", w.pad_right, 0, kMaxPadding, "NACC_PADDING.PAD_X");
 }
 
-void check_avg_pool_window(const char* op, int kernel_h, int kernel_w, const WindowParams& w) {
+void check_avg_pool_window(const char* op, int kernel_h, int kernel_w, const WindowParams& w,
+                           bool float32) {
   using namespace limits;
+  if (float32) return;
   check_arg(kernel_h == kAvgPoolKernel && kernel_w == kAvgPoolKernel, op, ": kernel ", kernel_h,
             "x", kernel_w, " not supported, average pooling is ", kAvgPoolKernel, "x",
             kAvgPoolKernel, " only (NACC_SPEC §2)");

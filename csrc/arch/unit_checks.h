@@ -77,8 +77,11 @@ void check_feature_map(const char* op, const char* name, const Shape4& s);
 // Kernel (limits::kMinKernel..kMaxKernel per axis), stride (kMinStride..kMaxStride)
 // and padding (0..kMaxPadding per side) of a window op (NACC_KERNEL, NACC_PADDING).
 void check_window(const char* op, const WindowParams& window, int kernel_h, int kernel_w);
-// Average pooling is exactly 2x2, stride 2 (NACC_SPEC §2).
-void check_avg_pool_window(const char* op, int kernel_h, int kernel_w, const WindowParams& w);
+// Average pooling is exactly 2x2, stride 2 (NACC_SPEC §2); the float32 modes
+// (POOL_FP32, a project extension, `float32`) take any window check_window
+// admits, as max pooling does (docs/device_model.md §4).
+void check_avg_pool_window(const char* op, int kernel_h, int kernel_w, const WindowParams& w,
+                           bool float32 = false);
 // The output shape [1, OH, OW, out_c] of a window op (window_output_size per
 // axis). Call after check_window; throws, naming `op`, when the padded input
 // is smaller than the kernel.

@@ -501,9 +501,10 @@ void lower_pool(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   if (!ort_float && (qi.scale != qo.scale || qi.zero_point != qo.zero_point)) {
     throw Unsupported(str_cat(l.label, ": input and output quantization differ"));
   }
-  if (l.unit == Unit::kAvgPool && !is_pool_unit_average(op)) {
-    // ONNX Runtime's float32 pool runs on the pooling unit only (2x2, stride 2);
-    // TFLite's any-window average pool is lower_average_pool_regions'.
+  if (l.unit == Unit::kAvgPool && !ort_float && !is_pool_unit_average(op)) {
+    // TFLite's average pool other than 2x2 stride 2 is
+    // lower_average_pool_regions'; ONNX Runtime's float32 pools (POOL_FP32)
+    // take the max pool's windows.
     throw Unsupported(str_cat(l.label, ": average pool must be 2x2 with stride 2"));
   }
   l.input_zero_point = qi.zero_point;

@@ -744,7 +744,13 @@ std::optional<std::string> check_avg_pool_window(const Graph& g, const Op& op,
   const std::string what =
       str_cat("window ", a.kernel_h, "x", a.kernel_w, ", stride ", a.stride_h, "x", a.stride_w);
   if (op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
-    return str_cat(what, " (ONNX Runtime's float average pool)");
+    // The pooling unit's float32 modes take the max pool's windows.
+    if (a.kernel_h <= limits::kMaxKernel && a.kernel_w <= limits::kMaxKernel &&
+        a.stride_h <= limits::kMaxStride && a.stride_w <= limits::kMaxStride) {
+      return std::nullopt;
+    }
+    return str_cat(what, " (ONNX Runtime's float average pool: windows up to ", limits::kMaxKernel,
+                   ", strides up to ", limits::kMaxStride, ")");
   }
   const auto& is = input(g, op).tensor->shape;
   const auto& os = output(g, op).tensor->shape;

@@ -417,7 +417,8 @@ void max_pool_s8(const PoolParams& params, const Shape4& input_shape, const int8
 void avg_pool_s8(const PoolParams& params, const Shape4& input_shape, const int8_t* input,
                  const Shape4& output_shape, int8_t* output) {
   constexpr const char* kOp = "avg_pool_s8";
-  detail::check_avg_pool_window(kOp, params.kernel_h, params.kernel_w, params.window);
+  detail::check_avg_pool_window(kOp, params.kernel_h, params.kernel_w, params.window,
+                                params.float32);
   validate(kOp, params, input_shape, input, output_shape, output);
   // TFLite fails an average pool with a window entirely in the padding (no
   // divisor); window origins grow monotonically, so checking the first and
