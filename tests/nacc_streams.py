@@ -310,8 +310,10 @@ class StreamBuilder:
         if op in ("conv", "rgbconv", "fc", "depthwise"):
             w = L.weights[cs] if op != "depthwise" else L.weights[..., cs]
             if t.mode == 1:
-                parts = [w[i * per_core:(i + 1) * per_core if i < n - 1 else None]
-                         for i in range(n)]
+                # one block per core: its output channels (depthwise: the last axis)
+                ax = 3 if op == "depthwise" else 0
+                parts = [np.take(w, range(i * per_core, (i + 1) * per_core if i < n - 1
+                                          else w.shape[ax]), axis=ax) for i in range(n)]
             else:
                 parts = [w]
             off, beats = self.const_blocks(parts)

@@ -288,6 +288,31 @@ def test_modes_with_tiles_and_threads_identical():
     assert results[0][1] == results[1][1]
 
 
+def test_depthwise_mode1_reads_each_cores_channels():
+    """Depthwise in mode 1 (docs/device_model.md §5, project decision), from a
+    hand-written stream: core i computes channels [i x EU_BIAS_START_OFFSET, ...)
+    from its own input channels (depth multiplier 2: half as many), weight
+    block and quantization entries, and equals the reference. The cores' IFM
+    reads are unicast, so the external bytes are the input once plus the
+    kernel data (nothing is delivered twice). An EU_BIAS_START_OFFSET that
+    is not a multiple of the depth multiplier splits an input channel's
+    outputs across cores: the command faults."""
+    L = depthwise(rng_for("dwmode1"), 6, 7, 12, m=2)
+    stats = assert_exact(L, [Tile(0, 6, 0, 7, mode=1, cores=4)], cores=4)
+    # unicast: the external reads are the cores' own (a broadcast IFM would
+    # count once for 4 cores); one core alone reads the input once plus more
+    # kernel data than any core of the split
+    assert stats["dma_read_bytes"] == sum(c["dma_read_bytes"] for c in stats["cores"])
+    one = assert_exact(L, [Tile(0, 6, 0, 7)])
+    assert max(c["dma_read_bytes"] for c in stats["cores"]) < one["dma_read_bytes"] / 2
+    assert [c["mac_cycles"] for c in stats["cores"]] == [6 * 7 * 9] * 4
+    L3 = depthwise(rng_for("dwmode1"), 6, 7, 9, m=2)  # 18 outputs: 4, 4, 4 and 6
+    assert_exact(L3, [Tile(0, 6, 0, 7, mode=1, cores=4)], cores=4)
+    L5 = depthwise(rng_for("dwmode1"), 6, 7, 10, m=2)  # 20 over 4 cores: 5 per core
+    with pytest.raises(nacc.DeviceFault, match="multiple of the depth multiplier 2"):
+        run(L5, [Tile(0, 6, 0, 7, mode=1, cores=4)], cores=4)
+
+
 def test_mode_errors():
     L = conv(rng_for("modeerr"), 8, 8, 4, 4)
     p, ins = ns.single_layer(L, [Tile(0, 8, 0, 8, mode=2, cores=4)], cores=2)

@@ -172,3 +172,58 @@ def test_kernel_per_set_is_bit_exact(cores, kb):
     _, want, _ = run(depthwise_28(), 1, kb)
     _, got, _ = run(depthwise_28(), cores, kb)
     np.testing.assert_array_equal(got[0], want[0])
+
+
+def depthwise_14x5():
+    g, _ = irb.conv("DEPTHWISE_CONV_2D", in_hw=(14, 14), c_in=672, kernel=(5, 5),
+                    padding="SAME", weights_axis=3)
+    return g
+
+
+def test_depthwise_splits_its_channels_over_the_cores():
+    """EfficientNetB0's block5b depthwise (14x14x672, 5x5) at 32 cores. Mode 2
+    cannot share 14 rows among more than 4 cores ((n - 1) x AVG + OV rows with
+    every core at least one row: 8 cores leave the last 7), so each of 4 cores
+    ran 4 rows x 14 x 25 taps for each of 11 groups of 64 channels: 15864
+    cycles, MAC-bound. Mode 1 for depthwise (docs/device_model.md §5, a project
+    decision) gives each of 16 cores 42 of the 672 channels over the whole
+    map; a core's array takes one pass per tap for up to 64 channels, so every
+    core's MAC work is exactly 14 x 14 x 25 = 4900 cycles — mode 1's floor here,
+    2.2x the §8 bound of 2188 (the external port: 140032 input, weight and
+    quantization bytes read, 131712 written, / 64). The device takes 6087: the
+    4900 plus the first row piece's read and the last one's write (5 row pieces
+    of 3 rows, double-buffered)."""
+    p = _core.plan_op(depthwise_14x5(), 0, cores=32)
+    assert (p["mode"], p["cores"], p["groups"]) == ("SPLIT_KERNEL", 16, [(0, 672)])
+    rec, _, stats = run(depthwise_14x5(), 32)
+    assert rec["bound_cycles"] == 2188
+    assert sorted({c["mac_cycles"] for c in stats["cores"]}) == [0, 4900]
+    assert stats["cycles"] == 6087
+    _, _, height = run(depthwise_14x5(), 32, force_mode="SPLIT_HEIGHT")
+    assert height["cycles"] == 15864
+
+
+@pytest.mark.parametrize("shape", [(14, 672, 5, 1), (14, 576, 3, 1), (13, 100, 3, 2),
+                                   (7, 37, 3, 1)], ids=["14x672k5", "14x576", "13x100s2", "7x37"])
+@pytest.mark.parametrize("cores,kb", [(2, 64), (8, 16), (32, 64)])
+def test_depthwise_channel_split_is_bit_exact(shape, cores, kb):
+    """Each core reads its own input channels (address + its first channel,
+    the tensor's pixel pitch), its own weight block, bias and quantization
+    entries, and writes its channels: the same windows and output stage, so
+    the outputs equal the one-core schedule's, replayed and stepped alike. The
+    plan is forced to mode 1 on all `cores` to test the split itself."""
+    hw, c, k, s = shape
+    g, _ = irb.conv("DEPTHWISE_CONV_2D", in_hw=(hw, hw), c_in=c, kernel=(k, k), stride=(s, s),
+                    padding="SAME", weights_axis=3)
+    _, want, _ = run(g, 1, kb)
+    forced = dict(force_cores=cores, force_mode="SPLIT_KERNEL")
+    assert _core.plan_op(g, 0, cores=cores, sram_kb=kb, **forced)["mode"] == "SPLIT_KERNEL"
+    _, got, stats = run(g, cores, kb, **forced)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert stats["replayed"]
+    prog = _core.compile(g, cores=cores, sram_kb=kb, **forced)
+    info = _core.program_info(prog)
+    rng = np.random.default_rng(3)
+    xs = [rng.integers(-128, 128, t["shape"]).astype(np.int8) for t in info["inputs"]]
+    stepped, _ = _core.Runtime(cores=cores, sram_kb=kb, execution="step").run(prog, xs)
+    np.testing.assert_array_equal(stepped[0], want[0])

@@ -701,19 +701,22 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
                                         em.shadow(Reg::NACC_IN_FM_SPLIT_W_OFFSET),
                                         em.shadow(Reg::NACC_FM_CH) & 0xFFFFu,
                                         uint32_t(ifm_base)};
-  // Mode 2 gives each core its own rows (the split registers count); mode 1
-  // and one core hold the same tile on every core (Residency::fm_cores).
-  if (c.mode == BroadcastMode::SPLIT_HEIGHT) {
+  // Mode 2 gives each core its own rows and depthwise mode 1 its own channels
+  // (the split registers count); mode 1 otherwise and one core hold the same
+  // tile on every core (Residency::fm_cores).
+  const bool fm_per_core = c.mode == BroadcastMode::SPLIT_HEIGHT ||
+                           (c.mode == BroadcastMode::SPLIT_KERNEL && op.unit == Unit::kDepthwise);
+  if (fm_per_core) {
     for (Reg r : {Reg::NACC_BROADCAST_CTRL, Reg::NACC_BROADCAST_DMA, Reg::NACC_BROADCAST_SPLIT}) {
       fm_sig.push_back(em.shadow(r));
     }
   }
-  fm_sig.push_back(uint32_t(c.mode == BroadcastMode::SPLIT_HEIGHT));
+  fm_sig.push_back(uint32_t(fm_per_core));
   const int cores = c.split.cores;
   const bool k_resident = !k_sig.empty() && res.k == k_sig &&
                           (c.mode == BroadcastMode::SPLIT_KERNEL || cores <= res.k_cores);
   const bool fm_resident = op.unit != Unit::kElementwise && res.fm == fm_sig &&
-                           (c.mode == BroadcastMode::SPLIT_HEIGHT || cores <= res.fm_cores);
+                           (fm_per_core || cores <= res.fm_cores);
   if (!k_sig.empty()) {
     res.k = k_sig;
     res.k_cores = k_resident ? std::max(res.k_cores, cores) : cores;

@@ -239,9 +239,13 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
     const double e_fm = op.elem();  // feature-map bytes per element
     const double in_ch = op.in_channels(g) * e_fm;
     double fm_core = double(rows_in(r)) * cols_in(w) * op.in_channels(e) * e_fm;
+    // Mode 2: each core its rows (halo included); depthwise mode 1: each core
+    // its channels (together the tile once); else the IFM is broadcast.
     double fm_ext = p.mode == BroadcastMode::SPLIT_HEIGHT
                         ? double(rows_in(split.avg)) * (n - 1) * cols_in(w) * in_ch +
                               double(rows_in(split.last)) * cols_in(w) * in_ch
+                    : p.mode == BroadcastMode::SPLIT_KERNEL && op.unit == Unit::kDepthwise
+                        ? double(rows_in(r)) * cols_in(w) * in_ch
                         : fm_core;
     if (op.im2col) {  // the DMA gathers every window (an upper bound: padding is not read)
       fm_core = double(r) * w * op.matmul_k();
@@ -678,15 +682,37 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
     } else {
       modes = {BroadcastMode::SPLIT_HEIGHT};
       // Mode 1 splits the kernel operand: conv and FC weights, matmul B's
-      // columns (docs/device_model.md §5).
+      // columns, a depthwise convolution's channels (docs/device_model.md §5;
+      // depth multiplier 1: each core's channels are its input channels).
       if ((op.unit == Unit::kConv || op.unit == Unit::kFullyConnected ||
-           op.unit == Unit::kMatmul) && channels >= 2) {
+           op.unit == Unit::kMatmul ||
+           (op.unit == Unit::kDepthwise && op.depth_multiplier == 1)) &&
+          channels >= 2) {
         modes.push_back(BroadcastMode::SPLIT_KERNEL);
       }
     }
     for (BroadcastMode mode : modes) {
       if (options.force_mode >= 0 && n > 1 && int(mode) != options.force_mode) continue;
-      for (int gc : channel_caps) {
+      // A depthwise core in mode 1 costs its pixels x taps x ceil(channels / 64)
+      // whatever its share below 64, so a group smaller than the op only adds
+      // commands: its caps are the even shares of 1..16 groups and the
+      // multiples of 64 below them, and a few shares of the op independent of
+      // the core count (few, to keep the search small).
+      std::set<int, std::greater<int>> dw_caps;
+      if (mode == BroadcastMode::SPLIT_KERNEL && op.unit == Unit::kDepthwise) {
+        for (int j : {1, 2, 3, 4, 6, 8, 12, 16}) {
+          const int cap = int(ceil_div(channels, int64_t(n) * j));
+          dw_caps.insert(cap);
+          if (j == 1) {
+            for (int m = 64; m < cap; m += 64) dw_caps.insert(m);
+          }
+        }
+        // Larger caps size shorter tiles of the same split (the fit is per cap).
+        for (int k : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32}) {
+          if (k <= channels) dw_caps.insert(int(ceil_div(channels, k)));
+        }
+      }
+      for (int gc : dw_caps.empty() ? channel_caps : dw_caps) {
         if (mode == BroadcastMode::SPLIT_KERNEL && gc > kMaxCoreChannels) continue;
         for (bool weights_outer : {true, false}) {
           if (!weights_outer && !ifm_shared_across_groups(op)) continue;

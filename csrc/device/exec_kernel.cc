@@ -164,7 +164,9 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
   for (const CoreWork& c : work) {
     uint8_t* sram = ctx.cores[size_t(c.core)].sram.data();
     if (c.load_fm && data) {
-      if (s.mode == value_of(BroadcastMode::SPLIT_KERNEL) && c.core > 0) {
+      // Mode 1 broadcasts the IFM, but to a depthwise core its own channels.
+      if (s.mode == value_of(BroadcastMode::SPLIT_KERNEL) && s.fam != Family::kDepthwise &&
+          c.core > 0) {
         std::memcpy(sram + c.ifm.lo, sram0 + work[0].ifm.lo, size_t(c.ifm.hi - c.ifm.lo));
       } else if (s.im2col) {
         gather_im2col(s, c, sram);

@@ -185,16 +185,23 @@ void read_multicore(const RegisterFile& r, const HwConfig& hw, Setup& s) {
   if (s.mode == value_of(BroadcastMode::SPLIT_KERNEL)) {
     // Matmul's kernel operand is B (columns split; project decision,
     // docs/device_model.md §5).
+    // Depthwise: its channels split, each core reading its own input channels
+    // (project decision, docs/device_model.md §5).
     require(s.fam == Family::kConv || s.fam == Family::kFullyConnected ||
-                s.fam == Family::kMatmul,
-            "BROADCAST_MODE SPLIT_KERNEL (mode 1) is for convolution, fully connected and "
-            "matmul only, not ", opcode_name(s.op), " (NACC_SPEC §4, docs/device_model.md §5)");
+                s.fam == Family::kMatmul || s.fam == Family::kDepthwise,
+            "BROADCAST_MODE SPLIT_KERNEL (mode 1) is for convolution, depthwise convolution, "
+            "fully connected and matmul only, not ", opcode_name(s.op),
+            " (NACC_SPEC §4, docs/device_model.md §5)");
     s.oc_per_core = int(r.field(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET));
     const int64_t last = int64_t(s.out_c) - int64_t(n - 1) * s.oc_per_core;
     require((n == 1 || s.oc_per_core >= 1) && last >= 1, "mode 1: ", n - 1, " cores x ",
             path(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET), " = ", s.oc_per_core,
             " channels leave ", last, " of OUT_FM_CH = ", s.out_c,
             " for the last core (must be >= 1)");
+    require(s.fam != Family::kDepthwise || s.oc_per_core % s.depth_mult == 0, "mode 1: ",
+            path(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET), " = ", s.oc_per_core,
+            " must be a multiple of the depth multiplier ", s.depth_mult,
+            " (each core's output channels come from whole input channels)");
     return;
   }
   s.avg_h = int(r.field(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_AVG_HEIGHT));

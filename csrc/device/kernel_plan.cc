@@ -28,10 +28,11 @@ void count_work(const Setup& s, CoreWork& c) {
       break;
     case Family::kDepthwise:
       // 16-bit maps: 32 channels per tap and cycle instead of 64 (NACC_SPEC §9).
-      c.mac_cycles = s.i16 ? cost::window16_mac_cycles(h, w, s.out_c, taps)
-                           : cost::window_mac_cycles(h, w, s.out_c, taps);
+      // c.noc: the core's channels (all of them but in mode 1).
+      c.mac_cycles = s.i16 ? cost::window16_mac_cycles(h, w, c.noc, taps)
+                           : cost::window_mac_cycles(h, w, c.noc, taps);
       c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
-               valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.out_c;
+               valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * c.noc;
       break;
     case Family::kPool:
       c.mac_cycles = s.i16 ? cost::window16_mac_cycles(h, w, s.out_c, taps)
@@ -151,10 +152,15 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   c.pad_l = c.vx0 - s.ix0;
   c.pad_r = int(int64_t(s.ix0) + s.iw - vx1);
 
+  // Input channels the core reads, from input channel ic0: all of them, but a
+  // depthwise core in mode 1 reads the input channels of its output channels.
+  const bool dw_split = s.fam == Family::kDepthwise && s.mode == value_of(BroadcastMode::SPLIT_KERNEL);
+  const int in_ch = dw_split ? c.noc / s.depth_mult : s.in_c;
+  const int ic0 = dw_split ? c.oc0 / s.depth_mult : 0;
   // SRAM layout (docs/device_model.md §1).
   // With im2col the IFM area holds one K-byte row per output pixel of the tile.
   const int64_t ifm_bytes =
-      s.im2col ? int64_t(c.h) * s.w * s.mat_k : int64_t(c.vh) * c.vw * s.in_c * s.elem;
+      s.im2col ? int64_t(c.h) * s.w * s.mat_k : int64_t(c.vh) * c.vw * in_ch * s.elem;
   require(s.ifm_area.lo + ifm_bytes <= s.ifm_area.hi,
           area_overflow(s.im2col ? "im2col rows" : "IFM tile", ifm_bytes, s.ifm_area),
           core_text(s, i));
@@ -171,7 +177,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   }
   switch (s.fam) {
     case Family::kConv: c.weight_count = int64_t(c.noc) * s.ky * s.kx * s.in_c; break;
-    case Family::kDepthwise: c.weight_count = int64_t(s.ky) * s.kx * s.out_c; break;
+    case Family::kDepthwise: c.weight_count = int64_t(s.ky) * s.kx * c.noc; break;
     case Family::kFullyConnected: c.weight_count = int64_t(c.noc) * s.in_c; break;
     case Family::kMatmul: c.weight_count = s.mat_k * c.noc; break;
     default: break;
@@ -215,15 +221,16 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   // per core at the K_TRANS_LEN stride), or matmul B's column oc0.
   const uint64_t k_off =
       s.fam == Family::kMatmul ? uint64_t(c.oc0) * uint64_t(s.elem) : ck * uint64_t(s.k_block);
-  c.fm_read.addr = device_address(ctx, s.a_in, uint64_t(c.vy0) * s.in_row + uint64_t(c.vx0) * s.in_pix);
+  c.fm_read.addr = device_address(ctx, s.a_in, uint64_t(c.vy0) * s.in_row + uint64_t(c.vx0) * s.in_pix +
+                                                  uint64_t(ic0) * uint64_t(s.elem));
   c.fm_read.rows = c.vh;
   c.fm_read.cols = c.vw;
-  c.fm_read.bytes = int64_t(s.in_c) * s.elem;
+  c.fm_read.bytes = int64_t(in_ch) * s.elem;
   c.fm_read.row_pitch = s.in_row;
   c.fm_read.pix_pitch = s.in_pix;
   c.fm_read.sram = c.ifm.lo;
   c.fm_key = {c.fm_read.addr, s.in_row, s.in_pix, uint64_t(int64_t(c.iy0)), uint64_t(c.ih),
-              uint64_t(int64_t(s.ix0)), uint64_t(s.iw), uint64_t(s.in_c), uint64_t(s.in_h),
+              uint64_t(int64_t(s.ix0)), uint64_t(s.iw), uint64_t(in_ch), uint64_t(s.in_h),
               uint64_t(s.in_w), uint64_t(c.ifm.lo), uint64_t(s.im2col),
               uint64_t(s.kx), uint64_t(s.ky), uint64_t(s.sx), uint64_t(s.sy)};
   const uint64_t none = ~uint64_t(0);
@@ -260,7 +267,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
     }
   }
   const bool k_broadcast = s.mode == value_of(BroadcastMode::SPLIT_HEIGHT);
-  const bool fm_broadcast = s.mode == value_of(BroadcastMode::SPLIT_KERNEL);
+  const bool fm_broadcast = s.mode == value_of(BroadcastMode::SPLIT_KERNEL) && !dw_split;
   if (c.load_fm) {
     resolve(env, c.fm_read, [&] {
       return str_cat("IFM tile", core_text(s, i), " (", reg_text(Reg::NACC_IN_FM_DMA_ADDR, s.a_in),

@@ -68,7 +68,8 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
   os.output_zero_point = s.out_zp;
   os.act_min = s.act_min;
   os.act_max = s.act_max;
-  const Shape4 in_shape{1, c.vh, c.vw, s.in_c};
+  // A depthwise core holds the input channels of its output channels (mode 1).
+  const Shape4 in_shape{1, c.vh, c.vw, s.fam == Family::kDepthwise ? c.noc / s.depth_mult : s.in_c};
   const Shape4 out_shape{1, c.h, s.w, c.noc};
   switch (s.fam) {
     case Family::kConv:
@@ -93,13 +94,13 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
         OutputStage os16 = os;
         os16.kind = OutputStageKind::kFixedPoint16x8;
         depthwise_conv2d_s16x8(win, s.depth_mult, os16, in_shape,
-                               reinterpret_cast<const int16_t*>(in), Shape4{1, s.ky, s.kx, s.out_c},
+                               reinterpret_cast<const int16_t*>(in), Shape4{1, s.ky, s.kx, c.noc},
                                wts, reinterpret_cast<const int64_t*>(bias), out_shape,
                                reinterpret_cast<int16_t*>(out));
         break;
       }
       depthwise_conv2d_s8(win, s.depth_mult, s.in_zp, os, in_shape, in,
-                          Shape4{1, s.ky, s.kx, s.out_c}, wts, bias, out_shape, out, b.prepared);
+                          Shape4{1, s.ky, s.kx, c.noc}, wts, bias, out_shape, out, b.prepared);
       break;
     case Family::kFullyConnected:
       if (s.i16) {  // DATA_FORM = INT16: int16 rows, int64 bias, the real-scale stage

@@ -667,7 +667,7 @@ static void prepare_call(const PlanData& plan, PlanCall& call) {
         os.kind = OutputStageKind::kRealScale;
       }
       call.prepared = prepare_depthwise_conv2d_s8(
-          Shape4{1, s.ky, s.kx, s.out_c}, weights,
+          Shape4{1, s.ky, s.kx, w.noc}, weights,
           w.bias_lo >= 0 ? reinterpret_cast<const int32_t*>(k + w.bias_lo) : nullptr, os);
       break;
     }
