@@ -73,6 +73,8 @@ constexpr VersionLimit kInt16VersionLimits[] = {
     {kTfLiteBuiltinPadv2, 3, "4: rank > 4"},
     {kTfLiteBuiltinRelu, 3, ""},
     {kTfLiteBuiltinRelu6, 3, ""},
+    {kTfLiteBuiltinLogistic, 3, ""},
+    {kTfLiteBuiltinTanh, 3, ""},
 };
 
 // Why an int16 kind has no 16-bit lowering (the int16_activations reason).
@@ -82,10 +84,6 @@ const char* int16_decline_why(int32_t code) {
       return "TFLite requantizes int16 with the 32-bit fixed-point multiplier "
              "(reference_ops::Requantize); the 16-bit form's output stages are the 16x8 one "
              "(multiplier reduced to 16 bits) and the real scale, which round differently";
-    case kTfLiteBuiltinLogistic:
-    case kTfLiteBuiltinTanh:
-      return "the 16-bit Tanh / Sigmoid table modes (256-entry table with interpolation, "
-             "nacc docs hardware, §9) are not modelled yet";
     case kTfLiteBuiltinRelu:
     case kTfLiteBuiltinRelu6:
     case kTfLiteBuiltinReluN1To1:

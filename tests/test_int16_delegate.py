@@ -340,8 +340,6 @@ def test_relu16_rescaling_declined():
 
 @pytest.mark.parametrize("op, why", [
     ("QUANTIZE", "32-bit fixed-point multiplier"),
-    ("LOGISTIC", "Tanh / Sigmoid table modes"),
-    ("TANH", "Tanh / Sigmoid table modes"),
     ("LEAKY_RELU", "lookup table is for 8-bit inputs"),
 ])
 def test_int16_kinds_without_lowering_say_why(op, why):
@@ -379,3 +377,65 @@ def test_16_bit_units_run_at_half_rate():
         _, stats = rt.run(p, [xin.view(np.int8)])
         counts[dtype] = stats["mac_cycles"]
     assert counts == {"int8": 24 * 2, "int16": 24 * 4}, counts
+
+
+def sigmoid_tanh16(m, x, op):
+    """LOGISTIC / TANH 16x8 (version 3): output scale 2^-15, zero point 0."""
+    o = m.tensor(act16(m.meta[x].shape, 1.0 / 32768))
+    m.g.add_op(op, [x], [o], version=3)
+    return o
+
+
+# Power-of-two input scales (TFLite's 3 << shift path: 2^-12, and 2^-11 for
+# TANH) and general ones (int(s * 4096 * 3 * 2^k)), the smallest and largest
+# the 16-bit table modes take.
+SIGMOID_SCALES = (1.0 / 4096, 1.0 / 2048, 1.0 / 32768, 3e-4, 1e-3, 0.01, 0.37, 2e-6, 5.0)
+
+
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
+@pytest.mark.parametrize("scale", SIGMOID_SCALES)
+def test_sigmoid_tanh_16x8_every_input(op, scale):
+    """Every int16 input value (-32768 .. 32767) through the activation unit's
+    16-bit table modes: each of the 256 table entries and every interpolation
+    fraction is exercised, so a wrong table entry or rounding constant fails."""
+    m = ModelBuilder(0)
+    x = input16(m, (1, 64, 64, 16), scale)
+    model = m.build([sigmoid_tanh16(m, x, op)])
+    d, interp = delegated(model, cores=8, sram_kb=16)
+    assert all(n.claimed for n in d.report().nodes), [n.reasons for n in d.report().nodes]
+    every = np.arange(-32768, 32768, dtype=np.int16).reshape(1, 64, 64, 16)
+    assert not compare(model, interp, [[every]])
+
+
+def random_sigmoid_case(seed):
+    rng = np.random.default_rng(12100 + seed)
+    m = ModelBuilder(seed)
+    h, w, c = int(rng.integers(1, 12)), int(rng.integers(1, 12)), int(rng.choice([1, 3, 8, 33, 70]))
+    scale = float(rng.choice([1.0 / 4096, 1.0 / 2048, float(10 ** rng.uniform(-6, 0.7))]))
+    if seed % 4 == 3:  # after a 16x8 convolution (its output scale near the input's)
+        scale = min(scale, 1e-3)
+    x = input16(m, (1, h, w, c), scale)
+    if seed % 4 == 3:
+        x = conv16(m, x, int(rng.integers(1, 20)), k=int(rng.choice([1, 3])))
+    op = "TANH" if seed % 2 else "LOGISTIC"
+    return m.build([sigmoid_tanh16(m, x, op)]), CORES[seed % 3], SRAM_KB[(seed // 3) % 2]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_sigmoid_tanh_16x8_exact(seed):
+    check_claimed_and_exact(*random_sigmoid_case(seed), seed)
+
+
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
+def test_sigmoid_tanh_16x8_large_input_scale_declined(op):
+    """An input scale above ~5.33 gives a multiplier beyond 65535 (x * multiplier
+    would leave int32 in TFLite's kernel): declined with the reason; the host
+    runs it."""
+    m = ModelBuilder(0)
+    x = input16(m, (1, 4, 4, 8), 8.0)
+    model = m.build([sigmoid_tanh16(m, x, op)])
+    d, interp = delegated(model)
+    (node,) = d.report().nodes
+    assert not node.claimed
+    assert [r.rule for r in node.reasons] == ["sigmoid_tanh_output_quantization"], node.reasons
+    assert "65535" in node.reasons[0].message

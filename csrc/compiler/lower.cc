@@ -722,6 +722,32 @@ void lower_relu16(const ir::Op& op, const ir::Tensor& in, const ir::Tensor& out,
   l.act_mode = ActMode::NONE;
 }
 
+// LOGISTIC / TANH 16x8: the activation unit's 16-bit table modes (NACC_SPEC
+// §9), ACT_MODE SIGMOID / TANH with the input multiplier and shift of TFLite's
+// Prepare as the one QUANT_MUL / QUANT_SHIFT entry. TFLite requires the output
+// scale 2^-15 (Prepare fails otherwise); the output is not clamped further.
+void lower_sigmoid_tanh16(const ir::Op& op, const ir::Tensor& in, const ir::Tensor& out,
+                          LoweredOp& l) {
+  l.int16_maps = int16_maps_of(in, out, l.label);
+  const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
+  if (qo.scale != 1.0f / 32768.0f) {
+    throw Unsupported(str_cat(l.label, ": int16 ", op.kind == OpKind::kTanh ? "TANH" : "LOGISTIC",
+                              " output scale ", qo.scale, " (TFLite requires 2^-15)"));
+  }
+  const bool tanh = op.kind == OpKind::kTanh;
+  SigmoidTanh16Params p;
+  try {
+    p = tflite_sigmoid_tanh16_params(tanh, qi.scale);
+  } catch (const InvalidArgument& e) {
+    throw Unsupported(str_cat(l.label, ": ", e.what()));
+  }
+  l.act_mode = tanh ? ActMode::TANH : ActMode::SIGMOID;
+  l.multiplier = {p.multiplier};
+  l.shift = {p.shift};
+  l.act_min = -32768;
+  l.act_max = 32767;
+}
+
 void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const ir::Tensor& in = g.tensor(op.inputs[0]);
   const ir::Tensor& out = g.tensor(op.outputs[0]);
@@ -732,6 +758,10 @@ void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
             l.out_shape.str());
   if (in.dtype == ir::DType::kInt16 && (op.kind == OpKind::kRelu || op.kind == OpKind::kRelu6)) {
     lower_relu16(op, in, out, l);
+    return;
+  }
+  if (in.dtype == ir::DType::kInt16 && (op.kind == OpKind::kLogistic || op.kind == OpKind::kTanh)) {
+    lower_sigmoid_tanh16(op, in, out, l);
     return;
   }
   if (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8) {

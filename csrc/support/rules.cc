@@ -240,7 +240,8 @@ const std::vector<OpKind>& int16_kinds() {
   static const std::vector<OpKind> kinds = {
       OpKind::kConv2D,  OpKind::kDepthwiseConv2D, OpKind::kFullyConnected, OpKind::kMaxPool2D,
       OpKind::kAveragePool2D, OpKind::kAdd,       OpKind::kSub,            OpKind::kReshape,
-      OpKind::kConcatenation, OpKind::kPad,            OpKind::kRelu,           OpKind::kRelu6};
+      OpKind::kConcatenation, OpKind::kPad,            OpKind::kRelu,           OpKind::kRelu6,
+      OpKind::kLogistic,      OpKind::kTanh};
   return kinds;
 }
 
@@ -431,6 +432,21 @@ std::optional<std::string> check_sigmoid_tanh_output_quantization(const Graph& g
   const Operand out = output(g, op);
   const auto& q = out.tensor->quant;
   const bool logistic = op.kind == OpKind::kLogistic;
+  if (all_int16(g, op)) {
+    // 16x8 (the 16-bit table modes): output scale 2^-15, zero point 0; an input
+    // scale whose multiplier keeps x * multiplier within int32.
+    if (!(q.scales.size() == 1 && q.scales[0] == 1.0f / 32768.0f && q.zero_points[0] == 0)) {
+      return str_cat(out.label(), " has ", quant_str(q), " (int16: scale 1/32768, zero point 0)");
+    }
+    const auto& qi = input(g, op).tensor->quant;
+    if (qi.scales.size() != 1) return std::nullopt;  // int16_quantization says why
+    try {
+      tflite_sigmoid_tanh16_params(!logistic, qi.scales[0]);
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::nullopt;
+  }
   const int inverse = logistic ? kLogisticOutputScaleInverse : kTanhOutputScaleInverse;
   const int zero_point = logistic ? kLogisticOutputZeroPoint : kTanhOutputZeroPoint;
   if (q.scales.size() == 1 && q.scales[0] == 1.0f / static_cast<float>(inverse) &&
@@ -979,7 +995,9 @@ std::vector<Rule> build_rules() {
        str_cat("the output must be quantized as TFLite's int8 spec requires: LOGISTIC scale 1/",
                kLogisticOutputScaleInverse, " zero point ", kLogisticOutputZeroPoint,
                ", TANH scale 1/", kTanhOutputScaleInverse, " zero point ", kTanhOutputZeroPoint,
-               " (any, when the frontend supplies the op's lookup table)"),
+               " (any, when the frontend supplies the op's lookup table); int16 (16x8): scale "
+               "1/32768 zero point 0 and an input scale up to about 5.3 (the 16-bit table "
+               "modes' input multiplier must stay below 65536)"),
        false, check_sigmoid_tanh_output_quantization},
       {"frontend_lut", lut_kinds,
        str_cat("a lookup table given by the frontend must have ", limits::kLutEntries,
