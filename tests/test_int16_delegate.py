@@ -12,7 +12,7 @@ import pytest
 
 from nacc import _core
 from delegate_models import ModelBuilder
-from int16_models import (BIAS40, act16, compare, conv16, delegated, input16,
+from int16_models import (BIAS40, act16, compare, conv16, delegated, input16, mul16,
                           random_input_sets)
 
 CORES = (1, 8, 32)
@@ -439,3 +439,56 @@ def test_sigmoid_tanh_16x8_large_input_scale_declined(op):
     assert not node.claimed
     assert [r.rule for r in node.reasons] == ["sigmoid_tanh_output_quantization"], node.reasons
     assert "65535" in node.reasons[0].message
+
+
+def random_mul_case(seed):
+    rng = np.random.default_rng(13300 + seed)
+    m = ModelBuilder(seed)
+    h, w, c = int(rng.integers(1, 12)), int(rng.integers(1, 12)), int(rng.choice([1, 3, 8, 33]))
+    sa = float(rng.choice([1.0 / 32768, 1e-3, 0.02]))
+    sb = sa * float(2.0 ** rng.uniform(-4, 4))
+    a = input16(m, (1, h, w, c), sa)
+    b = input16(m, (1, 1, 1, c) if seed % 5 == 1 else (1, h, w, c), sb)
+    if seed % 4 == 3:
+        a, b = b, a  # the broadcast operand first: MUL swaps them
+    # s1 s2 / s_out in [2^-16, 2^-1): products of +-32767 saturate for the larger ones
+    ratio = float(2.0 ** rng.uniform(-16, -1.05))
+    act = str(rng.choice(["NONE", "RELU", "RELU6"]))
+    if sa * sb / ratio < 1e-8:  # TFLite's Prepare: 6 / s_out must fit int32
+        act = "NONE"
+    o = mul16(m, a, b, out_scale=sa * sb / ratio, activation=act)
+    return m.build([o]), CORES[seed % 3], SRAM_KB[(seed // 3) % 2]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_mul_16x8_exact(seed):
+    """16x8 MUL: the 32-bit MultiplyByQuantizedMultiplier of the int32 product on
+    the element-wise unit's 16-bit form (±32767 and -32768 in every input set)."""
+    check_claimed_and_exact(*random_mul_case(seed), seed)
+
+
+def test_mul_16x8_declines():
+    """MUL with s1 s2 / s_out >= 1 (a left-shifted product) and MUL with int16
+    inputs and an int8 output (mul_s16_s8: TFLite's reference computes no
+    rescaled product for it) are declined with their reasons and run exactly on
+    the host."""
+    from tflite_builder import QTensor
+    m = ModelBuilder(0)
+    a, b = input16(m, (1, 4, 4, 8), 0.5), input16(m, (1, 4, 4, 8), 0.5)
+    o = mul16(m, a, b, out_scale=0.125)
+    model = m.build([o])
+    d, interp = delegated(model)
+    (node,) = d.report().nodes
+    assert [r.rule for r in node.reasons] == ["int16_form"], node.reasons
+    assert not compare(model, interp, random_input_sets(interp, 0, 1))
+
+    m = ModelBuilder(0)
+    a, b = input16(m, (1, 4, 4, 8), 1e-3), input16(m, (1, 4, 4, 8), 2e-3)
+    o = m.tensor(QTensor((1, 4, 4, 8), "int8", scale=20.0, zero_point=3))
+    m.g.add_op("MUL", [a, b], [o], dict(fused_activation_function="NONE"), version=4)
+    model = m.build([o])
+    d, interp = delegated(model)
+    (node,) = d.report().nodes
+    assert not node.claimed
+    assert [r.rule for r in node.reasons] == ["int16_activations"], node.reasons
+    assert "int8 output" in node.reasons[0].detail

@@ -624,10 +624,10 @@ void lower_elementwise(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.input2_broadcast = sb != l.out_shape;
   l.int16_maps = int16_maps_of(g.tensor(a), out, l.label);
   if (l.int16_maps) {
-    if (g.tensor(b).dtype != ir::DType::kInt16 || op.kind == OpKind::kMul ||
+    if (g.tensor(b).dtype != ir::DType::kInt16 ||
         op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
-      throw Unsupported(str_cat(l.label, ": 16x8 element-wise ops are TFLite's ADD and SUB of two "
-                                         "int16 operands"));
+      throw Unsupported(str_cat(l.label, ": 16x8 element-wise ops are TFLite's ADD, SUB and MUL "
+                                         "of two int16 operands"));
     }
     if (g.tensor(b).is_constant()) {
       throw Unsupported(str_cat(l.label, ": a constant int16 operand (fold it on the host)"));
@@ -654,6 +654,22 @@ void lower_elementwise(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
   if (op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
     lower_ort_elementwise(op, qa, qb, qo, act, swap, a_full && b_full, l);
+    return;
+  }
+  if (l.int16_maps && op.kind == OpKind::kMul) {
+    // 16x8 MUL (reference_integer_ops::Mul on int16): the 32-bit MBQM of the
+    // int32 product, zero offsets, the int16 clamp.
+    l.eltwise = tflite_mul_params(qa.scale, 0, qb.scale, 0, qo.scale, 0, act);
+    fused_activation_range_int16(act, qo.scale, 0, &l.eltwise.act_min, &l.eltwise.act_max);
+    if (l.eltwise.output_shift > 0) {
+      throw Unsupported(str_cat(l.label, ": int16 MUL with s1 * s2 / s_out >= 1 (a left shift of "
+                                         "the int32 product could overflow)"));
+    }
+    l.act_min = l.eltwise.act_min;
+    l.act_max = l.eltwise.act_max;
+    l.act_mode = act_mode_of(act);
+    l.multiplier = {l.eltwise.output_multiplier};
+    l.shift = {l.eltwise.output_shift};
     return;
   }
   if (l.int16_maps) {  // 16x8: left_shift 15, zero offsets, the int16 clamp

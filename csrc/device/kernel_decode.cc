@@ -476,9 +476,6 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
             mode == uint32_t(ElementwiseMode::MUL_S16_S8) ? " (MUL_S16_S8) is not modelled"
                                                           : " is not a mode (1 SUB, 2 ADD, 8 MUL)");
     s.ew.mode = ElementwiseMode(mode);
-    require(!s.i16 || s.ew.mode != ElementwiseMode::MUL,
-            "NACC_CTRL.DATA_FORM = INT16: element-wise MUL on int16 maps (mul_s16_s8) is not ",
-            "modelled; ADD and SUB are");
     // ELEMENT_INPUT_QUANT_EN: ADD and SUB rescale both inputs with
     // NACC_ELEMENT_QUANT1/2; MUL multiplies the offset inputs unscaled.
     const bool input_quant = r.field(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN) != 0;

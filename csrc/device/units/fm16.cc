@@ -127,15 +127,20 @@ void avg_pool_s16(const PoolParams& p, const Shape4& is, const int16_t* in, cons
 void elementwise_s16(const ElementwiseParams& p, const Shape4& s1, const int16_t* in1,
                      const Shape4& s2, const int16_t* in2, const Shape4& so, int16_t* out) {
   constexpr const char* kOp = "elementwise_s16";
-  check_arg(p.mode == ElementwiseMode::ADD || p.mode == ElementwiseMode::SUB, kOp,
-            ": 16-bit maps take ADD and SUB (MUL is mul_s16_s8, not modelled)");
+  check_arg(p.mode == ElementwiseMode::ADD || p.mode == ElementwiseMode::SUB ||
+                p.mode == ElementwiseMode::MUL,
+            kOp, ": 16-bit maps take ADD, SUB and MUL (mul_s16_s8 is not modelled)");
   check_arg(p.float_mode == ElementwiseFloat::kOff, kOp, ": ELEMENT_FP32 takes 8-bit maps");
   check_arg(p.input1_offset == 0 && p.input2_offset == 0 && p.output_zero_point == 0, kOp,
             ": int16 maps have zero offsets");
   check_arg(p.left_shift >= 0 && p.left_shift <= limits::kMaxElementwiseLeftShift, kOp,
             ": left shift ", p.left_shift);
-  check_arg(p.input1_shift <= 0 && p.input1_shift >= -31 && p.input2_shift <= 0 &&
-                p.input2_shift >= -31 && p.output_shift <= 0 && p.output_shift >= -31 &&
+  const bool mul = p.mode == ElementwiseMode::MUL;
+  // MUL: no left shift of the int32 product (|a b| <= 2^30 could overflow).
+  check_arg(mul || (p.input1_shift <= 0 && p.input1_shift >= -31 && p.input2_shift <= 0 &&
+                p.input2_shift >= -31),
+            kOp, ": input shifts must be in [-31, 0]");
+  check_arg(p.output_shift <= 0 && p.output_shift >= -31 &&
                 p.input1_multiplier >= 0 && p.input2_multiplier >= 0 && p.output_multiplier >= 0,
             kOp, ": multipliers must be in [0, 2^31) with shifts in [-31, 0]");
   check_clamp16(kOp, p.act_min, p.act_max);
@@ -156,6 +161,13 @@ void elementwise_s16(const ElementwiseParams& p, const Shape4& s1, const int16_t
   for (int h = 0; h < so.h; ++h) {
     for (int w = 0; w < so.w; ++w) {
       for (int c = 0; c < so.c; ++c) {
+        if (mul) {  // 16x8 MUL: the 32-bit MBQM of the int32 product (|a b| <= 2^30)
+          const int32_t prod = int32_t(in1[index(s1, h, w, c)]) * in2[index(s2, h, w, c)];
+          out[o++] = clamp16(multiply_by_quantized_multiplier(prod, p.output_multiplier,
+                                                              p.output_shift),
+                             p.act_min, p.act_max);
+          continue;
+        }
         const int32_t a = scale(in1[index(s1, h, w, c)], p.input1_multiplier, p.input1_shift);
         const int32_t b = scale(in2[index(s2, h, w, c)], p.input2_multiplier, p.input2_shift);
         const int32_t raw = p.mode == ElementwiseMode::SUB ? a - b : a + b;
