@@ -222,15 +222,21 @@ def test_pools_16x8_exact(seed):
     check_claimed_and_exact(*random_pool_case(seed), seed)
 
 
-def random_add_case(seed):
-    rng = np.random.default_rng(9900 + seed)
-    m = ModelBuilder(seed)
+def two_operands16(rng, m, seed):
+    """Two int16 inputs of an element-wise op (the second a channel vector when
+    seed % 5 == 1) with scales 2^-4..2^4 apart."""
     h, w, c = int(rng.integers(1, 12)), int(rng.integers(1, 12)), int(rng.choice([1, 3, 8, 33]))
     sa = float(rng.choice([1.0 / 32768, 1e-3, 0.02]))
     sb = sa * float(2.0 ** rng.uniform(-4, 4))
     a = input16(m, (1, h, w, c), sa)
-    bshape = (1, 1, 1, c) if seed % 5 == 1 else (1, h, w, c)
-    b = input16(m, bshape, sb)
+    b = input16(m, (1, 1, 1, c) if seed % 5 == 1 else (1, h, w, c), sb)
+    return a, b, sa, sb
+
+
+def random_add_case(seed):
+    rng = np.random.default_rng(9900 + seed)
+    m = ModelBuilder(seed)
+    a, b, sa, sb = two_operands16(rng, m, seed)
     op = "SUB" if seed % 3 == 2 else "ADD"
     if op == "ADD" and seed % 4 == 3:
         a, b = b, a  # the broadcast operand first: ADD swaps them
@@ -444,11 +450,7 @@ def test_sigmoid_tanh_16x8_large_input_scale_declined(op):
 def random_mul_case(seed):
     rng = np.random.default_rng(13300 + seed)
     m = ModelBuilder(seed)
-    h, w, c = int(rng.integers(1, 12)), int(rng.integers(1, 12)), int(rng.choice([1, 3, 8, 33]))
-    sa = float(rng.choice([1.0 / 32768, 1e-3, 0.02]))
-    sb = sa * float(2.0 ** rng.uniform(-4, 4))
-    a = input16(m, (1, h, w, c), sa)
-    b = input16(m, (1, 1, 1, c) if seed % 5 == 1 else (1, h, w, c), sb)
+    a, b, sa, sb = two_operands16(rng, m, seed)
     if seed % 4 == 3:
         a, b = b, a  # the broadcast operand first: MUL swaps them
     # s1 s2 / s_out in [2^-16, 2^-1): products of +-32767 saturate for the larger ones

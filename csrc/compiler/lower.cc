@@ -656,26 +656,21 @@ void lower_elementwise(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     lower_ort_elementwise(op, qa, qb, qo, act, swap, a_full && b_full, l);
     return;
   }
-  if (l.int16_maps && op.kind == OpKind::kMul) {
-    // 16x8 MUL (reference_integer_ops::Mul on int16): the 32-bit MBQM of the
-    // int32 product, zero offsets, the int16 clamp.
-    l.eltwise = tflite_mul_params(qa.scale, 0, qb.scale, 0, qo.scale, 0, act);
-    fused_activation_range_int16(act, qo.scale, 0, &l.eltwise.act_min, &l.eltwise.act_max);
-    if (l.eltwise.output_shift > 0) {
-      throw Unsupported(str_cat(l.label, ": int16 MUL with s1 * s2 / s_out >= 1 (a left shift of "
-                                         "the int32 product could overflow)"));
+  if (l.int16_maps) {  // 16x8: zero offsets, the int16 clamp
+    if (op.kind == OpKind::kMul) {
+      // 16x8 MUL (reference_integer_ops::Mul on int16): the 32-bit MBQM of the
+      // int32 product.
+      l.eltwise = tflite_mul_params(qa.scale, 0, qb.scale, 0, qo.scale, 0, act);
+      fused_activation_range_int16(act, qo.scale, 0, &l.eltwise.act_min, &l.eltwise.act_max);
+      if (l.eltwise.output_shift > 0) {
+        throw Unsupported(str_cat(l.label, ": int16 MUL with s1 * s2 / s_out >= 1 (a left shift "
+                                           "of the int32 product could overflow)"));
+      }
+    } else {  // ADD / SUB: left_shift 15
+      l.eltwise = tflite_add_sub_params_16x8(
+          op.kind == OpKind::kAdd ? ElementwiseMode::ADD : ElementwiseMode::SUB, qa.scale,
+          qb.scale, qo.scale, act);
     }
-    l.act_min = l.eltwise.act_min;
-    l.act_max = l.eltwise.act_max;
-    l.act_mode = act_mode_of(act);
-    l.multiplier = {l.eltwise.output_multiplier};
-    l.shift = {l.eltwise.output_shift};
-    return;
-  }
-  if (l.int16_maps) {  // 16x8: left_shift 15, zero offsets, the int16 clamp
-    l.eltwise = tflite_add_sub_params_16x8(
-        op.kind == OpKind::kAdd ? ElementwiseMode::ADD : ElementwiseMode::SUB, qa.scale, qb.scale,
-        qo.scale, act);
     l.act_min = l.eltwise.act_min;
     l.act_max = l.eltwise.act_max;
     l.act_mode = act_mode_of(act);
