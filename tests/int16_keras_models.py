@@ -88,7 +88,26 @@ def _mixed():
     return tf.keras.Model(inp, y), (12, 12, 4)
 
 
-BUILDERS = {"ds_cnn": _ds_cnn, "resnet": _resnet, "mixed": _mixed}
+def _activations():
+    """The issue's done-when mix: CONV / DEPTHWISE / FC / ADD / SUB / MUL / MAX and
+    AVERAGE pools / MEAN / LOGISTIC / TANH / LEAKY_RELU (a gated block: tanh(a) *
+    sigmoid(b), as in gated audio models)."""
+    import tensorflow as tf
+
+    L = tf.keras.layers
+    inp = tf.keras.Input((12, 12, 4), batch_size=1)
+    a = L.Conv2D(8, 3, padding="same")(inp)
+    b = L.DepthwiseConv2D(3, padding="same", depth_multiplier=2)(inp)
+    g = L.Multiply()([L.Activation("tanh")(a), L.Activation("sigmoid")(b)])
+    s = L.Subtract()([L.Add()([g, a]), b])
+    m = L.MaxPooling2D(2)(L.LeakyReLU(0.2)(s))
+    p = L.AveragePooling2D(2)(L.Conv2D(8, 1)(m))
+    y = L.GlobalAveragePooling2D()(p)  # MEAN over height and width
+    y = L.Dense(5, activation="sigmoid")(y)
+    return tf.keras.Model(inp, y), (12, 12, 4)
+
+
+BUILDERS = {"ds_cnn": _ds_cnn, "resnet": _resnet, "mixed": _mixed, "activations": _activations}
 
 
 def converted16(name: str) -> bytes:

@@ -193,3 +193,13 @@ def concat16(m: ModelBuilder, xs, name=None):
     m.g.add_op("CONCATENATION", list(xs), [o], dict(axis=-1, fused_activation_function="NONE"),
                version=3)
     return o
+
+
+def mul16(m: ModelBuilder, a, b, out_scale=None, activation="NONE", name=None):
+    """16x8 MUL (version 4): int16 operands and output, zero points 0."""
+    ta, tb = m.meta[a], m.meta[b]
+    shape = ta.shape if len(ta.shape) >= len(tb.shape) else tb.shape
+    s = out_scale or 4.0 * ta.scale * tb.scale * 32768
+    o = m.tensor(act16(shape, s, name=name))
+    m.g.add_op("MUL", [a, b], [o], dict(fused_activation_function=activation), version=4)
+    return o

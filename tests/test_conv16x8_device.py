@@ -234,8 +234,36 @@ def test_int16_form_on_other_units():
     np.testing.assert_array_equal(got, want)
     L = Layer("act", x, act_mode="LUT", lut=np.arange(256).astype(np.int8))
     p, ins = ns.single_layer(L, [Tile(0, 4, 0, 4)])
-    with pytest.raises(nacc.DeviceFault, match="not NPU_OP_ACTIVATION"):
+    with pytest.raises(nacc.DeviceFault, match="only ACT_MODE TANH / SIGMOID"):
         run_program(p, ins, 1)
+
+
+@pytest.mark.parametrize("mode, op", [("SIGMOID", "LOGISTIC"), ("TANH", "TANH")])
+def test_int16_table_modes_on_the_activation_unit(mode, op):
+    """NPU_OP_ACTIVATION with DATA_FORM INT16 and ACT_MODE SIGMOID / TANH (the
+    16-bit table modes) from a hand-written stream: input multiplier 25165,
+    shift 11 (TFLite's for input scale 1e-3) on every 8th int16 value and +-32767, against
+    BUILTIN_REF's int16 LOGISTIC / TANH at that scale."""
+    from delegate_models import ModelBuilder
+    from int16_models import act16, input16
+    from tflite_builder import make_interpreter
+
+    x = np.arange(-32768, 32768, 8, dtype=np.int16).reshape(1, 8, 64, 16)  # every 8th value
+    x[0, 0, 0, 1], x[0, -1, -1, -1] = -32767, 32767
+    L = Layer("act", x, act_mode=mode, mult=np.array([25165], np.int32),
+              shift=np.array([11], np.int32), act_min=-32768, act_max=32767)
+    p, ins = ns.single_layer(L, [Tile(0, 8, 0, 64)])
+    got, _ = run_program(p, ins, 1)
+    m = ModelBuilder(0)
+    i = input16(m, x.shape, 1e-3)
+    o = m.tensor(act16(x.shape, 1.0 / 32768))
+    m.g.add_op(op, [i], [o], version=3)
+    ref = make_interpreter(m.build([o]))
+    ref.allocate_tensors()
+    ref.set_tensor(ref.get_input_details()[0]["index"], x)
+    ref.invoke()
+    np.testing.assert_array_equal(np.asarray(got).view(np.int16).reshape(x.shape),
+                                  ref.get_tensor(ref.get_output_details()[0]["index"]))
 
 
 def tflite_depthwise_16x8(x, w, bias, mult, shift, m, stride, pad, out_hw):

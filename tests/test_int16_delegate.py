@@ -12,7 +12,7 @@ import pytest
 
 from nacc import _core
 from delegate_models import ModelBuilder
-from int16_models import (BIAS40, act16, compare, conv16, delegated, input16,
+from int16_models import (BIAS40, act16, compare, conv16, delegated, input16, mul16,
                           random_input_sets)
 
 CORES = (1, 8, 32)
@@ -222,15 +222,21 @@ def test_pools_16x8_exact(seed):
     check_claimed_and_exact(*random_pool_case(seed), seed)
 
 
-def random_add_case(seed):
-    rng = np.random.default_rng(9900 + seed)
-    m = ModelBuilder(seed)
+def two_operands16(rng, m, seed):
+    """Two int16 inputs of an element-wise op (the second a channel vector when
+    seed % 5 == 1) with scales 2^-4..2^4 apart."""
     h, w, c = int(rng.integers(1, 12)), int(rng.integers(1, 12)), int(rng.choice([1, 3, 8, 33]))
     sa = float(rng.choice([1.0 / 32768, 1e-3, 0.02]))
     sb = sa * float(2.0 ** rng.uniform(-4, 4))
     a = input16(m, (1, h, w, c), sa)
-    bshape = (1, 1, 1, c) if seed % 5 == 1 else (1, h, w, c)
-    b = input16(m, bshape, sb)
+    b = input16(m, (1, 1, 1, c) if seed % 5 == 1 else (1, h, w, c), sb)
+    return a, b, sa, sb
+
+
+def random_add_case(seed):
+    rng = np.random.default_rng(9900 + seed)
+    m = ModelBuilder(seed)
+    a, b, sa, sb = two_operands16(rng, m, seed)
     op = "SUB" if seed % 3 == 2 else "ADD"
     if op == "ADD" and seed % 4 == 3:
         a, b = b, a  # the broadcast operand first: ADD swaps them
@@ -340,8 +346,6 @@ def test_relu16_rescaling_declined():
 
 @pytest.mark.parametrize("op, why", [
     ("QUANTIZE", "32-bit fixed-point multiplier"),
-    ("LOGISTIC", "Tanh / Sigmoid table modes"),
-    ("TANH", "Tanh / Sigmoid table modes"),
     ("LEAKY_RELU", "lookup table is for 8-bit inputs"),
 ])
 def test_int16_kinds_without_lowering_say_why(op, why):
@@ -379,3 +383,114 @@ def test_16_bit_units_run_at_half_rate():
         _, stats = rt.run(p, [xin.view(np.int8)])
         counts[dtype] = stats["mac_cycles"]
     assert counts == {"int8": 24 * 2, "int16": 24 * 4}, counts
+
+
+def sigmoid_tanh16(m, x, op):
+    """LOGISTIC / TANH 16x8 (version 3): output scale 2^-15, zero point 0."""
+    o = m.tensor(act16(m.meta[x].shape, 1.0 / 32768))
+    m.g.add_op(op, [x], [o], version=3)
+    return o
+
+
+# Power-of-two input scales (TFLite's 3 << shift path: 2^-12, and 2^-11 for
+# TANH) and general ones (int(s * 4096 * 3 * 2^k)), the smallest and largest
+# the 16-bit table modes take.
+SIGMOID_SCALES = (1.0 / 4096, 1.0 / 2048, 1.0 / 32768, 3e-4, 1e-3, 0.01, 0.37, 2e-6, 5.0)
+
+
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
+@pytest.mark.parametrize("scale", SIGMOID_SCALES)
+def test_sigmoid_tanh_16x8_every_input(op, scale):
+    """Every int16 input value (-32768 .. 32767) through the activation unit's
+    16-bit table modes: each of the 256 table entries and every interpolation
+    fraction is exercised, so a wrong table entry or rounding constant fails."""
+    m = ModelBuilder(0)
+    x = input16(m, (1, 64, 64, 16), scale)
+    model = m.build([sigmoid_tanh16(m, x, op)])
+    d, interp = delegated(model, cores=8, sram_kb=16)
+    assert all(n.claimed for n in d.report().nodes), [n.reasons for n in d.report().nodes]
+    every = np.arange(-32768, 32768, dtype=np.int16).reshape(1, 64, 64, 16)
+    assert not compare(model, interp, [[every]])
+
+
+def random_sigmoid_case(seed):
+    rng = np.random.default_rng(12100 + seed)
+    m = ModelBuilder(seed)
+    h, w, c = int(rng.integers(1, 12)), int(rng.integers(1, 12)), int(rng.choice([1, 3, 8, 33, 70]))
+    scale = float(rng.choice([1.0 / 4096, 1.0 / 2048, float(10 ** rng.uniform(-6, 0.7))]))
+    if seed % 4 == 3:  # after a 16x8 convolution (its output scale near the input's)
+        scale = min(scale, 1e-3)
+    x = input16(m, (1, h, w, c), scale)
+    if seed % 4 == 3:
+        x = conv16(m, x, int(rng.integers(1, 20)), k=int(rng.choice([1, 3])))
+    op = "TANH" if seed % 2 else "LOGISTIC"
+    return m.build([sigmoid_tanh16(m, x, op)]), CORES[seed % 3], SRAM_KB[(seed // 3) % 2]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_sigmoid_tanh_16x8_exact(seed):
+    check_claimed_and_exact(*random_sigmoid_case(seed), seed)
+
+
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
+def test_sigmoid_tanh_16x8_large_input_scale_declined(op):
+    """An input scale above ~5.33 gives a multiplier beyond 65535 (x * multiplier
+    would leave int32 in TFLite's kernel): declined with the reason; the host
+    runs it."""
+    m = ModelBuilder(0)
+    x = input16(m, (1, 4, 4, 8), 8.0)
+    model = m.build([sigmoid_tanh16(m, x, op)])
+    d, interp = delegated(model)
+    (node,) = d.report().nodes
+    assert not node.claimed
+    assert [r.rule for r in node.reasons] == ["sigmoid_tanh_output_quantization"], node.reasons
+    assert "65535" in node.reasons[0].message
+
+
+def random_mul_case(seed):
+    rng = np.random.default_rng(13300 + seed)
+    m = ModelBuilder(seed)
+    a, b, sa, sb = two_operands16(rng, m, seed)
+    if seed % 4 == 3:
+        a, b = b, a  # the broadcast operand first: MUL swaps them
+    # s1 s2 / s_out in [2^-16, 2^-1): products of +-32767 saturate for the larger ones
+    ratio = float(2.0 ** rng.uniform(-16, -1.05))
+    act = str(rng.choice(["NONE", "RELU", "RELU6"]))
+    if sa * sb / ratio < 1e-8:  # TFLite's Prepare: 6 / s_out must fit int32
+        act = "NONE"
+    o = mul16(m, a, b, out_scale=sa * sb / ratio, activation=act)
+    return m.build([o]), CORES[seed % 3], SRAM_KB[(seed // 3) % 2]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_mul_16x8_exact(seed):
+    """16x8 MUL: the 32-bit MultiplyByQuantizedMultiplier of the int32 product on
+    the element-wise unit's 16-bit form (±32767 and -32768 in every input set)."""
+    check_claimed_and_exact(*random_mul_case(seed), seed)
+
+
+def test_mul_16x8_declines():
+    """MUL with s1 s2 / s_out >= 1 (a left-shifted product) and MUL with int16
+    inputs and an int8 output (mul_s16_s8: TFLite's reference computes no
+    rescaled product for it) are declined with their reasons and run exactly on
+    the host."""
+    from tflite_builder import QTensor
+    m = ModelBuilder(0)
+    a, b = input16(m, (1, 4, 4, 8), 0.5), input16(m, (1, 4, 4, 8), 0.5)
+    o = mul16(m, a, b, out_scale=0.125)
+    model = m.build([o])
+    d, interp = delegated(model)
+    (node,) = d.report().nodes
+    assert [r.rule for r in node.reasons] == ["int16_form"], node.reasons
+    assert not compare(model, interp, random_input_sets(interp, 0, 1))
+
+    m = ModelBuilder(0)
+    a, b = input16(m, (1, 4, 4, 8), 1e-3), input16(m, (1, 4, 4, 8), 2e-3)
+    o = m.tensor(QTensor((1, 4, 4, 8), "int8", scale=20.0, zero_point=3))
+    m.g.add_op("MUL", [a, b], [o], dict(fused_activation_function="NONE"), version=4)
+    model = m.build([o])
+    d, interp = delegated(model)
+    (node,) = d.report().nodes
+    assert not node.claimed
+    assert [r.rule for r in node.reasons] == ["int16_activations"], node.reasons
+    assert "int8 output" in node.reasons[0].detail

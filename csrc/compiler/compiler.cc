@@ -587,6 +587,12 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
               em.shadow(Reg::NACC_FM_CH), kernel_cores_key(em, c.mode)};
     }
     case Unit::kActivation:
+      if (op.int16_maps) {  // the 16-bit Tanh / Sigmoid: input multiplier and shift
+        em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.multiplier));
+        em.set_register(Reg::NACC_QUANT_SHIFT_DMA_ADDR, constant(k.shift));
+        return {em.shadow(Reg::NACC_QUANT_MUL_DMA_ADDR), em.shadow(Reg::NACC_QUANT_SHIFT_DMA_ADDR),
+                em.shadow(Reg::NACC_FM_CH)};
+      }
       em.set_register(Reg::NACC_IN_ACT_DMA_ADDR, constant(k.lut));
       break;
     case Unit::kAvgPool:
@@ -662,7 +668,8 @@ std::pair<uint32_t, Opcode> control(const LoweredOp& op, bool fm_upd, bool k_upd
       return {ctrl.get(), Opcode::NPU_OP_ELEMENTWISE};
     case Unit::kActivation:
       ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::NONE))
-          .set(fields::NACC_CTRL::POOL_MODE, value_of(PoolMode::NONE));
+          .set(fields::NACC_CTRL::POOL_MODE, value_of(PoolMode::NONE))
+          .set(fields::NACC_CTRL::QUANT_EN, op.int16_maps ? 1 : 0);
       return {ctrl.get(), Opcode::NPU_OP_ACTIVATION};
     default:
       throw InvalidArgument(str_cat(op.label, ": no command for unit ", compiler::unit_name(op.unit)));

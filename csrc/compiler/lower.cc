@@ -626,10 +626,10 @@ void lower_elementwise(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.input2_broadcast = sb != l.out_shape;
   l.int16_maps = int16_maps_of(g.tensor(a), out, l.label);
   if (l.int16_maps) {
-    if (g.tensor(b).dtype != ir::DType::kInt16 || op.kind == OpKind::kMul ||
+    if (g.tensor(b).dtype != ir::DType::kInt16 ||
         op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
-      throw Unsupported(str_cat(l.label, ": 16x8 element-wise ops are TFLite's ADD and SUB of two "
-                                         "int16 operands"));
+      throw Unsupported(str_cat(l.label, ": 16x8 element-wise ops are TFLite's ADD, SUB and MUL "
+                                         "of two int16 operands"));
     }
     if (g.tensor(b).is_constant()) {
       throw Unsupported(str_cat(l.label, ": a constant int16 operand (fold it on the host)"));
@@ -658,10 +658,21 @@ void lower_elementwise(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     lower_ort_elementwise(op, qa, qb, qo, act, swap, a_full && b_full, l);
     return;
   }
-  if (l.int16_maps) {  // 16x8: left_shift 15, zero offsets, the int16 clamp
-    l.eltwise = tflite_add_sub_params_16x8(
-        op.kind == OpKind::kAdd ? ElementwiseMode::ADD : ElementwiseMode::SUB, qa.scale, qb.scale,
-        qo.scale, act);
+  if (l.int16_maps) {  // 16x8: zero offsets, the int16 clamp
+    if (op.kind == OpKind::kMul) {
+      // 16x8 MUL (reference_integer_ops::Mul on int16): the 32-bit MBQM of the
+      // int32 product.
+      l.eltwise = tflite_mul_params(qa.scale, 0, qb.scale, 0, qo.scale, 0, act);
+      fused_activation_range_int16(act, qo.scale, 0, &l.eltwise.act_min, &l.eltwise.act_max);
+      if (l.eltwise.output_shift > 0) {
+        throw Unsupported(str_cat(l.label, ": int16 MUL with s1 * s2 / s_out >= 1 (a left shift "
+                                           "of the int32 product could overflow)"));
+      }
+    } else {  // ADD / SUB: left_shift 15
+      l.eltwise = tflite_add_sub_params_16x8(
+          op.kind == OpKind::kAdd ? ElementwiseMode::ADD : ElementwiseMode::SUB, qa.scale,
+          qb.scale, qo.scale, act);
+    }
     l.act_min = l.eltwise.act_min;
     l.act_max = l.eltwise.act_max;
     l.act_mode = act_mode_of(act);
@@ -724,6 +735,32 @@ void lower_relu16(const ir::Op& op, const ir::Tensor& in, const ir::Tensor& out,
   l.act_mode = ActMode::NONE;
 }
 
+// LOGISTIC / TANH 16x8: the activation unit's 16-bit table modes (NACC_SPEC
+// §9), ACT_MODE SIGMOID / TANH with the input multiplier and shift of TFLite's
+// Prepare as the one QUANT_MUL / QUANT_SHIFT entry. TFLite requires the output
+// scale 2^-15 (Prepare fails otherwise); the output is not clamped further.
+void lower_sigmoid_tanh16(const ir::Op& op, const ir::Tensor& in, const ir::Tensor& out,
+                          LoweredOp& l) {
+  l.int16_maps = int16_maps_of(in, out, l.label);
+  const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
+  if (qo.scale != 1.0f / 32768.0f) {
+    throw Unsupported(str_cat(l.label, ": int16 ", op.kind == OpKind::kTanh ? "TANH" : "LOGISTIC",
+                              " output scale ", qo.scale, " (TFLite requires 2^-15)"));
+  }
+  const bool tanh = op.kind == OpKind::kTanh;
+  SigmoidTanh16Params p;
+  try {
+    p = tflite_sigmoid_tanh16_params(tanh, qi.scale);
+  } catch (const InvalidArgument& e) {
+    throw Unsupported(str_cat(l.label, ": ", e.what()));
+  }
+  l.act_mode = tanh ? ActMode::TANH : ActMode::SIGMOID;
+  l.multiplier = {p.multiplier};
+  l.shift = {p.shift};
+  l.act_min = -32768;
+  l.act_max = 32767;
+}
+
 void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const ir::Tensor& in = g.tensor(op.inputs[0]);
   const ir::Tensor& out = g.tensor(op.outputs[0]);
@@ -734,6 +771,10 @@ void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
             l.out_shape.str());
   if (in.dtype == ir::DType::kInt16 && (op.kind == OpKind::kRelu || op.kind == OpKind::kRelu6)) {
     lower_relu16(op, in, out, l);
+    return;
+  }
+  if (in.dtype == ir::DType::kInt16 && (op.kind == OpKind::kLogistic || op.kind == OpKind::kTanh)) {
+    lower_sigmoid_tanh16(op, in, out, l);
     return;
   }
   if (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8) {

@@ -497,7 +497,8 @@ int64_t k_area_bytes(const LoweredOp& op, int group) {
       if (op.pool_fp32) bytes += align_k(8);  // POOL_FP32: input and output scale
       break;
     case Unit::kActivation:
-      bytes += align_k(limits::kLutEntries);
+      // The LUT, or the 16-bit Tanh / Sigmoid's input multiplier and shift.
+      bytes += op.has_lut ? align_k(limits::kLutEntries) : 2 * align_k(4);
       break;
     default:
       break;

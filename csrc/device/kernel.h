@@ -100,6 +100,7 @@ struct Setup {
   bool rgb = false;
   int bias_shift = 0, out_shift = 0;
   bool q7_act = false;
+  bool table16 = false;  // DATA_FORM INT16 with ACT_MODE TANH / SIGMOID: the 16-bit table modes
   int act_int_w = 0;
   int64_t mat_k = 0;  // K of a matmul (IN_FM_CH, or ky * kx * IN_FM_CH with im2col)
   int quant_entries = 0;  // per core, 0 = per output channel

@@ -270,10 +270,10 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     s.int4 = form == value_of(DataForm::INT4);
     s.i16 = form == value_of(DataForm::INT16);
     s.elem = s.i16 ? 2 : 1;
-    require(!s.i16 || (s.fam != Family::kMatmul && s.fam != Family::kActivation),
+    require(!s.i16 || s.fam != Family::kMatmul,
             "NACC_CTRL.DATA_FORM = INT16 (16-bit feature maps) is modelled for NPU_OP_CONV, ",
-            "NPU_OP_DEPTHWISE, NPU_OP_FULLY_CONNECTED, NPU_OP_POOL and NPU_OP_ELEMENTWISE, not ",
-            opcode_name(op), " (NACC_SPEC §9)");
+            "NPU_OP_DEPTHWISE, NPU_OP_FULLY_CONNECTED, NPU_OP_POOL, NPU_OP_ELEMENTWISE and ",
+            "NPU_OP_ACTIVATION (Tanh / Sigmoid), not ", opcode_name(op), " (NACC_SPEC §9)");
     require(!s.int4 || has_weights(s.fam), "NACC_CTRL.DATA_FORM = INT4 (int4 weights) is for the ",
             "weight path of NPU_OP_CONV, NPU_OP_DEPTHWISE and NPU_OP_FULLY_CONNECTED, not ",
             opcode_name(op), " (NACC_SPEC §9)");
@@ -283,7 +283,22 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
           " is not a mode (0 RELU, 1 RELU6, 2 TANH, 3 SIGMOID, 4 NONE, 5 LUT)");
   s.act = ActMode(act);
   s.quant_en = r.field(fields::NACC_CTRL::QUANT_EN) != 0;
-  s.q7_act = s.act == ActMode::TANH || s.act == ActMode::SIGMOID;
+  const bool tanh_sigmoid = s.act == ActMode::TANH || s.act == ActMode::SIGMOID;
+  // 16-bit form: ACT_MODE Tanh / Sigmoid select the table-with-interpolation
+  // modes (TFLite's int16 LOGISTIC / TANH), their input multiplier and shift
+  // one entry of the QUANT_MUL / QUANT_SHIFT arrays (NACC_SPEC §9).
+  s.table16 = tanh_sigmoid && s.i16;
+  s.q7_act = tanh_sigmoid && !s.i16;
+  if (s.i16 && s.fam == Family::kActivation) {
+    require(s.table16, "NACC_CTRL.DATA_FORM = INT16 on NPU_OP_ACTIVATION: only ACT_MODE TANH / ",
+            "SIGMOID (the 16-bit table modes) are modelled, not ", act_name(act),
+            " (the 256-entry LUT is for 8-bit activations)");
+    require(s.quant_en, "NACC_CTRL.ACT_MODE = ", act_name(act), " with DATA_FORM = INT16 reads ",
+            "its input multiplier and shift from QUANT_MUL / QUANT_SHIFT (QUANT_EN must be 1)");
+  }
+  require(!s.table16 || s.fam == Family::kActivation, "NACC_CTRL.ACT_MODE = ", act_name(act),
+          " with DATA_FORM = INT16: the 16-bit Tanh / Sigmoid are functions of NPU_OP_ACTIVATION, "
+          "not ", opcode_name(op));
   if (s.q7_act) {
     // The q7 Tanh / Sigmoid (CMSIS-NN arm_nn_activations_direct_q7): a
     // function of the activation unit on q7 data, no zero points, no rescale.
@@ -474,9 +489,6 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
             mode == uint32_t(ElementwiseMode::MUL_S16_S8) ? " (MUL_S16_S8) is not modelled"
                                                           : " is not a mode (1 SUB, 2 ADD, 8 MUL)");
     s.ew.mode = ElementwiseMode(mode);
-    require(!s.i16 || s.ew.mode != ElementwiseMode::MUL,
-            "NACC_CTRL.DATA_FORM = INT16: element-wise MUL on int16 maps (mul_s16_s8) is not ",
-            "modelled; ADD and SUB are");
     // ELEMENT_INPUT_QUANT_EN: ADD and SUB rescale both inputs with
     // NACC_ELEMENT_QUANT1/2; MUL multiplies the offset inputs unscaled.
     const bool input_quant = r.field(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN) != 0;

@@ -58,8 +58,9 @@ void count_work(const Setup& s, CoreWork& c) {
       break;
     case Family::kActivation: break;
   }
-  // The LUT and the q7 Tanh / Sigmoid tables: one element per cycle (NACC_SPEC §8).
-  if (s.needs_lut || s.q7_act) c.act_cycles = cost::activation_cycles(h * w * c.noc);
+  // The LUT, the q7 and the 16-bit Tanh / Sigmoid tables: one element per
+  // cycle (NACC_SPEC §8, §9 "one per cycle").
+  if (s.needs_lut || s.q7_act || s.table16) c.act_cycles = cost::activation_cycles(h * w * c.noc);
 }
 
 // "SRAM overflow: <what> needs N bytes, area holds M (...)", printed lazily.

@@ -178,6 +178,11 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
       break;
     }
     case Family::kActivation: {
+      if (s.table16) {  // DATA_FORM = INT16, ACT_MODE TANH / SIGMOID: the 16-bit table modes
+        sigmoid_tanh_s16(s.act == ActMode::TANH, mul[0], shift[0], out_shape.elements(),
+                         reinterpret_cast<const int16_t*>(in), reinterpret_cast<int16_t*>(out));
+        return;
+      }
       if (s.q7_act) {  // ACT_MODE TANH / SIGMOID: the q7 direct-table functions
         activations_direct_q7(s.act, s.act_int_w, out_shape.elements(), in, out);
         return;

@@ -230,7 +230,7 @@ bool same_layer(const Setup& a, const Setup& b) {
          a.pool_fp32 == b.pool_fp32 && a.pool_fp32_mode == b.pool_fp32_mode &&
          a.u8_domain == b.u8_domain && a.int4 == b.int4 &&
          a.rgb == b.rgb && a.bias_shift == b.bias_shift && a.out_shift == b.out_shift &&
-         a.q7_act == b.q7_act && a.act_int_w == b.act_int_w && x.mode == y.mode &&
+         a.q7_act == b.q7_act && a.table16 == b.table16 && a.act_int_w == b.act_int_w && x.mode == y.mode &&
          x.input1_offset == y.input1_offset && x.input2_offset == y.input2_offset &&
          x.left_shift == y.left_shift && x.input1_multiplier == y.input1_multiplier &&
          x.input1_shift == y.input1_shift && x.input2_multiplier == y.input2_multiplier &&

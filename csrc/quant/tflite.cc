@@ -431,6 +431,35 @@ ElementwiseParams tflite_add_sub_params_16x8(ElementwiseMode mode, float input1_
                                0, output_scale, 0, activation, true);
 }
 
+SigmoidTanh16Params tflite_sigmoid_tanh16_params(bool tanh, float input_scale) {
+  check_arg(std::isfinite(input_scale) && input_scale > 0.0f, "tflite_sigmoid_tanh16_params: ",
+            "input scale ", input_scale, " must be positive");
+  // CheckedLog2 (kernels/internal/quantization_util), in float as TFLite has it.
+  const float x_log2 = std::log(input_scale) * (1.0f / std::log(2.0f));
+  const float rounded = std::round(x_log2);
+  const int shift_pot = (15 - 3) + static_cast<int>(rounded);
+  const bool pot = std::abs(x_log2 - rounded) < 1e-3f &&
+                   (shift_pot == 0 || (tanh && shift_pot == 1));
+  SigmoidTanh16Params p;
+  if (pot) {
+    p.multiplier = 3 << shift_pot;
+    p.shift = 0;
+    return p;
+  }
+  double multiplier = static_cast<double>(input_scale) * 4096.0 * 3.0;
+  int shift = 0;
+  while (multiplier <= 32767.0 / 2.0 && shift <= 30) {
+    ++shift;
+    multiplier *= 2.0;
+  }
+  check_arg(multiplier <= 65535.0, "tflite_sigmoid_tanh16_params: input scale ", input_scale,
+            " gives the input multiplier ", multiplier,
+            " (above 65535, the int16 product would leave int32)");
+  p.multiplier = static_cast<int32_t>(multiplier);
+  p.shift = shift;
+  return p;
+}
+
 ElementwiseParams tflite_sub_params(float input1_scale, int32_t input1_zero_point,
                                     float input2_scale, int32_t input2_zero_point,
                                     float output_scale, int32_t output_zero_point,

@@ -140,6 +140,18 @@ ElementwiseParams tflite_add_params(float input1_scale, int32_t input1_zero_poin
 ElementwiseParams tflite_add_sub_params_16x8(ElementwiseMode mode, float input1_scale,
                                              float input2_scale, float output_scale,
                                              FusedActivation activation);
+// LOGISTIC / TANH 16x8 (activations.cc SigmoidPrepare / TanhPrepare for
+// int16): the input multiplier and right shift of the 16-bit table modes
+// (device/units/fm16.h sigmoid_tanh_s16). A power-of-two input scale 2^-12
+// (also 2^-11 for TANH) gives (3 << shift, 0); any other scale
+// (int(s * 4096 * 3 * 2^k), k) with the smallest k that takes it above
+// 16383.5. Throws InvalidArgument for a non-positive scale, or a multiplier
+// above 65535 (input scale > 5.3: x * multiplier would leave int32).
+struct SigmoidTanh16Params {
+  int32_t multiplier = 0;
+  int32_t shift = 0;
+};
+SigmoidTanh16Params tflite_sigmoid_tanh16_params(bool tanh, float input_scale);
 ElementwiseParams tflite_sub_params(float input1_scale, int32_t input1_zero_point,
                                     float input2_scale, int32_t input2_zero_point,
                                     float output_scale, int32_t output_zero_point,

@@ -240,7 +240,8 @@ const std::vector<OpKind>& int16_kinds() {
   static const std::vector<OpKind> kinds = {
       OpKind::kConv2D,  OpKind::kDepthwiseConv2D, OpKind::kFullyConnected, OpKind::kMaxPool2D,
       OpKind::kAveragePool2D, OpKind::kAdd,       OpKind::kSub,            OpKind::kReshape,
-      OpKind::kConcatenation, OpKind::kPad,            OpKind::kRelu,           OpKind::kRelu6};
+      OpKind::kConcatenation, OpKind::kPad,            OpKind::kRelu,           OpKind::kRelu6,
+      OpKind::kLogistic,      OpKind::kTanh,           OpKind::kMul};
   return kinds;
 }
 
@@ -429,6 +430,21 @@ std::optional<std::string> check_sigmoid_tanh_output_quantization(const Graph& g
   const Operand out = output(g, op);
   const auto& q = out.tensor->quant;
   const bool logistic = op.kind == OpKind::kLogistic;
+  if (all_int16(g, op)) {
+    // 16x8 (the 16-bit table modes): output scale 2^-15, zero point 0; an input
+    // scale whose multiplier keeps x * multiplier within int32.
+    if (!(q.scales.size() == 1 && q.scales[0] == 1.0f / 32768.0f && q.zero_points[0] == 0)) {
+      return str_cat(out.label(), " has ", quant_str(q), " (int16: scale 1/32768, zero point 0)");
+    }
+    const auto& qi = input(g, op).tensor->quant;
+    if (qi.scales.size() != 1) return std::nullopt;  // int16_quantization says why
+    try {
+      tflite_sigmoid_tanh16_params(!logistic, qi.scales[0]);
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::nullopt;
+  }
   const int inverse = logistic ? kLogisticOutputScaleInverse : kTanhOutputScaleInverse;
   const int zero_point = logistic ? kLogisticOutputZeroPoint : kTanhOutputZeroPoint;
   if (q.scales.size() == 1 && q.scales[0] == 1.0f / static_cast<float>(inverse) &&
@@ -724,11 +740,21 @@ std::optional<std::string> check_int16_form(const Graph& g, const Op& op, const 
     const auto& qo = g.tensor(op.outputs[0]).quant;
     if (!(qi == qo)) return str_cat("int16 ReLU with input ", quant_str(qi), ", output ", quant_str(qo));
   }
-  if (op.kind == OpKind::kAdd || op.kind == OpKind::kSub) {
+  if (op.kind == OpKind::kAdd || op.kind == OpKind::kSub || op.kind == OpKind::kMul) {
     for (size_t i = 0; i < 2 && i < op.inputs.size(); ++i) {
       if (op.inputs[i] >= 0 && g.tensor(op.inputs[i]).is_constant()) {
         return str_cat("int16 input ", i, " is a constant");
       }
+    }
+  }
+  if (op.kind == OpKind::kMul && op.inputs.size() == 2) {
+    const auto& q1 = g.tensor(op.inputs[0]).quant;
+    const auto& q2 = g.tensor(op.inputs[1]).quant;
+    const auto& qo = g.tensor(op.outputs[0]).quant;
+    if (q1.scales.size() == 1 && q2.scales.size() == 1 && qo.scales.size() == 1 &&
+        q1.scales[0] * q2.scales[0] / qo.scales[0] >= 1.0f) {
+      return str_cat("int16 MUL with s1 * s2 / s_out = ", q1.scales[0] * q2.scales[0] / qo.scales[0],
+                     " >= 1");
     }
   }
   return std::nullopt;
@@ -983,7 +1009,9 @@ std::vector<Rule> build_rules() {
        str_cat("the output must be quantized as TFLite's int8 spec requires: LOGISTIC scale 1/",
                kLogisticOutputScaleInverse, " zero point ", kLogisticOutputZeroPoint,
                ", TANH scale 1/", kTanhOutputScaleInverse, " zero point ", kTanhOutputZeroPoint,
-               " (any, when the frontend supplies the op's lookup table)"),
+               " (any, when the frontend supplies the op's lookup table); int16 (16x8): scale "
+               "1/32768 zero point 0 and an input scale up to about 5.3 (the 16-bit table "
+               "modes' input multiplier must stay below 65536)"),
        false, check_sigmoid_tanh_output_quantization},
       {"frontend_lut", lut_kinds,
        str_cat("a lookup table given by the frontend must have ", limits::kLutEntries,
@@ -1071,10 +1099,11 @@ std::vector<Rule> build_rules() {
                "own region) or one window over the whole input of at most ", kMaxAveragePoolCells,
                " cells (a matrix product with a ones operand)"),
        false, check_avg_pool_window},
-      {"int16_form", {K::kAveragePool2D, K::kAdd, K::kSub, K::kRelu, K::kRelu6},
+      {"int16_form", {K::kAveragePool2D, K::kAdd, K::kSub, K::kMul, K::kRelu, K::kRelu6},
        str_cat("with int16 maps, AVERAGE_POOL_2D must be ", avg, " with stride ",
                limits::kAvgPoolStride, " (the pooling unit's 16-bit form; the region passes and "
-               "the ones matrix product are 8-bit), ADD / SUB take two runtime operands, and "
+               "the ones matrix product are 8-bit), ADD / SUB / MUL take two runtime operands "
+               "(MUL with s1 * s2 / s_out < 1: no left shift of the int32 product), and "
                "RELU / RELU6 keep the input's scale (an identity pass with the clamp; a rescaling "
                "int16 ReLU needs the 32-bit multiplier)"),
        false, check_int16_form},

@@ -40,4 +40,19 @@ void elementwise_s16(const ElementwiseParams& params, const Shape4& in1_shape, c
                      const Shape4& in2_shape, const int16_t* in2, const Shape4& out_shape,
                      int16_t* out);
 
+// LOGISTIC / TANH 16x8 (TFLite 2.21's reference_integer_ops::Logistic / Tanh
+// for int16; the activation unit's 16-bit Tanh / Sigmoid table modes, NACC_SPEC
+// §9): one 256-entry uint16 sigmoid table (sigmoid_table16) shared by both,
+//   v   = (x * multiplier + round) >> shift    (round = 2^(shift-1), 0 if shift 0)
+//   sigmoid: 9 fraction bits of |v| interpolate table[|v| >> 9 ..], output Q0.15
+//   tanh:    8 fraction bits (tanh(x) = 2 sigmoid(2x) - 1), output Q0.15
+// multiplier in [1, 65535] (x * multiplier stays within int32), shift in [0, 31];
+// the frontend folds TFLite's power-of-two case (3 << shift, 0) in.
+void sigmoid_tanh_s16(bool tanh, int32_t multiplier, int32_t shift, int64_t size,
+                      const int16_t* in, int16_t* out);
+
+// The shared table: entry i is sigmoid(i / 24) in 0.16 fixed point, entry 255
+// saturated to 65535 (the values TFLite and CMSIS-NN use).
+extern const uint16_t sigmoid_table16[256];
+
 }  // namespace nacc
