@@ -75,7 +75,7 @@ def _reasons(model, shape):
     # 16 x 16 x 300 gathered channels exceed the 16-bit channel fields.
     ((1, 16, 16, 300), 16, 16, "VALID", "76800 channels, above 65535"),
     # a kernel above 15 with stride 1 has no gather factor
-    ((1, 18, 18, 2), 16, 1, "VALID", "has no space-to-depth form"),
+    ((1, 18, 18, 2), 16, 1, "VALID", "kernel 16x16 \u2014 kernel height and width must be in"),
 ])
 def test_space_to_depth_declines(shape, k, stride, padding, expect):
     msg = _reasons(conv_model(shape, 4, k, stride, padding), shape)

@@ -620,6 +620,11 @@ std::optional<std::string> check_kernel_size(const Graph& g, const Op& op, const
   if (ok(kh) && ok(kw)) return std::nullopt;
   const std::string what = str_cat("kernel ", kh, "x", kw);
   if (kh < limits::kMinKernel || kw < limits::kMinKernel || !needs_space_to_depth(g, op)) return what;
+  // A kernel above 15 along an axis of stride 1 has no gather factor.
+  if ((kh > limits::kMaxKernel && op.attrs.stride_h == 1) ||
+      (kw > limits::kMaxKernel && op.attrs.stride_w == 1)) {
+    return what;
+  }
   if (!stride_in_range(op)) return std::nullopt;  // the stride rule says why
   if (auto e = space_to_depth_error(g, op)) return str_cat(what, ": ", *e);
   return std::nullopt;
