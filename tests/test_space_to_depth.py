@@ -19,7 +19,8 @@ import pytest
 
 import nacc
 from delegate_models import ModelBuilder, run
-from test_mean_avgpool import CONFIG_IDS, CONFIGS, assert_exact
+from test_grouped_dilated import _onnx, assert_onnx_unit_exact
+from test_mean_avgpool import CONFIG_IDS, CONFIGS, assert_exact, assert_model_one_partition_exact
 from tflite_builder import make_interpreter
 
 
@@ -119,34 +120,18 @@ def test_keras_models_one_partition_bit_exact(name, cores):
     vs BUILTIN_REF."""
     keras_models = pytest.importorskip("keras_models")
     model = keras_models.converted(name)
-    d = nacc.load_delegate(log_level="off", cores=cores)
-    interp = make_interpreter(model, delegates=[d])
-    interp.allocate_tensors()
-    rng = np.random.default_rng(cores)
-    det = interp.get_input_details()[0]
-    for _ in range(2):
-        x = rng.integers(-128, 128, det["shape"], dtype=np.int8)
-        interp.set_tensor(det["index"], x)
-        interp.invoke()
-        got = interp.get_tensor(interp.get_output_details()[0]["index"])
-        np.testing.assert_array_equal(got, run(model, [x])[0])
-    r = d.report()
-    host = [(n.op, " ".join(x.message for x in n.reasons)) for n in r.nodes if not n.claimed]
-    assert not host, host
-    assert len({n.partition for n in r.nodes}) == 1
-    strided = [o for o in make_interpreter(model)._get_ops_details() if o["op_name"] == "CONV_2D"]
-    assert strided
+    assert_model_one_partition_exact(model, cores)
+    # the model really has the large-stride layer: its first CONV_2D's filter
+    # and output size (16x16 over 64 -> 4x4; 11x11 stride 4 over 67 -> 15x15)
+    ref = make_interpreter(model)
+    shapes = {t["index"]: tuple(t["shape"]) for t in ref.get_tensor_details()}
+    first = next(o for o in ref._get_ops_details() if o["op_name"] == "CONV_2D")
+    kernel, out = shapes[first["inputs"][1]][1:3], shapes[first["outputs"][0]][1:3]
+    assert (kernel, out) == {"patch_embed_64": ((16, 16), (4, 4)),
+                             "alexnet_stem_67": ((11, 11), (15, 15))}[name]
 
 
 # ---- ONNX: the EP against the CPU EP ----------------------------------------------------
-
-def _onnx():
-    pytest.importorskip("onnxruntime")
-    import nacc.onnxruntime as nort
-    import onnx_models as om
-    nort.register()
-    return nort, om
-
 
 # 7-bit weights (ORT's reduce_range): the CPU EP's AVX2 u8s8 kernel saturates
 # int16 pair sums with 8-bit weights (tests/test_ep_exact.py).
@@ -164,13 +149,6 @@ ONNX_CASES = [
 @pytest.mark.parametrize("cores", ["1", "8", "32"])
 @pytest.mark.parametrize("case", ONNX_CASES, ids=[c[0] for c in ONNX_CASES])
 def test_onnx_space_to_depth_exact(case, cores):
-    nort, om = _onnx()
-    model = om.qdq_unit(om.conv(**case[1]), per_channel=True, seed=3, weight_bits=7)
-    feeds = om.int8_feeds(model, seed=3)
-    cpu = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)
-    s = om.session(model, "nacc", {"min_partition_macs": 0, "cores": cores})
-    rep = nort.partition_reports()[-1]
-    assert rep["partitions"], rep["host_nodes"]
-    assert all(h["op_type"] in ("QuantizeLinear", "DequantizeLinear")
-               for h in rep["host_nodes"]), rep["host_nodes"]
-    np.testing.assert_array_equal(s.run(None, feeds)[0], cpu[0])
+    _, om = _onnx()
+    assert_onnx_unit_exact(om.qdq_unit(om.conv(**case[1]), per_channel=True, seed=3,
+                                       weight_bits=7), cores, 3)
