@@ -152,3 +152,22 @@ def test_onnx_space_to_depth_exact(case, cores):
     _, om = _onnx()
     assert_onnx_unit_exact(om.qdq_unit(om.conv(**case[1]), per_channel=True, seed=3,
                                        weight_bits=7), cores, 3)
+
+
+@pytest.mark.parametrize("cores", ["1", "8", "32"])
+@pytest.mark.parametrize("kind", ["patch_embed", "alexnet"])
+def test_onnx_stem_models_exact(kind, cores):
+    """quantize_static QDQ models (7-bit weights) of a ViT patch embedding and
+    an AlexNet first layer: every Conv on the EP, equal to the CPU EP."""
+    nort, om = _onnx()
+    model = om.quantize(om.strided_stem(kind), per_channel=True, reduce_range=True)
+    cpu = om.session(model, ["CPUExecutionProvider"])
+    npu = om.session(model, "nacc", {"cores": cores})
+    rep = nort.partition_reports()[-1]
+    host = [h["op_type"] for h in rep["host_nodes"]]
+    assert "Conv" not in host, rep["host_nodes"]
+    claimed = [n["op_type"] for p in rep["partitions"] for n in p["nodes"]]
+    assert claimed.count("Conv") == 2, claimed
+    for seed in (5, 6):
+        feeds = om.input_feeds(model, seed=seed)[0]
+        np.testing.assert_array_equal(npu.run(None, feeds)[0], cpu.run(None, feeds)[0])
