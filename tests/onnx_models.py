@@ -204,6 +204,36 @@ def small_cnn(c=8, hw=16, classes=10, softmax_in_middle=False, residual=True,
     return float_model(n, {"x": (1, 3, hw, hw)}, {"y": (1, classes)}, inits, name="small_cnn")
 
 
+def strided_stem(kind="patch_embed", classes=10) -> onnx.ModelProto:
+    """The large-stride first layers (issue 15 item 4) with a small head:
+    "patch_embed" a ViT 16x16 stride-16 Conv over 64x64 (-> 4x4 tokens of 32),
+    a 1x1 Conv + Relu; "alexnet" an 11x11 stride-4 Conv + Relu over 67x67
+    (-> 15x15), a 3x3 stride-2 MaxPool, a 5x5 Conv + Relu. Then a
+    GlobalAveragePool, Flatten and Gemm."""
+    if kind == "patch_embed":
+        hw, layers = 64, [(32, 3, 16, 16, 0), (48, 32, 1, 1, 0)]
+    else:
+        hw, layers = 67, [(32, 3, 11, 4, 0), (48, 32, 5, 1, 2)]
+    n, inits, t = [], {}, "x"
+    for i, (co, ci, k, s, p) in enumerate(layers):
+        inits[f"w{i}"] = rng_weights((co, ci, k, k), 30 + i, 1.0 / np.sqrt(ci * k * k))
+        inits[f"b{i}"] = rng_weights((co,), 40 + i, 0.1)
+        n.append(helper.make_node("Conv", [t, f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}",
+                                  kernel_shape=[k, k], strides=[s, s], pads=[p] * 4))
+        n.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}"))
+        t = f"r{i}"
+        if kind == "alexnet" and i == 0:
+            n.append(helper.make_node("MaxPool", [t], ["p0"], name="pool0", kernel_shape=[3, 3],
+                                      strides=[2, 2]))
+            t = "p0"
+    inits["wf"] = rng_weights((classes, layers[-1][0]), 50, 0.2)
+    inits["bf"] = rng_weights((classes,), 51, 0.1)
+    n.append(helper.make_node("GlobalAveragePool", [t], ["g"], name="gap"))
+    n.append(helper.make_node("Flatten", ["g"], ["f"], name="flatten"))
+    n.append(helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], name="fc", transB=1))
+    return float_model(n, {"x": (1, 3, hw, hw)}, {"y": (1, classes)}, inits, name=kind)
+
+
 def mlp(k=32, hidden=64, classes=10, batch=1) -> onnx.ModelProto:
     inits = {"w1": rng_weights((k, hidden), 21, 0.2), "b1": rng_weights((hidden,), 22, 0.1),
              "w2": rng_weights((hidden, classes), 23, 0.2), "b2": rng_weights((classes,), 24, 0.1)}

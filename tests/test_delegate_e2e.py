@@ -67,7 +67,7 @@ def host_ops_in_the_middle():
     e = m.conv(d, 8, name="c2")
     f = m.conv(e, 8, k=16, padding="SAME", name="k16")      # 16x16 kernel
     g = m.conv(f, 8, name="c3")
-    h = m.conv(g, 8, stride=4, name="stride4")              # stride 4
+    h = m.depthwise(g, stride=4, name="stride4")            # depthwise stride 4
     i = m.conv(h, 16, k=1, name="c4")
     j = m.mean(i, axes=(3,), keep_dims=True, name="mean_c")  # MEAN over channels
     return m.build([j])

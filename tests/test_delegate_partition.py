@@ -119,7 +119,11 @@ SINGLE_NODE_CASES = [
     ("conv_same_relu", lambda: single_conv(), "npu", False),
     ("conv_valid_stride2", lambda: single_conv(stride=2, padding="VALID"), "npu", False),
     ("conv_stride3", lambda: single_conv(stride=3), "npu", False),
-    ("conv_stride4", lambda: single_conv(stride=4), ("stride", "stride 4x4"), False),
+    ("conv_stride4", lambda: single_conv(stride=4), "npu", False),  # space-to-depth
+    ("conv_stride4_same_ragged", lambda: single_conv(hw=10, stride=4),
+     ("stride", "stride 4x4: the input height 10 is not a multiple of the stride 4"), False),
+    ("conv_kernel16_stride16", lambda: single_conv(hw=32, k=16, stride=16, padding="VALID"), "npu",
+     False),
     ("conv_dilation2", lambda: single_conv(dilation=2), "npu", False),  # phases
     ("conv_dilation2_stride2", lambda: single_conv(dilation=2, stride=2, padding="VALID"),
      ("dilation", "dilation 2x2 with stride 2x2"), False),

@@ -225,8 +225,10 @@ DECLINES = [
     ("conv_dilation_stride_2", lambda: om.qdq_unit(om.conv(dilation=2, stride=2,
                                                            pads=(2, 2, 2, 2))), "Conv",
      "dilation 2x2 with stride 2x2"),
-    ("conv_stride_4", lambda: om.qdq_unit(om.conv(stride=4, hw=(16, 16))), "Conv",
-     "stride must be in [1, 3]"),
+    # a stride-4 Conv runs as a space-to-depth gather, but not a grouped one
+    ("conv_stride_4_grouped", lambda: om.qdq_unit(om.conv(c_in=8, c_out=8, group=2, stride=4,
+                                                          hw=(16, 16))), "Conv",
+     "a grouped convolution with a space-to-depth gather"),
     ("conv_kernel_16", lambda: om.qdq_unit(om.conv(c_in=2, c_out=2, hw=(16, 16), k=16, pads=(0, 0, 0, 0))),
      "Conv", "kernel height and width must be in [1, 15]"),
     ("conv_dilation_2_pad_6", lambda: om.qdq_unit(om.conv(dilation=2, pads=(6, 6, 6, 6))), "Conv",

@@ -18,7 +18,7 @@ import pytest
 
 import nacc
 from delegate_models import ModelBuilder, run
-from test_mean_avgpool import CONFIG_IDS, CONFIGS, assert_exact
+from test_mean_avgpool import CONFIG_IDS, CONFIGS, assert_exact, assert_model_one_partition_exact
 from tflite_builder import make_interpreter
 
 
@@ -114,21 +114,7 @@ def test_keras_models_one_partition_bit_exact(name, cores):
     and 4): every node claimed, one partition, bit-exact vs BUILTIN_REF."""
     keras_models = pytest.importorskip("keras_models")
     model = keras_models.converted(name)
-    d = nacc.load_delegate(log_level="off", cores=cores)
-    interp = make_interpreter(model, delegates=[d])
-    interp.allocate_tensors()
-    rng = np.random.default_rng(cores)
-    det = interp.get_input_details()[0]
-    for _ in range(2):
-        x = rng.integers(-128, 128, det["shape"], dtype=np.int8)
-        interp.set_tensor(det["index"], x)
-        interp.invoke()
-        got = interp.get_tensor(interp.get_output_details()[0]["index"])
-        np.testing.assert_array_equal(got, run(model, [x])[0])
-    r = d.report()
-    host = [(n.op, " ".join(x.message for x in n.reasons)) for n in r.nodes if not n.claimed]
-    assert not host, host
-    assert len({n.partition for n in r.nodes}) == 1
+    assert_model_one_partition_exact(model, cores)
     details = make_interpreter(model)._get_ops_details()
     if name == "grouped_conv_16":
         assert sum(o["op_name"] == "CONV_2D" for o in details) == 5
@@ -166,9 +152,15 @@ ONNX_CASES = [
 @pytest.mark.parametrize("cores", ["1", "8", "32"])
 @pytest.mark.parametrize("case", ONNX_CASES, ids=[c[0] for c in ONNX_CASES])
 def test_onnx_grouped_dilated_exact(case, cores):
-    nort, om = _onnx()
+    _, om = _onnx()
     kw, seed = case[1], (case[2] if len(case) > 2 else 3)
-    model = om.qdq_unit(om.conv(**kw), per_channel=True, seed=seed)
+    assert_onnx_unit_exact(om.qdq_unit(om.conv(**kw), per_channel=True, seed=seed), cores, seed)
+
+
+def assert_onnx_unit_exact(model, cores, seed):
+    """A QDQ node unit on the EP at `cores`: claimed (only Q/DQ on the host),
+    equal to the CPU EP."""
+    nort, om = _onnx()
     feeds = om.int8_feeds(model, seed=seed)
     cpu = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)
     s = om.session(model, "nacc", {"min_partition_macs": 0, "cores": cores})

@@ -78,6 +78,27 @@ def assert_exact(model, in_shape, seed=0, expect_claimed=True, **options):
     return report
 
 
+def assert_model_one_partition_exact(model, cores):
+    """A whole model through the delegate at `cores`: bit-exact vs BUILTIN_REF
+    on two random inputs, every node claimed, one partition; the report."""
+    d = nacc.load_delegate(log_level="off", cores=cores)
+    interp = make_interpreter(model, delegates=[d])
+    interp.allocate_tensors()
+    rng = np.random.default_rng(cores)
+    det = interp.get_input_details()[0]
+    for _ in range(2):
+        x = rng.integers(-128, 128, det["shape"], dtype=np.int8)
+        interp.set_tensor(det["index"], x)
+        interp.invoke()
+        got = interp.get_tensor(interp.get_output_details()[0]["index"])
+        np.testing.assert_array_equal(got, run(model, [x])[0])
+    r = d.report()
+    host = [(n.op, " ".join(x.message for x in n.reasons)) for n in r.nodes if not n.claimed]
+    assert not host, host
+    assert len({n.partition for n in r.nodes}) == 1
+    return r
+
+
 # (id, in_shape, kh, kw, sh, sw, padding, activation)
 POOL_CASES = [
     ("inception-3x3-s1-same", (1, 9, 10, 20), 3, 3, 1, 1, "SAME", "NONE"),
@@ -227,24 +248,7 @@ def test_block_models_one_partition_bit_exact(name, cores):
     an InceptionV3 block (3x3 stride-1 SAME average pool): every node claimed,
     in one partition, bit-exact."""
     keras_models = pytest.importorskip("keras_models")
-    model = keras_models.converted(name)
-    d = nacc.load_delegate(log_level="off", cores=cores)
-    interp = make_interpreter(model, delegates=[d])
-    interp.allocate_tensors()
-    ref = make_interpreter(model)
-    ref.allocate_tensors()
-    rng = np.random.default_rng(cores)
-    det = interp.get_input_details()[0]
-    for _ in range(2):
-        x = rng.integers(-128, 128, det["shape"], dtype=np.int8)
-        interp.set_tensor(det["index"], x)
-        interp.invoke()
-        got = interp.get_tensor(interp.get_output_details()[0]["index"])
-        np.testing.assert_array_equal(got, run(model, [x])[0])
-    r = d.report()
-    host = [(n.op, " ".join(x.message for x in n.reasons)) for n in r.nodes if not n.claimed]
-    assert not host, host
-    assert len({n.partition for n in r.nodes}) == 1
+    r = assert_model_one_partition_exact(keras_models.converted(name), cores)
     kinds = {n.op for n in r.nodes}
     assert ("MEAN" in kinds) if name.startswith("squeeze") else ("AVERAGE_POOL_2D" in kinds)
 

@@ -290,7 +290,19 @@ CASES = [
     past("kernel_size", "depthwise-16x3",
          lambda: b.conv("DEPTHWISE_CONV_2D", kernel=(16, 3), in_hw=(16, 16)), "kernel 16x3"),
     at("stride", "3x3", lambda: b.conv(stride=(3, 3))),
-    past("stride", "4x4", lambda: b.conv(stride=(4, 4)), "stride 4x4"),
+    # A CONV_2D of a stride above 3 or a kernel above 15: a space-to-depth
+    # gather and a window within the limits (compiler/lower.h lower_space_to_depth).
+    at("stride", "4x4-space-to-depth", lambda: b.conv(stride=(4, 4))),
+    at("kernel_size", "16x16-stride-16", lambda: b.conv(kernel=(16, 16), stride=(16, 16),
+                                                        in_hw=(32, 32))),
+    past("stride", "4x4-depthwise", lambda: b.conv("DEPTHWISE_CONV_2D", stride=(4, 4)),
+         "stride 4x4: a DEPTHWISE_CONV_2D has no space-to-depth form"),
+    past("stride", "16x16-gathered-channels", lambda: b.conv(kernel=(16, 16), stride=(16, 16),
+                                                             in_hw=(16, 16), c_in=300),
+         "16 x 16 x 300 = 76800 channels, above 65535", config=dict(sram_bytes=1 << 20)),
+    past("stride", "same-ragged", lambda: b.conv(kernel=(16, 16), stride=(16, 16), padding="SAME",
+                                                 in_hw=(40, 40)),
+         "the input height 40 is not a multiple of the stride 16"),
     past("stride", "max-pool-1x4", lambda: b.pool(stride=(1, 4)), "stride 1x4"),
     at("dilation", "1", lambda: b.conv(dilation=(1, 1))),
     # Dilation runs as phases of undilated windows (stride 1 only; each phase
@@ -442,10 +454,14 @@ def test_every_rule_has_a_limit_and_a_past_case():
 
 
 def test_style_example_message():
-    """STYLE.md house rule 1's example, verbatim."""
-    g, op = b.conv(name="conv7", stride=(4, 4))
+    """The message of a declined instance: label, detail, rule text (a
+    stride-4 depthwise has no space-to-depth form)."""
+    g, op = b.conv("DEPTHWISE_CONV_2D", name="conv7", stride=(4, 4))
     (v,) = _core.check_op(g, op)
-    assert v.message == "CONV_2D 'conv7': stride 4x4 \u2014 stride must be in [1, 3] (NACC_KERNEL.K_STRIDE_X/Y)"
+    assert v.message.startswith(
+        "DEPTHWISE_CONV_2D 'conv7': stride 4x4: a DEPTHWISE_CONV_2D has no space-to-depth form "
+        "here (the gather would mix its channels) \u2014 stride must be in [1, 3] "
+        "(NACC_KERNEL.K_STRIDE_X/Y), or"), v.message
 
 
 def test_unnamed_op_is_labelled_by_index():

@@ -1000,7 +1000,16 @@ std::vector<LoweredOp> check_and_lower_parts(const ir::Graph& g, int i, const Co
 void fill_region_record(const Context& ctx, const std::vector<const LoweredOp*>& parts,
                         const std::vector<const OpConstants*>& consts, OpRecord& rec) {
   const HwConfig& hw = ctx.options.hw;
-  int64_t read = tensor_bytes(ctx.graph.tensor(parts.at(0)->input)), mac = 0;
+  // Every runtime tensor the parts read, and every one they write, once (a
+  // space-to-depth convolution's staging tensor both).
+  std::set<int> reads, writes;
+  for (const LoweredOp* p : parts) {
+    reads.insert(p->input);
+    writes.insert(p->output);
+  }
+  int64_t read = 0, write = 0, mac = 0;
+  for (int id : reads) read += tensor_bytes(ctx.graph.tensor(id));
+  for (int id : writes) write += tensor_bytes(ctx.graph.tensor(id));
   rec.macs = 0;
   rec.weight_bytes = rec.weight_bytes_stored = 0;
   rec.lowering = parts[0]->lowering;
@@ -1012,7 +1021,6 @@ void fill_region_record(const Context& ctx, const std::vector<const LoweredOp*>&
     rec.weight_bytes += consts[i]->weight_raw;
     rec.weight_bytes_stored += consts[i]->weight_stored;
   }
-  const int64_t write = tensor_bytes(ctx.graph.tensor(parts[0]->output));
   rec.min_dma_bytes = read + write;
   rec.bound_cycles = cost::op_bound_cycles(mac, 0, read, write, hw);
 }
@@ -1125,6 +1133,31 @@ ir::Graph fold_pads(const ir::Graph& g, const std::vector<int>& outputs, const C
   return out;
 }
 
+// ---- space-to-depth staging (compiler/lower.h lower_space_to_depth) ------------------
+
+// Each op whose parts use compiler::kStagingTensor gets its staging tensor in
+// `graph`: int8, the shape of the part that reads it, the op input's
+// quantization; the parts are pointed at it. Memory planning keeps it live
+// during the op (its parts read and write it).
+void add_staging_tensors(ir::Graph& graph, std::vector<LoweredOp>& lowered) {
+  for (size_t i = 0; i < lowered.size(); ++i) {
+    if (lowered[i].input != compiler::kStagingTensor) continue;
+    const LoweredOp& reader = lowered[i];
+    ir::Tensor t;
+    t.name = str_cat(graph.tensor(reader.output).name, "/space_to_depth");
+    t.shape = {1, reader.in_shape.h, reader.in_shape.w, reader.in_shape.c};
+    t.dtype = ir::DType::kInt8;
+    t.quant = graph.tensor(graph.ops[reader.op_index].inputs[0]).quant;
+    const int id = int(graph.tensors.size());
+    graph.tensors.push_back(std::move(t));
+    for (LoweredOp& l : lowered) {
+      if (l.op_index != reader.op_index) continue;
+      if (l.input == compiler::kStagingTensor) l.input = id;
+      if (l.output == compiler::kStagingTensor) l.output = id;
+    }
+  }
+}
+
 // ---- compile() per op kind ---------------------------------------------------------
 
 // The lowered ops of graph.ops[i], appended to *lowered in op order: none for
@@ -1232,6 +1265,7 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
 
   std::vector<LoweredOp> lowered;
   for (int i = 0; i < int(graph.ops.size()); ++i) lower_into(graph, i, folded[i], options, &lowered);
+  add_staging_tensors(graph, lowered);
 
   alias_concat_producers(graph, inputs, outputs, lowered);
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "arch/fields.h"
 #include "arch/limits.h"
@@ -308,8 +309,10 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.out_shape = nhwc_of(out.shape);
   check_arg(w.rank() == 4, l.label, ": weights rank ", w.rank(), " != 4");
   const int kh = int(w.shape[1]), kw = int(w.shape[2]);
-  if (op.attrs.dilation_h > 1 || op.attrs.dilation_w > 1) {
-    // The whole window as given; lower_conv_parts cuts it into undilated phases.
+  if (op.attrs.dilation_h > 1 || op.attrs.dilation_w > 1 ||
+      (!depthwise && support::needs_space_to_depth(g, op))) {
+    // The whole window as given; lower_conv_parts cuts it into undilated
+    // phases, lower_space_to_depth gathers it into a window within the limits.
     l.kernel_h = kh;
     l.kernel_w = kw;
     l.stride_h = op.attrs.stride_h;
@@ -1244,8 +1247,97 @@ std::vector<T> channel_slice(const std::vector<T>& v, int64_t first, int64_t n, 
 
 }  // namespace
 
+std::vector<LoweredOp> lower_space_to_depth(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  const LoweredOp whole = lower_whole(graph, op_index);
+  check_arg(op.kind == OpKind::kConv2D && support::needs_space_to_depth(graph, op), whole.label,
+            ": not a CONV_2D of a stride above ", limits::kMaxStride, " or a kernel above ",
+            limits::kMaxKernel);
+  if (auto e = support::space_to_depth_error(graph, op)) {
+    throw Unsupported(str_cat(whole.label, ": ", *e));
+  }
+  const support::SpaceToDepth s = support::space_to_depth(graph, op);
+  const Shape4 in = whole.in_shape;
+  const int fh = s.rows.factor, fw = s.cols.factor, c = in.c;
+  const Shape4 t{1, s.rows.cells, s.cols.cells, int(s.channels)};
+  std::vector<LoweredOp> parts;
+  // The gather: per row sub-position r, the whole cells' s_w*C bytes, then the
+  // last column cell's fewer bytes (positions of T no pass writes are read
+  // only by taps of weight 0: support::space_to_depth_error).
+  for (int r = 0; r < fh; ++r) {
+    const int rows = std::min(t.h, (in.h - r + fh - 1) / fh);  // cells with input row fh*i + r
+    if (rows <= 0) continue;
+    const int tail = in.w - fw * s.cols.whole_cells;           // positions of the partial cell
+    for (const auto& [j0, cols, bytes] :
+         {std::tuple{0, s.cols.whole_cells, fw * c},
+          std::tuple{s.cols.whole_cells, t.w > s.cols.whole_cells ? 1 : 0, tail * c}}) {
+      if (cols <= 0 || bytes <= 0) continue;
+      LoweredOp l;
+      l.op_index = op_index;
+      l.kind = op.kind;
+      l.label = str_cat(whole.label, " gather row ", r, j0 ? " last cell" : "");
+      l.unit = Unit::kMaxPool;
+      l.input = whole.input;
+      l.output = kStagingTensor;
+      l.in_shape = l.out_shape = Shape4{1, rows, cols, bytes};
+      l.input_zero_point = l.output_zero_point = whole.input_zero_point;
+      l.act_min = -128;
+      l.act_max = 127;
+      l.act_mode = ActMode::NONE;
+      l.in_pixel_pitch = int64_t(fw) * c;
+      l.in_row_pitch = int64_t(fh) * in.w * c;
+      l.in_byte_offset = int64_t(r) * in.w * c + int64_t(j0) * fw * c;
+      l.out_pixel_pitch = t.c;
+      l.out_channel_offset = r * fw * c;
+      l.out_row_pitch = int64_t(t.w) * t.c;
+      l.out_byte_offset = int64_t(j0) * t.c;
+      l.lowering = "space_to_depth";
+      parts.push_back(std::move(l));
+    }
+  }
+  // The convolution over T: the weights rearranged to [C_out, KH', KW', s_h*s_w*C].
+  LoweredOp conv = whole;
+  conv.input = kStagingTensor;
+  conv.in_shape = t;
+  conv.kernel_h = s.rows.kernel;
+  conv.kernel_w = s.cols.kernel;
+  conv.stride_h = s.rows.stride;
+  conv.stride_w = s.cols.stride;
+  conv.pad_top = s.rows.pad_before;
+  conv.pad_bottom = s.rows.pad_after;
+  conv.pad_left = s.cols.pad_before;
+  conv.pad_right = s.cols.pad_after;
+  const int c_out = whole.out_shape.c;
+  const int kh = int(graph.tensor(op.inputs[1]).shape[1]);
+  const int kw = int(graph.tensor(op.inputs[1]).shape[2]);
+  conv.weights.assign(size_t(c_out) * conv.kernel_h * conv.kernel_w * t.c, 0);
+  for (int o = 0; o < c_out; ++o) {
+    for (int qy = 0; qy < conv.kernel_h; ++qy) {
+      for (int qx = 0; qx < conv.kernel_w; ++qx) {
+        for (int ry = 0; ry < fh; ++ry) {
+          const int ty = support::space_to_depth_tap(s.rows, qy, ry);
+          if (ty < 0) continue;
+          for (int rx = 0; rx < fw; ++rx) {
+            const int tx = support::space_to_depth_tap(s.cols, qx, rx);
+            if (tx < 0) continue;
+            const int8_t* src = &whole.weights[((size_t(o) * kh + ty) * kw + tx) * c];
+            int8_t* dst = &conv.weights[((size_t(o) * conv.kernel_h + qy) * conv.kernel_w + qx) * t.c +
+                                        size_t(ry * fw + rx) * c];
+            std::memcpy(dst, src, size_t(c));
+          }
+        }
+      }
+    }
+  }
+  parts.push_back(std::move(conv));
+  return parts;
+}
+
 std::vector<LoweredOp> lower_conv_parts(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
+  if (op.kind == OpKind::kConv2D && support::needs_space_to_depth(graph, op)) {
+    return lower_space_to_depth(graph, op_index);
+  }
   LoweredOp whole = lower_whole(graph, op_index);
   const bool conv = op.kind == OpKind::kConv2D;
   const bool dilated = op.attrs.dilation_h > 1 || op.attrs.dilation_w > 1;

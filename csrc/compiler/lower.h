@@ -190,7 +190,8 @@ std::vector<LoweredOp> lower_concatenation(const ir::Graph& graph, int op_index)
 
 // The parts an op lowers to: CONCATENATION's (lower_concatenation), a TFLite
 // AVERAGE_POOL_2D's region passes (lower_average_pool_regions), a grouped or
-// dilated convolution's (lower_conv_parts), else the one
+// dilated convolution's (lower_conv_parts), a space-to-depth convolution's
+// (lower_space_to_depth), else the one
 // LoweredOp of lower_op. Throws Unsupported as lower_op does.
 std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index);
 
@@ -220,6 +221,25 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
 // the same products, so the parts are exact. Anything else: the one
 // LoweredOp of lower_op. lower_op returns the first part.
 std::vector<LoweredOp> lower_conv_parts(const ir::Graph& graph, int op_index);
+
+// A part's input or output that is its op's staging tensor: the
+// space-to-depth gather of lower_space_to_depth, a [1, H', W', C'] tensor
+// (the shape of the part that reads it) with the op input's quantization,
+// which compile() adds to the graph as scratch live during the op.
+inline constexpr int kStagingTensor = -2;
+
+// A CONV_2D of a stride above 3 or a kernel above 15 (support/conv_parts.h
+// space_to_depth): the input gathered into the staging tensor T with
+// T[i, j, (r, u, c)] = in[s_h*i + r, s_w*j + u, c] by one copy pass per row
+// sub-position r (a 1x1 max-pool identity reading rows r, r + s_h, .. and
+// pixels of s_w*C bytes, writing channels from r*s_w*C of T's pixels; a
+// second pass for a last column cell of fewer than s_w positions), then the
+// convolution over T with stride 1 on the gathered axes, the new window's
+// taps q holding the original weight of tap s*(q + first_tap) + r + pad, or
+// 0 where that is outside the window. Every output is the sum of the same
+// products plus products of weight 0, so the result is exact. lower_op
+// returns the first part.
+std::vector<LoweredOp> lower_space_to_depth(const ir::Graph& graph, int op_index);
 
 // ---- the TFLite arithmetic, exposed for tests and frontends -------------------
 

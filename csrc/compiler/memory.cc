@@ -93,6 +93,17 @@ MemoryPlan plan_memory(const ir::Graph& graph, const std::vector<LoweredOp>& low
       bytes[c] = std::max(bytes[c], tensor_bytes(graph.tensor(id)));
     }
   }
+  // A tensor only the lowered parts of an op use (a space-to-depth staging
+  // tensor, compiler/lower.h kStagingTensor): live during that op.
+  for (const LoweredOp& l : lowered) {
+    for (int id : {l.input, l.output}) {
+      if (id < 0 || graph.tensor(id).is_constant()) continue;
+      const int c = uf.find(id);
+      first[c] = std::min(first[c], l.op_index);
+      last[c] = std::max(last[c], l.op_index);
+      bytes[c] = std::max(bytes[c], tensor_bytes(graph.tensor(id)));
+    }
+  }
   std::vector<char> output_class(nt, 0);
   for (int id : outputs) output_class[uf.find(id)] = 1;
 

@@ -1,7 +1,9 @@
 // Grouped and dilated convolution parts (support/conv_parts.h).
 #include "support/conv_parts.h"
 
+#include "arch/fields.h"
 #include "arch/limits.h"
+#include "arch/registers.h"
 #include <algorithm>
 
 #include "common/error.h"
@@ -72,6 +74,145 @@ ConvPhases conv_phases(const ir::Graph& graph, const ir::Op& op) {
   p.cols = dilation_phases(int(out.shape[2]), int(in.shape[2]), int(w.shape[2]),
                            std::max(1, a.dilation_w), int(a.padding.left));
   return p;
+}
+
+// ---- space-to-depth --------------------------------------------------------------
+
+namespace {
+
+int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+bool axis_needs_gather(int kernel, int stride) {
+  return stride > limits::kMaxStride || kernel > limits::kMaxKernel;
+}
+
+}  // namespace
+
+SpaceToDepthAxis space_to_depth_axis(int in, int out, int kernel, int stride, int pad, bool gather) {
+  check_arg(in >= 1 && out >= 1 && kernel >= 1 && stride >= 1 && pad >= 0,
+            "space_to_depth_axis: in ", in, ", out ", out, ", kernel ", kernel, ", stride ",
+            stride, ", pad ", pad);
+  SpaceToDepthAxis a;
+  a.input = in;
+  a.orig_pad = pad;
+  a.orig_kernel = kernel;
+  a.factor = gather ? stride : 1;
+  a.stride = stride / a.factor;
+  // Tap t of output y reads input factor*(stride'*y + q) + r with t - pad = factor*q + r.
+  a.first_tap = floor_div(-pad, a.factor);
+  const int last_tap = floor_div(kernel - 1 - pad, a.factor);
+  a.kernel = last_tap - a.first_tap + 1;
+  a.pad_before = -a.first_tap;
+  if (a.factor == 1) {
+    a.cells = a.whole_cells = in;
+  } else {
+    // Every cell holding an input position, but none past the last one read.
+    a.cells = std::min((in + a.factor - 1) / a.factor, out + last_tap);
+    a.whole_cells = std::min(in / a.factor, a.cells);
+  }
+  a.pad_after = std::max(0, (out - 1) * a.stride + a.kernel - a.cells - a.pad_before);
+  return a;
+}
+
+int space_to_depth_tap(const SpaceToDepthAxis& a, int q, int r) {
+  const int t = a.factor * (q + a.first_tap) + r + a.orig_pad;
+  return t >= 0 && t < a.orig_kernel ? t : -1;
+}
+
+bool needs_space_to_depth(const ir::Graph& graph, const ir::Op& op) {
+  if (op.kind != ir::OpKind::kConv2D && op.kind != ir::OpKind::kDepthwiseConv2D) return false;
+  if (op.inputs.size() < 2 || op.inputs[1] < 0) return false;
+  const ir::Tensor& w = graph.tensor(op.inputs[1]);
+  if (w.rank() != 4) return false;
+  return axis_needs_gather(int(w.shape[1]), op.attrs.stride_h) ||
+         axis_needs_gather(int(w.shape[2]), op.attrs.stride_w);
+}
+
+SpaceToDepth space_to_depth(const ir::Graph& graph, const ir::Op& op) {
+  const ir::Tensor& in = graph.tensor(op.inputs.at(0));
+  const ir::Tensor& w = graph.tensor(op.inputs.at(1));
+  const ir::Tensor& out = graph.tensor(op.outputs.at(0));
+  check_arg(in.rank() == 4 && w.rank() == 4 && out.rank() == 4, "space_to_depth: ",
+            op.display_type(), " needs rank-4 input, filter and output");
+  const auto& a = op.attrs;
+  const int kh = int(w.shape[1]), kw = int(w.shape[2]);
+  SpaceToDepth s;
+  s.rows = space_to_depth_axis(int(in.shape[1]), int(out.shape[1]), kh, a.stride_h,
+                               int(a.padding.top), axis_needs_gather(kh, a.stride_h));
+  s.cols = space_to_depth_axis(int(in.shape[2]), int(out.shape[2]), kw, a.stride_w,
+                               int(a.padding.left), axis_needs_gather(kw, a.stride_w));
+  s.in_channels = in.shape[3];
+  s.channels = int64_t(s.rows.factor) * s.cols.factor * in.shape[3];
+  return s;
+}
+
+namespace {
+
+// Why one axis of the space-to-depth form does not fit, or nullopt.
+std::optional<std::string> axis_error(const SpaceToDepthAxis& a, int out, int stride,
+                                      const char* dim) {
+  if (a.factor == 1 && axis_needs_gather(a.orig_kernel, stride)) {
+    return str_cat("a ", a.orig_kernel, "-tap window along the ", dim, " with stride ", stride,
+                   " has no space-to-depth form (it needs a stride of at least 2 per axis above ",
+                   limits::kMaxKernel, " taps)");
+  }
+  if (a.kernel > limits::kMaxKernel) {
+    return str_cat("the gathered window is ", a.kernel, " cells along the ", dim, ", above ",
+                   limits::kMaxKernel);
+  }
+  if (a.pad_before > limits::kMaxPadding || a.pad_after > limits::kMaxPadding) {
+    return str_cat("the gathered window pads ", a.pad_before, "/", a.pad_after, " cells along the ", dim,
+                   ", above ", limits::kMaxPadding);
+  }
+  if (a.whole_cells < a.cells) {
+    // The last cell's positions past the input: only taps of weight 0 may read them.
+    const int last = a.cells - 1;
+    for (int q = 0; q < a.kernel; ++q) {
+      const int y = last - (q + a.first_tap);
+      if (y < 0 || y >= out) continue;
+      for (int r = a.input - a.factor * last; r < a.factor; ++r) {
+        if (space_to_depth_tap(a, q, r) >= 0) {
+          return str_cat("the input ", dim, " ", a.input, " is not a multiple of the stride ",
+                         a.factor, " and the window reads the padding past it (a cell of the "
+                         "gather would mix input and padding)");
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> space_to_depth_error(const ir::Graph& graph, const ir::Op& op) {
+  if (op.kind == ir::OpKind::kDepthwiseConv2D) {
+    return std::string("a DEPTHWISE_CONV_2D has no space-to-depth form here (the gather would "
+                       "mix its channels)");
+  }
+  const auto& a = op.attrs;
+  if (a.dilation_h > 1 || a.dilation_w > 1) {
+    return str_cat("dilation ", a.dilation_h, "x", a.dilation_w, " with a space-to-depth gather");
+  }
+  if (conv_groups(graph, op) != 1) return std::string("a grouped convolution with a space-to-depth gather");
+  const ir::Tensor& in = graph.tensor(op.inputs.at(0));
+  if (in.dtype != ir::DType::kInt8) {
+    return std::string("the space-to-depth gather takes int8 feature maps (its copy passes are 8-bit)");
+  }
+  const ir::Tensor& out = graph.tensor(op.outputs.at(0));
+  const SpaceToDepth s = space_to_depth(graph, op);
+  if (auto e = axis_error(s.rows, int(out.shape[1]), a.stride_h, "height")) return e;
+  if (auto e = axis_error(s.cols, int(out.shape[2]), a.stride_w, "width")) return e;
+  const int64_t max_channels =
+      std::min(field_max(fields::NACC_FM_CH::IN_FM_CH),
+               field_max(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN));
+  if (s.channels > max_channels) {
+    return str_cat("the gather has ", s.rows.factor, " x ", s.cols.factor, " x ", s.in_channels,
+                   " = ", s.channels, " channels, above ", max_channels,
+                   " (NACC_FM_CH.IN_FM_CH, NACC_DMA_OUT_TRANS_LEN)");
+  }
+  const int64_t parts = 2 * int64_t(s.rows.factor) + 1;
+  if (parts > kMaxConvParts) return str_cat("stride ", s.rows.factor, ": ", parts, " parts");
+  return std::nullopt;
 }
 
 }  // namespace nacc::support

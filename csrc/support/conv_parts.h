@@ -1,6 +1,8 @@
 // How a grouped or dilated CONV_2D / DEPTHWISE_CONV_2D is cut into ordinary
-// convolutions the units run (compiler/lower.h lower_conv_parts): one
-// decision shared by the capability rules and the compiler.
+// convolutions the units run (compiler/lower.h lower_conv_parts), and how a
+// CONV_2D of a stride above 3 or a kernel above 15 becomes a space-to-depth
+// gather and a convolution within the window limits (lower_space_to_depth):
+// one decision shared by the capability rules and the compiler.
 #pragma once
 
 #include <optional>
@@ -50,5 +52,59 @@ ConvPhases conv_phases(const ir::Graph& graph, const ir::Op& op);
 
 // At most this many parts (groups x row phases x column phases) per op.
 inline constexpr int kMaxConvParts = 256;
+
+// ---- space-to-depth (compiler/lower.h lower_space_to_depth) ----------------------
+
+// One axis of a CONV_2D through a space-to-depth of `factor` (the stride;
+// 1: the axis is kept as it is). The staged tensor T holds `cells` positions
+// along the axis, cell i holding the input positions factor*i + r, r in
+// [0, factor) (the last cell holds fewer when `whole_cells` < `cells`:
+// those positions of T are never written, and only taps of weight 0 read
+// them). The original tap t of output y reads input factor*(stride'*y + q) + r
+// with t - pad = factor*q + r; the new window's taps are q in [first_tap,
+// first_tap + kernel), stride' = stride / factor, pad_before = -first_tap
+// cells of padding, pad_after implied by the sizes.
+struct SpaceToDepthAxis {
+  int factor = 1;
+  int stride = 1;       // the new window's stride (1 when factor > 1)
+  int first_tap = 0;    // q of the new window's first tap (<= 0)
+  int kernel = 1;       // taps of the new window
+  int pad_before = 0, pad_after = 0;
+  int cells = 0;        // positions of T along the axis
+  int whole_cells = 0;  // cells holding `factor` input positions
+  int input = 0;        // input positions
+  int orig_pad = 0;     // the original window's padding before the input
+  int orig_kernel = 1;  // the original window's taps
+};
+
+// The axis of `in` inputs, `out` outputs, a window of `kernel` taps, `stride`
+// and `pad` before (factor = stride when `gather`, else 1).
+SpaceToDepthAxis space_to_depth_axis(int in, int out, int kernel, int stride, int pad, bool gather);
+
+// The original tap of new tap q (0-based) at sub-position r, or -1 (a tap of
+// weight 0: before the window or past its end).
+int space_to_depth_tap(const SpaceToDepthAxis& a, int q, int r);
+
+struct SpaceToDepth {
+  SpaceToDepthAxis rows, cols;
+  int64_t in_channels = 0;   // C of the input
+  int64_t channels = 0;      // rows.factor * cols.factor * C: channels of T
+};
+
+// Whether the CONV_2D's window or stride is outside the limits of
+// NACC_KERNEL (a stride above 3 or a kernel above 15 on an axis) — the ones
+// the space-to-depth form applies to. Needs rank-4 tensors.
+bool needs_space_to_depth(const ir::Graph& graph, const ir::Op& op);
+
+// The space-to-depth of such a CONV_2D: every axis of a stride above 3 or a
+// kernel above 15 gathered by its stride, the other kept.
+SpaceToDepth space_to_depth(const ir::Graph& graph, const ir::Op& op);
+
+// Why the space-to-depth form cannot run the CONV_2D exactly within the
+// limits (a depthwise, grouped, dilated or 16-bit convolution, an axis of
+// stride 1 with a kernel above 15, a new window above 15 or padding above 5,
+// a partial cell the window reads as padding, channels of T above 65535), or
+// nullopt.
+std::optional<std::string> space_to_depth_error(const ir::Graph& graph, const ir::Op& op);
 
 }  // namespace nacc::support

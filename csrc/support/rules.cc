@@ -619,17 +619,40 @@ std::optional<std::string> check_elementwise_broadcast(const Graph& g, const Op&
 
 // ---- windows ------------------------------------------------------------------
 
+bool stride_in_range(const Op& op) {
+  const auto ok = [](int s) { return s >= limits::kMinStride && s <= limits::kMaxStride; };
+  return ok(op.attrs.stride_h) && ok(op.attrs.stride_w);
+}
+
+// A CONV_2D of a stride above 3 or a kernel above 15 runs as a space-to-depth
+// gather and a convolution within the limits (compiler/lower.h
+// lower_space_to_depth); the kernel and stride rules pass it when that form
+// fits and quote why it does not otherwise.
 std::optional<std::string> check_kernel_size(const Graph& g, const Op& op, const SupportConfig&) {
   const auto [kh, kw] = kernel_of(g, op);
   const auto ok = [](int64_t k) { return k >= limits::kMinKernel && k <= limits::kMaxKernel; };
   if (ok(kh) && ok(kw)) return std::nullopt;
-  return str_cat("kernel ", kh, "x", kw);
+  const std::string what = str_cat("kernel ", kh, "x", kw);
+  if (kh < limits::kMinKernel || kw < limits::kMinKernel || !needs_space_to_depth(g, op)) return what;
+  // A kernel above 15 along an axis of stride 1 has no gather factor.
+  if ((kh > limits::kMaxKernel && op.attrs.stride_h == 1) ||
+      (kw > limits::kMaxKernel && op.attrs.stride_w == 1)) {
+    return what;
+  }
+  if (!stride_in_range(op)) return std::nullopt;  // the stride rule says why
+  if (auto e = space_to_depth_error(g, op)) return str_cat(what, ": ", *e);
+  return std::nullopt;
 }
 
-std::optional<std::string> check_stride(const Graph&, const Op& op, const SupportConfig&) {
-  const auto ok = [](int s) { return s >= limits::kMinStride && s <= limits::kMaxStride; };
-  if (ok(op.attrs.stride_h) && ok(op.attrs.stride_w)) return std::nullopt;
-  return str_cat("stride ", op.attrs.stride_h, "x", op.attrs.stride_w);
+std::optional<std::string> check_stride(const Graph& g, const Op& op, const SupportConfig&) {
+  if (stride_in_range(op)) return std::nullopt;
+  const std::string what = str_cat("stride ", op.attrs.stride_h, "x", op.attrs.stride_w);
+  if (op.attrs.stride_h < limits::kMinStride || op.attrs.stride_w < limits::kMinStride ||
+      !needs_space_to_depth(g, op)) {
+    return what;
+  }
+  if (auto e = space_to_depth_error(g, op)) return str_cat(what, ": ", *e);
+  return std::nullopt;
 }
 
 // Dilation > 1 runs as d_h x d_w phases of undilated windows (compiler/lower.h
@@ -654,7 +677,7 @@ std::optional<std::string> check_dilation(const Graph& g, const Op& op, const Su
   return std::nullopt;
 }
 
-std::optional<std::string> check_padding(const Graph&, const Op& op, const SupportConfig&) {
+std::optional<std::string> check_padding(const Graph& g, const Op& op, const SupportConfig&) {
   ir::Padding p = op.attrs.padding;
   if (op.kind == OpKind::kPad) {
     // Rank 4 (gate); 4 entries unless shape_consistency could not look
@@ -667,6 +690,10 @@ std::optional<std::string> check_padding(const Graph&, const Op& op, const Suppo
       (op.attrs.dilation_h > 1 || op.attrs.dilation_w > 1) && op.attrs.stride_h == 1 &&
       op.attrs.stride_w == 1 && p.top >= 0 && p.bottom >= 0 && p.left >= 0 && p.right >= 0) {
     return std::nullopt;  // the phases' padding: the dilation rule checks it
+  }
+  if (op.kind == OpKind::kConv2D && needs_space_to_depth(g, op) && p.top >= 0 && p.bottom >= 0 &&
+      p.left >= 0 && p.right >= 0 && !space_to_depth_error(g, op)) {
+    return std::nullopt;  // the gathered window's padding: the kernel / stride rules check it
   }
   if (is_region_average_pool(op)) {
     // Region passes take any padding below the window: each edge row or
@@ -1061,11 +1088,19 @@ std::vector<Rule> build_rules() {
 
       // Windows (NACC_SPEC §2).
       {"kernel_size", conv_like,
-       str_cat("kernel height and width must be in ", window, " (NACC_KERNEL.K_SIZE_X/Y)"), false,
+       str_cat("kernel height and width must be in ", window, " (NACC_KERNEL.K_SIZE_X/Y); a "
+               "CONV_2D of a larger kernel with a stride of at least 2 on that axis: see rule "
+               "stride's space-to-depth form"), false,
        check_kernel_size},
       {"stride", {K::kConv2D, K::kDepthwiseConv2D, K::kMaxPool2D},
        str_cat("stride must be in ", range_text(limits::kMinStride, limits::kMaxStride),
-               " (NACC_KERNEL.K_STRIDE_X/Y)"),
+               " (NACC_KERNEL.K_STRIDE_X/Y), or, for an int8 CONV_2D without groups or dilation, "
+               "above (or a kernel above ", limits::kMaxKernel, "): a space-to-depth gather by the "
+               "stride of each such axis (DMA copy passes) and a stride-1 convolution over "
+               "s_h x s_w x C channels (at most 65535) whose window is at most ",
+               limits::kMaxKernel, " cells and pads at most ", limits::kMaxPadding,
+               " per side, where a cell of the gather past the input is read by taps of weight 0 "
+               "only"),
        false, check_stride},
       {"dilation", conv_like,
        str_cat("dilation must be ", limits::kMaxDilation,

@@ -5,6 +5,7 @@
 
 #include "arch/sram.h"
 #include "common/error.h"
+#include "support/conv_parts.h"
 
 namespace nacc::support {
 
@@ -76,8 +77,15 @@ int64_t min_sram_bytes(const ir::Graph& graph, const ir::Op& op, const SupportCo
       const ir::Tensor& f = graph.tensor(op.inputs[1]);
       need_rank(in, 4);
       need_rank(f, 4);
-      const int64_t kh = f.shape[1], kw = f.shape[2], c_in = f.shape[3];
-      return A(e * window_area(kh, kw) * c_in) + A(kh * kw * c_in) + per_channel_params + A(e);
+      int64_t kh = f.shape[1], kw = f.shape[2], c_in = f.shape[3], h = in.shape[1], w = in.shape[2];
+      if (needs_space_to_depth(graph, op) && !space_to_depth_error(graph, op)) {
+        // The convolution over the gathered tensor (its copy passes need less).
+        const SpaceToDepth s = space_to_depth(graph, op);
+        kh = s.rows.kernel, kw = s.cols.kernel, c_in = s.channels;
+        h = s.rows.cells, w = s.cols.cells;
+      }
+      return A(e * std::min(kh, h) * std::min(kw, w) * c_in) + A(kh * kw * c_in) +
+             per_channel_params + A(e);
     }
     case OpKind::kDepthwiseConv2D: {
       const ir::Tensor& f = graph.tensor(op.inputs[1]);

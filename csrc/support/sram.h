@@ -56,6 +56,8 @@ constexpr int64_t kShiftBytesPerChannel = 4;
 //                        A(min(KH,H) * min(KW,W) * C_in)   input window
 //                      + A(KH * KW * C_in)                 that channel's filter
 //                      + P + A(1)                          bias/mult/shift, output
+//                      (a stride above 3 or kernel above 15: the same for the
+//                      convolution over the space-to-depth gather, support/conv_parts.h)
 //   DEPTHWISE_CONV_2D  one output pixel x the M = depth_multiplier outputs of
 //                      one input channel:
 //                        A(min(KH,H) * min(KW,W)) + A(KH * KW * M)

@@ -362,6 +362,43 @@ def deeplab_style(size=24, classes=10):
     return _settle(m, _calibration((size, size, 3)))
 
 
+def patch_embed_style(size=64, classes=10):
+    """A ViT-style patch embedding: a 16x16 stride-16 convolution (the patch
+    projection, VALID), a 1x1 convolution per token with ReLU (the MLP's
+    first layer as a convolution), a global pool and a dense layer without
+    softmax."""
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(9)
+    x = inp = keras.Input((size, size, 3))
+    x = layers.Conv2D(48, 16, strides=16, padding="valid")(x)
+    x = layers.Conv2D(64, 1, activation="relu")(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    m = keras.Model(inp, layers.Dense(classes)(x))
+    return _settle(m, _calibration((size, size, 3)))
+
+
+def alexnet_stem_style(size=67, classes=10):
+    """An AlexNet-style first layer: an 11x11 stride-4 convolution (VALID,
+    ReLU), a 3x3 stride-2 max pool, a 5x5 SAME convolution, a 3x3 stride-2
+    max pool, a 3x3 convolution, a global pool and a dense layer without
+    softmax."""
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(10)
+    x = inp = keras.Input((size, size, 3))
+    x = layers.Conv2D(32, 11, strides=4, padding="valid", activation="relu")(x)
+    x = layers.MaxPooling2D(3, strides=2)(x)
+    x = layers.Conv2D(48, 5, padding="same", activation="relu")(x)
+    x = layers.MaxPooling2D(3, strides=2)(x)
+    x = layers.Conv2D(64, 3, padding="same", activation="relu")(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    m = keras.Model(inp, layers.Dense(classes)(x))
+    return _settle(m, _calibration((size, size, 3)))
+
+
 def _mobilenet_v2_224():
     return mobilenet_v2(1.0, 224)
 
@@ -381,6 +418,8 @@ MODELS: Dict[str, Tuple[Callable, Tuple[int, ...], Callable]] = {
     "inception_v3_block_35": (inception_v3_block_style, (35, 35, 3), _calibration),
     "grouped_conv_16": (grouped_conv_style, (16, 16, 3), _calibration),
     "deeplab_block_24": (deeplab_style, (24, 24, 3), _calibration),
+    "patch_embed_64": (patch_embed_style, (64, 64, 3), _calibration),
+    "alexnet_stem_67": (alexnet_stem_style, (67, 67, 3), _calibration),
 }
 
 # The model ``nacc demo`` builds: the digits CNN trains in seconds and its

@@ -200,11 +200,14 @@ def _conv_like(ctx: Ctx, x: int, depthwise: bool):
     if ctx.want_invalid():
         which = pick(rng, ["kernel", "stride", "dilation", "padding"] +
                      ([] if depthwise else ["kernel"]) + (["mult"] if depthwise else []))
-        if which == "kernel":
+        if which == "kernel":  # stride 1: no space-to-depth factor for it
             p["kh"] = 16
             p["padding"] = "VALID"
+            p["sh"] = 1
         elif which == "stride":
             p["sh"] = 4
+            if not depthwise:  # a stride-4 CONV_2D runs as a gather; dilated, it has no form
+                p["dh"] = p["dw"] = 2
         elif which == "dilation":  # dilation runs as phases with stride 1 only
             p["dh"] = p["dw"] = 2
             p["sh"] = 2
@@ -225,6 +228,16 @@ def _conv_like(ctx: Ctx, x: int, depthwise: bool):
         groups = [g for g in (2, 3, 4, 8, cin) if 1 < g <= cin and cin % g == 0]
         if groups:
             p["groups"] = int(pick(side, groups))
+    # Space-to-depth (compiler/lower.h lower_space_to_depth): a CONV_2D of a
+    # stride above 3 (ViT 16x16/16, AlexNet 11x11/4, a kernel below the
+    # stride), VALID, or SAME over a multiple of the stride; same side stream.
+    if (not depthwise and not inv and p.get("groups", 1) == 1 and p["dh"] == 1
+            and side.random() < 0.15):
+        st = int(pick(side, [4, 4, 5, 8, 16]))
+        k = int(pick(side, [st, st, 3, 7, 11 if st == 4 else 17]))
+        for axis, size in (("h", h), ("w", w)):
+            p["s" + axis], p["k" + axis] = st, min(k, size)
+        p["padding"] = "SAME" if h % st == 0 and w % st == 0 and side.random() < 0.5 else "VALID"
     if depthwise:
         p["mult"] = pick(rng, [1, 1, 1, 2, 4, 8]) if "mult" not in inv else 3
         if cin * p["mult"] > 160:
