@@ -239,8 +239,9 @@ DECLINES = [
     ("avg_pool_count_include_pad", lambda: _pool_unit("AveragePool", pads=(1, 1, 1, 1),
                                                        count_include_pad=1), "AveragePool",
      "count_include_pad=1"),
-    ("avg_pool_3x3", lambda: _pool_unit("AveragePool", k=3, stride=1), "AveragePool",
-     "window must be 2x2 with stride 2"),
+    # 3x3 stride 1 is claimed (the float32 pool modes take the max pool's windows)
+    ("avg_pool_16x16", lambda: _pool_unit("AveragePool", k=16, stride=1, hw=(20, 20)),
+     "AveragePool", "windows up to 15"),
     ("max_pool_ceil_mode", lambda: _pool_unit("MaxPool", hw=(7, 7), ceil_mode=1), "MaxPool",
      "ceil_mode=1 adds a partial window"),
     ("maxpool_requantizing", lambda: om.qdq_unit(om.pool("MaxPool")), "MaxPool",
