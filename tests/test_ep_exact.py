@@ -29,6 +29,19 @@ def backend():
     nort.register()
 
 
+@pytest.fixture(params=["reference", "auto"])
+def ep_kernel_path(request):
+    """The EP library's plain reference loops and its best ISA path (its own
+    copy of the switch, docs/host_speed.md), restoring 'auto' afterwards."""
+    from nacc import host_bench
+
+    host_bench.set_kernel_path(request.param)
+    try:
+        yield request.param
+    finally:
+        host_bench.set_kernel_path("auto")
+
+
 def _unit(op, dt, shape_a, shape_b=None, seed=0, attrs=None, out_shape=None, const_b=False):
     """DQ(inputs) -> op -> Q with 8-bit graph I/O and seeded quantization."""
     rng = np.random.default_rng(seed)
@@ -198,7 +211,7 @@ UNFUSED_POOLS = [("int8", "int8", "basic", 16), ("uint8", "uint8", "basic", 12),
 
 
 @pytest.mark.parametrize("in_dt,out_dt,level,channels", UNFUSED_POOLS)
-def test_unfused_average_pool_bit_exact(in_dt, out_dt, level, channels):
+def test_unfused_average_pool_bit_exact(in_dt, out_dt, level, channels, ep_kernel_path):
     """ORT's unfused DequantizeLinear -> float AveragePool -> QuantizeLinear
     (POOL_FP32_MODE QUANTIZE_ROWS / QUANTIZE_COLUMNS): claimed, zero differing
     elements. The two summation orders differ on these inputs (checked here
@@ -217,7 +230,7 @@ WINDOWS = [(3, 1, 1, 16), (3, 2, 1, 17), (5, 3, 2, 20)]
                          [("int8", "int8", "basic", 12), ("uint8", "int8", "all", 16),
                           ("uint8", "int8", "all", 12)])
 def test_unfused_average_pool_windows_bit_exact(k, stride, pad, hw, in_dt, out_dt, level,
-                                                channels):
+                                                channels, ep_kernel_path):
     """The float32 pool modes take the max pool's windows (a project
     decision, docs/device_model.md §4): padded edges average the in-bounds
     cells, as ORT's exclude-pad kernels do."""
