@@ -1047,6 +1047,12 @@ struct UnitTranslator {
     if (kind == OpKind::kAveragePool2D) {
       a.onnx_kernel = ort_kernel();
       if (a.onnx_kernel == ir::Attributes::OnnxKernel::kUnfused) {
+        if (!ort_runs_nchwc(xs) && (*ks)[0] == xs[2] && (*ks)[1] == xs[3] && sh == 1 && sw == 1 &&
+            !(p.top || p.bottom || p.left || p.right)) {
+          return std::string("ONNX Runtime runs this unfused AveragePool over the whole input "
+                             "with MLAS's global kernel (4-lane partial sums), which has no "
+                             "NPU mode");
+        }
         a.ort_pool_by_columns = ort_float_pool_by_columns(xs, *ks, sw, p);
       }
       // QLinearAveragePool with the kernel covering the unpadded input runs
@@ -1073,13 +1079,16 @@ struct UnitTranslator {
   // otherwise MlasPool's vector kernel (stride <= 2, kernel <= 32, the padded
   // width within its 2048-float reduction buffer less 3) sums each window
   // column first, and its generic kernel row by row.
-  bool ort_float_pool_by_columns(const std::vector<int64_t>& xs, const std::vector<int64_t>& ks,
-                                 int64_t stride_w, const ir::Padding& p) const {
+  // (MlasPool's global kernel, for a window over the whole input with stride 1
+  // and no padding, is the caller's decline.)
+  bool ort_runs_nchwc(const std::vector<int64_t>& xs) const {
     const CpuFeatures& f = cpu_features();
     const int64_t block = f.avx512f && f.os_zmm ? 16 : f.avx && f.os_ymm ? 8 : 1;
-    if (b.config_.ort_opt_level == Config::OrtOptLevel::kAll && block > 1 && xs[1] % block == 0) {
-      return false;
-    }
+    return b.config_.ort_opt_level == Config::OrtOptLevel::kAll && block > 1 && xs[1] % block == 0;
+  }
+  bool ort_float_pool_by_columns(const std::vector<int64_t>& xs, const std::vector<int64_t>& ks,
+                                 int64_t stride_w, const ir::Padding& p) const {
+    if (ort_runs_nchwc(xs)) return false;
     const int64_t room = 2048 - 3 - p.left - p.right;
     return stride_w <= 2 && ks[0] <= 32 && ks[1] <= 32 && room >= xs[3];
   }

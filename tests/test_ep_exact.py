@@ -238,6 +238,19 @@ def test_unfused_average_pool_windows_bit_exact(k, stride, pad, hw, in_dt, out_d
                         hw=hw, orders_must_differ=False)
 
 
+def test_unfused_whole_input_average_pool():
+    """A window over the whole input with stride 1 and no padding runs MLAS's
+    global kernel (4-lane partial sums) unless NCHWc takes it: declined with
+    that reason at basic; claimed and exact at all with 16 channels (NCHWc)."""
+    model, _ = _unfused_pool("int8", "int8", 12, 0, k=6, stride=1, pad=0, hw=6)
+    om.session(model, "nacc", {"ort_optimization_level": "basic"},
+               opt_level=ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)
+    rep = nort.partition_reports()[-1]
+    assert any("global kernel" in h["reason"] for h in rep["host_nodes"]), rep["host_nodes"]
+    _check_unfused_pool("uint8", "int8", "all", 16, seeds=(0,), orders_must_differ=False, k=6,
+                        stride=1, pad=0, hw=6)
+
+
 def _check_unfused_pool(in_dt, out_dt, level, channels, seeds, orders_must_differ=True, **win):
     orders_differ = 0
     for seed in seeds:
