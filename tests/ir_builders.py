@@ -58,7 +58,8 @@ def conv(kind="CONV_2D", *, name="conv", in_hw=(8, 8), c_in=4, c_out=4, kernel=(
         w_scales, w_zps = 0.02, weights_zp
     else:
         n = f_shape[weights_axis]
-        w_scales, w_zps = [0.02] * n, [weights_zp] * n
+        w_zps = list(weights_zp) if isinstance(weights_zp, (list, tuple)) else [weights_zp] * n
+        w_scales = [0.02] * n
     w = constant(g, "w", f_shape, weights_dtype, w_scales, w_zps, axis=weights_axis or 0,
                  is_constant=weights_constant)
     inputs = [x, w]

@@ -328,11 +328,17 @@ std::optional<std::string> check_weights_dtype(const Graph& g, const Op& op, con
                               "lowered)");
   }
   if (q.empty()) return str_cat(w.label(), " has no quantization");
+  // The channel's text is built only when a check fails (this runs for every
+  // channel of every MAC op on each prepare, cached ones too).
+  const auto where = [&](size_t c) {
+    return q.per_channel() ? str_cat(" (channel ", c, ")") : std::string();
+  };
   for (size_t c = 0; c < q.scales.size(); ++c) {
-    const std::string where = q.per_channel() ? str_cat(" (channel ", c, ")") : "";
-    if (q.zero_points[c] != 0) return str_cat(w.label(), " has zero point ", q.zero_points[c], where);
+    if (q.zero_points[c] != 0) {
+      return str_cat(w.label(), " has zero point ", q.zero_points[c], where(c));
+    }
     if (!(std::isfinite(q.scales[c]) && q.scales[c] > 0)) {
-      return str_cat(w.label(), " has scale ", float_str(q.scales[c]), where);
+      return str_cat(w.label(), " has scale ", float_str(q.scales[c]), where(c));
     }
   }
   return std::nullopt;
