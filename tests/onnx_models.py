@@ -266,7 +266,8 @@ class EpError(RuntimeError):
 def strict_session(model, so):
     """InferenceSession that raises when the EP fails: onnxruntime 1.31's
     Python wrapper prints an EP's creation error and retries with the CPU EP
-    only; this turns that fallback back into an exception."""
+    only, and does the same for an EP_FAIL in run() (then every later run is
+    the CPU EP's); this turns both fallbacks back into exceptions."""
     import contextlib
     import io
 
@@ -276,6 +277,7 @@ def strict_session(model, so):
         s = ort.InferenceSession(model, sess_options=so)
     if "NaccExecutionProvider" not in s.get_providers():
         raise EpError(out.getvalue())
+    s.disable_fallback()
     return s
 
 

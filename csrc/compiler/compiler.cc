@@ -598,7 +598,10 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
     case Unit::kAvgPool:
       if (op.pool_fp32) {  // POOL_FP32: input and output scale (float32)
         em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.fp32_scale));
-        return {em.shadow(Reg::NACC_QUANT_MUL_DMA_ADDR), em.shadow(Reg::NACC_ACT_PARA)};
+        // The device's kernel key also holds the channel count and the cores
+        // (two pools with the same scales share one constant).
+        return {em.shadow(Reg::NACC_QUANT_MUL_DMA_ADDR), em.shadow(Reg::NACC_ACT_PARA),
+                em.shadow(Reg::NACC_FM_CH), kernel_cores_key(em, c.mode)};
       }
       return {};
     default:
