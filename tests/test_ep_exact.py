@@ -147,6 +147,36 @@ def test_average_pool_windows_bit_exact(dt, k, stride, pad, hw):
         assert differ == 0, f"{differ}/{total}"
 
 
+@pytest.mark.parametrize("cores", [1, 4])
+def test_float_pools_sharing_scales_reload_their_kernel(cores):
+    """Regression (inception_v2 faulted 'stale kernel' at run time, hidden by
+    ORT's run-time fallback to the CPU EP): two float pools with the same
+    scales share one constant, and the second, over more channels, must load
+    its K area again (K_UPD = 1)."""
+    q = [numpy_helper.from_array(np.array(np.float32(0.05)), "t_s"),
+         numpy_helper.from_array(np.array(np.int8(-3)), "t_z")]
+    dq = lambda x, n: helper.make_node("DequantizeLinear", [x, "t_s", "t_z"], [n])
+    qn = lambda x, n: helper.make_node("QuantizeLinear", [x, "t_s", "t_z"], [n])
+    pool = lambda x, n: helper.make_node("AveragePool", [x], [n], kernel_shape=[3, 3],
+                                         strides=[1, 1], pads=[1, 1, 1, 1])
+    nodes = [dq("a", "a_d"), pool("a_d", "p1"), qn("p1", "p1q"), dq("p1q", "p1d"), dq("b", "b_d"),
+             helper.make_node("Concat", ["p1d", "b_d"], ["c"], axis=1), qn("c", "cq"),
+             dq("cq", "cd"), pool("cd", "p2"), qn("p2", "y")]
+    g = helper.make_graph(nodes, "pools",
+                          [helper.make_tensor_value_info("a", TP.INT8, [1, 32, 28, 28]),
+                           helper.make_tensor_value_info("b", TP.INT8, [1, 64, 28, 28])],
+                          [helper.make_tensor_value_info("y", TP.INT8, [1, 96, 28, 28])], q)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    model = model.SerializeToString()
+    cpu = om.session(model, ["CPUExecutionProvider"])
+    npu = om.session(model, "nacc", {"cores": cores})
+    rep = nort.partition_reports()[-1]
+    assert [n["op_type"] for p in rep["partitions"] for n in p["nodes"]].count("AveragePool") == 2
+    for seed in (1, 2):
+        x = om.int8_feeds(model, seed=seed)
+        assert np.array_equal(cpu.run(None, x)[0], npu.run(None, x)[0])
+
+
 def _unfused_pool(in_dt, out_dt, channels, seed, k=2, stride=2, pad=0, hw=32):
     """DQ(in_dt) -> AveragePool 2x2/2 -> Q(out_dt): with different 8-bit types
     ORT never fuses it (QLinearAveragePool needs one type), at any level. The
