@@ -124,7 +124,8 @@ enum class PoolFloat : uint8_t {
   kQuantizeColumns = 2,  // DequantizeLinear, NCHW vector AveragePool, QuantizeLinear
 };
 
-// The pooling unit: max pool (window 1..15) and average pool (2x2 stride 2).
+// The pooling unit: max pool (window 1..15) and average pool (2x2 stride 2;
+// the float32 modes below take the max pool's windows, docs/device_model.md §4).
 struct PoolParams {
   WindowParams window;
   int kernel_h = 1, kernel_w = 1;
