@@ -547,6 +547,16 @@ def test_fp32_scale_rejected_where_no_unit_honours_it():
         run(L, [Tile(0, 3, 0, 1)], patch={"NACC_ACT_PARA": 12})
 
 
+def test_pool_fp32_mode_register_checks():
+    """NACC_ACT_PARA.POOL_FP32_MODE [9:8] (project extension): 3 is no mode, and
+    any mode needs POOL_FP32 = 1 (docs/device_model.md §4)."""
+    L = pool(np.random.default_rng(6), "maxpool", 4, 4, 3)
+    with pytest.raises(nacc.DeviceFault, match="POOL_FP32_MODE = 3 is not a mode"):
+        run(L, [Tile(0, 2, 0, 2)], patch={"NACC_ACT_PARA": 3 << 8})
+    with pytest.raises(nacc.DeviceFault, match="POOL_FP32_MODE = 1 needs POOL_FP32 = 1"):
+        run(L, [Tile(0, 2, 0, 2)], patch={"NACC_ACT_PARA": 1 << 8})
+
+
 def test_dma_copy_wait_and_race():
     """NPU_OP_DMA_START copies; a copy of a kernel's output without a KERNEL_WAIT is a race."""
     L = conv(rng_for("dma"), 6, 6, 3, 4)
