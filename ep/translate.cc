@@ -1046,19 +1046,20 @@ struct UnitTranslator {
     }
     if (kind == OpKind::kAveragePool2D) {
       a.onnx_kernel = ort_kernel();
+      const bool whole_input = (*ks)[0] == xs[2] && (*ks)[1] == xs[3] &&
+                               !(p.top || p.bottom || p.left || p.right);
       if (a.onnx_kernel == ir::Attributes::OnnxKernel::kUnfused) {
-        if (!ort_runs_nchwc(xs) && (*ks)[0] == xs[2] && (*ks)[1] == xs[3] && sh == 1 && sw == 1 &&
-            !(p.top || p.bottom || p.left || p.right)) {
+        const MlasPoolKernel k = ort_float_pool_kernel(xs, *ks, sh, sw, p);
+        if (k == MlasPoolKernel::kGlobal) {
           return std::string("ONNX Runtime runs this unfused AveragePool over the whole input "
                              "with MLAS's global kernel (4-lane partial sums), which has no "
                              "NPU mode");
         }
-        a.ort_pool_by_columns = ort_float_pool_by_columns(xs, *ks, sw, p);
+        a.ort_pool_by_columns = k == MlasPoolKernel::kVector;
       }
       // QLinearAveragePool with the kernel covering the unpadded input runs
       // the global average pool's arithmetic.
-      if (a.onnx_kernel != ir::Attributes::OnnxKernel::kUnfused && (*ks)[0] == xs[2] &&
-          (*ks)[1] == xs[3] && !(p.top || p.bottom || p.left || p.right)) {
+      if (a.onnx_kernel != ir::Attributes::OnnxKernel::kUnfused && whole_input) {
         ir::Attributes m;
         m.axes = {1, 2};
         m.keep_dims = true;
@@ -1072,25 +1073,30 @@ struct UnitTranslator {
     return std::nullopt;
   }
 
-  // Which MLAS kernel ONNX Runtime's float AveragePool runs, as far as the
-  // window sum's order goes: at ORT_ENABLE_ALL the NCHWc transformer takes
+  // The MLAS kernel ONNX Runtime's float AveragePool runs, which fixes the
+  // order of the window sum: at ORT_ENABLE_ALL the NCHWc transformer takes
   // every 4-D pool whose channels are a multiple of MLAS's NCHWc block (16
-  // with AVX-512F, 8 with AVX, none below) — its kernel sums row by row;
-  // otherwise MlasPool's vector kernel (stride <= 2, kernel <= 32, the padded
-  // width within its 2048-float reduction buffer less 3) sums each window
-  // column first, and its generic kernel row by row.
-  // (MlasPool's global kernel, for a window over the whole input with stride 1
-  // and no padding, is the caller's decline.)
-  bool ort_runs_nchwc(const std::vector<int64_t>& xs) const {
+  // with AVX-512F, 8 with AVX, none below) — row by row; otherwise MlasPool
+  // picks its global kernel for a window over the whole input with stride 1
+  // and no padding (4-lane partial sums), its vector kernel for stride <= 2,
+  // kernel <= 32 and the padded width within its 2048-float reduction buffer
+  // less 3 (each window column first), else its generic kernel (row by row).
+  enum class MlasPoolKernel { kNchwc, kGlobal, kVector, kGeneric };
+  MlasPoolKernel ort_float_pool_kernel(const std::vector<int64_t>& xs,
+                                       const std::vector<int64_t>& ks, int64_t stride_h,
+                                       int64_t stride_w, const ir::Padding& p) const {
     const CpuFeatures& f = cpu_features();
     const int64_t block = f.avx512f && f.os_zmm ? 16 : f.avx && f.os_ymm ? 8 : 1;
-    return b.config_.ort_opt_level == Config::OrtOptLevel::kAll && block > 1 && xs[1] % block == 0;
-  }
-  bool ort_float_pool_by_columns(const std::vector<int64_t>& xs, const std::vector<int64_t>& ks,
-                                 int64_t stride_w, const ir::Padding& p) const {
-    if (ort_runs_nchwc(xs)) return false;
+    if (b.config_.ort_opt_level == Config::OrtOptLevel::kAll && block > 1 && xs[1] % block == 0) {
+      return MlasPoolKernel::kNchwc;
+    }
+    const bool no_padding = !(p.top || p.bottom || p.left || p.right);
+    if (ks[0] == xs[2] && ks[1] == xs[3] && stride_h == 1 && stride_w == 1 && no_padding) {
+      return MlasPoolKernel::kGlobal;
+    }
     const int64_t room = 2048 - 3 - p.left - p.right;
-    return stride_w <= 2 && ks[0] <= 32 && ks[1] <= 32 && room >= xs[3];
+    if (stride_w <= 2 && ks[0] <= 32 && ks[1] <= 32 && room >= xs[3]) return MlasPoolKernel::kVector;
+    return MlasPoolKernel::kGeneric;
   }
 
   std::optional<std::string> global_average_pool() {

@@ -148,7 +148,7 @@ def test_average_pool_windows_bit_exact(dt, k, stride, pad, hw):
 
 
 @pytest.mark.parametrize("cores", [1, 4])
-def test_float_pools_sharing_scales_reload_their_kernel(cores):
+def test_float_pools_sharing_scales_over_different_channels(cores):
     """Two float pools with the same scales (they share one constant) over
     different channel counts, around a Concat. (The 'stale kernel' fault this
     guards against showed only in inception_v2 224, see the slow test below;
