@@ -113,6 +113,35 @@ def test_bench_markdown_and_bad_arguments(bench_run, capsys):
         bench._jobs(bench.parse_args(["no_such_model"]))
 
 
+def test_bench_int16_quick_runs_a_16x8_model_against_builtin_ref(tmp_path, monkeypatch):
+    """`nacc bench --int16 --quick`: the DS-CNN keyword-spotting model converted
+    16x8 (int16 activations, int8 weights) against BUILTIN_REF. XNNPACK takes no
+    int16 tensors, so the fast column is TFLite's builtin kernels and the row says
+    so; the delegate is bit-exact at every simulated core count."""
+    from nacc import bench, models
+
+    import keras_models
+
+    monkeypatch.setenv("NACC_MODEL_CACHE", keras_models.CACHE_DIR)
+    out = tmp_path / "bench16.json"
+    assert bench.main(["--int16", "--quick", "--runs", "1", "--json", str(out),
+                       "--no-progress"]) == 0
+    report = json.loads(out.read_text())
+    (m,) = report["models"]
+    assert m["model"] == models.BENCH_INT16_MODELS[0] == "ds_cnn_kws_16x8"
+    assert m["runtime"] == "tflite" and m["int16"] is True
+    assert m["exact"]["bit_exact"] and m["exact"]["bit_exact_all_cores"], m["exact"]
+    assert m["nodes"]["claimed"] > 0 and m["npu"]["8"]["cycles"] <= m["npu"]["1"]["cycles"]
+    assert "XNNPACK takes no int16" in bench.markdown(report)
+    # The 16x8 models are TFLite only.
+    from nacc.cli import CliError
+
+    with pytest.raises(CliError, match="no ONNX counterpart"):
+        bench._jobs(bench.parse_args(["ds_cnn_kws_16x8", "--runtime", "onnx"]))
+    with pytest.raises(ValueError, match="no ONNX counterpart"):
+        models.onnx_model_path("ds_cnn_kws_16x8")
+
+
 # ---- compare -------------------------------------------------------------------------------
 
 def small_model() -> bytes:

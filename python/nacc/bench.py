@@ -152,6 +152,9 @@ def bench_tflite(name: str, model: bytes, args, progress: Progress) -> Dict[str,
 
     xnn, ref = make(ref=False), make()
     inputs = model_report.random_inputs(ref.get_input_details())
+    # XNNPACK takes no int16 tensors: on a 16x8 model TFLite's default
+    # interpreter runs its builtin (optimized) kernels instead.
+    res["int16"] = any(d["dtype"] == np.int16 for d in ref.get_input_details())
     delegates, interps = {}, {}
     for cores in args.cores_list:
         d = nacc.load_delegate(cores=cores, threads=args.threads, log_level="off")
@@ -278,7 +281,8 @@ def markdown(report: Dict[str, Any]) -> str:
         h = r["host_ms"]
         if r["runtime"] == "tflite":
             oracle, fast, nacc_ms = h.get("builtin_ref"), h.get("xnnpack"), h.get("nacc")
-            rt = "TFLite (REF / XNNPACK)"
+            rt = ("TFLite 16x8 (REF / builtin: XNNPACK takes no int16)" if r.get("int16")
+                  else "TFLite (REF / XNNPACK)")
         else:
             oracle, fast, nacc_ms = h.get("ort_cpu"), None, h.get("nacc_ep")
             rt = "ORT (CPU EP)"
@@ -428,6 +432,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                    help=".tflite / .onnx paths or default-model names (default: the default set)")
     p.add_argument("--quick", action="store_true",
                    help="small models, few runs, cores 1 and 8 (for tests)")
+    p.add_argument("--int16", action="store_true",
+                   help="the default set is the TFLite 16x8 models (int16 activations, int8 "
+                        "weights: " + ", ".join(_int16_models()) + ") against BUILTIN_REF")
     p.add_argument("--runs", type=int, default=None, help="timed runs per runtime (default 10; quick 2)")
     p.add_argument("--warmup", type=int, default=None, help="warm-up runs (default 2; quick 1)")
     p.add_argument("--cores", default=None,
@@ -471,15 +478,26 @@ def _default_models():
     return _models.BENCH_MODELS
 
 
+def _int16_models():
+    from nacc import models as _models
+
+    return _models.BENCH_INT16_MODELS
+
+
 def _jobs(args) -> List[Dict[str, str]]:
     from nacc import models as _models
     from nacc.cli import model_file
 
-    names = list(args.models) or list(_models.QUICK_MODELS if args.quick
-                                      else _models.BENCH_MODELS)
+    names = list(args.models) or list(
+        (_models.BENCH_INT16_MODELS[:1] if args.quick else _models.BENCH_INT16_MODELS)
+        if args.int16 else _models.QUICK_MODELS if args.quick else _models.BENCH_MODELS)
     jobs = []
     for m in names:
-        if m in _models.MODELS:
+        if m in _models.INT16X8_MODELS:  # TFLite only: ORT's CPU EP has no int16 kernels
+            if args.runtime == "onnx":
+                raise CliError(f"{m!r} is a TFLite 16x8 model; it has no ONNX counterpart", 2)
+            jobs.append({"name": m, "kind": "tflite", "source": "default"})
+        elif m in _models.MODELS:
             kinds = ("tflite", "onnx") if args.runtime == "both" else (args.runtime,)
             jobs += [{"name": m, "kind": k, "source": "default"} for k in kinds]
         elif m.endswith(".tflite") or m.endswith(".onnx"):

@@ -16,6 +16,10 @@ None batch makes the converter compute RESHAPE shapes at run time
 (SHAPE/STRIDED_SLICE/PACK), and TFLite applies no static-shape delegate to a
 graph with dynamic-sized tensors.
 
+16x8 variants (``INT16X8_MODELS``, names ending in ``_16x8``): the same
+Keras model converted with TFLite's int16-activation / int8-weight op set and
+int16 inputs and outputs.
+
 ONNX counterparts (``onnx_model``): the same Keras model exported with tf2onnx
 (``from_function``; tf2onnx 1.17's ``from_keras`` fails on Keras 3) and
 quantized with ``onnxruntime.quantization.quantize_static`` (QDQ, int8
@@ -36,7 +40,8 @@ import numpy as np
 
 __all__ = ["MODELS", "DEFAULT_SMALL_MODEL", "BENCH_MODELS", "QUICK_MODELS", "cache_dir",
            "converted", "model_path", "onnx_model", "onnx_model_path", "model_bytes", "digits_split",
-           "HOST_BENCH_TFLITE_MODELS", "HOST_BENCH_ONNX_MODELS", "add_model_path"]
+           "HOST_BENCH_TFLITE_MODELS", "HOST_BENCH_ONNX_MODELS", "add_model_path",
+           "INT16X8_MODELS", "BENCH_INT16_MODELS"]
 
 CALIBRATION_SAMPLES = 16
 ONNX_IR_VERSION = 9  # onnxruntime 1.31 reads IR versions <= 13; onnx 1.23 writes 14
@@ -403,6 +408,27 @@ def _mobilenet_v2_224():
     return mobilenet_v2(1.0, 224)
 
 
+def ds_cnn(size=(49, 10), classes=12, width=64, blocks=4):
+    """DS-CNN-S, the keyword-spotting network of "Hello Edge" (Zhang et al.,
+    2017): a 49x10 MFCC map, a 10x4 stride-2 convolution, `blocks`
+    depthwise-separable blocks (3x3 depthwise + BN + ReLU, 1x1 convolution + BN
+    + ReLU), a global average pool over the 25x5 map, a `classes`-way classifier."""
+    import keras
+    from keras import layers
+
+    inp = keras.Input((*size, 1))
+    x = layers.Conv2D(width, (10, 4), strides=2, padding="same", use_bias=False)(inp)
+    x = layers.ReLU()(layers.BatchNormalization()(x))
+    for _ in range(blocks):
+        x = layers.DepthwiseConv2D(3, padding="same", use_bias=False)(x)
+        x = layers.ReLU()(layers.BatchNormalization()(x))
+        x = layers.Conv2D(width, 1, use_bias=False)(x)
+        x = layers.ReLU()(layers.BatchNormalization()(x))
+    x = layers.GlobalAveragePooling2D()(x)
+    m = keras.Model(inp, layers.Dense(classes)(x))
+    return _settle(m, _calibration((*size, 1)))
+
+
 # name -> (build, input shape HWC, calibration data for the shape)
 MODELS: Dict[str, Tuple[Callable, Tuple[int, ...], Callable]] = {
     "mobilenet_v1_025_128": (mobilenet_v1, (128, 128, 3), _calibration),
@@ -420,7 +446,21 @@ MODELS: Dict[str, Tuple[Callable, Tuple[int, ...], Callable]] = {
     "deeplab_block_24": (deeplab_style, (24, 24, 3), _calibration),
     "patch_embed_64": (patch_embed_style, (64, 64, 3), _calibration),
     "alexnet_stem_67": (alexnet_stem_style, (67, 67, 3), _calibration),
+    "ds_cnn_kws": (ds_cnn, (49, 10, 1), _calibration),
 }
+
+# TFLite's "16x8" quantization (int16 activations, int8 weights, NACC_SPEC §9):
+# name -> the MODELS entry it converts with supported_ops
+# EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8 and int16 inputs and
+# outputs (float32 with float_io). TFLite models only (ORT's CPU EP has no int16
+# kernels); XNNPACK takes no int16 tensors, so TFLite's default interpreter runs
+# them on its builtin kernels.
+INT16X8_MODELS: Dict[str, str] = {
+    "ds_cnn_kws_16x8": "ds_cnn_kws",
+    "mobilenet_v2_035_96_16x8": "mobilenet_v2_035_96",
+    "resnet_style_32_16x8": "resnet_style_32",
+}
+MODELS.update({name: MODELS[base] for name, base in INT16X8_MODELS.items()})
 
 # The model ``nacc demo`` builds: the digits CNN trains in seconds and its
 # predictions on real images make exactness visible.
@@ -434,6 +474,8 @@ HOST_BENCH_TFLITE_MODELS = ("mobilenet_v2_100_224", "resnet50_224", "mobilenet_v
 HOST_BENCH_ONNX_MODELS = ("squeezenet_224", "resnet50_224", "inception_v2_224")
 HOST_BENCH_QUICK_TFLITE_MODELS = ("mobilenet_v1_025_128",)
 HOST_BENCH_QUICK_ONNX_MODELS = ("digits_cnn",)
+# ``nacc bench --int16``: the 16x8 models against BUILTIN_REF (issue: the data forms).
+BENCH_INT16_MODELS = ("ds_cnn_kws_16x8", "mobilenet_v2_035_96_16x8")
 
 
 def _key(name: str) -> str:
@@ -453,12 +495,13 @@ def _key(name: str) -> str:
 
 def model_path(name: str, float_io: bool = False, cache: Optional[str] = None) -> str:
     """Path of the cached int8 TFLite model `name` (int8 or float32 inputs and
-    outputs), converting it first when it is not cached. `cache` overrides
+    outputs; a 16x8 model of INT16X8_MODELS: int16 or float32), converting it first when it is not cached. `cache` overrides
     :func:`cache_dir`. Raises KeyError for an unknown name."""
     if name not in MODELS:
         raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(MODELS))}")
     directory = cache or cache_dir()
-    path = os.path.join(directory, f"{name}-{'f32io' if float_io else 'i8io'}-{_key(name)}.tflite")
+    io = "f32io" if float_io else "i16io" if name in INT16X8_MODELS else "i8io"
+    path = os.path.join(directory, f"{name}-{io}-{_key(name)}.tflite")
     if os.path.exists(path):
         return path
     _store(path, _convert(name, float_io))
@@ -502,18 +545,28 @@ def _convert(name: str, float_io: bool) -> bytes:
     conv = tf.lite.TFLiteConverter.from_keras_model(_keras_with_batch1(name))
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
     conv.representative_dataset = representative
-    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    if name in INT16X8_MODELS:
+        conv.target_spec.supported_ops = [
+            tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+        io_type = tf.int16
+    else:
+        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        io_type = tf.int8
     if not float_io:
-        conv.inference_input_type = tf.int8
-        conv.inference_output_type = tf.int8
+        conv.inference_input_type = io_type
+        conv.inference_output_type = io_type
     return conv.convert()
 
 
 def onnx_model_path(name: str, cache: Optional[str] = None) -> str:
     """Path of the cached QDQ ONNX counterpart of `name` (float32 input and
-    output, int8 inside), converting it first when it is not cached."""
+    output, int8 inside), converting it first when it is not cached. KeyError
+    for an unknown name, ValueError for a 16x8 model (TFLite only)."""
     if name not in MODELS:
         raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(MODELS))}")
+    if name in INT16X8_MODELS:
+        raise ValueError(f"model {name!r} is a TFLite 16x8 model; it has no ONNX counterpart "
+                         f"(use {INT16X8_MODELS[name]!r})")
     path = os.path.join(cache or cache_dir(), f"{name}-qdq-{_key(name)}.onnx")
     if not os.path.exists(path):
         _store(path, _convert_onnx(name))
