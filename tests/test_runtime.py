@@ -254,6 +254,11 @@ def test_run_checks_buffers_and_hw():
     for bad in (dict(cores=3), dict(sram_kb=3), dict(threads=0), dict(ext_bytes_per_cycle=0)):
         with pytest.raises(ValueError):
             _core.Runtime(**bad)
+    # The SRAM size in KB: the bounds of the bytes check, said in KB.
+    for kb in (0, 3, 16385, 1 << 40):
+        with pytest.raises(ValueError, match=rf"sram_kb {kb} out of range \[4, 16384\]"):
+            _core.HwConfig(sram_kb=kb)
+    assert _core.HwConfig(sram_kb=16384).sram_bytes == 16 << 20
 
 
 @pytest.mark.parametrize("execution", ["step", "replay"])

@@ -42,8 +42,11 @@ uint32_t address_of(const Key& key) {
 }
 
 HwConfig make_hw(int cores, int64_t sram_kb, int ext_bytes_per_cycle, int dma_bytes_per_cycle) {
-  nacc::check_arg(sram_kb >= 1 && sram_kb <= (int64_t(1) << 20), "sram_kb ", sram_kb,
-                  " out of range [4, 16384]");
+  // Checked in KB before the multiplication (which could overflow), with the
+  // same bounds validate_hw_config applies to the bytes.
+  nacc::check_arg(sram_kb >= nacc::kMinSramBytes / 1024 && sram_kb <= nacc::kMaxSramBytes / 1024,
+                  "sram_kb ", sram_kb, " out of range [", nacc::kMinSramBytes / 1024, ", ",
+                  nacc::kMaxSramBytes / 1024, "]");
   HwConfig hw;
   hw.cores = cores;
   hw.sram_bytes = sram_kb * 1024;
