@@ -408,6 +408,51 @@ def _mobilenet_v2_224():
     return mobilenet_v2(1.0, 224)
 
 
+# Keras applications of the coverage table (nacc.coverage, docs/coverage.md):
+# random-init (weights=None), BatchNorm settled on calibration data.
+def _application(cls: str, size: int, seed: int, **kw):
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    m = getattr(keras.applications, cls)(input_shape=(size, size, 3), weights=None, **kw)
+    m = _settle(m, _calibration((size, size, 3)))
+    if not any(isinstance(l, keras.layers.Dense) for l in m.layers):
+        # MobileNetV3's classifier is a 1x1 convolution ("Logits"): scaled as
+        # _settle scales a Dense one (flat logits abort TFLite's reference SOFTMAX).
+        conv = [l for l in m.layers if isinstance(l, keras.layers.Conv2D)][-1]
+        w, b = conv.get_weights()
+        conv.set_weights([w * 8.0, b])
+    return m
+
+
+def mobilenet_v3_small(size=224):
+    return _application("MobileNetV3Small", size, 12)
+
+
+def mobilenet_v3_large(size=224):
+    return _application("MobileNetV3Large", size, 13)
+
+
+def inception_v3(size=75):
+    return _application("InceptionV3", size, 14)
+
+
+def densenet121(size=224):
+    return _application("DenseNet121", size, 15)
+
+
+def xception(size=71):
+    return _application("Xception", size, 16)
+
+
+def nasnet_mobile(size=224):
+    return _application("NASNetMobile", size, 17)
+
+
+_APPLICATIONS = (mobilenet_v3_small, mobilenet_v3_large, inception_v3, densenet121, xception,
+                 nasnet_mobile)
+
+
 def ds_cnn(size=(49, 10), classes=12, width=64, blocks=4):
     """DS-CNN-S, the keyword-spotting network of "Hello Edge" (Zhang et al.,
     2017): a 49x10 MFCC map, a 10x4 stride-2 convolution, `blocks`
@@ -416,6 +461,7 @@ def ds_cnn(size=(49, 10), classes=12, width=64, blocks=4):
     import keras
     from keras import layers
 
+    keras.utils.set_random_seed(11)
     inp = keras.Input((*size, 1))
     x = layers.Conv2D(width, (10, 4), strides=2, padding="same", use_bias=False)(inp)
     x = layers.ReLU()(layers.BatchNormalization()(x))
@@ -447,6 +493,12 @@ MODELS: Dict[str, Tuple[Callable, Tuple[int, ...], Callable]] = {
     "patch_embed_64": (patch_embed_style, (64, 64, 3), _calibration),
     "alexnet_stem_67": (alexnet_stem_style, (67, 67, 3), _calibration),
     "ds_cnn_kws": (ds_cnn, (49, 10, 1), _calibration),
+    "mobilenet_v3_small_224": (mobilenet_v3_small, (224, 224, 3), _calibration),
+    "mobilenet_v3_large_224": (mobilenet_v3_large, (224, 224, 3), _calibration),
+    "inception_v3_75": (inception_v3, (75, 75, 3), _calibration),
+    "densenet121_224": (densenet121, (224, 224, 3), _calibration),
+    "xception_71": (xception, (71, 71, 3), _calibration),
+    "nasnet_mobile_224": (nasnet_mobile, (224, 224, 3), _calibration),
 }
 
 # TFLite's "16x8" quantization (int16 activations, int8 weights, NACC_SPEC §9):
@@ -484,6 +536,8 @@ def _key(name: str) -> str:
     build, _, calibration = MODELS[name]
     h = hashlib.sha256(f"{_FORMAT}|{tf.__version__}|{name}".encode())
     deps = [build, calibration, _settle, _calibration]
+    if build in _APPLICATIONS:
+        deps.append(_application)
     if name == "digits_cnn":
         deps = [digits_cnn, digits_split, _digits_calibration]
     elif name == "mobilenet_v2_100_224":
