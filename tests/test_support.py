@@ -387,6 +387,38 @@ CASES = [
     at("concat_axis", "channels-negative-2d", lambda: b.concat(shapes=((3, 5), (3, 2)), axis=-1)),
     past("concat_axis", "height", lambda: b.concat(axis=1, shapes=((1, 2, 4, 8), (1, 3, 4, 8))),
          "axis 1 of rank 4"),
+    at("slice_window", "split-channels", lambda: b.slice_op(
+        begins=((0, 0, 0, 0), (0, 0, 0, 8)), sizes=((1, 8, 8, 8), (1, 8, 8, 8)))),
+    at("slice_window", "rows-cols-strided", lambda: b.slice_op(
+        begins=((0, 1, 2, 0),), sizes=((1, 3, 2, 16),), strides=(1, 2, 3, 1))),
+    at("slice_window", "one-channel-stride", lambda: b.slice_op(
+        begins=((0, 0, 0, 3),), sizes=((1, 8, 8, 1),), strides=(1, 1, 1, 5))),
+    at("slice_window", "one-image-of-two", lambda: b.slice_op(
+        in_shape=(2, 4, 4, 8), begins=((1, 0, 0, 0),), sizes=((1, 4, 4, 8),))),
+    past("slice_window", "channel-stride", lambda: b.slice_op(
+        begins=((0, 0, 0, 0),), sizes=((1, 8, 8, 8),), strides=(1, 1, 1, 2)), "channel stride 2"),
+    past("slice_window", "two-images", lambda: b.slice_op(
+        in_shape=(2, 4, 4, 8), begins=((0, 0, 0, 0),), sizes=((2, 4, 4, 8),)),
+         "output 0 [2,4,4,8] holds 2 images"),
+    past("slice_window", "257-outputs", lambda: b.slice_op(
+        in_shape=(1, 1, 1, 257), begins=tuple((0, 0, 0, k) for k in range(257)),
+        sizes=((1, 1, 1, 1),) * 257), "257 outputs"),
+    at("resize_replication", "2x", lambda: b.resize_nearest()),
+    at("resize_replication", "3x-half-pixel", lambda: b.resize_nearest(out_hw=(12, 12),
+                                                                      half_pixel_centers=True)),
+    at("resize_replication", "16x16", lambda: b.resize_nearest(in_shape=(1, 1, 1, 8),
+                                                              out_hw=(16, 16))),
+    past("resize_replication", "17x16", lambda: b.resize_nearest(in_shape=(1, 1, 1, 8),
+                                                                out_hw=(17, 16)),
+         "17x16 = 272 replicas"),
+    past("resize_replication", "3-to-9-align-corners", lambda: b.resize_nearest(
+        in_shape=(1, 3, 3, 8), out_hw=(9, 9), align_corners=True),
+         "output index 2 reads input 1, not 0 (align_corners)"),
+    past("resize_replication", "downsample", lambda: b.resize_nearest(out_hw=(2, 4)),
+         "height 4 -> 2: 2 is not a whole multiple of 4"),
+    at("block_copy", "s2d", lambda: b.space_depth()),
+    at("block_copy", "d2s", lambda: b.space_depth("DEPTH_TO_SPACE", in_shape=(1, 4, 4, 16))),
+    past("block_copy", "constant", lambda: b.space_depth(const=True), "the input is a constant"),
     at("mean_semantics", "tflite", lambda: b.mean()),
     past("mean_semantics", "onnx-global-average-pool", lambda: _mean_named("GlobalAveragePool"),
          "GlobalAveragePool with ONNX Runtime's rounding"),

@@ -1165,13 +1165,16 @@ void add_staging_tensors(ir::Graph& graph, std::vector<LoweredOp>& lowered) {
 
 // The lowered ops of graph.ops[i], appended to *lowered in op order: none for
 // a PAD folded into its consumer, one part per input for a CONCATENATION
-// (lower.h lower_concatenation), one otherwise (a view included).
+// (lower.h lower_concatenation), one per output for a SLICE (lower_slice), one
+// otherwise (a view included).
 void lower_into(const ir::Graph& graph, int i, bool folded, const CompileOptions& options,
                 std::vector<LoweredOp>* lowered) {
   if (folded) return;
   const ir::OpKind kind = graph.ops[i].kind;
   if (kind == ir::OpKind::kConcatenation || kind == ir::OpKind::kAveragePool2D ||
-      kind == ir::OpKind::kConv2D || kind == ir::OpKind::kDepthwiseConv2D) {
+      kind == ir::OpKind::kConv2D || kind == ir::OpKind::kDepthwiseConv2D ||
+      kind == ir::OpKind::kSlice || kind == ir::OpKind::kResizeNearest ||
+      kind == ir::OpKind::kSpaceToDepth || kind == ir::OpKind::kDepthToSpace) {
     // parts, AVERAGE_POOL_2D region passes, grouped / dilated convolution parts
     for (LoweredOp& part : check_and_lower_parts(graph, i, options)) {
       lowered->push_back(std::move(part));

@@ -18,6 +18,7 @@
 #include "support/conv_parts.h"
 #include "support/pad_fold.h"
 #include "support/pool_regions.h"
+#include "support/resize_nearest.h"
 
 namespace nacc::support {
 
@@ -170,6 +171,9 @@ std::pair<int, int> rank_range(OpKind kind, const char* role) {
     case OpKind::kMaxPool2D:
     case OpKind::kAveragePool2D:
     case OpKind::kPad:
+    case OpKind::kResizeNearest:
+    case OpKind::kSpaceToDepth:
+    case OpKind::kDepthToSpace:
       return {4, 4};
     case OpKind::kMean:
       return r == "input" ? std::pair{4, 4} : std::pair{1, max};
@@ -912,6 +916,72 @@ std::optional<std::string> check_concat_axis(const Graph& g, const Op& op, const
   return joined_or_none(bad);
 }
 
+// At most this many outputs of one SLICE / SPLIT (copy passes per op, as
+// kMaxConvParts; docs/device_model.md §4).
+constexpr int kMaxSliceOutputs = 256;
+
+// SLICE (and STRIDED_SLICE, SPLIT, SPLIT_V) is one 1x1 pool copy per output
+// whose DMA reads the output's window of the input (compiler/lower.h
+// lower_slice): contiguous channels, one image per output, a runtime input.
+std::optional<std::string> check_slice_window(const Graph& g, const Op& op, const SupportConfig&) {
+  const Tensor& in = *input(g, op).tensor;
+  const int rank = in.rank();
+  std::vector<std::string> bad;
+  if (in.is_constant()) bad.push_back("the input is a constant");
+  if (op.outputs.size() > size_t(kMaxSliceOutputs)) {
+    bad.push_back(str_cat(op.outputs.size(), " outputs"));
+  }
+  if (rank >= 1 && op.attrs.slice_strides.size() == size_t(rank)) {
+    const int64_t cs = op.attrs.slice_strides.back();
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      const Tensor& o = g.tensor(op.outputs[k]);
+      if (o.rank() != rank) continue;  // shape_consistency's business
+      if (cs != 1 && o.shape.back() > 1) {
+        bad.push_back(str_cat("channel stride ", cs));
+        break;
+      }
+    }
+    if (rank == 4) {
+      for (size_t k = 0; k < op.outputs.size(); ++k) {
+        const Tensor& o = g.tensor(op.outputs[k]);
+        if (o.rank() == 4 && o.shape[0] != 1) {
+          bad.push_back(str_cat("output ", k, " ", ir::shape_str(o.shape), " holds ", o.shape[0],
+                                " images"));
+          break;
+        }
+      }
+    }
+  }
+  return joined_or_none(bad);
+}
+
+// RESIZE_NEAREST_NEIGHBOR: integer replication on both axes in TFLite's own
+// index arithmetic (support/resize_nearest.h), at most kMaxResizeReplicas.
+std::optional<std::string> check_resize_nearest(const Graph& g, const Op& op, const SupportConfig&) {
+  const Tensor& in = *input(g, op).tensor;
+  const Tensor& out = *output(g, op).tensor;
+  if (in.rank() != 4 || out.rank() != 4) return std::nullopt;  // tensor_rank's business
+  std::vector<std::string> bad;
+  if (in.is_constant()) bad.push_back("the input is a constant");
+  std::string why;
+  const auto fh = nearest_replication_factor(int(in.shape[1]), int(out.shape[1]),
+                                             op.attrs.align_corners, op.attrs.half_pixel_centers, &why);
+  if (!fh) bad.push_back(str_cat("height ", in.shape[1], " -> ", out.shape[1], ": ", why));
+  const auto fw = nearest_replication_factor(int(in.shape[2]), int(out.shape[2]),
+                                             op.attrs.align_corners, op.attrs.half_pixel_centers, &why);
+  if (!fw) bad.push_back(str_cat("width ", in.shape[2], " -> ", out.shape[2], ": ", why));
+  if (fh && fw && *fh * *fw > kMaxResizeReplicas) {
+    bad.push_back(str_cat(*fh, "x", *fw, " = ", *fh * *fw, " replicas"));
+  }
+  return joined_or_none(bad);
+}
+
+std::optional<std::string> check_block_copy(const Graph& g, const Op& op, const SupportConfig&) {
+  if (g.tensor(op.inputs[0]).is_constant()) return std::string("the input is a constant");
+  if (op.attrs.block_size > kMaxSliceOutputs) return str_cat("block size ", op.attrs.block_size);
+  return std::nullopt;
+}
+
 // ONNX Runtime's GlobalAveragePool / ReduceMean dequantize, average in float
 // and requantize (round half to even); the NPU lowering reproduces TFLite's
 // MEAN paths only.
@@ -967,7 +1037,8 @@ std::vector<Rule> build_rules() {
 
   std::vector<K> batched;  // every kind whose feature maps carry a batch
   for (K k : ir::npu_op_kinds()) {
-    if (k != K::kReshape && k != K::kFullyConnected) batched.push_back(k);
+    // SLICE reads one image out of any batch (slice_window checks the outputs)
+    if (k != K::kReshape && k != K::kFullyConnected && k != K::kSlice) batched.push_back(k);
   }
   std::vector<std::string> fusable;
   for (Activation a : kFusableActivations) fusable.push_back(ir::activation_name(a));
@@ -1168,6 +1239,27 @@ std::vector<Rule> build_rules() {
        "activation (TFLite's int8 kernel requires NONE; each input is written at its channel "
        "offset of the output pixels)",
        false, check_concat_axis},
+      {"slice_window", {K::kSlice},
+       str_cat("SLICE, STRIDED_SLICE, SPLIT and SPLIT_V must read a runtime tensor's channels as "
+               "one contiguous run (channel stride 1, or one channel), each output one image (the "
+               "fourth dimension from the end 1), at most ", kMaxSliceOutputs, " outputs: each "
+               "output is a 1x1 pool copy whose DMA reads its window through an address offset "
+               "and pixel / row pitches (any begin, end and positive stride on the other axes; "
+               "a byte copy, as TFLite's int8 kernels copy)"),
+       false, check_slice_window},
+      {"resize_replication", {K::kResizeNearest},
+       str_cat("RESIZE_NEAREST_NEIGHBOR must upsample height and width by whole factors that "
+               "TFLite's index mapping turns into plain replication (input index = output index "
+               "/ factor for every output index, evaluated in TFLite's float32 arithmetic with the "
+               "op's align_corners and half_pixel_centers), at most ",
+               kMaxResizeReplicas, " replicas (factor_h x factor_w; one 1x1 pool copy each, "
+               "written through DMA pitches)"),
+       false, check_resize_nearest},
+      {"block_copy", {K::kSpaceToDepth, K::kDepthToSpace},
+       str_cat("SPACE_TO_DEPTH and DEPTH_TO_SPACE must move a runtime tensor with a block size of "
+               "at most ", kMaxSliceOutputs, " (one 1x1 pool copy per row of the block, through "
+               "DMA pitches)"),
+       false, check_block_copy},
       {"mean_semantics", {K::kMean},
        "MEAN must have TFLite's rounding or be ONNX Runtime's QLinearGlobalAveragePool "
        "(integer sum, float32 output stage); ONNX Runtime's unfused float mean is not lowered",

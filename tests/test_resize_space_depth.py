@@ -1,0 +1,158 @@
+"""RESIZE_NEAREST_NEIGHBOR by integer factors, SPACE_TO_DEPTH and
+DEPTH_TO_SPACE (issue 15, item 8), bit-exact against TFLite 2.21 BUILTIN_REF
+through the delegate (docs/compiler.md "RESIZE_NEAREST_NEIGHBOR",
+"SPACE_TO_DEPTH, DEPTH_TO_SPACE"):
+
+all three are byte copies in TFLite's int8 kernels, lowered to 1x1 max-pool
+identity passes whose DMA offsets and pitches place every element: a resize
+by f_h x f_w is one pass per replica (a, b) writing output pixels
+(f_h*i + a, f_w*j + b); SPACE_TO_DEPTH / DEPTH_TO_SPACE one pass per row of
+the block. A resize is claimed only where TFLite's own float32 index mapping
+is in = out / f at every output index (align_corners mostly declines: it
+is a replication only for some sizes, e.g. factor 2).
+
+Single ops at 1, 8 and 32 cores and at 16 KB of SRAM on boundary and random
+inputs, the declines, and a YOLO / FPN-style model (upsample x2 of a deep
+feature map, concatenation with a shallow one, a convolution) claimed in one
+partition.
+"""
+import numpy as np
+import pytest
+
+import nacc
+from delegate_models import ModelBuilder, act, run
+from test_mean_avgpool import CONFIG_IDS, CONFIGS
+from test_slice_split import assert_all_outputs_exact
+from tflite_builder import QTensor, make_interpreter
+
+
+def resize_model(shape, out_hw, align_corners=False, half_pixel_centers=False, version=None):
+    m = ModelBuilder()
+    x = m.input(shape)
+    size = np.array(out_hw, np.int32)
+    o = m.tensor(act((shape[0], out_hw[0], out_hw[1], shape[3]), 0.07, 5, name="resized"))
+    version = version or (3 if half_pixel_centers else 2)
+    m.g.add_op("RESIZE_NEAREST_NEIGHBOR", [x, m.tensor(QTensor((2,), "int32", data=size))], [o],
+               dict(align_corners=align_corners, half_pixel_centers=half_pixel_centers),
+               version=version)
+    return m.build([o])
+
+
+def block_model(op, shape, bs):
+    m = ModelBuilder()
+    x = m.input(shape)
+    n, h, w, c = shape
+    out = ((n, h // bs, w // bs, c * bs * bs) if op == "SPACE_TO_DEPTH"
+           else (n, h * bs, w * bs, c // (bs * bs)))
+    o = m.tensor(act(out, 0.07, 5, name="moved"))
+    m.g.add_op(op, [x], [o], dict(block_size=bs), version=2)
+    return m.build([o])
+
+
+CASES = [
+    ("resize-2x", lambda: resize_model((1, 7, 9, 16), (14, 18)), (1, 7, 9, 16)),
+    ("resize-2x-half-pixel", lambda: resize_model((1, 5, 6, 8), (10, 12), half_pixel_centers=True),
+     (1, 5, 6, 8)),
+    ("resize-3x2", lambda: resize_model((1, 4, 5, 3), (12, 10)), (1, 4, 5, 3)),
+    ("resize-3x-half-pixel", lambda: resize_model((1, 6, 6, 5), (18, 18), half_pixel_centers=True),
+     (1, 6, 6, 5)),
+    ("resize-1x4", lambda: resize_model((1, 8, 3, 70), (8, 12)), (1, 8, 3, 70)),
+    ("resize-8x", lambda: resize_model((1, 2, 3, 4), (16, 24)), (1, 2, 3, 4)),
+    # align_corners by 2 is a replication too (round((o) (n-1)/(2n-1)) = o / 2)
+    ("resize-2x-align-corners", lambda: resize_model((1, 4, 5, 8), (8, 10), align_corners=True),
+     (1, 4, 5, 8)),
+    ("resize-2x-big", lambda: resize_model((1, 20, 20, 32), (40, 40)), (1, 20, 20, 32)),
+    ("s2d-2", lambda: block_model("SPACE_TO_DEPTH", (1, 8, 6, 3), 2), (1, 8, 6, 3)),
+    ("s2d-3", lambda: block_model("SPACE_TO_DEPTH", (1, 9, 12, 5), 3), (1, 9, 12, 5)),
+    ("s2d-4-c16", lambda: block_model("SPACE_TO_DEPTH", (1, 16, 8, 16), 4), (1, 16, 8, 16)),
+    ("d2s-2", lambda: block_model("DEPTH_TO_SPACE", (1, 5, 7, 12), 2), (1, 5, 7, 12)),
+    ("d2s-3", lambda: block_model("DEPTH_TO_SPACE", (1, 4, 3, 18), 3), (1, 4, 3, 18)),
+    ("d2s-2-c64", lambda: block_model("DEPTH_TO_SPACE", (1, 12, 10, 64), 2), (1, 12, 10, 64)),
+]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=CONFIG_IDS)
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_copy_ops_exact(case, config):
+    _, build, shape = case
+    report = assert_all_outputs_exact(build(), shape, **config)
+    assert len({n.partition for n in report.nodes}) == 1
+
+
+def test_random_copy_ops_exact():
+    """Random shapes, factors and block sizes at 4 cores and 16 KB of SRAM."""
+    rng = np.random.default_rng(8)
+    for _ in range(5):
+        h, w, c = (int(v) for v in rng.integers(1, 12, 3))
+        fh, fw = (int(v) for v in rng.integers(1, 5, 2))
+        assert_all_outputs_exact(resize_model((1, h, w, c), (h * fh, w * fw),
+                                              half_pixel_centers=bool(rng.random() < 0.5)),
+                                 (1, h, w, c), cores=4, sram_kb=16)
+        bs = int(rng.integers(2, 4))
+        assert_all_outputs_exact(block_model("SPACE_TO_DEPTH", (1, h * bs, w * bs, c), bs),
+                                 (1, h * bs, w * bs, c), cores=4, sram_kb=16)
+        assert_all_outputs_exact(block_model("DEPTH_TO_SPACE", (1, h, w, c * bs * bs), bs),
+                                 (1, h, w, c * bs * bs), cores=4, sram_kb=16)
+
+
+def _reasons(model, shape):
+    report = assert_all_outputs_exact(model, shape, expect_claimed=False)
+    (node,) = report.nodes
+    assert not node.claimed
+    return " ".join(r.message for r in node.reasons)
+
+
+@pytest.mark.parametrize("build,shape,expect", [
+    # align_corners over 3 -> 9 rows: output 2 reads round(2 * 2/8) = round(0.5) = 1, not 0
+    (lambda: resize_model((1, 3, 3, 8), (9, 9), align_corners=True), (1, 3, 3, 8),
+     "output index 2 reads input 1, not 0 (align_corners) \u2014 RESIZE_NEAREST_NEIGHBOR must"),
+    (lambda: resize_model((1, 4, 6, 8), (6, 9)), (1, 4, 6, 8), "6 is not a whole multiple of 4"),
+    (lambda: resize_model((1, 8, 8, 8), (4, 4)), (1, 8, 8, 8), "4 is not a whole multiple of 8"),
+    (lambda: resize_model((1, 2, 2, 8), (34, 34)), (1, 2, 2, 8), "17x17 = 289 replicas"),
+])
+def test_copy_ops_declined(build, shape, expect):
+    msg = _reasons(build(), shape)
+    assert expect in msg, msg
+
+
+def yolo_fpn():
+    """A YOLO / FPN neck step: a deep 8x8 map upsampled x2 (nearest) and
+    concatenated with the 16x16 shallow map, then a 3x3 convolution; the
+    shallow path also goes through SPACE_TO_DEPTH and DEPTH_TO_SPACE."""
+    m = ModelBuilder(seed=9)
+    x = m.input((1, 16, 16, 8))
+    shallow = m.conv(x, 16, k=3, activation="RELU", out_scale=0.05, out_zp=-3)
+    deep = m.conv(shallow, 24, k=3, stride=2, activation="RELU", out_scale=0.05, out_zp=-3)
+    up = m.tensor(act((1, 16, 16, 24), 0.05, -3))
+    m.g.add_op("RESIZE_NEAREST_NEIGHBOR", [deep, m.tensor(QTensor((2,), "int32",
+                                                                  data=np.array([16, 16], np.int32)))],
+               [up], dict(align_corners=False, half_pixel_centers=True), version=3)
+    s2d = m.tensor(act((1, 8, 8, 64), 0.05, -3))
+    m.g.add_op("SPACE_TO_DEPTH", [shallow], [s2d], dict(block_size=2), version=2)
+    d2s = m.tensor(act((1, 16, 16, 16), 0.05, -3))
+    m.g.add_op("DEPTH_TO_SPACE", [s2d], [d2s], dict(block_size=2), version=2)
+    cat = m.tensor(act((1, 16, 16, 40), 0.05, -3))
+    m.g.add_op("CONCATENATION", [up, d2s], [cat], dict(axis=3), version=2)
+    y = m.conv(cat, 16, k=3, activation="RELU")
+    return m.build([y])
+
+
+@pytest.mark.parametrize("cores", [1, 8])
+def test_yolo_fpn_one_partition_exact(cores):
+    model = yolo_fpn()
+    d = nacc.load_delegate(log_level="off", cores=cores)
+    interp = make_interpreter(model, delegates=[d])
+    interp.allocate_tensors()
+    det = interp.get_input_details()[0]
+    rng = np.random.default_rng(cores)
+    for _ in range(2):
+        x = rng.integers(-128, 128, det["shape"], dtype=np.int8)
+        interp.set_tensor(det["index"], x)
+        interp.invoke()
+        got = interp.get_tensor(interp.get_output_details()[0]["index"])
+        np.testing.assert_array_equal(got, run(model, [x])[0])
+    r = d.report()
+    host = [(n.op, " ".join(x.message for x in n.reasons)) for n in r.nodes if not n.claimed]
+    assert not host, host
+    assert len({n.partition for n in r.nodes}) == 1
+    assert {"RESIZE_NEAREST_NEIGHBOR", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE"} <= {n.op for n in r.nodes}
