@@ -616,6 +616,13 @@ class Translator {
       case kTfLiteBuiltinSplit:
       case kTfLiteBuiltinSplitV:
         slice_attributes(spec, op);
+        // A slice the frontend could not read out keeps one (unused) origin
+        // per output, so the rule that explains it is unsupported_options.
+        if (!a.unsupported_options.empty() && a.slice_begin.size() != op.outputs.size()) {
+          const size_t rank = op.inputs.empty() || op.inputs[0] < 0
+                                  ? 0 : out_.graph.tensor(op.inputs[0]).shape.size();
+          a.slice_begin.assign(op.outputs.size(), std::vector<int64_t>(rank, 0));
+        }
         break;
       case kTfLiteBuiltinResizeNearestNeighbor: {
         a.align_corners = p.align_corners;

@@ -76,6 +76,8 @@ const std::vector<QdqOpInfo>& qdq_ops() {
       {"Flatten", {0}},
       {"Concat", {}, 99, false, {}, true},
       {"Slice", {0}},
+      {"DepthToSpace", {0}},
+      {"SpaceToDepth", {0}},
   };
   return ops;
 }
@@ -1287,6 +1289,31 @@ struct UnitTranslator {
     return std::nullopt;
   }
 
+  // SpaceToDepth and DepthToSpace (DCR mode) move NCHW channel blocks exactly
+  // as TFLite's NHWC ops do: out[n, (r*b + u)*C + c, h, w] = in[n, c, b*h + r,
+  // b*w + u] (and the inverse), so on the NHWC IR tensors they are the IR's
+  // SPACE_TO_DEPTH / DEPTH_TO_SPACE (compiler/lower.h lower_space_depth); at
+  // one scale the QDQ pair around them gives each value back. DepthToSpace's
+  // CRD mode orders the channels the other way and is declined.
+  std::optional<std::string> block_copy(OpKind kind) {
+    ActQuant xq, yq;
+    int x = -1, y = -1;
+    if (auto e = act_in(0, &xq, &x)) return e;
+    if (auto e = act_out(&yq, &y)) return e;
+    if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
+      return str_cat("input and output are quantized differently (a requantizing ", node.op_type, ")");
+    }
+    if (kind == OpKind::kDepthToSpace && node.attr_string("mode", "DCR") != "DCR") {
+      return str_cat("DepthToSpace mode ", node.attr_string("mode", "DCR"),
+                     " (only DCR orders the channels as TFLite's DEPTH_TO_SPACE)");
+    }
+    if (g.value(in(0).value).shape.size() != 4) return std::string("input is not 4-D NCHW");
+    ir::Attributes a;
+    a.block_size = static_cast<int>(node.attr_int("blocksize", 0));
+    add_op(kind, {x}, y, a);
+    return std::nullopt;
+  }
+
   std::optional<std::string> reshape() {
     ActQuant xq, yq;
     int x = -1, y = -1;
@@ -1327,6 +1354,8 @@ struct UnitTranslator {
     if (t == "Reshape" || t == "Flatten") return reshape();
     if (t == "Concat") return concat();
     if (t == "Slice") return slice();
+    if (t == "SpaceToDepth") return block_copy(OpKind::kSpaceToDepth);
+    if (t == "DepthToSpace") return block_copy(OpKind::kDepthToSpace);
     return str_cat(t, " has no translation");
   }
 

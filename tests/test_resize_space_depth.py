@@ -45,7 +45,8 @@ def block_model(op, shape, bs):
     out = ((n, h // bs, w // bs, c * bs * bs) if op == "SPACE_TO_DEPTH"
            else (n, h * bs, w * bs, c // (bs * bs)))
     o = m.tensor(act(out, 0.07, 5, name="moved"))
-    m.g.add_op(op, [x], [o], dict(block_size=bs), version=2)
+    # BUILTIN_REF registers DEPTH_TO_SPACE version 1 only (its int8 kernel is the same)
+    m.g.add_op(op, [x], [o], dict(block_size=bs), version=1 if op == "DEPTH_TO_SPACE" else 2)
     return m.build([o])
 
 
@@ -130,7 +131,7 @@ def yolo_fpn():
     s2d = m.tensor(act((1, 8, 8, 64), 0.05, -3))
     m.g.add_op("SPACE_TO_DEPTH", [shallow], [s2d], dict(block_size=2), version=2)
     d2s = m.tensor(act((1, 16, 16, 16), 0.05, -3))
-    m.g.add_op("DEPTH_TO_SPACE", [s2d], [d2s], dict(block_size=2), version=2)
+    m.g.add_op("DEPTH_TO_SPACE", [s2d], [d2s], dict(block_size=2), version=1)
     cat = m.tensor(act((1, 16, 16, 40), 0.05, -3))
     m.g.add_op("CONCATENATION", [up, d2s], [cat], dict(axis=3), version=2)
     y = m.conv(cat, 16, k=3, activation="RELU")
@@ -156,3 +157,53 @@ def test_yolo_fpn_one_partition_exact(cores):
     assert not host, host
     assert len({n.partition for n in r.nodes}) == 1
     assert {"RESIZE_NEAREST_NEIGHBOR", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE"} <= {n.op for n in r.nodes}
+
+
+# ---- ONNX: SpaceToDepth / DepthToSpace on the EP against the CPU EP --------------------
+
+def onnx_block(op, shape, bs, mode=None, scale=0.05, zp=-3):
+    """int8 x -> DequantizeLinear -> op -> QuantizeLinear -> int8 y at one quantization."""
+    pytest.importorskip("onnxruntime")
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    import onnx_models as om
+
+    inits = [numpy_helper.from_array(np.array(scale, np.float32), "s"),
+             numpy_helper.from_array(np.array(zp, np.int8), "z")]
+    attrs = {"blocksize": bs}
+    if mode:
+        attrs["mode"] = mode
+    nodes = [helper.make_node("DequantizeLinear", ["x_q", "s", "z"], ["x"], name="dq"),
+             helper.make_node(op, ["x"], ["y"], name=op.lower(), **attrs),
+             helper.make_node("QuantizeLinear", ["y", "s", "z"], ["y_q"], name="q")]
+    g = helper.make_graph(nodes, op, [helper.make_tensor_value_info("x_q", TensorProto.INT8, shape)],
+                          [helper.make_tensor_value_info("y_q", TensorProto.INT8, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", om.OPSET)], ir_version=om.IR_VERSION)
+    m = onnx.shape_inference.infer_shapes(m)
+    onnx.checker.check_model(m)
+    return m.SerializeToString()
+
+
+@pytest.mark.parametrize("cores", ["1", "8"])
+@pytest.mark.parametrize("op,shape,bs", [
+    ("SpaceToDepth", (1, 3, 8, 6), 2), ("SpaceToDepth", (1, 16, 12, 9), 3),
+    ("DepthToSpace", (1, 12, 5, 7), 2), ("DepthToSpace", (1, 64, 6, 4), 4),
+])
+def test_onnx_block_exact(op, shape, bs, cores):
+    from test_grouped_dilated import assert_onnx_unit_exact
+
+    assert_onnx_unit_exact(onnx_block(op, shape, bs), cores, 3)
+
+
+def test_onnx_depth_to_space_crd_declined():
+    from test_grouped_dilated import _onnx
+
+    nort, om = _onnx()
+    model = onnx_block("DepthToSpace", (1, 8, 3, 3), 2, mode="CRD")
+    feeds = om.int8_feeds(model, seed=1)
+    want = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)[0]
+    got = om.session(model, "nacc", {"min_partition_macs": 0}).run(None, feeds)[0]
+    np.testing.assert_array_equal(got, want)
+    rep = nort.partition_reports()[-1]
+    assert any(h["op_type"] == "DepthToSpace" and "CRD" in str(h) for h in rep["host_nodes"]), \
+        rep["host_nodes"]

@@ -314,6 +314,8 @@ def onnx_slice(shape, starts, ends, axes=None, steps=None, scale=0.05, zp=-3, ou
     if axes is not None:
         ins.append("axes")
         inits.append(numpy_helper.from_array(np.array(axes, np.int64), "axes"))
+    elif steps is not None:
+        ins.append("")  # axes omitted: all of them
     if steps is not None:
         ins.append("steps")
         inits.append(numpy_helper.from_array(np.array(steps, np.int64), "steps"))
@@ -332,7 +334,7 @@ ONNX_SLICE_CASES = [
     ("channels", (1, 16, 6, 5), [4], [12], [1], None),
     ("rows-cols-step", (1, 8, 13, 11), [1, 0], [13, 11], [2, 3], [2, 3]),
     ("negative-and-int64-max", (1, 12, 7, 7), [-8, 1], [2**63 - 1, -1], [1, 3], None),
-    ("all-axes", (1, 10, 9, 8), [0, 2, 1, 3], [1, 9, 8, 8], None, [1, 3, 1, 2]),
+    ("all-axes", (1, 10, 9, 8), [0, 2, 1, 3], [1, 9, 8, 8], None, [1, 1, 3, 2]),
     ("rank2", (4, 40), [8], [33], [1], None),
 ]
 
