@@ -418,6 +418,8 @@ enum TfLiteBuiltinOperator {
   kTfLiteBuiltinStridedSlice = 45,
   kTfLiteBuiltinSplit = 49,
   kTfLiteBuiltinDelegate = 51,
+  kTfLiteBuiltinMaximum = 55,
+  kTfLiteBuiltinMinimum = 57,
   kTfLiteBuiltinPadv2 = 60,
   kTfLiteBuiltinSlice = 65,
   kTfLiteBuiltinExpandDims = 70,

@@ -59,6 +59,8 @@ constexpr VersionLimit kVersionLimits[] = {
     {kTfLiteBuiltinResizeNearestNeighbor, 3, "4: int16"},
     {kTfLiteBuiltinSpaceToDepth, 2, "3: int16"},
     {kTfLiteBuiltinDepthToSpace, 2, "3: int16"},
+    {kTfLiteBuiltinMaximum, 2, "3+: int16 / rank-5 broadcast"},
+    {kTfLiteBuiltinMinimum, 2, "3+: int16 / rank-5 broadcast"},
 };
 
 // The 16x8 kernels (int16 activations, int8 weights, NACC_SPEC §9) the core
@@ -157,6 +159,8 @@ OpKind kind_of(int32_t code) {
     case kTfLiteBuiltinResizeNearestNeighbor: return OpKind::kResizeNearest;
     case kTfLiteBuiltinSpaceToDepth: return OpKind::kSpaceToDepth;
     case kTfLiteBuiltinDepthToSpace: return OpKind::kDepthToSpace;
+    case kTfLiteBuiltinMaximum: return OpKind::kMaximum;
+    case kTfLiteBuiltinMinimum: return OpKind::kMinimum;
     default: return OpKind::kOther;
   }
 }
@@ -840,7 +844,9 @@ class Translator {
       }
       case OpKind::kAdd:
       case OpKind::kSub:
-      case OpKind::kMul: {
+      case OpKind::kMul:
+      case OpKind::kMaximum:
+      case OpKind::kMinimum: {
         const ir::Tensor* b = input(1);
         if (!b) return std::nullopt;
         return ir::broadcast_shape(in.shape, b->shape);

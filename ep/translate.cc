@@ -1172,7 +1172,7 @@ struct UnitTranslator {
     return lut;
   }
 
-  // Concat along the channel axis (NCHW axis 1, NHWC's last). An input
+  // Concat along the channels, rows or columns (NCHW axes 1, 2, 3). An input
   // quantized as the output is copied (QLinearConcat's copy; DequantizeLinear
   // then QuantizeLinear at one scale gives the value back); any other input
   // is first rescaled by the activation unit with ONNX Runtime's table
@@ -1186,10 +1186,15 @@ struct UnitTranslator {
     const int64_t rank = static_cast<int64_t>(ys.size());
     int64_t axis = node.attr_int("axis", 1);
     if (axis < 0) axis += rank;
-    if ((rank != 4 && rank != 2) || axis != 1) {
+    // The IR tensors are NHWC for rank 4 (NCHW axes 1, 2, 3 -> 3, 1, 2) and
+    // as given otherwise; the NPU places channels, columns or rows
+    // (compiler/lower.h lower_concatenation), not the batch of a 4-D tensor.
+    if (rank < 1 || rank > 4 || axis < 0 || axis >= rank || (rank == 4 && axis == 0)) {
       return str_cat("Concat along axis ", node.attr_int("axis", 1), " of a rank-", rank,
-                     " tensor: only the channel axis (1) of NCHW or [N, C] tensors");
+                     " tensor: only the channel, height or width axis of NCHW tensors (not the "
+                     "batch), or any axis of ranks 1 to 3");
     }
+    const int64_t ir_axis = rank == 4 ? std::array<int64_t, 4>{0, 3, 1, 2}[size_t(axis)] : axis;
     std::vector<int> parts;
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       ActQuant xq;
@@ -1209,7 +1214,7 @@ struct UnitTranslator {
       parts.push_back(x);
     }
     ir::Attributes a;
-    a.axis = -1;
+    a.axis = static_cast<int>(ir_axis);
     add_op(OpKind::kConcatenation, parts, y, a);
     return std::nullopt;
   }

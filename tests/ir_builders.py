@@ -153,7 +153,7 @@ def pad(*, name="pad", in_shape=(1, 8, 8, 4), paddings=((0, 0), (1, 1), (1, 1), 
 
 
 def concat(*, name="concat", shapes=((1, 4, 4, 8), (1, 4, 4, 8)), axis=3, out_shape=None,
-           scales=None):
+           scales=None, activation_fn="NONE", **kw):
     g = _core.Graph()
     scales = scales or [IN_SCALE] * len(shapes)
     ins = [activation(g, f"x{i}", s, scale=sc) for i, (s, sc) in enumerate(zip(shapes, scales))]
@@ -161,7 +161,8 @@ def concat(*, name="concat", shapes=((1, 4, 4, 8), (1, 4, 4, 8)), axis=3, out_sh
         out_shape = list(shapes[0])
         out_shape[axis] = sum(s[axis] for s in shapes)
     y = activation(g, "y", out_shape)
-    return g, g.add_op("CONCATENATION", ins, [y], name=name, axis=axis)
+    act_name = kw.pop("activation", activation_fn)
+    return g, g.add_op("CONCATENATION", ins, [y], name=name, axis=axis, activation=act_name)
 
 
 def reshape(*, name="reshape", in_shape=(1, 4, 4, 8), out_shape=(1, 128), with_shape_input=True):
@@ -210,3 +211,18 @@ def space_depth(kind="SPACE_TO_DEPTH", *, name="s2d", in_shape=(1, 8, 8, 4), blo
            else (n, h * block, w * block, c // (block * block)))
     y = activation(g, "y", out)
     return g, g.add_op(kind, [x], [y], name=name, block_size=block)
+
+
+def max_min(kind="MAXIMUM", *, name="max", in_shape=(1, 4, 4, 8), const_shape=(1,), values=(3,),
+            runtime_both=False):
+    """MAXIMUM / MINIMUM of a runtime tensor and an int8 constant (`values`
+    repeated to `const_shape`), or of two runtime tensors."""
+    g = _core.Graph()
+    x = activation(g, "x", in_shape)
+    if runtime_both:
+        c = activation(g, "x2", in_shape)
+    else:
+        data = np.resize(np.array(values, np.int8), const_shape)
+        c = g.add_tensor("c", list(const_shape), "int8", scales=IN_SCALE, zero_points=IN_ZP, data=data)
+    y = activation(g, "y", in_shape)
+    return g, g.add_op(kind, [x, c], [y], name=name)

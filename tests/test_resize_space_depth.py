@@ -11,8 +11,8 @@ the block. A resize is claimed only where TFLite's own float32 index mapping
 is in = out / f at every output index (align_corners mostly declines: it
 is a replication only for some sizes, e.g. factor 2).
 
-Single ops at 1, 8 and 32 cores and at 16 KB of SRAM on boundary and random
-inputs, the declines, and a YOLO / FPN-style model (upsample x2 of a deep
+Single ops at 1, 8 and 32 cores and at 16 KB of SRAM (each case at one of them
+in turn; all four with -m slow) on boundary and random inputs, the declines, and a YOLO / FPN-style model (upsample x2 of a deep
 feature map, concatenation with a shallow one, a convolution) claimed in one
 partition.
 """
@@ -21,8 +21,7 @@ import pytest
 
 import nacc
 from delegate_models import ModelBuilder, act, run
-from test_mean_avgpool import CONFIG_IDS, CONFIGS
-from test_slice_split import assert_all_outputs_exact
+from test_slice_split import assert_all_outputs_exact, round_robin
 from tflite_builder import QTensor, make_interpreter
 
 
@@ -72,8 +71,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=CONFIG_IDS)
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("case,config", round_robin(CASES))
 def test_copy_ops_exact(case, config):
     _, build, shape = case
     report = assert_all_outputs_exact(build(), shape, **config)
@@ -184,10 +182,9 @@ def onnx_block(op, shape, bs, mode=None, scale=0.05, zp=-3):
     return m.SerializeToString()
 
 
-@pytest.mark.parametrize("cores", ["1", "8"])
-@pytest.mark.parametrize("op,shape,bs", [
-    ("SpaceToDepth", (1, 3, 8, 6), 2), ("SpaceToDepth", (1, 16, 12, 9), 3),
-    ("DepthToSpace", (1, 12, 5, 7), 2), ("DepthToSpace", (1, 64, 6, 4), 4),
+@pytest.mark.parametrize("op,shape,bs,cores", [
+    ("SpaceToDepth", (1, 3, 8, 6), 2, "1"), ("SpaceToDepth", (1, 16, 12, 9), 3, "8"),
+    ("DepthToSpace", (1, 12, 5, 7), 2, "8"), ("DepthToSpace", (1, 64, 6, 4), 4, "1"),
 ])
 def test_onnx_block_exact(op, shape, bs, cores):
     from test_grouped_dilated import assert_onnx_unit_exact

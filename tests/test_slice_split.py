@@ -11,7 +11,8 @@ width strides are DMA patterns; nothing moves through the host.
 Hand-built single ops (channel, row and column splits, SPLIT_V with a -1
 size, SLICE with -1 sizes, STRIDED_SLICE with masks, negative begins and
 strides 2 and 3, ranks 2 to 4, random and boundary inputs) at 1, 8 and 32
-cores and at 16 KB of SRAM, the declines with their reasons, and two whole
+cores and at 16 KB of SRAM (each case at one of them in turn; every case at
+all four with -m slow), the declines with their reasons, and two whole
 models claimed in one partition: a ShuffleNet v2 unit (channel split, a
 branch, concatenation) and a YOLOv5 "Focus" stem (four stride-2 slices,
 concatenation, a convolution).
@@ -88,6 +89,17 @@ def strided_slice_model(shape, begin, end, strides, begin_mask=0, end_mask=0, **
     return m.build([o])
 
 
+def round_robin(cases):
+    """(case, config) pairs for the default run: every case at one of the
+    four configurations (1, 8, 32 cores; 4 cores at 16 KB), in turn, so each
+    configuration sees a quarter of the cases; the full matrix is marked slow."""
+    default = [pytest.param(c, CONFIGS[i % len(CONFIGS)], id=f"{c[0]}-{CONFIG_IDS[i % len(CONFIGS)]}")
+               for i, c in enumerate(cases)]
+    full = [pytest.param(c, cfg, id=f"{c[0]}-{cid}-all", marks=pytest.mark.slow)
+            for c in cases for cfg, cid in zip(CONFIGS, CONFIG_IDS)]
+    return default + full
+
+
 def assert_all_outputs_exact(model, in_shape, expect_claimed=True, **options):
     """Every output of the delegated model == BUILTIN_REF on boundary and
     random inputs; returns the delegate's report."""
@@ -139,8 +151,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=CONFIG_IDS)
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("case,config", round_robin(CASES))
 def test_slice_split_exact(case, config):
     _, build, shape = case
     report = assert_all_outputs_exact(build(), shape, **config)
@@ -339,8 +350,9 @@ ONNX_SLICE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("cores", ["1", "8"])
-@pytest.mark.parametrize("case", ONNX_SLICE_CASES, ids=[c[0] for c in ONNX_SLICE_CASES])
+@pytest.mark.parametrize("case,cores", [(c, "8" if i % 2 else "1")
+                                        for i, c in enumerate(ONNX_SLICE_CASES)],
+                         ids=[c[0] for c in ONNX_SLICE_CASES])
 def test_onnx_slice_exact(case, cores):
     from test_grouped_dilated import assert_onnx_unit_exact
 

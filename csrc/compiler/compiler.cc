@@ -1082,6 +1082,9 @@ void alias_concat_producers(ir::Graph& g, const std::vector<int>& inputs,
         if (lowered[l].op_index == c && lowered[l].input == t && !drop[l]) part = l;
       }
       if (prod < 0 || part < 0) continue;
+      // A part placed by rows or columns (a CONCATENATION on another axis)
+      // keeps its copy, unless it is the dense first block of the output.
+      if (lowered[part].out_byte_offset != 0 || lowered[part].out_row_pitch != 0) continue;
       LoweredOp& lp = lowered[prod];
       const ir::Tensor& tt = g.tensor(t);
       if (lp.unit == Unit::kView || lp.output != t || lp.out_pixel_pitch != 0 ||

@@ -765,6 +765,47 @@ void lower_sigmoid_tanh16(const ir::Op& op, const ir::Tensor& in, const ir::Tens
   l.act_max = 32767;
 }
 
+// MAXIMUM / MINIMUM of a runtime tensor and a constant of one value c (the
+// rules checked it): the activation unit's table, entry i = max / min of the
+// stored values (int8)i and c, which is what TFLite's int8 kernel computes
+// element by element (maximum_minimum.cc compares the raw values).
+void lower_max_min(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
+  const ir::Tensor& a = g.tensor(op.inputs[0]);
+  const ir::Tensor& b = g.tensor(op.inputs[1]);
+  if (a.is_constant() == b.is_constant()) {
+    throw Unsupported(str_cat(l.label, ": needs one runtime operand and one constant"));
+  }
+  const int x = a.is_constant() ? op.inputs[1] : op.inputs[0];
+  const ir::Tensor& c = a.is_constant() ? a : b;
+  const ir::Tensor& in = g.tensor(x);
+  const ir::Tensor& out = g.tensor(op.outputs[0]);
+  if (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8 || c.dtype != ir::DType::kInt8 ||
+      !c.data || c.data->empty()) {
+    throw Unsupported(str_cat(l.label, ": int8 operands only"));
+  }
+  const int8_t v = static_cast<int8_t>((*c.data)[0]);
+  for (uint8_t e : *c.data) {
+    if (static_cast<int8_t>(e) != v) {
+      throw Unsupported(str_cat(l.label, ": the constant operand holds more than one value"));
+    }
+  }
+  l.input = x;
+  l.unit = Unit::kActivation;
+  l.in_shape = nhwc_of(in.shape);
+  l.out_shape = nhwc_of(out.shape);
+  check_arg(l.in_shape == l.out_shape, l.label, ": input ", l.in_shape.str(), " != output ",
+            l.out_shape.str());
+  for (int i = 0; i < limits::kLutEntries; ++i) {
+    const int8_t q = static_cast<int8_t>(static_cast<uint8_t>(i));
+    l.lut[size_t(i)] = op.kind == OpKind::kMaximum ? std::max(q, v) : std::min(q, v);
+  }
+  l.input_zero_point = l.output_zero_point = 0;
+  l.has_lut = true;
+  l.act_mode = ActMode::LUT;
+  l.act_min = -128;
+  l.act_max = 127;
+}
+
 void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const ir::Tensor& in = g.tensor(op.inputs[0]);
   const ir::Tensor& out = g.tensor(op.outputs[0]);
@@ -1016,24 +1057,41 @@ std::vector<LoweredOp> lower_concatenation(const ir::Graph& graph, int op_index)
   const ir::Tensor& out = graph.tensor(base.output);
   const int rank = out.rank();
   const int axis = op.attrs.axis < 0 ? op.attrs.axis + rank : op.attrs.axis;
-  if (axis != rank - 1) {
+  // The axis in the NHWC view with leading ones: 3 channels, 2 columns, 1 rows.
+  const int view_axis = 4 - rank + axis;
+  if (axis < 0 || axis >= rank || view_axis < 1) {
     throw Unsupported(str_cat(base.label, ": axis ", op.attrs.axis, " of a rank-", rank,
-                              " output is not the last (channel) axis"));
+                              " output is neither the channels, the columns nor the rows"));
   }
   const Shape4 o = nhwc_of(out.shape);
   std::vector<LoweredOp> parts;
   int offset = 0;
   try {
     for (int k = 0; k < int(op.inputs.size()); ++k) {
-      parts.push_back(concat_part(graph, op, base, k, offset, o.c));
-      check_arg(parts.back().in_shape.h == o.h && parts.back().in_shape.w == o.w, base.label,
-                ": input ", k, " ", parts.back().in_shape.str(), " does not match output ", o.str());
-      offset += parts.back().in_shape.c;
+      if (view_axis == 3) {
+        parts.push_back(concat_part(graph, op, base, k, offset, o.c));
+      } else {
+        // Rows or columns: the input written dense at its first row
+        // (offset x W x C bytes) or column (offset x C bytes, rows W_out x C apart).
+        LoweredOp l = concat_part(graph, op, base, k, 0, 0);
+        l.out_pixel_pitch = 0;
+        l.out_byte_offset = int64_t(offset) * (view_axis == 1 ? int64_t(o.w) * o.c : o.c) * l.elem();
+        if (view_axis == 2) l.out_row_pitch = int64_t(o.w) * o.c * l.elem();
+        parts.push_back(std::move(l));
+      }
+      const Shape4& in = parts.back().in_shape;
+      const bool fits = view_axis == 3   ? in.h == o.h && in.w == o.w
+                        : view_axis == 2 ? in.h == o.h && in.c == o.c
+                                         : in.w == o.w && in.c == o.c;
+      check_arg(fits && in.n == o.n, base.label, ": input ", k, " ", in.str(), " does not match output ",
+                o.str());
+      offset += view_axis == 3 ? in.c : view_axis == 2 ? in.w : in.h;
     }
   } catch (const InvalidArgument& e) {
     throw Unsupported(e.what());
   }
-  check_arg(offset == o.c, base.label, ": inputs have ", offset, " channels, output ", o.c);
+  const int total = view_axis == 3 ? o.c : view_axis == 2 ? o.w : o.h;
+  check_arg(offset == total, base.label, ": inputs have ", offset, " on the axis, output ", total);
   return parts;
 }
 
@@ -1361,7 +1419,8 @@ LoweredOp lower_whole(const ir::Graph& graph, int op_index) {
             ": needs an input and one output");
   l.input = op.inputs[0];
   l.output = op.outputs[0];
-  if (graph.tensor(l.input).is_constant() && op.kind != OpKind::kAdd && op.kind != OpKind::kMul) {
+  if (graph.tensor(l.input).is_constant() && op.kind != OpKind::kAdd && op.kind != OpKind::kMul &&
+      op.kind != OpKind::kMaximum && op.kind != OpKind::kMinimum) {
     throw Unsupported(str_cat(l.label, ": its input '", graph.tensor(l.input).name,
                               "' is a constant (fold it on the host)"));
   }
@@ -1409,6 +1468,10 @@ LoweredOp lower_whole(const ir::Graph& graph, int op_index) {
         break;
       case OpKind::kMean:
         lower_mean(graph, op, l);
+        break;
+      case OpKind::kMaximum:
+      case OpKind::kMinimum:
+        lower_max_min(graph, op, l);
         break;
       case OpKind::kConcatenation:
         l = lower_concatenation(graph, op_index).at(0);

@@ -181,10 +181,13 @@ struct LoweredOp {
 // does not implement), InvalidArgument for a malformed op.
 LoweredOp lower_op(const ir::Graph& graph, int op_index);
 
-// CONCATENATION along the last axis: one part per input, each an identity
-// 1x1 max-pool pass (a byte copy: TFLite's int8 CONCATENATION requires every
-// input to share the output's scale and zero point and no fused activation)
-// that writes the input's channels at their offset of the output pixels.
+// CONCATENATION along the channels, columns or rows (of the NHWC view with
+// leading ones): one part per input, each an identity 1x1 max-pool pass (a
+// byte copy: TFLite's int8 CONCATENATION requires every input to share the
+// output's scale and zero point and no fused activation) that writes the
+// input's channels at their offset of the output pixels (pixel pitch C_out),
+// or the input dense from its first column (OUT_DMA_ADDR + offset x C, row
+// pitch W_out x C) or first row (OUT_DMA_ADDR + offset x W x C).
 // lower_op returns the first part. Throws Unsupported as lower_op does.
 std::vector<LoweredOp> lower_concatenation(const ir::Graph& graph, int op_index);
 

@@ -63,6 +63,10 @@ constexpr OpKindInfo kOpKinds[] = {
      "1x1 pool copies, one per row of the block, gathering through DMA pitches"},
     {OpKind::kDepthToSpace, "DEPTH_TO_SPACE",
      "1x1 pool copies, one per row of the block, scattering through DMA pitches"},
+    {OpKind::kMaximum, "MAXIMUM",
+     "with a constant operand of one value: activation unit, 256-entry LUT max(x, c)"},
+    {OpKind::kMinimum, "MINIMUM",
+     "with a constant operand of one value: activation unit, 256-entry LUT min(x, c)"},
     {OpKind::kOther, "OTHER", "any op the core does not implement; runs on the host"},
 };
 
@@ -319,6 +323,8 @@ const OpSignature& op_signature(OpKind kind) {
     case OpKind::kAdd:
     case OpKind::kSub:
     case OpKind::kMul:
+    case OpKind::kMaximum:
+    case OpKind::kMinimum:
       return binary;
     case OpKind::kReshape:
     case OpKind::kMean:
@@ -429,7 +435,9 @@ std::optional<std::string> op_shape_error(const Graph& g, const Op& op) {
     }
     case OpKind::kAdd:
     case OpKind::kSub:
-    case OpKind::kMul: {
+    case OpKind::kMul:
+    case OpKind::kMaximum:
+    case OpKind::kMinimum: {
       const Tensor& b = g.tensor(op.inputs[1]);
       auto expected = broadcast_shape(in.shape, b.shape);
       if (!expected) {

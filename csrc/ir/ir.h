@@ -94,6 +94,8 @@ enum class OpKind {
   kResizeNearest,
   kSpaceToDepth,   // [1, H, W, C] -> [1, H/b, W/b, b*b*C], Attributes::block_size
   kDepthToSpace,   // [1, H, W, b*b*C] -> [1, b*H, b*W, C]
+  kMaximum,        // element-wise max / min of the raw int8 values (TFLite's kernels
+  kMinimum,        // compare the stored values, whatever the quantization)
   kOther,          // host-only: the frontend's op name in Op::type_name
 };
 

@@ -899,12 +899,16 @@ std::optional<std::string> check_pad_lowering(const Graph& g, const Op& op,
 }
 
 // CONCATENATION places each input's channels at its offset of every output
-// pixel (compiler/lower.h lower_concatenation): the last axis, runtime inputs.
+// pixel, or its rows / columns at their offset (compiler/lower.h
+// lower_concatenation): the last three axes of the NHWC view, runtime inputs.
 std::optional<std::string> check_concat_axis(const Graph& g, const Op& op, const SupportConfig&) {
   const Tensor& out = *output(g, op).tensor;
   const int axis = op.attrs.axis < 0 ? op.attrs.axis + out.rank() : op.attrs.axis;
   std::vector<std::string> bad;
-  if (axis != out.rank() - 1) bad.push_back(str_cat("axis ", op.attrs.axis, " of rank ", out.rank()));
+  // The channels, columns or rows of the NHWC view with leading ones (not the batch).
+  if (axis < 0 || axis >= out.rank() || 4 - out.rank() + axis < 1) {
+    bad.push_back(str_cat("axis ", op.attrs.axis, " of rank ", out.rank()));
+  }
   if (op.attrs.activation != Activation::kNone) {
     bad.push_back(str_cat("fused activation ", ir::activation_name(op.attrs.activation)));
   }
@@ -979,6 +983,33 @@ std::optional<std::string> check_resize_nearest(const Graph& g, const Op& op, co
 std::optional<std::string> check_block_copy(const Graph& g, const Op& op, const SupportConfig&) {
   if (g.tensor(op.inputs[0]).is_constant()) return std::string("the input is a constant");
   if (op.attrs.block_size > kMaxSliceOutputs) return str_cat("block size ", op.attrs.block_size);
+  return std::nullopt;
+}
+
+// MAXIMUM / MINIMUM: the element-wise unit has no max / min mode (NACC_SPEC
+// §1: add, sub, mul, mul_s16_s8), so only a runtime tensor against a
+// constant of one value is claimed: the 256-entry table max(x, c) / min(x, c)
+// (compiler/lower.h lower_max_min).
+std::optional<std::string> check_max_min_operands(const Graph& g, const Op& op, const SupportConfig&) {
+  const Tensor& a = g.tensor(op.inputs[0]);
+  const Tensor& b = g.tensor(op.inputs[1]);
+  const Tensor& out = *output(g, op).tensor;
+  if (a.is_constant() == b.is_constant()) {
+    return std::string(a.is_constant() ? "both operands are constants"
+                                       : "two runtime operands (no max / min element-wise mode)");
+  }
+  const Tensor& x = a.is_constant() ? b : a;
+  const Tensor& c = a.is_constant() ? a : b;
+  if (x.shape != out.shape) {
+    return str_cat("the runtime operand ", ir::shape_str(x.shape), " is broadcast to ",
+                   ir::shape_str(out.shape));
+  }
+  if (c.dtype == DType::kInt8 && c.data && !c.data->empty()) {
+    const auto& d = *c.data;
+    for (uint8_t v : d) {
+      if (v != d[0]) return std::string("the constant operand holds more than one value");
+    }
+  }
   return std::nullopt;
 }
 
@@ -1235,9 +1266,10 @@ std::vector<Rule> build_rules() {
                " rows and ", limits::kMaxPadding, " columns in all (a standalone identity depthwise pass)"),
        false, check_pad_lowering},
       {"concat_axis", {K::kConcatenation},
-       "CONCATENATION must join runtime tensors along the last (channel) axis with no fused "
-       "activation (TFLite's int8 kernel requires NONE; each input is written at its channel "
-       "offset of the output pixels)",
+       "CONCATENATION must join runtime tensors along the channels, the columns or the rows (the "
+       "last three axes of a 4-D tensor, not the batch) with no fused activation (TFLite's int8 "
+       "kernel requires NONE; each input is written at its channel offset of the output pixels, "
+       "or at its first column or row through the output DMA offset and row pitch)",
        false, check_concat_axis},
       {"slice_window", {K::kSlice},
        str_cat("SLICE, STRIDED_SLICE, SPLIT and SPLIT_V must read a runtime tensor's channels as "
@@ -1260,6 +1292,12 @@ std::vector<Rule> build_rules() {
                "at most ", kMaxSliceOutputs, " (one 1x1 pool copy per row of the block, through "
                "DMA pitches)"),
        false, check_block_copy},
+      {"max_min_operands", {K::kMaximum, K::kMinimum},
+       "MAXIMUM and MINIMUM must compare a runtime tensor of the output's shape with a constant "
+       "of one value (a 256-entry table max(x, c) / min(x, c) on the stored int8 values, as "
+       "TFLite's kernels compare them); the element-wise unit has no max / min mode for two "
+       "runtime operands (nacc docs hardware, §1: add, sub, mul)",
+       false, check_max_min_operands},
       {"mean_semantics", {K::kMean},
        "MEAN must have TFLite's rounding or be ONNX Runtime's QLinearGlobalAveragePool "
        "(integer sum, float32 output stage); ONNX Runtime's unfused float mean is not lowered",

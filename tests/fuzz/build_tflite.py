@@ -96,6 +96,10 @@ def build_tflite(spec: dict) -> bytes:
             opts = dict(align_corners=p["align_corners"], half_pixel_centers=p["half_pixel_centers"])
         elif kind in ("SPACE_TO_DEPTH", "DEPTH_TO_SPACE"):
             opts = dict(block_size=p["block"])
+        elif kind in ("MAXIMUM", "MINIMUM") and len(ins) == 1:
+            t = spec["tensors"][str(op["in"][0])]
+            ins = [ins[0], const((), "int8", np.array(p["value"], dtype=np.int8), scale=t["scale"],
+                                 zp=t["zp"])]
         elif kind == "SOFTMAX":
             opts = dict(beta=p["beta"])
         elif kind == "LEAKY_RELU":

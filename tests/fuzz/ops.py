@@ -645,6 +645,19 @@ def gen_space_depth(ctx, x):
     return {"invalid": [], "block": int(pick(rng, [2, 2, 3, 4]))}, [], {"scale": t["scale"], "zp": t["zp"]}
 
 
+def gen_max_min(ctx, x):
+    """MAXIMUM / MINIMUM against a scalar int8 constant (boundary values
+    -128 / 127 / the zero point among them). Invalid: a second runtime
+    operand (declined: no max / min element-wise mode)."""
+    rng, t = ctx.rng, ctx.tensor(x)
+    p = {"invalid": [], "value": int(pick(rng, [-128, 127, t["zp"], int(rng.integers(-128, 128))]))}
+    extra = []
+    if ctx.want_invalid():
+        extra = [ctx.new_input(list(t["shape"]), {"scale": t["scale"], "zp": t["zp"]})]
+        p["invalid"].append("two runtime operands")
+    return p, extra, {"scale": t["scale"], "zp": t["zp"]}
+
+
 def gen_mean(ctx, x):
     rng, t = ctx.rng, ctx.tensor(x)
     if len(t["shape"]) != 4:
@@ -774,6 +787,8 @@ TABLE: List[OpKind] = [
     OpKind("RESIZE_NEAREST_NEIGHBOR", gen_resize_nearest, 0.4, 3, onnx=None),
     OpKind("SPACE_TO_DEPTH", gen_space_depth, 0.3, 2, onnx=None),
     OpKind("DEPTH_TO_SPACE", gen_space_depth, 0.3, 2, onnx=None),
+    OpKind("MAXIMUM", gen_max_min, 0.3, 2, onnx=None),
+    OpKind("MINIMUM", gen_max_min, 0.3, 2, onnx=None),
     # ops the NPU lacks
     OpKind("SOFTMAX", gen_softmax, 0.6, 2, npu=False, onnx="Softmax"),
 ]
