@@ -636,13 +636,28 @@ def gen_resize_nearest(ctx, x):
     return p, [], {"scale": t["scale"], "zp": t["zp"]}
 
 
-def gen_space_depth(ctx, x):
-    """SPACE_TO_DEPTH / DEPTH_TO_SPACE by a block size dividing the shape."""
+def gen_space_to_depth(ctx, x):
+    """SPACE_TO_DEPTH by a block size (2-4) dividing the height and width."""
     rng, t = ctx.rng, ctx.tensor(x)
     shape = t["shape"]
     if len(shape) != 4:
         return None
-    return {"invalid": [], "block": int(pick(rng, [2, 2, 3, 4]))}, [], {"scale": t["scale"], "zp": t["zp"]}
+    blocks = [b for b in (2, 3, 4) if shape[1] % b == 0 and shape[2] % b == 0]
+    if not blocks:
+        return None
+    return {"invalid": [], "block": int(pick(rng, blocks))}, [], {"scale": t["scale"], "zp": t["zp"]}
+
+
+def gen_depth_to_space(ctx, x):
+    """DEPTH_TO_SPACE by a block size (2-4) whose square divides the channels."""
+    rng, t = ctx.rng, ctx.tensor(x)
+    shape = t["shape"]
+    if len(shape) != 4:
+        return None
+    blocks = [b for b in (2, 3, 4) if shape[3] % (b * b) == 0]
+    if not blocks:
+        return None
+    return {"invalid": [], "block": int(pick(rng, blocks))}, [], {"scale": t["scale"], "zp": t["zp"]}
 
 
 def gen_max_min(ctx, x):
@@ -782,13 +797,14 @@ TABLE: List[OpKind] = [
     OpKind("CONCATENATION", gen_concat, 0.5, 2, onnx="Concat"),
     OpKind("MEAN", gen_mean, 0.5, 2, onnx="ReduceMean"),
     OpKind("BATCH_MATMUL", gen_batch_matmul, 0.5, 1, onnx="MatMul"),
-    OpKind("SLICE", gen_slice, 0.4, 2, onnx=None),
-    OpKind("STRIDED_SLICE", gen_strided_slice, 0.4, 2, onnx=None),
-    OpKind("RESIZE_NEAREST_NEIGHBOR", gen_resize_nearest, 0.4, 3, onnx=None),
-    OpKind("SPACE_TO_DEPTH", gen_space_depth, 0.3, 2, onnx=None),
-    OpKind("DEPTH_TO_SPACE", gen_space_depth, 0.3, 2, onnx=None),
-    OpKind("MAXIMUM", gen_max_min, 0.3, 2, onnx=None),
-    OpKind("MINIMUM", gen_max_min, 0.3, 2, onnx=None),
+    OpKind("SLICE", gen_slice, 0.25, 2, onnx=None),
+    OpKind("STRIDED_SLICE", gen_strided_slice, 0.25, 2, onnx=None),
+    OpKind("RESIZE_NEAREST_NEIGHBOR", gen_resize_nearest, 0.25, 3, onnx=None),
+    OpKind("SPACE_TO_DEPTH", gen_space_to_depth, 0.25, 2, onnx=None),
+    # version 1: BUILTIN_REF registers no version 2 (the int8 kernel is the same)
+    OpKind("DEPTH_TO_SPACE", gen_depth_to_space, 0.25, 1, onnx=None),
+    OpKind("MAXIMUM", gen_max_min, 0.2, 2, onnx=None),
+    OpKind("MINIMUM", gen_max_min, 0.2, 2, onnx=None),
     # ops the NPU lacks
     OpKind("SOFTMAX", gen_softmax, 0.6, 2, npu=False, onnx="Softmax"),
 ]
