@@ -603,8 +603,9 @@ def gen_strided_slice(ctx, x):
         emask &= ~1
     p = {"invalid": [], "begin": begin, "end": end, "strides": strides, "begin_mask": bmask,
          "end_mask": emask}
-    if ctx.want_invalid() and shape[-1] >= 2:
-        strides[-1] = 2
+    if ctx.want_invalid() and _strided_extent(shape[-1], begin[-1], end[-1], 2, (bmask >> (rank - 1)) & 1,
+                                              (emask >> (rank - 1)) & 1) >= 2:
+        strides[-1] = 2  # two or more channels a stride apart (one channel is a plain copy)
         p["invalid"].append("channel stride 2")
     return p, [], {"scale": t["scale"], "zp": t["zp"]}
 
