@@ -12,9 +12,10 @@ is in = out / f at every output index (align_corners mostly declines: it
 is a replication only for some sizes, e.g. factor 2).
 
 Single ops at 1, 8 and 32 cores and at 16 KB of SRAM (each case at one of them
-in turn; all four with -m slow) on boundary and random inputs, the declines, and a YOLO / FPN-style model (upsample x2 of a deep
-feature map, concatenation with a shallow one, a convolution) claimed in one
-partition.
+in turn; all four with -m slow) on boundary and random inputs, the declines,
+a YOLO / FPN-style model (upsample x2 of a deep feature map, concatenation
+with a shallow one, a convolution) claimed in one partition, and ONNX
+SpaceToDepth / DepthToSpace on the EP.
 """
 import numpy as np
 import pytest
@@ -204,3 +205,64 @@ def test_onnx_depth_to_space_crd_declined():
     rep = nort.partition_reports()[-1]
     assert any(h["op_type"] == "DepthToSpace" and "CRD" in str(h) for h in rep["host_nodes"]), \
         rep["host_nodes"]
+
+
+def _converted_data_movement_model():
+    """A float tf.function converted by the TFLite converter (full int8):
+    tf.split, concat, tf.image.resize nearest (TF 2's half-pixel centres),
+    a strided slice, space_to_depth, clip_by_value (MAXIMUM / MINIMUM) and a
+    SPLIT_V between convolutions, with the op versions the converter writes."""
+    tf = pytest.importorskip("tensorflow")
+    rng = np.random.default_rng(1)
+    filters = []
+
+    def conv(x, cout, k, stride=1, relu=True):
+        w = tf.constant(rng.standard_normal((k, k, x.shape[-1], cout)).astype(np.float32) * 0.3)
+        filters.append(w)
+        y = tf.nn.conv2d(x, w, stride, "SAME")
+        return tf.nn.relu(y) if relu else y
+
+    @tf.function(input_signature=[tf.TensorSpec((1, 16, 16, 8), tf.float32)])
+    def f(inp):
+        x = conv(inp, 16, 3)
+        a, b = tf.split(x, 2, axis=-1)
+        c = tf.concat([a, conv(b, 8, 1)], axis=-1)
+        u = tf.image.resize(conv(c, 16, 3, stride=2), (16, 16), method="nearest")
+        s = tf.concat([c, u], axis=-1)[:, 1:15, ::2, 4:20]
+        h = tf.clip_by_value(tf.nn.space_to_depth(s, 2), -1.0, 2.0)
+        p1, _, p3 = tf.split(h, [3, 5, -1], axis=-1)
+        return conv(tf.concat([p3, p1], axis=-1), 4, 1, relu=False)
+
+    data = np.random.default_rng(0)
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([f.get_concrete_function()], f)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = lambda: (
+        [data.standard_normal((1, 16, 16, 8)).astype(np.float32)] for _ in range(8))
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    converter.inference_input_type = tf.int8
+    converter.inference_output_type = tf.int8
+    return converter.convert()
+
+
+def test_converted_model_one_partition_exact():
+    """Every node of the converter's model claimed (SPLIT v2, SPLIT_V v2,
+    STRIDED_SLICE v2, RESIZE_NEAREST_NEIGHBOR v3, SPACE_TO_DEPTH v2, MAXIMUM /
+    MINIMUM v2), one partition, bit-exact vs BUILTIN_REF at 8 cores."""
+    model = _converted_data_movement_model()
+    d = nacc.load_delegate(log_level="off", cores=8)
+    interp = make_interpreter(model, delegates=[d])
+    interp.allocate_tensors()
+    det = interp.get_input_details()[0]
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        x = rng.integers(-128, 128, det["shape"], dtype=np.int8)
+        interp.set_tensor(det["index"], x)
+        interp.invoke()
+        got = interp.get_tensor(interp.get_output_details()[0]["index"])
+        np.testing.assert_array_equal(got, run(model, [x])[0])
+    r = d.report()
+    host = [(n.op, " ".join(x.message for x in n.reasons)) for n in r.nodes if not n.claimed]
+    assert not host, host
+    assert len({n.partition for n in r.nodes}) == 1
+    assert {"SPLIT", "SPLIT_V", "STRIDED_SLICE", "RESIZE_NEAREST_NEIGHBOR", "SPACE_TO_DEPTH",
+            "MAXIMUM", "MINIMUM"} <= {n.op for n in r.nodes}
