@@ -310,6 +310,9 @@ CONCAT_CASES = [
     # rows and columns of 4-D maps (written from their first row / column)
     ("rows", lambda m, x: [concat(m, [x, _same_quant_conv(m, x, 3, "c1"), m.input((1, 2, 7, 3))], 1)],
      (1, 6, 7, 3)),
+    # a producer of the first rows writes them in place (a dense prefix of the output)
+    ("rows-producer-first", lambda m, x: [concat(m, [_same_quant_conv(m, x, 3, "c1"), x], 1)],
+     (1, 5, 6, 3)),
     ("cols-then-conv", lambda m, x: [m.conv(concat(m, [_same_quant_conv(m, x, 5, "c1"),
                                                        m.input((1, 6, 3, 5))], 2), 4, name="after")],
      (1, 6, 7, 3)),
