@@ -359,6 +359,36 @@ typedef struct {
   float alpha;
 } TfLiteLeakyReluParams;
 
+typedef struct {
+  int num_splits;
+} TfLiteSplitParams;
+
+typedef struct {
+  bool align_corners;
+  bool half_pixel_centers;
+} TfLiteResizeNearestNeighborParams;
+
+typedef struct {
+  int block_size;
+} TfLiteSpaceToDepthParams;
+
+typedef struct {
+  int block_size;
+} TfLiteDepthToSpaceParams;
+
+typedef struct {
+  int num_splits;
+} TfLiteSplitVParams;
+
+typedef struct {
+  int begin_mask;
+  int end_mask;
+  int ellipsis_mask;
+  int new_axis_mask;
+  int shrink_axis_mask;
+  bool offset;  // end = begin + end (version 7+ writes it)
+} TfLiteStridedSliceParams;
+
 // ---- builtin_ops.h (codes of the schema's BuiltinOperator enum) --------------------
 
 enum TfLiteBuiltinOperator {
@@ -367,6 +397,7 @@ enum TfLiteBuiltinOperator {
   kTfLiteBuiltinConcatenation = 2,
   kTfLiteBuiltinConv2d = 3,
   kTfLiteBuiltinDepthwiseConv2d = 4,
+  kTfLiteBuiltinDepthToSpace = 5,
   kTfLiteBuiltinDequantize = 6,
   kTfLiteBuiltinFullyConnected = 9,
   kTfLiteBuiltinLogistic = 14,
@@ -377,16 +408,24 @@ enum TfLiteBuiltinOperator {
   kTfLiteBuiltinRelu6 = 21,
   kTfLiteBuiltinReshape = 22,
   kTfLiteBuiltinSoftmax = 25,
+  kTfLiteBuiltinSpaceToDepth = 26,
   kTfLiteBuiltinTanh = 28,
   kTfLiteBuiltinCustom = 32,
   kTfLiteBuiltinPad = 34,
   kTfLiteBuiltinMean = 40,
   kTfLiteBuiltinSub = 41,
   kTfLiteBuiltinSqueeze = 43,
+  kTfLiteBuiltinStridedSlice = 45,
+  kTfLiteBuiltinSplit = 49,
   kTfLiteBuiltinDelegate = 51,
+  kTfLiteBuiltinMaximum = 55,
+  kTfLiteBuiltinMinimum = 57,
   kTfLiteBuiltinPadv2 = 60,
+  kTfLiteBuiltinSlice = 65,
   kTfLiteBuiltinExpandDims = 70,
+  kTfLiteBuiltinResizeNearestNeighbor = 97,
   kTfLiteBuiltinLeakyRelu = 98,
+  kTfLiteBuiltinSplitV = 102,
   kTfLiteBuiltinQuantize = 114,
   kTfLiteBuiltinHardSwish = 117,
   kTfLiteBuiltinBatchMatmul = 126,

@@ -52,6 +52,15 @@ constexpr VersionLimit kVersionLimits[] = {
     {kTfLiteBuiltinConcatenation, 2, "3: int16, 4: uint32"},
     {kTfLiteBuiltinMean, 2, "3: int16"},
     {kTfLiteBuiltinSqueeze, 1, "2: string"},
+    {kTfLiteBuiltinSplit, 2, "3: int16, 4: int32"},
+    {kTfLiteBuiltinSplitV, 2, "3: int16"},
+    {kTfLiteBuiltinSlice, 2, "3: string, 4: int16, 5: rank 5"},
+    {kTfLiteBuiltinStridedSlice, 2, "3: rank 5, 4: int16 / ellipsis"},
+    {kTfLiteBuiltinResizeNearestNeighbor, 3, "4: int16"},
+    {kTfLiteBuiltinSpaceToDepth, 2, "3: int16"},
+    {kTfLiteBuiltinDepthToSpace, 2, "3: int16"},
+    {kTfLiteBuiltinMaximum, 2, "3+: int16 / rank-5 broadcast"},
+    {kTfLiteBuiltinMinimum, 2, "3+: int16 / rank-5 broadcast"},
 };
 
 // The 16x8 kernels (int16 activations, int8 weights, NACC_SPEC §9) the core
@@ -143,6 +152,15 @@ OpKind kind_of(int32_t code) {
     case kTfLiteBuiltinPadv2: return OpKind::kPad;
     case kTfLiteBuiltinConcatenation: return OpKind::kConcatenation;
     case kTfLiteBuiltinMean: return OpKind::kMean;
+    case kTfLiteBuiltinSlice:
+    case kTfLiteBuiltinStridedSlice:
+    case kTfLiteBuiltinSplit:
+    case kTfLiteBuiltinSplitV: return OpKind::kSlice;
+    case kTfLiteBuiltinResizeNearestNeighbor: return OpKind::kResizeNearest;
+    case kTfLiteBuiltinSpaceToDepth: return OpKind::kSpaceToDepth;
+    case kTfLiteBuiltinDepthToSpace: return OpKind::kDepthToSpace;
+    case kTfLiteBuiltinMaximum: return OpKind::kMaximum;
+    case kTfLiteBuiltinMinimum: return OpKind::kMinimum;
     default: return OpKind::kOther;
   }
 }
@@ -597,6 +615,37 @@ class Translator {
         }
         break;
       }
+      case kTfLiteBuiltinSlice:
+      case kTfLiteBuiltinStridedSlice:
+      case kTfLiteBuiltinSplit:
+      case kTfLiteBuiltinSplitV:
+        slice_attributes(spec, op);
+        // A slice the frontend could not read out keeps one (unused) origin
+        // per output, so the rule that explains it is unsupported_options.
+        if (!a.unsupported_options.empty() && a.slice_begin.size() != op.outputs.size()) {
+          const size_t rank = op.inputs.empty() || op.inputs[0] < 0
+                                  ? 0 : out_.graph.tensor(op.inputs[0]).shape.size();
+          a.slice_begin.assign(op.outputs.size(), std::vector<int64_t>(rank, 0));
+        }
+        break;
+      case kTfLiteBuiltinResizeNearestNeighbor: {
+        a.align_corners = p.align_corners;
+        a.half_pixel_centers = p.half_pixel_centers;
+        // The output size operand must be the constant the output shape says.
+        auto size = spec.inputs.size() > 1 ? constant_ints(ctx_, spec.inputs[1]) : std::nullopt;
+        const auto out = spec.outputs.empty() ? std::vector<int64_t>{} : dims_of(tfl(spec.outputs[0]));
+        if (!size || size->size() != 2) {
+          a.unsupported_options.push_back("non-constant size");
+        } else if (out.size() == 4 && ((*size)[0] != out[1] || (*size)[1] != out[2])) {
+          a.unsupported_options.push_back(str_cat("size [", (*size)[0], ",", (*size)[1],
+                                                  "] but output ", ir::shape_str(out)));
+        }
+        break;
+      }
+      case kTfLiteBuiltinSpaceToDepth:
+      case kTfLiteBuiltinDepthToSpace:
+        a.block_size = positive(p.block_size, "block_size");
+        break;
       case kTfLiteBuiltinMean: {
         auto axes = spec.inputs.size() > 1 ? constant_ints(ctx_, spec.inputs[1]) : std::nullopt;
         if (!axes) {
@@ -611,6 +660,113 @@ class Translator {
         break;
     }
     (void)r;
+  }
+
+  // SLICE, STRIDED_SLICE, SPLIT, SPLIT_V as the IR's SLICE: the data input
+  // only (SPLIT's comes second), each output's origin in the input and the
+  // strides (ir::Attributes::slice_begin). The extents are the output shapes;
+  // shape_consistency checks that they stay inside the input.
+  void slice_attributes(const NodeSpec& spec, ir::Op& op) {
+    ir::Attributes& a = op.attrs;
+    const int code = spec.builtin_code;
+    const size_t data = code == kTfLiteBuiltinSplit ? 1 : 0;
+    if (spec.inputs.size() <= data || spec.inputs[data] < 0) return;  // operand_count says so
+    op.inputs = {op.inputs[data]};
+    const TfLiteTensor& in = tfl(spec.inputs[data]);
+    const std::vector<int64_t> shape = dims_of(in);
+    const int rank = static_cast<int>(shape.size());
+    a.slice_strides.assign(size_t(rank), 1);
+    const auto param = [&](size_t i) {
+      return i < spec.inputs.size() ? constant_ints(ctx_, spec.inputs[i]) : std::nullopt;
+    };
+    if (code == kTfLiteBuiltinSplit || code == kTfLiteBuiltinSplitV) {
+      auto axis = param(code == kTfLiteBuiltinSplit ? 0 : 2);
+      if (!axis || axis->size() != 1) {
+        a.unsupported_options.push_back("non-constant axis");
+        return;
+      }
+      const int64_t ax = (*axis)[0] < 0 ? (*axis)[0] + rank : (*axis)[0];
+      if (ax < 0 || ax >= rank) {
+        a.unsupported_options.push_back(str_cat("axis ", (*axis)[0], " of a rank-", rank, " input"));
+        return;
+      }
+      // Output k starts where the outputs before it end along the axis.
+      int64_t at = 0;
+      for (int o : spec.outputs) {
+        std::vector<int64_t> b(size_t(rank), 0);
+        b[size_t(ax)] = at;
+        a.slice_begin.push_back(std::move(b));
+        const std::vector<int64_t> od = dims_of(tfl(o));
+        at += od.size() == size_t(rank) ? od[size_t(ax)] : 0;
+      }
+      return;
+    }
+    auto begin = param(1);
+    if (!begin || begin->size() != size_t(rank)) {
+      a.unsupported_options.push_back("non-constant begin");
+      return;
+    }
+    std::vector<int64_t> b = *begin;
+    std::vector<int64_t> extent(size_t(rank), 0);
+    if (code == kTfLiteBuiltinStridedSlice) {
+      const NodeParams& p = spec.params;
+      auto end = param(2);
+      if (p.ellipsis_mask) a.unsupported_options.push_back(str_cat("ellipsis_mask ", p.ellipsis_mask));
+      if (p.new_axis_mask) a.unsupported_options.push_back(str_cat("new_axis_mask ", p.new_axis_mask));
+      if (p.shrink_axis_mask) {
+        a.unsupported_options.push_back(str_cat("shrink_axis_mask ", p.shrink_axis_mask));
+      }
+      auto strides = param(3);
+      if (!strides || strides->size() != size_t(rank)) {
+        a.unsupported_options.push_back("non-constant strides");
+        return;
+      }
+      for (int d = 0; d < rank; ++d) {
+        const int64_t st = (*strides)[size_t(d)];
+        if (st < 1) {
+          a.unsupported_options.push_back(str_cat("stride ", st, " on axis ", d));
+          return;
+        }
+        a.slice_strides[size_t(d)] = st;
+        // TFLite's start and stop for a positive stride: 0 / dim under
+        // begin_mask / end_mask, else the value (from the end when negative;
+        // stop = start + end with offset) clamped to [0, dim].
+        const int64_t dim = shape[size_t(d)];
+        const int64_t given = b[size_t(d)];
+        int64_t v = (p.begin_mask >> d) & 1 ? 0 : given;
+        if (v < 0) v += dim;
+        b[size_t(d)] = std::clamp<int64_t>(v, 0, dim);
+        if (end && end->size() == size_t(rank)) {
+          int64_t e = (*end)[size_t(d)];
+          if ((p.end_mask >> d) & 1) {
+            e = dim;
+          } else if (p.slice_offset) {
+            e = given + e;
+          }
+          if (e < 0) e += dim;
+          e = std::clamp<int64_t>(e, 0, dim);
+          extent[size_t(d)] = e > b[size_t(d)] ? (e - b[size_t(d)] + st - 1) / st : 0;
+        }
+      }
+      if (!end || end->size() != size_t(rank)) a.unsupported_options.push_back("non-constant end");
+    } else {
+      auto size = param(2);
+      for (int d = 0; d < rank; ++d) {
+        if (b[size_t(d)] < 0) a.unsupported_options.push_back(str_cat("begin ", b[size_t(d)], " on axis ", d));
+        if (size && size->size() == size_t(rank)) {
+          const int64_t n = (*size)[size_t(d)];
+          extent[size_t(d)] = n < 0 ? shape[size_t(d)] - b[size_t(d)] : n;
+        }
+      }
+      if (!size || size->size() != size_t(rank)) a.unsupported_options.push_back("non-constant size");
+    }
+    // The model's output shape must be the slice's (TFLite computes it so).
+    if (!spec.outputs.empty() && spec.outputs[0] >= 0 && a.unsupported_options.empty() &&
+        dims_of(tfl(spec.outputs[0])) != extent) {
+      a.unsupported_options.push_back(str_cat("output shape ", ir::shape_str(dims_of(tfl(spec.outputs[0]))),
+                                              " but the slice gives ", ir::shape_str(extent)));
+    }
+    a.slice_begin.push_back(std::move(b));
   }
 
   // PADV2 pads with its constant operand; the NPU pads with the zero point.
@@ -688,7 +844,9 @@ class Translator {
       }
       case OpKind::kAdd:
       case OpKind::kSub:
-      case OpKind::kMul: {
+      case OpKind::kMul:
+      case OpKind::kMaximum:
+      case OpKind::kMinimum: {
         const ir::Tensor* b = input(1);
         if (!b) return std::nullopt;
         return ir::broadcast_shape(in.shape, b->shape);
@@ -713,6 +871,20 @@ class Translator {
           s[axis] += t.shape[axis];
         }
         return s;
+      }
+      case OpKind::kSlice:
+      case OpKind::kResizeNearest:
+        return std::nullopt;  // the model's output shapes (checked against the operands)
+      case OpKind::kSpaceToDepth:
+      case OpKind::kDepthToSpace: {
+        const int64_t bs = a.block_size;
+        if (in.rank() != 4 || bs < 1) return std::nullopt;
+        if (op.kind == OpKind::kSpaceToDepth) {
+          return std::vector<int64_t>{in.shape[0], in.shape[1] / bs, in.shape[2] / bs,
+                                      in.shape[3] * bs * bs};
+        }
+        return std::vector<int64_t>{in.shape[0], in.shape[1] * bs, in.shape[2] * bs,
+                                    in.shape[3] / (bs * bs)};
       }
       case OpKind::kMean: {
         std::set<int> reduced;
@@ -897,6 +1069,28 @@ NodeSpec capture_node(int index, const TfLiteNode& node, const TfLiteRegistratio
       const auto* c = static_cast<const TfLiteReshapeParams*>(d);
       const int n = std::clamp(c->num_dimensions, 0, 8);
       p.reshape_shape.assign(c->shape, c->shape + n);
+      break;
+    }
+    case kTfLiteBuiltinResizeNearestNeighbor: {
+      const auto* c = static_cast<const TfLiteResizeNearestNeighborParams*>(d);
+      p.align_corners = c->align_corners;
+      p.half_pixel_centers = c->half_pixel_centers;
+      break;
+    }
+    case kTfLiteBuiltinSpaceToDepth:
+      p.block_size = static_cast<const TfLiteSpaceToDepthParams*>(d)->block_size;
+      break;
+    case kTfLiteBuiltinDepthToSpace:
+      p.block_size = static_cast<const TfLiteDepthToSpaceParams*>(d)->block_size;
+      break;
+    case kTfLiteBuiltinStridedSlice: {
+      const auto* c = static_cast<const TfLiteStridedSliceParams*>(d);
+      p.begin_mask = c->begin_mask;
+      p.end_mask = c->end_mask;
+      p.ellipsis_mask = c->ellipsis_mask;
+      p.new_axis_mask = c->new_axis_mask;
+      p.shrink_axis_mask = c->shrink_axis_mask;
+      p.slice_offset = c->offset;
       break;
     }
     case kTfLiteBuiltinSqueeze: {

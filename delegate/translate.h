@@ -42,6 +42,11 @@ struct NodeParams {
   bool pot_scale_int16 = false;  // ADD / SUB
   std::vector<int> squeeze_dims;
   std::vector<int> reshape_shape;
+  // STRIDED_SLICE
+  int begin_mask = 0, end_mask = 0, ellipsis_mask = 0, new_axis_mask = 0, shrink_axis_mask = 0;
+  bool slice_offset = false;
+  bool align_corners = false, half_pixel_centers = false;  // RESIZE_NEAREST_NEIGHBOR
+  int block_size = 0;                                      // SPACE_TO_DEPTH, DEPTH_TO_SPACE
 };
 
 // A TFLite node as the delegate keeps it.

@@ -75,6 +75,9 @@ const std::vector<QdqOpInfo>& qdq_ops() {
       {"Reshape", {0}},
       {"Flatten", {0}},
       {"Concat", {}, 99, false, {}, true},
+      {"Slice", {0}},
+      {"DepthToSpace", {0}},
+      {"SpaceToDepth", {0}},
   };
   return ops;
 }
@@ -122,12 +125,14 @@ UnitScan find_units(const OnnxGraph& g) {
     }
     const QdqOpInfo* info = qdq_info(n);
     if (info == nullptr) continue;
-    if ((n.op_type == "MaxPool" || n.op_type == "Reshape" || n.op_type == "Flatten") &&
+    const bool int8_copy = n.op_type == "MaxPool" || n.op_type == "Slice";
+    if ((int8_copy || n.op_type == "Reshape" || n.op_type == "Flatten") &&
         n.input(0) >= 0 && is_8bit(g.value(n.input(0)).elem_type)) {
       // A Reshape / Flatten of an int8 constant is a step of a weight chain,
-      // folded into the unit of the op it feeds.
+      // folded into the unit of the op it feeds. An int8 MaxPool or Slice
+      // keeps its input's quantization.
       ConstTensor folded;
-      if (n.op_type != "MaxPool" && !g.fold_constant(n.input(0), &folded)) continue;
+      if (!int8_copy && !g.fold_constant(n.input(0), &folded)) continue;
       NodeUnit u;
       u.form = NodeUnit::Form::kInt8;
       u.target = index;
@@ -591,7 +596,8 @@ struct UnitTranslator {
       const QIn o = other.out();
       r.scale = o.scale;
       r.zp = o.zp;
-    } else if (n.op_type == "MaxPool" || n.op_type == "Reshape" || n.op_type == "Flatten") {
+    } else if (n.op_type == "MaxPool" || n.op_type == "Slice" || n.op_type == "Reshape" ||
+               n.op_type == "Flatten") {
       const QIn up = quant_source(n.input(0), depth + 1);
       r.scale = up.scale;
       r.zp = up.zp;
@@ -1166,7 +1172,7 @@ struct UnitTranslator {
     return lut;
   }
 
-  // Concat along the channel axis (NCHW axis 1, NHWC's last). An input
+  // Concat along the channels, rows or columns (NCHW axes 1, 2, 3). An input
   // quantized as the output is copied (QLinearConcat's copy; DequantizeLinear
   // then QuantizeLinear at one scale gives the value back); any other input
   // is first rescaled by the activation unit with ONNX Runtime's table
@@ -1180,10 +1186,15 @@ struct UnitTranslator {
     const int64_t rank = static_cast<int64_t>(ys.size());
     int64_t axis = node.attr_int("axis", 1);
     if (axis < 0) axis += rank;
-    if ((rank != 4 && rank != 2) || axis != 1) {
+    // The IR tensors are NHWC for rank 4 (NCHW axes 1, 2, 3 -> 3, 1, 2) and
+    // as given otherwise; the NPU places channels, columns or rows
+    // (compiler/lower.h lower_concatenation), not the batch of a 4-D tensor.
+    if (rank < 1 || rank > 4 || axis < 0 || axis >= rank || (rank == 4 && axis == 0)) {
       return str_cat("Concat along axis ", node.attr_int("axis", 1), " of a rank-", rank,
-                     " tensor: only the channel axis (1) of NCHW or [N, C] tensors");
+                     " tensor: only the channel, height or width axis of NCHW tensors (not the "
+                     "batch), or any axis of ranks 1 to 3");
     }
+    const int64_t ir_axis = rank == 4 ? std::array<int64_t, 4>{0, 3, 1, 2}[size_t(axis)] : axis;
     std::vector<int> parts;
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       ActQuant xq;
@@ -1203,8 +1214,108 @@ struct UnitTranslator {
       parts.push_back(x);
     }
     ir::Attributes a;
-    a.axis = -1;
+    a.axis = static_cast<int>(ir_axis);
     add_op(OpKind::kConcatenation, parts, y, a);
+    return std::nullopt;
+  }
+
+  // Slice (starts, ends, axes, steps as constant inputs, or opset 1's
+  // attributes) as the IR's SLICE: the origin and stride of each axis in
+  // the NHWC order of the IR tensors (compiler/lower.h lower_slice). ONNX
+  // Runtime runs DequantizeLinear -> Slice -> QuantizeLinear at one scale as
+  // an int8 copy (its QDQ transformer drops the pair; in float32 the pair
+  // gives each value back), so the NPU's byte copy is exact; a requantizing
+  // Slice is declined.
+  std::optional<std::string> slice() {
+    ActQuant xq, yq;
+    int x = -1, y = -1;
+    if (auto e = act_in(0, &xq, &x)) return e;
+    if (auto e = act_out(&yq, &y)) return e;
+    if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
+      return std::string("input and output are quantized differently (a requantizing Slice)");
+    }
+    const auto& xs = g.value(in(0).value).shape;
+    const auto& ys = g.value(out().value).shape;
+    const size_t rank = xs.size();
+    if (ys.size() != rank || rank == 0) {
+      return str_cat("Slice of ", shape_str(xs), " to ", shape_str(ys), " changes the rank");
+    }
+    // Constant input i as integers (INT64_MAX and INT64_MIN kept: "to the end").
+    const auto ints = [&](size_t i, const char* what,
+                          std::vector<int64_t>* v) -> std::optional<std::string> {
+      if (node.inputs.size() <= i || node.input(i) < 0) return std::nullopt;
+      const OnnxValue& val = g.value(node.input(i));
+      if (!val.is_constant) return str_cat("Slice ", what, " '", val.name, "' is not a constant");
+      for (double d : val.numbers()) {
+        v->push_back(d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(d));
+      }
+      return std::nullopt;
+    };
+    std::vector<int64_t> starts, ends, axes, steps;
+    if (node.inputs.size() > 1) {
+      if (auto e = ints(1, "starts", &starts)) return e;
+      if (auto e = ints(2, "ends", &ends)) return e;
+      if (auto e = ints(3, "axes", &axes)) return e;
+      if (auto e = ints(4, "steps", &steps)) return e;
+    } else {
+      starts = node.attr_ints("starts").value_or(std::vector<int64_t>{});
+      ends = node.attr_ints("ends").value_or(std::vector<int64_t>{});
+      axes = node.attr_ints("axes").value_or(std::vector<int64_t>{});
+    }
+    if (axes.empty()) {
+      for (size_t d = 0; d < starts.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+    }
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    if (starts.size() != ends.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+      return std::string("Slice starts, ends, axes and steps differ in length");
+    }
+    std::vector<int64_t> begin(rank, 0), stride(rank, 1), extent = xs;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t ax = axes[i] < 0 ? axes[i] + static_cast<int64_t>(rank) : axes[i];
+      if (ax < 0 || ax >= static_cast<int64_t>(rank)) return str_cat("Slice axis ", axes[i], " out of range");
+      if (steps[i] < 1) return str_cat("Slice step ", steps[i], " on axis ", axes[i]);
+      const int64_t dim = xs[size_t(ax)];
+      const auto clamp = [&](int64_t v) {
+        if (v < 0) v = v == INT64_MIN ? 0 : v + dim;
+        return std::clamp<int64_t>(v, 0, dim);
+      };
+      const int64_t b = clamp(starts[i]), e = clamp(ends[i]);
+      begin[size_t(ax)] = b;
+      stride[size_t(ax)] = steps[i];
+      extent[size_t(ax)] = e > b ? (e - b + steps[i] - 1) / steps[i] : 0;
+    }
+    if (extent != ys) {
+      return str_cat("Slice output ", shape_str(ys), " but the slice gives ", shape_str(extent));
+    }
+    ir::Attributes a;
+    a.slice_begin = {to_nhwc(begin)};
+    a.slice_strides = to_nhwc(stride);
+    add_op(OpKind::kSlice, {x}, y, a);
+    return std::nullopt;
+  }
+
+  // SpaceToDepth and DepthToSpace (DCR mode) move NCHW channel blocks exactly
+  // as TFLite's NHWC ops do: out[n, (r*b + u)*C + c, h, w] = in[n, c, b*h + r,
+  // b*w + u] (and the inverse), so on the NHWC IR tensors they are the IR's
+  // SPACE_TO_DEPTH / DEPTH_TO_SPACE (compiler/lower.h lower_space_depth); at
+  // one scale the QDQ pair around them gives each value back. DepthToSpace's
+  // CRD mode orders the channels the other way and is declined.
+  std::optional<std::string> block_copy(OpKind kind) {
+    ActQuant xq, yq;
+    int x = -1, y = -1;
+    if (auto e = act_in(0, &xq, &x)) return e;
+    if (auto e = act_out(&yq, &y)) return e;
+    if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
+      return str_cat("input and output are quantized differently (a requantizing ", node.op_type, ")");
+    }
+    if (kind == OpKind::kDepthToSpace && node.attr_string("mode", "DCR") != "DCR") {
+      return str_cat("DepthToSpace mode ", node.attr_string("mode", "DCR"),
+                     " (only DCR orders the channels as TFLite's DEPTH_TO_SPACE)");
+    }
+    if (g.value(in(0).value).shape.size() != 4) return std::string("input is not 4-D NCHW");
+    ir::Attributes a;
+    a.block_size = static_cast<int>(node.attr_int("blocksize", 0));
+    add_op(kind, {x}, y, a);
     return std::nullopt;
   }
 
@@ -1247,6 +1358,9 @@ struct UnitTranslator {
     if (t == "HardSwish") return unary(OpKind::kHardSwish);
     if (t == "Reshape" || t == "Flatten") return reshape();
     if (t == "Concat") return concat();
+    if (t == "Slice") return slice();
+    if (t == "SpaceToDepth") return block_copy(OpKind::kSpaceToDepth);
+    if (t == "DepthToSpace") return block_copy(OpKind::kDepthToSpace);
     return str_cat(t, " has no translation");
   }
 

@@ -153,7 +153,7 @@ def pad(*, name="pad", in_shape=(1, 8, 8, 4), paddings=((0, 0), (1, 1), (1, 1), 
 
 
 def concat(*, name="concat", shapes=((1, 4, 4, 8), (1, 4, 4, 8)), axis=3, out_shape=None,
-           scales=None):
+           scales=None, activation_fn="NONE", **kw):
     g = _core.Graph()
     scales = scales or [IN_SCALE] * len(shapes)
     ins = [activation(g, f"x{i}", s, scale=sc) for i, (s, sc) in enumerate(zip(shapes, scales))]
@@ -161,7 +161,8 @@ def concat(*, name="concat", shapes=((1, 4, 4, 8), (1, 4, 4, 8)), axis=3, out_sh
         out_shape = list(shapes[0])
         out_shape[axis] = sum(s[axis] for s in shapes)
     y = activation(g, "y", out_shape)
-    return g, g.add_op("CONCATENATION", ins, [y], name=name, axis=axis)
+    act_name = kw.pop("activation", activation_fn)
+    return g, g.add_op("CONCATENATION", ins, [y], name=name, axis=axis, activation=act_name)
 
 
 def reshape(*, name="reshape", in_shape=(1, 4, 4, 8), out_shape=(1, 128), with_shape_input=True):
@@ -180,3 +181,48 @@ def other(type_name="SOFTMAX", *, name="sm", shape=(1, 10)):
     x = activation(g, "x", shape)
     y = activation(g, "y", shape, scale=1 / 256, zero_point=-128)
     return g, g.add_op("OTHER", [x], [y], name=name, type_name=type_name)
+
+
+def slice_op(*, name="slice", in_shape=(1, 8, 8, 16), begins=((0, 0, 0, 4),), sizes=((1, 8, 8, 8),),
+             strides=(1, 1, 1, 1)):
+    """The IR's SLICE (TFLite SLICE / STRIDED_SLICE / SPLIT / SPLIT_V): one
+    output per (begin, size)."""
+    g = _core.Graph()
+    x = activation(g, "x", in_shape)
+    ys = [activation(g, f"y{k}", s) for k, s in enumerate(sizes)]
+    return g, g.add_op("SLICE", [x], ys, name=name, slice_begin=[list(b) for b in begins],
+                       slice_strides=list(strides))
+
+
+def resize_nearest(*, name="resize", in_shape=(1, 4, 4, 8), out_hw=(8, 8), align_corners=False,
+                   half_pixel_centers=False):
+    g = _core.Graph()
+    x = activation(g, "x", in_shape)
+    y = activation(g, "y", (in_shape[0], out_hw[0], out_hw[1], in_shape[3]))
+    return g, g.add_op("RESIZE_NEAREST_NEIGHBOR", [x], [y], name=name, align_corners=align_corners,
+                       half_pixel_centers=half_pixel_centers)
+
+
+def space_depth(kind="SPACE_TO_DEPTH", *, name="s2d", in_shape=(1, 8, 8, 4), block=2, const=False):
+    g = _core.Graph()
+    n, h, w, c = in_shape
+    x = constant(g, "x", in_shape, "int8", IN_SCALE, IN_ZP) if const else activation(g, "x", in_shape)
+    out = ((n, h // block, w // block, c * block * block) if kind == "SPACE_TO_DEPTH"
+           else (n, h * block, w * block, c // (block * block)))
+    y = activation(g, "y", out)
+    return g, g.add_op(kind, [x], [y], name=name, block_size=block)
+
+
+def max_min(kind="MAXIMUM", *, name="max", in_shape=(1, 4, 4, 8), const_shape=(1,), values=(3,),
+            runtime_both=False):
+    """MAXIMUM / MINIMUM of a runtime tensor and an int8 constant (`values`
+    repeated to `const_shape`), or of two runtime tensors."""
+    g = _core.Graph()
+    x = activation(g, "x", in_shape)
+    if runtime_both:
+        c = activation(g, "x2", in_shape)
+    else:
+        data = np.resize(np.array(values, np.int8), const_shape)
+        c = g.add_tensor("c", list(const_shape), "int8", scales=IN_SCALE, zero_points=IN_ZP, data=data)
+    y = activation(g, "y", in_shape)
+    return g, g.add_op(kind, [x, c], [y], name=name)

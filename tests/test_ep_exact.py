@@ -524,18 +524,37 @@ def test_concat_unit_bit_exact(dt, scales, level):
             assert np.count_nonzero(a != b) == 0, f"{np.count_nonzero(a != b)}/{a.size} differ"
 
 
-def test_concat_off_channel_axis_declined_with_reason():
-    model = onnx.load_from_string(_concat_model("int8", (1, 1)))
+def _concat_on_axis(axis):
+    model = onnx.load_from_string(_concat_model("int8", (1, None), seed=2))
     for n in model.graph.node:
         if n.op_type == "Concat":
-            n.attribute[0].i = 2
-    model.graph.output[0].type.tensor_type.shape.dim[1].dim_value = 4
-    model.graph.output[0].type.tensor_type.shape.dim[2].dim_value = 16
-    model = model.SerializeToString()
+            n.attribute[0].i = axis
+    dims = model.graph.output[0].type.tensor_type.shape.dim
+    dims[1].dim_value = 4
+    dims[axis].dim_value = 2 * [1, 4, 8, 8][axis]
+    return model.SerializeToString()
+
+
+@pytest.mark.parametrize("axis", [2, 3])
+def test_concat_on_rows_and_columns_exact(axis):
+    """Concat along NCHW height or width (NHWC rows / columns: each input
+    written from its first row or column through the output DMA offset), one
+    input rescaled by the activation unit first: claimed, equal to the CPU EP."""
+    model = _concat_on_axis(axis)
+    cpu = om.session(model, ["CPUExecutionProvider"])
+    npu = om.session(model, "nacc", {"cores": 4})
+    rep = nort.partition_reports()[-1]
+    assert rep["claimed_nodes"] == rep["total_nodes"], rep["host_nodes"]
+    for seed in (1, 2):
+        feeds = _exhaustive_feeds(model, seed)
+        np.testing.assert_array_equal(npu.run(None, feeds)[0], cpu.run(None, feeds)[0])
+
+
+def test_concat_on_the_batch_axis_declined_with_reason():
+    model = _concat_on_axis(0)
     om.session(model, "nacc", {"cores": 1})
     rep = nort.partition_reports()[-1]
-    assert any("only the channel axis" in h["reason"]
-               for h in rep["host_nodes"]), rep["host_nodes"]
+    assert any("not the batch" in h["reason"] for h in rep["host_nodes"]), rep["host_nodes"]
 
 
 def test_partition_past_the_dma_regions_is_cut_not_given_to_the_host():

@@ -307,6 +307,15 @@ CONCAT_CASES = [
     ("four-then-conv", lambda m, x: (lambda a: [m.conv(concat(m, [a, x, a, m.input((1, 5, 5, 2))], 3),
                                                        6, name="after")])(
         _same_quant_conv(m, x, 7, "c1")), (1, 5, 5, 9)),
+    # rows and columns of 4-D maps (written from their first row / column)
+    ("rows", lambda m, x: [concat(m, [x, _same_quant_conv(m, x, 3, "c1"), m.input((1, 2, 7, 3))], 1)],
+     (1, 6, 7, 3)),
+    # a producer of the first rows writes them in place (a dense prefix of the output)
+    ("rows-producer-first", lambda m, x: [concat(m, [_same_quant_conv(m, x, 3, "c1"), x], 1)],
+     (1, 5, 6, 3)),
+    ("cols-then-conv", lambda m, x: [m.conv(concat(m, [_same_quant_conv(m, x, 5, "c1"),
+                                                       m.input((1, 6, 3, 5))], 2), 4, name="after")],
+     (1, 6, 7, 3)),
     # 2-D: fully connected outputs along the feature axis
     ("fc-2d", lambda m, x: (lambda r: [concat(m, [r, m.input((1, 11))], 1)])(
         m.unary("RELU", m.input((1, 13)))), (1, 2, 2, 2)),
@@ -324,13 +333,13 @@ def test_concatenation(build, shape):
         assert claimed(rep)["cat"], reasons(rep, "cat")
 
 
-def test_concatenation_off_the_channel_axis_is_declined():
+def test_concatenation_on_the_batch_axis_is_declined():
     m = ModelBuilder()
     x = m.input((1, 4, 5, 3))
-    model = m.build([concat(m, [x, m.input((1, 2, 5, 3))], 1)])
+    model = m.build([concat(m, [x, m.input((1, 4, 5, 3))], 0)])
     rep = exact(model)
     assert not claimed(rep)["cat"]
-    assert "axis 1 of rank 4" in reasons(rep, "cat")
+    assert "axis 0 of rank 4" in reasons(rep, "cat")
 
 
 def _conv_concat_graph(with_concat):

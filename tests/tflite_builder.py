@@ -54,6 +54,13 @@ _OPTIONS = {
     "PAD": "PadOptions",
     "LEAKY_RELU": "LeakyReluOptions",
     "HARD_SWISH": "HardSwishOptions",
+    "SPLIT": "SplitOptions",
+    "SPLIT_V": "SplitVOptions",
+    "SLICE": "SliceOptions",
+    "STRIDED_SLICE": "StridedSliceOptions",
+    "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions",
+    "SPACE_TO_DEPTH": "SpaceToDepthOptions",
+    "DEPTH_TO_SPACE": "DepthToSpaceOptions",
 }
 
 # Option fields whose values may be given by enum name.

@@ -79,6 +79,15 @@ std::optional<ir::PaddingMode> apply_attrs(ir::Op& op, const py::kwargs& kw) {
       {"kernel_w", int_field(&ir::Attributes::kernel_w)},
       {"depth_multiplier", int_field(&ir::Attributes::depth_multiplier)},
       {"axis", int_field(&ir::Attributes::axis)},
+      {"block_size", int_field(&ir::Attributes::block_size)},
+      {"align_corners",
+       [](ir::Attributes& a, const py::handle& v, const std::string& k) {
+         a.align_corners = cast_kwarg<bool>(v, k, "a bool");
+       }},
+      {"half_pixel_centers",
+       [](ir::Attributes& a, const py::handle& v, const std::string& k) {
+         a.half_pixel_centers = cast_kwarg<bool>(v, k, "a bool");
+       }},
       {"pad_top", pad_field(&ir::Padding::top)},
       {"pad_bottom", pad_field(&ir::Padding::bottom)},
       {"pad_left", pad_field(&ir::Padding::left)},
@@ -107,6 +116,15 @@ std::optional<ir::PaddingMode> apply_attrs(ir::Op& op, const py::kwargs& kw) {
        [](ir::Attributes& a, const py::handle& v, const std::string& k) {
          a.paddings = cast_kwarg<std::vector<std::array<int64_t, 2>>>(
              v, k, "a list of (before, after) pairs");
+       }},
+      {"slice_begin",
+       [](ir::Attributes& a, const py::handle& v, const std::string& k) {
+         a.slice_begin = cast_kwarg<std::vector<std::vector<int64_t>>>(
+             v, k, "a list (one per output) of lists of ints");
+       }},
+      {"slice_strides",
+       [](ir::Attributes& a, const py::handle& v, const std::string& k) {
+         a.slice_strides = cast_kwarg<std::vector<int64_t>>(v, k, "a list of ints");
        }},
       {"requant",
        [](ir::Attributes& a, const py::handle& v, const std::string& k) {
@@ -161,6 +179,11 @@ py::dict attrs_dict(const ir::Attributes& a) {
   d["alpha"] = a.alpha;
   d["lut"] = a.lut;
   d["paddings"] = a.paddings;
+  d["slice_begin"] = a.slice_begin;
+  d["slice_strides"] = a.slice_strides;
+  d["block_size"] = a.block_size;
+  d["align_corners"] = a.align_corners;
+  d["half_pixel_centers"] = a.half_pixel_centers;
   d["unsupported_options"] = a.unsupported_options;
   d["requant"] = ir::requant_mode_name(a.requant);
   return d;

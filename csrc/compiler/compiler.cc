@@ -1082,6 +1082,9 @@ void alias_concat_producers(ir::Graph& g, const std::vector<int>& inputs,
         if (lowered[l].op_index == c && lowered[l].input == t && !drop[l]) part = l;
       }
       if (prod < 0 || part < 0) continue;
+      // A part placed by rows or columns (a CONCATENATION on another axis)
+      // keeps its copy, unless it is the dense first block of the output.
+      if (lowered[part].out_byte_offset != 0 || lowered[part].out_row_pitch != 0) continue;
       LoweredOp& lp = lowered[prod];
       const ir::Tensor& tt = g.tensor(t);
       if (lp.unit == Unit::kView || lp.output != t || lp.out_pixel_pitch != 0 ||
@@ -1165,13 +1168,16 @@ void add_staging_tensors(ir::Graph& graph, std::vector<LoweredOp>& lowered) {
 
 // The lowered ops of graph.ops[i], appended to *lowered in op order: none for
 // a PAD folded into its consumer, one part per input for a CONCATENATION
-// (lower.h lower_concatenation), one otherwise (a view included).
+// (lower.h lower_concatenation), one per output for a SLICE (lower_slice), one
+// otherwise (a view included).
 void lower_into(const ir::Graph& graph, int i, bool folded, const CompileOptions& options,
                 std::vector<LoweredOp>* lowered) {
   if (folded) return;
   const ir::OpKind kind = graph.ops[i].kind;
   if (kind == ir::OpKind::kConcatenation || kind == ir::OpKind::kAveragePool2D ||
-      kind == ir::OpKind::kConv2D || kind == ir::OpKind::kDepthwiseConv2D) {
+      kind == ir::OpKind::kConv2D || kind == ir::OpKind::kDepthwiseConv2D ||
+      kind == ir::OpKind::kSlice || kind == ir::OpKind::kResizeNearest ||
+      kind == ir::OpKind::kSpaceToDepth || kind == ir::OpKind::kDepthToSpace) {
     // parts, AVERAGE_POOL_2D region passes, grouped / dilated convolution parts
     for (LoweredOp& part : check_and_lower_parts(graph, i, options)) {
       lowered->push_back(std::move(part));

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "support/conv_parts.h"
 #include "support/pool_regions.h"
+#include "support/resize_nearest.h"
 
 namespace nacc::compiler {
 
@@ -764,6 +765,47 @@ void lower_sigmoid_tanh16(const ir::Op& op, const ir::Tensor& in, const ir::Tens
   l.act_max = 32767;
 }
 
+// MAXIMUM / MINIMUM of a runtime tensor and a constant of one value c (the
+// rules checked it): the activation unit's table, entry i = max / min of the
+// stored values (int8)i and c, which is what TFLite's int8 kernel computes
+// element by element (maximum_minimum.cc compares the raw values).
+void lower_max_min(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
+  const ir::Tensor& a = g.tensor(op.inputs[0]);
+  const ir::Tensor& b = g.tensor(op.inputs[1]);
+  if (a.is_constant() == b.is_constant()) {
+    throw Unsupported(str_cat(l.label, ": needs one runtime operand and one constant"));
+  }
+  const int x = a.is_constant() ? op.inputs[1] : op.inputs[0];
+  const ir::Tensor& c = a.is_constant() ? a : b;
+  const ir::Tensor& in = g.tensor(x);
+  const ir::Tensor& out = g.tensor(op.outputs[0]);
+  if (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8 || c.dtype != ir::DType::kInt8 ||
+      !c.data || c.data->empty()) {
+    throw Unsupported(str_cat(l.label, ": int8 operands only"));
+  }
+  const int8_t v = static_cast<int8_t>((*c.data)[0]);
+  for (uint8_t e : *c.data) {
+    if (static_cast<int8_t>(e) != v) {
+      throw Unsupported(str_cat(l.label, ": the constant operand holds more than one value"));
+    }
+  }
+  l.input = x;
+  l.unit = Unit::kActivation;
+  l.in_shape = nhwc_of(in.shape);
+  l.out_shape = nhwc_of(out.shape);
+  check_arg(l.in_shape == l.out_shape, l.label, ": input ", l.in_shape.str(), " != output ",
+            l.out_shape.str());
+  for (int i = 0; i < limits::kLutEntries; ++i) {
+    const int8_t q = static_cast<int8_t>(static_cast<uint8_t>(i));
+    l.lut[size_t(i)] = op.kind == OpKind::kMaximum ? std::max(q, v) : std::min(q, v);
+  }
+  l.input_zero_point = l.output_zero_point = 0;
+  l.has_lut = true;
+  l.act_mode = ActMode::LUT;
+  l.act_min = -128;
+  l.act_max = 127;
+}
+
 void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const ir::Tensor& in = g.tensor(op.inputs[0]);
   const ir::Tensor& out = g.tensor(op.outputs[0]);
@@ -1015,24 +1057,230 @@ std::vector<LoweredOp> lower_concatenation(const ir::Graph& graph, int op_index)
   const ir::Tensor& out = graph.tensor(base.output);
   const int rank = out.rank();
   const int axis = op.attrs.axis < 0 ? op.attrs.axis + rank : op.attrs.axis;
-  if (axis != rank - 1) {
+  // The axis in the NHWC view with leading ones: 3 channels, 2 columns, 1 rows.
+  const int view_axis = 4 - rank + axis;
+  if (axis < 0 || axis >= rank || view_axis < 1) {
     throw Unsupported(str_cat(base.label, ": axis ", op.attrs.axis, " of a rank-", rank,
-                              " output is not the last (channel) axis"));
+                              " output is neither the channels, the columns nor the rows"));
   }
   const Shape4 o = nhwc_of(out.shape);
   std::vector<LoweredOp> parts;
   int offset = 0;
   try {
     for (int k = 0; k < int(op.inputs.size()); ++k) {
-      parts.push_back(concat_part(graph, op, base, k, offset, o.c));
-      check_arg(parts.back().in_shape.h == o.h && parts.back().in_shape.w == o.w, base.label,
-                ": input ", k, " ", parts.back().in_shape.str(), " does not match output ", o.str());
-      offset += parts.back().in_shape.c;
+      if (view_axis == 3) {
+        parts.push_back(concat_part(graph, op, base, k, offset, o.c));
+      } else {
+        // Rows or columns: the input written dense at its first row
+        // (offset x W x C bytes) or column (offset x C bytes, rows W_out x C apart).
+        LoweredOp l = concat_part(graph, op, base, k, 0, 0);
+        l.out_pixel_pitch = 0;
+        l.out_byte_offset = int64_t(offset) * (view_axis == 1 ? int64_t(o.w) * o.c : o.c) * l.elem();
+        if (view_axis == 2) l.out_row_pitch = int64_t(o.w) * o.c * l.elem();
+        parts.push_back(std::move(l));
+      }
+      const Shape4& in = parts.back().in_shape;
+      const bool fits = view_axis == 3   ? in.h == o.h && in.w == o.w
+                        : view_axis == 2 ? in.h == o.h && in.c == o.c
+                                         : in.w == o.w && in.c == o.c;
+      check_arg(fits && in.n == o.n, base.label, ": input ", k, " ", in.str(), " does not match output ",
+                o.str());
+      offset += view_axis == 3 ? in.c : view_axis == 2 ? in.w : in.h;
     }
   } catch (const InvalidArgument& e) {
     throw Unsupported(e.what());
   }
-  check_arg(offset == o.c, base.label, ": inputs have ", offset, " channels, output ", o.c);
+  const int total = view_axis == 3 ? o.c : view_axis == 2 ? o.w : o.h;
+  check_arg(offset == total, base.label, ": inputs have ", offset, " on the axis, output ", total);
+  return parts;
+}
+
+std::vector<LoweredOp> lower_slice(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base;
+  base.op_index = op_index;
+  base.kind = op.kind;
+  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  check_arg(op.kind == OpKind::kSlice && op.inputs.size() == 1 && op.inputs[0] >= 0 &&
+                !op.outputs.empty() && op.attrs.slice_begin.size() == op.outputs.size(),
+            base.label, ": not a SLICE with one input and an origin per output");
+  if (auto e = ir::op_shape_error(graph, op)) throw Unsupported(str_cat(base.label, ": ", *e));
+  const ir::Tensor& in = graph.tensor(op.inputs[0]);
+  if (in.is_constant()) {
+    throw Unsupported(str_cat(base.label, ": its input '", in.name, "' is a constant (fold it on the host)"));
+  }
+  if (in.dtype != ir::DType::kInt8) {
+    throw Unsupported(str_cat(base.label, ": ", ir::dtype_name(in.dtype), " input (8-bit copies only)"));
+  }
+  const int rank = in.rank();
+  if (rank > 4 || !in.is_static()) {
+    throw Unsupported(str_cat(base.label, ": input ", ir::shape_str(in.shape), " is not a static ",
+                              "tensor of rank at most 4"));
+  }
+  // The tensors as NHWC views with leading ones (nhwc_of).
+  const auto view = [&](const std::vector<int64_t>& v, int64_t fill) {
+    std::array<int64_t, 4> r{fill, fill, fill, fill};
+    for (int d = 0; d < rank; ++d) r[size_t(4 - rank + d)] = v[size_t(d)];
+    return r;
+  };
+  const std::array<int64_t, 4> is = view(in.shape, 1), st = view(op.attrs.slice_strides, 1);
+  std::vector<LoweredOp> parts;
+  for (size_t k = 0; k < op.outputs.size(); ++k) {
+    const ir::Tensor& out = graph.tensor(op.outputs[k]);
+    const std::array<int64_t, 4> os = view(out.shape, 1), b = view(op.attrs.slice_begin[k], 0);
+    LoweredOp l = base;
+    l.label = op.outputs.size() == 1 ? base.label : str_cat(base.label, " output ", k);
+    if (out.dtype != in.dtype) {
+      throw Unsupported(str_cat(l.label, ": output is ", ir::dtype_name(out.dtype), ", input ",
+                                ir::dtype_name(in.dtype)));
+    }
+    if (os[0] != 1) {
+      throw Unsupported(str_cat(l.label, ": output ", ir::shape_str(out.shape), " holds ", os[0],
+                                " images (the fourth dimension from the end must be 1)"));
+    }
+    if (os[3] > 1 && st[3] != 1) {
+      throw Unsupported(str_cat(l.label, ": channel stride ", st[3], " (each pixel's channels are "
+                                         "read as one contiguous run)"));
+    }
+    // A 1x1 max-pool identity (input and output offset 0, the full int8
+    // clamp: a byte copy) whose DMA reads pixel (i, j) of the output from
+    // byte ((b_n*H + b_h + s_h*i)*W + b_w + s_w*j)*C + b_c of the input.
+    l.unit = Unit::kMaxPool;
+    l.input = op.inputs[0];
+    l.output = op.outputs[k];
+    l.in_shape = l.out_shape = Shape4{1, int(os[1]), int(os[2]), int(os[3])};
+    l.input_zero_point = l.output_zero_point = 0;
+    l.act_min = -128;
+    l.act_max = 127;
+    l.act_mode = ActMode::NONE;
+    l.in_pixel_pitch = st[2] * is[3];
+    l.in_row_pitch = st[1] * is[2] * is[3];
+    l.in_byte_offset = ((b[0] * is[1] + b[1]) * is[2] + b[2]) * is[3] + b[3];
+    l.lowering = "slice_copy";
+    parts.push_back(std::move(l));
+  }
+  return parts;
+}
+
+namespace {
+
+// The op's one int8 runtime input and output as 4-D NHWC of one image, for
+// the copy lowerings (lower_resize_nearest, lower_space_depth).
+void copy_io(const ir::Graph& graph, const ir::Op& op, LoweredOp& base) {
+  base.op_index = -1;
+  check_arg(!op.inputs.empty() && op.inputs[0] >= 0 && op.outputs.size() == 1, base.label,
+            ": needs an input and one output");
+  if (auto e = ir::op_shape_error(graph, op)) throw Unsupported(str_cat(base.label, ": ", *e));
+  const ir::Tensor& in = graph.tensor(op.inputs[0]);
+  const ir::Tensor& out = graph.tensor(op.outputs[0]);
+  if (in.is_constant()) {
+    throw Unsupported(str_cat(base.label, ": its input '", in.name, "' is a constant (fold it on the host)"));
+  }
+  if (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8) {
+    throw Unsupported(str_cat(base.label, ": ", ir::dtype_name(in.dtype), " -> ",
+                              ir::dtype_name(out.dtype), " (8-bit copies only)"));
+  }
+  if (in.rank() != 4 || out.rank() != 4 || in.shape[0] != 1 || out.shape[0] != 1) {
+    throw Unsupported(str_cat(base.label, ": ", ir::shape_str(in.shape), " -> ",
+                              ir::shape_str(out.shape), " are not one NHWC image"));
+  }
+  base.input = op.inputs[0];
+  base.output = op.outputs[0];
+}
+
+// A 1x1 max-pool identity pass (offsets 0, the full int8 clamp: a byte copy)
+// of `shape` pixels, addressed through the pitch fields the caller sets.
+LoweredOp copy_pass(const LoweredOp& base, const std::string& what, Shape4 shape) {
+  LoweredOp l = base;
+  l.label = what.empty() ? base.label : str_cat(base.label, " ", what);
+  l.unit = Unit::kMaxPool;
+  l.in_shape = l.out_shape = shape;
+  l.input_zero_point = l.output_zero_point = 0;
+  l.act_min = -128;
+  l.act_max = 127;
+  l.act_mode = ActMode::NONE;
+  return l;
+}
+
+}  // namespace
+
+std::vector<LoweredOp> lower_resize_nearest(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base;
+  base.kind = op.kind;
+  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  check_arg(op.kind == OpKind::kResizeNearest, base.label, ": not a RESIZE_NEAREST_NEIGHBOR");
+  copy_io(graph, op, base);
+  base.op_index = op_index;
+  const Shape4 is = nhwc_of(graph.tensor(base.input).shape);
+  const Shape4 os = nhwc_of(graph.tensor(base.output).shape);
+  std::string why;
+  const auto fh = support::nearest_replication_factor(is.h, os.h, op.attrs.align_corners,
+                                                      op.attrs.half_pixel_centers, &why);
+  if (!fh) throw Unsupported(str_cat(base.label, ": height ", why));
+  const auto fw = support::nearest_replication_factor(is.w, os.w, op.attrs.align_corners,
+                                                      op.attrs.half_pixel_centers, &why);
+  if (!fw) throw Unsupported(str_cat(base.label, ": width ", why));
+  if (*fh * *fw > support::kMaxResizeReplicas) {
+    throw Unsupported(str_cat(base.label, ": ", *fh, "x", *fw, " replicas exceed ",
+                              support::kMaxResizeReplicas));
+  }
+  // Replica (a, b) copies the whole input to the output pixels
+  // (f_h*i + a, f_w*j + b): pixel pitch f_w*C, row pitch f_h*W_out*C.
+  std::vector<LoweredOp> parts;
+  for (int a = 0; a < *fh; ++a) {
+    for (int b = 0; b < *fw; ++b) {
+      LoweredOp l = copy_pass(base, *fh * *fw == 1 ? "" : str_cat("replica ", a, ",", b), is);
+      l.out_pixel_pitch = *fw * os.c;
+      l.out_row_pitch = int64_t(*fh) * os.w * os.c;
+      l.out_byte_offset = (int64_t(a) * os.w + b) * os.c;
+      l.lowering = "resize_copy";
+      parts.push_back(std::move(l));
+    }
+  }
+  return parts;
+}
+
+std::vector<LoweredOp> lower_space_depth(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base;
+  base.kind = op.kind;
+  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  check_arg(op.kind == OpKind::kSpaceToDepth || op.kind == OpKind::kDepthToSpace, base.label,
+            ": not a SPACE_TO_DEPTH or DEPTH_TO_SPACE");
+  copy_io(graph, op, base);
+  base.op_index = op_index;
+  const int bs = op.attrs.block_size;
+  const Shape4 is = nhwc_of(graph.tensor(base.input).shape);
+  const Shape4 os = nhwc_of(graph.tensor(base.output).shape);
+  std::vector<LoweredOp> parts;
+  for (int r = 0; r < bs; ++r) {
+    const std::string what = bs == 1 ? "" : str_cat("block row ", r);
+    if (op.kind == OpKind::kSpaceToDepth) {
+      // out[i, j, (r*b + u)*C + c] = in[b*i + r, b*j + u, c]: input rows r,
+      // r + b, .. as pixels of b*C bytes, written at channel r*b*C.
+      LoweredOp l = copy_pass(base, what, Shape4{1, os.h, os.w, bs * is.c});
+      l.in_pixel_pitch = int64_t(bs) * is.c;
+      l.in_row_pitch = int64_t(bs) * is.w * is.c;
+      l.in_byte_offset = int64_t(r) * is.w * is.c;
+      l.out_pixel_pitch = os.c;
+      l.out_channel_offset = r * bs * is.c;
+      l.lowering = "space_to_depth_copy";
+      parts.push_back(std::move(l));
+    } else {
+      // out[b*i + r, b*j + u, c] = in[i, j, (r*b + u)*C + c]: input channels
+      // from r*b*C (b*C of them), written as b*C-byte pixels of rows r, r + b, ..
+      LoweredOp l = copy_pass(base, what, Shape4{1, is.h, is.w, bs * os.c});
+      l.in_pixel_pitch = is.c;
+      l.in_row_pitch = int64_t(is.w) * is.c;
+      l.in_byte_offset = int64_t(r) * bs * os.c;
+      l.out_pixel_pitch = bs * os.c;
+      l.out_row_pitch = int64_t(bs) * os.w * os.c;
+      l.out_byte_offset = int64_t(r) * os.w * os.c;
+      l.lowering = "depth_to_space_copy";
+      parts.push_back(std::move(l));
+    }
+  }
   return parts;
 }
 
@@ -1145,6 +1393,11 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
 std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
   if (op.kind == OpKind::kConcatenation) return lower_concatenation(graph, op_index);
+  if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index);
+  if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index);
+  if (op.kind == OpKind::kSpaceToDepth || op.kind == OpKind::kDepthToSpace) {
+    return lower_space_depth(graph, op_index);
+  }
   if (support::is_region_average_pool(op)) return lower_average_pool_regions(graph, op_index);
   if (op.kind == OpKind::kConv2D || op.kind == OpKind::kDepthwiseConv2D) {
     return lower_conv_parts(graph, op_index);
@@ -1166,7 +1419,8 @@ LoweredOp lower_whole(const ir::Graph& graph, int op_index) {
             ": needs an input and one output");
   l.input = op.inputs[0];
   l.output = op.outputs[0];
-  if (graph.tensor(l.input).is_constant() && op.kind != OpKind::kAdd && op.kind != OpKind::kMul) {
+  if (graph.tensor(l.input).is_constant() && op.kind != OpKind::kAdd && op.kind != OpKind::kMul &&
+      op.kind != OpKind::kMaximum && op.kind != OpKind::kMinimum) {
     throw Unsupported(str_cat(l.label, ": its input '", graph.tensor(l.input).name,
                               "' is a constant (fold it on the host)"));
   }
@@ -1214,6 +1468,10 @@ LoweredOp lower_whole(const ir::Graph& graph, int op_index) {
         break;
       case OpKind::kMean:
         lower_mean(graph, op, l);
+        break;
+      case OpKind::kMaximum:
+      case OpKind::kMinimum:
+        lower_max_min(graph, op, l);
         break;
       case OpKind::kConcatenation:
         l = lower_concatenation(graph, op_index).at(0);
@@ -1419,6 +1677,11 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
   if (op.kind == OpKind::kConv2D || op.kind == OpKind::kDepthwiseConv2D) {
     return lower_conv_parts(graph, op_index).at(0);
+  }
+  if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index).at(0);
+  if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index).at(0);
+  if (op.kind == OpKind::kSpaceToDepth || op.kind == OpKind::kDepthToSpace) {
+    return lower_space_depth(graph, op_index).at(0);
   }
   return lower_whole(graph, op_index);
 }

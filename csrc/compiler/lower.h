@@ -181,14 +181,49 @@ struct LoweredOp {
 // does not implement), InvalidArgument for a malformed op.
 LoweredOp lower_op(const ir::Graph& graph, int op_index);
 
-// CONCATENATION along the last axis: one part per input, each an identity
-// 1x1 max-pool pass (a byte copy: TFLite's int8 CONCATENATION requires every
-// input to share the output's scale and zero point and no fused activation)
-// that writes the input's channels at their offset of the output pixels.
+// CONCATENATION along the channels, columns or rows (of the NHWC view with
+// leading ones): one part per input, each an identity 1x1 max-pool pass (a
+// byte copy: TFLite's int8 CONCATENATION requires every input to share the
+// output's scale and zero point and no fused activation) that writes the
+// input's channels at their offset of the output pixels (pixel pitch C_out),
+// or the input dense from its first column (OUT_DMA_ADDR + offset x C, row
+// pitch W_out x C) or first row (OUT_DMA_ADDR + offset x W x C).
 // lower_op returns the first part. Throws Unsupported as lower_op does.
 std::vector<LoweredOp> lower_concatenation(const ir::Graph& graph, int op_index);
 
-// The parts an op lowers to: CONCATENATION's (lower_concatenation), a TFLite
+// SLICE (also STRIDED_SLICE, SPLIT, SPLIT_V: ir::Attributes::slice_begin):
+// one part per output, each an identity 1x1 max-pool pass (input and output
+// offset 0 and the full int8 clamp: a byte copy, which is what TFLite's
+// reference kernels do for int8, whatever the quantization) whose input DMA
+// starts at the output's origin in the input (NACC_IN_FM_DMA_ADDR + offset)
+// and steps s_w x C bytes a pixel and s_h x W x C bytes a row
+// (FM_TRANS_OFFSET, IN_DMA_ROW_OFFSET); the output is written dense. Tensors
+// of rank below 4 are NHWC views with leading ones. Throws Unsupported for a
+// channel stride above 1, an output of more than one image or a non-int8
+// tensor. lower_op returns the first part.
+std::vector<LoweredOp> lower_slice(const ir::Graph& graph, int op_index);
+
+// RESIZE_NEAREST_NEIGHBOR by integer factors f_h x f_w where TFLite's index
+// mapping is in = out / f on both axes (support/resize_nearest.h, checked
+// index by index in TFLite's float32 arithmetic): one identity 1x1 pool pass
+// per replica (a, b), reading the input dense and writing output pixels
+// (f_h*i + a, f_w*j + b) through the output offset and pitches
+// (OUT_DMA_ADDR + (a*W_out + b)*C, DMA_OUT_TRANS_LEN = f_w*C, OUT_DMA_OFFSET
+// = f_h*W_out*C). A byte copy, as TFLite's kernel copies. lower_op returns
+// the first part.
+std::vector<LoweredOp> lower_resize_nearest(const ir::Graph& graph, int op_index);
+
+// SPACE_TO_DEPTH / DEPTH_TO_SPACE by block b: one identity 1x1 pool pass per
+// block row r. SPACE_TO_DEPTH reads input rows r, r + b, .. as pixels of b*C
+// bytes (pixel pitch b*C, row pitch b*W*C) and writes them at channel r*b*C
+// of the output pixels; DEPTH_TO_SPACE reads input channels [r*b*C,
+// (r+1)*b*C) and writes them as b*C-byte runs of output rows r, r + b, ..
+// Each output element is the one TFLite's kernel copies there. lower_op
+// returns the first part.
+std::vector<LoweredOp> lower_space_depth(const ir::Graph& graph, int op_index);
+
+// The parts an op lowers to: CONCATENATION's (lower_concatenation), SLICE's
+// (lower_slice), a TFLite
 // AVERAGE_POOL_2D's region passes (lower_average_pool_regions), a grouped or
 // dilated convolution's (lower_conv_parts), a space-to-depth convolution's
 // (lower_space_to_depth), else the one

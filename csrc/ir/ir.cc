@@ -53,6 +53,20 @@ constexpr OpKindInfo kOpKinds[] = {
     {OpKind::kConcatenation, "CONCATENATION",
      "producers write at channel offsets of the output (strided OFM); 1x1 pool copies otherwise"},
     {OpKind::kMean, "MEAN", "MAC unit, depthwise window of ones over height and width"},
+    {OpKind::kSlice, "SLICE",
+     "also STRIDED_SLICE, SPLIT, SPLIT_V: 1x1 pool copies reading each output's window of the "
+     "input through DMA offsets and pitches"},
+    {OpKind::kResizeNearest, "RESIZE_NEAREST_NEIGHBOR",
+     "integer factors: 1x1 pool copies, one per (row, column) replica, writing through DMA "
+     "offsets and pitches"},
+    {OpKind::kSpaceToDepth, "SPACE_TO_DEPTH",
+     "1x1 pool copies, one per row of the block, gathering through DMA pitches"},
+    {OpKind::kDepthToSpace, "DEPTH_TO_SPACE",
+     "1x1 pool copies, one per row of the block, scattering through DMA pitches"},
+    {OpKind::kMaximum, "MAXIMUM",
+     "with a constant operand of one value: activation unit, 256-entry LUT max(x, c)"},
+    {OpKind::kMinimum, "MINIMUM",
+     "with a constant operand of one value: activation unit, 256-entry LUT min(x, c)"},
     {OpKind::kOther, "OTHER", "any op the core does not implement; runs on the host"},
 };
 
@@ -309,9 +323,12 @@ const OpSignature& op_signature(OpKind kind) {
     case OpKind::kAdd:
     case OpKind::kSub:
     case OpKind::kMul:
+    case OpKind::kMaximum:
+    case OpKind::kMinimum:
       return binary;
     case OpKind::kReshape:
     case OpKind::kMean:
+    case OpKind::kResizeNearest:
       return with_param;
     case OpKind::kPad:
       return pad;
@@ -337,6 +354,14 @@ std::optional<std::string> op_arity_error(const Graph& graph, const Op& op) {
     const OperandRole role = sig.role(i);
     const bool optional = role == OperandRole::kBias || role == OperandRole::kParameter;
     if (op.inputs[i] < 0 && !optional) return str_cat("input ", i, " is missing");
+  }
+  if (op.kind == OpKind::kSlice) {
+    if (op.outputs.empty()) return std::string("0 outputs, expected at least 1");
+    if (op.attrs.slice_begin.size() != op.outputs.size()) {
+      return str_cat(op.outputs.size(), " outputs but ", op.attrs.slice_begin.size(),
+                     " slice origins (slice_begin)");
+    }
+    return std::nullopt;
   }
   if (op.outputs.size() != 1) return str_cat(op.outputs.size(), " outputs, expected 1");
   return std::nullopt;
@@ -410,7 +435,9 @@ std::optional<std::string> op_shape_error(const Graph& g, const Op& op) {
     }
     case OpKind::kAdd:
     case OpKind::kSub:
-    case OpKind::kMul: {
+    case OpKind::kMul:
+    case OpKind::kMaximum:
+    case OpKind::kMinimum: {
       const Tensor& b = g.tensor(op.inputs[1]);
       auto expected = broadcast_shape(in.shape, b.shape);
       if (!expected) {
@@ -477,6 +504,63 @@ std::optional<std::string> op_shape_error(const Graph& g, const Op& op) {
       if (out.shape != expected) {
         return str_cat("output ", shape_str(out.shape), " but reducing ", shape_str(in.shape),
                        " gives ", shape_str(expected));
+      }
+      return std::nullopt;
+    }
+    case OpKind::kResizeNearest: {
+      if (in.rank() != 4 || out.rank() != 4) return std::nullopt;
+      if (out.shape[0] != in.shape[0] || out.shape[3] != in.shape[3]) {
+        return str_cat("output ", shape_str(out.shape), " but resizing ", shape_str(in.shape),
+                       " keeps the batch and the channels");
+      }
+      return std::nullopt;
+    }
+    case OpKind::kSpaceToDepth:
+    case OpKind::kDepthToSpace: {
+      if (in.rank() != 4 || out.rank() != 4) return std::nullopt;
+      const int64_t b = a.block_size;
+      if (b < 1) return str_cat("block_size ", b, " must be >= 1");
+      std::vector<int64_t> expected = in.shape;
+      if (op.kind == OpKind::kSpaceToDepth) {
+        if (in.shape[1] % b || in.shape[2] % b) {
+          return str_cat("input ", shape_str(in.shape), " is not a whole number of ", b, "x", b,
+                         " blocks");
+        }
+        expected = {in.shape[0], in.shape[1] / b, in.shape[2] / b, in.shape[3] * b * b};
+      } else {
+        if (in.shape[3] % (b * b)) {
+          return str_cat("input ", shape_str(in.shape), " channels are no multiple of ", b * b);
+        }
+        expected = {in.shape[0], in.shape[1] * b, in.shape[2] * b, in.shape[3] / (b * b)};
+      }
+      if (out.shape != expected) {
+        return str_cat("output ", shape_str(out.shape), " but block ", b, " gives ",
+                       shape_str(expected));
+      }
+      return std::nullopt;
+    }
+    case OpKind::kSlice: {
+      const int rank = in.rank();
+      if (static_cast<int>(a.slice_strides.size()) != rank) {
+        return str_cat("slice_strides has ", a.slice_strides.size(), " entries for a rank-", rank,
+                       " input");
+      }
+      for (size_t k = 0; k < op.outputs.size(); ++k) {
+        const Tensor& o = g.tensor(op.outputs[k]);
+        if (!o.is_static()) return std::nullopt;
+        const std::vector<int64_t>& b = a.slice_begin[k];
+        if (o.rank() != rank || static_cast<int>(b.size()) != rank) {
+          return str_cat("output ", k, " ", shape_str(o.shape), " with ", b.size(),
+                         " origins does not match the rank-", rank, " input ", shape_str(in.shape));
+        }
+        for (int d = 0; d < rank; ++d) {
+          const int64_t s = a.slice_strides[d];
+          if (s < 1 || b[d] < 0 || b[d] + (o.shape[d] - 1) * s >= in.shape[d]) {
+            return str_cat("output ", k, " ", shape_str(o.shape), " from ", shape_str(b),
+                           " stride ", shape_str(a.slice_strides), " reads past input ",
+                           shape_str(in.shape), " on axis ", d);
+          }
+        }
       }
       return std::nullopt;
     }

@@ -85,6 +85,17 @@ enum class OpKind {
   kPad,
   kConcatenation,
   kMean,
+  // SLICE, also STRIDED_SLICE, SPLIT, SPLIT_V: output k is the input read
+  // from Attributes::slice_begin[k] with Attributes::slice_strides (a byte
+  // copy; one or more outputs).
+  kSlice,
+  // Nearest-neighbour upsampling by integer factors (input [1, H, W, C] to
+  // [1, f_h H, f_w W, C]) where the op's index mapping is that replication.
+  kResizeNearest,
+  kSpaceToDepth,   // [1, H, W, C] -> [1, H/b, W/b, b*b*C], Attributes::block_size
+  kDepthToSpace,   // [1, H, W, b*b*C] -> [1, b*H, b*W, C]
+  kMaximum,        // element-wise max / min of the raw int8 values (TFLite's kernels
+  kMinimum,        // compare the stored values, whatever the quantization)
   kOther,          // host-only: the frontend's op name in Op::type_name
 };
 
@@ -166,6 +177,16 @@ struct Attributes {
   bool ort_pool_by_columns = false;
   // PAD: (before, after) per input dimension.
   std::vector<std::array<int64_t, 2>> paddings;
+  // SLICE (and STRIDED_SLICE, SPLIT, SPLIT_V, which the frontend reduces to
+  // it): output k holds in[slice_begin[k][d] + slice_strides[d] * i_d] for
+  // its index (i_d); one begin per output and input dimension, one stride
+  // (>= 1) per input dimension. The output shapes give the extents.
+  std::vector<std::vector<int64_t>> slice_begin;
+  std::vector<int64_t> slice_strides;
+  // SPACE_TO_DEPTH / DEPTH_TO_SPACE block size (>= 1; 0: not set).
+  int block_size = 0;
+  // RESIZE_NEAREST_NEIGHBOR's index mapping (TFLite's options).
+  bool align_corners = false, half_pixel_centers = false;
   // Options set on the frontend's node that the core does not implement
   // (e.g. "keep_num_dims", "adj_x", "asymmetric_quantize_inputs",
   // "non-constant paddings"); any entry declines the op.

@@ -18,6 +18,7 @@
 #include "support/conv_parts.h"
 #include "support/pad_fold.h"
 #include "support/pool_regions.h"
+#include "support/resize_nearest.h"
 
 namespace nacc::support {
 
@@ -170,6 +171,9 @@ std::pair<int, int> rank_range(OpKind kind, const char* role) {
     case OpKind::kMaxPool2D:
     case OpKind::kAveragePool2D:
     case OpKind::kPad:
+    case OpKind::kResizeNearest:
+    case OpKind::kSpaceToDepth:
+    case OpKind::kDepthToSpace:
       return {4, 4};
     case OpKind::kMean:
       return r == "input" ? std::pair{4, 4} : std::pair{1, max};
@@ -895,12 +899,16 @@ std::optional<std::string> check_pad_lowering(const Graph& g, const Op& op,
 }
 
 // CONCATENATION places each input's channels at its offset of every output
-// pixel (compiler/lower.h lower_concatenation): the last axis, runtime inputs.
+// pixel, or its rows / columns at their offset (compiler/lower.h
+// lower_concatenation): the last three axes of the NHWC view, runtime inputs.
 std::optional<std::string> check_concat_axis(const Graph& g, const Op& op, const SupportConfig&) {
   const Tensor& out = *output(g, op).tensor;
   const int axis = op.attrs.axis < 0 ? op.attrs.axis + out.rank() : op.attrs.axis;
   std::vector<std::string> bad;
-  if (axis != out.rank() - 1) bad.push_back(str_cat("axis ", op.attrs.axis, " of rank ", out.rank()));
+  // The channels, columns or rows of the NHWC view with leading ones (not the batch).
+  if (axis < 0 || axis >= out.rank() || 4 - out.rank() + axis < 1) {
+    bad.push_back(str_cat("axis ", op.attrs.axis, " of rank ", out.rank()));
+  }
   if (op.attrs.activation != Activation::kNone) {
     bad.push_back(str_cat("fused activation ", ir::activation_name(op.attrs.activation)));
   }
@@ -910,6 +918,99 @@ std::optional<std::string> check_concat_axis(const Graph& g, const Op& op, const
     }
   }
   return joined_or_none(bad);
+}
+
+// At most this many outputs of one SLICE / SPLIT (copy passes per op, as
+// kMaxConvParts; docs/device_model.md §4).
+constexpr int kMaxSliceOutputs = 256;
+
+// SLICE (and STRIDED_SLICE, SPLIT, SPLIT_V) is one 1x1 pool copy per output
+// whose DMA reads the output's window of the input (compiler/lower.h
+// lower_slice): contiguous channels, one image per output, a runtime input.
+std::optional<std::string> check_slice_window(const Graph& g, const Op& op, const SupportConfig&) {
+  const Tensor& in = *input(g, op).tensor;
+  const int rank = in.rank();
+  std::vector<std::string> bad;
+  if (in.is_constant()) bad.push_back("the input is a constant");
+  if (op.outputs.size() > size_t(kMaxSliceOutputs)) {
+    bad.push_back(str_cat(op.outputs.size(), " outputs"));
+  }
+  if (rank >= 1 && op.attrs.slice_strides.size() == size_t(rank)) {
+    const int64_t cs = op.attrs.slice_strides.back();
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      const Tensor& o = g.tensor(op.outputs[k]);
+      if (o.rank() != rank) continue;  // shape_consistency's business
+      if (cs != 1 && o.shape.back() > 1) {
+        bad.push_back(str_cat("channel stride ", cs));
+        break;
+      }
+    }
+    if (rank == 4) {
+      for (size_t k = 0; k < op.outputs.size(); ++k) {
+        const Tensor& o = g.tensor(op.outputs[k]);
+        if (o.rank() == 4 && o.shape[0] != 1) {
+          bad.push_back(str_cat("output ", k, " ", ir::shape_str(o.shape), " holds ", o.shape[0],
+                                " images"));
+          break;
+        }
+      }
+    }
+  }
+  return joined_or_none(bad);
+}
+
+// RESIZE_NEAREST_NEIGHBOR: integer replication on both axes in TFLite's own
+// index arithmetic (support/resize_nearest.h), at most kMaxResizeReplicas.
+std::optional<std::string> check_resize_nearest(const Graph& g, const Op& op, const SupportConfig&) {
+  const Tensor& in = *input(g, op).tensor;
+  const Tensor& out = *output(g, op).tensor;
+  if (in.rank() != 4 || out.rank() != 4) return std::nullopt;  // tensor_rank's business
+  std::vector<std::string> bad;
+  if (in.is_constant()) bad.push_back("the input is a constant");
+  std::string why;
+  const auto fh = nearest_replication_factor(int(in.shape[1]), int(out.shape[1]),
+                                             op.attrs.align_corners, op.attrs.half_pixel_centers, &why);
+  if (!fh) bad.push_back(str_cat("height ", in.shape[1], " -> ", out.shape[1], ": ", why));
+  const auto fw = nearest_replication_factor(int(in.shape[2]), int(out.shape[2]),
+                                             op.attrs.align_corners, op.attrs.half_pixel_centers, &why);
+  if (!fw) bad.push_back(str_cat("width ", in.shape[2], " -> ", out.shape[2], ": ", why));
+  if (fh && fw && *fh * *fw > kMaxResizeReplicas) {
+    bad.push_back(str_cat(*fh, "x", *fw, " = ", *fh * *fw, " replicas"));
+  }
+  return joined_or_none(bad);
+}
+
+std::optional<std::string> check_block_copy(const Graph& g, const Op& op, const SupportConfig&) {
+  if (g.tensor(op.inputs[0]).is_constant()) return std::string("the input is a constant");
+  if (op.attrs.block_size > kMaxSliceOutputs) return str_cat("block size ", op.attrs.block_size);
+  return std::nullopt;
+}
+
+// MAXIMUM / MINIMUM: the element-wise unit has no max / min mode (NACC_SPEC
+// §1: add, sub, mul, mul_s16_s8), so only a runtime tensor against a
+// constant of one value is claimed: the 256-entry table max(x, c) / min(x, c)
+// (compiler/lower.h lower_max_min).
+std::optional<std::string> check_max_min_operands(const Graph& g, const Op& op, const SupportConfig&) {
+  const Tensor& a = g.tensor(op.inputs[0]);
+  const Tensor& b = g.tensor(op.inputs[1]);
+  const Tensor& out = *output(g, op).tensor;
+  if (a.is_constant() == b.is_constant()) {
+    return std::string(a.is_constant() ? "both operands are constants"
+                                       : "two runtime operands (no max / min element-wise mode)");
+  }
+  const Tensor& x = a.is_constant() ? b : a;
+  const Tensor& c = a.is_constant() ? a : b;
+  if (x.shape != out.shape) {
+    return str_cat("the runtime operand ", ir::shape_str(x.shape), " is broadcast to ",
+                   ir::shape_str(out.shape));
+  }
+  if (c.dtype == DType::kInt8 && c.data && !c.data->empty()) {
+    const auto& d = *c.data;
+    for (uint8_t v : d) {
+      if (v != d[0]) return std::string("the constant operand holds more than one value");
+    }
+  }
+  return std::nullopt;
 }
 
 // ONNX Runtime's GlobalAveragePool / ReduceMean dequantize, average in float
@@ -967,7 +1068,8 @@ std::vector<Rule> build_rules() {
 
   std::vector<K> batched;  // every kind whose feature maps carry a batch
   for (K k : ir::npu_op_kinds()) {
-    if (k != K::kReshape && k != K::kFullyConnected) batched.push_back(k);
+    // SLICE reads one image out of any batch (slice_window checks the outputs)
+    if (k != K::kReshape && k != K::kFullyConnected && k != K::kSlice) batched.push_back(k);
   }
   std::vector<std::string> fusable;
   for (Activation a : kFusableActivations) fusable.push_back(ir::activation_name(a));
@@ -1164,10 +1266,38 @@ std::vector<Rule> build_rules() {
                " rows and ", limits::kMaxPadding, " columns in all (a standalone identity depthwise pass)"),
        false, check_pad_lowering},
       {"concat_axis", {K::kConcatenation},
-       "CONCATENATION must join runtime tensors along the last (channel) axis with no fused "
-       "activation (TFLite's int8 kernel requires NONE; each input is written at its channel "
-       "offset of the output pixels)",
+       "CONCATENATION must join runtime tensors along the channels, the columns or the rows (the "
+       "last three axes of a 4-D tensor, not the batch) with no fused activation (TFLite's int8 "
+       "kernel requires NONE; each input is written at its channel offset of the output pixels, "
+       "or at its first column or row through the output DMA offset and row pitch)",
        false, check_concat_axis},
+      {"slice_window", {K::kSlice},
+       str_cat("SLICE, STRIDED_SLICE, SPLIT and SPLIT_V must read a runtime tensor's channels as "
+               "one contiguous run (channel stride 1, or one channel), each output one image (the "
+               "fourth dimension from the end 1), at most ", kMaxSliceOutputs, " outputs: each "
+               "output is a 1x1 pool copy whose DMA reads its window through an address offset "
+               "and pixel / row pitches (any begin, end and positive stride on the other axes; "
+               "a byte copy, as TFLite's int8 kernels copy)"),
+       false, check_slice_window},
+      {"resize_replication", {K::kResizeNearest},
+       str_cat("RESIZE_NEAREST_NEIGHBOR must upsample height and width by whole factors that "
+               "TFLite's index mapping turns into plain replication (input index = output index "
+               "/ factor for every output index, evaluated in TFLite's float32 arithmetic with the "
+               "op's align_corners and half_pixel_centers), at most ",
+               kMaxResizeReplicas, " replicas (factor_h x factor_w; one 1x1 pool copy each, "
+               "written through DMA pitches)"),
+       false, check_resize_nearest},
+      {"block_copy", {K::kSpaceToDepth, K::kDepthToSpace},
+       str_cat("SPACE_TO_DEPTH and DEPTH_TO_SPACE must move a runtime tensor with a block size of "
+               "at most ", kMaxSliceOutputs, " (one 1x1 pool copy per row of the block, through "
+               "DMA pitches)"),
+       false, check_block_copy},
+      {"max_min_operands", {K::kMaximum, K::kMinimum},
+       "MAXIMUM and MINIMUM must compare a runtime tensor of the output's shape with a constant "
+       "of one value (a 256-entry table max(x, c) / min(x, c) on the stored int8 values, as "
+       "TFLite's kernels compare them); the element-wise unit has no max / min mode for two "
+       "runtime operands (nacc docs hardware, §1: add, sub, mul)",
+       false, check_max_min_operands},
       {"mean_semantics", {K::kMean},
        "MEAN must have TFLite's rounding or be ONNX Runtime's QLinearGlobalAveragePool "
        "(integer sum, float32 output stage); ONNX Runtime's unfused float mean is not lowered",

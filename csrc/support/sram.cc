@@ -133,6 +133,10 @@ int64_t min_sram_bytes(const ir::Graph& graph, const ir::Op& op, const SupportCo
       return 3 * A(1) + A(kMultiplierBytesPerChannel) + A(kShiftBytesPerChannel);
     case OpKind::kPad:
     case OpKind::kConcatenation:
+    case OpKind::kSlice:
+    case OpKind::kResizeNearest:
+    case OpKind::kSpaceToDepth:
+    case OpKind::kDepthToSpace:
       return 2 * A(1);
     case OpKind::kReshape:
       return 0;

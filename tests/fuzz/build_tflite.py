@@ -84,6 +84,22 @@ def build_tflite(spec: dict) -> bytes:
             opts = dict(keep_dims=p["keep_dims"])
         elif kind == "CONCATENATION":
             opts = dict(axis=p["axis"], fused_activation_function="NONE")
+        elif kind == "SLICE":
+            ins = [ins[0]] + [const((len(p[k]),), "int32", np.array(p[k], dtype=np.int32))
+                              for k in ("begin", "size")]
+        elif kind == "STRIDED_SLICE":
+            ins = [ins[0]] + [const((len(p[k]),), "int32", np.array(p[k], dtype=np.int32))
+                              for k in ("begin", "end", "strides")]
+            opts = dict(begin_mask=p["begin_mask"], end_mask=p["end_mask"])
+        elif kind == "RESIZE_NEAREST_NEIGHBOR":
+            ins = [ins[0], const((2,), "int32", np.array(p["size"], dtype=np.int32))]
+            opts = dict(align_corners=p["align_corners"], half_pixel_centers=p["half_pixel_centers"])
+        elif kind in ("SPACE_TO_DEPTH", "DEPTH_TO_SPACE"):
+            opts = dict(block_size=p["block"])
+        elif kind in ("MAXIMUM", "MINIMUM") and len(ins) == 1:
+            t = spec["tensors"][str(op["in"][0])]
+            ins = [ins[0], const((), "int8", np.array(p["value"], dtype=np.int8), scale=t["scale"],
+                                 zp=t["zp"])]
         elif kind == "SOFTMAX":
             opts = dict(beta=p["beta"])
         elif kind == "LEAKY_RELU":

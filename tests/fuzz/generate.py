@@ -109,6 +109,8 @@ def leaves(spec: dict) -> List[int]:
 def extra_shape(op: dict, x: List[int], old: List[int]) -> List[int]:
     """The shape an extra operand of `op` takes for first-input shape `x`."""
     k, p = op["kind"], op["p"]
+    if k in ("MAXIMUM", "MINIMUM"):
+        return list(x)
     if k in ("ADD", "SUB", "MUL"):
         mode = p["broadcast"]
         if mode in ("full", "self"):

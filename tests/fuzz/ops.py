@@ -561,6 +561,119 @@ def gen_concat(ctx, x):
     return {"invalid": [], "axis": axis, "act": "NONE"}, [other], {"scale": t["scale"], "zp": t["zp"]}
 
 
+def gen_slice(ctx, x):
+    """SLICE: a window of every axis (begin, size; size -1 = to the end) of
+    ranks 2 to 4 (one image). Invalid: a begin past the input (TFLite rejects
+    it on the host too, so the spec is dropped by out_shape)."""
+    rng, t = ctx.rng, ctx.tensor(x)
+    shape = t["shape"]
+    begin = [int(rng.integers(0, d)) for d in shape]
+    size = [int(rng.integers(1, d - b + 1)) if rng.random() < 0.8 else -1
+            for d, b in zip(shape, begin)]
+    if len(shape) == 4:
+        begin[0], size[0] = 0, 1
+    return {"invalid": [], "begin": begin, "size": size}, [], {"scale": t["scale"], "zp": t["zp"]}
+
+
+def gen_strided_slice(ctx, x):
+    """STRIDED_SLICE: begin / end / stride per axis (strides 1-3 on all but
+    the channel axis, some begin_mask / end_mask bits, negative begins).
+    Invalid: a channel stride of 2 (declined: the channels are one DMA run)."""
+    rng, t = ctx.rng, ctx.tensor(x)
+    shape = t["shape"]
+    rank = len(shape)
+    begin, end, strides = [], [], []
+    bmask = emask = 0
+    for d, n in enumerate(shape):
+        b = int(rng.integers(0, n))
+        e = int(rng.integers(b + 1, n + 1))
+        s = int(pick(rng, [1, 1, 2, 3])) if d < rank - 1 else 1
+        if rng.random() < 0.2:
+            b -= n  # the same start counted from the end
+        if rng.random() < 0.15:
+            bmask |= 1 << d
+        if rng.random() < 0.15:
+            emask |= 1 << d
+        begin.append(b)
+        end.append(e)
+        strides.append(s)
+    if rank == 4:
+        begin[0], end[0], strides[0] = 0, 1, 1
+        bmask &= ~1
+        emask &= ~1
+    p = {"invalid": [], "begin": begin, "end": end, "strides": strides, "begin_mask": bmask,
+         "end_mask": emask}
+    if ctx.want_invalid() and _strided_extent(shape[-1], begin[-1], end[-1], 2, (bmask >> (rank - 1)) & 1,
+                                              (emask >> (rank - 1)) & 1) >= 2:
+        strides[-1] = 2  # two or more channels a stride apart (one channel is a plain copy)
+        p["invalid"].append("channel stride 2")
+    return p, [], {"scale": t["scale"], "zp": t["zp"]}
+
+
+def _strided_extent(n, b, e, s, bm, em):
+    b = 0 if bm else (b + n if b < 0 else b)
+    e = n if em else (e + n if e < 0 else e)
+    b, e = min(max(b, 0), n), min(max(e, 0), n)
+    return max(0, -(-(e - b) // s))
+
+
+def gen_resize_nearest(ctx, x):
+    """RESIZE_NEAREST_NEIGHBOR by factors 1-4 per axis, either
+    half_pixel_centers; align_corners at 20 % (claimed where TFLite's mapping
+    is a replication). Invalid: a non-integer factor (3/2)."""
+    rng, t = ctx.rng, ctx.tensor(x)
+    shape = t["shape"]
+    if len(shape) != 4:
+        return None
+    fh, fw = int(pick(rng, [1, 2, 2, 3, 4])), int(pick(rng, [1, 2, 2, 3, 4]))
+    size = [shape[1] * fh, shape[2] * fw]
+    p = {"invalid": [], "size": size, "align_corners": bool(rng.random() < 0.2),
+         "half_pixel_centers": bool(rng.random() < 0.5)}
+    if p["align_corners"]:
+        p["half_pixel_centers"] = False  # TFLite rejects both
+    if ctx.want_invalid() and shape[1] % 2 == 0:
+        size[0] = shape[1] * 3 // 2
+        p["invalid"].append("factor 3/2")
+    return p, [], {"scale": t["scale"], "zp": t["zp"]}
+
+
+def gen_space_to_depth(ctx, x):
+    """SPACE_TO_DEPTH by a block size (2-4) dividing the height and width."""
+    rng, t = ctx.rng, ctx.tensor(x)
+    shape = t["shape"]
+    if len(shape) != 4:
+        return None
+    blocks = [b for b in (2, 3, 4) if shape[1] % b == 0 and shape[2] % b == 0]
+    if not blocks:
+        return None
+    return {"invalid": [], "block": int(pick(rng, blocks))}, [], {"scale": t["scale"], "zp": t["zp"]}
+
+
+def gen_depth_to_space(ctx, x):
+    """DEPTH_TO_SPACE by a block size (2-4) whose square divides the channels."""
+    rng, t = ctx.rng, ctx.tensor(x)
+    shape = t["shape"]
+    if len(shape) != 4:
+        return None
+    blocks = [b for b in (2, 3, 4) if shape[3] % (b * b) == 0]
+    if not blocks:
+        return None
+    return {"invalid": [], "block": int(pick(rng, blocks))}, [], {"scale": t["scale"], "zp": t["zp"]}
+
+
+def gen_max_min(ctx, x):
+    """MAXIMUM / MINIMUM against a scalar int8 constant (boundary values
+    -128 / 127 / the zero point among them). Invalid: a second runtime
+    operand (declined: no max / min element-wise mode)."""
+    rng, t = ctx.rng, ctx.tensor(x)
+    p = {"invalid": [], "value": int(pick(rng, [-128, 127, t["zp"], int(rng.integers(-128, 128))]))}
+    extra = []
+    if ctx.want_invalid():
+        extra = [ctx.new_input(list(t["shape"]), {"scale": t["scale"], "zp": t["zp"]})]
+        p["invalid"].append("two runtime operands")
+    return p, extra, {"scale": t["scale"], "zp": t["zp"]}
+
+
 def gen_mean(ctx, x):
     rng, t = ctx.rng, ctx.tensor(x)
     if len(t["shape"]) != 4:
@@ -623,6 +736,29 @@ def out_shape(op: dict, ins: Sequence[Sequence[int]]) -> Optional[List[int]]:
         return out
     if k == "MEAN":
         return [1, 1, 1, x[3]] if p["keep_dims"] else [1, x[3]]
+    if k == "RESIZE_NEAREST_NEIGHBOR":
+        return [x[0], p["size"][0], p["size"][1], x[3]] if len(x) == 4 else None
+    if k == "SPACE_TO_DEPTH":
+        b = p["block"]
+        if len(x) != 4 or x[1] % b or x[2] % b:
+            return None
+        return [x[0], x[1] // b, x[2] // b, x[3] * b * b]
+    if k == "DEPTH_TO_SPACE":
+        b = p["block"]
+        if len(x) != 4 or x[3] % (b * b):
+            return None
+        return [x[0], x[1] * b, x[2] * b, x[3] // (b * b)]
+    if k == "SLICE":
+        if len(p["begin"]) != len(x) or any(b >= d for b, d in zip(p["begin"], x)):
+            return None
+        out = [d - b if n < 0 else n for d, b, n in zip(x, p["begin"], p["size"])]
+        return out if all(b + n <= d for b, n, d in zip(p["begin"], out, x)) else None
+    if k == "STRIDED_SLICE":
+        if len(p["begin"]) != len(x):
+            return None
+        return [_strided_extent(n, p["begin"][d], p["end"][d], p["strides"][d],
+                                (p["begin_mask"] >> d) & 1, (p["end_mask"] >> d) & 1)
+                for d, n in enumerate(x)]
     if k == "BATCH_MATMUL":
         return [1, x[1], ins[1][2]]
     return x  # unary
@@ -662,6 +798,14 @@ TABLE: List[OpKind] = [
     OpKind("CONCATENATION", gen_concat, 0.5, 2, onnx="Concat"),
     OpKind("MEAN", gen_mean, 0.5, 2, onnx="ReduceMean"),
     OpKind("BATCH_MATMUL", gen_batch_matmul, 0.5, 1, onnx="MatMul"),
+    OpKind("SLICE", gen_slice, 0.25, 2, onnx=None),
+    OpKind("STRIDED_SLICE", gen_strided_slice, 0.25, 2, onnx=None),
+    OpKind("RESIZE_NEAREST_NEIGHBOR", gen_resize_nearest, 0.25, 3, onnx=None),
+    OpKind("SPACE_TO_DEPTH", gen_space_to_depth, 0.25, 2, onnx=None),
+    # version 1: BUILTIN_REF registers no version 2 (the int8 kernel is the same)
+    OpKind("DEPTH_TO_SPACE", gen_depth_to_space, 0.25, 1, onnx=None),
+    OpKind("MAXIMUM", gen_max_min, 0.2, 2, onnx=None),
+    OpKind("MINIMUM", gen_max_min, 0.2, 2, onnx=None),
     # ops the NPU lacks
     OpKind("SOFTMAX", gen_softmax, 0.6, 2, npu=False, onnx="Softmax"),
 ]

@@ -377,7 +377,12 @@ def lowered_kinds() -> set:
 
     rules = _core.rules_table()
     not_lowered = set(next((r["op_kinds"] for r in rules if r["name"] == "compiler_lowering"), []))
-    return {k["name"] for k in _core.op_kinds()} - not_lowered
+    kinds = {k["name"] for k in _core.op_kinds()} - not_lowered
+    # TFLite builtins the frontend reduces to one IR kind
+    return kinds | {alias for k, names in IR_ALIASES.items() if k in kinds for alias in names}
+
+
+IR_ALIASES = {"SLICE": ("STRIDED_SLICE", "SPLIT", "SPLIT_V")}
 
 
 def node_claims(res: dict) -> List[tuple]:
