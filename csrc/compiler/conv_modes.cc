@@ -112,6 +112,31 @@ std::optional<LoweredOp> pixel_rows_of(const LoweredOp& op) {
   return l;
 }
 
+std::optional<LoweredOp> element_rows_of(const LoweredOp& op, int cores) {
+  if ((op.unit != Unit::kElementwise && op.unit != Unit::kActivation) || op.input2_broadcast ||
+      op.out_pixel_pitch || op.in_pixel_pitch || op.in_row_pitch || op.ones_a ||
+      op.in_tensor_w || op.in_y0 || op.in_x0 || op.out_tensor_w || op.out_y0 || op.out_x0 ||
+      op.out_channel_offset || op.in_byte_offset || op.out_byte_offset || op.out_row_pitch ||
+      op.in_shape.h != op.out_shape.h ||
+      op.in_shape.w != op.out_shape.w || op.in_shape.c != op.out_shape.c || cores < 2) {
+    return std::nullopt;
+  }
+  const int64_t total = int64_t(op.out_shape.h) * op.out_shape.w * op.out_shape.c;
+  // The fewest rows that are a multiple of the cores with at most
+  // kElementRowMax elements each.
+  for (int64_t m = 1; m <= 64; ++m) {
+    const int64_t rows = cores * m;
+    if (rows > limits::kMaxFeatureMapDim) break;
+    if (total % rows != 0 || total / rows > kElementRowMax) continue;
+    if (rows == int64_t(op.out_shape.h) * op.out_shape.w) return std::nullopt;  // = pixel rows
+    LoweredOp l = op;
+    l.in_shape = Shape4{1, int(rows), 1, int(total / rows)};
+    l.out_shape = l.in_shape;
+    return l;
+  }
+  return std::nullopt;
+}
+
 std::optional<LoweredOp> ones_matmul_of(const LoweredOp& op) {
   if (op.unit != Unit::kDepthwise || op.depth_multiplier != 1 || op.int4_weights ||
       op.kernel_h != op.in_shape.h || op.kernel_w != op.in_shape.w || op.out_shape.h != 1 ||
@@ -157,16 +182,18 @@ ChosenLowering choose_lowering(const LoweredOp& op, const HwConfig& hw, const Pl
   }
   // Pixel rows where the rows are too few to share across the cores evenly.
   if (hw.cores > 1 && op.out_shape.h < 8 * hw.cores && mode != ConvLowering::kDirect) {
-    if (std::optional<LoweredOp> flat = pixel_rows_of(op)) {
+    std::optional<LoweredOp> flat = pixel_rows_of(op);
+    for (std::optional<LoweredOp> l : {flat, element_rows_of(op, hw.cores)}) {
+      if (!l) continue;
       try {
-        TilePlan plan = plan_tiles(*flat, hw, options);
+        TilePlan plan = plan_tiles(*l, hw, options);
         if (plan.estimate.cycles < best.plan.estimate.cycles) {
-          best = ChosenLowering{std::move(*flat), std::move(plan)};
+          best = ChosenLowering{std::move(*l), std::move(plan)};
         }
       } catch (const Unsupported&) {
       }
-      return best;
     }
+    if (flat) return best;
   }
   if (op.unit != Unit::kConv || mode == ConvLowering::kDirect) return best;
   // A subsampled 1x1 reads only the pixels it needs: it replaces the direct

@@ -54,6 +54,18 @@ std::optional<LoweredOp> subsampled_of(const LoweredOp& conv);
 // applicable (a width of 1, H*W > 65535, or a strided output slice).
 std::optional<LoweredOp> pixel_rows_of(const LoweredOp& op);
 
+// An element-wise or activation op whose second operand (if any) is a whole
+// tensor, not a broadcast pixel, over its H*W*C elements as rows of X
+// elements: in_shape and out_shape [1, R, 1, X] with R a multiple of `cores`
+// (the fewest with X <= kElementRowMax), the same dense bytes, so mode 2
+// gives every core the same share (49 pixels of 1152 channels cannot: 16
+// cores take 3 or 4 pixels each; 32 rows of 1764 elements can). Every element
+// is computed from the elements at its own offset with the op's per-tensor
+// parameters: bit-identical. nullopt when not applicable (as pixel_rows_of,
+// a broadcast second operand, no such R, or R = H*W).
+constexpr int64_t kElementRowMax = 4096;
+std::optional<LoweredOp> element_rows_of(const LoweredOp& op, int cores);
+
 // A depthwise pass whose one window covers the whole input (a MEAN or a
 // global AVERAGE_POOL_2D of at most 15x15 cells, lower.cc) as the ones-operand
 // matmul (docs/compiler.md "MEAN"): A = K = H*W ones, B = the input as [K, C]
