@@ -5,6 +5,7 @@
 #include "compiler/tiling.h"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -153,7 +154,31 @@ std::vector<Span> balanced(int total, int pieces) {
 // order in which their sizes change), without a Span per piece: the search
 // estimates thousands of candidates per op, each with up to one piece per
 // channel.
-using Runs = std::vector<std::pair<int, int>>;
+// Fixed capacity, no heap: balanced pieces have two sizes, make_pieces' full
+// pieces one and its remainders at most one per halving of the cores (<= 7).
+class Runs {
+ public:
+  using value_type = std::pair<int, int>;
+  const value_type* begin() const { return v_.data(); }
+  const value_type* end() const { return v_.data() + n_; }
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }
+  value_type& operator[](size_t i) { return v_[i]; }
+  value_type& back() { return v_[n_ - 1]; }
+  void push_back(const value_type& r) {
+    check_arg(n_ < v_.size(), "tiling: more than ", v_.size(), " runs of piece sizes");
+    v_[n_++] = r;
+  }
+  // Ascending sizes (distinct: a stable order needs no tie rule).
+  void sort_by_size() {
+    std::sort(v_.begin(), v_.begin() + n_,
+              [](const value_type& a, const value_type& b) { return a.first < b.first; });
+  }
+
+ private:
+  std::array<value_type, 16> v_{};
+  size_t n_ = 0;
+};
 
 void push_run(Runs* runs, int size, int count) {
   if (count <= 0) return;
@@ -220,14 +245,15 @@ Runs make_pieces_runs(int total, int max_cores, int cap, int avg_cap) {
 // (size, count) of the spans by ascending size. The pieces of a plan have at
 // most three sizes, so a short sorted vector (not a map: no node per class;
 // the tiling search builds these for every candidate plan).
-std::vector<std::pair<int, int>> size_classes(const Runs& runs) {
-  std::vector<std::pair<int, int>> m;
+Runs size_classes(const Runs& runs) {
+  Runs m;
   for (const auto& [size, count] : runs) {
-    auto it = std::lower_bound(m.begin(), m.end(), std::make_pair(size, 0),
-                               [](const auto& a, const auto& b) { return a.first < b.first; });
-    if (it != m.end() && it->first == size) it->second += count;
-    else m.insert(it, {size, count});
+    size_t i = 0;
+    while (i < m.size() && m[i].first != size) ++i;
+    if (i < m.size()) m[i].second += count;
+    else m.push_back({size, count});
   }
+  m.sort_by_size();
   return m;
 }
 
@@ -280,10 +306,19 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
     double read_fm_t = 0, read_k_t = 0, compute = 0, write_t = 0;
     double fm_ext = 0, k_ext = 0, write_ext = 0;
   };
+  // command_split of the last (h, g) asked for: the loops below ask for each
+  // width class in turn with the same rows and channels.
+  int split_h = -1, split_g = -1;
+  CoreSplit last_split;
   // One command of `h` rows, `w` columns, `g` basis channels.
   const auto command = [&](int h, int w, int g) {
     Cmd c;
-    const CoreSplit split = command_split(op, p, h, g);
+    if (h != split_h || g != split_g) {
+      last_split = command_split(op, p, h, g);
+      split_h = h;
+      split_g = g;
+    }
+    const CoreSplit split = last_split;
     int r = h, e = g;
     if (p.mode == BroadcastMode::SPLIT_HEIGHT) r = split.max_per_core();
     if (p.mode == BroadcastMode::SPLIT_KERNEL) e = split.max_per_core();
