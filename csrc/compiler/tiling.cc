@@ -306,19 +306,27 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
     double read_fm_t = 0, read_k_t = 0, compute = 0, write_t = 0;
     double fm_ext = 0, k_ext = 0, write_ext = 0;
   };
-  // command_split of the last (h, g) asked for: the loops below ask for each
-  // width class in turn with the same rows and channels.
-  int split_h = -1, split_g = -1;
-  CoreSplit last_split;
+  // command_split depends on the rows alone in mode 2, on the channels alone
+  // in mode 1 (and on neither otherwise): the splits of the few size classes
+  // asked for, kept by that extent.
+  std::array<std::pair<int, CoreSplit>, 8> splits;
+  size_t nsplits = 0;
+  const auto split_of = [&](int h, int g) {
+    const int key = p.mode == BroadcastMode::SPLIT_HEIGHT ? h
+                    : p.mode == BroadcastMode::SPLIT_KERNEL ? g
+                                                            : -1;
+    if (key < 0) return command_split(op, p, h, g);
+    for (size_t i = 0; i < nsplits; ++i) {
+      if (splits[i].first == key) return splits[i].second;
+    }
+    const CoreSplit s = command_split(op, p, h, g);
+    if (nsplits < splits.size()) splits[nsplits++] = {key, s};
+    return s;
+  };
   // One command of `h` rows, `w` columns, `g` basis channels.
   const auto command = [&](int h, int w, int g) {
     Cmd c;
-    if (h != split_h || g != split_g) {
-      last_split = command_split(op, p, h, g);
-      split_h = h;
-      split_g = g;
-    }
-    const CoreSplit split = last_split;
+    const CoreSplit split = split_of(h, g);
     int r = h, e = g;
     if (p.mode == BroadcastMode::SPLIT_HEIGHT) r = split.max_per_core();
     if (p.mode == BroadcastMode::SPLIT_KERNEL) e = split.max_per_core();
@@ -428,7 +436,7 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
           for (const auto& r : row_runs) {
             if (r.first == prev_size) continue;  // same size, same split
             prev_size = r.first;
-            const int n = command_split(op, p, r.first, g).cores;
+            const int n = split_of(r.first, g).cores;
             if (prev >= 0 && n > prev) ++reloads;
             prev = n;
           }
@@ -477,7 +485,7 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
             for (const auto& g : group_runs) {
               if (g.first == prev_size) continue;  // same size, same split
               prev_size = g.first;
-              const int n = command_split(op, p, h, g.first).cores;
+              const int n = split_of(h, g.first).cores;
               if (prev >= 0 && n > prev) ++reloads;
               prev = n;
             }
