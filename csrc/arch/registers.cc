@@ -96,8 +96,12 @@ FieldRef field_by_name(Reg r, std::string_view name) {
 std::string field_path(FieldRef f) { return str_cat(describe(f.reg).name, ".", f.desc().name); }
 
 uint32_t with_field(uint32_t reg_value, FieldRef f, int64_t value) {
-  check_arg(value >= field_min(f) && value <= field_max(f), field_path(f), ": value ", value,
-            " out of range [", field_min(f), ", ", field_max(f), "]");
+  // The message (a string stream) only on failure: the emitter sets every
+  // field of every command through here.
+  if (value < field_min(f) || value > field_max(f)) {
+    throw InvalidArgument(str_cat(field_path(f), ": value ", value, " out of range [",
+                                  field_min(f), ", ", field_max(f), "]"));
+  }
   return f.insert(reg_value, uint32_t(uint64_t(value)));
 }
 

@@ -5,6 +5,7 @@
 #include "compiler/tiling.h"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -148,14 +149,66 @@ std::vector<Span> balanced(int total, int pieces) {
   return out;
 }
 
+// A list of pieces as runs of equal sizes, in order: (size, count). What the
+// estimate needs of a plan's pieces (their size classes, their number and the
+// order in which their sizes change), without a Span per piece: the search
+// estimates thousands of candidates per op, each with up to one piece per
+// channel.
+// Fixed capacity, no heap: balanced pieces have two sizes, make_pieces' full
+// pieces one and its remainders at most one per halving of the cores (<= 7).
+class Runs {
+ public:
+  using value_type = std::pair<int, int>;
+  const value_type* begin() const { return v_.data(); }
+  const value_type* end() const { return v_.data() + n_; }
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }
+  value_type& operator[](size_t i) { return v_[i]; }
+  value_type& back() { return v_[n_ - 1]; }
+  void push_back(const value_type& r) {
+    check_arg(n_ < v_.size(), "tiling: more than ", v_.size(), " runs of piece sizes");
+    v_[n_++] = r;
+  }
+  // Ascending sizes (distinct: a stable order needs no tie rule).
+  void sort_by_size() {
+    std::sort(v_.begin(), v_.begin() + n_,
+              [](const value_type& a, const value_type& b) { return a.first < b.first; });
+  }
+
+ private:
+  std::array<value_type, 16> v_{};
+  size_t n_ = 0;
+};
+
+void push_run(Runs* runs, int size, int count) {
+  if (count <= 0) return;
+  if (!runs->empty() && runs->back().first == size) runs->back().second += count;
+  else runs->push_back({size, count});
+}
+
+Runs runs_of(const std::vector<Span>& spans) {
+  Runs runs;
+  for (const Span& s : spans) push_run(&runs, s.size, 1);
+  return runs;
+}
+
+// The runs of balanced(total, pieces): `extra` pieces one longer, then the rest.
+Runs balanced_runs(int total, int pieces) {
+  Runs runs;
+  const int base = total / pieces, extra = total % pieces;
+  push_run(&runs, base + 1, extra);
+  push_run(&runs, base, pieces - extra);
+  return runs;
+}
+
 // Pieces of `total` rows (mode 2) or channels (mode 1) for commands split
 // across up to max_cores cores of at most `cap` each: full pieces of
 // max_cores * cap, then the remainder in one piece when the cores can share it
 // (split_across_cores), else in pieces of the most cores that fit it whole.
-std::vector<Span> make_pieces(int total, int max_cores, int cap, int avg_cap) {
-  std::vector<Span> out;
+template <typename F>
+void visit_pieces(int total, int max_cores, int cap, int avg_cap, F piece) {
   const int full = max_cores * std::min(cap, avg_cap);
-  int start = 0, left = total;
+  int left = total;
   while (left > 0) {
     int take = full;
     if (left < full) {
@@ -167,25 +220,47 @@ std::vector<Span> make_pieces(int total, int max_cores, int cap, int avg_cap) {
         take = std::min(left, n * std::min(cap, avg_cap));
       }
     }
-    out.push_back({start, take});
-    start += take;
+    piece(take);
     left -= take;
   }
+}
+
+std::vector<Span> make_pieces(int total, int max_cores, int cap, int avg_cap) {
+  std::vector<Span> out;
+  int start = 0;
+  visit_pieces(total, max_cores, cap, avg_cap, [&](int take) {
+    out.push_back({start, take});
+    start += take;
+  });
   return out;
+}
+
+// The runs of make_pieces.
+Runs make_pieces_runs(int total, int max_cores, int cap, int avg_cap) {
+  Runs runs;
+  visit_pieces(total, max_cores, cap, avg_cap, [&](int take) { push_run(&runs, take, 1); });
+  return runs;
 }
 
 // (size, count) of the spans by ascending size. The pieces of a plan have at
 // most three sizes, so a short sorted vector (not a map: no node per class;
 // the tiling search builds these for every candidate plan).
-std::vector<std::pair<int, int>> size_classes(const std::vector<Span>& spans) {
-  std::vector<std::pair<int, int>> m;
-  for (const Span& s : spans) {
-    auto it = std::lower_bound(m.begin(), m.end(), std::make_pair(s.size, 0),
-                               [](const auto& a, const auto& b) { return a.first < b.first; });
-    if (it != m.end() && it->first == s.size) ++it->second;
-    else m.insert(it, {s.size, 1});
+Runs size_classes(const Runs& runs) {
+  Runs m;
+  for (const auto& [size, count] : runs) {
+    size_t i = 0;
+    while (i < m.size() && m[i].first != size) ++i;
+    if (i < m.size()) m[i].second += count;
+    else m.push_back({size, count});
   }
+  m.sort_by_size();
   return m;
+}
+
+int64_t pieces_in(const Runs& runs) {
+  int64_t n = 0;
+  for (const auto& r : runs) n += r.second;
+  return n;
 }
 
 // Plans within this fraction of the fewest estimated cycles count as equally
@@ -211,8 +286,11 @@ int row_cap(const LoweredOp& op, BroadcastMode mode) {
 
 int row_avg_cap(const LoweredOp& op) { return kMaxCoreRows / op.stride_h; }
 
-// The model of docs/device_model.md §6 applied to a plan (see docs/compiler.md).
-PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p) {
+// The model of docs/device_model.md §6 applied to a plan (see docs/compiler.md)
+// whose pieces are row_runs, col_runs and group_runs (runs_of its row_pieces,
+// col_pieces and groups; p's own vectors are not read).
+PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p,
+                      const Runs& row_runs, const Runs& col_runs, const Runs& group_runs) {
   const double core_bw = hw.dma_bytes_per_cycle, ext_bw = hw.ext_bytes_per_cycle;
   const auto transfer = [&](double core_bytes, double ext_bytes) {
     return std::max(core_bytes / core_bw, ext_bytes / ext_bw);
@@ -228,10 +306,27 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
     double read_fm_t = 0, read_k_t = 0, compute = 0, write_t = 0;
     double fm_ext = 0, k_ext = 0, write_ext = 0;
   };
+  // command_split depends on the rows alone in mode 2, on the channels alone
+  // in mode 1 (and on neither otherwise): the splits of the few size classes
+  // asked for, kept by that extent.
+  std::array<std::pair<int, CoreSplit>, 8> splits;
+  size_t nsplits = 0;
+  const auto split_of = [&](int h, int g) {
+    const int key = p.mode == BroadcastMode::SPLIT_HEIGHT ? h
+                    : p.mode == BroadcastMode::SPLIT_KERNEL ? g
+                                                            : -1;
+    if (key < 0) return command_split(op, p, h, g);
+    for (size_t i = 0; i < nsplits; ++i) {
+      if (splits[i].first == key) return splits[i].second;
+    }
+    const CoreSplit s = command_split(op, p, h, g);
+    if (nsplits < splits.size()) splits[nsplits++] = {key, s};
+    return s;
+  };
   // One command of `h` rows, `w` columns, `g` basis channels.
   const auto command = [&](int h, int w, int g) {
     Cmd c;
-    const CoreSplit split = command_split(op, p, h, g);
+    const CoreSplit split = split_of(h, g);
     int r = h, e = g;
     if (p.mode == BroadcastMode::SPLIT_HEIGHT) r = split.max_per_core();
     if (p.mode == BroadcastMode::SPLIT_KERNEL) e = split.max_per_core();
@@ -271,10 +366,10 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
     return c;
   };
 
-  const auto rows = size_classes(p.row_pieces), cols = size_classes(p.col_pieces),
-             groups = size_classes(p.groups);
-  const int64_t spatial = int64_t(p.row_pieces.size()) * p.col_pieces.size();
-  const int64_t ngroups = int64_t(p.groups.size());
+  const auto rows = size_classes(row_runs), cols = size_classes(col_runs),
+             groups = size_classes(group_runs);
+  const int64_t spatial = pieces_in(row_runs) * pieces_in(col_runs);
+  const int64_t ngroups = pieces_in(group_runs);
   double cycles = 0, read = 0, write = 0;
   double first_read = -1, last_write = 0;
   if (p.k_per_set) {
@@ -338,10 +433,10 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
         int reloads = 1;
         if (p.mode == BroadcastMode::SPLIT_HEIGHT) {
           int prev = -1, prev_size = -1;
-          for (const Span& r : p.row_pieces) {
-            if (r.size == prev_size) continue;  // same size, same split
-            prev_size = r.size;
-            const int n = command_split(op, p, r.size, g).cores;
+          for (const auto& r : row_runs) {
+            if (r.first == prev_size) continue;  // same size, same split
+            prev_size = r.first;
+            const int n = split_of(r.first, g).cores;
             if (prev >= 0 && n > prev) ++reloads;
             prev = n;
           }
@@ -387,10 +482,10 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
           int reloads = 1;
           if (p.mode == BroadcastMode::SPLIT_KERNEL) {
             int prev = -1, prev_size = -1;
-            for (const Span& g : p.groups) {
-              if (g.size == prev_size) continue;  // same size, same split
-              prev_size = g.size;
-              const int n = command_split(op, p, h, g.size).cores;
+            for (const auto& g : group_runs) {
+              if (g.first == prev_size) continue;  // same size, same split
+              prev_size = g.first;
+              const int n = split_of(h, g.first).cores;
               if (prev >= 0 && n > prev) ++reloads;
               prev = n;
             }
@@ -581,10 +676,8 @@ LayoutKind layout_kind(bool double_buffer, bool weights_outer, bool k_per_set) {
                          : LayoutKind::kDoubleK;
 }
 
-TilePlan build_plan(const LoweredOp& op, const HwConfig& hw, const SramGeometry& geo,
-                    const Choice& c) {
-  const int channels = op.split_channels();
-  const int oh = op.out_shape.h, ow = op.out_shape.w;
+// The plan of `c` without its pieces, layout and estimate.
+TilePlan plan_fields(const LoweredOp& op, const Choice& c) {
   TilePlan p;
   p.cores = c.cores;
   p.mode = c.mode;
@@ -594,6 +687,32 @@ TilePlan build_plan(const LoweredOp& op, const HwConfig& hw, const SramGeometry&
   p.cols = c.cols;
   p.rows_per_core = c.rows_per_core;
   p.channels_per_core = c.channels_per_core;
+  return p;
+}
+
+// The estimate of `c` (what build_plan(c).estimate is), from the runs of its
+// pieces: the search's per-candidate cost.
+PlanEstimate estimate_choice(const LoweredOp& op, const HwConfig& hw, const Choice& c) {
+  const int channels = op.split_channels();
+  const int oh = op.out_shape.h, ow = op.out_shape.w;
+  const TilePlan p = plan_fields(op, c);
+  const Runs cols = balanced_runs(ow, int(ceil_div(ow, c.cols)));
+  const Runs rows = c.mode == BroadcastMode::SPLIT_HEIGHT
+                        ? make_pieces_runs(oh, c.cores, c.rows_per_core, row_avg_cap(op))
+                        : balanced_runs(oh, int(ceil_div(oh, c.rows_per_core)));
+  const Runs groups =
+      c.mode == BroadcastMode::SPLIT_KERNEL
+          ? make_pieces_runs(channels, c.cores, c.channels_per_core, kMaxCoreChannels)
+          : balanced_runs(channels, int(ceil_div(channels, c.channels_per_core)));
+  return estimate(op, hw, p, rows, cols, groups);
+}
+
+TilePlan build_plan(const LoweredOp& op, const HwConfig& hw, const SramGeometry& geo,
+                    const Choice& c) {
+  const int channels = op.split_channels();
+  const int oh = op.out_shape.h, ow = op.out_shape.w;
+  TilePlan p = plan_fields(op, c);
+  p.lowering = op.lowering;
   p.col_pieces = balanced(ow, int(ceil_div(ow, c.cols)));
   if (c.mode == BroadcastMode::SPLIT_HEIGHT) {
     p.row_pieces = make_pieces(oh, c.cores, c.rows_per_core, row_avg_cap(op));
@@ -605,10 +724,9 @@ TilePlan build_plan(const LoweredOp& op, const HwConfig& hw, const SramGeometry&
   } else {
     p.groups = balanced(channels, int(ceil_div(channels, c.channels_per_core)));
   }
-  p.lowering = op.lowering;
   p.layout = *make_layout(geo, tile_bytes(op, c.rows_per_core, c.cols, c.channels_per_core),
                           layout_kind(c.double_buffer, c.weights_outer, c.k_per_set));
-  p.estimate = estimate(op, hw, p);
+  p.estimate = estimate(op, hw, p, runs_of(p.row_pieces), runs_of(p.col_pieces), runs_of(p.groups));
   return p;
 }
 
@@ -676,7 +794,7 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
       for (int h : heights) {
         c.cols = w;
         c.rows_per_core = h;
-        c.estimate = build_plan(op, hw, geo, c).estimate;
+        c.estimate = estimate_choice(op, hw, c);
         choices.push_back(c);
       }
     }
