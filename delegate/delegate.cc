@@ -137,16 +137,18 @@ class PartitionKernel {
     std::vector<void*> outputs;
     for (size_t i = 0; i < part_.inputs.size(); ++i) {
       const TfLiteTensor& t = ctx->tensors[part_.inputs[i]];
-      check_arg(t.data.raw && static_cast<int64_t>(t.bytes) == p.inputs.at(i).size, part_.label,
+      const int64_t want = p.images * p.inputs.at(i).size;  // a batch: every image's bytes
+      check_arg(t.data.raw && static_cast<int64_t>(t.bytes) == want, part_.label,
                 ": input tensor ", part_.inputs[i], " has ", t.bytes, " bytes, the Program expects ",
-                p.inputs.at(i).size);
+                want);
       inputs.push_back(t.data.raw);
     }
     for (size_t i = 0; i < part_.outputs.size(); ++i) {
       TfLiteTensor& t = ctx->tensors[part_.outputs[i]];
-      check_arg(t.data.raw && static_cast<int64_t>(t.bytes) == p.outputs.at(i).size, part_.label,
+      const int64_t want = p.images * p.outputs.at(i).size;
+      check_arg(t.data.raw && static_cast<int64_t>(t.bytes) == want, part_.label,
                 ": output tensor ", part_.outputs[i], " has ", t.bytes,
-                " bytes, the Program writes ", p.outputs.at(i).size);
+                " bytes, the Program writes ", want);
       outputs.push_back(t.data.raw);
     }
     const auto t0 = std::chrono::steady_clock::now();

@@ -64,18 +64,20 @@ CompiledPartition::CompiledPartition(std::string name, PartitionBlob blob,
     const int k = find_io(p.inputs, blob_.inputs[i].name, i);
     check_arg(k >= 0, "NaccExecutionProvider: partition '", name_, "': input '",
               blob_.inputs[i].name, "' is not an input of its Program");
-    check_arg(p.inputs[k].size == blob_.inputs[i].bytes(), "NaccExecutionProvider: partition '",
-              name_, "': input '", blob_.inputs[i].name, "' has ", blob_.inputs[i].bytes(),
-              " bytes, its Program region ", p.inputs[k].size);
+    check_arg(p.images * p.inputs[k].size == blob_.inputs[i].bytes(),
+              "NaccExecutionProvider: partition '", name_, "': input '", blob_.inputs[i].name,
+              "' has ", blob_.inputs[i].bytes(), " bytes, its Program ",
+              p.images * p.inputs[k].size);
     program_input_of_.push_back(k);
   }
   for (size_t i = 0; i < blob_.outputs.size(); ++i) {
     const int k = find_io(p.outputs, blob_.outputs[i].name, i);
     check_arg(k >= 0, "NaccExecutionProvider: partition '", name_, "': output '",
               blob_.outputs[i].name, "' is not an output of its Program");
-    check_arg(p.outputs[k].size == blob_.outputs[i].bytes(), "NaccExecutionProvider: partition '",
-              name_, "': output '", blob_.outputs[i].name, "' has ", blob_.outputs[i].bytes(),
-              " bytes, its Program region ", p.outputs[k].size);
+    check_arg(p.images * p.outputs[k].size == blob_.outputs[i].bytes(),
+              "NaccExecutionProvider: partition '", name_, "': output '", blob_.outputs[i].name,
+              "' has ", blob_.outputs[i].bytes(), " bytes, its Program ",
+              p.images * p.outputs[k].size);
     program_output_of_.push_back(k);
   }
   loaded_ = executor_->load(p);
@@ -118,7 +120,7 @@ void CompiledPartition::compute(const Api& api, OrtKernelContext* context) const
     }
   }
   for (size_t k = 0; k < program.outputs.size(); ++k) {
-    out_bufs[k].resize(static_cast<size_t>(program.outputs[k].size));
+    out_bufs[k].resize(static_cast<size_t>(program.images * program.outputs[k].size));
   }
   std::vector<const void*> ins;
   std::vector<void*> outs;

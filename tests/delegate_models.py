@@ -62,7 +62,7 @@ class ModelBuilder:
             oh, ow = -(-h // stride), -(-wd // stride)
         else:
             oh, ow = (h - ekh) // stride + 1, (wd - ekw) // stride + 1
-        o = self.tensor(act((1, oh, ow, cout), out_scale, out_zp, name=name))
+        o = self.tensor(act((t.shape[0], oh, ow, cout), out_scale, out_zp, name=name))
         self.g.add_op("CONV_2D", [x, self.tensor(w), self.tensor(b)], [o],
                       dict(padding=padding, stride_w=stride, stride_h=stride,
                            dilation_w_factor=dilation, dilation_h_factor=dilation,
@@ -82,7 +82,7 @@ class ModelBuilder:
         else:
             ek = dilation * (k - 1) + 1
             oh, ow = (t.shape[1] - ek) // stride + 1, (t.shape[2] - ek) // stride + 1
-        o = self.tensor(act((1, oh, ow, c), 0.08, 2, name=name))
+        o = self.tensor(act((t.shape[0], oh, ow, c), 0.08, 2, name=name))
         self.g.add_op("DEPTHWISE_CONV_2D", [x, self.tensor(w), self.tensor(b)], [o],
                       dict(padding=padding, stride_w=stride, stride_h=stride,
                            dilation_w_factor=dilation, dilation_h_factor=dilation,
@@ -98,7 +98,7 @@ class ModelBuilder:
                     data=self.rng.integers(-127, 128, (n, k)))
         b = QTensor((n,), "int32", scale=t.scale * 0.01, zero_point=0,
                     data=self.rng.integers(-2000, 2000, n))
-        shape = (1, n) if not options.get("keep_num_dims") else tuple(t.shape[:-1]) + (n,)
+        shape = (t.shape[0], n) if not options.get("keep_num_dims") else tuple(t.shape[:-1]) + (n,)
         o = self.tensor(act(shape, 0.2, 0, name=name))
         self.g.add_op("FULLY_CONNECTED", [x, self.tensor(w), self.tensor(b)], [o],
                       dict(fused_activation_function="NONE", **options), version=4)
@@ -129,7 +129,7 @@ class ModelBuilder:
             oh, ow = -(-t.shape[1] // stride), -(-t.shape[2] // stride)
         else:
             oh, ow = (t.shape[1] - k) // stride + 1, (t.shape[2] - k) // stride + 1
-        o = self.tensor(QTensor((1, oh, ow, t.shape[3]), "int8", scale=t.scale,
+        o = self.tensor(QTensor((t.shape[0], oh, ow, t.shape[3]), "int8", scale=t.scale,
                                 zero_point=t.zero_point, name=name))
         self.g.add_op(op, [x], [o], dict(padding=padding, stride_w=stride, stride_h=stride,
                                          filter_width=k, filter_height=k), version=2)

@@ -858,22 +858,59 @@ def test_sub_with_broadcast_first_operand_is_declined():
         _core.compile(n.g)
 
 
-def test_too_many_regions():
+def _adds(k, extra_outputs=()):
+    """A chain of ADDs over k inputs (t_i = t_{i-1} + x_i); `extra_outputs`:
+    indices i of sums t_i (or ("x", i) for input x_i) that are outputs too."""
+    n = Net()
+    xs = [n.input((1, 4, 4, 8)) for _ in range(k)]
+    ys = [xs[0]]
+    for x in xs[1:]:
+        ys.append(n.binary("ADD", ys[-1], x))
+    extra = [xs[e[1]] if isinstance(e, tuple) else ys[e] for e in extra_outputs]
+    return n.finish(ys[-1], *extra)
+
+
+def test_regions_fill_then_stage():
     """A chain of ADDs over k inputs needs constants + k inputs + scratch (the
     intermediate sums) + the output: 5 inputs fill the 8 regions of NACC_SPEC §6
-    exactly (0 constants, 1-5 inputs, 6 scratch, 7 output); 6 are declined."""
-    def adds(k):
-        n = Net()
-        xs = [n.input((1, 4, 4, 8)) for _ in range(k)]
-        y = xs[0]
-        for x in xs[1:]:
-            y = n.binary("ADD", y, x)
-        return n.finish(y)
-    prog = _core.compile(adds(5).g)
+    exactly (0 constants, 1-5 inputs, 6 scratch, 7 output), one region each and
+    the Program format of before (version 3). With 6 inputs two of them share a
+    staging input region (docs/compiler.md §4) and the Program is version 4."""
+    prog = _core.compile(_adds(5).g)
     kinds = [r["kind"] for r in info(prog)["regions"]]
     assert kinds == ["constant"] + ["input"] * 5 + ["scratch", "output"]
-    with pytest.raises(nacc.UnsupportedError, match="too many partition inputs/outputs"):
-        _core.compile(adds(6).g)
+    assert bytes(prog.to_bytes())[8:12] == (3).to_bytes(4, "little")
+    prog = _core.compile(_adds(6).g)
+    regions = info(prog)["regions"]
+    assert [r["kind"] for r in regions] == ["constant"] + ["input"] * 5 + ["scratch", "output"]
+    assert [r["io_index"] for r in regions[1:6]] == [0, 1, 2, 3, -1]
+    ins = info(prog)["inputs"]
+    assert [(t["region"], t["offset"]) for t in ins[4:]] == [(5, 0), (5, 128)]
+    assert regions[5]["size"] == 256
+    raw = bytes(prog.to_bytes())
+    assert raw[8:12] == (4).to_bytes(4, "little")
+    again = _core.Program.from_bytes(raw)
+    assert [(t["region"], t["offset"]) for t in info(again)["inputs"]] == \
+        [(t["region"], t["offset"]) for t in ins]
+
+
+@pytest.mark.parametrize("k,extra", [(6, ()), (12, (3, 7, ("x", 2))), (20, (1, 5, 9, 13, 17))])
+def test_staged_partition_bit_exact(k, extra):
+    """Partitions past the 8 regions (up to 20 inputs and 6 outputs, an input
+    that is also an output) compile whole and give TFLite's bits at 1, 4 and 32
+    cores, replayed and stepped: the staged inputs and outputs are copied in
+    and out by the runtime, the rest bound in place."""
+    net = _adds(k, extra)
+    x = net.random_inputs(seed=k)
+    expected = [e.reshape(net.shapes[o]) for e, o in zip(run_tflite(net.tflite(), x), net.outputs)]
+    prog = _core.compile(net.g)
+    staged = [r for r in info(prog)["regions"] if r["kind"] in ("input", "output")
+              and r["io_index"] == -1]
+    assert staged, info(prog)["regions"]
+    for cores in (1, 4, 32):
+        for execution in ("replay", "step"):
+            got, _ = run(net, x, cores, execution=execution)
+            assert_equal(expected, got, f"{k} inputs: {cores} cores, {execution}")
 
 
 def _wide_1x1(c_in):

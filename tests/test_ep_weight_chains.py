@@ -438,7 +438,7 @@ def _matmul_activations(a_shape, b_shape):
 # (id, A shape, B shape, expected host reason fragment or None for claimed)
 ACTIVATIONS = [
     ("3d_3d", (1, 4, 10), (1, 10, 8), None),
-    ("3d_3d_batch2", (2, 4, 10), (2, 10, 8), "batch must be 1"),  # the capability rule
+    ("3d_3d_batch2", (2, 4, 10), (2, 10, 8), "leading dimensions must be 1"),  # the capability rule
     ("2d_2d", (4, 10), (10, 8), None),
     ("1d_2d", (10,), (10, 8), "is 1-D and B is not a constant"),
     ("3d_2d", (2, 4, 10), (10, 8), "differ in rank"),

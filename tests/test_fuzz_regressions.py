@@ -3,8 +3,10 @@
 - A partition needing more than the 8 DMA regions of NACC_SPEC §6 (inputs,
   outputs, constants, scratch) failed to compile as a whole while each op
   compiled alone; the delegate and the EP then kept the whole partition on the
-  host. The delegate now gives the partition's last node back and plans
-  again; the EP cuts the partition before that node.
+  host. Then the delegate gave the partition's last node back and planned
+  again, and the EP cut the partition before that node; now the smallest
+  inputs and outputs share a staging region (docs/device_model.md "Staging
+  regions") and the partition compiles whole.
 - (rules) elementwise_broadcast claimed what lower_elementwise rejects: see
   tests/test_support.py::test_elementwise_broadcast_claim_agrees_with_compile.
 """
@@ -14,9 +16,6 @@ import pytest
 import nacc
 from delegate_models import ModelBuilder, run
 
-# partition/policy.h compile_fallback, step (2), in both frontends
-TAIL_TEXT = ("a partition that fails to compile gives its last op back to the host until the rest "
-             "compiles")
 N_INPUTS = 6  # 5 ADDs over 6 inputs: 6 inputs + output + constants + scratch > 8 regions
 
 
@@ -29,7 +28,7 @@ def add_chain_tflite():
     return m.build([t])
 
 
-def test_delegate_partition_over_the_regions_gives_back_its_tail():
+def test_delegate_partition_over_the_regions_is_claimed_whole():
     model = add_chain_tflite()
     d = nacc.load_delegate(log_level="off")
     rng = np.random.default_rng(0)
@@ -38,16 +37,11 @@ def test_delegate_partition_over_the_regions_gives_back_its_tail():
     want = run(model, x)
     assert all(np.array_equal(a, b) for a, b in zip(want, got))
     rep = d.report()
-    claimed = [n.node for n in rep.nodes if n.claimed]
-    # before the fix: 0 claimed (the whole partition fell back)
-    assert claimed == [0, 1, 2, 3], [(n.node, n.reasons) for n in rep.nodes]
-    tail = [n for n in rep.nodes if not n.claimed]
-    assert [r.rule for r in tail[0].reasons] == ["compile"]
-    # the one wording of partition/policy.h compile_fallback (the EP's test below)
-    detail = tail[0].reasons[0].detail
-    assert detail.startswith("its partition does not compile: ") and "regions" in detail
-    assert detail.endswith("; its last op stays on the host"), detail
-    assert tail[0].reasons[0].text == TAIL_TEXT
+    # before the fuzz fix: 0 claimed; before the staging regions: [0, 1, 2, 3]
+    # (the last ADD gave back to the host)
+    assert [n.node for n in rep.nodes if n.claimed] == list(range(N_INPUTS - 1)), \
+        [(n.node, n.reasons) for n in rep.nodes]
+    assert len(rep.partitions) == 1
 
 
 def add_chain_onnx():
@@ -78,11 +72,10 @@ def add_chain_onnx():
                              ir_version=om.IR_VERSION).SerializeToString()
 
 
-def test_ep_partition_over_the_regions_is_cut_in_two():
-    """The EP can place a unit in a partition of its own (ep.cc get_capability's
-    `cuts`): the chain that needs more regions than NACC_SPEC §6 has is cut
-    before its last Add instead of giving that Add to the host (the delegate
-    cannot: TFLite gives one kernel per partition, see the test above)."""
+def test_ep_partition_over_the_regions_is_one_partition():
+    """The chain that needs more regions than NACC_SPEC §6 has is one partition
+    (before the staging regions: cut before its last Add, ep.cc `cuts`; before
+    the fuzz fix: no partition), and gives the CPU EP's bits."""
     pytest.importorskip("onnxruntime")
     import nacc.onnxruntime as nort
     import onnx_models as om
@@ -94,9 +87,7 @@ def test_ep_partition_over_the_regions_is_cut_in_two():
     s = om.session(model, "nacc")
     rep = nort.partition_reports()[-1]
     adds = [sorted(n["name"] for n in p["nodes"] if n["op_type"] == "Add") for p in rep["partitions"]]
-    # before the fuzz fix: no partition; before the cut: add5 on the host
-    assert sorted(a for p in adds for a in p) == [f"add{i}" for i in range(1, N_INPUTS)], rep
-    assert len(adds) == 2 and ["add5"] in adds, adds
+    assert adds == [sorted(f"add{i}" for i in range(1, N_INPUTS))], rep
     assert not [h for h in rep["host_nodes"] if h["op_type"] == "Add"], rep["host_nodes"]
     (got,) = s.run(None, feeds)
     (cpu,) = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)

@@ -159,8 +159,8 @@ def test_corrupt_bytes_rejected():
             _core.Program.from_bytes(bytes(c))
     with pytest.raises(ValueError, match="bad magic"):
         _core.Program.from_bytes(b"NACCPROX" + bytes(b[8:]))
-    with pytest.raises(ValueError, match="format version 4 is not supported"):
-        _core.Program.from_bytes(bytes(b[:8]) + struct.pack("<I", 4) + bytes(b[12:]))
+    with pytest.raises(ValueError, match="format version 5 is not supported"):
+        _core.Program.from_bytes(bytes(b[:8]) + struct.pack("<I", 5) + bytes(b[12:]))
     with pytest.raises(ValueError, match="checksum mismatch"):
         c = bytearray(b)
         c[-20] ^= 0x40

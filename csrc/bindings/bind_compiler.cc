@@ -88,7 +88,7 @@ py::list io_list(const std::vector<nacc::IoTensor>& v) {
   py::list out;
   for (const auto& t : v) {
     out.append(py::dict("name"_a = t.name, "shape"_a = t.shape, "region"_a = t.region,
-                        "size"_a = t.size, "scale"_a = t.scale, "zero_point"_a = t.zero_point));
+                        "offset"_a = t.offset, "size"_a = t.size, "scale"_a = t.scale, "zero_point"_a = t.zero_point));
   }
   return out;
 }
@@ -118,7 +118,8 @@ py::dict program_info(const nacc::Program& p) {
                   "constants"_a = py::bytes(reinterpret_cast<const char*>(p.constants.data()),
                                             p.constants.size()),
                   "regions"_a = regions, "inputs"_a = io_list(p.inputs),
-                  "outputs"_a = io_list(p.outputs), "ops"_a = ops, "hw"_a = hw);
+                  "outputs"_a = io_list(p.outputs), "ops"_a = ops, "hw"_a = hw,
+                  "images"_a = p.images);
 }
 
 }  // namespace

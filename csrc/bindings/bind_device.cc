@@ -70,6 +70,7 @@ py::dict io_dict(const nacc::IoTensor& t) {
   d["name"] = t.name;
   d["shape"] = py::tuple(py::cast(t.shape));
   d["region"] = t.region;
+  d["offset"] = t.offset;
   d["size"] = t.size;
   d["scale"] = t.scale;
   d["zero_point"] = t.zero_point;
@@ -388,8 +389,8 @@ py::tuple run_arrays(Runtime& rt, const Program& p, const std::shared_ptr<const 
   for (size_t i = 0; i < p.inputs.size(); ++i) {
     const std::string what = nacc::str_cat("input ", i, " '", p.inputs[i].name, "'");
     auto a = nacc::bindings::checked_array<int8_t>(py::array::ensure(inputs[i]), what.c_str());
-    nacc::check_arg(a.size() == p.inputs[i].size, what, ": ", a.size(),
-                    " elements, the program expects ", p.inputs[i].size);
+    nacc::check_arg(a.size() == p.images * p.inputs[i].size, what, ": ", a.size(),
+                    " elements, the program expects ", p.images * p.inputs[i].size);
     in_bufs.push_back({a.data(), size_t(a.size())});
     in_arrays.push_back(std::move(a));
   }
@@ -397,14 +398,16 @@ py::tuple run_arrays(Runtime& rt, const Program& p, const std::shared_ptr<const 
   std::vector<nacc::OutputBuffer> out_bufs;
   for (const auto& t : p.outputs) {
     // int8, or int16 (16x8 maps: 2 bytes an element, NACC_SPEC §9).
-    const std::vector<py::ssize_t> shape(t.shape.begin(), t.shape.end());
+    std::vector<py::ssize_t> shape(t.shape.begin(), t.shape.end());
     int64_t elems = 1;
     for (int64_t d : t.shape) elems *= d;
-    py::array a = t.size == 2 * elems ? py::array(py::array_t<int16_t>(shape))
-                                      : py::array(py::array_t<int8_t>(shape));
+    const bool wide = t.size == 2 * elems;
+    if (!shape.empty()) shape[0] *= p.images;  // a batch: every image's output
+    const size_t bytes = size_t(p.images * t.size);
+    py::array a = wide ? py::array(py::array_t<int16_t>(shape)) : py::array(py::array_t<int8_t>(shape));
     auto* data = static_cast<int8_t*>(a.mutable_data());
-    std::fill(data, data + t.size, int8_t(0));
-    out_bufs.push_back({data, size_t(t.size)});
+    std::fill(data, data + bytes, int8_t(0));
+    out_bufs.push_back({data, bytes});
     out_arrays.push_back(std::move(a));
   }
   nacc::RunStats stats;

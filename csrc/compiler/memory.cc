@@ -52,26 +52,11 @@ MemoryPlan plan_memory(const ir::Graph& graph, const std::vector<LoweredOp>& low
     io_class[a] = io_class[a] || io_class[b];
   }
 
-  // Regions: 0 constants, then inputs, scratch, outputs ([C]'s usual order).
-  int next_region = 1;
+  // Input classes: their region is chosen below, once the scratch is known.
   std::vector<int> class_region(nt, -1);
-  const auto need_region = [&](const std::string& what) {
-    if (next_region >= limits::kNumRegions) {
-      throw Unsupported(str_cat("too many partition inputs/outputs: ", inputs.size(),
-                                " inputs, ", outputs.size(),
-                                " outputs, constants and scratch need more than ",
-                                limits::kNumRegions, " regions (NACC_SPEC §6); at ", what));
-    }
-    return next_region++;
-  };
-  for (int id : inputs) {
-    const ir::Tensor& t = graph.tensor(id);
-    const int r = need_region(str_cat("input '", t.name, "'"));
-    class_region[uf.find(id)] = r;
-    plan.regions[r] = RegionDesc{RegionKind::kInput, int(plan.inputs.size()), tensor_bytes(t)};
-    plan.inputs.push_back(IoTensor{t.name, t.shape, r, tensor_bytes(t), t.quant.scales.at(0),
-                                   t.quant.zero_points.at(0)});
-  }
+  std::vector<int64_t> io_offset(nt, 0);
+  constexpr int kPending = limits::kNumRegions;
+  for (int id : inputs) class_region[uf.find(id)] = kPending;
 
   // Lifetimes of the remaining runtime tensors, by storage class: from the
   // producing op to the last op that reads any member.
@@ -136,26 +121,84 @@ MemoryPlan plan_memory(const ir::Graph& graph, const std::vector<LoweredOp>& low
     offset[c] = at;
     scratch_size = std::max(scratch_size, at + bytes[c]);
   }
+  // Regions: 0 constants, then inputs, scratch, outputs ([C]'s usual order).
+  // Each input and output has a region of its own while the 8 regions hold
+  // them; past that the smallest share one staging region per kind
+  // (docs/device_model.md "Staging regions"), so any number fits.
+  const int free_regions = limits::kNumRegions - 1 - (scratch.empty() ? 0 : 1);
+  const int nin = int(inputs.size()), nio = nin + int(outputs.size());
+  const auto io_bytes = [&](int k) {
+    return tensor_bytes(graph.tensor(k < nin ? inputs[size_t(k)] : outputs[size_t(k - nin)]));
+  };
+  std::vector<char> staged(size_t(nio), 0);
+  const auto regions_needed = [&] {
+    int direct = 0, in_staged = 0, out_staged = 0;
+    for (int k = 0; k < nio; ++k) {
+      if (!staged[size_t(k)]) ++direct;
+      else (k < nin ? in_staged : out_staged)++;
+    }
+    return direct + (in_staged > 0) + (out_staged > 0);
+  };
+  while (regions_needed() > free_regions) {
+    int pick = -1;  // the smallest tensor still in a region of its own (the later on a tie)
+    for (int k = 0; k < nio; ++k) {
+      if (!staged[size_t(k)] && (pick < 0 || io_bytes(k) <= io_bytes(pick))) pick = k;
+    }
+    staged[size_t(pick)] = 1;
+  }
+  for (int lo : {0, nin}) {  // a kind with one staged tensor: back in a region of its own
+    const int hi = lo == 0 ? nin : nio;
+    if (std::count(staged.begin() + lo, staged.begin() + hi, 1) == 1) {
+      std::fill(staged.begin() + lo, staged.begin() + hi, 0);
+    }
+  }
+  int next_region = 1;
+  // Places io tensor k (of `kind`, io index `index`): its region and offset.
+  int staging_region[2] = {-1, -1};
+  const auto place = [&](int k, RegionKind kind, int index, int64_t bytes) -> std::pair<int, int64_t> {
+    if (!staged[size_t(k)]) {
+      plan.regions[next_region] = RegionDesc{kind, index, bytes};
+      return {next_region++, 0};
+    }
+    int& r = staging_region[kind == RegionKind::kInput ? 0 : 1];
+    if (r < 0) {
+      r = next_region++;
+      plan.regions[r] = RegionDesc{kind, -1, 0};
+    }
+    const int64_t at = align_up(plan.regions[r].size, kBufferAlignment);
+    plan.regions[r].size = at + bytes;
+    return {r, at};
+  };
+  for (int k = 0; k < nin; ++k) {
+    const int id = inputs[size_t(k)];
+    const ir::Tensor& t = graph.tensor(id);
+    const auto [r, at] = place(k, RegionKind::kInput, k, tensor_bytes(t));
+    class_region[uf.find(id)] = r;
+    io_offset[uf.find(id)] = at;
+    plan.inputs.push_back(IoTensor{t.name, t.shape, r, tensor_bytes(t), t.quant.scales.at(0),
+                                   t.quant.zero_points.at(0), at});
+  }
   if (!scratch.empty()) {
-    plan.scratch_region = need_region("scratch");
+    plan.scratch_region = next_region++;
     plan.regions[plan.scratch_region] = RegionDesc{RegionKind::kScratch, -1, scratch_size};
     for (int c : scratch) class_region[c] = plan.scratch_region;
   }
 
-  for (int id : outputs) {
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const int id = outputs[k];
     const ir::Tensor& t = graph.tensor(id);
     const int c = uf.find(id);
-    const int r = need_region(str_cat("output '", t.name, "'"));
+    const auto [r, at] = place(nin + int(k), RegionKind::kOutput, int(k), tensor_bytes(t));
     if (is_input[id]) {
-      // A partition input that is also an output: its own region, filled by a copy.
-      plan.end_copies.push_back({Storage{class_region[c], 0, tensor_bytes(t)},
-                                 Storage{r, 0, tensor_bytes(t)}});
+      // A partition input that is also an output: its own bytes, filled by a copy.
+      plan.end_copies.push_back({Storage{class_region[c], io_offset[c], tensor_bytes(t)},
+                                 Storage{r, at, tensor_bytes(t)}});
     } else {
       class_region[c] = r;
+      io_offset[c] = at;
     }
-    plan.regions[r] = RegionDesc{RegionKind::kOutput, int(plan.outputs.size()), tensor_bytes(t)};
     plan.outputs.push_back(IoTensor{t.name, t.shape, r, tensor_bytes(t), t.quant.scales.at(0),
-                                    t.quant.zero_points.at(0)});
+                                    t.quant.zero_points.at(0), at});
   }
 
   for (size_t t = 0; t < nt; ++t) {
@@ -163,7 +206,8 @@ MemoryPlan plan_memory(const ir::Graph& graph, const std::vector<LoweredOp>& low
     if (tensor.is_constant()) continue;
     const int c = uf.find(int(t));
     if (class_region[c] < 0) continue;
-    plan.storage[t] = Storage{class_region[c], offset[c] >= 0 ? offset[c] : 0, tensor_bytes(tensor)};
+    plan.storage[t] = Storage{class_region[c], offset[c] >= 0 ? offset[c] : io_offset[c],
+                              tensor_bytes(tensor)};
   }
   return plan;
 }

@@ -1,6 +1,7 @@
 // Memory planning of a partition (NACC_SPEC §6, docs/compiler.md "Memory"):
 // which region holds each runtime tensor (region 0 constants, one region per
-// partition input and output, one scratch region for the tensors between
+// partition input and output or, past 8 regions, a staging region shared by
+// several, one scratch region for the tensors between
 // ops, reused by a linear scan over lifetimes), RESHAPE as an alias of the
 // same bytes, and the constant pool that becomes region 0.
 #pragma once
@@ -46,8 +47,9 @@ struct MemoryPlan {
 };
 
 // Plans the partition's memory. `lowered[i]` is the lowering of graph op i;
-// `inputs` / `outputs` are the partition's I/O tensor ids. Throws Unsupported
-// when more than 8 regions would be needed.
+// `inputs` / `outputs` are the partition's I/O tensor ids. Any number of
+// inputs and outputs fits the 8 regions: when they do not each get one, the
+// smallest share a staging region per kind (program.h RegionDesc).
 MemoryPlan plan_memory(const ir::Graph& graph, const std::vector<LoweredOp>& lowered,
                        const std::vector<int>& inputs, const std::vector<int>& outputs);
 

@@ -9,13 +9,51 @@
 
 #include "common/error.h"
 #include "compiler/compiler.h"
+#include "support/rules.h"
 
 namespace nacc::partition {
+
+int partition_images(const ir::Graph& graph) {
+  int64_t n = 1;
+  for (const ir::Tensor& t : graph.tensors) {
+    if (!t.is_constant() && t.rank() == 4 && t.shape[0] > n) n = t.shape[0];
+  }
+  if (n == 1) return 1;
+  for (const ir::Op& op : graph.ops) {
+    if (auto why = support::batch_wise(graph, op)) {
+      throw Unsupported(str_cat(op.display_type(), " '", op.name, "': ", *why,
+                                " (a batch runs image by image, docs/device_model.md)"));
+    }
+    for (const auto* list : {&op.inputs, &op.outputs}) {
+      for (int id : *list) {
+        if (id < 0) continue;
+        const ir::Tensor& t = graph.tensor(id);
+        if (!t.is_constant() && (t.rank() == 0 || t.shape[0] != n)) {
+          throw Unsupported(str_cat("tensor '", t.name, "' ", ir::shape_str(t.shape),
+                                    " does not lead with the partition's batch ", n,
+                                    " (a batch runs image by image, docs/device_model.md)"));
+        }
+      }
+    }
+  }
+  return int(n);
+}
 
 Program compile_partition(const ir::Graph& graph, const HwConfig& hw) {
   CompileOptions options;
   options.hw = hw;
-  Program program = compile(graph, options);
+  const int images = partition_images(graph);
+  Program program;
+  if (images == 1) {
+    program = compile(graph, options);
+  } else {
+    ir::Graph one = graph;  // one image: every runtime tensor's batch 1
+    for (ir::Tensor& t : one.tensors) {
+      if (!t.is_constant() && t.rank() >= 1) t.shape[0] = 1;
+    }
+    program = compile(one, options);
+    program.images = images;
+  }
   check_program_for_device(program, hw);
   return program;
 }
@@ -66,10 +104,10 @@ RunStats Executor::run(const Program& program, const std::vector<const void*>& i
   std::vector<InputBuffer> ins;
   std::vector<OutputBuffer> outs;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    ins.push_back({inputs[i], static_cast<size_t>(program.inputs[i].size)});
+    ins.push_back({inputs[i], static_cast<size_t>(program.images * program.inputs[i].size)});
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
-    outs.push_back({outputs[i], static_cast<size_t>(program.outputs[i].size)});
+    outs.push_back({outputs[i], static_cast<size_t>(program.images * program.outputs[i].size)});
   }
   const nacc::RunStats s = rt.run(program, ins, outs, /*checked=*/true);
   RunStats r;

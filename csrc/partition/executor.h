@@ -21,7 +21,16 @@ namespace nacc::partition {
 // `hw` and checks the Program as the runtime will (check_program_for_device),
 // so a Program the device would refuse is a compile failure the frontend
 // falls back from. Throws nacc::Unsupported / InvalidArgument with the reason.
+// A partition whose feature maps carry a batch N > 1 (docs/device_model.md
+// "Batches") compiles one image (every runtime tensor's first dimension 1)
+// into a Program of `images` N, which the runtime runs once per image.
 Program compile_partition(const ir::Graph& graph, const HwConfig& hw);
+
+// The images of a partition: the largest first dimension of its runtime 4-D
+// feature maps (1 when there are none). Above 1 every op must be batch-wise
+// (support::batch_wise) and every runtime tensor lead with it; Unsupported
+// naming the first that does not.
+int partition_images(const ir::Graph& graph);
 
 // What one run of a Program cost on the simulated device.
 struct RunStats {

@@ -46,8 +46,9 @@ std::optional<Decline> fragmentation_guard(const ir::Graph& graph, const std::ve
 //       by itself, in execution order) for which compile_alone(member)
 //       returns an error: "the compiler rejects it: <its error>";
 //   (2) if none, and `last` >= 0 (the member the frontend gives back when
-//       only the combination fails, e.g. more partition inputs and outputs
-//       than the DMA regions of NACC_SPEC §6 hold, and it may plan again):
+//       only the combination fails — since the staging regions of
+//       docs/device_model.md no longer the count of partition inputs and
+//       outputs — and it may plan again):
 //       that member, "its partition does not compile: <error>; its last op
 //       stays on the host";
 //   (3) otherwise the whole partition ("its partition does not compile: <error>").

@@ -4,6 +4,7 @@
 // count and index against the bytes that remain before trusting it.
 #include "runtime/program.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -16,7 +17,12 @@ namespace nacc {
 namespace {
 
 constexpr char kMagic[8] = {'N', 'A', 'C', 'C', 'P', 'R', 'O', 'G'};
-constexpr uint32_t kFormatVersion = 3;  // 2 adds the op output records, 3 the op lowering
+// 2 adds the op output records, 3 the op lowering, 4 the I/O tensors' region
+// offsets (staging regions) and the images of a batch. serialize() writes
+// version 3 for a Program of one image without staging regions (every offset
+// 0): its bytes are those of before.
+constexpr uint32_t kFormatVersion = 4;
+constexpr uint32_t kStagingFormatVersion = 4;
 constexpr uint32_t kOldestFormatVersion = 1;
 constexpr uint32_t kMaxStringBytes = limits::kMaxProgramStringBytes;
 constexpr uint32_t kMaxRank = 8;
@@ -125,7 +131,7 @@ class Reader {
   const char* section_ = "header";
 };
 
-void write_io(Writer& w, const IoTensor& t) {
+void write_io(Writer& w, const IoTensor& t, uint32_t version) {
   w.str(t.name, "tensor name");
   check_arg(t.shape.size() <= kMaxRank, "program: tensor '", t.name, "' has rank ", t.shape.size(),
             " > ", kMaxRank);
@@ -133,11 +139,12 @@ void write_io(Writer& w, const IoTensor& t) {
   for (int64_t d : t.shape) w.i64(d);
   w.i32(t.region);
   w.i64(t.size);
+  if (version >= kStagingFormatVersion) w.i64(t.offset);
   w.f32(t.scale);
   w.i32(t.zero_point);
 }
 
-IoTensor read_io(Reader& r) {
+IoTensor read_io(Reader& r, uint32_t version) {
   IoTensor t;
   t.name = r.str("tensor name");
   const uint32_t rank = r.u32();
@@ -148,6 +155,7 @@ IoTensor read_io(Reader& r) {
   for (auto& d : t.shape) d = r.i64();
   t.region = r.i32();
   t.size = r.i64();
+  if (version >= kStagingFormatVersion) t.offset = r.i64();
   t.scale = r.f32();
   t.zero_point = r.i32();
   return t;
@@ -178,11 +186,18 @@ RegionKind region_kind_by_name(const std::string& name) {
 std::vector<uint8_t> Program::serialize() const {
   Writer w;
   w.bytes(kMagic, sizeof kMagic);
-  w.u32(kFormatVersion);
+  bool staging = false;
+  for (const auto* list : {&inputs, &outputs}) {
+    for (const IoTensor& t : *list) staging = staging || t.offset != 0;
+  }
+  for (int i = 0; i < limits::kNumRegions; ++i) staging = staging || this->staged(i);
+  const uint32_t version = staging || images != 1 ? kFormatVersion : kStagingFormatVersion - 1;
+  w.u32(version);
   w.u32(uint32_t(hw.cores));
   w.i64(hw.sram_bytes);
   w.u32(uint32_t(hw.dma_bytes_per_cycle));
   w.u32(uint32_t(hw.ext_bytes_per_cycle));
+  if (version >= kStagingFormatVersion) w.u32(uint32_t(images));
   w.u32(uint32_t(regions.size()));
   for (const RegionDesc& r : regions) {
     w.u8(uint8_t(r.kind));
@@ -194,9 +209,9 @@ std::vector<uint8_t> Program::serialize() const {
   w.u32(uint32_t(commands.size()));
   for (uint32_t v : commands) w.u32(v);
   w.u32(uint32_t(inputs.size()));
-  for (const IoTensor& t : inputs) write_io(w, t);
+  for (const IoTensor& t : inputs) write_io(w, t, version);
   w.u32(uint32_t(outputs.size()));
-  for (const IoTensor& t : outputs) write_io(w, t);
+  for (const IoTensor& t : outputs) write_io(w, t, version);
   w.u32(uint32_t(ops.size()));
   for (const OpRecord& o : ops) {
     w.str(o.name, "op name");
@@ -239,6 +254,12 @@ Program Program::deserialize(const uint8_t* data, size_t size) {
   p.hw.sram_bytes = r.i64();
   p.hw.dma_bytes_per_cycle = int(r.u32());
   p.hw.ext_bytes_per_cycle = int(r.u32());
+  if (version >= kStagingFormatVersion) {
+    const uint32_t images = r.u32();
+    check_arg(images >= 1 && images <= uint32_t(kMaxImages), "program: ", images,
+              " images (must be 1 to ", kMaxImages, ")");
+    p.images = int(images);
+  }
   r.section("regions");
   const uint32_t nregions = r.u32();
   check_arg(nregions == p.regions.size(), "program: region count ", nregions, " must be ",
@@ -261,10 +282,10 @@ Program Program::deserialize(const uint8_t* data, size_t size) {
   for (auto& v : p.commands) v = r.u32();
   r.section("inputs");
   const uint64_t nin = r.count(r.u32(), 28, "input");
-  for (uint64_t i = 0; i < nin; ++i) p.inputs.push_back(read_io(r));
+  for (uint64_t i = 0; i < nin; ++i) p.inputs.push_back(read_io(r, version));
   r.section("outputs");
   const uint64_t nout = r.count(r.u32(), 28, "output");
-  for (uint64_t i = 0; i < nout; ++i) p.outputs.push_back(read_io(r));
+  for (uint64_t i = 0; i < nout; ++i) p.outputs.push_back(read_io(r, version));
   r.section("ops");
   const uint64_t nops = r.count(r.u32(), 56, "op");
   for (uint64_t i = 0; i < nops; ++i) {
@@ -311,6 +332,8 @@ void Program::validate() const {
   } catch (const InvalidArgument& e) {
     throw InvalidArgument(str_cat("program: hardware configuration: ", e.what()));
   }
+  check_arg(images >= 1 && images <= kMaxImages, "program: ", images,
+            " images (must be 1 to ", kMaxImages, ")");
   int constant_regions = 0;
   for (size_t i = 0; i < regions.size(); ++i) {
     const RegionDesc& d = regions[i];
@@ -329,7 +352,25 @@ void Program::validate() const {
       check_arg(d.size == int64_t(constants.size()), "program: constant region ", i, " size ",
                 d.size, " differs from the ", constants.size(), " constant bytes");
     }
-    if (d.kind == RegionKind::kInput || d.kind == RegionKind::kOutput) {
+    if ((d.kind == RegionKind::kInput || d.kind == RegionKind::kOutput) && d.io_index == -1) {
+      // A staging region: two or more tensors name it, at disjoint byte ranges inside it.
+      const auto& list = d.kind == RegionKind::kInput ? inputs : outputs;
+      std::vector<std::pair<int64_t, int64_t>> ranges;
+      for (const IoTensor& t : list) {
+        if (t.region != int(i)) continue;
+        check_arg(t.offset >= 0 && t.size >= 1 && t.offset <= d.size && t.size <= d.size - t.offset,
+                  "program: ", kind, " '", t.name, "' bytes [", t.offset, ", ", t.offset + t.size,
+                  ") are not inside its staging region ", i, " of ", d.size, " bytes");
+        ranges.push_back({t.offset, t.offset + t.size});
+      }
+      check_arg(ranges.size() >= 2, "program: staging ", kind, " region ", i, " holds ",
+                ranges.size(), " tensors (a staging region holds two or more)");
+      std::sort(ranges.begin(), ranges.end());
+      for (size_t k = 1; k < ranges.size(); ++k) {
+        check_arg(ranges[k].first >= ranges[k - 1].second, "program: staging ", kind, " region ",
+                  i, " has overlapping tensors at bytes ", ranges[k].first);
+      }
+    } else if (d.kind == RegionKind::kInput || d.kind == RegionKind::kOutput) {
       const auto& list = d.kind == RegionKind::kInput ? inputs : outputs;
       check_arg(d.io_index >= 0 && size_t(d.io_index) < list.size(), "program: ", kind, " region ",
                 i, " io_index ", d.io_index, " out of range [0, ", int64_t(list.size()) - 1, "]");
@@ -353,9 +394,12 @@ void Program::validate() const {
       check_arg(t.region >= 0 && t.region < limits::kNumRegions, "program: ", what, " ", i, " '",
                 t.name, "' region ", t.region, " out of range [0, 7]");
       const RegionDesc& d = regions[size_t(t.region)];
-      check_arg(d.kind == want && d.io_index == int(i), "program: ", what, " ", i, " '", t.name,
-                "' is in region ", t.region, ", which is a ", region_kind_name(d.kind),
-                " region for io_index ", d.io_index);
+      check_arg(d.kind == want && (d.io_index == int(i) || d.io_index == -1), "program: ", what,
+                " ", i, " '", t.name, "' is in region ", t.region, ", which is a ",
+                region_kind_name(d.kind), " region for io_index ", d.io_index);
+      const bool staging = d.io_index == -1;
+      check_arg(staging || t.offset == 0, "program: ", what, " ", i, " '", t.name, "' offset ",
+                t.offset, " in a region of its own (must be 0)");
       check_arg(t.shape.size() <= kMaxRank, "program: ", what, " ", i, " '", t.name, "' rank ",
                 t.shape.size(), " > ", kMaxRank);
       int64_t elems = 1;
@@ -367,7 +411,8 @@ void Program::validate() const {
                   "' has more than ", kMaxRegionBytes, " elements");
       }
       // int8 (1 byte an element) or int16 (2 bytes: 16x8 feature maps, NACC_SPEC §9).
-      check_arg((t.size == elems || t.size == 2 * elems) && t.size == d.size, "program: ", what,
+      check_arg((t.size == elems || t.size == 2 * elems) && (staging || t.size == d.size),
+                "program: ", what,
                 " ", i, " '", t.name, "' size ", t.size, " must equal its element count ", elems,
                 " (int8) or twice it (int16) and its region size ", d.size);
       check_arg(std::isfinite(t.scale) && t.scale >= 0.0f, "program: ", what, " ", i, " '", t.name,

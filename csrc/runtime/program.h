@@ -19,14 +19,19 @@ enum class RegionKind : uint8_t { kUnused = 0, kConstant = 1, kInput = 2, kOutpu
 
 // One of the 8 regions (NACC_SPEC §6). Inputs/outputs are bound by the
 // runtime to the caller's buffers; constants live in the Program; scratch is
-// allocated per batch handler.
+// allocated per batch handler. An input or output region with io_index -1 is
+// a staging region (docs/device_model.md "Staging regions"): it holds two or
+// more of the Program's inputs (outputs), each at its IoTensor::offset, in a
+// buffer the runtime owns per batch handler and copies the caller's inputs
+// into before the run (the outputs out of after it).
 struct RegionDesc {
   RegionKind kind = RegionKind::kUnused;
-  int io_index = -1;  // index into Program::inputs / outputs for kInput / kOutput
+  int io_index = -1;  // index into Program::inputs / outputs for kInput / kOutput; -1: staging
   int64_t size = 0;   // bytes the stream may touch in this region
 };
 
-// A graph input or output: an int8 NHWC (or [M, K]) tensor in its own region.
+// A graph input or output: an int8 NHWC (or [M, K]) tensor in its own region
+// (offset 0, the region's size) or in a staging region at `offset`.
 struct IoTensor {
   std::string name;
   std::vector<int64_t> shape;
@@ -34,6 +39,7 @@ struct IoTensor {
   int64_t size = 0;  // bytes
   float scale = 0.0f;
   int32_t zero_point = 0;
+  int64_t offset = 0;  // byte offset in its region (format version 4; 0 before)
 };
 
 // What one IR op became: its command words and the numbers reports need.
@@ -61,8 +67,17 @@ struct OpRecord {
   std::string lowering;
 };
 
+// Project decision (docs/device_model.md "Batches"): the images of one batch,
+// at most (a 16-bit count, as the feature-map dimensions).
+inline constexpr int kMaxImages = 65535;
+
 struct Program {
   HwConfig hw;
+  // Images of a batch (docs/device_model.md "Batches"): the stream computes
+  // one image; the runtime runs it once per image, each on its own batch
+  // handler (NACC_SPEC §6), image n's inputs and outputs at n x size bytes in
+  // the caller's buffers. 1 for a Program of batch 1 (format version 4; 1 before).
+  int images = 1;
   std::vector<uint32_t> commands;
   std::array<RegionDesc, limits::kNumRegions> regions{};
   std::vector<uint8_t> constants;  // contents of the kConstant region
@@ -70,6 +85,12 @@ struct Program {
   std::vector<IoTensor> outputs;
   std::vector<OpRecord> ops;
 
+  // Whether region `r` is a staging region (an input or output region that
+  // holds several tensors at their offsets).
+  bool staged(int r) const {
+    const RegionDesc& d = regions[size_t(r)];
+    return (d.kind == RegionKind::kInput || d.kind == RegionKind::kOutput) && d.io_index == -1;
+  }
   // Format: docs/command_stream.md, "Program container".
   std::vector<uint8_t> serialize() const;
   // Throws InvalidArgument with a precise reason on any malformed input

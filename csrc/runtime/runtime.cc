@@ -7,6 +7,7 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <thread>
 
 #include "arch/fields.h"
 #include "common/error.h"
@@ -135,8 +136,12 @@ Runtime::PlanEntry Runtime::build_plan(const std::shared_ptr<const Program>& pro
         sizes[size_t(i)] = p.constants.size();
         immutable |= 1u << i;
         break;
-      case RegionKind::kInput: sizes[size_t(i)] = uint64_t(p.inputs[size_t(d.io_index)].size); break;
-      case RegionKind::kOutput: sizes[size_t(i)] = uint64_t(p.outputs[size_t(d.io_index)].size); break;
+      case RegionKind::kInput:
+        sizes[size_t(i)] = uint64_t(p.staged(i) ? d.size : p.inputs[size_t(d.io_index)].size);
+        break;
+      case RegionKind::kOutput:
+        sizes[size_t(i)] = uint64_t(p.staged(i) ? d.size : p.outputs[size_t(d.io_index)].size);
+        break;
       case RegionKind::kScratch: sizes[size_t(i)] = uint64_t(d.size); break;
     }
     if (d.kind != RegionKind::kConstant) largest = std::max(largest, sizes[size_t(i)]);
@@ -196,6 +201,27 @@ Runtime::PlanEntry Runtime::build_plan(const std::shared_ptr<const Program>& pro
   return entry;
 }
 
+std::vector<uint8_t>& Runtime::stage_inputs(const Program& program, int b, int region,
+                                            const std::vector<InputBuffer>& inputs) {
+  auto& mem = scratch_[size_t(b)][size_t(region)];
+  mem.assign(size_t(program.regions[size_t(region)].size), 0);  // the gaps are zero
+  for (size_t k = 0; k < program.inputs.size(); ++k) {
+    const IoTensor& t = program.inputs[k];
+    if (t.region == region) std::memcpy(mem.data() + t.offset, inputs[k].data, size_t(t.size));
+  }
+  return mem;
+}
+
+void Runtime::unstage_outputs(const Program& program, int b,
+                              const std::vector<OutputBuffer>& outputs) {
+  for (size_t k = 0; k < program.outputs.size(); ++k) {
+    const IoTensor& t = program.outputs[k];
+    if (!program.staged(t.region)) continue;
+    const auto& mem = scratch_[size_t(b)][size_t(t.region)];
+    std::memcpy(outputs[k].data, mem.data() + t.offset, size_t(t.size));
+  }
+}
+
 const Runtime::PlanEntry* Runtime::entry_of(const Program& program) {
   std::lock_guard<std::mutex> lk(plans_mu_);
   auto it = plans_.find(&program);
@@ -240,17 +266,97 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
             " input buffers for a program with ", program.inputs.size(), " inputs");
   check_arg(outputs.size() == program.outputs.size(), "run: ", outputs.size(),
             " output buffers for a program with ", program.outputs.size(), " outputs");
+  const size_t n = size_t(program.images);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const IoTensor& t = program.inputs[i];
-    check_arg(inputs[i].data != nullptr && inputs[i].size == size_t(t.size), "run: input ", i,
-              " '", t.name, "' has ", inputs[i].size, " bytes; the program expects ", t.size);
+    check_arg(inputs[i].data != nullptr && inputs[i].size == n * size_t(t.size), "run: input ", i,
+              " '", t.name, "' has ", inputs[i].size, " bytes; the program expects ",
+              n * size_t(t.size));
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const IoTensor& t = program.outputs[i];
-    check_arg(outputs[i].data != nullptr && outputs[i].size == size_t(t.size), "run: output ", i,
-              " '", t.name, "' has ", outputs[i].size, " bytes; the program expects ", t.size);
+    check_arg(outputs[i].data != nullptr && outputs[i].size == n * size_t(t.size), "run: output ",
+              i, " '", t.name, "' has ", outputs[i].size, " bytes; the program expects ",
+              n * size_t(t.size));
   }
+  if (n == 1) return run_image(program, inputs, outputs, timeline);
 
+  // A batch (docs/device_model.md "Batches"): image k's bytes at k x size in
+  // each buffer, every image on its own batch handler, up to the 12 at once.
+  const auto image = [&](size_t k, std::vector<InputBuffer>* in, std::vector<OutputBuffer>* out) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const size_t size = size_t(program.inputs[i].size);
+      in->push_back({static_cast<const uint8_t*>(inputs[i].data) + k * size, size});
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const size_t size = size_t(program.outputs[i].size);
+      out->push_back({static_cast<uint8_t*>(outputs[i].data) + k * size, size});
+    }
+  };
+  std::vector<RunStats> stats(n);
+  std::vector<std::exception_ptr> errors(n);
+  const auto run_one = [&](size_t k) {
+    try {
+      std::vector<InputBuffer> in;
+      std::vector<OutputBuffer> out;
+      image(k, &in, &out);
+      stats[k] = run_image(program, in, out, timeline && k == 0);
+    } catch (...) {
+      errors[k] = std::current_exception();
+    }
+  };
+  // The debug hook sees the images one after another (in order, on this thread).
+  const size_t wave = op_hook_ ? 1 : size_t(limits::kNumBatchHandlers);
+  for (size_t first = 0; first < n; first += wave) {
+    std::vector<std::thread> threads;
+    for (size_t k = first + 1; k < std::min(n, first + wave); ++k) threads.emplace_back(run_one, k);
+    run_one(first);
+    for (std::thread& t : threads) t.join();
+  }
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  // The batch's counters: the images' summed (the handlers share the cores),
+  // the SRAM high-water mark the largest; the timeline and cores of image 0.
+  RunStats total = std::move(stats[0]);
+  for (size_t k = 1; k < n; ++k) {
+    const RunCounters& c = stats[k].counters;
+    RunCounters& t = total.counters;
+    t.cycles += c.cycles;
+    t.macs += c.macs;
+    t.dma_read_bytes += c.dma_read_bytes;
+    t.dma_write_bytes += c.dma_write_bytes;
+    t.commands += c.commands;
+    t.kernels += c.kernels;
+    t.dma_ops += c.dma_ops;
+    t.mac_cycles += c.mac_cycles;
+    t.act_cycles += c.act_cycles;
+    t.stall_cycles += c.stall_cycles;
+    t.sram_high_water = std::max(t.sram_high_water, c.sram_high_water);
+    for (size_t o = 0; o < total.ops.size() && o < stats[k].ops.size(); ++o) {
+      OpCounters& a = total.ops[o];
+      const OpCounters& b = stats[k].ops[o];
+      a.cycles += b.cycles;
+      a.commands += b.commands;
+      a.kernels += b.kernels;
+      a.dma_ops += b.dma_ops;
+      a.macs += b.macs;
+      a.mac_cycles += b.mac_cycles;
+      a.act_cycles += b.act_cycles;
+      a.stall_cycles += b.stall_cycles;
+      a.busy_cycles += b.busy_cycles;
+      a.dma_read_bytes += b.dma_read_bytes;
+      a.dma_write_bytes += b.dma_write_bytes;
+      a.bound_cycles += b.bound_cycles;
+      a.min_dma_bytes += b.min_dma_bytes;
+    }
+    total.replayed = total.replayed && stats[k].replayed;
+  }
+  return total;
+}
+
+RunStats Runtime::run_image(const Program& program, const std::vector<InputBuffer>& inputs,
+                            const std::vector<OutputBuffer>& outputs, bool timeline) {
   const PlanEntry* entry = mode_ == ExecutionMode::kReplay && !op_hook_ ? entry_of(program) : nullptr;
   if (entry && entry->plan && !faults_armed()) {
     const int b = acquire();
@@ -269,10 +375,21 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
           m = {const_cast<uint8_t*>(program.constants.data()), program.constants.size()};
           break;
         case RegionKind::kInput:
+          if (program.staged(i)) {
+            auto& mem = stage_inputs(program, b, i, inputs);
+            m = {mem.data(), mem.size()};
+            break;
+          }
           m = {static_cast<uint8_t*>(const_cast<void*>(inputs[size_t(d.io_index)].data)),
                uint64_t(program.inputs[size_t(d.io_index)].size)};
           break;
         case RegionKind::kOutput:
+          if (program.staged(i)) {
+            auto& mem = scratch_[size_t(b)][size_t(i)];
+            mem.assign(size_t(d.size), 0);
+            m = {mem.data(), mem.size()};
+            break;
+          }
           m = {static_cast<uint8_t*>(outputs[size_t(d.io_index)].data),
                uint64_t(program.outputs[size_t(d.io_index)].size)};
           break;
@@ -291,6 +408,7 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
       replayed = false;  // a unit refused its arguments: the stepped run says why
     }
     if (replayed) {
+      unstage_outputs(program, b, outputs);
       RunStats stats;
       stats.handler = b;
       stats.replayed = true;
@@ -356,6 +474,12 @@ RunStats Runtime::step_run(const Program& program, const std::vector<InputBuffer
              where + " (constants)");
         break;
       case RegionKind::kInput: {
+        if (program.staged(i)) {
+          const auto& mem = stage_inputs(program, b, i, inputs);
+          bind(addr, mem.data(), mem.size(), false, where + " (staged inputs)");
+          region_data[size_t(i)] = mem.data();
+          break;
+        }
         const IoTensor& t = program.inputs[size_t(d.io_index)];
         bind(addr, inputs[size_t(d.io_index)].data, size_t(t.size), false,
              str_cat(where, " (input '", t.name, "')"));
@@ -363,11 +487,21 @@ RunStats Runtime::step_run(const Program& program, const std::vector<InputBuffer
         break;
       }
       case RegionKind::kOutput: {
+        // The test fault shortens the region that holds output 0.
+        const bool overrun = fault.kind == testing::FaultKind::kDmaOverrun &&
+                             program.outputs[0].region == i;
+        if (program.staged(i)) {
+          auto& mem = scratch_[size_t(b)][size_t(i)];
+          mem.assign(size_t(d.size), 0);
+          size_t bytes = mem.size();
+          if (overrun) bytes -= std::min(bytes - 1, size_t(fault.command));
+          bind(addr, mem.data(), bytes, true, where + " (staged outputs)");
+          region_data[size_t(i)] = mem.data();
+          break;
+        }
         const IoTensor& t = program.outputs[size_t(d.io_index)];
         size_t bytes = size_t(t.size);
-        if (fault.kind == testing::FaultKind::kDmaOverrun && d.io_index == 0) {
-          bytes -= std::min(bytes - 1, size_t(fault.command));  // a buffer stays >= 1 byte
-        }
+        if (overrun) bytes -= std::min(bytes - 1, size_t(fault.command));  // a buffer stays >= 1 byte
         bind(addr, outputs[size_t(d.io_index)].data, bytes, true,
              str_cat(where, " (output '", t.name, "')"));
         region_data[size_t(i)] = static_cast<const uint8_t*>(outputs[size_t(d.io_index)].data);
@@ -409,6 +543,7 @@ RunStats Runtime::step_run(const Program& program, const std::vector<InputBuffer
     throw DeviceFault(str_cat("batch handler ", b, ": run ended with NACC_INT_STATUS = ", status,
                               " (expected FULL_TRANS_DONE_INTR only)"));
   }
+  unstage_outputs(program, b, outputs);
   RunStats stats;
   stats.handler = b;
   stats.counters = device_.counters(b);

@@ -86,7 +86,8 @@ class Runtime {
   std::shared_ptr<const ExecutionPlan> plan_of(const Program& program, std::string* why = nullptr);
 
   // Runs `program` once. inputs/outputs are in the order of program.inputs /
-  // program.outputs, sizes checked. Throws DeviceFault (naming command, register
+  // program.outputs, sizes checked (program.images x each tensor's size: a
+  // batch runs each image on its own batch handler, its counters summed). Throws DeviceFault (naming command, register
   // and address) when the run faults; outputs are then unspecified. `checked`:
   // the program was already checked (e.g. it came from load()). `timeline`:
   // fill RunStats::counters.timeline (off by default: a copy of every
@@ -114,6 +115,9 @@ class Runtime {
   void set_op_output_hook(OpOutputHook hook) { op_hook_ = std::move(hook); }
 
  private:
+  // One image of run(): buffers of the Program's I/O sizes.
+  RunStats run_image(const Program& program, const std::vector<InputBuffer>& inputs,
+                     const std::vector<OutputBuffer>& outputs, bool timeline);
   void run_with_op_hook(const Program& program, int handler,
                         const std::array<const uint8_t*, limits::kNumRegions>& region_data);
   RunStats step_run(const Program& program, const std::vector<InputBuffer>& inputs,
@@ -126,6 +130,12 @@ class Runtime {
     std::string why;              // no plan: why not
   };
   const PlanEntry* entry_of(const Program& program);
+  // Staging regions (program.h RegionDesc): handler b's buffer of input
+  // region `region`, zeroed and filled with the inputs it holds; and the
+  // outputs copied out of the staging output regions after a run.
+  std::vector<uint8_t>& stage_inputs(const Program& program, int b, int region,
+                                     const std::vector<InputBuffer>& inputs);
+  void unstage_outputs(const Program& program, int b, const std::vector<OutputBuffer>& outputs);
   PlanEntry build_plan(const std::shared_ptr<const Program>& program);
 
   int acquire();
@@ -135,7 +145,7 @@ class Runtime {
   std::mutex mu_;
   std::condition_variable free_cv_;
   std::vector<bool> busy_;
-  // Scratch memory per handler and region, grown as needed, zeroed per run.
+  // Scratch and staging memory per handler and region, grown as needed, zeroed per run.
   std::vector<std::vector<std::vector<uint8_t>>> scratch_;
   OpOutputHook op_hook_;
   ExecutionMode mode_ = ExecutionMode::kReplay;

@@ -503,21 +503,7 @@ std::optional<std::string> check_frontend_lut(const Graph&, const Op& op, const 
 // ---- shapes -------------------------------------------------------------------
 
 std::optional<std::string> check_batch_size(const Graph& g, const Op& op, const SupportConfig&) {
-  std::vector<std::string> bad;
-  for (const Operand& o : activations(g, op)) {
-    const auto& s = o.tensor->shape;
-    if (op.kind == OpKind::kBatchMatMul) {
-      for (size_t d = 0; d + 2 < s.size(); ++d) {
-        if (s[d] != limits::kMaxBatch) {
-          bad.push_back(str_cat(o.label(), " has batch dimensions ", ir::shape_str(s)));
-          break;
-        }
-      }
-    } else if (s.size() == 4 && s[0] != limits::kMaxBatch) {
-      bad.push_back(str_cat(o.label(), " has batch ", s[0]));
-    }
-  }
-  return joined_or_none(bad);
+  return batch_wise(g, op);
 }
 
 std::optional<std::string> check_feature_map_dims(const Graph& g, const Op& op,
@@ -1068,8 +1054,10 @@ std::vector<Rule> build_rules() {
 
   std::vector<K> batched;  // every kind whose feature maps carry a batch
   for (K k : ir::npu_op_kinds()) {
-    // SLICE reads one image out of any batch (slice_window checks the outputs)
-    if (k != K::kReshape && k != K::kFullyConnected && k != K::kSlice) batched.push_back(k);
+    // FC: [M, K] rows are independent; SLICE reads one image out of any batch
+    // (slice_window checks its outputs; in a partition of N > 1 images,
+    // partition_images refuses a slice that does not keep the batch).
+    if (k != K::kFullyConnected && k != K::kSlice) batched.push_back(k);
   }
   std::vector<std::string> fusable;
   for (Activation a : kFusableActivations) fusable.push_back(ir::activation_name(a));
@@ -1163,9 +1151,10 @@ std::vector<Rule> build_rules() {
 
       // Shapes.
       {"batch_size", batched,
-       str_cat("batch must be ", limits::kMaxBatch,
-               " (first dimension of 4-D feature maps, leading dimensions of BATCH_MATMUL; "
-               "nacc docs hardware, §1)"),
+       str_cat("a batch N > 1 (first dimension of 4-D feature maps) runs image by image: every "
+               "feature map of the op leads with N, constant operands have batch 1, no "
+               "concatenation or mean over the batch; BATCH_MATMUL's leading dimensions must be ",
+               limits::kMaxBatch, " (nacc docs hardware, §1; nacc docs device_model, \"Batches\")"),
        false, check_batch_size},
       {"feature_map_dims", {},
        str_cat("activation dimensions must be at most ", limits::kMaxFeatureMapDim,
@@ -1336,6 +1325,51 @@ std::string format_message(const Graph& g, int op_index, const std::string& deta
 bool Rule::applies_to(OpKind kind) const {
   if (kinds.empty()) return kind != OpKind::kOther;
   return std::find(kinds.begin(), kinds.end(), kind) != kinds.end();
+}
+
+std::optional<std::string> batch_wise(const ir::Graph& g, const ir::Op& op) {
+  std::vector<std::string> bad;
+  const auto acts = activations(g, op);
+  if (op.kind == OpKind::kBatchMatMul) {
+    for (const Operand& o : acts) {
+      const auto& s = o.tensor->shape;
+      for (size_t d = 0; d + 2 < s.size(); ++d) {
+        if (s[d] != limits::kMaxBatch) {
+          bad.push_back(str_cat(o.label(), " has batch dimensions ", ir::shape_str(s)));
+          break;
+        }
+      }
+    }
+    return joined_or_none(bad);
+  }
+  // The batch: the first dimension of the op's first 4-D feature map.
+  int64_t n = 1;
+  for (const Operand& o : acts) {
+    if (o.tensor->shape.size() == 4) {
+      n = o.tensor->shape[0];
+      break;
+    }
+  }
+  if (n == limits::kMaxBatch) return std::nullopt;
+  for (const Operand& o : acts) {
+    const auto& s = o.tensor->shape;
+    if (o.tensor->is_constant()) {
+      if (s.size() == 4 && s[0] != 1) bad.push_back(str_cat(o.label(), " is a constant of batch ", s[0]));
+    } else if (s.empty() || s[0] != n) {
+      bad.push_back(str_cat(o.label(), " ", ir::shape_str(s), " does not lead with the batch ", n));
+    }
+  }
+  const int rank = int(g.tensor(op.outputs.at(0)).shape.size());
+  const auto axis0 = [&](int a) { return a == 0 || a + rank == 0; };
+  if (op.kind == OpKind::kConcatenation && axis0(op.attrs.axis)) {
+    bad.push_back("concatenates along the batch");
+  }
+  if (op.kind == OpKind::kMean) {
+    for (int a : op.attrs.axes) {
+      if (axis0(a)) bad.push_back("reduces over the batch");
+    }
+  }
+  return joined_or_none(bad);
 }
 
 const std::vector<Rule>& rules() {

@@ -50,4 +50,12 @@ struct Violation {
 std::vector<Violation> check_op(const ir::Graph& graph, int op_index,
                                 const SupportConfig& config = SupportConfig{});
 
+// Whether `op` can run image by image on a batch (docs/device_model.md
+// "Batches"): nullopt when its first 4-D feature map has batch 1, or when
+// every feature map leads with that batch N (constant operands batch 1) and
+// it neither concatenates nor reduces along the batch; BATCH_MATMUL only
+// with leading dimensions 1. Otherwise what violates it. The batch_size rule
+// and partition::compile_partition (which compiles one image) both use it.
+std::optional<std::string> batch_wise(const ir::Graph& graph, const ir::Op& op);
+
 }  // namespace nacc::support
