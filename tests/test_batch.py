@@ -86,8 +86,11 @@ def test_ops_across_the_batch_stay_on_the_host():
 
 @pytest.mark.slow
 def test_batch4_mobilenet_v2_one_partition_exact():
-    """A batch-4 MobileNetV2 (alpha 0.35, 96x96, random weights) is claimed in one
-    partition and is bit-exact at 1, 8 and 32 cores."""
+    """A batch-4 MobileNetV2 (alpha 0.35, 96x96, random weights, up to its global
+    pool) is claimed whole in one partition and is bit-exact at 1, 8 and 32 cores.
+    The classifier head is left out: TFLite's BUILTIN_REF interpreter aborts the
+    process on this model's batch-4 FULLY_CONNECTED + SOFTMAX head with no
+    delegate involved (seen with TensorFlow 2.21), so it could not be the oracle."""
     import tensorflow as tf
     import keras
     from nacc import models as M
@@ -96,8 +99,10 @@ def test_batch4_mobilenet_v2_one_partition_exact():
                                          classes=10)
     data = M._calibration((96, 96, 3))
     M._settle(net, data)
+    pool = [l for l in net.layers if isinstance(l, keras.layers.GlobalAveragePooling2D)][-1]
+    body = keras.Model(net.input, pool.output)
     inp = keras.Input((96, 96, 3), batch_size=4)
-    conv = tf.lite.TFLiteConverter.from_keras_model(keras.Model(inp, net(inp)))
+    conv = tf.lite.TFLiteConverter.from_keras_model(keras.Model(inp, body(inp)))
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
     conv.representative_dataset = lambda: ([data[i:i + 4]] for i in range(0, len(data), 4))
     conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
@@ -110,5 +115,5 @@ def test_batch4_mobilenet_v2_one_partition_exact():
         got = run(model, x, delegates=[d])
         rep = d.report()
         assert len(rep.partitions) == 1, str(rep)
-        assert rep.claimed_nodes >= rep.total_nodes - 1, str(rep)  # SOFTMAX may stay
+        assert rep.claimed_nodes == rep.total_nodes, str(rep)
         assert all(np.array_equal(w, g) for w, g in zip(want, got)), cores

@@ -17,11 +17,16 @@ a YOLO / FPN-style model (upsample x2 of a deep feature map, concatenation
 with a shallow one, a convolution) claimed in one partition, and ONNX
 SpaceToDepth / DepthToSpace on the EP.
 """
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 import nacc
 from delegate_models import ModelBuilder, act, run
+from test_mean_avgpool import assert_model_one_partition_exact
 from test_slice_split import assert_all_outputs_exact, round_robin
 from tflite_builder import QTensor, make_interpreter
 
@@ -140,21 +145,7 @@ def yolo_fpn():
 @pytest.mark.parametrize("cores", [1, 8])
 def test_yolo_fpn_one_partition_exact(cores):
     model = yolo_fpn()
-    d = nacc.load_delegate(log_level="off", cores=cores)
-    interp = make_interpreter(model, delegates=[d])
-    interp.allocate_tensors()
-    det = interp.get_input_details()[0]
-    rng = np.random.default_rng(cores)
-    for _ in range(2):
-        x = rng.integers(-128, 128, det["shape"], dtype=np.int8)
-        interp.set_tensor(det["index"], x)
-        interp.invoke()
-        got = interp.get_tensor(interp.get_output_details()[0]["index"])
-        np.testing.assert_array_equal(got, run(model, [x])[0])
-    r = d.report()
-    host = [(n.op, " ".join(x.message for x in n.reasons)) for n in r.nodes if not n.claimed]
-    assert not host, host
-    assert len({n.partition for n in r.nodes}) == 1
+    r = assert_model_one_partition_exact(model, cores)
     assert {"RESIZE_NEAREST_NEIGHBOR", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE"} <= {n.op for n in r.nodes}
 
 
@@ -208,6 +199,20 @@ def test_onnx_depth_to_space_crd_declined():
 
 
 def _converted_data_movement_model():
+    """The model of _convert_data_movement_model, converted in a fresh Python
+    process: once in three full-suite runs the converter, in the suite's process,
+    left the SPLIT_V float (DEQUANTIZE / QUANTIZE around it) — it depends on what
+    ran before it in the process (not understood yet); alone it never did."""
+    pytest.importorskip("tensorflow")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import test_resize_space_depth as t; "
+            "sys.stdout.buffer.write(t._convert_data_movement_model())")
+    p = subprocess.run([sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__))],
+                       capture_output=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert p.returncode == 0, p.stderr.decode(errors="replace")[-2000:]
+    return p.stdout
+
+
+def _convert_data_movement_model():
     """A float tf.function converted by the TFLite converter (full int8):
     tf.split, concat, tf.image.resize nearest (TF 2's half-pixel centres),
     a strided slice, space_to_depth, clip_by_value (MAXIMUM / MINIMUM) and a

@@ -22,7 +22,7 @@ import pytest
 
 import nacc
 from delegate_models import ModelBuilder, act, run
-from test_mean_avgpool import CONFIG_IDS, CONFIGS, boundary_inputs
+from test_mean_avgpool import CONFIG_IDS, CONFIGS, assert_model_one_partition_exact, boundary_inputs
 from tflite_builder import QTensor, make_interpreter
 
 
@@ -286,21 +286,7 @@ def yolo_focus():
 @pytest.mark.parametrize("cores", [1, 8])
 def test_models_one_partition_exact(build, cores):
     model = build()
-    d = nacc.load_delegate(log_level="off", cores=cores)
-    interp = make_interpreter(model, delegates=[d])
-    interp.allocate_tensors()
-    det = interp.get_input_details()[0]
-    rng = np.random.default_rng(cores)
-    for _ in range(2):
-        x = rng.integers(-128, 128, det["shape"], dtype=np.int8)
-        interp.set_tensor(det["index"], x)
-        interp.invoke()
-        got = interp.get_tensor(interp.get_output_details()[0]["index"])
-        np.testing.assert_array_equal(got, run(model, [x])[0])
-    r = d.report()
-    host = [(n.op, " ".join(x.message for x in n.reasons)) for n in r.nodes if not n.claimed]
-    assert not host, host
-    assert len({n.partition for n in r.nodes}) == 1
+    r = assert_model_one_partition_exact(model, cores)
     kinds = [n.op for n in r.nodes]
     assert {"SPLIT", "STRIDED_SLICE"} & set(kinds), kinds
 

@@ -19,6 +19,24 @@ int partition_images(const ir::Graph& graph) {
     if (!t.is_constant() && t.rank() == 4 && t.shape[0] > n) n = t.shape[0];
   }
   if (n == 1) return 1;
+  // A batch read only by SLICEs (one image, or a split of the batch, taken out
+  // of it): the slices address the batch tensor themselves, one image program.
+  const auto batched = [&](const ir::Op& op) {
+    for (const auto* list : {&op.inputs, &op.outputs}) {
+      for (int id : *list) {
+        if (id >= 0 && !graph.tensor(id).is_constant() && graph.tensor(id).rank() >= 1 &&
+            graph.tensor(id).shape[0] > 1) {
+          return true;
+        }
+      }
+    }
+    return false;
+  };
+  bool only_slices = true;
+  for (const ir::Op& op : graph.ops) {
+    if (batched(op) && op.kind != ir::OpKind::kSlice) only_slices = false;
+  }
+  if (only_slices) return 1;
   for (const ir::Op& op : graph.ops) {
     if (auto why = support::batch_wise(graph, op)) {
       throw Unsupported(str_cat(op.display_type(), " '", op.name, "': ", *why,
