@@ -30,6 +30,12 @@ def models():
         out[name] = (lambda n: lambda: zoo.quantized(n))(name)
         out[name + "_pc"] = (lambda n: lambda: zoo.quantized(n, per_channel=True))(name)
         out[name + "_u8"] = (lambda n: lambda: zoo.quantized(n, activation="uint8"))(name)
+        # 7-bit weights (reduce_range): the CPU EP's AVX2 u8s8 convolution
+        # cannot saturate, so on CPUs without VNNI these are the variants
+        # whose differences are the EP's own (test_cpu_ep_departs_...).
+        out[name + "_7b"] = (lambda n: lambda: zoo.quantized(n, reduce_range=True))(name)
+        out[name + "_pc_7b"] = (lambda n: lambda: zoo.quantized(
+            n, per_channel=True, reduce_range=True))(name)
 
     def digits():
         import keras_models
