@@ -99,6 +99,237 @@ bool is_qoperator(const OnnxNode& n) {
   return n.domain == kMsDomain && ms_ops.count(n.op_type);
 }
 
+
+// ---- layout chains ---------------------------------------------------------------
+// Reshape / Flatten / Transpose / Squeeze / Unsqueeze move no value: on an
+// int8 tensor (QOperator models) or between a DequantizeLinear and a
+// QuantizeLinear of one quantization (QDQ; the pair gives each value back,
+// and ORT drops it) they only reorder elements. The NPU's tensors are NHWC,
+// so such a chain from a 4-D NCHW map is folded where its element order can
+// be absorbed exactly: into the weight columns of the Gemm / MatMul it feeds,
+// or, when it ends in a 4-D map of the same shape whose elements it only
+// moves between channels (ShuffleNet's channel shuffle Reshape -> Transpose
+// -> Reshape), into a channel permutation.
+
+bool is_layout_op(const OnnxNode& n) {
+  return (n.domain.empty() || n.domain == "ai.onnx") &&
+         (n.op_type == "Reshape" || n.op_type == "Flatten" || n.op_type == "Transpose" ||
+          n.op_type == "Squeeze" || n.op_type == "Unsqueeze");
+}
+
+// Whether (De)QuantizeLinear nodes a and b quantize alike: per-tensor,
+// constant and equal scale and zero point (type included).
+bool same_qparams(const OnnxGraph& g, const OnnxNode& a, const OnnxNode& b) {
+  for (int i : {1, 2}) {
+    const int va = a.input(size_t(i)), vb = b.input(size_t(i));
+    if ((va < 0) != (vb < 0)) return false;
+    if (va < 0) continue;
+    const OnnxValue &x = g.value(va), &y = g.value(vb);
+    if (!x.is_constant || !y.is_constant || x.elem_type != y.elem_type) return false;
+    if (x.numbers().size() != 1 || x.numbers() != y.numbers()) return false;
+  }
+  return true;
+}
+
+bool single_use(const OnnxGraph& g, int v) {
+  return v >= 0 && !g.value(v).is_graph_output && g.value(v).consumers.size() == 1;
+}
+
+struct LayoutChain {
+  int input = -1;          // the value the chain starts from (QDQ: int8, before its DQ)
+  int first_dq = -1;       // QDQ: the DequantizeLinear reading `input`
+  std::vector<int> steps;  // layout nodes in data order
+  std::vector<int> nodes;  // the steps and the Q / DQ between them (not first_dq)
+};
+
+// Walks back from `v`, the value a consumer reads (QDQ: the float output of
+// its DequantizeLinear `ref`; int8 form: the int8 value), through layout
+// steps as far as they go.
+LayoutChain walk_layout_chain(const OnnxGraph& g, int v, const OnnxNode* ref) {
+  LayoutChain c;
+  int cur = v;
+  for (int depth = 0; depth < 16; ++depth) {
+    if (ref != nullptr) {
+      const OnnxNode* d = g.producer_if(cur, "DequantizeLinear");
+      if (d == nullptr || !single_use(g, cur) || !same_qparams(g, *d, *ref)) return {};
+      const int x = d->input(0);
+      const OnnxNode* q = g.producer_if(x, "QuantizeLinear");
+      const int f = q ? q->input(0) : -1;
+      const int p = f >= 0 ? g.value(f).producer : -1;
+      if (q == nullptr || p < 0 || !is_layout_op(g.nodes[size_t(p)]) || !single_use(g, x) ||
+          !single_use(g, f) || !same_qparams(g, *q, *ref)) {
+        c.input = x;
+        c.first_dq = g.index_of(d);
+        break;
+      }
+      c.nodes.insert(c.nodes.end(), {g.index_of(d), g.index_of(q), p});
+      c.steps.insert(c.steps.begin(), p);
+      cur = g.nodes[size_t(p)].input(0);
+    } else {
+      const int p = g.value(cur).producer;
+      if (p < 0 || !is_layout_op(g.nodes[size_t(p)]) || !single_use(g, cur) ||
+          g.nodes[size_t(p)].input(0) < 0 || !is_8bit(g.value(g.nodes[size_t(p)].input(0)).elem_type)) {
+        c.input = cur;
+        break;
+      }
+      c.nodes.push_back(p);
+      c.steps.insert(c.steps.begin(), p);
+      cur = g.nodes[size_t(p)].input(0);
+    }
+  }
+  if (c.input < 0) return {};
+  return c;
+}
+
+constexpr int64_t kLayoutChainMaxElements = int64_t(1) << 24;
+
+// For each element of the chain's last output (row-major), the row-major
+// index of the element of `input` it holds; or why it cannot be computed.
+std::optional<std::string> layout_chain_map(const OnnxGraph& g, int input,
+                                            const std::vector<int>& steps,
+                                            std::vector<int64_t>* src) {
+  std::vector<int64_t> shape = g.value(input).shape;
+  const int64_t n = g.value(input).elements();
+  if (!g.value(input).is_static() || n <= 0 || n > kLayoutChainMaxElements) {
+    return str_cat("layout chain input ", shape_str(shape), " is not a static shape of at most ",
+                   kLayoutChainMaxElements, " elements");
+  }
+  src->resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i) (*src)[size_t(i)] = i;
+  for (int s : steps) {
+    const OnnxNode& L = g.nodes[size_t(s)];
+    if (L.outputs.empty() || L.outputs[0] < 0) return str_cat(L.label(), " has no output");
+    const OnnxValue& out = g.value(L.outputs[0]);
+    if (!out.is_static() || out.elements() != n) {
+      return str_cat(L.label(), " output ", shape_str(out.shape), " is not a static shape of ", n,
+                     " elements");
+    }
+    if (L.op_type == "Transpose") {
+      const size_t rank = shape.size();
+      std::vector<int64_t> perm = L.attr_ints("perm").value_or(std::vector<int64_t>{});
+      if (perm.empty()) {
+        for (size_t d = 0; d < rank; ++d) perm.push_back(int64_t(rank - 1 - d));
+      }
+      std::vector<int64_t> out_shape(rank);
+      std::vector<bool> seen(rank, false);
+      if (perm.size() != rank) return str_cat(L.label(), " perm has ", perm.size(), " axes");
+      for (size_t d = 0; d < rank; ++d) {
+        if (perm[d] < 0 || perm[d] >= int64_t(rank) || seen[size_t(perm[d])]) {
+          return str_cat(L.label(), " perm is not a permutation");
+        }
+        seen[size_t(perm[d])] = true;
+        out_shape[d] = shape[size_t(perm[d])];
+      }
+      if (out_shape != out.shape) return str_cat(L.label(), " output shape disagrees with its perm");
+      std::vector<int64_t> in_stride(rank, 1);
+      for (size_t d = rank; d-- > 1;) in_stride[d - 1] = in_stride[d] * shape[d];
+      std::vector<int64_t> next(static_cast<size_t>(n)), idx(rank, 0);
+      for (int64_t o = 0; o < n; ++o) {
+        int64_t i = 0;
+        for (size_t d = 0; d < rank; ++d) i += idx[d] * in_stride[size_t(perm[d])];
+        next[size_t(o)] = (*src)[size_t(i)];
+        for (size_t d = rank; d-- > 0;) {  // next output index, row-major
+          if (++idx[d] < out_shape[d]) break;
+          idx[d] = 0;
+        }
+      }
+      *src = std::move(next);
+    }
+    // Reshape / Flatten / Squeeze / Unsqueeze keep the row-major order.
+    shape = out.shape;
+  }
+  return std::nullopt;
+}
+
+// The channel permutation p (output channel c holds input channel p[c]) a
+// chain from [1, C, H, W] to [1, C, H, W] computes, or nullopt when it moves
+// elements across pixels.
+std::optional<std::vector<int64_t>> channel_permutation(const std::vector<int64_t>& shape,
+                                                        const std::vector<int64_t>& src) {
+  if (shape.size() != 4 || shape[0] != 1) return std::nullopt;
+  const int64_t C = shape[1], HW = shape[2] * shape[3];
+  std::vector<int64_t> p(static_cast<size_t>(C));
+  for (int64_t c = 0; c < C; ++c) {
+    p[size_t(c)] = src[size_t(c * HW)] / HW;
+    for (int64_t i = 0; i < HW; ++i) {
+      if (src[size_t(c * HW + i)] != p[size_t(c)] * HW + i) return std::nullopt;
+    }
+  }
+  return p;
+}
+
+bool has_transpose(const OnnxGraph& g, const std::vector<int>& steps) {
+  for (int s : steps) {
+    if (g.nodes[size_t(s)].op_type == "Transpose") return true;
+  }
+  return false;
+}
+
+// Chains find_units folds: per target node, the chain it absorbs.
+std::map<int, LayoutChain> find_layout_chains(const OnnxGraph& g) {
+  std::map<int, LayoutChain> chains;
+  std::set<int> taken;
+  const auto spatial = [&](int v) {
+    const auto& s = g.value(v).shape;
+    return s.size() == 4 && s[2] * s[3] > 1;
+  };
+  const auto claim = [&](int target, LayoutChain c) {
+    for (int n : c.nodes) {
+      if (taken.count(n)) return;
+    }
+    if (c.first_dq >= 0 && taken.count(c.first_dq)) return;
+    for (int n : c.nodes) taken.insert(n);
+    if (c.first_dq >= 0) taken.insert(c.first_dq);
+    chains[target] = std::move(c);
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const OnnxNode& n = g.nodes[i];
+    const int target = int(i);
+    const bool fc = n.is("Gemm") || n.is("MatMul");
+    const bool fc_qop = n.is("QLinearMatMul") || (n.domain == kMsDomain && n.op_type == "QGemm");
+    if ((fc || fc_qop) && n.input(0) >= 0) {
+      // A Gemm / MatMul reading [1, K] through a chain from a [1, C, H, W] map.
+      const OnnxNode* dq = fc ? g.producer_if(n.input(0), "DequantizeLinear") : nullptr;
+      if (fc && dq == nullptr) continue;
+      LayoutChain c = walk_layout_chain(g, n.input(0), dq);
+      const auto& as = g.value(n.input(0)).shape;
+      if (c.steps.empty() || as.size() != 2 || as[0] != 1 ||
+          g.value(c.input).shape.size() != 4 || g.value(c.input).shape[0] != 1 ||
+          !(spatial(c.input) || has_transpose(g, c.steps))) {
+        continue;
+      }
+      std::vector<int64_t> src;
+      if (layout_chain_map(g, c.input, c.steps, &src)) continue;
+      claim(target, std::move(c));
+      continue;
+    }
+    if (!is_layout_op(n) || n.outputs.empty() || n.outputs[0] < 0 || n.input(0) < 0) continue;
+    // A chain ending in this node, [1, C, H, W] -> [1, C, H, W], that only
+    // permutes channels.
+    const OnnxValue& out = g.value(n.outputs[0]);
+    const OnnxNode* dq = g.producer_if(n.input(0), "DequantizeLinear");
+    const bool int8_form = is_8bit(g.value(n.input(0)).elem_type);
+    if (!int8_form) {
+      const OnnxNode* q = g.sole_consumer(n.outputs[0]);
+      if (dq == nullptr || q == nullptr || !q->is("QuantizeLinear", "*") || out.is_graph_output ||
+          !same_qparams(g, *q, *dq)) {
+        continue;
+      }
+    }
+    LayoutChain c = walk_layout_chain(g, n.input(0), int8_form ? nullptr : dq);
+    if (c.input < 0) continue;
+    c.steps.push_back(target);
+    if (g.value(c.input).shape != out.shape || !(spatial(c.input) || has_transpose(g, c.steps))) {
+      continue;
+    }
+    std::vector<int64_t> src;
+    if (layout_chain_map(g, c.input, c.steps, &src)) continue;
+    if (!channel_permutation(out.shape, src)) continue;
+    claim(target, std::move(c));
+  }
+  return chains;
+}
+
 }  // namespace
 
 bool is_npu_candidate(const OnnxNode& node) {
@@ -112,14 +343,56 @@ bool translate_is_float_op(const OnnxNode& node) { return qdq_info(node) != null
 
 UnitScan find_units(const OnnxGraph& g) {
   UnitScan scan;
+  const std::map<int, LayoutChain> chains = find_layout_chains(g);
+  std::set<int> absorbed;  // nodes of a chain folded into another node's unit
+  for (const auto& [target, c] : chains) {
+    absorbed.insert(c.nodes.begin(), c.nodes.end());
+    if (c.first_dq >= 0) absorbed.insert(c.first_dq);
+  }
+  // The chain of `target` into unit u: its input is the chain's start.
+  const auto fold_chain = [&](int target, NodeUnit* u) {
+    auto it = chains.find(target);
+    if (it == chains.end()) return;
+    const LayoutChain& c = it->second;
+    if (c.first_dq >= 0) {
+      u->dq.resize(std::max<size_t>(u->dq.size(), 1), -1);
+      u->nodes.erase(std::remove(u->nodes.begin(), u->nodes.end(), u->dq[0]), u->nodes.end());
+      u->dq[0] = c.first_dq;
+      u->nodes.insert(u->nodes.begin() + 1, c.first_dq);
+    }
+    for (int n : c.nodes) {
+      if (std::find(u->nodes.begin(), u->nodes.end(), n) == u->nodes.end()) u->nodes.push_back(n);
+    }
+    u->layout_input = c.input;
+    u->layout_steps = c.steps;
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const OnnxNode& n = g.nodes[i];
     const int index = static_cast<int>(i);
+    if (absorbed.count(index)) continue;
     if (is_qoperator(n)) {
       NodeUnit u;
       u.form = NodeUnit::Form::kQOperator;
       u.target = index;
       u.nodes.push_back(index);
+      fold_chain(index, &u);
+      scan.units.push_back(std::move(u));
+      continue;
+    }
+    if (chains.count(index) && is_layout_op(n)) {
+      // A channel permutation ending here (find_layout_chains).
+      NodeUnit u;
+      u.target = index;
+      u.nodes.push_back(index);
+      if (chains.at(index).first_dq >= 0) {
+        u.form = NodeUnit::Form::kQdq;
+        u.q = g.index_of(g.sole_consumer(n.outputs[0]));
+        u.dq.assign(n.inputs.size(), -1);
+      } else {
+        u.form = NodeUnit::Form::kInt8;
+      }
+      fold_chain(index, &u);
+      if (u.q >= 0) u.nodes.push_back(u.q);
       scan.units.push_back(std::move(u));
       continue;
     }
@@ -234,6 +507,7 @@ UnitScan find_units(const OnnxGraph& g) {
     }
     if (u.activation >= 0) u.nodes.push_back(u.activation);
     u.nodes.push_back(u.q);
+    fold_chain(index, &u);
     scan.units.push_back(std::move(u));
   }
   return scan;
@@ -609,7 +883,7 @@ struct UnitTranslator {
     QIn r;
     if (unit.form == NodeUnit::Form::kInt8) {
       if (i != 0) return r;
-      return quant_source(node.input(0));
+      return quant_source(unit.layout_input >= 0 ? unit.layout_input : node.input(0));
     }
     if (unit.form == NodeUnit::Form::kQdq) {
       if (i >= unit.dq.size() || unit.dq[i] < 0) return r;
@@ -634,7 +908,7 @@ struct UnitTranslator {
     };
     const auto& l = layouts.at(node.op_type);
     if (i >= l.size()) return r;
-    r.value = node.input(l[i][0]);
+    r.value = i == 0 && unit.layout_input >= 0 ? unit.layout_input : node.input(l[i][0]);
     r.scale = node.input(l[i][1]);
     r.zp = node.input(l[i][2]);
     r.axis = 0;
@@ -645,7 +919,7 @@ struct UnitTranslator {
   QIn out() const {
     QIn r;
     if (unit.form == NodeUnit::Form::kInt8) {  // same quantization as the input
-      r = quant_source(node.input(0));
+      r = quant_source(unit.layout_input >= 0 ? unit.layout_input : node.input(0));
       r.value = node.outputs[0];
       return r;
     }
@@ -846,7 +1120,9 @@ struct UnitTranslator {
     if (auto e = act_out(&yq, &y)) return e;
     const bool gemm = node.op_type == "Gemm" || node.op_type == "QGemm";
     const bool qop = unit.form == NodeUnit::Form::kQOperator;
-    const auto& as = g.value(in(0).value).shape;
+    // A folded layout chain: A is read from the 4-D map the chain starts from.
+    const bool folded = unit.layout_input >= 0;
+    const auto& as = g.value(folded ? node.input(0) : in(0).value).shape;
     // A is rank 1 to 3; 1-D only with constant weights (ONNX MatMul treats
     // it as one row). Rank-4 operands would need their NCHW layout kept.
     if (as.empty() || as.size() > 3) {
@@ -875,6 +1151,7 @@ struct UnitTranslator {
     ConstTensor b_const;
     if (const auto not_const = g.fold_constant(bi.value, &b_const)) {
       if (gemm) return str_cat("B is not a constant: ", *not_const);
+      if (folded) return str_cat("B is not a constant (", *not_const, ") and A comes through a layout chain");
       if (as.size() < 2) return str_cat("A ", shape_str(as), " is 1-D and B is not a constant");
       if (unit.activation >= 0) return std::string("a fused activation after MatMul of two activations");
       ActQuant bq;
@@ -920,6 +1197,9 @@ struct UnitTranslator {
     for (int64_t r = 0; r < n; ++r)
       for (int64_t c = 0; c < k; ++c)
         data[r * k + c] = static_cast<uint8_t>(trans_b ? w.data[r * k + c] : w.data[c * n + r]);
+    if (folded) {
+      if (auto e = fold_layout_into_weights(k, n, &data, &a_local)) return e;
+    }
     ir::QuantParams wq;
     wq.scales = w.scales;
     wq.zero_points = w.zero_points;
@@ -948,6 +1228,75 @@ struct UnitTranslator {
       return std::nullopt;
     }
     add_op(OpKind::kFullyConnected, {a_local, wt, bt}, y, attrs);
+    return std::nullopt;
+  }
+
+  // A layout chain from the 4-D map x ([1, C, H, W], NHWC on the NPU) to
+  // the Gemm / MatMul's A [1, K]: A[k] is the map's NCHW element src[k]; the
+  // NPU reads the map as [1, H*W*C] (a view), so weight column k moves to
+  // the NHWC index of src[k] — y[n] = sum_k W[n, k] A[k] term for term.
+  std::optional<std::string> fold_layout_into_weights(int64_t k, int64_t n,
+                                                      std::vector<uint8_t>* data, int* a_local) {
+    std::vector<int64_t> src;
+    if (auto e = layout_chain_map(g, unit.layout_input, unit.layout_steps, &src)) return e;
+    const auto& xs = g.value(unit.layout_input).shape;
+    if (xs.size() != 4 || xs[0] != 1 || int64_t(src.size()) != k) {
+      return str_cat("layout chain from ", shape_str(xs), " does not give the ", k, " columns of A");
+    }
+    const int64_t C = xs[1], H = xs[2], W = xs[3];
+    std::vector<uint8_t> moved(data->size());
+    for (int64_t c = 0; c < k; ++c) {
+      const int64_t s = src[size_t(c)];
+      const int64_t ch = s / (H * W), h = s / W % H, x0 = s % W;
+      const int64_t j = (h * W + x0) * C + ch;
+      for (int64_t r = 0; r < n; ++r) moved[size_t(r * k + j)] = (*data)[size_t(r * k + c)];
+    }
+    *data = std::move(moved);
+    ir::Tensor t = tensors[size_t(*a_local)].tensor;
+    t.name = str_cat(t.name, "/flattened for ", node.name.empty() ? node.op_type : node.name);
+    t.shape = {1, k};
+    const int flat = add_local(-1, std::move(t), tensors[size_t(*a_local)].elem_type);
+    add_op(OpKind::kReshape, {*a_local, -1}, flat);
+    *a_local = flat;
+    return std::nullopt;
+  }
+
+  // A layout chain [1, C, H, W] -> [1, C, H, W] that moves whole channels
+  // (find_layout_chains): a 1x1 CONV_2D whose weights are the permutation
+  // matrix (one 1 per output channel), weight scale 1, no bias, output
+  // quantized as the input. acc = x - zx exactly; the float32 output stage
+  // (kOnnxRuntime) multiplies by float(sx * 1) / sx = 1.0f exactly; adding
+  // zy = zx gives x back: a bit-exact channel move.
+  std::optional<std::string> channel_permute() {
+    ActQuant xq, yq;
+    int x = -1, y = -1;
+    if (auto e = act_in(0, &xq, &x)) return e;
+    if (auto e = act_out(&yq, &y)) return e;
+    if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
+      return std::string("input and output are quantized differently (a requantizing layout chain)");
+    }
+    std::vector<int64_t> src;
+    if (auto e = layout_chain_map(g, unit.layout_input, unit.layout_steps, &src)) return e;
+    const auto& shape = g.value(node.outputs[0]).shape;
+    const auto p = channel_permutation(shape, src);
+    if (!p) return std::string("the layout chain moves elements between pixels");
+    const int64_t C = shape[1];
+    bool identity = true;
+    for (int64_t c = 0; c < C; ++c) identity = identity && (*p)[size_t(c)] == c;
+    if (identity) {
+      add_op(OpKind::kReshape, {x, -1}, y);
+      return std::nullopt;
+    }
+    std::vector<uint8_t> w(size_t(C * C), 0);
+    for (int64_t c = 0; c < C; ++c) w[size_t(c * C + (*p)[size_t(c)])] = 1;
+    ir::QuantParams wq;
+    wq.scales = {1.0f};
+    wq.zero_points = {0};
+    const int wt = constant(str_cat(node.name.empty() ? node.op_type : node.name, "/channel_permutation"),
+                            {C, 1, 1, C}, DType::kInt8, std::move(w), wq);
+    ir::Attributes a;
+    a.requant = ir::RequantMode::kOnnxRuntime;
+    add_op(OpKind::kConv2D, {x, wt, -1}, y, a);
     return std::nullopt;
   }
 
@@ -1343,6 +1692,7 @@ struct UnitTranslator {
 
   std::optional<std::string> translate() {
     const std::string& t = node.op_type;
+    if (unit.layout_input >= 0 && is_layout_op(node)) return channel_permute();
     if (t == "Conv" || t == "QLinearConv") return conv();
     if (t == "MatMul" || t == "Gemm" || t == "QLinearMatMul" || t == "QGemm") return matmul_or_gemm();
     if (t == "Add" || t == "QLinearAdd") return elementwise(OpKind::kAdd);

@@ -32,6 +32,14 @@ struct NodeUnit {
   int activation = -1;        // QDQ: Relu / Clip between the target and its QuantizeLinear
   int q = -1;                 // QDQ: the QuantizeLinear of the output
   std::vector<int> nodes;     // every node of the unit, target first
+  // A layout chain folded into the unit (find_layout_chain in translate.cc):
+  // Reshape / Flatten / Transpose / Squeeze / Unsqueeze steps, with
+  // same-quantization QuantizeLinear -> DequantizeLinear pairs between them,
+  // from the 4-D NCHW value `layout_input` to the target's input (a Gemm /
+  // MatMul: its weight columns are permuted to the NPU's HWC order) or ending
+  // in the target itself (a channel permutation of a 4-D map). -1: none.
+  int layout_input = -1;
+  std::vector<int> layout_steps;  // the layout nodes, in data order
 
   const char* form_name() const {
     return form == Form::kQdq ? "QDQ" : form == Form::kQOperator ? "QOperator" : "int8";
