@@ -282,9 +282,18 @@ std::map<int, LayoutChain> find_layout_chains(const OnnxGraph& g) {
     if (c.first_dq >= 0) taken.insert(c.first_dq);
     chains[target] = std::move(c);
   };
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const OnnxNode& n = g.nodes[i];
-    const int target = int(i);
+  // First the Gemm / MatMul readers (their chain is the longest), then the
+  // channel permutations, the last node of a chain first (so a chain is
+  // taken whole, not from its middle).
+  std::vector<int> order;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const size_t i = pass == 0 ? k : g.nodes.size() - 1 - k;
+      if ((pass == 0) == !is_layout_op(g.nodes[i])) order.push_back(int(i));
+    }
+  }
+  for (int target : order) {
+    const OnnxNode& n = g.nodes[size_t(target)];
     const bool fc = n.is("Gemm") || n.is("MatMul");
     const bool fc_qop = n.is("QLinearMatMul") || (n.domain == kMsDomain && n.op_type == "QGemm");
     if ((fc || fc_qop) && n.input(0) >= 0) {
