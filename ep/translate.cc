@@ -99,7 +99,6 @@ bool is_qoperator(const OnnxNode& n) {
   return n.domain == kMsDomain && ms_ops.count(n.op_type);
 }
 
-
 // ---- layout chains ---------------------------------------------------------------
 // Reshape / Flatten / Transpose / Squeeze / Unsqueeze move no value: on an
 // int8 tensor (QOperator models) or between a DequantizeLinear and a
@@ -168,7 +167,8 @@ LayoutChain walk_layout_chain(const OnnxGraph& g, int v, const OnnxNode* ref) {
     } else {
       const int p = g.value(cur).producer;
       if (p < 0 || !is_layout_op(g.nodes[size_t(p)]) || !single_use(g, cur) ||
-          g.nodes[size_t(p)].input(0) < 0 || !is_8bit(g.value(g.nodes[size_t(p)].input(0)).elem_type)) {
+          g.nodes[size_t(p)].input(0) < 0 ||
+          !is_8bit(g.value(g.nodes[size_t(p)].input(0)).elem_type)) {
         c.input = cur;
         break;
       }
@@ -220,7 +220,8 @@ std::optional<std::string> layout_chain_map(const OnnxGraph& g, int input,
         seen[size_t(perm[d])] = true;
         out_shape[d] = shape[size_t(perm[d])];
       }
-      if (out_shape != out.shape) return str_cat(L.label(), " output shape disagrees with its perm");
+      if (out_shape != out.shape)
+        return str_cat(L.label(), " output shape disagrees with its perm");
       std::vector<int64_t> in_stride(rank, 1);
       for (size_t d = rank; d-- > 1;) in_stride[d - 1] = in_stride[d] * shape[d];
       std::vector<int64_t> next(static_cast<size_t>(n)), idx(rank, 0);
@@ -302,9 +303,8 @@ std::map<int, LayoutChain> find_layout_chains(const OnnxGraph& g) {
       if (fc && dq == nullptr) continue;
       LayoutChain c = walk_layout_chain(g, n.input(0), dq);
       const auto& as = g.value(n.input(0)).shape;
-      if (c.steps.empty() || as.size() != 2 || as[0] != 1 ||
-          g.value(c.input).shape.size() != 4 || g.value(c.input).shape[0] != 1 ||
-          !(spatial(c.input) || has_transpose(g, c.steps))) {
+      if (c.steps.empty() || as.size() != 2 || as[0] != 1 || g.value(c.input).shape.size() != 4 ||
+          g.value(c.input).shape[0] != 1 || !(spatial(c.input) || has_transpose(g, c.steps))) {
         continue;
       }
       std::vector<int64_t> src;
@@ -1160,7 +1160,8 @@ struct UnitTranslator {
     ConstTensor b_const;
     if (const auto not_const = g.fold_constant(bi.value, &b_const)) {
       if (gemm) return str_cat("B is not a constant: ", *not_const);
-      if (folded) return str_cat("B is not a constant (", *not_const, ") and A comes through a layout chain");
+      if (folded)
+        return str_cat("B is not a constant (", *not_const, ") and A comes through a layout chain");
       if (as.size() < 2) return str_cat("A ", shape_str(as), " is 1-D and B is not a constant");
       if (unit.activation >= 0) return std::string("a fused activation after MatMul of two activations");
       ActQuant bq;
@@ -1250,7 +1251,8 @@ struct UnitTranslator {
     if (auto e = layout_chain_map(g, unit.layout_input, unit.layout_steps, &src)) return e;
     const auto& xs = g.value(unit.layout_input).shape;
     if (xs.size() != 4 || xs[0] != 1 || int64_t(src.size()) != k) {
-      return str_cat("layout chain from ", shape_str(xs), " does not give the ", k, " columns of A");
+      return str_cat("layout chain from ", shape_str(xs), " does not give the ", k,
+                     " columns of A");
     }
     const int64_t C = xs[1], H = xs[2], W = xs[3];
     std::vector<uint8_t> moved(data->size());
@@ -1282,7 +1284,8 @@ struct UnitTranslator {
     if (auto e = act_in(0, &xq, &x)) return e;
     if (auto e = act_out(&yq, &y)) return e;
     if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
-      return std::string("input and output are quantized differently (a requantizing layout chain)");
+      return std::string(
+          "input and output are quantized differently (a requantizing layout chain)");
     }
     std::vector<int64_t> src;
     if (auto e = layout_chain_map(g, unit.layout_input, unit.layout_steps, &src)) return e;
@@ -1301,8 +1304,9 @@ struct UnitTranslator {
     ir::QuantParams wq;
     wq.scales = {1.0f};
     wq.zero_points = {0};
-    const int wt = constant(str_cat(node.name.empty() ? node.op_type : node.name, "/channel_permutation"),
-                            {C, 1, 1, C}, DType::kInt8, std::move(w), wq);
+    const int wt =
+        constant(str_cat(node.name.empty() ? node.op_type : node.name, "/channel_permutation"),
+                 {C, 1, 1, C}, DType::kInt8, std::move(w), wq);
     ir::Attributes a;
     a.requant = ir::RequantMode::kOnnxRuntime;
     add_op(OpKind::kConv2D, {x, wt, -1}, y, a);
@@ -1477,6 +1481,17 @@ struct UnitTranslator {
     a.keep_dims = true;
     a.requant = ir::RequantMode::kOnnxRuntime;
     a.onnx_kernel = ort_kernel();
+    if (a.onnx_kernel == ir::Attributes::OnnxKernel::kUnfused) {
+      // DequantizeLinear -> float GlobalAveragePool -> QuantizeLinear: the
+      // float sum's order is MLAS's (the NCHWc kernel at `all` for channels
+      // a multiple of its block, else MlasPool's global kernel with lane-wise
+      // partial sums), which no NPU pooling mode reproduces; the window
+      // modes of the unfused AveragePool sum rows or columns in order.
+      return std::string(
+          "ONNX Runtime runs this GlobalAveragePool unfused (DequantizeLinear, "
+          "a float mean summed in MLAS's lane-wise or NCHWc order, QuantizeLinear), "
+          "which has no NPU mode");
+    }
     add_op(OpKind::kMean, {x, -1}, y, a);
     return std::nullopt;
   }
