@@ -259,6 +259,35 @@ std::optional<std::vector<int64_t>> channel_permutation(const std::vector<int64_
   return p;
 }
 
+// The position of row-major ONNX element i in the NPU's order of a tensor
+// of this shape (NHWC for rank 4, row-major otherwise).
+int64_t ir_position(const std::vector<int64_t>& shape, int64_t i) {
+  if (shape.size() != 4) return i;
+  const int64_t C = shape[1], H = shape[2], W = shape[3];
+  const int64_t n = i / (C * H * W), c = i / (H * W) % C, h = i / W % H, w = i % W;
+  return ((n * H + h) * W + w) * C + c;
+}
+
+// Whether the chain keeps the NPU's element order: its output, in the NPU's
+// order, is its input's bytes in the NPU's order (a view, no data moves) —
+// e.g. tf2onnx's Transpose to NHWC then Reshape to [1, H*W*C].
+bool is_ir_view(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& out_shape,
+                const std::vector<int64_t>& src) {
+  for (size_t o = 0; o < src.size(); ++o) {
+    if (ir_position(in_shape, src[o]) != ir_position(out_shape, int64_t(o))) return false;
+  }
+  return true;
+}
+
+// Whether the chain's output, in the NPU's order, is its input's bytes in
+// ONNX row-major order (the input read without the NCHW conversion).
+bool is_raw_view(const std::vector<int64_t>& out_shape, const std::vector<int64_t>& src) {
+  for (size_t o = 0; o < src.size(); ++o) {
+    if (src[o] != ir_position(out_shape, int64_t(o))) return false;
+  }
+  return true;
+}
+
 bool has_transpose(const OnnxGraph& g, const std::vector<int>& steps) {
   for (int s : steps) {
     if (g.nodes[size_t(s)].op_type == "Transpose") return true;
@@ -328,12 +357,16 @@ std::map<int, LayoutChain> find_layout_chains(const OnnxGraph& g) {
     LayoutChain c = walk_layout_chain(g, n.input(0), int8_form ? nullptr : dq);
     if (c.input < 0) continue;
     c.steps.push_back(target);
-    if (g.value(c.input).shape != out.shape || !(spatial(c.input) || has_transpose(g, c.steps))) {
-      continue;
-    }
+    // Chains of reshapes between tensors whose NHWC and NCHW orders agree
+    // are the per-node units' business (each a view).
+    if (!(spatial(c.input) || spatial(n.outputs[0]) || has_transpose(g, c.steps))) continue;
     std::vector<int64_t> src;
     if (layout_chain_map(g, c.input, c.steps, &src)) continue;
-    if (!channel_permutation(out.shape, src)) continue;
+    if (!is_ir_view(g.value(c.input).shape, out.shape, src) &&
+        !(g.value(c.input).shape.size() == 4 && is_raw_view(out.shape, src)) &&
+        !(g.value(c.input).shape == out.shape && channel_permutation(out.shape, src))) {
+      continue;
+    }
     claim(target, std::move(c));
   }
   return chains;
@@ -561,6 +594,7 @@ struct UnitTranslator {
     int value_id = -1;  // ONNX value, or -1 for a constant made by the unit
     ir::Tensor tensor;
     int elem_type = 0;
+    bool raw_order = false;  // IrBuilder::raw_order_
   };
   std::vector<LocalTensor> tensors;
   struct LocalOp {
@@ -804,6 +838,9 @@ struct UnitTranslator {
     const OnnxValue& v = g.value(value_id);
     if (!v.is_static()) {
       return str_cat("'", v.name, "' has a dynamic shape ", shape_str(v.shape));
+    }
+    if (b.raw_order_.count(value_id)) {
+      return str_cat("'", v.name, "' enters the partition in ONNX order for a layout chain");
     }
     for (size_t i = 0; i < tensors.size(); ++i) {
       if (tensors[i].value_id == value_id) {
@@ -1272,7 +1309,8 @@ struct UnitTranslator {
     return std::nullopt;
   }
 
-  // A layout chain [1, C, H, W] -> [1, C, H, W] that moves whole channels
+  // A layout chain that keeps the NPU's element order: a RESHAPE (a view).
+  // One [1, C, H, W] -> [1, C, H, W] that moves whole channels
   // (find_layout_chains): a 1x1 CONV_2D whose weights are the permutation
   // matrix (one 1 per output channel), weight scale 1, no bias, output
   // quantized as the input. acc = x - zx exactly; the float32 output stage
@@ -1281,16 +1319,49 @@ struct UnitTranslator {
   std::optional<std::string> channel_permute() {
     ActQuant xq, yq;
     int x = -1, y = -1;
+    const int xv = unit.layout_input;
+    const auto& xs = g.value(xv).shape;
+    const auto& ys = g.value(node.outputs[0]).shape;
+    std::vector<int64_t> src;
+    if (auto e = layout_chain_map(g, xv, unit.layout_steps, &src)) return e;
+    if (xs.size() == 4 && is_raw_view(ys, src) && !is_ir_view(xs, ys, src)) {
+      // The output's NHWC order is the input's ONNX order: the input enters
+      // the partition as it is (no NCHW conversion), a RESHAPE views it.
+      if (auto e = act_out(&yq, &y)) return e;
+      const QIn xi = in(0);
+      if (auto e = act_quant(xv, xi.scale, xi.zp, &xq)) return e;
+      if (b.tensor_of(xv) >= 0 || b.raw_order_.count(xv)) {
+        return str_cat("'", g.value(xv).name, "' is already a tensor of the partition (the chain "
+                       "reads it in ONNX order, as a partition input)");
+      }
+      if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
+        return std::string("input and output are quantized differently (a requantizing layout chain)");
+      }
+      if (!g.value(xv).is_static()) return str_cat("'", g.value(xv).name, "' has a dynamic shape");
+      ir::Tensor t;
+      t.name = g.value(xv).name;
+      t.shape = xs;
+      t.dtype = DType::kInt8;
+      t.quant.scales = {xq.scale};
+      t.quant.zero_points = {xq.zero_point};
+      x = add_local(xv, std::move(t), xq.elem_type);
+      tensors[size_t(x)].raw_order = true;
+      add_op(OpKind::kReshape, {x, -1}, y);
+      return std::nullopt;
+    }
     if (auto e = act_in(0, &xq, &x)) return e;
     if (auto e = act_out(&yq, &y)) return e;
     if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
       return std::string(
           "input and output are quantized differently (a requantizing layout chain)");
     }
-    std::vector<int64_t> src;
-    if (auto e = layout_chain_map(g, unit.layout_input, unit.layout_steps, &src)) return e;
-    const auto& shape = g.value(node.outputs[0]).shape;
-    const auto p = channel_permutation(shape, src);
+    const auto& shape = ys;
+    if (is_ir_view(g.value(unit.layout_input).shape, shape, src)) {
+      add_op(OpKind::kReshape, {x, -1}, y);
+      return std::nullopt;
+    }
+    const auto p = g.value(unit.layout_input).shape == shape ? channel_permutation(shape, src)
+                                                             : std::nullopt;
     if (!p) return std::string("the layout chain moves elements between pixels");
     const int64_t C = shape[1];
     bool identity = true;
@@ -1756,6 +1827,7 @@ struct UnitTranslator {
       if (v >= 0) {
         b.tensor_of_[v] = ids[i];
         b.elem_type_[v] = tensors[i].elem_type;
+        if (tensors[i].raw_order) b.raw_order_.insert(v);
       }
     }
     b.last_ops_.clear();
@@ -1804,8 +1876,8 @@ IoBinding IrBuilder::binding(int value_id) const {
   auto it = elem_type_.find(value_id);
   io.elem_type = it != elem_type_.end() ? it->second : v.elem_type;
   io.onnx_shape = v.shape;
-  io.ir_shape = to_nhwc(v.shape);
-  io.nchw = v.shape.size() == 4;
+  io.nchw = v.shape.size() == 4 && !raw_order_.count(value_id);
+  io.ir_shape = io.nchw ? to_nhwc(v.shape) : v.shape;
   return io;
 }
 

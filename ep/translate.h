@@ -12,6 +12,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,10 @@ class IrBuilder {
   ir::Graph graph_;
   std::map<int, int> tensor_of_;  // ONNX value id -> IR tensor id
   std::map<int, int> elem_type_;  // ONNX value id -> ONNX elem type (int8 / uint8)
+  // Rank-4 values whose IR tensor holds the ONNX bytes as they are (a
+  // partition input read through a layout chain): bound without the NCHW
+  // conversion, and read by no other unit.
+  std::set<int> raw_order_;
   std::vector<int> last_ops_;
   const std::vector<bool>* restrict_ = nullptr;
   friend struct UnitTranslator;

@@ -121,11 +121,11 @@ def _quantized(model, dt, fmt="QDQ", per_channel=False):
                        reduce_range=True, calib=om.calibration(model, n=8, seed=3))
 
 
-def _compare(model, level="all", seeds=(1, 2, 3)):
+def _compare(model, level="all", seeds=(1, 2, 3), config=None):
     so_level, ep_level = LEVELS[level]
-    cpu = om.session(model, ["CPUExecutionProvider"], opt_level=so_level)
+    cpu = om.session(model, ["CPUExecutionProvider"], opt_level=so_level, config=config)
     npu = om.session(model, "nacc", {"ort_optimization_level": ep_level, "cores": 2},
-                     opt_level=so_level)
+                     opt_level=so_level, config=config)
     rep = nort.partition_reports()[-1]
     differ = total = 0
     for s in seeds:
@@ -191,10 +191,12 @@ def test_chain_moving_elements_between_pixels_stays_on_the_host():
     assert differ == 0
 
 
-def test_layout_chain_with_two_readers_is_not_folded():
+def test_layout_chain_with_two_readers():
     """A flattened map that something else also reads cannot be folded into
-    one Gemm's weights: the Flatten keeps its own unit (declined: NCHW
-    order), the Gemm and the other reader stay claimed; results exact."""
+    one Gemm's weights. Its Flatten keeps the ONNX (NCHW) order: claimed as a
+    RESHAPE of its input read without the NCHW conversion, which makes that
+    input a partition input (two partitions, as when the Flatten ran on the
+    host); the Gemm and the other reader claimed; results exact."""
     g = _G(40)
     x = g.conv("x", 3, 8)
     f = g.op("Flatten", [x], axis=1)
@@ -203,6 +205,60 @@ def test_layout_chain_with_two_readers_is_not_folded():
     m = om.float_model(g.nodes, {"x": (1, 3, 4, 4)}, {y1: (1, 10), y2: (1, 128)}, g.inits)
     model = _quantized(m, "int8")
     differ, total, rep = _compare(model)
-    assert "Flatten" in {h["op_type"] for h in rep["host_nodes"]}
-    assert "Gemm" not in {h["op_type"] for h in rep["host_nodes"]}
-    assert differ == 0
+    host = {h["op_type"] for h in rep["host_nodes"]}
+    assert host <= {"QuantizeLinear", "DequantizeLinear"}, rep["host_nodes"]
+    assert len(rep["partitions"]) == 2
+    assert differ == 0, f"{differ}/{total} elements differ"
+
+
+def _boundary_model(kind, c=1, hw=(6, 5)):
+    g = _G(50)
+    h, w = hw
+    if kind == "nhwc_input":  # tf2onnx: an NHWC graph input transposed to NCHW
+        t = g.op("Transpose", ["x"], perm=[0, 3, 1, 2])
+        in_shape = (1, h, w, c)
+    else:  # tf2onnx's one-channel form of the same: a Reshape
+        t = g.op("Reshape", ["x", g.const(np.array([1, c, h, w], np.int64))])
+        in_shape = (1, h, w, c)
+    y = g.conv(t, c, 4)
+    return g.model(y, in_shape, (1, 4, h, w))
+
+
+@pytest.mark.parametrize("kind,c", [("nhwc_input", 3), ("nhwc_input", 1), ("reshape_input", 1)])
+@pytest.mark.parametrize("dt", ["int8", "uint8"])
+def test_nhwc_partition_input_read_in_onnx_order(kind, c, dt):
+    """A chain at a partition input whose output's NHWC order is its input's
+    ONNX order (tf2onnx's input Transpose(0,3,1,2), or its Reshape for one
+    channel): the input enters the Program as it is (no NCHW conversion)."""
+    model = _quantized(_boundary_model(kind, c), dt)
+    differ, total, rep = _compare(model)
+    _assert_folded(rep, differ, total)
+
+
+def test_nhwc_view_read_by_the_host():
+    """tf2onnx's Transpose(0,2,3,1) -> Reshape([1, H*W*C]) read by a host op
+    (Softmax): the chain keeps the NPU's order, a RESHAPE (a view); the
+    partition's output bytes are the CPU EP's.
+
+    The Softmax after it is ORT's business, and the partition boundary
+    changes how ORT runs it: alone, the CPU EP turns the int8 Q -> DQ pairs
+    around it into uint8 (QDQS8ToU8Transformer) and fuses QLinearSoftmax
+    (U8); next to the partition, its DequantizeLinear reads the partition's
+    int8 output, the types no longer match and it runs unfused in float. At
+    ORT_ENABLE_BASIC and with session.qdqisint8allowed (no conversion) the
+    outputs are equal; at the default level the differences are reported."""
+    g = _G(60)
+    x = g.conv("x", 3, 8)
+    t = g.op("Transpose", [x], perm=[0, 2, 3, 1])
+    r = g.op("Reshape", [t, g.const(np.array([1, -1], np.int64))])
+    y = g.op("Softmax", [r], axis=-1)
+    model = _quantized(g.model(y, (1, 3, 4, 4), (1, 128)), "int8")
+    for level, config in (("basic", None), ("all", {"session.qdqisint8allowed": "1"})):
+        differ, total, rep = _compare(model, level, config=config)
+        host = {h["op_type"] for h in rep["host_nodes"]}
+        assert not host & LAYOUT_OPS, rep["host_nodes"]
+        assert len(rep["partitions"]) == 1
+        assert differ == 0, f"{level}: {differ}/{total} elements differ"
+    differ, total, _ = _compare(model, "all")
+    print(f"default level: {differ}/{total} elements differ (ORT's QLinearSoftmax U8 alone, "
+          "float Softmax next to the partition)")
