@@ -94,7 +94,7 @@ bool is_qoperator(const OnnxNode& n) {
   static const std::set<std::string> onnx_ops = {"QLinearConv", "QLinearMatMul"};
   static const std::set<std::string> ms_ops = {"QLinearAdd", "QLinearMul", "QLinearAveragePool", "QGemm",
                                                "QLinearSigmoid", "QLinearLeakyRelu",
-                                               "QLinearGlobalAveragePool"};
+                                               "QLinearGlobalAveragePool", "QLinearConcat"};
   if ((n.domain.empty() || n.domain == "ai.onnx") && onnx_ops.count(n.op_type)) return true;
   return n.domain == kMsDomain && ms_ops.count(n.op_type);
 }
@@ -941,6 +941,14 @@ struct UnitTranslator {
       return r;
     }
     // QOperator: (x, x_scale, x_zp) triples; the op's own layout.
+    if (node.op_type == "QLinearConcat") {  // (y_scale, y_zp, then a triple per input)
+      if (2 + 3 * i >= node.inputs.size()) return r;
+      r.value = node.input(2 + 3 * i);
+      r.scale = node.input(3 + 3 * i);
+      r.zp = node.input(4 + 3 * i);
+      r.axis = 0;
+      return r;
+    }
     static const std::map<std::string, std::vector<std::array<int, 3>>> layouts = {
         {"QLinearConv", {{0, 1, 2}, {3, 4, 5}}},
         {"QLinearMatMul", {{0, 1, 2}, {3, 4, 5}}},
@@ -978,6 +986,7 @@ struct UnitTranslator {
     }
     static const std::map<std::string, std::array<int, 2>> layouts = {
         {"QLinearConv", {6, 7}},        {"QLinearMatMul", {6, 7}},
+        {"QLinearConcat", {0, 1}},
         {"QGemm", {7, 8}},
         {"QLinearAdd", {6, 7}},         {"QLinearMul", {6, 7}},
         {"QLinearAveragePool", {3, 4}}, {"QLinearGlobalAveragePool", {3, 4}},
@@ -1640,7 +1649,15 @@ struct UnitTranslator {
     }
     const int64_t ir_axis = rank == 4 ? std::array<int64_t, 4>{0, 3, 1, 2}[size_t(axis)] : axis;
     std::vector<int> parts;
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
+    // com.microsoft QLinearConcat: (y_scale, y_zp) and a triple per input.
+    const size_t n_in = unit.form == NodeUnit::Form::kQOperator
+                            ? (node.inputs.size() >= 2 ? (node.inputs.size() - 2) / 3 : 0)
+                            : node.inputs.size();
+    if (unit.form == NodeUnit::Form::kQOperator && (n_in == 0 || (node.inputs.size() - 2) % 3 != 0)) {
+      return str_cat("QLinearConcat has ", node.inputs.size(),
+                     " inputs (y_scale, y_zero_point and a triple per input needed)");
+    }
+    for (size_t i = 0; i < n_in; ++i) {
       ActQuant xq;
       int x = -1;
       if (auto e = act_in(i, &xq, &x)) return e;
@@ -1802,7 +1819,7 @@ struct UnitTranslator {
     if (t == "LeakyRelu" || t == "QLinearLeakyRelu") return unary(OpKind::kLeakyRelu);
     if (t == "HardSwish") return unary(OpKind::kHardSwish);
     if (t == "Reshape" || t == "Flatten") return reshape();
-    if (t == "Concat") return concat();
+    if (t == "Concat" || t == "QLinearConcat") return concat();
     if (t == "Slice") return slice();
     if (t == "SpaceToDepth") return block_copy(OpKind::kSpaceToDepth);
     if (t == "DepthToSpace") return block_copy(OpKind::kDepthToSpace);

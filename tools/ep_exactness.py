@@ -36,6 +36,9 @@ def models():
         out[name + "_7b"] = (lambda n: lambda: zoo.quantized(n, reduce_range=True))(name)
         out[name + "_pc_7b"] = (lambda n: lambda: zoo.quantized(
             n, per_channel=True, reduce_range=True))(name)
+        out[name + "_qop_7b"] = (lambda n: lambda: om.quantize(
+            zoo.ARCHS[n](), fmt="QOperator", reduce_range=True,
+            calib=om.calibration(zoo.ARCHS[n](), n=8, seed=7)))(name)
 
     def digits():
         import keras_models
