@@ -73,6 +73,8 @@ const std::vector<QdqOpInfo>& qdq_ops() {
       {"LeakyRelu", {0}},
       {"HardSwish", {0}},
       {"Reshape", {0}},
+      {"Squeeze", {0}},
+      {"Unsqueeze", {0}},
       {"Flatten", {0}},
       {"Concat", {}, 99, false, {}, true},
       {"Slice", {0}},
@@ -441,7 +443,9 @@ UnitScan find_units(const OnnxGraph& g) {
     const QdqOpInfo* info = qdq_info(n);
     if (info == nullptr) continue;
     const bool int8_copy = n.op_type == "MaxPool" || n.op_type == "Slice";
-    if ((int8_copy || n.op_type == "Reshape" || n.op_type == "Flatten") &&
+    const bool reshape_like = n.op_type == "Reshape" || n.op_type == "Flatten" ||
+                              n.op_type == "Squeeze" || n.op_type == "Unsqueeze";
+    if ((int8_copy || reshape_like) &&
         n.input(0) >= 0 && is_8bit(g.value(n.input(0)).elem_type)) {
       // A Reshape / Flatten of an int8 constant is a step of a weight chain,
       // folded into the unit of the op it feeds. An int8 MaxPool or Slice
@@ -471,7 +475,7 @@ UnitScan find_units(const OnnxGraph& g) {
     // DQ -> Reshape / Flatten -> Q over a constant is a step of a weight chain
     // (quantize_static writes it for a reshaped weight): folded into the unit
     // of the op it feeds, not a unit of its own.
-    if ((n.op_type == "Reshape" || n.op_type == "Flatten") && !n.outputs.empty()) {
+    if (reshape_like && !n.outputs.empty()) {
       ConstTensor folded;
       if (!g.fold_constant(n.outputs[0], &folded)) continue;
     }
@@ -917,6 +921,7 @@ struct UnitTranslator {
       r.scale = o.scale;
       r.zp = o.zp;
     } else if (n.op_type == "MaxPool" || n.op_type == "Slice" || n.op_type == "Reshape" ||
+               n.op_type == "Squeeze" || n.op_type == "Unsqueeze" ||
                n.op_type == "Flatten") {
       const QIn up = quant_source(n.input(0), depth + 1);
       r.scale = up.scale;
@@ -1818,7 +1823,7 @@ struct UnitTranslator {
     if (t == "Tanh") return unary(OpKind::kTanh);
     if (t == "LeakyRelu" || t == "QLinearLeakyRelu") return unary(OpKind::kLeakyRelu);
     if (t == "HardSwish") return unary(OpKind::kHardSwish);
-    if (t == "Reshape" || t == "Flatten") return reshape();
+    if (t == "Reshape" || t == "Flatten" || t == "Squeeze" || t == "Unsqueeze") return reshape();
     if (t == "Concat" || t == "QLinearConcat") return concat();
     if (t == "Slice") return slice();
     if (t == "SpaceToDepth") return block_copy(OpKind::kSpaceToDepth);

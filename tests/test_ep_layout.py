@@ -262,3 +262,20 @@ def test_nhwc_view_read_by_the_host():
     differ, total, _ = _compare(model, "all")
     print(f"default level: {differ}/{total} elements differ (ORT's QLinearSoftmax U8 alone, "
           "float Softmax next to the partition)")
+
+
+@pytest.mark.parametrize("dt,fmt", [("int8", "QDQ"), ("uint8", "QDQ"), ("uint8", "QOperator")])
+def test_squeeze_unsqueeze_units(dt, fmt):
+    """tf2onnx's GlobalAveragePool -> Squeeze(axes 2, 3) -> MatMul head, and
+    an Unsqueeze / Squeeze pair on a [1, C] vector: views (their NCHW and
+    NHWC orders agree), claimed as RESHAPE units; zero differing elements."""
+    g = _G(70)
+    x = g.conv("x", 3, 8)
+    p = g.op("GlobalAveragePool", [x])
+    s = g.op("Squeeze", [p, g.const(np.array([2, 3], np.int64))])
+    u = g.op("Unsqueeze", [s, g.const(np.array([1], np.int64))])
+    s = g.op("Squeeze", [u, g.const(np.array([1], np.int64))])
+    y = g.op("MatMul", [s, g.w((8, 6), 0.3)])
+    model = _quantized(g.model(y, (1, 3, 4, 4), (1, 6)), dt, fmt)
+    differ, total, rep = _compare(model)
+    _assert_folded(rep, differ, total)
