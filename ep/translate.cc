@@ -75,6 +75,7 @@ const std::vector<QdqOpInfo>& qdq_ops() {
       {"Reshape", {0}},
       {"Squeeze", {0}},
       {"Unsqueeze", {0}},
+      {"Pad", {0}},
       {"Flatten", {0}},
       {"Concat", {}, 99, false, {}, true},
       {"Slice", {0}},
@@ -1785,6 +1786,54 @@ struct UnitTranslator {
     return std::nullopt;
   }
 
+  // Pad (mode constant, value 0) of the height and width of an NCHW map:
+  // DequantizeLinear -> Pad -> QuantizeLinear at one scale gives each value
+  // back and the padding Quantize(0) = the zero point, which is what the
+  // IR's PAD writes (folded into the consuming convolution's padding, or a
+  // standalone pass: support/pad_fold.h).
+  std::optional<std::string> pad() {
+    ActQuant xq, yq;
+    int x = -1, y = -1;
+    if (auto e = act_in(0, &xq, &x)) return e;
+    if (auto e = act_out(&yq, &y)) return e;
+    if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
+      return std::string("input and output are quantized differently (a requantizing Pad)");
+    }
+    const auto& xs = g.value(in(0).value).shape;
+    if (xs.size() != 4) return str_cat("input ", shape_str(xs), " is not 4-D NCHW");
+    const std::string mode = node.attr_string("mode", "constant");
+    if (mode != "constant") return str_cat("Pad mode '", mode, "' (only constant)");
+    std::vector<int64_t> pads;
+    if (node.input(1) >= 0) {
+      const OnnxValue& pv = g.value(node.input(1));
+      if (!pv.is_constant) return str_cat("pads '", pv.name, "' are not a constant");
+      for (double d : pv.numbers()) pads.push_back(static_cast<int64_t>(d));
+    } else {
+      pads = node.attr_ints("pads").value_or(std::vector<int64_t>{});
+    }
+    if (node.input(3) >= 0) return std::string("Pad with an axes input");
+    if (node.input(2) >= 0) {
+      const OnnxValue& cv = g.value(node.input(2));
+      if (!cv.is_constant || cv.numbers().size() != 1 || cv.numbers()[0] != 0.0) {
+        return str_cat("Pad value '", cv.name, "' is not the constant 0 (the NPU pads with the "
+                       "zero point)");
+      }
+    } else if (node.attr_float("value", 0.0f) != 0.0f) {
+      return std::string("Pad value is not 0 (the NPU pads with the zero point)");
+    }
+    if (pads.size() != 8) return str_cat("pads has ", pads.size(), " values (8 needed)");
+    for (int64_t v : pads) {
+      if (v < 0) return std::string("negative pads (a crop)");
+    }
+    if (pads[0] || pads[1] || pads[4] || pads[5]) {
+      return std::string("it pads the batch or the channels (the NPU pads height and width)");
+    }
+    ir::Attributes a;
+    a.paddings = {{0, 0}, {pads[2], pads[6]}, {pads[3], pads[7]}, {0, 0}};
+    add_op(OpKind::kPad, {x, -1}, y, a);
+    return std::nullopt;
+  }
+
   std::optional<std::string> reshape() {
     ActQuant xq, yq;
     int x = -1, y = -1;
@@ -1825,6 +1874,7 @@ struct UnitTranslator {
     if (t == "HardSwish") return unary(OpKind::kHardSwish);
     if (t == "Reshape" || t == "Flatten" || t == "Squeeze" || t == "Unsqueeze") return reshape();
     if (t == "Concat" || t == "QLinearConcat") return concat();
+    if (t == "Pad") return pad();
     if (t == "Slice") return slice();
     if (t == "SpaceToDepth") return block_copy(OpKind::kSpaceToDepth);
     if (t == "DepthToSpace") return block_copy(OpKind::kDepthToSpace);

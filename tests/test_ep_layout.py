@@ -279,3 +279,40 @@ def test_squeeze_unsqueeze_units(dt, fmt):
     model = _quantized(g.model(y, (1, 3, 4, 4), (1, 6)), dt, fmt)
     differ, total, rep = _compare(model)
     _assert_folded(rep, differ, total)
+
+
+@pytest.mark.parametrize("consumer", ["depthwise_s2", "conv", "maxpool"])
+@pytest.mark.parametrize("dt", ["int8", "uint8"])
+def test_pad_units(consumer, dt):
+    """Pad (constant 0) of height and width, as tf2onnx writes before a
+    stride-2 depthwise convolution: DQ -> Pad -> Q at one scale is the IR's
+    PAD (the padding is the zero point), folded into a convolution or a
+    standalone pass; zero differing elements."""
+    g = _G(80)
+    x = g.conv("x", 3, 8, k=1)
+    p = g.op("Pad", [x, g.const(np.array([0, 0, 0, 1, 0, 0, 1, 2], np.int64))], mode="constant")
+    if consumer == "depthwise_s2":
+        y = g.op("Conv", [p, g.w((8, 1, 3, 3), 0.3), g.w((8,), 0.1)], kernel_shape=[3, 3],
+                 strides=[2, 2], group=8)
+        out = (1, 8, 3, 4)
+    elif consumer == "conv":
+        y = g.op("Conv", [p, g.w((4, 8, 3, 3), 0.3), g.w((4,), 0.1)], kernel_shape=[3, 3])
+        out = (1, 4, 6, 7)
+    else:
+        y = g.op("MaxPool", [p], kernel_shape=[2, 2], strides=[2, 2])
+        out = (1, 8, 4, 4)
+    model = _quantized(g.model(y, (1, 3, 7, 6), out), dt)
+    differ, total, rep = _compare(model)
+    _assert_folded(rep, differ, total)
+
+
+def test_pad_reflect_declined_with_reason():
+    g = _G(90)
+    x = g.conv("x", 3, 8, k=1)
+    p = g.op("Pad", [x, g.const(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))], mode="reflect")
+    y = g.conv(p, 8, 4)
+    model = _quantized(g.model(y, (1, 3, 6, 6), (1, 4, 8, 8)), "int8")
+    differ, total, rep = _compare(model)
+    reasons = [h["reason"] for h in rep["host_nodes"] if h["op_type"] == "Pad"]
+    assert reasons and "reflect" in reasons[0], rep["host_nodes"]
+    assert differ == 0
