@@ -73,6 +73,9 @@ const std::vector<QdqOpInfo>& qdq_ops() {
       {"LeakyRelu", {0}},
       {"HardSwish", {0}},
       {"Reshape", {0}},
+      {"Squeeze", {0}},
+      {"Unsqueeze", {0}},
+      {"Pad", {0}},
       {"Flatten", {0}},
       {"Concat", {}, 99, false, {}, true},
       {"Slice", {0}},
@@ -94,9 +97,282 @@ bool is_qoperator(const OnnxNode& n) {
   static const std::set<std::string> onnx_ops = {"QLinearConv", "QLinearMatMul"};
   static const std::set<std::string> ms_ops = {"QLinearAdd", "QLinearMul", "QLinearAveragePool", "QGemm",
                                                "QLinearSigmoid", "QLinearLeakyRelu",
-                                               "QLinearGlobalAveragePool"};
+                                               "QLinearGlobalAveragePool", "QLinearConcat"};
   if ((n.domain.empty() || n.domain == "ai.onnx") && onnx_ops.count(n.op_type)) return true;
   return n.domain == kMsDomain && ms_ops.count(n.op_type);
+}
+
+// ---- layout chains ---------------------------------------------------------------
+// Reshape / Flatten / Transpose / Squeeze / Unsqueeze move no value: on an
+// int8 tensor (QOperator models) or between a DequantizeLinear and a
+// QuantizeLinear of one quantization (QDQ; the pair gives each value back,
+// and ORT drops it) they only reorder elements. The NPU's tensors are NHWC,
+// so such a chain from a 4-D NCHW map is folded where its element order can
+// be absorbed exactly: into the weight columns of the Gemm / MatMul it feeds,
+// or, when it ends in a 4-D map of the same shape whose elements it only
+// moves between channels (ShuffleNet's channel shuffle Reshape -> Transpose
+// -> Reshape), into a channel permutation.
+
+bool is_layout_op(const OnnxNode& n) {
+  return (n.domain.empty() || n.domain == "ai.onnx") &&
+         (n.op_type == "Reshape" || n.op_type == "Flatten" || n.op_type == "Transpose" ||
+          n.op_type == "Squeeze" || n.op_type == "Unsqueeze");
+}
+
+// Whether (De)QuantizeLinear nodes a and b quantize alike: per-tensor,
+// constant and equal scale and zero point (type included).
+bool same_qparams(const OnnxGraph& g, const OnnxNode& a, const OnnxNode& b) {
+  for (int i : {1, 2}) {
+    const int va = a.input(size_t(i)), vb = b.input(size_t(i));
+    if ((va < 0) != (vb < 0)) return false;
+    if (va < 0) continue;
+    const OnnxValue &x = g.value(va), &y = g.value(vb);
+    if (!x.is_constant || !y.is_constant || x.elem_type != y.elem_type) return false;
+    if (x.numbers().size() != 1 || x.numbers() != y.numbers()) return false;
+  }
+  return true;
+}
+
+bool single_use(const OnnxGraph& g, int v) {
+  return v >= 0 && !g.value(v).is_graph_output && g.value(v).consumers.size() == 1;
+}
+
+struct LayoutChain {
+  int input = -1;          // the value the chain starts from (QDQ: int8, before its DQ)
+  int first_dq = -1;       // QDQ: the DequantizeLinear reading `input`
+  std::vector<int> steps;  // layout nodes in data order
+  std::vector<int> nodes;  // the steps and the Q / DQ between them (not first_dq)
+};
+
+// Walks back from `v`, the value a consumer reads (QDQ: the float output of
+// its DequantizeLinear `ref`; int8 form: the int8 value), through layout
+// steps as far as they go.
+LayoutChain walk_layout_chain(const OnnxGraph& g, int v, const OnnxNode* ref) {
+  LayoutChain c;
+  int cur = v;
+  for (int depth = 0; depth < 16; ++depth) {
+    if (ref != nullptr) {
+      const OnnxNode* d = g.producer_if(cur, "DequantizeLinear");
+      if (d == nullptr || !single_use(g, cur) || !same_qparams(g, *d, *ref)) return {};
+      const int x = d->input(0);
+      const OnnxNode* q = g.producer_if(x, "QuantizeLinear");
+      const int f = q ? q->input(0) : -1;
+      const int p = f >= 0 ? g.value(f).producer : -1;
+      if (q == nullptr || p < 0 || !is_layout_op(g.nodes[size_t(p)]) || !single_use(g, x) ||
+          !single_use(g, f) || !same_qparams(g, *q, *ref)) {
+        c.input = x;
+        c.first_dq = g.index_of(d);
+        break;
+      }
+      c.nodes.insert(c.nodes.end(), {g.index_of(d), g.index_of(q), p});
+      c.steps.insert(c.steps.begin(), p);
+      cur = g.nodes[size_t(p)].input(0);
+    } else {
+      const int p = g.value(cur).producer;
+      if (p < 0 || !is_layout_op(g.nodes[size_t(p)]) || !single_use(g, cur) ||
+          g.nodes[size_t(p)].input(0) < 0 ||
+          !is_8bit(g.value(g.nodes[size_t(p)].input(0)).elem_type)) {
+        c.input = cur;
+        break;
+      }
+      c.nodes.push_back(p);
+      c.steps.insert(c.steps.begin(), p);
+      cur = g.nodes[size_t(p)].input(0);
+    }
+  }
+  if (c.input < 0) return {};
+  return c;
+}
+
+constexpr int64_t kLayoutChainMaxElements = int64_t(1) << 24;
+
+// For each element of the chain's last output (row-major), the row-major
+// index of the element of `input` it holds; or why it cannot be computed.
+std::optional<std::string> layout_chain_map(const OnnxGraph& g, int input,
+                                            const std::vector<int>& steps,
+                                            std::vector<int64_t>* src) {
+  std::vector<int64_t> shape = g.value(input).shape;
+  const int64_t n = g.value(input).elements();
+  if (!g.value(input).is_static() || n <= 0 || n > kLayoutChainMaxElements) {
+    return str_cat("layout chain input ", shape_str(shape), " is not a static shape of at most ",
+                   kLayoutChainMaxElements, " elements");
+  }
+  src->resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i) (*src)[size_t(i)] = i;
+  for (int s : steps) {
+    const OnnxNode& L = g.nodes[size_t(s)];
+    if (L.outputs.empty() || L.outputs[0] < 0) return str_cat(L.label(), " has no output");
+    const OnnxValue& out = g.value(L.outputs[0]);
+    if (!out.is_static() || out.elements() != n) {
+      return str_cat(L.label(), " output ", shape_str(out.shape), " is not a static shape of ", n,
+                     " elements");
+    }
+    if (L.op_type == "Transpose") {
+      const size_t rank = shape.size();
+      std::vector<int64_t> perm = L.attr_ints("perm").value_or(std::vector<int64_t>{});
+      if (perm.empty()) {
+        for (size_t d = 0; d < rank; ++d) perm.push_back(int64_t(rank - 1 - d));
+      }
+      std::vector<int64_t> out_shape(rank);
+      std::vector<bool> seen(rank, false);
+      if (perm.size() != rank) return str_cat(L.label(), " perm has ", perm.size(), " axes");
+      for (size_t d = 0; d < rank; ++d) {
+        if (perm[d] < 0 || perm[d] >= int64_t(rank) || seen[size_t(perm[d])]) {
+          return str_cat(L.label(), " perm is not a permutation");
+        }
+        seen[size_t(perm[d])] = true;
+        out_shape[d] = shape[size_t(perm[d])];
+      }
+      if (out_shape != out.shape)
+        return str_cat(L.label(), " output shape disagrees with its perm");
+      std::vector<int64_t> in_stride(rank, 1);
+      for (size_t d = rank; d-- > 1;) in_stride[d - 1] = in_stride[d] * shape[d];
+      std::vector<int64_t> next(static_cast<size_t>(n)), idx(rank, 0);
+      for (int64_t o = 0; o < n; ++o) {
+        int64_t i = 0;
+        for (size_t d = 0; d < rank; ++d) i += idx[d] * in_stride[size_t(perm[d])];
+        next[size_t(o)] = (*src)[size_t(i)];
+        for (size_t d = rank; d-- > 0;) {  // next output index, row-major
+          if (++idx[d] < out_shape[d]) break;
+          idx[d] = 0;
+        }
+      }
+      *src = std::move(next);
+    }
+    // Reshape / Flatten / Squeeze / Unsqueeze keep the row-major order.
+    shape = out.shape;
+  }
+  return std::nullopt;
+}
+
+// The channel permutation p (output channel c holds input channel p[c]) a
+// chain from [1, C, H, W] to [1, C, H, W] computes, or nullopt when it moves
+// elements across pixels.
+std::optional<std::vector<int64_t>> channel_permutation(const std::vector<int64_t>& shape,
+                                                        const std::vector<int64_t>& src) {
+  if (shape.size() != 4 || shape[0] != 1) return std::nullopt;
+  const int64_t C = shape[1], HW = shape[2] * shape[3];
+  std::vector<int64_t> p(static_cast<size_t>(C));
+  for (int64_t c = 0; c < C; ++c) {
+    p[size_t(c)] = src[size_t(c * HW)] / HW;
+    for (int64_t i = 0; i < HW; ++i) {
+      if (src[size_t(c * HW + i)] != p[size_t(c)] * HW + i) return std::nullopt;
+    }
+  }
+  return p;
+}
+
+// The position of row-major ONNX element i in the NPU's order of a tensor
+// of this shape (NHWC for rank 4, row-major otherwise).
+int64_t ir_position(const std::vector<int64_t>& shape, int64_t i) {
+  if (shape.size() != 4) return i;
+  const int64_t C = shape[1], H = shape[2], W = shape[3];
+  const int64_t n = i / (C * H * W), c = i / (H * W) % C, h = i / W % H, w = i % W;
+  return ((n * H + h) * W + w) * C + c;
+}
+
+// Whether the chain keeps the NPU's element order: its output, in the NPU's
+// order, is its input's bytes in the NPU's order (a view, no data moves) —
+// e.g. tf2onnx's Transpose to NHWC then Reshape to [1, H*W*C].
+bool is_ir_view(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& out_shape,
+                const std::vector<int64_t>& src) {
+  for (size_t o = 0; o < src.size(); ++o) {
+    if (ir_position(in_shape, src[o]) != ir_position(out_shape, int64_t(o))) return false;
+  }
+  return true;
+}
+
+// Whether the chain's output, in the NPU's order, is its input's bytes in
+// ONNX row-major order (the input read without the NCHW conversion).
+bool is_raw_view(const std::vector<int64_t>& out_shape, const std::vector<int64_t>& src) {
+  for (size_t o = 0; o < src.size(); ++o) {
+    if (src[o] != ir_position(out_shape, int64_t(o))) return false;
+  }
+  return true;
+}
+
+bool has_transpose(const OnnxGraph& g, const std::vector<int>& steps) {
+  for (int s : steps) {
+    if (g.nodes[size_t(s)].op_type == "Transpose") return true;
+  }
+  return false;
+}
+
+// Chains find_units folds: per target node, the chain it absorbs.
+std::map<int, LayoutChain> find_layout_chains(const OnnxGraph& g) {
+  std::map<int, LayoutChain> chains;
+  std::set<int> taken;
+  const auto spatial = [&](int v) {
+    const auto& s = g.value(v).shape;
+    return s.size() == 4 && s[2] * s[3] > 1;
+  };
+  const auto claim = [&](int target, LayoutChain c) {
+    for (int n : c.nodes) {
+      if (taken.count(n)) return;
+    }
+    if (c.first_dq >= 0 && taken.count(c.first_dq)) return;
+    for (int n : c.nodes) taken.insert(n);
+    if (c.first_dq >= 0) taken.insert(c.first_dq);
+    chains[target] = std::move(c);
+  };
+  // First the Gemm / MatMul readers (their chain is the longest), then the
+  // channel permutations, the last node of a chain first (so a chain is
+  // taken whole, not from its middle).
+  std::vector<int> order;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const size_t i = pass == 0 ? k : g.nodes.size() - 1 - k;
+      if ((pass == 0) == !is_layout_op(g.nodes[i])) order.push_back(int(i));
+    }
+  }
+  for (int target : order) {
+    const OnnxNode& n = g.nodes[size_t(target)];
+    const bool fc = n.is("Gemm") || n.is("MatMul");
+    const bool fc_qop = n.is("QLinearMatMul") || (n.domain == kMsDomain && n.op_type == "QGemm");
+    if ((fc || fc_qop) && n.input(0) >= 0) {
+      // A Gemm / MatMul reading [1, K] through a chain from a [1, C, H, W] map.
+      const OnnxNode* dq = fc ? g.producer_if(n.input(0), "DequantizeLinear") : nullptr;
+      if (fc && dq == nullptr) continue;
+      LayoutChain c = walk_layout_chain(g, n.input(0), dq);
+      const auto& as = g.value(n.input(0)).shape;
+      if (c.steps.empty() || as.size() != 2 || as[0] != 1 || g.value(c.input).shape.size() != 4 ||
+          g.value(c.input).shape[0] != 1 || !(spatial(c.input) || has_transpose(g, c.steps))) {
+        continue;
+      }
+      std::vector<int64_t> src;
+      if (layout_chain_map(g, c.input, c.steps, &src)) continue;
+      claim(target, std::move(c));
+      continue;
+    }
+    if (!is_layout_op(n) || n.outputs.empty() || n.outputs[0] < 0 || n.input(0) < 0) continue;
+    // A chain ending in this node, [1, C, H, W] -> [1, C, H, W], that only
+    // permutes channels.
+    const OnnxValue& out = g.value(n.outputs[0]);
+    const OnnxNode* dq = g.producer_if(n.input(0), "DequantizeLinear");
+    const bool int8_form = is_8bit(g.value(n.input(0)).elem_type);
+    if (!int8_form) {
+      const OnnxNode* q = g.sole_consumer(n.outputs[0]);
+      if (dq == nullptr || q == nullptr || !q->is("QuantizeLinear", "*") || out.is_graph_output ||
+          !same_qparams(g, *q, *dq)) {
+        continue;
+      }
+    }
+    LayoutChain c = walk_layout_chain(g, n.input(0), int8_form ? nullptr : dq);
+    if (c.input < 0) continue;
+    c.steps.push_back(target);
+    // Chains of reshapes between tensors whose NHWC and NCHW orders agree
+    // are the per-node units' business (each a view).
+    if (!(spatial(c.input) || spatial(n.outputs[0]) || has_transpose(g, c.steps))) continue;
+    std::vector<int64_t> src;
+    if (layout_chain_map(g, c.input, c.steps, &src)) continue;
+    if (!is_ir_view(g.value(c.input).shape, out.shape, src) &&
+        !(g.value(c.input).shape.size() == 4 && is_raw_view(out.shape, src)) &&
+        !(g.value(c.input).shape == out.shape && channel_permutation(out.shape, src))) {
+      continue;
+    }
+    claim(target, std::move(c));
+  }
+  return chains;
 }
 
 }  // namespace
@@ -112,21 +388,65 @@ bool translate_is_float_op(const OnnxNode& node) { return qdq_info(node) != null
 
 UnitScan find_units(const OnnxGraph& g) {
   UnitScan scan;
+  const std::map<int, LayoutChain> chains = find_layout_chains(g);
+  std::set<int> absorbed;  // nodes of a chain folded into another node's unit
+  for (const auto& [target, c] : chains) {
+    absorbed.insert(c.nodes.begin(), c.nodes.end());
+    if (c.first_dq >= 0) absorbed.insert(c.first_dq);
+  }
+  // The chain of `target` into unit u: its input is the chain's start.
+  const auto fold_chain = [&](int target, NodeUnit* u) {
+    auto it = chains.find(target);
+    if (it == chains.end()) return;
+    const LayoutChain& c = it->second;
+    if (c.first_dq >= 0) {
+      u->dq.resize(std::max<size_t>(u->dq.size(), 1), -1);
+      u->nodes.erase(std::remove(u->nodes.begin(), u->nodes.end(), u->dq[0]), u->nodes.end());
+      u->dq[0] = c.first_dq;
+      u->nodes.insert(u->nodes.begin() + 1, c.first_dq);
+    }
+    for (int n : c.nodes) {
+      if (std::find(u->nodes.begin(), u->nodes.end(), n) == u->nodes.end()) u->nodes.push_back(n);
+    }
+    u->layout_input = c.input;
+    u->layout_steps = c.steps;
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const OnnxNode& n = g.nodes[i];
     const int index = static_cast<int>(i);
+    if (absorbed.count(index)) continue;
     if (is_qoperator(n)) {
       NodeUnit u;
       u.form = NodeUnit::Form::kQOperator;
       u.target = index;
       u.nodes.push_back(index);
+      fold_chain(index, &u);
+      scan.units.push_back(std::move(u));
+      continue;
+    }
+    if (chains.count(index) && is_layout_op(n)) {
+      // A channel permutation ending here (find_layout_chains).
+      NodeUnit u;
+      u.target = index;
+      u.nodes.push_back(index);
+      if (chains.at(index).first_dq >= 0) {
+        u.form = NodeUnit::Form::kQdq;
+        u.q = g.index_of(g.sole_consumer(n.outputs[0]));
+        u.dq.assign(n.inputs.size(), -1);
+      } else {
+        u.form = NodeUnit::Form::kInt8;
+      }
+      fold_chain(index, &u);
+      if (u.q >= 0) u.nodes.push_back(u.q);
       scan.units.push_back(std::move(u));
       continue;
     }
     const QdqOpInfo* info = qdq_info(n);
     if (info == nullptr) continue;
     const bool int8_copy = n.op_type == "MaxPool" || n.op_type == "Slice";
-    if ((int8_copy || n.op_type == "Reshape" || n.op_type == "Flatten") &&
+    const bool reshape_like = n.op_type == "Reshape" || n.op_type == "Flatten" ||
+                              n.op_type == "Squeeze" || n.op_type == "Unsqueeze";
+    if ((int8_copy || reshape_like) &&
         n.input(0) >= 0 && is_8bit(g.value(n.input(0)).elem_type)) {
       // A Reshape / Flatten of an int8 constant is a step of a weight chain,
       // folded into the unit of the op it feeds. An int8 MaxPool or Slice
@@ -156,7 +476,7 @@ UnitScan find_units(const OnnxGraph& g) {
     // DQ -> Reshape / Flatten -> Q over a constant is a step of a weight chain
     // (quantize_static writes it for a reshaped weight): folded into the unit
     // of the op it feeds, not a unit of its own.
-    if ((n.op_type == "Reshape" || n.op_type == "Flatten") && !n.outputs.empty()) {
+    if (reshape_like && !n.outputs.empty()) {
       ConstTensor folded;
       if (!g.fold_constant(n.outputs[0], &folded)) continue;
     }
@@ -234,6 +554,7 @@ UnitScan find_units(const OnnxGraph& g) {
     }
     if (u.activation >= 0) u.nodes.push_back(u.activation);
     u.nodes.push_back(u.q);
+    fold_chain(index, &u);
     scan.units.push_back(std::move(u));
   }
   return scan;
@@ -278,6 +599,7 @@ struct UnitTranslator {
     int value_id = -1;  // ONNX value, or -1 for a constant made by the unit
     ir::Tensor tensor;
     int elem_type = 0;
+    bool raw_order = false;  // IrBuilder::raw_order_
   };
   std::vector<LocalTensor> tensors;
   struct LocalOp {
@@ -522,6 +844,9 @@ struct UnitTranslator {
     if (!v.is_static()) {
       return str_cat("'", v.name, "' has a dynamic shape ", shape_str(v.shape));
     }
+    if (b.raw_order_.count(value_id)) {
+      return str_cat("'", v.name, "' enters the partition in ONNX order for a layout chain");
+    }
     for (size_t i = 0; i < tensors.size(); ++i) {
       if (tensors[i].value_id == value_id) {
         *local = static_cast<int>(i);
@@ -597,6 +922,7 @@ struct UnitTranslator {
       r.scale = o.scale;
       r.zp = o.zp;
     } else if (n.op_type == "MaxPool" || n.op_type == "Slice" || n.op_type == "Reshape" ||
+               n.op_type == "Squeeze" || n.op_type == "Unsqueeze" ||
                n.op_type == "Flatten") {
       const QIn up = quant_source(n.input(0), depth + 1);
       r.scale = up.scale;
@@ -609,7 +935,7 @@ struct UnitTranslator {
     QIn r;
     if (unit.form == NodeUnit::Form::kInt8) {
       if (i != 0) return r;
-      return quant_source(node.input(0));
+      return quant_source(unit.layout_input >= 0 ? unit.layout_input : node.input(0));
     }
     if (unit.form == NodeUnit::Form::kQdq) {
       if (i >= unit.dq.size() || unit.dq[i] < 0) return r;
@@ -621,6 +947,14 @@ struct UnitTranslator {
       return r;
     }
     // QOperator: (x, x_scale, x_zp) triples; the op's own layout.
+    if (node.op_type == "QLinearConcat") {  // (y_scale, y_zp, then a triple per input)
+      if (2 + 3 * i >= node.inputs.size()) return r;
+      r.value = node.input(2 + 3 * i);
+      r.scale = node.input(3 + 3 * i);
+      r.zp = node.input(4 + 3 * i);
+      r.axis = 0;
+      return r;
+    }
     static const std::map<std::string, std::vector<std::array<int, 3>>> layouts = {
         {"QLinearConv", {{0, 1, 2}, {3, 4, 5}}},
         {"QLinearMatMul", {{0, 1, 2}, {3, 4, 5}}},
@@ -634,7 +968,7 @@ struct UnitTranslator {
     };
     const auto& l = layouts.at(node.op_type);
     if (i >= l.size()) return r;
-    r.value = node.input(l[i][0]);
+    r.value = i == 0 && unit.layout_input >= 0 ? unit.layout_input : node.input(l[i][0]);
     r.scale = node.input(l[i][1]);
     r.zp = node.input(l[i][2]);
     r.axis = 0;
@@ -645,7 +979,7 @@ struct UnitTranslator {
   QIn out() const {
     QIn r;
     if (unit.form == NodeUnit::Form::kInt8) {  // same quantization as the input
-      r = quant_source(node.input(0));
+      r = quant_source(unit.layout_input >= 0 ? unit.layout_input : node.input(0));
       r.value = node.outputs[0];
       return r;
     }
@@ -658,6 +992,7 @@ struct UnitTranslator {
     }
     static const std::map<std::string, std::array<int, 2>> layouts = {
         {"QLinearConv", {6, 7}},        {"QLinearMatMul", {6, 7}},
+        {"QLinearConcat", {0, 1}},
         {"QGemm", {7, 8}},
         {"QLinearAdd", {6, 7}},         {"QLinearMul", {6, 7}},
         {"QLinearAveragePool", {3, 4}}, {"QLinearGlobalAveragePool", {3, 4}},
@@ -846,7 +1181,9 @@ struct UnitTranslator {
     if (auto e = act_out(&yq, &y)) return e;
     const bool gemm = node.op_type == "Gemm" || node.op_type == "QGemm";
     const bool qop = unit.form == NodeUnit::Form::kQOperator;
-    const auto& as = g.value(in(0).value).shape;
+    // A folded layout chain: A is read from the 4-D map the chain starts from.
+    const bool folded = unit.layout_input >= 0;
+    const auto& as = g.value(folded ? node.input(0) : in(0).value).shape;
     // A is rank 1 to 3; 1-D only with constant weights (ONNX MatMul treats
     // it as one row). Rank-4 operands would need their NCHW layout kept.
     if (as.empty() || as.size() > 3) {
@@ -875,6 +1212,8 @@ struct UnitTranslator {
     ConstTensor b_const;
     if (const auto not_const = g.fold_constant(bi.value, &b_const)) {
       if (gemm) return str_cat("B is not a constant: ", *not_const);
+      if (folded)
+        return str_cat("B is not a constant (", *not_const, ") and A comes through a layout chain");
       if (as.size() < 2) return str_cat("A ", shape_str(as), " is 1-D and B is not a constant");
       if (unit.activation >= 0) return std::string("a fused activation after MatMul of two activations");
       ActQuant bq;
@@ -920,6 +1259,9 @@ struct UnitTranslator {
     for (int64_t r = 0; r < n; ++r)
       for (int64_t c = 0; c < k; ++c)
         data[r * k + c] = static_cast<uint8_t>(trans_b ? w.data[r * k + c] : w.data[c * n + r]);
+    if (folded) {
+      if (auto e = fold_layout_into_weights(k, n, &data, &a_local)) return e;
+    }
     ir::QuantParams wq;
     wq.scales = w.scales;
     wq.zero_points = w.zero_points;
@@ -948,6 +1290,112 @@ struct UnitTranslator {
       return std::nullopt;
     }
     add_op(OpKind::kFullyConnected, {a_local, wt, bt}, y, attrs);
+    return std::nullopt;
+  }
+
+  // A layout chain from the 4-D map x ([1, C, H, W], NHWC on the NPU) to
+  // the Gemm / MatMul's A [1, K]: A[k] is the map's NCHW element src[k]; the
+  // NPU reads the map as [1, H*W*C] (a view), so weight column k moves to
+  // the NHWC index of src[k] — y[n] = sum_k W[n, k] A[k] term for term.
+  std::optional<std::string> fold_layout_into_weights(int64_t k, int64_t n,
+                                                      std::vector<uint8_t>* data, int* a_local) {
+    std::vector<int64_t> src;
+    if (auto e = layout_chain_map(g, unit.layout_input, unit.layout_steps, &src)) return e;
+    const auto& xs = g.value(unit.layout_input).shape;
+    if (xs.size() != 4 || xs[0] != 1 || int64_t(src.size()) != k) {
+      return str_cat("layout chain from ", shape_str(xs), " does not give the ", k,
+                     " columns of A");
+    }
+    const int64_t C = xs[1], H = xs[2], W = xs[3];
+    std::vector<uint8_t> moved(data->size());
+    for (int64_t c = 0; c < k; ++c) {
+      const int64_t s = src[size_t(c)];
+      const int64_t ch = s / (H * W), h = s / W % H, x0 = s % W;
+      const int64_t j = (h * W + x0) * C + ch;
+      for (int64_t r = 0; r < n; ++r) moved[size_t(r * k + j)] = (*data)[size_t(r * k + c)];
+    }
+    *data = std::move(moved);
+    ir::Tensor t = tensors[size_t(*a_local)].tensor;
+    t.name = str_cat(t.name, "/flattened for ", node.name.empty() ? node.op_type : node.name);
+    t.shape = {1, k};
+    const int flat = add_local(-1, std::move(t), tensors[size_t(*a_local)].elem_type);
+    add_op(OpKind::kReshape, {*a_local, -1}, flat);
+    *a_local = flat;
+    return std::nullopt;
+  }
+
+  // A layout chain that keeps the NPU's element order: a RESHAPE (a view).
+  // One [1, C, H, W] -> [1, C, H, W] that moves whole channels
+  // (find_layout_chains): a 1x1 CONV_2D whose weights are the permutation
+  // matrix (one 1 per output channel), weight scale 1, no bias, output
+  // quantized as the input. acc = x - zx exactly; the float32 output stage
+  // (kOnnxRuntime) multiplies by float(sx * 1) / sx = 1.0f exactly; adding
+  // zy = zx gives x back: a bit-exact channel move.
+  std::optional<std::string> channel_permute() {
+    ActQuant xq, yq;
+    int x = -1, y = -1;
+    const int xv = unit.layout_input;
+    const auto& xs = g.value(xv).shape;
+    const auto& ys = g.value(node.outputs[0]).shape;
+    std::vector<int64_t> src;
+    if (auto e = layout_chain_map(g, xv, unit.layout_steps, &src)) return e;
+    if (xs.size() == 4 && is_raw_view(ys, src) && !is_ir_view(xs, ys, src)) {
+      // The output's NHWC order is the input's ONNX order: the input enters
+      // the partition as it is (no NCHW conversion), a RESHAPE views it.
+      if (auto e = act_out(&yq, &y)) return e;
+      const QIn xi = in(0);
+      if (auto e = act_quant(xv, xi.scale, xi.zp, &xq)) return e;
+      if (b.tensor_of(xv) >= 0 || b.raw_order_.count(xv)) {
+        return str_cat("'", g.value(xv).name, "' is already a tensor of the partition (the chain "
+                       "reads it in ONNX order, as a partition input)");
+      }
+      if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
+        return std::string("input and output are quantized differently (a requantizing layout chain)");
+      }
+      if (!g.value(xv).is_static()) return str_cat("'", g.value(xv).name, "' has a dynamic shape");
+      ir::Tensor t;
+      t.name = g.value(xv).name;
+      t.shape = xs;
+      t.dtype = DType::kInt8;
+      t.quant.scales = {xq.scale};
+      t.quant.zero_points = {xq.zero_point};
+      x = add_local(xv, std::move(t), xq.elem_type);
+      tensors[size_t(x)].raw_order = true;
+      add_op(OpKind::kReshape, {x, -1}, y);
+      return std::nullopt;
+    }
+    if (auto e = act_in(0, &xq, &x)) return e;
+    if (auto e = act_out(&yq, &y)) return e;
+    if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
+      return std::string(
+          "input and output are quantized differently (a requantizing layout chain)");
+    }
+    const auto& shape = ys;
+    if (is_ir_view(g.value(unit.layout_input).shape, shape, src)) {
+      add_op(OpKind::kReshape, {x, -1}, y);
+      return std::nullopt;
+    }
+    const auto p = g.value(unit.layout_input).shape == shape ? channel_permutation(shape, src)
+                                                             : std::nullopt;
+    if (!p) return std::string("the layout chain moves elements between pixels");
+    const int64_t C = shape[1];
+    bool identity = true;
+    for (int64_t c = 0; c < C; ++c) identity = identity && (*p)[size_t(c)] == c;
+    if (identity) {
+      add_op(OpKind::kReshape, {x, -1}, y);
+      return std::nullopt;
+    }
+    std::vector<uint8_t> w(size_t(C * C), 0);
+    for (int64_t c = 0; c < C; ++c) w[size_t(c * C + (*p)[size_t(c)])] = 1;
+    ir::QuantParams wq;
+    wq.scales = {1.0f};
+    wq.zero_points = {0};
+    const int wt =
+        constant(str_cat(node.name.empty() ? node.op_type : node.name, "/channel_permutation"),
+                 {C, 1, 1, C}, DType::kInt8, std::move(w), wq);
+    ir::Attributes a;
+    a.requant = ir::RequantMode::kOnnxRuntime;
+    add_op(OpKind::kConv2D, {x, wt, -1}, y, a);
     return std::nullopt;
   }
 
@@ -1119,6 +1567,17 @@ struct UnitTranslator {
     a.keep_dims = true;
     a.requant = ir::RequantMode::kOnnxRuntime;
     a.onnx_kernel = ort_kernel();
+    if (a.onnx_kernel == ir::Attributes::OnnxKernel::kUnfused) {
+      // DequantizeLinear -> float GlobalAveragePool -> QuantizeLinear: the
+      // float sum's order is MLAS's (the NCHWc kernel at `all` for channels
+      // a multiple of its block, else MlasPool's global kernel with lane-wise
+      // partial sums), which no NPU pooling mode reproduces; the window
+      // modes of the unfused AveragePool sum rows or columns in order.
+      return std::string(
+          "ONNX Runtime runs this GlobalAveragePool unfused (DequantizeLinear, "
+          "a float mean summed in MLAS's lane-wise or NCHWc order, QuantizeLinear), "
+          "which has no NPU mode");
+    }
     add_op(OpKind::kMean, {x, -1}, y, a);
     return std::nullopt;
   }
@@ -1196,7 +1655,15 @@ struct UnitTranslator {
     }
     const int64_t ir_axis = rank == 4 ? std::array<int64_t, 4>{0, 3, 1, 2}[size_t(axis)] : axis;
     std::vector<int> parts;
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
+    // com.microsoft QLinearConcat: (y_scale, y_zp) and a triple per input.
+    const size_t n_in = unit.form == NodeUnit::Form::kQOperator
+                            ? (node.inputs.size() >= 2 ? (node.inputs.size() - 2) / 3 : 0)
+                            : node.inputs.size();
+    if (unit.form == NodeUnit::Form::kQOperator && (n_in == 0 || (node.inputs.size() - 2) % 3 != 0)) {
+      return str_cat("QLinearConcat has ", node.inputs.size(),
+                     " inputs (y_scale, y_zero_point and a triple per input needed)");
+    }
+    for (size_t i = 0; i < n_in; ++i) {
       ActQuant xq;
       int x = -1;
       if (auto e = act_in(i, &xq, &x)) return e;
@@ -1319,6 +1786,54 @@ struct UnitTranslator {
     return std::nullopt;
   }
 
+  // Pad (mode constant, value 0) of the height and width of an NCHW map:
+  // DequantizeLinear -> Pad -> QuantizeLinear at one scale gives each value
+  // back and the padding Quantize(0) = the zero point, which is what the
+  // IR's PAD writes (folded into the consuming convolution's padding, or a
+  // standalone pass: support/pad_fold.h).
+  std::optional<std::string> pad() {
+    ActQuant xq, yq;
+    int x = -1, y = -1;
+    if (auto e = act_in(0, &xq, &x)) return e;
+    if (auto e = act_out(&yq, &y)) return e;
+    if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
+      return std::string("input and output are quantized differently (a requantizing Pad)");
+    }
+    const auto& xs = g.value(in(0).value).shape;
+    if (xs.size() != 4) return str_cat("input ", shape_str(xs), " is not 4-D NCHW");
+    const std::string mode = node.attr_string("mode", "constant");
+    if (mode != "constant") return str_cat("Pad mode '", mode, "' (only constant)");
+    std::vector<int64_t> pads;
+    if (node.input(1) >= 0) {
+      const OnnxValue& pv = g.value(node.input(1));
+      if (!pv.is_constant) return str_cat("pads '", pv.name, "' are not a constant");
+      for (double d : pv.numbers()) pads.push_back(static_cast<int64_t>(d));
+    } else {
+      pads = node.attr_ints("pads").value_or(std::vector<int64_t>{});
+    }
+    if (node.input(3) >= 0) return std::string("Pad with an axes input");
+    if (node.input(2) >= 0) {
+      const OnnxValue& cv = g.value(node.input(2));
+      if (!cv.is_constant || cv.numbers().size() != 1 || cv.numbers()[0] != 0.0) {
+        return str_cat("Pad value '", cv.name, "' is not the constant 0 (the NPU pads with the "
+                       "zero point)");
+      }
+    } else if (node.attr_float("value", 0.0f) != 0.0f) {
+      return std::string("Pad value is not 0 (the NPU pads with the zero point)");
+    }
+    if (pads.size() != 8) return str_cat("pads has ", pads.size(), " values (8 needed)");
+    for (int64_t v : pads) {
+      if (v < 0) return std::string("negative pads (a crop)");
+    }
+    if (pads[0] || pads[1] || pads[4] || pads[5]) {
+      return std::string("it pads the batch or the channels (the NPU pads height and width)");
+    }
+    ir::Attributes a;
+    a.paddings = {{0, 0}, {pads[2], pads[6]}, {pads[3], pads[7]}, {0, 0}};
+    add_op(OpKind::kPad, {x, -1}, y, a);
+    return std::nullopt;
+  }
+
   std::optional<std::string> reshape() {
     ActQuant xq, yq;
     int x = -1, y = -1;
@@ -1343,6 +1858,7 @@ struct UnitTranslator {
 
   std::optional<std::string> translate() {
     const std::string& t = node.op_type;
+    if (unit.layout_input >= 0 && is_layout_op(node)) return channel_permute();
     if (t == "Conv" || t == "QLinearConv") return conv();
     if (t == "MatMul" || t == "Gemm" || t == "QLinearMatMul" || t == "QGemm") return matmul_or_gemm();
     if (t == "Add" || t == "QLinearAdd") return elementwise(OpKind::kAdd);
@@ -1356,8 +1872,9 @@ struct UnitTranslator {
     if (t == "Tanh") return unary(OpKind::kTanh);
     if (t == "LeakyRelu" || t == "QLinearLeakyRelu") return unary(OpKind::kLeakyRelu);
     if (t == "HardSwish") return unary(OpKind::kHardSwish);
-    if (t == "Reshape" || t == "Flatten") return reshape();
-    if (t == "Concat") return concat();
+    if (t == "Reshape" || t == "Flatten" || t == "Squeeze" || t == "Unsqueeze") return reshape();
+    if (t == "Concat" || t == "QLinearConcat") return concat();
+    if (t == "Pad") return pad();
     if (t == "Slice") return slice();
     if (t == "SpaceToDepth") return block_copy(OpKind::kSpaceToDepth);
     if (t == "DepthToSpace") return block_copy(OpKind::kDepthToSpace);
@@ -1382,6 +1899,7 @@ struct UnitTranslator {
       if (v >= 0) {
         b.tensor_of_[v] = ids[i];
         b.elem_type_[v] = tensors[i].elem_type;
+        if (tensors[i].raw_order) b.raw_order_.insert(v);
       }
     }
     b.last_ops_.clear();
@@ -1430,8 +1948,8 @@ IoBinding IrBuilder::binding(int value_id) const {
   auto it = elem_type_.find(value_id);
   io.elem_type = it != elem_type_.end() ? it->second : v.elem_type;
   io.onnx_shape = v.shape;
-  io.ir_shape = to_nhwc(v.shape);
-  io.nchw = v.shape.size() == 4;
+  io.nchw = v.shape.size() == 4 && !raw_order_.count(value_id);
+  io.ir_shape = io.nchw ? to_nhwc(v.shape) : v.shape;
   return io;
 }
 

@@ -12,6 +12,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,14 @@ struct NodeUnit {
   int activation = -1;        // QDQ: Relu / Clip between the target and its QuantizeLinear
   int q = -1;                 // QDQ: the QuantizeLinear of the output
   std::vector<int> nodes;     // every node of the unit, target first
+  // A layout chain folded into the unit (find_layout_chain in translate.cc):
+  // Reshape / Flatten / Transpose / Squeeze / Unsqueeze steps, with
+  // same-quantization QuantizeLinear -> DequantizeLinear pairs between them,
+  // from the 4-D NCHW value `layout_input` to the target's input (a Gemm /
+  // MatMul: its weight columns are permuted to the NPU's HWC order) or ending
+  // in the target itself (a channel permutation of a 4-D map). -1: none.
+  int layout_input = -1;
+  std::vector<int> layout_steps;  // the layout nodes, in data order
 
   const char* form_name() const {
     return form == Form::kQdq ? "QDQ" : form == Form::kQOperator ? "QOperator" : "int8";
@@ -94,6 +103,10 @@ class IrBuilder {
   ir::Graph graph_;
   std::map<int, int> tensor_of_;  // ONNX value id -> IR tensor id
   std::map<int, int> elem_type_;  // ONNX value id -> ONNX elem type (int8 / uint8)
+  // Rank-4 values whose IR tensor holds the ONNX bytes as they are (a
+  // partition input read through a layout chain): bound without the NCHW
+  // conversion, and read by no other unit.
+  std::set<int> raw_order_;
   std::vector<int> last_ops_;
   const std::vector<bool>* restrict_ = nullptr;
   friend struct UnitTranslator;

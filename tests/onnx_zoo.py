@@ -186,8 +186,35 @@ def shufflenet(hw=32, classes=10, groups=2):
     return g.model((1, 3, hw, hw), y, (1, classes), "shufflenet_style")
 
 
+def vgg(hw=16, classes=10, reshape=False):
+    """conv - conv - maxpool - conv - maxpool - Flatten of the [1, 32, 4, 4]
+    map - Gemm - ReLU - Gemm (VGG / AlexNet's classifier on an un-pooled map;
+    reshape=True writes the flatten as Reshape(x, [1, -1]), as exporters do)."""
+    g = _G(700)
+    x = g.conv("x", 3, 16)
+    x = g.conv(x, 16, 16)
+    x = g.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    x = g.conv(x, 16, 32)
+    x = g.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    k = 32 * (hw // 4) ** 2
+    if reshape:
+        s = g.name("shape")
+        g.inits[s] = np.array([1, -1], np.int64)
+        f = g.op("Reshape", [x, s])
+    else:
+        f = g.op("Flatten", [x], axis=1)
+    f = g.op("Relu", [g.op("Gemm", [f, g.w((32, k), 0.05), g.w((32,), 0.1)], transB=1)])
+    y = g.op("Gemm", [f, g.w((classes, 32), 0.2), g.w((classes,), 0.1)], transB=1)
+    return g.model((1, 3, hw, hw), y, (1, classes), "vgg_style")
+
+
+def alexnet(hw=16, classes=10):
+    """vgg with the flatten written as Reshape(x, [1, -1])."""
+    return vgg(hw, classes, reshape=True)
+
+
 ARCHS = {"squeezenet": squeezenet, "resnet": resnet, "inception": inception,
-         "densenet": densenet, "shufflenet": shufflenet}
+         "densenet": densenet, "shufflenet": shufflenet, "vgg": vgg, "alexnet": alexnet}
 
 
 def quantized(name, activation="int8", per_channel=False, reduce_range=False, **kw) -> bytes:

@@ -572,3 +572,35 @@ def test_partition_past_the_dma_regions_stays_claimed():
         feeds = _exhaustive_feeds(model, s)
         for a, b in zip(cpu.run(None, feeds), npu.run(None, feeds)):
             assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("dt", ["int8", "uint8"])
+@pytest.mark.parametrize("axis", [1, 2, 3])
+def test_qlinearconcat_qoperator_bit_exact(dt, axis):
+    """com.microsoft QLinearConcat (QOperator models): its inputs quantized
+    apart from the output are rescaled with QLinearConcat's table, the others
+    copied; claimed whole, zero differing elements (7-bit weights)."""
+    rng = np.random.default_rng(axis)
+    inits = {k: rng.normal(0, 0.3, s).astype(np.float32)
+             for k, s in (("w0", (3, 3, 1, 1)), ("b0", (3,)), ("w1", (4, 3, 3, 3)), ("b1", (4,)),
+                          ("w2", (4, 3, 1, 1)), ("b2", (4,)))}
+    inits["w2"] *= 3.0  # the two inputs of the concat get different scales
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"]),  # one producer of both
+             helper.make_node("Conv", ["c0", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["c0", "w2", "b2"], ["c2"]),
+             helper.make_node("Concat", ["r1", "c2"], ["y"], axis=axis)]
+    out = [1, 4, 6, 6]
+    out[axis] *= 2
+    m = om.float_model(nodes, {"x": (1, 3, 6, 6)}, {"y": out}, inits)
+    model = om.quantize(m, fmt="QOperator", activation=dt, reduce_range=True,
+                        calib=om.calibration(m, n=8, seed=1))
+    assert "QLinearConcat" in {n.op_type for n in onnx.load_from_string(model).graph.node}
+    cpu = om.session(model, ["CPUExecutionProvider"])
+    npu = om.session(model, "nacc", {"cores": 2})
+    rep = nort.partition_reports()[-1]
+    assert "QLinearConcat" not in {h["op_type"] for h in rep["host_nodes"]}, rep["host_nodes"]
+    assert len(rep["partitions"]) == 1
+    for seed in (3, 4):
+        feeds = om.input_feeds(model, seed=seed)[0]
+        assert np.array_equal(cpu.run(None, feeds)[0], npu.run(None, feeds)[0])

@@ -352,11 +352,11 @@ QUANTIZED = [
     ("matmul_3d_qdq_pair", lambda: om.matmul(rank3=True), {"AddQDQPairToWeight": True}, {"matmul"}, {}),
     ("conv_qdq_pair", lambda: om.conv(c_in=4, c_out=6, hw=(6, 6)), {"AddQDQPairToWeight": True}, {"conv"}, {}),
     # Flatten / Reshape before Gemm: a view when H = W = 1; otherwise the NCHW
-    # flatten order differs from the NPU's NHWC and the reshape stays on the host
+    # flatten order differs from the NPU's NHWC and the EP folds the Flatten
+    # into the Gemm's weight columns (tests/test_ep_layout.py)
     ("flatten_1x1_gemm", lambda: _float_gemm_flatten(1), {}, {"conv", "flatten", "gemm"}, {}),
     ("reshape_1x1_gemm", lambda: _float_gemm_flatten(1, "Reshape"), {}, {"conv", "flatten", "gemm"}, {}),
-    ("flatten_3x3_gemm", lambda: _float_gemm_flatten(3), {}, {"conv", "gemm"},
-     {"flatten": "depends on the NCHW element order"}),
+    ("flatten_3x3_gemm", lambda: _float_gemm_flatten(3), {}, {"conv", "flatten", "gemm"}, {}),
 ]
 
 
