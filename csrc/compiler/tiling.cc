@@ -286,11 +286,19 @@ int row_cap(const LoweredOp& op, BroadcastMode mode) {
 
 int row_avg_cap(const LoweredOp& op) { return kMaxCoreRows / op.stride_h; }
 
-// The model of docs/device_model.md §6 applied to a plan (see docs/compiler.md)
-// whose pieces are row_runs, col_runs and group_runs (runs_of its row_pieces,
-// col_pieces and groups; p's own vectors are not read).
-PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p,
-                      const Runs& row_runs, const Runs& col_runs, const Runs& group_runs) {
+// The cost of one command of `h` rows, `w` columns and `g` basis channels of
+// plan `p` split over cores as `split`, on its busiest core
+// (docs/device_model.md §6): the times of its IFM (and second operand) read,
+// kernel read, compute and write-out, each max(core bytes / DMA port, external
+// bytes / shared bandwidth), and the external bytes.
+struct CommandCost {
+  double read_fm_t = 0, read_k_t = 0, compute = 0, write_t = 0;
+  double fm_ext = 0, k_ext = 0, write_ext = 0;
+  double fm_core = 0, k_core = 0;  // bytes through the busiest core's port
+};
+
+CommandCost command_cost(const LoweredOp& op, const HwConfig& hw, const TilePlan& p,
+                         const CoreSplit& split, int h, int w, int g) {
   const double core_bw = hw.dma_bytes_per_cycle, ext_bw = hw.ext_bytes_per_cycle;
   const auto transfer = [&](double core_bytes, double ext_bytes) {
     return std::max(core_bytes / core_bw, ext_bytes / ext_bw);
@@ -301,11 +309,54 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
   const auto cols_in = [&](int c) {
     return std::min(input_extent(c, op.stride_w, op.kernel_w), op.in_shape.w);
   };
+  CommandCost c;
+  int r = h, e = g;
+  if (p.mode == BroadcastMode::SPLIT_HEIGHT) r = split.max_per_core();
+  if (p.mode == BroadcastMode::SPLIT_KERNEL) e = split.max_per_core();
+  const int n = split.cores;
+  const double e_fm = op.elem();  // feature-map bytes per element
+  const double in_ch = op.in_channels(g) * e_fm;
+  double fm_core = double(rows_in(r)) * cols_in(w) * op.in_channels(e) * e_fm;
+  // Mode 2: each core its rows (halo included); depthwise mode 1: each core
+  // its channels (together the tile once); else the IFM is broadcast.
+  double fm_ext = p.mode == BroadcastMode::SPLIT_HEIGHT
+                      ? double(rows_in(split.avg)) * (n - 1) * cols_in(w) * in_ch +
+                            double(rows_in(split.last)) * cols_in(w) * in_ch
+                  : p.mode == BroadcastMode::SPLIT_KERNEL && op.unit == Unit::kDepthwise
+                      ? double(rows_in(r)) * cols_in(w) * in_ch
+                      : fm_core;
+  if (op.im2col) {  // the DMA gathers every window (an upper bound: padding is not read)
+    fm_core = double(r) * w * op.matmul_k();
+    fm_ext = double(h) * w * op.matmul_k();
+  }
+  if (op.unit == Unit::kElementwise) {  // the second operand
+    const double t_core = op.input2_broadcast ? e : double(r) * w * e;
+    const double t_ext = op.input2_broadcast ? g : double(h) * w * g;
+    fm_core += t_core;
+    fm_ext += t_ext;
+  }
+  const double k_core = k_area_bytes(op, e);
+  const double k_ext =
+      p.mode == BroadcastMode::SPLIT_KERNEL ? k_area_bytes(op, g) + (n - 1) * 64.0 : k_core;
+  c.read_fm_t = transfer(fm_core, fm_ext);
+  c.read_k_t = transfer(k_core, k_ext);
+  c.compute = std::max(mac_cycles(op, r, w, e), act_cycles(op, r, w, e));
+  c.write_t = transfer(double(r) * w * op.out_channels(e) * e_fm,
+                       double(h) * w * op.out_channels(g) * e_fm);
+  c.fm_ext = fm_ext;
+  c.k_ext = k_ext;
+  c.fm_core = fm_core;
+  c.k_core = k_core;
+  c.write_ext = double(h) * w * op.out_channels(g) * e_fm;
+  return c;
+}
 
-  struct Cmd {
-    double read_fm_t = 0, read_k_t = 0, compute = 0, write_t = 0;
-    double fm_ext = 0, k_ext = 0, write_ext = 0;
-  };
+// The model of docs/device_model.md §6 applied to a plan (see docs/compiler.md)
+// whose pieces are row_runs, col_runs and group_runs (runs_of its row_pieces,
+// col_pieces and groups; p's own vectors are not read).
+PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p,
+                      const Runs& row_runs, const Runs& col_runs, const Runs& group_runs) {
+  using Cmd = CommandCost;
   // command_split depends on the rows alone in mode 2, on the channels alone
   // in mode 1 (and on neither otherwise): the splits of the few size classes
   // asked for, kept by that extent.
@@ -325,45 +376,7 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
   };
   // One command of `h` rows, `w` columns, `g` basis channels.
   const auto command = [&](int h, int w, int g) {
-    Cmd c;
-    const CoreSplit split = split_of(h, g);
-    int r = h, e = g;
-    if (p.mode == BroadcastMode::SPLIT_HEIGHT) r = split.max_per_core();
-    if (p.mode == BroadcastMode::SPLIT_KERNEL) e = split.max_per_core();
-    const int n = split.cores;
-    const double e_fm = op.elem();  // feature-map bytes per element
-    const double in_ch = op.in_channels(g) * e_fm;
-    double fm_core = double(rows_in(r)) * cols_in(w) * op.in_channels(e) * e_fm;
-    // Mode 2: each core its rows (halo included); depthwise mode 1: each core
-    // its channels (together the tile once); else the IFM is broadcast.
-    double fm_ext = p.mode == BroadcastMode::SPLIT_HEIGHT
-                        ? double(rows_in(split.avg)) * (n - 1) * cols_in(w) * in_ch +
-                              double(rows_in(split.last)) * cols_in(w) * in_ch
-                    : p.mode == BroadcastMode::SPLIT_KERNEL && op.unit == Unit::kDepthwise
-                        ? double(rows_in(r)) * cols_in(w) * in_ch
-                        : fm_core;
-    if (op.im2col) {  // the DMA gathers every window (an upper bound: padding is not read)
-      fm_core = double(r) * w * op.matmul_k();
-      fm_ext = double(h) * w * op.matmul_k();
-    }
-    if (op.unit == Unit::kElementwise) {  // the second operand
-      const double t_core = op.input2_broadcast ? e : double(r) * w * e;
-      const double t_ext = op.input2_broadcast ? g : double(h) * w * g;
-      fm_core += t_core;
-      fm_ext += t_ext;
-    }
-    const double k_core = k_area_bytes(op, e);
-    const double k_ext = p.mode == BroadcastMode::SPLIT_KERNEL ? k_area_bytes(op, g) + (n - 1) * 64.0
-                                                               : k_core;
-    c.read_fm_t = transfer(fm_core, fm_ext);
-    c.read_k_t = transfer(k_core, k_ext);
-    c.compute = std::max(mac_cycles(op, r, w, e), act_cycles(op, r, w, e));
-    c.write_t = transfer(double(r) * w * op.out_channels(e) * e_fm,
-                         double(h) * w * op.out_channels(g) * e_fm);
-    c.fm_ext = fm_ext;
-    c.k_ext = k_ext;
-    c.write_ext = double(h) * w * op.out_channels(g) * e_fm;
-    return c;
+    return command_cost(op, hw, p, split_of(h, g), h, w, g);
   };
 
   const auto rows = size_classes(row_runs), cols = size_classes(col_runs),
