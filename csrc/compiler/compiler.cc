@@ -758,25 +758,7 @@ void emit_op(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstant
     shape.set = plan.double_buffer ? index++ % 2 : 0;
     emit_command(ctx, op, plan, k, res, shape);
   };
-  // A K area per set loads every command's kernel with its tile, so the order
-  // is free: with channel groups and row pieces of different core splits, row
-  // pieces outer keeps each split's commands consecutive, alternating the two
-  // sets on every core (groups outer put each group's big row piece in the
-  // same set, and its load waited for the previous group's compute).
-  const bool rows_outer = plan.k_per_set && plan.groups.size() > 1 && plan.row_pieces.size() > 1;
-  if (plan.weights_outer && !rows_outer) {
-    for (const Span& g : plan.groups) {
-      for (const Span& r : plan.row_pieces) {
-        for (const Span& c : plan.col_pieces) emit(r, c, g);
-      }
-    }
-  } else {
-    for (const Span& r : plan.row_pieces) {
-      for (const Span& c : plan.col_pieces) {
-        for (const Span& g : plan.groups) emit(r, c, g);
-      }
-    }
-  }
+  compiler::for_each_command(plan, emit);
 }
 
 // ---- records -------------------------------------------------------------------

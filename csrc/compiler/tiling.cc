@@ -286,11 +286,20 @@ int row_cap(const LoweredOp& op, BroadcastMode mode) {
 
 int row_avg_cap(const LoweredOp& op) { return kMaxCoreRows / op.stride_h; }
 
-// The model of docs/device_model.md §6 applied to a plan (see docs/compiler.md)
-// whose pieces are row_runs, col_runs and group_runs (runs_of its row_pieces,
-// col_pieces and groups; p's own vectors are not read).
-PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p,
-                      const Runs& row_runs, const Runs& col_runs, const Runs& group_runs) {
+// The cost of one command of `h` rows, `w` columns and `g` basis channels of
+// plan `p` split over cores as `split`, on its busiest core
+// (docs/device_model.md §6): the times of its IFM (and second operand) read,
+// kernel read, compute and write-out, each max(core bytes / DMA port, external
+// bytes / shared bandwidth), and the external bytes. The estimate and the
+// timeline replay (replay_timeline) both use it.
+struct CommandCost {
+  double read_fm_t = 0, read_k_t = 0, compute = 0, write_t = 0;
+  double fm_ext = 0, k_ext = 0, write_ext = 0;
+  double fm_core = 0, k_core = 0;  // bytes through the busiest core's port
+};
+
+CommandCost command_cost(const LoweredOp& op, const HwConfig& hw, const TilePlan& p,
+                         const CoreSplit& split, int h, int w, int g) {
   const double core_bw = hw.dma_bytes_per_cycle, ext_bw = hw.ext_bytes_per_cycle;
   const auto transfer = [&](double core_bytes, double ext_bytes) {
     return std::max(core_bytes / core_bw, ext_bytes / ext_bw);
@@ -301,11 +310,58 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
   const auto cols_in = [&](int c) {
     return std::min(input_extent(c, op.stride_w, op.kernel_w), op.in_shape.w);
   };
+  CommandCost c;
+  int r = h, e = g;
+  if (p.mode == BroadcastMode::SPLIT_HEIGHT) r = split.max_per_core();
+  if (p.mode == BroadcastMode::SPLIT_KERNEL) e = split.max_per_core();
+  const int n = split.cores;
+  const double e_fm = op.elem();  // feature-map bytes per element
+  const double in_ch = op.in_channels(g) * e_fm;
+  double fm_core = double(rows_in(r)) * cols_in(w) * op.in_channels(e) * e_fm;
+  // Mode 2: each core its rows (halo included); depthwise mode 1: each core
+  // its channels (together the tile once); else the IFM is broadcast.
+  double fm_ext = p.mode == BroadcastMode::SPLIT_HEIGHT
+                      ? double(rows_in(split.avg)) * (n - 1) * cols_in(w) * in_ch +
+                            double(rows_in(split.last)) * cols_in(w) * in_ch
+                  : p.mode == BroadcastMode::SPLIT_KERNEL && op.unit == Unit::kDepthwise
+                      ? double(rows_in(r)) * cols_in(w) * in_ch
+                      : fm_core;
+  if (op.im2col) {  // the DMA gathers every window (an upper bound: padding is not read)
+    fm_core = double(r) * w * op.matmul_k();
+    fm_ext = double(h) * w * op.matmul_k();
+  }
+  if (op.unit == Unit::kElementwise) {  // the second operand
+    // A broadcast pixel (pitch 0) is a feature-map operand, not part of the K
+    // area: every core of the command reads it through its own port and the
+    // device counts it once per core in the external traffic too
+    // (docs/device_model.md §5: mode 2 broadcasts the K area only).
+    const double t_core = op.input2_broadcast ? e : double(r) * w * e;
+    const double t_ext = op.input2_broadcast ? double(n) * g : double(h) * w * g;
+    fm_core += t_core;
+    fm_ext += t_ext;
+  }
+  const double k_core = k_area_bytes(op, e);
+  const double k_ext =
+      p.mode == BroadcastMode::SPLIT_KERNEL ? k_area_bytes(op, g) + (n - 1) * 64.0 : k_core;
+  c.read_fm_t = transfer(fm_core, fm_ext);
+  c.read_k_t = transfer(k_core, k_ext);
+  c.compute = std::max(mac_cycles(op, r, w, e), act_cycles(op, r, w, e));
+  c.write_t = transfer(double(r) * w * op.out_channels(e) * e_fm,
+                       double(h) * w * op.out_channels(g) * e_fm);
+  c.fm_ext = fm_ext;
+  c.k_ext = k_ext;
+  c.fm_core = fm_core;
+  c.k_core = k_core;
+  c.write_ext = double(h) * w * op.out_channels(g) * e_fm;
+  return c;
+}
 
-  struct Cmd {
-    double read_fm_t = 0, read_k_t = 0, compute = 0, write_t = 0;
-    double fm_ext = 0, k_ext = 0, write_ext = 0;
-  };
+// The model of docs/device_model.md §6 applied to a plan (see docs/compiler.md)
+// whose pieces are row_runs, col_runs and group_runs (runs_of its row_pieces,
+// col_pieces and groups; p's own vectors are not read).
+PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p,
+                      const Runs& row_runs, const Runs& col_runs, const Runs& group_runs) {
+  using Cmd = CommandCost;
   // command_split depends on the rows alone in mode 2, on the channels alone
   // in mode 1 (and on neither otherwise): the splits of the few size classes
   // asked for, kept by that extent.
@@ -325,45 +381,7 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
   };
   // One command of `h` rows, `w` columns, `g` basis channels.
   const auto command = [&](int h, int w, int g) {
-    Cmd c;
-    const CoreSplit split = split_of(h, g);
-    int r = h, e = g;
-    if (p.mode == BroadcastMode::SPLIT_HEIGHT) r = split.max_per_core();
-    if (p.mode == BroadcastMode::SPLIT_KERNEL) e = split.max_per_core();
-    const int n = split.cores;
-    const double e_fm = op.elem();  // feature-map bytes per element
-    const double in_ch = op.in_channels(g) * e_fm;
-    double fm_core = double(rows_in(r)) * cols_in(w) * op.in_channels(e) * e_fm;
-    // Mode 2: each core its rows (halo included); depthwise mode 1: each core
-    // its channels (together the tile once); else the IFM is broadcast.
-    double fm_ext = p.mode == BroadcastMode::SPLIT_HEIGHT
-                        ? double(rows_in(split.avg)) * (n - 1) * cols_in(w) * in_ch +
-                              double(rows_in(split.last)) * cols_in(w) * in_ch
-                    : p.mode == BroadcastMode::SPLIT_KERNEL && op.unit == Unit::kDepthwise
-                        ? double(rows_in(r)) * cols_in(w) * in_ch
-                        : fm_core;
-    if (op.im2col) {  // the DMA gathers every window (an upper bound: padding is not read)
-      fm_core = double(r) * w * op.matmul_k();
-      fm_ext = double(h) * w * op.matmul_k();
-    }
-    if (op.unit == Unit::kElementwise) {  // the second operand
-      const double t_core = op.input2_broadcast ? e : double(r) * w * e;
-      const double t_ext = op.input2_broadcast ? g : double(h) * w * g;
-      fm_core += t_core;
-      fm_ext += t_ext;
-    }
-    const double k_core = k_area_bytes(op, e);
-    const double k_ext = p.mode == BroadcastMode::SPLIT_KERNEL ? k_area_bytes(op, g) + (n - 1) * 64.0
-                                                               : k_core;
-    c.read_fm_t = transfer(fm_core, fm_ext);
-    c.read_k_t = transfer(k_core, k_ext);
-    c.compute = std::max(mac_cycles(op, r, w, e), act_cycles(op, r, w, e));
-    c.write_t = transfer(double(r) * w * op.out_channels(e) * e_fm,
-                         double(h) * w * op.out_channels(g) * e_fm);
-    c.fm_ext = fm_ext;
-    c.k_ext = k_ext;
-    c.write_ext = double(h) * w * op.out_channels(g) * e_fm;
-    return c;
+    return command_cost(op, hw, p, split_of(h, g), h, w, g);
   };
 
   const auto rows = size_classes(row_runs), cols = size_classes(col_runs),
@@ -730,6 +748,284 @@ TilePlan build_plan(const LoweredOp& op, const HwConfig& hw, const SramGeometry&
   return p;
 }
 
+// ---- ramped ends and the timeline replay --------------------------------------
+
+// Command-processor cycles of one command: its opcode and NACC_CTRL, and the
+// register writes the emitter's shadow cannot skip: the row offsets (2) when
+// the rows move, their lengths and the core split (3) when they change size,
+// the column registers (4), the channel group's layer and operand registers
+// (about 12), the SRAM bases (1) when the buffer set changes.
+double issue_cycles(const Span& r, const Span& c, const Span& g, int set, const Span& pr,
+                    const Span& pc, const Span& pg, int pset) {
+  double n = 2;
+  if (r.start != pr.start) n += 2;
+  if (r.size != pr.size) n += 3;
+  if (c.start != pc.start || c.size != pc.size) n += 4;
+  if (g.start != pg.start || g.size != pg.size) n += 12;
+  if (set != pset) n += 1;
+  return n;
+}
+
+// The device's timeline (docs/performance_model.md §3) replayed over the
+// commands of `p` in emission order (for_each_command) on its busiest core:
+// each command's read waits for the read channel and for the last compute
+// that used the SRAM areas it loads, its compute for the array, its read and
+// the write-out of its OFM area, its write for the write channel; the command
+// processor issues each command's words (issue_cycles). A tile or kernel the
+// same registers loaded last is reused (the emitter's Residency rule). Unlike
+// the estimate, which sums per size class, it sees the order of the pieces, so
+// it can tell the fill (the first read) and the drain (the last compute and
+// write) of one ordering from another's.
+double replay_timeline(const LoweredOp& op, const HwConfig& hw, const TilePlan& p) {
+  struct Area {
+    int64_t base;
+    double free;
+  };
+  std::vector<Area> fm_areas, k_areas, ofm_areas;
+  const auto area = [](std::vector<Area>& v, int64_t base) -> double& {
+    for (Area& a : v) {
+      if (a.base == base) return a.free;
+    }
+    v.push_back({base, 0.0});
+    return v.back().free;
+  };
+  const bool has_k = k_area_bytes(op, 1) > 0;
+  const bool fm_shared = ifm_shared_across_groups(op);
+  std::array<int64_t, 8> k_sig{}, fm_sig{};
+  bool k_valid = false, fm_valid = false;
+  int k_cores = 0, fm_cores = 0;
+  double t = 0, read_free = 0, mac_free = 0, write_free = 0, end = 0;
+  int index = 0, prev_set = -1;
+  Span prev_r{-1, -1}, prev_c{-1, -1}, prev_g{-1, -1};
+  const double core_bw = hw.dma_bytes_per_cycle, ext_bw = hw.ext_bytes_per_cycle;
+  // A plan's commands have few distinct sizes: their splits and costs, by size.
+  struct Sized {
+    int h, w, g;
+    CoreSplit split;
+    CommandCost cost;
+  };
+  std::vector<Sized> sized;
+  const auto sized_of = [&](int h, int w, int g) -> const Sized& {
+    for (const Sized& x : sized) {
+      if (x.h == h && x.w == w && x.g == g) return x;
+    }
+    const CoreSplit split = command_split(op, p, h, g);
+    sized.push_back({h, w, g, split, command_cost(op, hw, p, split, h, w, g)});
+    return sized.back();
+  };
+  for_each_command(p, [&](const Span& r, const Span& c, const Span& g) {
+    const Sized& z = sized_of(r.size, c.size, g.size);
+    const CoreSplit split = z.split;
+    const BroadcastMode mode = split.cores > 1 ? p.mode : BroadcastMode::NONE;
+    const int set = p.double_buffer ? index++ % 2 : 0;
+    const CommandCost cost = z.cost;
+    const int64_t ifm_base = p.layout.ifm[set], k_base = p.layout.k[set],
+                  ofm_base = p.layout.ofm[set];
+    const bool fm_per_core = mode == BroadcastMode::SPLIT_HEIGHT ||
+                             (mode == BroadcastMode::SPLIT_KERNEL && op.unit == Unit::kDepthwise);
+    const std::array<int64_t, 8> fs = {r.start,
+                                       r.size,
+                                       c.start,
+                                       c.size,
+                                       fm_shared ? -1 : g.start,
+                                       fm_shared ? -1 : g.size,
+                                       ifm_base,
+                                       fm_per_core ? split.cores * 4096 + split.avg : -1};
+    const std::array<int64_t, 8> ks = {g.start, g.size, k_base,
+                                       mode == BroadcastMode::SPLIT_KERNEL ? split.cores : 0,
+                                       mode == BroadcastMode::SPLIT_KERNEL ? split.avg : 0};
+    const bool k_res = has_k && k_valid && k_sig == ks &&
+                       (mode == BroadcastMode::SPLIT_KERNEL || split.cores <= k_cores);
+    const bool fm_res = op.unit != Unit::kElementwise && fm_valid && fm_sig == fs &&
+                        (fm_per_core || split.cores <= fm_cores);
+    if (has_k) {
+      k_cores = k_res ? std::max(k_cores, split.cores) : split.cores;
+      k_sig = ks;
+      k_valid = true;
+    }
+    fm_cores = fm_res ? std::max(fm_cores, split.cores) : split.cores;
+    fm_sig = fs;
+    fm_valid = true;
+
+    t += issue_cycles(r, c, g, set, prev_r, prev_c, prev_g, prev_set);
+    prev_r = r;
+    prev_c = c;
+    prev_g = g;
+    prev_set = set;
+    double& fm_free = area(fm_areas, ifm_base);
+    double& k_free = area(k_areas, k_base);
+    double& ofm_free = area(ofm_areas, ofm_base);
+    double read_start = std::max(t, read_free), core_bytes = 0, ext_bytes = 0;
+    if (!fm_res) {
+      read_start = std::max(read_start, fm_free);
+      core_bytes += cost.fm_core;
+      ext_bytes += cost.fm_ext;
+    }
+    if (has_k && !k_res) {
+      read_start = std::max(read_start, k_free);
+      core_bytes += cost.k_core;
+      ext_bytes += cost.k_ext;
+    }
+    const double read_end = read_start + std::max(core_bytes / core_bw, ext_bytes / ext_bw);
+    const double compute_start = std::max({read_end, mac_free, ofm_free, t});
+    const double compute_end = compute_start + cost.compute;
+    const double write_end = std::max(compute_end, write_free) + cost.write_t;
+    read_free = read_end;
+    mac_free = compute_end;
+    write_free = write_end;
+    fm_free = std::max(fm_free, compute_end);
+    if (has_k) k_free = std::max(k_free, compute_end);
+    ofm_free = write_end;
+    end = std::max(end, write_end);
+  });
+  return std::max(end, t);
+}
+
+// A replay of `replayed` cycles beats one of `base` when it saves more than
+// the planner's tolerance and at least kReplayMinGain cycles: the replay is a
+// model too, and on an op of a few hundred cycles its command-processor
+// approximation alone is worth a few percent.
+constexpr double kReplayMinGain = 32;
+bool replay_gain(double base, double replayed) {
+  return base - replayed > std::max(base * kPlanCycleTolerance, kReplayMinGain);
+}
+
+// Column widths that double from `edge` while below `cols`: 1, 2, 4, .. The
+// pieces of a ramp.
+std::vector<int> doubling_widths(int edge, int cols) {
+  std::vector<int> out;
+  for (int w = edge; w >= 1 && w < cols; w *= 2) out.push_back(w);
+  return out;
+}
+
+// Column pieces of `ow` columns at most `cols` wide: `head` widths first
+// (ascending), the middle balanced, `tail` widths last (descending); empty
+// when the ramps do not leave a middle.
+std::vector<Span> ramped_columns(int ow, int cols, const std::vector<int>& head,
+                                 const std::vector<int>& tail) {
+  int used = 0;
+  for (int w : head) used += w;
+  for (int w : tail) used += w;
+  const int mid = ow - used;
+  if (mid < 1) return {};
+  std::vector<Span> out;
+  int x = 0;
+  for (int w : head) {
+    out.push_back({x, w});
+    x += w;
+  }
+  for (Span s : balanced(mid, int(ceil_div(mid, cols)))) out.push_back({x + s.start, s.size});
+  x += mid;
+  for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
+    out.push_back({x, *it});
+    x += *it;
+  }
+  return out;
+}
+
+// `plan` with column pieces that ramp up from a narrow first tile and down to
+// a narrow last one where the replayed timeline says that is faster. The
+// first command's read is the pipeline's fill (every later read overlaps a
+// compute); the drain is what follows the last wide read: that command's
+// compute and write-out, which the later reads must cover, so the tiles
+// narrow by halves towards each end (each halving one more column halo and
+// command). A plan of few wide tiles (MobileNetV2's 112x112x32 depthwise at
+// 32 cores: 4 tiles of 28 columns, read-bound) spent a third of its time
+// filling and draining. The estimate of the result is the plan's less the
+// time the replay saves, so it stays comparable with the other plans and
+// lowerings of the op.
+TilePlan with_ramped_ends(const LoweredOp& op, const HwConfig& hw, TilePlan plan,
+                          double* replayed = nullptr) {
+  const int ow = op.out_shape.w;
+  const bool rampable = plan.double_buffer && ow >= 3 && plan.cols >= 2;
+  if (!rampable && !replayed) return plan;
+  const double base = replay_timeline(op, hw, plan);
+  if (replayed) *replayed = base;
+  if (!rampable) return plan;
+  double best = base;
+  std::vector<Span> best_cols;
+  TilePlan trial = plan;
+  for (int edge : {1, 2, 4}) {
+    const std::vector<int> ramp = doubling_widths(edge, plan.cols);
+    if (ramp.empty()) continue;
+    for (int ends : {1, 2, 3}) {  // head, tail, both
+      trial.col_pieces = ramped_columns(ow, plan.cols, ends & 1 ? ramp : std::vector<int>{},
+                                        ends & 2 ? ramp : std::vector<int>{});
+      if (trial.col_pieces.empty()) continue;
+      const double cycles = replay_timeline(op, hw, trial);
+      if (cycles < best) {
+        best = cycles;
+        best_cols = trial.col_pieces;
+      }
+    }
+  }
+  // Worth a change of plan only beyond the planner's tolerance.
+  if (best_cols.empty() || !replay_gain(base, best)) return plan;
+  if (replayed) *replayed = best;
+  const int64_t saved = int64_t(base - best + 0.5);
+  plan.col_pieces = std::move(best_cols);
+  const PlanEstimate was = plan.estimate;
+  plan.estimate = estimate(op, hw, plan, runs_of(plan.row_pieces), runs_of(plan.col_pieces),
+                           runs_of(plan.groups));
+  plan.estimate.cycles = std::max<int64_t>(1, was.cycles - saved);
+  return plan;
+}
+
+// The estimate sums commands per size class and cannot see their order (the
+// fill before the first compute, the drain after the last read, a kernel load
+// waiting for the one K area): plans it ranks within a few percent of each
+// other can differ by more on the device. So the estimate's choice and its
+// nearest runners-up (at most kReplayCandidates, within kReplayWindow of the
+// fewest estimated cycles) are replayed command by command
+// (replay_timeline); the estimate's choice and the best runner-up are then
+// given ramped ends (with_ramped_ends), and the faster replay of the two
+// wins, the runner-up only by more than the planner's tolerance. Plans of
+// more than kReplayMaxCommands commands are not replayed: their fill and
+// drain are a small part of their time, and the replay's cost grows with
+// the commands. The winner's estimate is the estimate's choice's less the
+// cycles the replay saves, so it stays comparable with the other lowerings
+// of the op.
+constexpr int kReplayCandidates = 8;
+constexpr double kReplayWindow = 0.15;
+constexpr int64_t kReplayMaxCommands = 128;
+
+TilePlan choose_by_replay(const LoweredOp& op, const HwConfig& hw, const SramGeometry& geo,
+                          const std::vector<Choice>& choices, const Choice& best,
+                          int64_t fastest) {
+  TilePlan chosen = build_plan(op, hw, geo, best);
+  if (chosen.estimate.commands > kReplayMaxCommands) return chosen;
+  std::vector<const Choice*> rivals;
+  const double window = double(fastest) * (1.0 + kReplayWindow);
+  for (const Choice& c : choices) {
+    if (&c != &best && double(c.estimate.cycles) <= window &&
+        c.estimate.commands <= kReplayMaxCommands) {
+      rivals.push_back(&c);
+    }
+  }
+  std::stable_sort(rivals.begin(), rivals.end(), [](const Choice* a, const Choice* b) {
+    return a->estimate.cycles < b->estimate.cycles;
+  });
+  if (rivals.size() > size_t(kReplayCandidates)) rivals.resize(size_t(kReplayCandidates));
+  const Choice* runner_up = nullptr;
+  double runner_up_replay = 0;
+  for (const Choice* c : rivals) {
+    const double r = replay_timeline(op, hw, build_plan(op, hw, geo, *c));
+    if (!runner_up || r < runner_up_replay) {
+      runner_up = c;
+      runner_up_replay = r;
+    }
+  }
+  double base = 0;
+  chosen = with_ramped_ends(op, hw, std::move(chosen), &base);
+  if (!runner_up) return chosen;
+  double replayed = 0;
+  TilePlan other = with_ramped_ends(op, hw, build_plan(op, hw, geo, *runner_up), &replayed);
+  if (!replay_gain(base, replayed)) return chosen;
+  other.estimate.cycles =
+      std::max<int64_t>(1, chosen.estimate.cycles - int64_t(base - replayed + 0.5));
+  return other;
+}
+
 }  // namespace
 
 TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& options) {
@@ -875,7 +1171,7 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
       best = &c;
     }
   }
-  return build_plan(op, hw, geo, *best);
+  return choose_by_replay(op, hw, geo, choices, *best, fastest);
 }
 
 }  // namespace nacc::compiler

@@ -89,6 +89,34 @@ struct TilePlan {
 // otherwise). The planner's estimate and the emitter both use it.
 CoreSplit command_split(const LoweredOp& op, const TilePlan& plan, int rows, int channels);
 
+// The commands of `plan` in the order the emitter issues them: f(rows, cols,
+// group) for each. Weights resident: groups outer, then row and column
+// pieces; IFM resident: row and column pieces outer, groups inner. A K area
+// per set loads every command's kernel with its tile, so the order is free:
+// with channel groups and row pieces of different core splits, row pieces
+// outer keeps each split's commands consecutive, alternating the two sets on
+// every core (groups outer put each group's big row piece in the same set,
+// and its load waited for the previous group's compute).
+template <typename F> void for_each_command(const TilePlan &plan, F &&f) {
+  const bool rows_outer =
+      plan.k_per_set && plan.groups.size() > 1 && plan.row_pieces.size() > 1;
+  if (plan.weights_outer && !rows_outer) {
+    for (const Span &g : plan.groups) {
+      for (const Span &r : plan.row_pieces) {
+        for (const Span &c : plan.col_pieces)
+          f(r, c, g);
+      }
+    }
+  } else {
+    for (const Span &r : plan.row_pieces) {
+      for (const Span &c : plan.col_pieces) {
+        for (const Span &g : plan.groups)
+          f(r, c, g);
+      }
+    }
+  }
+}
+
 // Plans whose estimated cycles are within this fraction of the fewest count as
 // equally fast; among them the fewest DMA bytes win.
 constexpr double kPlanCycleTolerance = 0.01;
