@@ -85,6 +85,7 @@ constexpr VersionLimit kInt16VersionLimits[] = {
     {kTfLiteBuiltinMul, 4, "5+: int64 / complex"},
     {kTfLiteBuiltinLogistic, 3, ""},
     {kTfLiteBuiltinTanh, 3, ""},
+    {kTfLiteBuiltinMean, 3, ""},
 };
 
 // Why an int16 kind has no 16-bit lowering (the int16_activations reason).
@@ -101,9 +102,6 @@ const char* int16_decline_why(int32_t code) {
     case kTfLiteBuiltinHardSwish:
       return "the activation unit's lookup table is for 8-bit inputs (256 entries) and TFLite's "
              "int16 form requantizes with the 32-bit multiplier";
-    case kTfLiteBuiltinMean:
-      return "an int16 MEAN is not lowered (the 8-bit MEAN runs as depthwise or ones-matrix "
-             "passes with an 8-bit output stage)";
     case kTfLiteBuiltinBatchMatmul:
       return "the matrix unit has no 16-bit form";
     default:

@@ -280,14 +280,12 @@ def test_add_pot_scale_int16_declined():
 
 
 def test_int16_without_lowering_declined_with_reason():
-    """An int16 MEAN (no 16-bit lowering) keeps the delegate's reason, which
-    names the kinds that have one."""
+    """An int16 LEAKY_RELU (no 16-bit lowering) keeps the delegate's reason,
+    which names the kinds that have one."""
     m = ModelBuilder(0)
     x = input16(m, (1, 4, 4, 8))
-    from tflite_builder import QTensor
-    ax = m.tensor(QTensor((2,), "int32", data=np.array([1, 2], np.int32)))
-    o = m.tensor(act16((1, 8), m.meta[x].scale))
-    m.g.add_op("MEAN", [x, ax], [o], dict(keep_dims=False), version=3)
+    o = m.tensor(act16((1, 4, 4, 8), m.meta[x].scale))
+    m.g.add_op("LEAKY_RELU", [x], [o], dict(alpha=0.2), version=2)
     d, _ = delegated(m.build([o]))
     (node,) = d.report().nodes
     assert [r.rule for r in node.reasons] == ["int16_activations"], node.reasons

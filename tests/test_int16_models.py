@@ -24,7 +24,7 @@ EXPECTED_KINDS = {
 }
 # The kinds with no 16-bit unit yet (declined with int16_activations and their
 # reason; the host runs them between the NPU partitions).
-DECLINED = {"activations": {"LEAKY_RELU", "MEAN"}}
+DECLINED = {"activations": {"LEAKY_RELU"}}
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))

@@ -336,6 +336,7 @@ void set_layer(Context& ctx, const LoweredOp& op, const OpConstants& k, const Co
                       .set(fields::NACC_ACT_PARA::U8_DOMAIN, op.u8_domain)
                       .set(fields::NACC_ACT_PARA::POOL_FP32, op.pool_fp32)
                       .set(fields::NACC_ACT_PARA::POOL_FP32_MODE, int(op.pool_fp32_mode))
+                      .set(fields::NACC_ACT_PARA::QUANT_MUL32, op.mul32)
                       .get());
   // A rectangle of a tensor (LoweredOp::in_y0 ...) starts at its first pixel
   // and keeps the tensor's row pitch.

@@ -973,6 +973,21 @@ void lower_mean(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
   const int c = l.in_shape.c;
   const int64_t cells = int64_t(l.in_shape.h) * l.in_shape.w;
+  l.int16_maps = int16_maps_of(in, out, l.label);
+  if (l.int16_maps) {
+    // TFLite's int16 MEAN (reduce.cc, kReference for every resolver:
+    // reference_ops::QuantizedMeanOrSum) sums the int16 values in int32 and
+    // applies the int8 formula with zero points 0: one 16-bit depthwise
+    // window with unit weights and the 32-bit output stage (QUANT_MUL32); the
+    // sum of at most 15 x 15 int16 values fits int32.
+    if (l.in_shape.h > limits::kMaxKernel || l.in_shape.w > limits::kMaxKernel ||
+        op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
+      throw Unsupported(str_cat(l.label, ": an int16 MEAN over ", l.in_shape.h, "x",
+                                l.in_shape.w, " cells (one 16-bit depthwise window holds ",
+                                limits::kMaxKernel, "x", limits::kMaxKernel, ")"));
+    }
+    l.mul32 = true;
+  }
   if (l.in_shape.h <= limits::kMaxKernel && l.in_shape.w <= limits::kMaxKernel) {
     ir::Op window = op;
     window.attrs.padding = {};
@@ -1001,8 +1016,8 @@ void lower_mean(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
       l.fp32_scale.assign(c, ort_global_average_pool_scale(qi.scale, qo.scale, cells));
       break;
   }
-  l.act_min = -128;
-  l.act_max = 127;
+  l.act_min = l.int16_maps ? -32768 : -128;
+  l.act_max = l.int16_maps ? 32767 : 127;
   l.act_mode = ActMode::NONE;
 }
 
@@ -1315,8 +1330,18 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
       throw Unsupported(str_cat(base.label, ": dilation ", a.dilation_h, "x", a.dilation_w));
     }
     base.act_mode = act_mode_of(fused_activation_of(a.activation, base.label));
-    fused_activation_range_int8(fused_activation_of(a.activation, base.label), qo.scale,
-                                qo.zero_point, &base.act_min, &base.act_max);
+    // int16 (16x8): 16-bit depthwise passes with the 32-bit output stage
+    // (QUANT_MUL32), whose division is exact for int16 sums of at most
+    // kMaxAveragePoolCells16 cells (quant/tflite.h).
+    base.int16_maps = int16_maps_of(in, out, base.label);
+    base.mul32 = base.int16_maps;
+    if (base.int16_maps) {
+      fused_activation_range_int16(fused_activation_of(a.activation, base.label), qo.scale,
+                                   qo.zero_point, &base.act_min, &base.act_max);
+    } else {
+      fused_activation_range_int8(fused_activation_of(a.activation, base.label), qo.scale,
+                                  qo.zero_point, &base.act_min, &base.act_max);
+    }
     using support::PoolBand;
     const std::vector<PoolBand> ys = support::average_pool_bands(os.h, is.h, a.kernel_h,
                                                                  a.stride_h, int(a.padding.top));
@@ -1326,6 +1351,10 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
       throw Unsupported(str_cat(base.label, ": an output window holds no input cell"));
     }
     const bool window_fits = a.kernel_h <= limits::kMaxKernel && a.kernel_w <= limits::kMaxKernel;
+    if (!window_fits && base.int16_maps) {
+      throw Unsupported(str_cat(base.label, ": an int16 window ", a.kernel_h, "x", a.kernel_w,
+                                " (the ones matrix product is 8-bit)"));
+    }
     if (!window_fits) {
       // One window over every input cell: the sum on the matrix unit.
       if (os.h != 1 || os.w != 1 || ys[0].count != is.h || xs[0].count != is.w) {
@@ -1374,7 +1403,9 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
         l.input_zero_point = 0;
         l.output_zero_point = 0;
         l.weights.assign(size_t(y.kernel) * x.kernel * is.c, 1);
-        const QuantizedMultiplier q = tflite_average_pool_division(int64_t(y.count) * x.count);
+        const int64_t n = int64_t(y.count) * x.count;
+        const QuantizedMultiplier q = base.int16_maps ? tflite_average_pool_division16(n)
+                                                      : tflite_average_pool_division(n);
         l.multiplier.assign(size_t(is.c), q.multiplier);
         l.shift.assign(size_t(is.c), q.shift);
         l.lowering = "avg_regions";
@@ -1437,11 +1468,6 @@ LoweredOp lower_whole(const ir::Graph& graph, int op_index) {
         lower_batch_matmul(graph, op, l);
         break;
       case OpKind::kAveragePool2D:
-        if (support::is_region_average_pool(op) &&
-            graph.tensor(op.inputs[0]).dtype == ir::DType::kInt16) {
-          throw Unsupported(str_cat(l.label, ": an int16 average pool other than 2x2 stride 2 (the "
-                                             "region passes are 8-bit depthwise passes)"));
-        }
         if (support::is_region_average_pool(op)) return lower_average_pool_regions(graph, op_index).at(0);
         lower_pool(graph, op, l);
         break;

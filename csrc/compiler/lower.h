@@ -170,6 +170,10 @@ struct LoweredOp {
   // 16x8 output stage from `multiplier` / `shift`, act_min / act_max in the
   // int16 range. Direct convolution and depthwise only.
   bool int16_maps = false;
+  // With int16_maps on the depthwise unit: the 32-bit fixed-point stage
+  // (NACC_ACT_PARA.QUANT_MUL32) instead of the 16x8 one — TFLite's int16 MEAN,
+  // AVERAGE_POOL_2D and requantizations, whose accumulators fit int32.
+  bool mul32 = false;
   std::vector<int64_t> bias64;  // [C_out] with int16_maps (bias stays empty)
   int elem() const { return int16_maps ? 2 : 1; }  // feature-map bytes per element
   bool has_bias() const { return !bias.empty() || !bias64.empty(); }

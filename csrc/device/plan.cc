@@ -226,6 +226,7 @@ bool same_layer(const Setup& a, const Setup& b) {
          a.k_pitch == b.k_pitch && a.depth_mult == b.depth_mult && a.needs_bias == b.needs_bias &&
          a.needs_quant == b.needs_quant && a.needs_lut == b.needs_lut &&
          a.real_scale == b.real_scale && a.fp32_scale == b.fp32_scale && a.im2col == b.im2col &&
+         a.mul32 == b.mul32 &&
          a.quant_entries == b.quant_entries && a.b_zp == b.b_zp && a.ew_fp32 == b.ew_fp32 &&
          a.pool_fp32 == b.pool_fp32 && a.pool_fp32_mode == b.pool_fp32_mode &&
          a.u8_domain == b.u8_domain && a.int4 == b.int4 &&

@@ -245,7 +245,7 @@ const std::vector<OpKind>& int16_kinds() {
       OpKind::kConv2D,  OpKind::kDepthwiseConv2D, OpKind::kFullyConnected, OpKind::kMaxPool2D,
       OpKind::kAveragePool2D, OpKind::kAdd,       OpKind::kSub,            OpKind::kReshape,
       OpKind::kConcatenation, OpKind::kPad,            OpKind::kRelu,           OpKind::kRelu6,
-      OpKind::kLogistic,      OpKind::kTanh,           OpKind::kMul};
+      OpKind::kLogistic,      OpKind::kTanh,           OpKind::kMul,            OpKind::kMean};
   return kinds;
 }
 
@@ -754,9 +754,17 @@ std::optional<std::string> check_int16_form(const Graph& g, const Op& op, const 
   const auto& a = op.attrs;
   if (op.kind == OpKind::kAveragePool2D &&
       !(a.kernel_h == limits::kAvgPoolKernel && a.kernel_w == limits::kAvgPoolKernel &&
-        a.stride_h == limits::kAvgPoolStride && a.stride_w == limits::kAvgPoolStride)) {
+        a.stride_h == limits::kAvgPoolStride && a.stride_w == limits::kAvgPoolStride) &&
+      !(a.kernel_h <= limits::kMaxKernel && a.kernel_w <= limits::kMaxKernel &&
+        int64_t(a.kernel_h) * a.kernel_w <= kMaxAveragePoolCells16)) {
     return str_cat("int16 window ", a.kernel_h, "x", a.kernel_w, " stride ", a.stride_h, "x",
                    a.stride_w);
+  }
+  if (op.kind == OpKind::kMean) {
+    const auto& s = input(g, op).tensor->shape;
+    if (s.size() == 4 && (s[1] > limits::kMaxKernel || s[2] > limits::kMaxKernel)) {
+      return str_cat("int16 MEAN over ", s[1], "x", s[2], " cells");
+    }
   }
   if (op.kind == OpKind::kRelu || op.kind == OpKind::kRelu6) {
     const auto& qi = g.tensor(op.inputs[0]).quant;
@@ -1231,10 +1239,16 @@ std::vector<Rule> build_rules() {
                "own region) or one window over the whole input of at most ", kMaxAveragePoolCells,
                " cells (a matrix product with a ones operand)"),
        false, check_avg_pool_window},
-      {"int16_form", {K::kAveragePool2D, K::kAdd, K::kSub, K::kMul, K::kRelu, K::kRelu6},
+      {"int16_form",
+       {K::kAveragePool2D, K::kMean, K::kAdd, K::kSub, K::kMul, K::kRelu, K::kRelu6},
        str_cat("with int16 maps, AVERAGE_POOL_2D must be ", avg, " with stride ",
-               limits::kAvgPoolStride, " (the pooling unit's 16-bit form; the region passes and "
-               "the ones matrix product are 8-bit), ADD / SUB / MUL take two runtime operands "
+               limits::kAvgPoolStride, " (the pooling unit's 16-bit form) or a window of at most ",
+               limits::kMaxKernel, " per axis and ", kMaxAveragePoolCells16, " cells (16-bit "
+               "depthwise region passes with the 32-bit output stage, QUANT_MUL32: their "
+               "division is exact for int16 sums of up to that many cells), MEAN reduce at most ",
+               limits::kMaxKernel, " x ", limits::kMaxKernel, " cells (one 16-bit depthwise "
+               "window with the 32-bit output stage; the ones matrix product is 8-bit), "
+               "ADD / SUB / MUL take two runtime operands "
                "(MUL with s1 * s2 / s_out < 1: no left shift of the int32 product), and "
                "RELU / RELU6 keep the input's scale (an identity pass with the clamp; a rescaling "
                "int16 ReLU needs the 32-bit multiplier)"),

@@ -1,6 +1,8 @@
 // The 16x8 convolution: a plain reference loop (device/units/conv16.h).
 #include "device/units/conv16.h"
 
+#include <cstdint>
+
 #include "arch/limits.h"
 #include "common/error.h"
 
@@ -9,17 +11,24 @@ namespace nacc {
 namespace {
 
 // The checks both units share: the output stage and the bias of `channels`.
-void check_stage(const char* op, const OutputStage& stage, const int64_t* bias, int channels) {
-  check_arg(stage.kind == OutputStageKind::kFixedPoint16x8 && stage.multiplier && stage.shift,
-            op, ": needs the 16x8 fixed-point output stage (QUANT_MUL / QUANT_SHIFT arrays)");
+void check_stage(const char* op, const OutputStage& stage, const int64_t* bias, int channels,
+                 bool mul32_allowed = false) {
+  check_arg((stage.kind == OutputStageKind::kFixedPoint16x8 ||
+             (mul32_allowed && stage.kind == OutputStageKind::kFixedPoint)) &&
+                stage.multiplier && stage.shift,
+            op, ": needs the 16x8 fixed-point output stage (QUANT_MUL / QUANT_SHIFT arrays)",
+            mul32_allowed ? " or the 32-bit one (QUANT_MUL32)" : "");
+  const bool mul32 = stage.kind == OutputStageKind::kFixedPoint;
   check_arg(stage.act_min >= -32768 && stage.act_max <= 32767 && stage.act_min <= stage.act_max,
             op, ": clamp [", stage.act_min, ", ", stage.act_max, "] must lie in int16");
   const int64_t bias_limit = int64_t{1} << (limits::kBias16Bits - 1);
   for (int c = 0; c < channels; ++c) {
     check_arg(stage.multiplier[c] >= 0, op, ": multiplier[", c, "] = ", stage.multiplier[c],
               " must be in [0, 2^31)");
-    check_arg(stage.shift[c] >= -31 && stage.shift[c] <= 7, op, ": shift[", c, "] = ",
-              stage.shift[c], " must be in [-31, 7] (the 16x8 output stage)");
+    const int max_shift = mul32 ? 31 : 7;
+    check_arg(stage.shift[c] >= -31 && stage.shift[c] <= max_shift, op, ": shift[", c, "] = ",
+              stage.shift[c], " must be in [-31, ", max_shift, "] (the ",
+              mul32 ? "32-bit" : "16x8", " output stage)");
     if (bias) {
       check_arg(bias[c] > -bias_limit && bias[c] < bias_limit, op, ": bias[", c, "] = ",
                 bias[c], " does not fit ", limits::kBias16Bits, " bits (NACC_SPEC §9)");
@@ -33,6 +42,22 @@ void check_acc(const char* op, int64_t acc, int oy, int ox, int c) {
             ": accumulator ", acc, " leaves ", limits::kAcc16Bits, " bits");
 }
 
+// The 32-bit fixed-point stage on a 16-bit depthwise pass (QUANT_MUL32):
+// TFLite's MultiplyByQuantizedMultiplier of the int32 accumulator, clamped
+// within int16 (an accumulator beyond int32 is an error, as one beyond 48
+// bits is for the 16x8 stage).
+int16_t requantize_mul32(const char* op, const OutputStage& stage, int c, int64_t acc, int oy,
+                         int ox) {
+  check_arg(acc >= INT32_MIN && acc <= INT32_MAX, op, ": output (", oy, ", ", ox, ") channel ",
+            c, ": accumulator ", acc, " leaves int32 (NACC_ACT_PARA.QUANT_MUL32)");
+  const int32_t v = wrapping_add(
+      multiply_by_quantized_multiplier(int32_t(acc), stage.multiplier[c], stage.shift[c]),
+      stage.output_zero_point);
+  return static_cast<int16_t>(v < stage.act_min ? stage.act_min
+                              : v > stage.act_max ? stage.act_max
+                                                  : v);
+}
+
 }  // namespace
 
 void depthwise_conv2d_s16x8(const WindowParams& window, int m, const OutputStage& stage,
@@ -44,7 +69,8 @@ void depthwise_conv2d_s16x8(const WindowParams& window, int m, const OutputStage
                 int64_t(is.c) * m == os.c,
             kOp, ": shapes input ", is.str(), ", filter ", fs.str(), ", output ", os.str(),
             " with multiplier ", m, " do not match");
-  check_stage(kOp, stage, bias, os.c);
+  check_stage(kOp, stage, bias, os.c, /*mul32_allowed=*/true);
+  const bool mul32 = stage.kind == OutputStageKind::kFixedPoint;
   for (int oy = 0; oy < os.h; ++oy) {
     for (int ox = 0; ox < os.w; ++ox) {
       const int y0 = oy * window.stride_h - window.pad_top;
@@ -63,7 +89,9 @@ void depthwise_conv2d_s16x8(const WindowParams& window, int m, const OutputStage
         }
         if (bias) acc += bias[c];
         check_acc(kOp, acc, oy, ox, c);
-        output[(int64_t(oy) * os.w + ox) * os.c + c] = requantize_output_16x8(stage, c, acc);
+        output[(int64_t(oy) * os.w + ox) * os.c + c] =
+            mul32 ? requantize_mul32(kOp, stage, c, acc, oy, ox)
+                  : requantize_output_16x8(stage, c, acc);
       }
     }
   }
