@@ -86,15 +86,12 @@ constexpr VersionLimit kInt16VersionLimits[] = {
     {kTfLiteBuiltinLogistic, 3, ""},
     {kTfLiteBuiltinTanh, 3, ""},
     {kTfLiteBuiltinMean, 3, ""},
+    {kTfLiteBuiltinQuantize, 2, "3: per-channel, 4: int4"},
 };
 
 // Why an int16 kind has no 16-bit lowering (the int16_activations reason).
 const char* int16_decline_why(int32_t code) {
   switch (code) {
-    case kTfLiteBuiltinQuantize:
-      return "TFLite requantizes int16 with the 32-bit fixed-point multiplier "
-             "(reference_ops::Requantize); the 16-bit form's output stages are the 16x8 one "
-             "(multiplier reduced to 16 bits) and the real scale, which round differently";
     case kTfLiteBuiltinRelu:
     case kTfLiteBuiltinRelu6:
     case kTfLiteBuiltinReluN1To1:
@@ -453,6 +450,13 @@ class Translator {
              "TFLite 2.21's reference kernel for this mix computes no documented quantized "
              "arithmetic (its outputs are not the rescaled product), so mul_s16_s8 has nothing "
              "exact to reproduce; 16x8 MUL with an int16 output is lowered");
+      return true;
+    }
+    if (kind == OpKind::kQuantize && tin == kTfLiteInt16 && tout == kTfLiteInt8) {
+      reason(r, "int16_activations", "QUANTIZE int16 -> int8",
+             "a command of the NPU keeps one element size for its input and output "
+             "(NACC_CTRL.DATA_FORM: 16-bit or 8-bit feature maps); int16 -> int16 QUANTIZE is "
+             "lowered");
       return true;
     }
     if ((tin == kTfLiteInt16 || tout == kTfLiteInt16) && !int16_version_limit(spec.builtin_code)) {

@@ -332,18 +332,7 @@ def test_pad_relu_16x8_exact(seed):
     check_claimed_and_exact(m.build([y]), CORES[seed % 3], SRAM_KB[seed % 2], seed)
 
 
-def test_relu16_rescaling_declined():
-    m = ModelBuilder(0)
-    x = input16(m, (1, 4, 4, 8))
-    o = relu16(m, x, out_scale=2.0 / 4096)
-    d, interp = delegated(m.build([o]))
-    (node,) = d.report().nodes
-    assert [r.rule for r in node.reasons] == ["int16_form"], node.reasons
-    assert not compare(m.build([o]), interp, random_input_sets(interp, 0, 1))
-
-
 @pytest.mark.parametrize("op, why", [
-    ("QUANTIZE", "32-bit fixed-point multiplier"),
     ("LEAKY_RELU", "lookup table is for 8-bit inputs"),
 ])
 def test_int16_kinds_without_lowering_say_why(op, why):

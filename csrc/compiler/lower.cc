@@ -712,18 +712,59 @@ void lower_tflite_lut(const ir::Op& op, const Quant& qi, const Quant& qo, Lowere
 
 // Single-input int8 -> int8 ops: the activation unit in LUT mode, with the
 // frontend's table (ir::Attributes::lut) when it gives one, else TFLite's.
-// RELU / RELU6 on int16 with one scale (16x8): TFLite's QuantizedReluX
-// applies MultiplyByQuantizedMultiplier with QuantizeMultiplier(s_in / s_out)
-// = (2^30, 1), the identity, then clamps to [max(-32768, round(lo / s)),
-// min(32767, round(hi / s))] (float32): an identity 1x1 max-pool pass with
-// that clamp. Another output scale needs the 32-bit multiplier, which no
-// 16-bit unit applies.
+// An int16 requantization (16x8) with the 32-bit MultiplyByQuantizedMultiplier
+// `q`, clamped to [lo, hi]: an identity 1x1 16-bit depthwise pass (weights 1,
+// no bias: the accumulator is the input value) with the 32-bit output stage
+// (QUANT_MUL32); MBQM's left shift wraps in int32 as TFLite's does.
+void lower_requantize16(const ir::Op& op, const QuantizedMultiplier& q, int32_t lo, int32_t hi,
+                        LoweredOp& l) {
+  l.unit = Unit::kDepthwise;
+  ir::Op window = op;
+  window.attrs.padding = {};
+  window.attrs.stride_h = window.attrs.stride_w = 1;
+  window.attrs.dilation_h = window.attrs.dilation_w = 1;
+  set_window(l, window, 1, 1);
+  const int c = l.in_shape.c;
+  l.weights.assign(size_t(c), 1);
+  l.multiplier.assign(size_t(c), q.multiplier);
+  l.shift.assign(size_t(c), q.shift);
+  l.mul32 = true;
+  l.input_zero_point = l.output_zero_point = 0;
+  l.act_min = lo;
+  l.act_max = hi;
+  l.act_mode = ActMode::NONE;
+}
+
+// QUANTIZE int16 -> int16 (16x8; TFLite 2.21 quantize.cc, reference_ops::
+// Requantize): MBQM(x, QuantizeMultiplier(double(s_in) / double(s_out)))
+// clamped to int16 (zero points 0), checked against BUILTIN_REF.
+void lower_quantize16(const ir::Op& op, const ir::Tensor& in, const ir::Tensor& out,
+                      LoweredOp& l) {
+  l.int16_maps = int16_maps_of(in, out, l.label);
+  const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
+  const QuantizedMultiplier q =
+      quantize_multiplier(static_cast<double>(qi.scale) / static_cast<double>(qo.scale));
+  lower_requantize16(op, q, -32768, 32767, l);
+}
+
+// RELU / RELU6 on int16 (16x8): TFLite's QuantizedReluX applies
+// MultiplyByQuantizedMultiplier with QuantizeMultiplier(float(s_in / s_out)),
+// then clamps to [max(-32768, round(lo / s)), min(32767, round(hi / s))]
+// (float32). With one scale the multiplier is (2^30, 1), the identity: an
+// identity 1x1 max-pool pass with that clamp; another output scale: the
+// 16-bit depthwise requantization pass (lower_requantize16).
 void lower_relu16(const ir::Op& op, const ir::Tensor& in, const ir::Tensor& out, LoweredOp& l) {
   l.int16_maps = int16_maps_of(in, out, l.label);
   const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
+  const auto q = [&](float f) {
+    return static_cast<int32_t>(std::round(f / qo.scale));
+  };
+  const int32_t lo = std::max(-32768, q(0.0f));
+  const int32_t hi = op.kind == OpKind::kRelu6 ? std::min(32767, q(6.0f)) : 32767;
   if (qi.scale != qo.scale) {
-    throw Unsupported(str_cat(l.label, ": an int16 ReLU that rescales (input scale ", qi.scale,
-                              ", output scale ", qo.scale, ") needs the 32-bit multiplier"));
+    const float ratio = qi.scale / qo.scale;  // float32, as ReluPrepare
+    lower_requantize16(op, quantize_multiplier(static_cast<double>(ratio)), lo, hi, l);
+    return;
   }
   l.unit = Unit::kMaxPool;
   ir::Op window = op;
@@ -731,11 +772,8 @@ void lower_relu16(const ir::Op& op, const ir::Tensor& in, const ir::Tensor& out,
   window.attrs.stride_h = window.attrs.stride_w = 1;
   window.attrs.dilation_h = window.attrs.dilation_w = 1;
   set_window(l, window, 1, 1);
-  const auto q = [&](float f) {
-    return static_cast<int32_t>(std::round(f / qo.scale));
-  };
-  l.act_min = std::max(-32768, q(0.0f));
-  l.act_max = op.kind == OpKind::kRelu6 ? std::min(32767, q(6.0f)) : 32767;
+  l.act_min = lo;
+  l.act_max = hi;
   l.act_mode = ActMode::NONE;
 }
 
@@ -820,6 +858,10 @@ void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   }
   if (in.dtype == ir::DType::kInt16 && (op.kind == OpKind::kLogistic || op.kind == OpKind::kTanh)) {
     lower_sigmoid_tanh16(op, in, out, l);
+    return;
+  }
+  if (in.dtype == ir::DType::kInt16 && op.kind == OpKind::kQuantize) {
+    lower_quantize16(op, in, out, l);
     return;
   }
   if (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8) {

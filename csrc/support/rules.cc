@@ -245,7 +245,8 @@ const std::vector<OpKind>& int16_kinds() {
       OpKind::kConv2D,  OpKind::kDepthwiseConv2D, OpKind::kFullyConnected, OpKind::kMaxPool2D,
       OpKind::kAveragePool2D, OpKind::kAdd,       OpKind::kSub,            OpKind::kReshape,
       OpKind::kConcatenation, OpKind::kPad,            OpKind::kRelu,           OpKind::kRelu6,
-      OpKind::kLogistic,      OpKind::kTanh,           OpKind::kMul,            OpKind::kMean};
+      OpKind::kLogistic,      OpKind::kTanh,           OpKind::kMul,            OpKind::kMean,
+      OpKind::kQuantize};
   return kinds;
 }
 
@@ -766,11 +767,6 @@ std::optional<std::string> check_int16_form(const Graph& g, const Op& op, const 
       return str_cat("int16 MEAN over ", s[1], "x", s[2], " cells");
     }
   }
-  if (op.kind == OpKind::kRelu || op.kind == OpKind::kRelu6) {
-    const auto& qi = g.tensor(op.inputs[0]).quant;
-    const auto& qo = g.tensor(op.outputs[0]).quant;
-    if (!(qi == qo)) return str_cat("int16 ReLU with input ", quant_str(qi), ", output ", quant_str(qo));
-  }
   if (op.kind == OpKind::kAdd || op.kind == OpKind::kSub || op.kind == OpKind::kMul) {
     for (size_t i = 0; i < 2 && i < op.inputs.size(); ++i) {
       if (op.inputs[i] >= 0 && g.tensor(op.inputs[i]).is_constant()) {
@@ -1249,9 +1245,10 @@ std::vector<Rule> build_rules() {
                limits::kMaxKernel, " x ", limits::kMaxKernel, " cells (one 16-bit depthwise "
                "window with the 32-bit output stage; the ones matrix product is 8-bit), "
                "ADD / SUB / MUL take two runtime operands "
-               "(MUL with s1 * s2 / s_out < 1: no left shift of the int32 product), and "
-               "RELU / RELU6 keep the input's scale (an identity pass with the clamp; a rescaling "
-               "int16 ReLU needs the 32-bit multiplier)"),
+               "(MUL with s1 * s2 / s_out < 1: no left shift of the int32 product); "
+               "RELU / RELU6 of one scale are an identity pass with the clamp, a rescaling one "
+               "(as QUANTIZE int16 -> int16) a 16-bit identity depthwise pass with the 32-bit "
+               "stage"),
        false, check_int16_form},
       {"mean_axes", {K::kMean}, "MEAN must reduce exactly height and width (axes 1 and 2)", false,
        check_mean_axes},
