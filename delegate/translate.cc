@@ -87,18 +87,16 @@ constexpr VersionLimit kInt16VersionLimits[] = {
     {kTfLiteBuiltinTanh, 3, ""},
     {kTfLiteBuiltinMean, 3, ""},
     {kTfLiteBuiltinQuantize, 2, "3: per-channel, 4: int4"},
+    {kTfLiteBuiltinLeakyRelu, 2, ""},
 };
 
 // Why an int16 kind has no 16-bit lowering (the int16_activations reason).
 const char* int16_decline_why(int32_t code) {
   switch (code) {
-    case kTfLiteBuiltinRelu:
-    case kTfLiteBuiltinRelu6:
     case kTfLiteBuiltinReluN1To1:
-    case kTfLiteBuiltinLeakyRelu:
     case kTfLiteBuiltinHardSwish:
-      return "the activation unit's lookup table is for 8-bit inputs (256 entries) and TFLite's "
-             "int16 form requantizes with the 32-bit multiplier";
+      return "TFLite 2.21 has no int16 kernel for it (and the activation unit's lookup table is "
+             "for 8-bit inputs)";
     case kTfLiteBuiltinBatchMatmul:
       return "the matrix unit has no 16-bit form";
     default:

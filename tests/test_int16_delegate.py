@@ -280,12 +280,12 @@ def test_add_pot_scale_int16_declined():
 
 
 def test_int16_without_lowering_declined_with_reason():
-    """An int16 LEAKY_RELU (no 16-bit lowering) keeps the delegate's reason,
+    """An int16 HARD_SWISH (no 16-bit lowering) keeps the delegate's reason,
     which names the kinds that have one."""
     m = ModelBuilder(0)
     x = input16(m, (1, 4, 4, 8))
-    o = m.tensor(act16((1, 4, 4, 8), m.meta[x].scale))
-    m.g.add_op("LEAKY_RELU", [x], [o], dict(alpha=0.2), version=2)
+    o = m.tensor(act16((1, 4, 4, 8), 3.0 / 4096))
+    m.g.add_op("HARD_SWISH", [x], [o], None, version=1)
     d, _ = delegated(m.build([o]))
     (node,) = d.report().nodes
     assert [r.rule for r in node.reasons] == ["int16_activations"], node.reasons
@@ -333,21 +333,20 @@ def test_pad_relu_16x8_exact(seed):
 
 
 @pytest.mark.parametrize("op, why", [
-    ("LEAKY_RELU", "lookup table is for 8-bit inputs"),
+    ("HARD_SWISH", "no int16 kernel"),
 ])
 def test_int16_kinds_without_lowering_say_why(op, why):
     m = ModelBuilder(0)
     x = input16(m, (1, 4, 4, 8))
     scale = 1.0 / 32768 if op in ("LOGISTIC", "TANH") else 3.0 / 4096
     o = m.tensor(act16((1, 4, 4, 8), scale))
-    opts = dict(alpha=0.2) if op == "LEAKY_RELU" else None
-    m.g.add_op(op, [x], [o], opts, version={"QUANTIZE": 1, "LEAKY_RELU": 2}.get(op, 3))
+    m.g.add_op(op, [x], [o], None, version={"HARD_SWISH": 1}.get(op, 3))
     model = m.build([o])
     d, interp = delegated(model)
     (node,) = d.report().nodes
     assert [r.rule for r in node.reasons] == ["int16_activations"], node.reasons
     assert why in node.reasons[0].message
-    assert not compare(model, interp, random_input_sets(interp, 0, 1))
+    # TFLite itself rejects an int16 HARD_SWISH at invoke: nothing to compare.
 
 
 def test_16_bit_units_run_at_half_rate():

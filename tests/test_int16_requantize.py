@@ -1,5 +1,6 @@
 """16x8 requantizations (int16 activations, NACC_SPEC §9, issue 16): RELU /
-RELU6 whose output scale differs from the input's and QUANTIZE int16 -> int16,
+RELU6 whose output scale differs from the input's, QUANTIZE int16 -> int16 and
+LEAKY_RELU,
 through the delegate and bit-exact against TFLite 2.21 BUILTIN_REF at 1, 8 and
 32 cores and 16 and 32 KB of SRAM.
 
@@ -77,3 +78,49 @@ def test_quantize_int16_to_int8_declined_with_reason():
     assert "one element size" in node.reasons[0].message
     ref = compare(model, interp, random_input_sets(interp, 0, 1))
     assert not ref, ref
+
+
+def leaky16(m, x, alpha, out_scale):
+    t = m.meta[x]
+    o = m.tensor(act16(t.shape, out_scale))
+    m.g.add_op("LEAKY_RELU", [x], [o], dict(alpha=alpha), version=2)
+    return o
+
+
+def random_leaky_case(seed):
+    rng = np.random.default_rng(16000 + seed)
+    m = ModelBuilder(seed)
+    h, w = int(rng.integers(1, 14)), int(rng.integers(1, 14))
+    c = int(rng.choice([1, 3, 8, 17, 33, 64]))
+    si = float(np.float32(rng.choice([1.0 / 32768, 1e-3, 3e-4, 0.02, 1.0 / 4096])))
+    alpha = float(np.float32(rng.choice([0.0, 0.01, 0.1, 0.2, 0.3, 0.5, 0.99, 1.0, 1.5, 3.0])))
+    # The same scale (the converter's usual LEAKY_RELU) or another one.
+    g = 1.0 if seed % 3 == 0 else float(2.0 ** rng.uniform(-4, 4))
+    x = input16(m, (1, h, w, c), si)
+    if seed % 5 == 0:
+        x = conv16(m, x, int(rng.choice([4, 16])), k=1)
+        si = m.meta[x].scale
+    o = leaky16(m, x, alpha, float(np.float32(si * g)))
+    if seed % 7 == 0:  # followed by another 16x8 op reading it
+        o = conv16(m, o, 8, k=3)
+    return m.build([o]), CORES[seed % 3], SRAM_KB[(seed // 3) % 2]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_leaky_relu_16x8_exact(seed):
+    """LEAKY_RELU on int16: the identity term clamp(MBQM(x, id), 0, 32767) into
+    the output, the alpha term clamp(MBQM(x, alpha), -32768, 0) into the op's
+    staging tensor, then their int16 ADD with one scale (exact): TFLite's
+    QuantizeLeakyRelu for every alpha >= 0."""
+    check(*random_leaky_case(seed), seed)
+
+
+def test_leaky_relu_16x8_negative_alpha_declined():
+    m = ModelBuilder(0)
+    x = input16(m, (1, 4, 4, 8))
+    o = leaky16(m, x, -0.5, m.meta[x].scale)
+    model = m.build([o])
+    d, interp = delegated(model)
+    (node,) = d.report().nodes
+    assert not node.claimed and [r.rule for r in node.reasons] == ["int16_form"], node.reasons
+    assert not compare(model, interp, random_input_sets(interp, 0, 1))

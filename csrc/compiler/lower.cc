@@ -1463,8 +1463,80 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
   return parts;
 }
 
+// LEAKY_RELU on int16 (16x8): TFLite 2.21's reference_ops::QuantizeLeakyRelu,
+//   out = clamp(MBQM(x, m_id, s_id)) for x >= 0, clamp(MBQM(x, m_a, s_a)) otherwise,
+// (m_id, s_id) = QuantizeMultiplier(float(s_in / s_out)), (m_a, s_a) =
+// QuantizeMultiplier(float(s_in * alpha / s_out)) (LeakyReluPrepare's float32
+// expressions). With multipliers >= 0, MBQM keeps the sign of x (and maps 0
+// to 0), so for alpha >= 0
+//   out = clamp(MBQM(x, id), 0, 32767) + clamp(MBQM(x, alpha), -32768, 0)
+// exactly: one term is 0 for every x. Three 16-bit parts: the identity term
+// into the output, the alpha term into the op's staging tensor (both 1x1
+// depthwise passes with the 32-bit stage, lower_requantize16), then ADD of
+// the two with one scale (left shift 15, input multipliers 1/2, output
+// multiplier 2^-14: every step exact, the sum within int16).
+std::vector<LoweredOp> lower_leaky_relu16(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base;
+  base.op_index = op_index;
+  base.kind = op.kind;
+  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  check_arg(op.inputs.size() == 1 && op.inputs[0] >= 0 && op.outputs.size() == 1, base.label,
+            ": needs one input and one output");
+  base.input = op.inputs[0];
+  base.output = op.outputs[0];
+  const ir::Tensor& in = graph.tensor(base.input);
+  const ir::Tensor& out = graph.tensor(base.output);
+  try {
+    base.in_shape = nhwc_of(in.shape);
+    base.out_shape = nhwc_of(out.shape);
+    check_arg(base.in_shape == base.out_shape, base.label, ": input ", base.in_shape.str(),
+              " != output ", base.out_shape.str());
+    base.int16_maps = int16_maps_of(in, out, base.label);
+    const Quant qi = per_tensor(in, base.label), qo = per_tensor(out, base.label);
+    const float identity_real = qi.scale / qo.scale;
+    const float alpha_real = qi.scale * op.attrs.alpha / qo.scale;
+    if (!(std::isfinite(alpha_real) && alpha_real >= 0.0f)) {
+      throw Unsupported(str_cat(base.label, ": int16 LEAKY_RELU with alpha ", op.attrs.alpha,
+                                " (the 32-bit stage takes multipliers >= 0)"));
+    }
+    std::vector<LoweredOp> parts(3, base);
+    lower_requantize16(op, quantize_multiplier(static_cast<double>(identity_real)), 0, 32767,
+                       parts[0]);
+    parts[0].lowering = "leaky_relu_identity";
+    lower_requantize16(op, quantize_multiplier(static_cast<double>(alpha_real)), -32768, 0,
+                       parts[1]);
+    parts[1].output = kStagingTensor;
+    parts[1].label = str_cat(base.label, " alpha term");
+    parts[1].lowering = "leaky_relu_alpha";
+    LoweredOp& sum = parts[2];
+    sum.label = str_cat(base.label, " sum");
+    sum.unit = Unit::kElementwise;
+    sum.input = base.output;
+    sum.input2 = kStagingTensor;
+    sum.eltwise = tflite_add_sub_params_16x8(ElementwiseMode::ADD, 1.0f, 1.0f, 1.0f,
+                                             FusedActivation::kNone);
+    sum.act_min = sum.eltwise.act_min;
+    sum.act_max = sum.eltwise.act_max;
+    sum.act_mode = ActMode::NONE;
+    sum.multiplier = {sum.eltwise.output_multiplier};
+    sum.shift = {sum.eltwise.output_shift};
+    sum.lowering = "leaky_relu_sum";
+    return parts;
+  } catch (const Unsupported&) {
+    throw;
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    throw Unsupported(what.rfind(base.label, 0) == 0 ? what : str_cat(base.label, ": ", what));
+  }
+}
+
 std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
+  if (op.kind == OpKind::kLeakyRelu && !op.inputs.empty() && op.inputs[0] >= 0 &&
+      graph.tensor(op.inputs[0]).dtype == ir::DType::kInt16) {
+    return lower_leaky_relu16(graph, op_index);
+  }
   if (op.kind == OpKind::kConcatenation) return lower_concatenation(graph, op_index);
   if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index);
   if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index);
@@ -1529,6 +1601,9 @@ LoweredOp lower_whole(const ir::Graph& graph, int op_index) {
       case OpKind::kHardSwish:
       case OpKind::kLeakyRelu:
       case OpKind::kQuantize:
+        if (op.kind == OpKind::kLeakyRelu && graph.tensor(l.input).dtype == ir::DType::kInt16) {
+          return lower_leaky_relu16(graph, op_index).at(0);
+        }
         lower_activation(graph, op, l);
         break;
       case OpKind::kPad:

@@ -234,6 +234,12 @@ std::vector<LoweredOp> lower_space_depth(const ir::Graph& graph, int op_index);
 // LoweredOp of lower_op. Throws Unsupported as lower_op does.
 std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index);
 
+// LEAKY_RELU on int16 (16x8): the identity term (into the output) and the
+// alpha term (into the op's staging tensor) as 16-bit 1x1 depthwise passes
+// with the 32-bit output stage, then their exact int16 ADD (lower.cc).
+// lower_op returns the first part.
+std::vector<LoweredOp> lower_leaky_relu16(const ir::Graph& graph, int op_index);
+
 // TFLite AVERAGE_POOL_2D other than 2x2 stride 2 with a window of at most 15
 // and a stride of at most 3 per axis: TFLite's reference kernel divides the
 // sum of the in-bounds cells by their count (round half away from zero), and

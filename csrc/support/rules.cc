@@ -246,7 +246,7 @@ const std::vector<OpKind>& int16_kinds() {
       OpKind::kAveragePool2D, OpKind::kAdd,       OpKind::kSub,            OpKind::kReshape,
       OpKind::kConcatenation, OpKind::kPad,            OpKind::kRelu,           OpKind::kRelu6,
       OpKind::kLogistic,      OpKind::kTanh,           OpKind::kMul,            OpKind::kMean,
-      OpKind::kQuantize};
+      OpKind::kQuantize,      OpKind::kLeakyRelu};
   return kinds;
 }
 
@@ -761,6 +761,14 @@ std::optional<std::string> check_int16_form(const Graph& g, const Op& op, const 
     return str_cat("int16 window ", a.kernel_h, "x", a.kernel_w, " stride ", a.stride_h, "x",
                    a.stride_w);
   }
+  if (op.kind == OpKind::kLeakyRelu) {
+    const auto& qi = g.tensor(op.inputs[0]).quant;
+    const auto& qo = g.tensor(op.outputs[0]).quant;
+    if (qi.scales.size() == 1 && qo.scales.size() == 1 &&
+        !(qi.scales[0] * op.attrs.alpha / qo.scales[0] >= 0.0f)) {
+      return str_cat("int16 LEAKY_RELU with alpha ", op.attrs.alpha);
+    }
+  }
   if (op.kind == OpKind::kMean) {
     const auto& s = input(g, op).tensor->shape;
     if (s.size() == 4 && (s[1] > limits::kMaxKernel || s[2] > limits::kMaxKernel)) {
@@ -1236,7 +1244,8 @@ std::vector<Rule> build_rules() {
                " cells (a matrix product with a ones operand)"),
        false, check_avg_pool_window},
       {"int16_form",
-       {K::kAveragePool2D, K::kMean, K::kAdd, K::kSub, K::kMul, K::kRelu, K::kRelu6},
+       {K::kAveragePool2D, K::kMean, K::kAdd, K::kSub, K::kMul, K::kRelu, K::kRelu6,
+        K::kLeakyRelu},
        str_cat("with int16 maps, AVERAGE_POOL_2D must be ", avg, " with stride ",
                limits::kAvgPoolStride, " (the pooling unit's 16-bit form) or a window of at most ",
                limits::kMaxKernel, " per axis and ", kMaxAveragePoolCells16, " cells (16-bit "
@@ -1248,7 +1257,7 @@ std::vector<Rule> build_rules() {
                "(MUL with s1 * s2 / s_out < 1: no left shift of the int32 product); "
                "RELU / RELU6 of one scale are an identity pass with the clamp, a rescaling one "
                "(as QUANTIZE int16 -> int16) a 16-bit identity depthwise pass with the 32-bit "
-               "stage"),
+               "stage; LEAKY_RELU needs alpha >= 0 (its two terms are such passes, summed)"),
        false, check_int16_form},
       {"mean_axes", {K::kMean}, "MEAN must reduce exactly height and width (axes 1 and 2)", false,
        check_mean_axes},
