@@ -1,7 +1,9 @@
 // The 16x8 convolution: a plain reference loop (device/units/conv16.h).
 #include "device/units/conv16.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "arch/limits.h"
 #include "common/error.h"
@@ -71,22 +73,42 @@ void depthwise_conv2d_s16x8(const WindowParams& window, int m, const OutputStage
             " with multiplier ", m, " do not match");
   check_stage(kOp, stage, bias, os.c, /*mul32_allowed=*/true);
   const bool mul32 = stage.kind == OutputStageKind::kFixedPoint;
+  // A pixel's taps, channel-inner: each product of an int16 and an int8 is
+  // within 2^22, so the at most kMaxInt32Taps products of a channel sum
+  // exactly in int32 (a vectorisable loop); a longer window sums in int64.
+  constexpr int kMaxInt32Taps = 256;
+  const bool int32_sums = int64_t(fs.h) * fs.w <= kMaxInt32Taps;
+  static thread_local std::vector<int32_t> sums32;
+  static thread_local std::vector<int64_t> sums64;
+  sums32.assign(size_t(os.c), 0);
+  sums64.assign(size_t(os.c), 0);
   for (int oy = 0; oy < os.h; ++oy) {
     for (int ox = 0; ox < os.w; ++ox) {
       const int y0 = oy * window.stride_h - window.pad_top;
       const int x0 = ox * window.stride_w - window.pad_left;
-      for (int c = 0; c < os.c; ++c) {
-        int64_t acc = 0;
-        for (int ky = 0; ky < fs.h; ++ky) {
-          const int iy = y0 + ky;
-          if (iy < 0 || iy >= is.h) continue;
-          for (int kx = 0; kx < fs.w; ++kx) {
-            const int ix = x0 + kx;
-            if (ix < 0 || ix >= is.w) continue;
-            acc += int64_t(input[(int64_t(iy) * is.w + ix) * is.c + c / m]) *
-                   int64_t(filter[(int64_t(ky) * fs.w + kx) * fs.c + c]);
+      std::fill(sums32.begin(), sums32.end(), 0);
+      std::fill(sums64.begin(), sums64.end(), 0);
+      int32_t* s32 = sums32.data();
+      int64_t* s64 = sums64.data();
+      for (int ky = 0; ky < fs.h; ++ky) {
+        const int iy = y0 + ky;
+        if (iy < 0 || iy >= is.h) continue;
+        for (int kx = 0; kx < fs.w; ++kx) {
+          const int ix = x0 + kx;
+          if (ix < 0 || ix >= is.w) continue;
+          const int16_t* px = input + (int64_t(iy) * is.w + ix) * is.c;
+          const int8_t* fw = filter + (int64_t(ky) * fs.w + kx) * fs.c;
+          if (int32_sums && m == 1) {
+            for (int c = 0; c < os.c; ++c) s32[c] += int32_t(px[c]) * int32_t(fw[c]);
+          } else if (int32_sums) {
+            for (int c = 0; c < os.c; ++c) s32[c] += int32_t(px[c / m]) * int32_t(fw[c]);
+          } else {
+            for (int c = 0; c < os.c; ++c) s64[c] += int64_t(px[c / m]) * int64_t(fw[c]);
           }
         }
+      }
+      for (int c = 0; c < os.c; ++c) {
+        int64_t acc = int64_t(s32[c]) + s64[c];
         if (bias) acc += bias[c];
         check_acc(kOp, acc, oy, ox, c);
         output[(int64_t(oy) * os.w + ox) * os.c + c] =
@@ -119,7 +141,15 @@ void conv2d_s16x8(const WindowParams& window, const OutputStage& stage, const Sh
             if (ix < 0 || ix >= is.w) continue;
             const int16_t* px = input + (int64_t(iy) * is.w + ix) * is.c;
             const int8_t* fw = f + (int64_t(ky) * fs.w + kx) * fs.c;
-            for (int l = 0; l < is.c; ++l) acc += int64_t(px[l]) * int64_t(fw[l]);
+            // Runs of kInt32Run products (each within 2^22) sum exactly in
+            // int32 (a vectorisable loop), then join the int64 accumulator.
+            constexpr int kInt32Run = 256;
+            for (int l0 = 0; l0 < is.c; l0 += kInt32Run) {
+              const int l1 = std::min(is.c, l0 + kInt32Run);
+              int32_t run = 0;
+              for (int l = l0; l < l1; ++l) run += int32_t(px[l]) * int32_t(fw[l]);
+              acc += run;
+            }
           }
         }
         if (bias) acc += bias[c];
