@@ -386,8 +386,9 @@ class Translator {
     // is declined by the int4_depthwise rule, which says why).
     const int w = spec.inputs.size() > 1 ? spec.inputs[1] : -1;
     if (w >= 0 && type_of(w) == kTfLiteInt4 && has_weights(kind)) {
-      const int int4_version = kind == OpKind::kConv2D            ? 7
-                               : kind == OpKind::kFullyConnected ? 10
+      // FULLY_CONNECTED version 13: 16x8 with int4 weights.
+      const int int4_version = kind == OpKind::kConv2D ? 7
+                               : kind == OpKind::kFullyConnected ? (int16_activations(spec) ? 13 : 10)
                                                                   : -1;
       if (int4_version < 0 || spec.version <= int4_version) return;
     }

@@ -202,6 +202,25 @@ def test_fully_connected_16x8_exact(seed):
     check_claimed_and_exact(*random_fc_case(seed), seed)
 
 
+def random_fc_int4_case(seed):
+    rng = np.random.default_rng(9300 + seed)
+    m = ModelBuilder(seed)
+    # Odd element counts (k x n) included: the int4 tensor packs two per byte.
+    rows, k, n = int(rng.integers(1, 5)), int(rng.integers(1, 300)), int(rng.integers(1, 48))
+    x = input16(m, (rows, k), float(rng.choice([1.0 / 32768, 1e-3, 0.02])))
+    o = fc16(m, x, n, str(rng.choice(["NONE", "RELU", "RELU6"])), per_channel=seed % 2 == 1,
+             gain=float(2.0 ** rng.uniform(-3, 3)), bias_extreme=seed % 13 == 4, int4=True)
+    return m.build([o]), CORES[seed % 3], SRAM_KB[(seed // 3) % 2]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_fully_connected_16x8_int4_weights_exact(seed):
+    """FULLY_CONNECTED version 13 (int16 activations, int4 weights), which
+    TFLite 2.21's BUILTIN_REF runs: the 16-bit unit takes the unpacked int4
+    values as int8 weights (one data form per command)."""
+    check_claimed_and_exact(*random_fc_int4_case(seed), seed)
+
+
 def random_pool_case(seed):
     rng = np.random.default_rng(9500 + seed)
     m = ModelBuilder(seed)

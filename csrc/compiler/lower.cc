@@ -410,8 +410,15 @@ void lower_fully_connected(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.weights = int8_data(w, l.label, "weights");
   l.int4_weights = w.dtype == ir::DType::kInt4;
   l.int16_maps = int16_maps_of(in, out, l.label);
-  if (l.int16_maps && (l.int4_weights || op.attrs.requant != ir::RequantMode::kTflite)) {
-    throw Unsupported(str_cat(l.label, ": 16x8 takes int8 weights and TFLite's requantization"));
+  if (l.int16_maps && op.attrs.requant != ir::RequantMode::kTflite) {
+    throw Unsupported(str_cat(l.label, ": 16x8 takes TFLite's requantization"));
+  }
+  if (l.int16_maps && l.int4_weights) {
+    // 16x8 with int4 weights (TFLite's FULLY_CONNECTED version 13: the
+    // reference kernel unpacks them and runs the 16x8 kernel). One command has
+    // one data form (NACC_CTRL.DATA_FORM: 16-bit maps or int4 weights), so the
+    // 16-bit unit takes the unpacked values as int8 weights: the same products.
+    l.int4_weights = false;
   }
   if (op.inputs.size() > 2 && op.inputs[2] >= 0 && l.int16_maps) {
     l.bias64 = int64_bias(g.tensor(op.inputs[2]), l.label);

@@ -328,9 +328,9 @@ std::optional<std::string> check_weights_dtype(const Graph& g, const Op& op, con
   const DType dt = w.tensor->dtype;
   // int4 depthwise weights are the int4_depthwise rule's business.
   if (dt != DType::kInt8 && dt != DType::kInt4) return str_cat(w.label(), " is ", ir::dtype_name(dt));
-  if (dt == DType::kInt4 && all_int16(g, op)) {
-    return str_cat(w.label(), " is int4 with int16 activations (16x8 with int4 weights is not "
-                              "lowered)");
+  if (dt == DType::kInt4 && all_int16(g, op) && op.kind != OpKind::kFullyConnected) {
+    return str_cat(w.label(), " is int4 with int16 activations (16x8 with int4 weights: "
+                              "FULLY_CONNECTED only, TFLite's version 13)");
   }
   if (q.empty()) return str_cat(w.label(), " has no quantization");
   // The channel's text is built only when a check fails (this runs for every
@@ -1115,8 +1115,9 @@ std::vector<Rule> build_rules() {
        false, check_activation_quantization},
       {"weights_dtype", mac_with_weights,
        "weights must be int8, or int4 for CONV_2D and FULLY_CONNECTED (NACC_CTRL.DATA_FORM 10: "
-       "int8 feature maps, int4 weights stored two per byte, nacc docs hardware, §9; int8 only with "
-       "int16 activations), with zero point 0 and positive scales",
+       "int8 feature maps, int4 weights stored two per byte, nacc docs hardware, §9; with int16 "
+       "activations int8, or int4 for FULLY_CONNECTED (TFLite's version 13), which the 16-bit "
+       "unit reads unpacked as int8), with zero point 0 and positive scales",
        false, check_weights_dtype},
       {"int4_depthwise", {K::kDepthwiseConv2D},
        "DEPTHWISE_CONV_2D weights must be int8: TFLite 2.21 has no reference kernel for int4 "
