@@ -761,6 +761,16 @@ std::optional<std::string> check_int16_form(const Graph& g, const Op& op, const 
     return str_cat("int16 window ", a.kernel_h, "x", a.kernel_w, " stride ", a.stride_h, "x",
                    a.stride_w);
   }
+  if (op.kind == OpKind::kConv2D || op.kind == OpKind::kDepthwiseConv2D) {
+    // The group / dilation-phase parts (compiler/lower.h lower_conv_parts)
+    // are 8-bit passes.
+    if (a.dilation_h > 1 || a.dilation_w > 1) {
+      return str_cat("int16 dilation ", a.dilation_h, "x", a.dilation_w);
+    }
+    if (op.kind == OpKind::kConv2D && conv_groups(g, op) > 1) {
+      return str_cat("int16 grouped convolution (", conv_groups(g, op), " groups)");
+    }
+  }
   if (op.kind == OpKind::kLeakyRelu) {
     const auto& qi = g.tensor(op.inputs[0]).quant;
     const auto& qo = g.tensor(op.outputs[0]).quant;
@@ -1245,8 +1255,8 @@ std::vector<Rule> build_rules() {
                " cells (a matrix product with a ones operand)"),
        false, check_avg_pool_window},
       {"int16_form",
-       {K::kAveragePool2D, K::kMean, K::kAdd, K::kSub, K::kMul, K::kRelu, K::kRelu6,
-        K::kLeakyRelu},
+       {K::kConv2D, K::kDepthwiseConv2D, K::kAveragePool2D, K::kMean, K::kAdd, K::kSub, K::kMul,
+        K::kRelu, K::kRelu6, K::kLeakyRelu},
        str_cat("with int16 maps, AVERAGE_POOL_2D must be ", avg, " with stride ",
                limits::kAvgPoolStride, " (the pooling unit's 16-bit form) or a window of at most ",
                limits::kMaxKernel, " per axis and ", kMaxAveragePoolCells16, " cells (16-bit "
@@ -1258,7 +1268,8 @@ std::vector<Rule> build_rules() {
                "(MUL with s1 * s2 / s_out < 1: no left shift of the int32 product); "
                "RELU / RELU6 of one scale are an identity pass with the clamp, a rescaling one "
                "(as QUANTIZE int16 -> int16) a 16-bit identity depthwise pass with the 32-bit "
-               "stage; LEAKY_RELU needs alpha >= 0 (its two terms are such passes, summed)"),
+               "stage; LEAKY_RELU needs alpha >= 0 (its two terms are such passes, summed); "
+               "CONV_2D / DEPTHWISE_CONV_2D have no dilation or groups (their parts are 8-bit)"),
        false, check_int16_form},
       {"mean_axes", {K::kMean}, "MEAN must reduce exactly height and width (axes 1 and 2)", false,
        check_mean_axes},
