@@ -80,6 +80,8 @@ void depthwise_conv2d_s16x8(const WindowParams& window, int m, const OutputStage
   const bool int32_sums = int64_t(fs.h) * fs.w <= kMaxInt32Taps;
   static thread_local std::vector<int32_t> sums32;
   static thread_local std::vector<int64_t> sums64;
+  static thread_local std::vector<int16_t> filter16;  // widened once (int16 lanes)
+  filter16.assign(filter, filter + int64_t(fs.h) * fs.w * fs.c);
   sums32.assign(size_t(os.c), 0);
   sums64.assign(size_t(os.c), 0);
   for (int oy = 0; oy < os.h; ++oy) {
@@ -97,7 +99,7 @@ void depthwise_conv2d_s16x8(const WindowParams& window, int m, const OutputStage
           const int ix = x0 + kx;
           if (ix < 0 || ix >= is.w) continue;
           const int16_t* px = input + (int64_t(iy) * is.w + ix) * is.c;
-          const int8_t* fw = filter + (int64_t(ky) * fs.w + kx) * fs.c;
+          const int16_t* fw = filter16.data() + (int64_t(ky) * fs.w + kx) * fs.c;
           if (int32_sums && m == 1) {
             for (int c = 0; c < os.c; ++c) s32[c] += int32_t(px[c]) * int32_t(fw[c]);
           } else if (int32_sums) {
@@ -126,13 +128,17 @@ void conv2d_s16x8(const WindowParams& window, const OutputStage& stage, const Sh
   check_arg(is.n == 1 && os.n == 1 && fs.c == is.c && fs.n == os.c, kOp, ": shapes input ",
             is.str(), ", filter ", fs.str(), ", output ", os.str(), " do not match");
   check_stage(kOp, stage, bias, os.c);
+  // The weights widened to int16 once: an int16 x int16 multiply-add into
+  // int32 is the vector dot product (pmaddwd) the loop below compiles to.
+  static thread_local std::vector<int16_t> filter16;
+  filter16.assign(filter, filter + int64_t(fs.n) * fs.h * fs.w * fs.c);
   for (int oy = 0; oy < os.h; ++oy) {
     for (int ox = 0; ox < os.w; ++ox) {
       const int y0 = oy * window.stride_h - window.pad_top;
       const int x0 = ox * window.stride_w - window.pad_left;
       for (int c = 0; c < os.c; ++c) {
         int64_t acc = 0;
-        const int8_t* f = filter + int64_t(c) * fs.h * fs.w * fs.c;
+        const int16_t* f = filter16.data() + int64_t(c) * fs.h * fs.w * fs.c;
         for (int ky = 0; ky < fs.h; ++ky) {
           const int iy = y0 + ky;
           if (iy < 0 || iy >= is.h) continue;
@@ -140,7 +146,7 @@ void conv2d_s16x8(const WindowParams& window, const OutputStage& stage, const Sh
             const int ix = x0 + kx;
             if (ix < 0 || ix >= is.w) continue;
             const int16_t* px = input + (int64_t(iy) * is.w + ix) * is.c;
-            const int8_t* fw = f + (int64_t(ky) * fs.w + kx) * fs.c;
+            const int16_t* fw = f + (int64_t(ky) * fs.w + kx) * fs.c;
             // Runs of kInt32Run products (each within 2^22) sum exactly in
             // int32 (a vectorisable loop), then join the int64 accumulator.
             constexpr int kInt32Run = 256;
