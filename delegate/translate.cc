@@ -85,25 +85,18 @@ constexpr VersionLimit kInt16VersionLimits[] = {
     {kTfLiteBuiltinMul, 4, "5+: int64 / complex"},
     {kTfLiteBuiltinLogistic, 3, ""},
     {kTfLiteBuiltinTanh, 3, ""},
+    {kTfLiteBuiltinMean, 3, ""},
+    {kTfLiteBuiltinQuantize, 2, "3: per-channel, 4: int4"},
+    {kTfLiteBuiltinLeakyRelu, 2, ""},
 };
 
 // Why an int16 kind has no 16-bit lowering (the int16_activations reason).
 const char* int16_decline_why(int32_t code) {
   switch (code) {
-    case kTfLiteBuiltinQuantize:
-      return "TFLite requantizes int16 with the 32-bit fixed-point multiplier "
-             "(reference_ops::Requantize); the 16-bit form's output stages are the 16x8 one "
-             "(multiplier reduced to 16 bits) and the real scale, which round differently";
-    case kTfLiteBuiltinRelu:
-    case kTfLiteBuiltinRelu6:
     case kTfLiteBuiltinReluN1To1:
-    case kTfLiteBuiltinLeakyRelu:
     case kTfLiteBuiltinHardSwish:
-      return "the activation unit's lookup table is for 8-bit inputs (256 entries) and TFLite's "
-             "int16 form requantizes with the 32-bit multiplier";
-    case kTfLiteBuiltinMean:
-      return "an int16 MEAN is not lowered (the 8-bit MEAN runs as depthwise or ones-matrix "
-             "passes with an 8-bit output stage)";
+      return "TFLite 2.21 has no int16 kernel for it (and the activation unit's lookup table is "
+             "for 8-bit inputs)";
     case kTfLiteBuiltinBatchMatmul:
       return "the matrix unit has no 16-bit form";
     default:
@@ -393,8 +386,9 @@ class Translator {
     // is declined by the int4_depthwise rule, which says why).
     const int w = spec.inputs.size() > 1 ? spec.inputs[1] : -1;
     if (w >= 0 && type_of(w) == kTfLiteInt4 && has_weights(kind)) {
-      const int int4_version = kind == OpKind::kConv2D            ? 7
-                               : kind == OpKind::kFullyConnected ? 10
+      // FULLY_CONNECTED version 13: 16x8 with int4 weights.
+      const int int4_version = kind == OpKind::kConv2D ? 7
+                               : kind == OpKind::kFullyConnected ? (int16_activations(spec) ? 13 : 10)
                                                                   : -1;
       if (int4_version < 0 || spec.version <= int4_version) return;
     }
@@ -455,6 +449,13 @@ class Translator {
              "TFLite 2.21's reference kernel for this mix computes no documented quantized "
              "arithmetic (its outputs are not the rescaled product), so mul_s16_s8 has nothing "
              "exact to reproduce; 16x8 MUL with an int16 output is lowered");
+      return true;
+    }
+    if (kind == OpKind::kQuantize && tin == kTfLiteInt16 && tout == kTfLiteInt8) {
+      reason(r, "int16_activations", "QUANTIZE int16 -> int8",
+             "a command of the NPU keeps one element size for its input and output "
+             "(NACC_CTRL.DATA_FORM: 16-bit or 8-bit feature maps); int16 -> int16 QUANTIZE is "
+             "lowered");
       return true;
     }
     if ((tin == kTfLiteInt16 || tout == kTfLiteInt16) && !int16_version_limit(spec.builtin_code)) {

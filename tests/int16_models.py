@@ -142,16 +142,17 @@ def random_input_sets(interp, seed, n=2):
 
 
 def fc16(m: ModelBuilder, x, n, activation="NONE", per_channel=False, gain=1.0,
-         bias_extreme=False, name=None):
-    """A 16x8 FULLY_CONNECTED (version 7) with an int64 bias."""
+         bias_extreme=False, name=None, int4=False):
+    """A 16x8 FULLY_CONNECTED (version 7) with an int64 bias; `int4`: int4
+    weights (version 13, values -8..7 with both extremes)."""
     t = m.meta[x]
     rng = m.rng
     k = t.shape[-1]
     rows = int(np.prod(t.shape[:-1]))
     nw = n if per_channel else 1
     ws = [float(s) for s in rng.uniform(0.002, 0.02, nw).astype(np.float32)]
-    w = QTensor((n, k), "int8", scale=ws, zero_point=[0] * nw,
-                data=int16_weights(rng, (n, k)))
+    w = QTensor((n, k), "int4" if int4 else "int8", scale=ws, zero_point=[0] * nw,
+                data=int16_weights(rng, (n, k), *((-8, 7) if int4 else ())))
     bdata = rng.integers(-(1 << 22), 1 << 22, n).astype(np.int64)
     if bias_extreme:
         bdata[0] = BIAS40
@@ -160,7 +161,7 @@ def fc16(m: ModelBuilder, x, n, activation="NONE", per_channel=False, gain=1.0,
     eff = 0.0058 / math.sqrt(k) * gain
     o = m.tensor(act16((rows, n), t.scale * ws[0] / eff, name=name))
     m.g.add_op("FULLY_CONNECTED", [x, m.tensor(w), m.tensor(b)], [o],
-               dict(fused_activation_function=activation), version=7)
+               dict(fused_activation_function=activation), version=13 if int4 else 7)
     return o
 
 

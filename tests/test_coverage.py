@@ -18,7 +18,7 @@ def _test_model_cache(monkeypatch):
 
 
 def test_row_of_a_16x8_model_names_its_host_node_and_checks_every_core_count(tmp_path):
-    """The 16x8 DS-CNN: every node but its int16 MEAN claimed (the row gives the
+    """The 16x8 DS-CNN: every node it has a 16-bit unit for claimed (a host row gives the
     partitioner's reason), bit-exact against BUILTIN_REF at each core count; the
     claim numbers are the delegate's own."""
     from nacc import coverage, model_report, models

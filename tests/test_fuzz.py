@@ -193,3 +193,34 @@ def test_long_fuzz(tmp_path):
     stats = fuzz(LONG_TFLITE, SEED + 1, str(tmp_path), onnx_graphs=LONG_ONNX,
                  log=lambda m: print(m, flush=True))
     check(stats, LONG_TFLITE, LONG_ONNX)
+
+
+DEFAULT_INT16 = 80
+# The 16x8 graphs reuse the int8 kinds' parameter draws, some of which fall
+# outside the 16-bit forms and are declined with their rule (MUL with
+# s1 * s2 / s_out >= 1, a constant operand, MEAN over more than 15 rows,
+# dilated or grouped convolutions): a lower floor than the int8 run's.
+MIN_CLAIM_RATE_16 = 0.6
+
+
+def test_default_fuzz_16x8(tmp_path, scheduler):
+    """16x8 graphs (int16 activations with zero point 0, int8 weights, int64
+    bias; generate fmt "tflite16"): zero tolerance against BUILTIN_REF, every
+    node of a 16-bit kind claimed in most graphs."""
+    stats = fuzz(0, SEED, str(tmp_path), log=lambda m: None, scheduler=scheduler,
+                 int16_graphs=DEFAULT_INT16)
+    report = stats.report()
+    print("\n" + report)
+    assert stats.graphs["tflite"] >= DEFAULT_INT16, report
+    assert not stats.failures, report
+    claimed, total = stats.claim_rate("tflite")
+    assert total and claimed / total >= MIN_CLAIM_RATE_16, (claimed, total, report)
+
+
+def test_16x8_generator_is_int16():
+    specs = [generate(SEED, i, "tflite16") for i in range(40)]
+    assert specs == [generate(SEED, i, "tflite16") for i in range(40)]
+    for s in specs:
+        assert s["dtype"] == "int16" and s["format"] == "tflite"
+        assert all(t["zp"] == 0 for t in s["tensors"].values())
+        assert all(x.dtype == np.int16 for x in make_inputs(s))

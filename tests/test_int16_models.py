@@ -23,8 +23,8 @@ EXPECTED_KINDS = {
                     "LEAKY_RELU", "MAX_POOL_2D", "AVERAGE_POOL_2D", "MEAN", "FULLY_CONNECTED"},
 }
 # The kinds with no 16-bit unit yet (declined with int16_activations and their
-# reason; the host runs them between the NPU partitions).
-DECLINED = {"activations": {"LEAKY_RELU", "MEAN"}}
+# reason; the host runs them between the NPU partitions): none left.
+DECLINED = {}
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))

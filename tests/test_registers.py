@@ -104,7 +104,8 @@ SEED_C_OFFSETS = {"CMD": 0x08, "QBASE0": 0x10, "QBASE1": 0x14, "QREAD": 0x18, "Q
 PROJECT_EXTENSION_FIELDS = {
     "NACC_ACT_PARA": [("QUANT_REAL_SCALE", 2, 2, 0, "RW"), ("QUANT_FP32_SCALE", 3, 3, 0, "RW"),
                       ("ELEMENT_FP32", 5, 4, 0, "RW"), ("U8_DOMAIN", 6, 6, 0, "RW"),
-                      ("POOL_FP32", 7, 7, 0, "RW"), ("POOL_FP32_MODE", 9, 8, 0, "RW")],
+                      ("POOL_FP32", 7, 7, 0, "RW"), ("POOL_FP32_MODE", 9, 8, 0, "RW"),
+                      ("QUANT_MUL32", 10, 10, 0, "RW")],
 }
 
 
@@ -233,7 +234,7 @@ def test_write_only_trigger_bits():
 # (register, value written, value read back): reserved bits read 0.
 MASK_CASES = [("NACC_PADDING", 0xFFFFFFFF, 0x000000FF), ("NACC_CTRL", 0xFFFFFFFF, 0x0FFFFFFF),
               ("NACC_ELEMENTWISE", 0xFFFFFFFF, 0x3FFFFFFF), ("NACC_DMA_PARA3", 0xFFFFFFFF, 0x000FFFFF),
-              ("NACC_BROADCAST_DMA", 0xFFFFFFFF, 0x0FFFFFFF), ("NACC_ACT_PARA", 0xFFFFFFFF, 0x3FF),
+              ("NACC_BROADCAST_DMA", 0xFFFFFFFF, 0x0FFFFFFF), ("NACC_ACT_PARA", 0xFFFFFFFF, 0x7FF),
               ("INSTR_ADDR_L", 0x12345678, 0x12345000), ("INSTR_ADDR_H", 0xFFFFFFFF, 0xFFF),
               ("BATCH5_ADDR3_H", 0xFFFFFFFF, 0xFFF), ("BATCH5_ADDR3_L", 0xFFFFFFFF, 0xFFFFFFFF),
               ("REGIONCFG", 0xFFFFFFFF, 0xFFFF), ("AXI_LIMIT2", 0xFFFFFFFF, 0x1F1F0003)]

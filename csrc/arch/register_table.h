@@ -159,6 +159,11 @@ inline constexpr FieldDesc kF_NACC_ACT_PARA[] = {
        "float NCHWc AveragePool summing each window row by row, QuantizeLinear: round(y / output "
        "scale) + output zero point), 2 = QUANTIZE_COLUMNS (the same with MLAS's NCHW vector "
        "kernel: each window column summed first, then the column sums)"),
+    rw("QUANT_MUL32", 10, 10, 0,
+       "project extension, NPU_OP_DW_CONV with DATA_FORM = INT16 only: 1 = the output stage is "
+       "the 32-bit MultiplyByQuantizedMultiplier of QUANT_MUL / QUANT_SHIFT on the accumulator, "
+       "which must fit int32 (TFLite's int16 MEAN, AVERAGE_POOL_2D, ReLU rescale and "
+       "requantize), instead of the 16x8 stage with the multiplier reduced to 16 bits"),
 };
 inline constexpr FieldDesc kF_NACC_IN_ACT_DMA_ADDR[] = {
     rw("IN_ACT_DMA_ADDR", 31, 0, 0, "activation data (the 256-byte LUT, NACC_SPEC §1)"),

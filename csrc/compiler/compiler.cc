@@ -336,6 +336,7 @@ void set_layer(Context& ctx, const LoweredOp& op, const OpConstants& k, const Co
                       .set(fields::NACC_ACT_PARA::U8_DOMAIN, op.u8_domain)
                       .set(fields::NACC_ACT_PARA::POOL_FP32, op.pool_fp32)
                       .set(fields::NACC_ACT_PARA::POOL_FP32_MODE, int(op.pool_fp32_mode))
+                      .set(fields::NACC_ACT_PARA::QUANT_MUL32, op.mul32)
                       .get());
   // A rectangle of a tensor (LoweredOp::in_y0 ...) starts at its first pixel
   // and keeps the tensor's row pitch.
@@ -1130,23 +1131,29 @@ ir::Graph fold_pads(const ir::Graph& g, const std::vector<int>& outputs, const C
 // ---- space-to-depth staging (compiler/lower.h lower_space_to_depth) ------------------
 
 // Each op whose parts use compiler::kStagingTensor gets its staging tensor in
-// `graph`: int8, the shape of the part that reads it, the op input's
-// quantization; the parts are pointed at it. Memory planning keeps it live
-// during the op (its parts read and write it).
+// `graph`: the shape of the part that reads it; a space-to-depth gather
+// (read as a part's input): int8 with the op input's quantization; the alpha
+// term of an int16 LEAKY_RELU (read as the second operand of its sum): int16
+// with the op output's. The parts are pointed at it. Memory planning keeps it
+// live during the op (its parts read and write it).
 void add_staging_tensors(ir::Graph& graph, std::vector<LoweredOp>& lowered) {
   for (size_t i = 0; i < lowered.size(); ++i) {
-    if (lowered[i].input != compiler::kStagingTensor) continue;
+    const bool first_operand = lowered[i].input == compiler::kStagingTensor;
+    if (!first_operand && lowered[i].input2 != compiler::kStagingTensor) continue;
     const LoweredOp& reader = lowered[i];
+    const ir::Op& op = graph.ops[reader.op_index];
     ir::Tensor t;
-    t.name = str_cat(graph.tensor(reader.output).name, "/space_to_depth");
+    t.name = str_cat(graph.tensor(op.outputs[0]).name,
+                     first_operand ? "/space_to_depth" : "/leaky_relu_alpha");
     t.shape = {1, reader.in_shape.h, reader.in_shape.w, reader.in_shape.c};
-    t.dtype = ir::DType::kInt8;
-    t.quant = graph.tensor(graph.ops[reader.op_index].inputs[0]).quant;
+    t.dtype = reader.int16_maps ? ir::DType::kInt16 : ir::DType::kInt8;
+    t.quant = graph.tensor(first_operand ? op.inputs[0] : op.outputs[0]).quant;
     const int id = int(graph.tensors.size());
     graph.tensors.push_back(std::move(t));
     for (LoweredOp& l : lowered) {
       if (l.op_index != reader.op_index) continue;
       if (l.input == compiler::kStagingTensor) l.input = id;
+      if (l.input2 == compiler::kStagingTensor) l.input2 = id;
       if (l.output == compiler::kStagingTensor) l.output = id;
     }
   }
@@ -1165,7 +1172,8 @@ void lower_into(const ir::Graph& graph, int i, bool folded, const CompileOptions
   if (kind == ir::OpKind::kConcatenation || kind == ir::OpKind::kAveragePool2D ||
       kind == ir::OpKind::kConv2D || kind == ir::OpKind::kDepthwiseConv2D ||
       kind == ir::OpKind::kSlice || kind == ir::OpKind::kResizeNearest ||
-      kind == ir::OpKind::kSpaceToDepth || kind == ir::OpKind::kDepthToSpace) {
+      kind == ir::OpKind::kSpaceToDepth || kind == ir::OpKind::kDepthToSpace ||
+      kind == ir::OpKind::kLeakyRelu) {
     // parts, AVERAGE_POOL_2D region passes, grouped / dilated convolution parts
     for (LoweredOp& part : check_and_lower_parts(graph, i, options)) {
       lowered->push_back(std::move(part));

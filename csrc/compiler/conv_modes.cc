@@ -138,8 +138,9 @@ std::optional<LoweredOp> element_rows_of(const LoweredOp& op, int cores) {
 }
 
 std::optional<LoweredOp> ones_matmul_of(const LoweredOp& op) {
+  // (The matrix unit has no 16-bit form.)
   if (op.unit != Unit::kDepthwise || op.depth_multiplier != 1 || op.int4_weights ||
-      op.kernel_h != op.in_shape.h || op.kernel_w != op.in_shape.w || op.out_shape.h != 1 ||
+      op.int16_maps || op.kernel_h != op.in_shape.h || op.kernel_w != op.in_shape.w || op.out_shape.h != 1 ||
       op.out_shape.w != 1 || op.pad_top || op.pad_left || op.pad_bottom || op.pad_right ||
       !op.bias.empty() || op.pool_fp32 || op.out_pixel_pitch || op.out_channel_offset ||
       op.in_pixel_pitch || op.in_row_pitch || op.in_tensor_w || op.in_y0 || op.in_x0 ||

@@ -410,8 +410,15 @@ void lower_fully_connected(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.weights = int8_data(w, l.label, "weights");
   l.int4_weights = w.dtype == ir::DType::kInt4;
   l.int16_maps = int16_maps_of(in, out, l.label);
-  if (l.int16_maps && (l.int4_weights || op.attrs.requant != ir::RequantMode::kTflite)) {
-    throw Unsupported(str_cat(l.label, ": 16x8 takes int8 weights and TFLite's requantization"));
+  if (l.int16_maps && op.attrs.requant != ir::RequantMode::kTflite) {
+    throw Unsupported(str_cat(l.label, ": 16x8 takes TFLite's requantization"));
+  }
+  if (l.int16_maps && l.int4_weights) {
+    // 16x8 with int4 weights (TFLite's FULLY_CONNECTED version 13: the
+    // reference kernel unpacks them and runs the 16x8 kernel). One command has
+    // one data form (NACC_CTRL.DATA_FORM: 16-bit maps or int4 weights), so the
+    // 16-bit unit takes the unpacked values as int8 weights: the same products.
+    l.int4_weights = false;
   }
   if (op.inputs.size() > 2 && op.inputs[2] >= 0 && l.int16_maps) {
     l.bias64 = int64_bias(g.tensor(op.inputs[2]), l.label);
@@ -712,18 +719,59 @@ void lower_tflite_lut(const ir::Op& op, const Quant& qi, const Quant& qo, Lowere
 
 // Single-input int8 -> int8 ops: the activation unit in LUT mode, with the
 // frontend's table (ir::Attributes::lut) when it gives one, else TFLite's.
-// RELU / RELU6 on int16 with one scale (16x8): TFLite's QuantizedReluX
-// applies MultiplyByQuantizedMultiplier with QuantizeMultiplier(s_in / s_out)
-// = (2^30, 1), the identity, then clamps to [max(-32768, round(lo / s)),
-// min(32767, round(hi / s))] (float32): an identity 1x1 max-pool pass with
-// that clamp. Another output scale needs the 32-bit multiplier, which no
-// 16-bit unit applies.
+// An int16 requantization (16x8) with the 32-bit MultiplyByQuantizedMultiplier
+// `q`, clamped to [lo, hi]: an identity 1x1 16-bit depthwise pass (weights 1,
+// no bias: the accumulator is the input value) with the 32-bit output stage
+// (QUANT_MUL32); MBQM's left shift wraps in int32 as TFLite's does.
+void lower_requantize16(const ir::Op& op, const QuantizedMultiplier& q, int32_t lo, int32_t hi,
+                        LoweredOp& l) {
+  l.unit = Unit::kDepthwise;
+  ir::Op window = op;
+  window.attrs.padding = {};
+  window.attrs.stride_h = window.attrs.stride_w = 1;
+  window.attrs.dilation_h = window.attrs.dilation_w = 1;
+  set_window(l, window, 1, 1);
+  const int c = l.in_shape.c;
+  l.weights.assign(size_t(c), 1);
+  l.multiplier.assign(size_t(c), q.multiplier);
+  l.shift.assign(size_t(c), q.shift);
+  l.mul32 = true;
+  l.input_zero_point = l.output_zero_point = 0;
+  l.act_min = lo;
+  l.act_max = hi;
+  l.act_mode = ActMode::NONE;
+}
+
+// QUANTIZE int16 -> int16 (16x8; TFLite 2.21 quantize.cc, reference_ops::
+// Requantize): MBQM(x, QuantizeMultiplier(double(s_in) / double(s_out)))
+// clamped to int16 (zero points 0), checked against BUILTIN_REF.
+void lower_quantize16(const ir::Op& op, const ir::Tensor& in, const ir::Tensor& out,
+                      LoweredOp& l) {
+  l.int16_maps = int16_maps_of(in, out, l.label);
+  const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
+  const QuantizedMultiplier q =
+      quantize_multiplier(static_cast<double>(qi.scale) / static_cast<double>(qo.scale));
+  lower_requantize16(op, q, -32768, 32767, l);
+}
+
+// RELU / RELU6 on int16 (16x8): TFLite's QuantizedReluX applies
+// MultiplyByQuantizedMultiplier with QuantizeMultiplier(float(s_in / s_out)),
+// then clamps to [max(-32768, round(lo / s)), min(32767, round(hi / s))]
+// (float32). With one scale the multiplier is (2^30, 1), the identity: an
+// identity 1x1 max-pool pass with that clamp; another output scale: the
+// 16-bit depthwise requantization pass (lower_requantize16).
 void lower_relu16(const ir::Op& op, const ir::Tensor& in, const ir::Tensor& out, LoweredOp& l) {
   l.int16_maps = int16_maps_of(in, out, l.label);
   const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
+  const auto q = [&](float f) {
+    return static_cast<int32_t>(std::round(f / qo.scale));
+  };
+  const int32_t lo = std::max(-32768, q(0.0f));
+  const int32_t hi = op.kind == OpKind::kRelu6 ? std::min(32767, q(6.0f)) : 32767;
   if (qi.scale != qo.scale) {
-    throw Unsupported(str_cat(l.label, ": an int16 ReLU that rescales (input scale ", qi.scale,
-                              ", output scale ", qo.scale, ") needs the 32-bit multiplier"));
+    const float ratio = qi.scale / qo.scale;  // float32, as ReluPrepare
+    lower_requantize16(op, quantize_multiplier(static_cast<double>(ratio)), lo, hi, l);
+    return;
   }
   l.unit = Unit::kMaxPool;
   ir::Op window = op;
@@ -731,11 +779,8 @@ void lower_relu16(const ir::Op& op, const ir::Tensor& in, const ir::Tensor& out,
   window.attrs.stride_h = window.attrs.stride_w = 1;
   window.attrs.dilation_h = window.attrs.dilation_w = 1;
   set_window(l, window, 1, 1);
-  const auto q = [&](float f) {
-    return static_cast<int32_t>(std::round(f / qo.scale));
-  };
-  l.act_min = std::max(-32768, q(0.0f));
-  l.act_max = op.kind == OpKind::kRelu6 ? std::min(32767, q(6.0f)) : 32767;
+  l.act_min = lo;
+  l.act_max = hi;
   l.act_mode = ActMode::NONE;
 }
 
@@ -820,6 +865,10 @@ void lower_activation(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   }
   if (in.dtype == ir::DType::kInt16 && (op.kind == OpKind::kLogistic || op.kind == OpKind::kTanh)) {
     lower_sigmoid_tanh16(op, in, out, l);
+    return;
+  }
+  if (in.dtype == ir::DType::kInt16 && op.kind == OpKind::kQuantize) {
+    lower_quantize16(op, in, out, l);
     return;
   }
   if (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8) {
@@ -973,6 +1022,21 @@ void lower_mean(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const Quant qi = per_tensor(in, l.label), qo = per_tensor(out, l.label);
   const int c = l.in_shape.c;
   const int64_t cells = int64_t(l.in_shape.h) * l.in_shape.w;
+  l.int16_maps = int16_maps_of(in, out, l.label);
+  if (l.int16_maps) {
+    // TFLite's int16 MEAN (reduce.cc, kReference for every resolver:
+    // reference_ops::QuantizedMeanOrSum) sums the int16 values in int32 and
+    // applies the int8 formula with zero points 0: one 16-bit depthwise
+    // window with unit weights and the 32-bit output stage (QUANT_MUL32); the
+    // sum of at most 15 x 15 int16 values fits int32.
+    if (l.in_shape.h > limits::kMaxKernel || l.in_shape.w > limits::kMaxKernel ||
+        op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
+      throw Unsupported(str_cat(l.label, ": an int16 MEAN over ", l.in_shape.h, "x",
+                                l.in_shape.w, " cells (one 16-bit depthwise window holds ",
+                                limits::kMaxKernel, "x", limits::kMaxKernel, ")"));
+    }
+    l.mul32 = true;
+  }
   if (l.in_shape.h <= limits::kMaxKernel && l.in_shape.w <= limits::kMaxKernel) {
     ir::Op window = op;
     window.attrs.padding = {};
@@ -1001,8 +1065,8 @@ void lower_mean(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
       l.fp32_scale.assign(c, ort_global_average_pool_scale(qi.scale, qo.scale, cells));
       break;
   }
-  l.act_min = -128;
-  l.act_max = 127;
+  l.act_min = l.int16_maps ? -32768 : -128;
+  l.act_max = l.int16_maps ? 32767 : 127;
   l.act_mode = ActMode::NONE;
 }
 
@@ -1315,8 +1379,18 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
       throw Unsupported(str_cat(base.label, ": dilation ", a.dilation_h, "x", a.dilation_w));
     }
     base.act_mode = act_mode_of(fused_activation_of(a.activation, base.label));
-    fused_activation_range_int8(fused_activation_of(a.activation, base.label), qo.scale,
-                                qo.zero_point, &base.act_min, &base.act_max);
+    // int16 (16x8): 16-bit depthwise passes with the 32-bit output stage
+    // (QUANT_MUL32), whose division is exact for int16 sums of at most
+    // kMaxAveragePoolCells16 cells (quant/tflite.h).
+    base.int16_maps = int16_maps_of(in, out, base.label);
+    base.mul32 = base.int16_maps;
+    if (base.int16_maps) {
+      fused_activation_range_int16(fused_activation_of(a.activation, base.label), qo.scale,
+                                   qo.zero_point, &base.act_min, &base.act_max);
+    } else {
+      fused_activation_range_int8(fused_activation_of(a.activation, base.label), qo.scale,
+                                  qo.zero_point, &base.act_min, &base.act_max);
+    }
     using support::PoolBand;
     const std::vector<PoolBand> ys = support::average_pool_bands(os.h, is.h, a.kernel_h,
                                                                  a.stride_h, int(a.padding.top));
@@ -1326,6 +1400,10 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
       throw Unsupported(str_cat(base.label, ": an output window holds no input cell"));
     }
     const bool window_fits = a.kernel_h <= limits::kMaxKernel && a.kernel_w <= limits::kMaxKernel;
+    if (!window_fits && base.int16_maps) {
+      throw Unsupported(str_cat(base.label, ": an int16 window ", a.kernel_h, "x", a.kernel_w,
+                                " (the ones matrix product is 8-bit)"));
+    }
     if (!window_fits) {
       // One window over every input cell: the sum on the matrix unit.
       if (os.h != 1 || os.w != 1 || ys[0].count != is.h || xs[0].count != is.w) {
@@ -1374,7 +1452,9 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
         l.input_zero_point = 0;
         l.output_zero_point = 0;
         l.weights.assign(size_t(y.kernel) * x.kernel * is.c, 1);
-        const QuantizedMultiplier q = tflite_average_pool_division(int64_t(y.count) * x.count);
+        const int64_t n = int64_t(y.count) * x.count;
+        const QuantizedMultiplier q = base.int16_maps ? tflite_average_pool_division16(n)
+                                                      : tflite_average_pool_division(n);
         l.multiplier.assign(size_t(is.c), q.multiplier);
         l.shift.assign(size_t(is.c), q.shift);
         l.lowering = "avg_regions";
@@ -1390,8 +1470,80 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
   return parts;
 }
 
+// LEAKY_RELU on int16 (16x8): TFLite 2.21's reference_ops::QuantizeLeakyRelu,
+//   out = clamp(MBQM(x, m_id, s_id)) for x >= 0, clamp(MBQM(x, m_a, s_a)) otherwise,
+// (m_id, s_id) = QuantizeMultiplier(float(s_in / s_out)), (m_a, s_a) =
+// QuantizeMultiplier(float(s_in * alpha / s_out)) (LeakyReluPrepare's float32
+// expressions). With multipliers >= 0, MBQM keeps the sign of x (and maps 0
+// to 0), so for alpha >= 0
+//   out = clamp(MBQM(x, id), 0, 32767) + clamp(MBQM(x, alpha), -32768, 0)
+// exactly: one term is 0 for every x. Three 16-bit parts: the identity term
+// into the output, the alpha term into the op's staging tensor (both 1x1
+// depthwise passes with the 32-bit stage, lower_requantize16), then ADD of
+// the two with one scale (left shift 15, input multipliers 1/2, output
+// multiplier 2^-14: every step exact, the sum within int16).
+std::vector<LoweredOp> lower_leaky_relu16(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base;
+  base.op_index = op_index;
+  base.kind = op.kind;
+  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  check_arg(op.inputs.size() == 1 && op.inputs[0] >= 0 && op.outputs.size() == 1, base.label,
+            ": needs one input and one output");
+  base.input = op.inputs[0];
+  base.output = op.outputs[0];
+  const ir::Tensor& in = graph.tensor(base.input);
+  const ir::Tensor& out = graph.tensor(base.output);
+  try {
+    base.in_shape = nhwc_of(in.shape);
+    base.out_shape = nhwc_of(out.shape);
+    check_arg(base.in_shape == base.out_shape, base.label, ": input ", base.in_shape.str(),
+              " != output ", base.out_shape.str());
+    base.int16_maps = int16_maps_of(in, out, base.label);
+    const Quant qi = per_tensor(in, base.label), qo = per_tensor(out, base.label);
+    const float identity_real = qi.scale / qo.scale;
+    const float alpha_real = qi.scale * op.attrs.alpha / qo.scale;
+    if (!(std::isfinite(alpha_real) && alpha_real >= 0.0f)) {
+      throw Unsupported(str_cat(base.label, ": int16 LEAKY_RELU with alpha ", op.attrs.alpha,
+                                " (the 32-bit stage takes multipliers >= 0)"));
+    }
+    std::vector<LoweredOp> parts(3, base);
+    lower_requantize16(op, quantize_multiplier(static_cast<double>(identity_real)), 0, 32767,
+                       parts[0]);
+    parts[0].lowering = "leaky_relu_identity";
+    lower_requantize16(op, quantize_multiplier(static_cast<double>(alpha_real)), -32768, 0,
+                       parts[1]);
+    parts[1].output = kStagingTensor;
+    parts[1].label = str_cat(base.label, " alpha term");
+    parts[1].lowering = "leaky_relu_alpha";
+    LoweredOp& sum = parts[2];
+    sum.label = str_cat(base.label, " sum");
+    sum.unit = Unit::kElementwise;
+    sum.input = base.output;
+    sum.input2 = kStagingTensor;
+    sum.eltwise = tflite_add_sub_params_16x8(ElementwiseMode::ADD, 1.0f, 1.0f, 1.0f,
+                                             FusedActivation::kNone);
+    sum.act_min = sum.eltwise.act_min;
+    sum.act_max = sum.eltwise.act_max;
+    sum.act_mode = ActMode::NONE;
+    sum.multiplier = {sum.eltwise.output_multiplier};
+    sum.shift = {sum.eltwise.output_shift};
+    sum.lowering = "leaky_relu_sum";
+    return parts;
+  } catch (const Unsupported&) {
+    throw;
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    throw Unsupported(what.rfind(base.label, 0) == 0 ? what : str_cat(base.label, ": ", what));
+  }
+}
+
 std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
+  if (op.kind == OpKind::kLeakyRelu && !op.inputs.empty() && op.inputs[0] >= 0 &&
+      graph.tensor(op.inputs[0]).dtype == ir::DType::kInt16) {
+    return lower_leaky_relu16(graph, op_index);
+  }
   if (op.kind == OpKind::kConcatenation) return lower_concatenation(graph, op_index);
   if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index);
   if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index);
@@ -1437,11 +1589,6 @@ LoweredOp lower_whole(const ir::Graph& graph, int op_index) {
         lower_batch_matmul(graph, op, l);
         break;
       case OpKind::kAveragePool2D:
-        if (support::is_region_average_pool(op) &&
-            graph.tensor(op.inputs[0]).dtype == ir::DType::kInt16) {
-          throw Unsupported(str_cat(l.label, ": an int16 average pool other than 2x2 stride 2 (the "
-                                             "region passes are 8-bit depthwise passes)"));
-        }
         if (support::is_region_average_pool(op)) return lower_average_pool_regions(graph, op_index).at(0);
         lower_pool(graph, op, l);
         break;
@@ -1461,6 +1608,9 @@ LoweredOp lower_whole(const ir::Graph& graph, int op_index) {
       case OpKind::kHardSwish:
       case OpKind::kLeakyRelu:
       case OpKind::kQuantize:
+        if (op.kind == OpKind::kLeakyRelu && graph.tensor(l.input).dtype == ir::DType::kInt16) {
+          return lower_leaky_relu16(graph, op_index).at(0);
+        }
         lower_activation(graph, op, l);
         break;
       case OpKind::kPad:

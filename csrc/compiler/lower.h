@@ -170,6 +170,10 @@ struct LoweredOp {
   // 16x8 output stage from `multiplier` / `shift`, act_min / act_max in the
   // int16 range. Direct convolution and depthwise only.
   bool int16_maps = false;
+  // With int16_maps on the depthwise unit: the 32-bit fixed-point stage
+  // (NACC_ACT_PARA.QUANT_MUL32) instead of the 16x8 one — TFLite's int16 MEAN,
+  // AVERAGE_POOL_2D and requantizations, whose accumulators fit int32.
+  bool mul32 = false;
   std::vector<int64_t> bias64;  // [C_out] with int16_maps (bias stays empty)
   int elem() const { return int16_maps ? 2 : 1; }  // feature-map bytes per element
   bool has_bias() const { return !bias.empty() || !bias64.empty(); }
@@ -229,6 +233,12 @@ std::vector<LoweredOp> lower_space_depth(const ir::Graph& graph, int op_index);
 // (lower_space_to_depth), else the one
 // LoweredOp of lower_op. Throws Unsupported as lower_op does.
 std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index);
+
+// LEAKY_RELU on int16 (16x8): the identity term (into the output) and the
+// alpha term (into the op's staging tensor) as 16-bit 1x1 depthwise passes
+// with the 32-bit output stage, then their exact int16 ADD (lower.cc).
+// lower_op returns the first part.
+std::vector<LoweredOp> lower_leaky_relu16(const ir::Graph& graph, int op_index);
 
 // TFLite AVERAGE_POOL_2D other than 2x2 stride 2 with a window of at most 15
 // and a stride of at most 3 per axis: TFLite's reference kernel divides the

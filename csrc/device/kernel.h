@@ -74,6 +74,9 @@ struct Setup {
   bool needs_bias = false, needs_quant = false, needs_lut = false;
   bool real_scale = false;  // NACC_ACT_PARA.QUANT_REAL_SCALE: float64 scales, no shifts
   bool fp32_scale = false;  // NACC_ACT_PARA.QUANT_FP32_SCALE: float32 scales, no shifts (MAC units)
+  // NACC_ACT_PARA.QUANT_MUL32 (project extension): a 16-bit depthwise pass with
+  // the 32-bit fixed-point stage (OutputStageKind::kFixedPoint on an int32 accumulator).
+  bool mul32 = false;
   // NACC_ACT_PARA.ELEMENT_FP32 / POOL_FP32 / U8_DOMAIN (project extensions,
   // docs/device_model.md §4): ONNX Runtime's float32 element-wise and average
   // pool; their float32 parameters are loaded as fp32_scale's are.

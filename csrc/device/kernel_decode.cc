@@ -413,6 +413,9 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     require(s.act != ActMode::LUT && !s.rgb && !s.im2col && !s.fp32_scale,
             "NACC_CTRL.DATA_FORM = INT16: no LUT, RGB_CONV, IM2COL_EN or float32 stage (the ",
             "256-entry LUT is for 8-bit activations)");
+    s.mul32 = r.field(fields::NACC_ACT_PARA::QUANT_MUL32) != 0;
+    require(!s.mul32 || s.fam == Family::kDepthwise, path(fields::NACC_ACT_PARA::QUANT_MUL32),
+            " = 1 is only for NPU_OP_DW_CONV, not ", name);
     if (s.fam == Family::kConv || s.fam == Family::kDepthwise) {
       require(s.quant_en && !s.real_scale,
               "NACC_CTRL.DATA_FORM = INT16: the 16-bit convolution's output stage is the ",
@@ -424,6 +427,9 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     }
 
   } else {
+    require(r.field(fields::NACC_ACT_PARA::QUANT_MUL32) == 0,
+            path(fields::NACC_ACT_PARA::QUANT_MUL32), " = 1 needs DATA_FORM = INT16 (the 8-bit ",
+            "units' fixed-point stage is always the 32-bit one)");
     require(s.act_min >= -128 && s.act_max <= 127 && s.act_min <= s.act_max, "activation clamp [",
             s.act_min, ", ", s.act_max,
             "]: NACC_ACT_MIN / NACC_ACT_MAX need -128 <= min <= max <= 127");

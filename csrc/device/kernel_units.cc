@@ -90,9 +90,9 @@ void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
                 out_shape, out, b.prepared);
       break;
     case Family::kDepthwise:
-      if (s.i16) {  // DATA_FORM = INT16
+      if (s.i16) {  // DATA_FORM = INT16: the 16x8 stage, or the 32-bit one (QUANT_MUL32)
         OutputStage os16 = os;
-        os16.kind = OutputStageKind::kFixedPoint16x8;
+        os16.kind = s.mul32 ? OutputStageKind::kFixedPoint : OutputStageKind::kFixedPoint16x8;
         depthwise_conv2d_s16x8(win, s.depth_mult, os16, in_shape,
                                reinterpret_cast<const int16_t*>(in), Shape4{1, s.ky, s.kx, c.noc},
                                wts, reinterpret_cast<const int64_t*>(bias), out_shape,

@@ -112,9 +112,6 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
   if (rec.cores.size() < ctx.cores.size()) rec.cores.resize(ctx.cores.size());
   static thread_local std::unordered_multimap<uint64_t, int> by_digest;
   if (rec.kernel_data.empty()) by_digest.clear();
-  // 16-bit feature maps: the plan's calls assume 1-byte elements; the
-  // runtime steps such a Program instead (docs/device_model.md §8).
-  if (s.i16) unsupported(rec, "NACC_CTRL.DATA_FORM = INT16 (16-bit feature maps) is not replayed");
   KernelTrace kt;
   kt.word = uint32_t(ctx.pc);
   kt.s = s;
@@ -226,6 +223,7 @@ bool same_layer(const Setup& a, const Setup& b) {
          a.k_pitch == b.k_pitch && a.depth_mult == b.depth_mult && a.needs_bias == b.needs_bias &&
          a.needs_quant == b.needs_quant && a.needs_lut == b.needs_lut &&
          a.real_scale == b.real_scale && a.fp32_scale == b.fp32_scale && a.im2col == b.im2col &&
+         a.mul32 == b.mul32 && a.i16 == b.i16 && a.elem == b.elem &&
          a.quant_entries == b.quant_entries && a.b_zp == b.b_zp && a.ew_fp32 == b.ew_fp32 &&
          a.pool_fp32 == b.pool_fp32 && a.pool_fp32_mode == b.pool_fp32_mode &&
          a.u8_domain == b.u8_domain && a.int4 == b.int4 &&
@@ -247,8 +245,10 @@ bool channelwise(Family f) {
 
 // A command's output channel offset within its layer: the channel its
 // OUT_DMA_ADDR (pixel (0, 0)) starts at, relative to `base`.
+// In output channels (elements of s.elem bytes); -1 when not a whole channel.
 int64_t channel_offset(const Setup& s, uint64_t base) {
-  return int64_t(region_offset(s.a_out)) - int64_t(base);
+  const int64_t bytes = int64_t(region_offset(s.a_out)) - int64_t(base);
+  return bytes % s.elem == 0 ? bytes / s.elem : -1;
 }
 
 struct Box {
@@ -351,7 +351,8 @@ void group_ranges(const Recorder& rec, const Group& g, std::vector<std::pair<Reg
       if (t.work.load_temp) reads->push_back({t.temp.at, t.temp.span()});
       for (const KernelRead& r : t.k_reads) reads->push_back({r.src.at, r.src.span()});
       const uint64_t out_span = uint64_t(t.work.h - 1) * kt.s.out_row +
-                                uint64_t(kt.s.w - 1) * kt.s.out_pix + uint64_t(t.work.noc);
+                                uint64_t(kt.s.w - 1) * kt.s.out_pix +
+                                uint64_t(t.work.noc) * uint64_t(kt.s.elem);
       writes->push_back({t.out, out_span});
     }
   }
@@ -410,10 +411,12 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
     const KernelTrace& kt = rec.kernels[size_t(k)];
     const Setup& s = kt.s;
     const int64_t c_base = channel_offset(s, out_base);
-    if (c_base < 0 || (s0.out_w > 1 && c_base + s.out_c > int64_t(s0.out_pix))) return false;
+    if (c_base < 0 || (s0.out_w > 1 && (c_base + s.out_c) * s0.elem > int64_t(s0.out_pix))) {
+      return false;
+    }
     if (channelwise(fam)) {
       if (c_base % m != 0 || s.out_c != s.in_c * m) return false;
-      const int64_t ib = int64_t(region_offset(s.a_in)) - c_base / m;
+      const int64_t ib = int64_t(region_offset(s.a_in)) - c_base / m * s0.elem;
       if (in_base >= 0 && ib != in_base) return false;
       in_base = ib;
     } else {
@@ -421,7 +424,7 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
       in_base = region_offset(s0.a_in);
     }
     if (fam == Family::kElementwise) {
-      const int64_t tb = int64_t(region_offset(s.a_k)) - c_base;
+      const int64_t tb = int64_t(region_offset(s.a_k)) - c_base * s0.elem;
       if (temp_base >= 0 && tb != temp_base) return false;
       temp_base = tb;
     }
@@ -432,7 +435,7 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
     }
   }
   if (in_base < 0 || !partitions(boxes, s0.out_h, s0.out_w, channels)) return false;
-  if (s0.out_w > 1 && uint64_t(channels) > s0.out_pix) return false;
+  if (s0.out_w > 1 && uint64_t(channels) * uint64_t(s0.elem) > s0.out_pix) return false;
   {
     std::vector<std::pair<RegionRef, uint64_t>> reads, writes;
     group_ranges(rec, g, &reads, &writes);
@@ -497,7 +500,7 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
   call.t.fm.at = RegionRef{region_of(s0.a_in), uint64_t(in_base)};
   call.t.fm.rows = c.vh;
   call.t.fm.cols = c.vw;
-  call.t.fm.bytes = s.in_c;
+  call.t.fm.bytes = int64_t(s.in_c) * s0.elem;
   call.t.fm.row_pitch = s0.in_row;
   call.t.fm.pix_pitch = s0.in_pix;
   if (c.load_temp) {
@@ -505,7 +508,7 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
     call.t.temp.at = RegionRef{region_of(s0.a_k), uint64_t(temp_base)};
     call.t.temp.rows = one_pixel ? 1 : c.vh;
     call.t.temp.cols = one_pixel ? 1 : c.vw;
-    call.t.temp.bytes = s.in_c;
+    call.t.temp.bytes = int64_t(s.in_c) * s0.elem;
     call.t.temp.pix_pitch = s0.k_pitch;
     call.t.temp.row_pitch = s0.k_pitch * uint64_t(s0.in_w);
   }
@@ -524,7 +527,9 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
   const bool per_channel_quant = s0.quant_entries == 0;
   const int64_t quant_n = per_channel_quant ? channels : s0.quant_entries;
   Assembly weights(size_t(channels), size_t(std::max<int64_t>(wbytes, 1)));
-  Assembly bias(size_t(quant_n), 4), mul(size_t(quant_n), 4), shift(size_t(quant_n), 4);
+  // Bias entries: int32, or int64 with 16-bit feature maps (NACC_SPEC §9).
+  Assembly bias(size_t(quant_n), s0.i16 ? 8 : 4), mul(size_t(quant_n), 4),
+      shift(size_t(quant_n), 4);
   const size_t scale_bytes = s0.real_scale ? 8 : 4;
   Assembly scale(size_t(quant_n), scale_bytes);
   Assembly lut(1, size_t(limits::kLutEntries));
@@ -638,6 +643,7 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
 // when its kernel data never changes.
 static void prepare_call(const PlanData& plan, PlanCall& call) {
   if (call.t.kdata < 0 || !call.t.k_reads.empty()) return;
+  if (call.s.i16) return;  // the 16-bit units have no packed form
   const KernelData& kd = plan.kernel_data[size_t(call.t.kdata)];
   const CoreWork& w = call.t.work;
   const Setup& s = call.s;
@@ -872,22 +878,23 @@ void run_call(const PlanCall& call, const CallInputs& ci,
     b.lut = c.lut_lo >= 0 ? reinterpret_cast<const int8_t*>(ci.k + c.lut_lo) : nullptr;
   }
   uint8_t* dst = regions[size_t(t.out.region)].data + t.out.offset;
-  const bool direct = (s.w == 1 || s.out_pix == uint64_t(c.noc)) &&
-                      (c.h == 1 || s.out_row == uint64_t(s.w) * uint64_t(c.noc));
+  const uint64_t px_bytes = uint64_t(c.noc) * uint64_t(s.elem);  // one output pixel
+  const bool direct = (s.w == 1 || s.out_pix == px_bytes) &&
+                      (c.h == 1 || s.out_row == uint64_t(s.w) * px_bytes);
   if (direct) {
     b.out = reinterpret_cast<int8_t*>(dst);
     run_unit(s, c, b);
     return;
   }
-  sc.out.resize(size_t(int64_t(c.h) * s.w * c.noc));
+  sc.out.resize(size_t(int64_t(c.h) * s.w) * px_bytes);
   b.out = reinterpret_cast<int8_t*>(sc.out.data());
   run_unit(s, c, b);
   const uint8_t* src = sc.out.data();
   for (int y = 0; y < c.h; ++y) {
     uint8_t* row = dst + uint64_t(y) * s.out_row;
     for (int x = 0; x < s.w; ++x) {
-      std::memcpy(row + uint64_t(x) * s.out_pix, src, size_t(c.noc));
-      src += c.noc;
+      std::memcpy(row + uint64_t(x) * s.out_pix, src, size_t(px_bytes));
+      src += px_bytes;
     }
   }
 }
@@ -961,11 +968,11 @@ void channel_part(const PlanCall& call, int c0, int c1, PlanCall* out) {
   p.oc0 += c0;
   p.w_lo += c0 * per_channel;
   p.weight_count = p.noc * per_channel;
-  if (p.bias_lo >= 0) p.bias_lo += 4 * c0;
+  if (p.bias_lo >= 0) p.bias_lo += (s.i16 ? 8 : 4) * c0;
   if (p.mul_lo >= 0) p.mul_lo += 4 * c0;
   if (p.shift_lo >= 0) p.shift_lo += 4 * c0;
   if (p.scale_lo >= 0) p.scale_lo += int64_t(s.real_scale ? 8 : 4) * c0;
-  out->t.out.offset += uint64_t(c0);
+  out->t.out.offset += uint64_t(c0) * uint64_t(s.elem);
 }
 
 // The parts of a call for `threads` host threads; empty: run it whole.

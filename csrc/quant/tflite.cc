@@ -545,4 +545,10 @@ QuantizedMultiplier tflite_average_pool_division(int64_t n) {
   return q;
 }
 
+QuantizedMultiplier tflite_average_pool_division16(int64_t n) {
+  check_arg(n >= 1 && n <= kMaxAveragePoolCells16, "tflite_average_pool_division16: ", n,
+            " cells out of range [1, ", kMaxAveragePoolCells16, "]");
+  return tflite_average_pool_division(n);
+}
+
 }  // namespace nacc

@@ -197,6 +197,14 @@ int8_t tflite_mean_output(int64_t sum, int64_t n, float input_scale, int32_t inp
 inline constexpr int64_t kMaxAveragePoolCells = 2895;
 QuantizedMultiplier tflite_average_pool_division(int64_t n);
 
+// The same division for int16 sums (TFLite's reference_integer_ops::
+// AveragePool on int16 rounds alike): the same (m, s), whose overshoot of
+// |sum / n| is at most 32768 n / 2^31 = n / 2^16, below 1 / (2 n) for
+// n^2 < 2^15, so n <= 181 (tests check every int16 sum of those counts).
+// Throws InvalidArgument outside [1, kMaxAveragePoolCells16].
+inline constexpr int64_t kMaxAveragePoolCells16 = 181;
+QuantizedMultiplier tflite_average_pool_division16(int64_t n);
+
 // TFLite's int8 average for the raw sum of n in-bounds cells (before the
 // activation clamp): round half away from zero of sum / n, as the reference
 // kernel computes it.

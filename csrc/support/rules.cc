@@ -245,7 +245,8 @@ const std::vector<OpKind>& int16_kinds() {
       OpKind::kConv2D,  OpKind::kDepthwiseConv2D, OpKind::kFullyConnected, OpKind::kMaxPool2D,
       OpKind::kAveragePool2D, OpKind::kAdd,       OpKind::kSub,            OpKind::kReshape,
       OpKind::kConcatenation, OpKind::kPad,            OpKind::kRelu,           OpKind::kRelu6,
-      OpKind::kLogistic,      OpKind::kTanh,           OpKind::kMul};
+      OpKind::kLogistic,      OpKind::kTanh,           OpKind::kMul,            OpKind::kMean,
+      OpKind::kQuantize,      OpKind::kLeakyRelu};
   return kinds;
 }
 
@@ -327,9 +328,9 @@ std::optional<std::string> check_weights_dtype(const Graph& g, const Op& op, con
   const DType dt = w.tensor->dtype;
   // int4 depthwise weights are the int4_depthwise rule's business.
   if (dt != DType::kInt8 && dt != DType::kInt4) return str_cat(w.label(), " is ", ir::dtype_name(dt));
-  if (dt == DType::kInt4 && all_int16(g, op)) {
-    return str_cat(w.label(), " is int4 with int16 activations (16x8 with int4 weights is not "
-                              "lowered)");
+  if (dt == DType::kInt4 && all_int16(g, op) && op.kind != OpKind::kFullyConnected) {
+    return str_cat(w.label(), " is int4 with int16 activations (16x8 with int4 weights: "
+                              "FULLY_CONNECTED only, TFLite's version 13)");
   }
   if (q.empty()) return str_cat(w.label(), " has no quantization");
   // The channel's text is built only when a check fails (this runs for every
@@ -754,14 +755,35 @@ std::optional<std::string> check_int16_form(const Graph& g, const Op& op, const 
   const auto& a = op.attrs;
   if (op.kind == OpKind::kAveragePool2D &&
       !(a.kernel_h == limits::kAvgPoolKernel && a.kernel_w == limits::kAvgPoolKernel &&
-        a.stride_h == limits::kAvgPoolStride && a.stride_w == limits::kAvgPoolStride)) {
+        a.stride_h == limits::kAvgPoolStride && a.stride_w == limits::kAvgPoolStride) &&
+      !(a.kernel_h <= limits::kMaxKernel && a.kernel_w <= limits::kMaxKernel &&
+        int64_t(a.kernel_h) * a.kernel_w <= kMaxAveragePoolCells16)) {
     return str_cat("int16 window ", a.kernel_h, "x", a.kernel_w, " stride ", a.stride_h, "x",
                    a.stride_w);
   }
-  if (op.kind == OpKind::kRelu || op.kind == OpKind::kRelu6) {
+  if (op.kind == OpKind::kConv2D || op.kind == OpKind::kDepthwiseConv2D) {
+    // The group / dilation-phase parts (compiler/lower.h lower_conv_parts)
+    // are 8-bit passes.
+    if (a.dilation_h > 1 || a.dilation_w > 1) {
+      return str_cat("int16 dilation ", a.dilation_h, "x", a.dilation_w);
+    }
+    if (op.kind == OpKind::kConv2D && conv_groups(g, op) > 1) {
+      return str_cat("int16 grouped convolution (", conv_groups(g, op), " groups)");
+    }
+  }
+  if (op.kind == OpKind::kLeakyRelu) {
     const auto& qi = g.tensor(op.inputs[0]).quant;
     const auto& qo = g.tensor(op.outputs[0]).quant;
-    if (!(qi == qo)) return str_cat("int16 ReLU with input ", quant_str(qi), ", output ", quant_str(qo));
+    if (qi.scales.size() == 1 && qo.scales.size() == 1 &&
+        !(qi.scales[0] * op.attrs.alpha / qo.scales[0] >= 0.0f)) {
+      return str_cat("int16 LEAKY_RELU with alpha ", op.attrs.alpha);
+    }
+  }
+  if (op.kind == OpKind::kMean) {
+    const auto& s = input(g, op).tensor->shape;
+    if (s.size() == 4 && (s[1] > limits::kMaxKernel || s[2] > limits::kMaxKernel)) {
+      return str_cat("int16 MEAN over ", s[1], "x", s[2], " cells");
+    }
   }
   if (op.kind == OpKind::kAdd || op.kind == OpKind::kSub || op.kind == OpKind::kMul) {
     for (size_t i = 0; i < 2 && i < op.inputs.size(); ++i) {
@@ -1103,8 +1125,9 @@ std::vector<Rule> build_rules() {
        false, check_activation_quantization},
       {"weights_dtype", mac_with_weights,
        "weights must be int8, or int4 for CONV_2D and FULLY_CONNECTED (NACC_CTRL.DATA_FORM 10: "
-       "int8 feature maps, int4 weights stored two per byte, nacc docs hardware, §9; int8 only with "
-       "int16 activations), with zero point 0 and positive scales",
+       "int8 feature maps, int4 weights stored two per byte, nacc docs hardware, §9; with int16 "
+       "activations int8, or int4 for FULLY_CONNECTED (TFLite's version 13), which the 16-bit "
+       "unit reads unpacked as int8), with zero point 0 and positive scales",
        false, check_weights_dtype},
       {"int4_depthwise", {K::kDepthwiseConv2D},
        "DEPTHWISE_CONV_2D weights must be int8: TFLite 2.21 has no reference kernel for int4 "
@@ -1231,13 +1254,22 @@ std::vector<Rule> build_rules() {
                "own region) or one window over the whole input of at most ", kMaxAveragePoolCells,
                " cells (a matrix product with a ones operand)"),
        false, check_avg_pool_window},
-      {"int16_form", {K::kAveragePool2D, K::kAdd, K::kSub, K::kMul, K::kRelu, K::kRelu6},
+      {"int16_form",
+       {K::kConv2D, K::kDepthwiseConv2D, K::kAveragePool2D, K::kMean, K::kAdd, K::kSub, K::kMul,
+        K::kRelu, K::kRelu6, K::kLeakyRelu},
        str_cat("with int16 maps, AVERAGE_POOL_2D must be ", avg, " with stride ",
-               limits::kAvgPoolStride, " (the pooling unit's 16-bit form; the region passes and "
-               "the ones matrix product are 8-bit), ADD / SUB / MUL take two runtime operands "
-               "(MUL with s1 * s2 / s_out < 1: no left shift of the int32 product), and "
-               "RELU / RELU6 keep the input's scale (an identity pass with the clamp; a rescaling "
-               "int16 ReLU needs the 32-bit multiplier)"),
+               limits::kAvgPoolStride, " (the pooling unit's 16-bit form) or a window of at most ",
+               limits::kMaxKernel, " per axis and ", kMaxAveragePoolCells16, " cells (16-bit "
+               "depthwise region passes with the 32-bit output stage, QUANT_MUL32: their "
+               "division is exact for int16 sums of up to that many cells), MEAN reduce at most ",
+               limits::kMaxKernel, " x ", limits::kMaxKernel, " cells (one 16-bit depthwise "
+               "window with the 32-bit output stage; the ones matrix product is 8-bit), "
+               "ADD / SUB / MUL take two runtime operands "
+               "(MUL with s1 * s2 / s_out < 1: no left shift of the int32 product); "
+               "RELU / RELU6 of one scale are an identity pass with the clamp, a rescaling one "
+               "(as QUANTIZE int16 -> int16) a 16-bit identity depthwise pass with the 32-bit "
+               "stage; LEAKY_RELU needs alpha >= 0 (its two terms are such passes, summed); "
+               "CONV_2D / DEPTHWISE_CONV_2D have no dilation or groups (their parts are 8-bit)"),
        false, check_int16_form},
       {"mean_axes", {K::kMean}, "MEAN must reduce exactly height and width (axes 1 and 2)", false,
        check_mean_axes},

@@ -7,13 +7,15 @@ import numpy as np
 
 from tflite_builder import GraphBuilder, QTensor
 
-from .ops import KINDS, const_operand, weights_of
+from .ops import INT16_VERSIONS, KINDS, const_operand, weights_of
 
 
 def build_tflite(spec: dict) -> bytes:
     g = GraphBuilder()
     ts = spec["tensors"]
     ids: dict = {}
+    int16 = spec.get("dtype") == "int16"  # a 16x8 graph (generate fmt "tflite16")
+    adt = "int16" if int16 else "int8"
 
     def act(tid):
         if tid not in ids:
@@ -21,10 +23,12 @@ def build_tflite(spec: dict) -> bytes:
             if tid in const_ids:
                 op = const_ids[tid]
                 data = const_operand(op, t["shape"], t)
-                ids[tid] = g.add_tensor(QTensor(t["shape"], "int8", scale=t["scale"],
+                if int16:
+                    data = data.astype(np.int16) * 256
+                ids[tid] = g.add_tensor(QTensor(t["shape"], adt, scale=t["scale"],
                                                 zero_point=t["zp"], data=data, name=f"c{tid}"))
             else:
-                ids[tid] = g.add_tensor(QTensor(t["shape"], "int8", scale=t["scale"],
+                ids[tid] = g.add_tensor(QTensor(t["shape"], adt, scale=t["scale"],
                                                 zero_point=t["zp"], name=f"t{tid}"))
         return ids[tid]
 
@@ -37,7 +41,7 @@ def build_tflite(spec: dict) -> bytes:
         act(tid)
     for i, op in enumerate(spec["ops"]):
         kind, p = op["kind"], op["p"]
-        version = KINDS[kind].version
+        version = INT16_VERSIONS[kind] if int16 else KINDS[kind].version
         shapes = [ts[str(t)]["shape"] for t in op["in"]]
         ins = [act(t) for t in op["in"]]
         out = act(op["out"])
@@ -49,7 +53,8 @@ def build_tflite(spec: dict) -> bytes:
             bscales = [in_s * s for s in scales]
             if len(scales) == 1:
                 bscales = [in_s * scales[0]]
-            bid = const(bias.shape, "int32", bias, bscales, [0] * len(bscales), 0)
+            bid = const(bias.shape, "int64" if int16 else "int32",
+                        bias.astype(np.int64) if int16 else bias, bscales, [0] * len(bscales), 0)
             ins = [ins[0], wid, bid]
             if kind == "FULLY_CONNECTED":
                 opts = dict(fused_activation_function=p["act"])
@@ -59,7 +64,7 @@ def build_tflite(spec: dict) -> bytes:
                             fused_activation_function=p["act"])
                 if kind == "DEPTHWISE_CONV_2D":
                     opts["depth_multiplier"] = p["mult"]
-                elif p.get("groups", 1) > 1:
+                elif p.get("groups", 1) > 1 and not int16:
                     version = 6  # CONV_2D v6: grouped
         elif kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
             opts = dict(padding=p["padding"], stride_h=p["sh"], stride_w=p["sw"],
@@ -71,6 +76,8 @@ def build_tflite(spec: dict) -> bytes:
             elif p["swap"]:
                 ins = [ins[1], ins[0]]
             opts = dict(fused_activation_function=p["act"])
+            if int16 and kind != "MUL":
+                opts["pot_scale_int16"] = False  # as the converter writes
         elif kind == "RESHAPE":
             shape = np.array(p["new_shape"], dtype=np.int32)
             ins = [ins[0], const(shape.shape, "int32", shape)]

@@ -18,7 +18,7 @@ from typing import Iterator, List, Optional
 
 import numpy as np
 
-from .ops import KINDS, TABLE, Ctx, out_shape, pick
+from .ops import INT16_VERSIONS, KINDS, TABLE, Ctx, out_shape, pick
 
 DEFAULT_MAC_BUDGET = 600_000
 MAX_ELEMENTS = 64 * 64 * 32
@@ -53,12 +53,35 @@ def allowed_kinds(fmt: str) -> List:
 
 def generate(seed: int, index: int, fmt: str = "tflite", mac_budget: int = DEFAULT_MAC_BUDGET,
              invalid_rate: float = 0.06) -> dict:
-    rng = np.random.default_rng([seed, index, 0 if fmt == "tflite" else 1])
+    """fmt "tflite", "onnx", or "tflite16": a TFLite 16x8 graph (the kinds of
+    ops.INT16_VERSIONS, every tensor int16 with zero point 0 and its int8
+    scale / 256, LOGISTIC / TANH outputs 2^-15; spec["dtype"] = "int16",
+    format "tflite")."""
+    if fmt == "tflite16":
+        return _int16(generate_kinds(seed, index, "tflite", mac_budget, invalid_rate,
+                                     [k for k in TABLE if k.name in INT16_VERSIONS], 2))
+    return generate_kinds(seed, index, fmt, mac_budget, invalid_rate, allowed_kinds(fmt),
+                          0 if fmt == "tflite" else 1)
+
+
+def _int16(spec: dict) -> dict:
+    spec["dtype"] = "int16"
+    for t in spec["tensors"].values():
+        t["scale"] = float(np.float32(t["scale"] / 256.0))
+        t["zp"] = 0
+    for op in spec["ops"]:
+        if op["kind"] in ("LOGISTIC", "TANH"):
+            spec["tensors"][str(op["out"])]["scale"] = 1.0 / 32768
+    return spec
+
+
+def generate_kinds(seed: int, index: int, fmt: str, mac_budget: int, invalid_rate: float,
+                   kinds: List, stream: int) -> dict:
+    rng = np.random.default_rng([seed, index, stream])
     spec = {"format": fmt, "seed": seed, "index": index, "tensors": {}, "inputs": [],
             "outputs": [], "ops": []}
     ctx = Ctx(rng, spec, mac_budget, invalid_rate, fmt)
     produced = [_first_input(ctx)]
-    kinds = allowed_kinds(fmt)
     # ONNX: FULLY_CONNECTED twice as often (its Gemm / MatMul forms and weight
     # chains are what exporters write most)
     weights = np.array([k.weight * (2 if fmt == "onnx" and k.name == "FULLY_CONNECTED" else 1)
@@ -91,7 +114,8 @@ def generate(seed: int, index: int, fmt: str = "tflite", mac_budget: int = DEFAU
             produced.append(op["out"])
             break
     if not spec["ops"]:  # always at least one op
-        return generate(seed, index + 1_000_003, fmt, mac_budget, invalid_rate) | {"index": index}
+        return generate_kinds(seed, index + 1_000_003, fmt, mac_budget, invalid_rate, kinds,
+                              stream) | {"index": index}
     spec["outputs"] = leaves(spec)
     spec["options"] = {"cores": int(pick(rng, CORES, p=[0.3, 0.2, 0.2, 0.1, 0.1, 0.1])),
                        "sram_kb": int(pick(rng, SRAM_KB, p=[0.3, 0.2, 0.3, 0.1, 0.1])),
@@ -241,13 +265,24 @@ def shrink_candidates(spec: dict) -> Iterator[dict]:
 
 
 def make_inputs(spec: dict) -> List[np.ndarray]:
-    """The graph's int8 inputs (NHWC), from spec["input_seed"] and "input_mode"."""
+    """The graph's int8 inputs (NHWC), from spec["input_seed"] and "input_mode"
+    (int16 ones for a 16x8 graph: the int8 draw times 256 plus random low
+    bytes, extremes -32768 / 32767)."""
     rng = np.random.default_rng(spec["input_seed"])
     out = []
     for t in spec["inputs"]:
         info = spec["tensors"][str(t)]
         shape = info["shape"]
         mode = spec.get("input_mode", "full")
+        if spec.get("dtype") == "int16":
+            if mode == "extreme":
+                x = rng.choice(np.array([-32768, 32767, -32767]), shape)
+            elif mode == "narrow":
+                x = rng.integers(-300, 301, shape)
+            else:
+                x = rng.integers(-32768, 32768, shape)
+            out.append(np.asarray(x, dtype=np.int16))
+            continue
         if mode == "narrow":
             x = np.clip(info["zp"] + rng.integers(-3, 4, shape), -128, 127)
         elif mode == "extreme":

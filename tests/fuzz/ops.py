@@ -764,6 +764,19 @@ def out_shape(op: dict, ins: Sequence[Sequence[int]]) -> Optional[List[int]]:
     return x  # unary
 
 
+# ---- 16x8 graphs (int16 activations, NACC_SPEC §9) ---------------------------------------
+
+# The kinds TFLite 2.21 runs with int16 activations, with the op version its
+# converter writes for them (op_version.cc); generate(fmt="tflite16") draws
+# only these and build_tflite writes int16 tensors with zero point 0.
+INT16_VERSIONS: Dict[str, int] = {
+    "CONV_2D": 4, "DEPTHWISE_CONV_2D": 5, "FULLY_CONNECTED": 7, "MAX_POOL_2D": 3,
+    "AVERAGE_POOL_2D": 3, "ADD": 3, "SUB": 5, "MUL": 4, "RELU": 3, "RELU6": 3, "LOGISTIC": 3,
+    "TANH": 3, "RESHAPE": 1, "LEAKY_RELU": 2, "QUANTIZE": 2, "PAD": 3, "CONCATENATION": 3,
+    "MEAN": 3,
+}
+
+
 # ---- the table -------------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)

@@ -27,7 +27,10 @@ void conv2d_s16x8(const WindowParams& window, const OutputStage& stage, const Sh
 // input channel i;
 //   input   [1, H, W, C_in] int16, zero point 0
 //   filter  [1, KH, KW, C_out] int8, C_out = C_in * depth_multiplier
-//   bias, output stage and output as conv2d_s16x8.
+//   bias, output stage and output as conv2d_s16x8, or (stage.kind kFixedPoint,
+//   NACC_ACT_PARA.QUANT_MUL32) the 32-bit stage: the accumulator must fit int32
+//   (else InvalidArgument), out = clamp(MultiplyByQuantizedMultiplier(acc,
+//   multiplier[c], shift[c]) + output_zero_point), shift in [-31, 31].
 void depthwise_conv2d_s16x8(const WindowParams& window, int depth_multiplier,
                             const OutputStage& stage, const Shape4& input_shape,
                             const int16_t* input, const Shape4& filter_shape, const int8_t* filter,

@@ -1,0 +1,126 @@
+"""16x8 requantizations (int16 activations, NACC_SPEC §9, issue 16): RELU /
+RELU6 whose output scale differs from the input's, QUANTIZE int16 -> int16 and
+LEAKY_RELU,
+through the delegate and bit-exact against TFLite 2.21 BUILTIN_REF at 1, 8 and
+32 cores and 16 and 32 KB of SRAM.
+
+TFLite computes MultiplyByQuantizedMultiplier(x, QuantizeMultiplier(s_in /
+s_out)) (RELU: the quotient in float32, ReluPrepare; QUANTIZE: in double,
+reference_ops::Requantize) and clamps (RELU: round(0 / s), round(6 / s) in
+float32): a 16-bit identity depthwise pass with the 32-bit output stage
+(NACC_ACT_PARA.QUANT_MUL32, docs/compiler.md §2.1). QUANTIZE int16 -> int8
+mixes element sizes in one command and is declined with that reason."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from delegate_models import ModelBuilder
+from int16_models import act16, compare, conv16, delegated, input16, random_input_sets
+from tflite_builder import QTensor
+
+CORES = (1, 8, 32)
+SRAM_KB = (16, 32)
+
+
+def unary16(m, x, op, out_scale):
+    t = m.meta[x]
+    o = m.tensor(act16(t.shape, out_scale))
+    m.g.add_op(op, [x], [o], version=2 if op == "QUANTIZE" else 3)
+    return o
+
+
+def random_case(seed, op):
+    rng = np.random.default_rng({"RELU": 14000, "RELU6": 14500, "QUANTIZE": 15000}[op] + seed)
+    m = ModelBuilder(seed)
+    h, w = int(rng.integers(1, 14)), int(rng.integers(1, 14))
+    c = int(rng.choice([1, 3, 8, 17, 33, 64]))
+    si = float(np.float32(rng.choice([1.0 / 32768, 1e-3, 3e-4, 0.02, 1.0 / 4096])))
+    # Output scales 2^-8 .. 2^8 of the input's (large gains saturate, left shifts
+    # of the 32-bit multiplier included), sometimes exactly a power of two apart.
+    g = float(2.0 ** int(rng.integers(-8, 9))) if seed % 4 == 0 else float(2.0 ** rng.uniform(-8, 8))
+    x = input16(m, (1, h, w, c), si)
+    if seed % 5 == 0:  # behind a 16x8 convolution (the unit's output, not a graph input)
+        x = conv16(m, x, int(rng.choice([4, 16])), k=1)
+        si = m.meta[x].scale
+    o = unary16(m, x, op, float(np.float32(si * g)))
+    return m.build([o]), CORES[seed % 3], SRAM_KB[(seed // 3) % 2]
+
+
+def check(model, cores, kb, seed):
+    d, interp = delegated(model, cores=cores, sram_kb=kb)
+    rep = d.report()
+    assert all(n.claimed and not n.reasons for n in rep.nodes), [
+        (n.op, [r.message for r in n.reasons]) for n in rep.nodes]
+    sets = random_input_sets(interp, seed, 3)
+    shape = interp.get_input_details()[0]["shape"]
+    sets.append([np.full(shape, -32768, np.int16)])
+    sets.append([np.full(shape, 32767, np.int16)])
+    bad = compare(model, interp, sets)
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("seed", range(100))
+@pytest.mark.parametrize("op", ["RELU", "RELU6", "QUANTIZE"])
+def test_requantize_16x8_exact(op, seed):
+    check(*random_case(seed, op), seed)
+
+
+def test_quantize_int16_to_int8_declined_with_reason():
+    m = ModelBuilder(0)
+    x = input16(m, (1, 4, 4, 8))
+    o = m.tensor(QTensor((1, 4, 4, 8), "int8", scale=0.01, zero_point=3))
+    m.g.add_op("QUANTIZE", [x], [o], version=1)
+    model = m.build([o])
+    d, interp = delegated(model)
+    (node,) = d.report().nodes
+    assert not node.claimed and [r.rule for r in node.reasons] == ["int16_activations"], node.reasons
+    assert "one element size" in node.reasons[0].message
+    ref = compare(model, interp, random_input_sets(interp, 0, 1))
+    assert not ref, ref
+
+
+def leaky16(m, x, alpha, out_scale):
+    t = m.meta[x]
+    o = m.tensor(act16(t.shape, out_scale))
+    m.g.add_op("LEAKY_RELU", [x], [o], dict(alpha=alpha), version=2)
+    return o
+
+
+def random_leaky_case(seed):
+    rng = np.random.default_rng(16000 + seed)
+    m = ModelBuilder(seed)
+    h, w = int(rng.integers(1, 14)), int(rng.integers(1, 14))
+    c = int(rng.choice([1, 3, 8, 17, 33, 64]))
+    si = float(np.float32(rng.choice([1.0 / 32768, 1e-3, 3e-4, 0.02, 1.0 / 4096])))
+    alpha = float(np.float32(rng.choice([0.0, 0.01, 0.1, 0.2, 0.3, 0.5, 0.99, 1.0, 1.5, 3.0])))
+    # The same scale (the converter's usual LEAKY_RELU) or another one.
+    g = 1.0 if seed % 3 == 0 else float(2.0 ** rng.uniform(-4, 4))
+    x = input16(m, (1, h, w, c), si)
+    if seed % 5 == 0:
+        x = conv16(m, x, int(rng.choice([4, 16])), k=1)
+        si = m.meta[x].scale
+    o = leaky16(m, x, alpha, float(np.float32(si * g)))
+    if seed % 7 == 0:  # followed by another 16x8 op reading it
+        o = conv16(m, o, 8, k=3)
+    return m.build([o]), CORES[seed % 3], SRAM_KB[(seed // 3) % 2]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_leaky_relu_16x8_exact(seed):
+    """LEAKY_RELU on int16: the identity term clamp(MBQM(x, id), 0, 32767) into
+    the output, the alpha term clamp(MBQM(x, alpha), -32768, 0) into the op's
+    staging tensor, then their int16 ADD with one scale (exact): TFLite's
+    QuantizeLeakyRelu for every alpha >= 0."""
+    check(*random_leaky_case(seed), seed)
+
+
+def test_leaky_relu_16x8_negative_alpha_declined():
+    m = ModelBuilder(0)
+    x = input16(m, (1, 4, 4, 8))
+    o = leaky16(m, x, -0.5, m.meta[x].scale)
+    model = m.build([o])
+    d, interp = delegated(model)
+    (node,) = d.report().nodes
+    assert not node.claimed and [r.rule for r in node.reasons] == ["int16_form"], node.reasons
+    assert not compare(model, interp, random_input_sets(interp, 0, 1))
