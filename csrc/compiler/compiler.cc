@@ -1183,7 +1183,8 @@ void lower_into(const ir::Graph& graph, int i, bool folded, const CompileOptions
   if (kind == ir::OpKind::kConcatenation || kind == ir::OpKind::kAveragePool2D ||
       kind == ir::OpKind::kConv2D || kind == ir::OpKind::kDepthwiseConv2D ||
       kind == ir::OpKind::kSlice || kind == ir::OpKind::kResizeNearest ||
-      kind == ir::OpKind::kSpaceToDepth || kind == ir::OpKind::kDepthToSpace) {
+      kind == ir::OpKind::kSpaceToDepth || kind == ir::OpKind::kDepthToSpace ||
+      kind == ir::OpKind::kTransposeConv) {
     // parts, AVERAGE_POOL_2D region passes, grouped / dilated convolution parts
     for (LoweredOp& part : check_and_lower_parts(graph, i, options)) {
       lowered->push_back(std::move(part));

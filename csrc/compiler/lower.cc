@@ -310,10 +310,11 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.out_shape = nhwc_of(out.shape);
   check_arg(w.rank() == 4, l.label, ": weights rank ", w.rank(), " != 4");
   const int kh = int(w.shape[1]), kw = int(w.shape[2]);
-  if (op.attrs.dilation_h > 1 || op.attrs.dilation_w > 1 ||
+  if (op.kind == OpKind::kTransposeConv || op.attrs.dilation_h > 1 || op.attrs.dilation_w > 1 ||
       (!depthwise && support::needs_space_to_depth(g, op))) {
     // The whole window as given; lower_conv_parts cuts it into undilated
-    // phases, lower_space_to_depth gathers it into a window within the limits.
+    // phases, lower_space_to_depth gathers it into a window within the limits,
+    // lower_transpose_conv cuts a TRANSPOSE_CONV into its output phases.
     l.kernel_h = kh;
     l.kernel_w = kw;
     l.stride_h = op.attrs.stride_h;
@@ -1402,6 +1403,7 @@ std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index) {
   if (op.kind == OpKind::kConv2D || op.kind == OpKind::kDepthwiseConv2D) {
     return lower_conv_parts(graph, op_index);
   }
+  if (op.kind == OpKind::kTransposeConv) return lower_transpose_conv(graph, op_index);
   return {lower_op(graph, op_index)};
 }
 
@@ -1428,6 +1430,7 @@ LoweredOp lower_whole(const ir::Graph& graph, int op_index) {
     switch (op.kind) {
       case OpKind::kConv2D:
       case OpKind::kDepthwiseConv2D:
+      case OpKind::kTransposeConv:
         lower_conv_like(graph, op, l);
         break;
       case OpKind::kFullyConnected:
@@ -1673,11 +1676,75 @@ std::vector<LoweredOp> lower_conv_parts(const ir::Graph& graph, int op_index) {
   return parts;
 }
 
+std::vector<LoweredOp> lower_transpose_conv(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  const LoweredOp whole = lower_whole(graph, op_index);
+  check_arg(op.kind == OpKind::kTransposeConv, whole.label, ": not a TRANSPOSE_CONV");
+  if (whole.int16_maps || whole.int4_weights) {
+    throw Unsupported(str_cat(whole.label, ": a TRANSPOSE_CONV with 16-bit maps or int4 weights "
+                                           "(the phases are int8 convolutions)"));
+  }
+  if (auto e = support::transpose_conv_error(graph, op)) {
+    throw Unsupported(str_cat(whole.label, ": ", *e));
+  }
+  const support::TransposeConvPhases p = support::transpose_conv_phases(graph, op);
+  const Shape4 in = whole.in_shape, out = whole.out_shape;
+  const int sh = op.attrs.stride_h, sw = op.attrs.stride_w;
+  const int kh = int(graph.tensor(op.inputs[1]).shape[1]);
+  const int kw = int(graph.tensor(op.inputs[1]).shape[2]);
+  const int c_in = in.c, c_out = out.c;
+  std::vector<LoweredOp> parts;
+  for (const support::TransposePhase& r : p.rows) {
+    for (const support::TransposePhase& c : p.cols) {
+      LoweredOp l = whole;
+      if (p.rows.size() * p.cols.size() > 1) {
+        l.label = str_cat(whole.label, " phase ", r.residue, ",", c.residue);
+      }
+      l.kernel_h = r.kernel;
+      l.kernel_w = c.kernel;
+      l.stride_h = l.stride_w = 1;
+      l.pad_top = r.pad_before;
+      l.pad_bottom = r.pad_after;
+      l.pad_left = c.pad_before;
+      l.pad_right = c.pad_after;
+      l.in_shape = Shape4{1, r.in_size, c.in_size, c_in};
+      l.out_shape = Shape4{1, r.out_size, c.out_size, c_out};
+      l.in_pixel_pitch = c_in;
+      l.in_row_pitch = int64_t(in.w) * c_in;
+      l.in_byte_offset = (int64_t(r.in_start) * in.w + c.in_start) * c_in;
+      l.out_pixel_pitch = sw * c_out;
+      l.out_row_pitch = int64_t(sh) * out.w * c_out;
+      l.out_byte_offset = (int64_t(r.out_start) * out.w + c.out_start) * c_out;
+      // The sub-kernel: new tap (ty, tx) holds original tap (a + s_h j,
+      // b + s_w j') with j = top_j - ty, j' = top_j' - tx (the window flipped:
+      // a later tap of the transposed window meets an earlier input), or 0
+      // for the widening taps.
+      l.weights.assign(size_t(c_out) * r.kernel * c.kernel * c_in, 0);
+      for (int o = 0; o < c_out; ++o) {
+        for (int ty = 0; ty < r.kernel; ++ty) {
+          const int oy = support::transpose_phase_tap(r, sh, ty);
+          if (oy < 0) continue;
+          for (int tx = 0; tx < c.kernel; ++tx) {
+            const int ox = support::transpose_phase_tap(c, sw, tx);
+            if (ox < 0) continue;
+            std::memcpy(&l.weights[((size_t(o) * r.kernel + ty) * c.kernel + tx) * c_in],
+                        &whole.weights[((size_t(o) * kh + oy) * kw + ox) * c_in], size_t(c_in));
+          }
+        }
+      }
+      l.lowering = "transpose_phase";
+      parts.push_back(std::move(l));
+    }
+  }
+  return parts;
+}
+
 LoweredOp lower_op(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
   if (op.kind == OpKind::kConv2D || op.kind == OpKind::kDepthwiseConv2D) {
     return lower_conv_parts(graph, op_index).at(0);
   }
+  if (op.kind == OpKind::kTransposeConv) return lower_transpose_conv(graph, op_index).at(0);
   if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index).at(0);
   if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index).at(0);
   if (op.kind == OpKind::kSpaceToDepth || op.kind == OpKind::kDepthToSpace) {

@@ -257,6 +257,21 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
 // LoweredOp of lower_op. lower_op returns the first part.
 std::vector<LoweredOp> lower_conv_parts(const ir::Graph& graph, int op_index);
 
+// TRANSPOSE_CONV with stride s_h x s_w (support/conv_parts.h
+// transpose_conv_phases): output (y, x) sums in(i, j) * w(y + pad_top - s_h i,
+// x + pad_left - s_w j), so the outputs of one phase ((y + pad_top) mod s_h =
+// a, (x + pad_left) mod s_w = b) receive only the taps a + s_h j, b + s_w j'
+// and, along each axis, from consecutive inputs: a stride-1 convolution over
+// the input with that sub-kernel (flipped, widened by taps of weight 0 where
+// an output reads no input), read dense from the phase's first input pixel,
+// written from the phase's first output pixel with pixel pitch s_w C_out and
+// row pitch s_h W_out C_out, so the s_h s_w phases fill the output
+// interleaved. Every output is the same int32 sum of the same products plus
+// the bias, through the same per-channel output stage (TFLite's
+// reference_integer_ops::TransposeConv), so the parts are exact. lower_op
+// returns the first part.
+std::vector<LoweredOp> lower_transpose_conv(const ir::Graph& graph, int op_index);
+
 // A part's input or output that is its op's staging tensor: the
 // space-to-depth gather of lower_space_to_depth, a [1, H', W', C'] tensor
 // (the shape of the part that reads it) with the op input's quantization,

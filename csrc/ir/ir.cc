@@ -67,6 +67,9 @@ constexpr OpKindInfo kOpKinds[] = {
      "with a constant operand of one value: activation unit, 256-entry LUT max(x, c)"},
     {OpKind::kMinimum, "MINIMUM",
      "with a constant operand of one value: activation unit, 256-entry LUT min(x, c)"},
+    {OpKind::kTransposeConv, "TRANSPOSE_CONV",
+     "MAC unit, convolution mode: one stride-1 convolution per output phase (s_h x s_w "
+     "sub-kernels), each writing its interleaved sub-grid of the output through DMA pitches"},
     {OpKind::kOther, "OTHER", "any op the core does not implement; runs on the host"},
 };
 
@@ -318,6 +321,7 @@ const OpSignature& op_signature(OpKind kind) {
     case OpKind::kConv2D:
     case OpKind::kDepthwiseConv2D:
     case OpKind::kFullyConnected:
+    case OpKind::kTransposeConv:
       return mac;
     case OpKind::kBatchMatMul:
     case OpKind::kAdd:
@@ -504,6 +508,18 @@ std::optional<std::string> op_shape_error(const Graph& g, const Op& op) {
       if (out.shape != expected) {
         return str_cat("output ", shape_str(out.shape), " but reducing ", shape_str(in.shape),
                        " gives ", shape_str(expected));
+      }
+      return std::nullopt;
+    }
+    case OpKind::kTransposeConv: {
+      const Tensor& w = g.tensor(op.inputs[1]);
+      if (in.rank() != 4 || out.rank() != 4 || w.rank() != 4) return std::nullopt;
+      if (w.shape[3] != in.shape[3] || w.shape[0] != out.shape[3] || out.shape[0] != in.shape[0]) {
+        return str_cat("weights ", shape_str(w.shape), " do not take input ", shape_str(in.shape),
+                       " to output ", shape_str(out.shape), " ([C_out, KH, KW, C_in])");
+      }
+      if (a.stride_h < 1 || a.stride_w < 1) {
+        return str_cat("stride ", a.stride_h, "x", a.stride_w, " must be >= 1");
       }
       return std::nullopt;
     }

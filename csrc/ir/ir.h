@@ -96,6 +96,13 @@ enum class OpKind {
   kDepthToSpace,   // [1, H, W, b*b*C] -> [1, b*H, b*W, C]
   kMaximum,        // element-wise max / min of the raw int8 values (TFLite's kernels
   kMinimum,        // compare the stored values, whatever the quantization)
+  // TFLite TRANSPOSE_CONV: inputs [input, weights [C_out, KH, KW, C_in], bias?]
+  // (the frontend drops the output-shape operand: the output tensor's shape);
+  // output (y, x) sums in(i, j) * w(y + pad_top - s_h*i, x + pad_left - s_w*j)
+  // over the in-bounds taps. Attributes: stride, padding.top / left (as
+  // TFLite's ComputePaddingHeightWidth computes them from the output size),
+  // activation.
+  kTransposeConv,
   kOther,          // host-only: the frontend's op name in Op::type_name
 };
 

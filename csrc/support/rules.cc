@@ -161,6 +161,7 @@ std::pair<int, int> rank_range(OpKind kind, const char* role) {
   switch (kind) {
     case OpKind::kConv2D:
     case OpKind::kDepthwiseConv2D:
+    case OpKind::kTransposeConv:
       return r == "bias" ? std::pair{1, 1} : std::pair{4, 4};
     case OpKind::kFullyConnected:
       if (r == "weights") return {2, 2};
@@ -736,6 +737,12 @@ std::optional<std::string> check_grouped_convolution(const Graph& g, const Op& o
   return std::nullopt;
 }
 
+// TRANSPOSE_CONV as phase convolutions (compiler/lower.h lower_transpose_conv).
+std::optional<std::string> check_transpose_conv(const Graph& g, const Op& op, const SupportConfig&) {
+  if (weights(g, op).tensor->dtype == DType::kInt4) return std::string("int4 weights");
+  return transpose_conv_error(g, op);
+}
+
 std::optional<std::string> check_max_pool_window(const Graph&, const Op& op,
                                                  const SupportConfig&) {
   const auto ok = [](int k) { return k >= limits::kMinKernel && k <= limits::kMaxKernel; };
@@ -1045,7 +1052,8 @@ std::optional<std::string> check_sram_tile(const Graph& g, const Op& op,
 std::vector<Rule> build_rules() {
   using K = OpKind;
   const std::vector<K> conv_like = {K::kConv2D, K::kDepthwiseConv2D};
-  const std::vector<K> mac_with_weights = {K::kConv2D, K::kDepthwiseConv2D, K::kFullyConnected};
+  const std::vector<K> mac_with_weights = {K::kConv2D, K::kDepthwiseConv2D, K::kFullyConnected,
+                                           K::kTransposeConv};
   const std::vector<K> elementwise = {K::kAdd, K::kSub, K::kMul};
   // The activation unit's LUT-mode kinds (compiler/lower.cc lower_activation).
   const std::vector<K> lut_kinds = {K::kRelu,      K::kRelu6,     K::kReluN1To1,
@@ -1180,7 +1188,7 @@ std::vector<Rule> build_rules() {
        false, check_unsupported_options},
       {"fused_activation",
        {K::kConv2D, K::kDepthwiseConv2D, K::kFullyConnected, K::kMaxPool2D, K::kAveragePool2D,
-        K::kAdd, K::kSub, K::kMul, K::kConcatenation},
+        K::kAdd, K::kSub, K::kMul, K::kConcatenation, K::kTransposeConv},
        str_cat("fused activation must be ", or_list(fusable)), false, check_fused_activation},
 
       // Windows (NACC_SPEC §2).
@@ -1220,6 +1228,16 @@ std::vector<Rule> build_rules() {
                "divide the output channels (one convolution per group over its channel slice); "
                "at most ", kMaxConvParts, " groups"),
        false, check_grouped_convolution},
+      {"transpose_conv", {K::kTransposeConv},
+       str_cat("TRANSPOSE_CONV runs as one stride-1 convolution per output phase (s_h x s_w of "
+               "them, at most ", kMaxConvParts, "): phase r of an axis takes the taps r, r + s, "
+               ".. of the kernel, widened by taps of weight 0 where an output reads no input "
+               "(those outputs are the bias alone); each window must be at most ",
+               limits::kMaxKernel, " taps and pad at most ", limits::kMaxPadding, " per side; "
+               "the output pixel pitch s_w x C_out must fit NACC_DMA_OUT_TRANS_LEN; int8 weights "
+               "quantized per channel (or one output channel: TFLite 2.21's kernel indexes its "
+               "multiplier arrays, sized by the weight scales, by output channel)"),
+       false, check_transpose_conv},
       {"max_pool_window", {K::kMaxPool2D},
        str_cat("window height and width must be in ", window), false, check_max_pool_window},
       {"avg_pool_window", {K::kAveragePool2D},
