@@ -377,6 +377,11 @@ typedef struct {
 } TfLiteResizeNearestNeighborParams;
 
 typedef struct {
+  bool align_corners;
+  bool half_pixel_centers;
+} TfLiteResizeBilinearParams;
+
+typedef struct {
   int block_size;
 } TfLiteSpaceToDepthParams;
 
@@ -432,6 +437,7 @@ enum TfLiteBuiltinOperator {
   kTfLiteBuiltinSlice = 65,
   kTfLiteBuiltinTransposeConv = 67,
   kTfLiteBuiltinExpandDims = 70,
+  kTfLiteBuiltinResizeBilinear = 23,
   kTfLiteBuiltinResizeNearestNeighbor = 97,
   kTfLiteBuiltinLeakyRelu = 98,
   kTfLiteBuiltinSplitV = 102,

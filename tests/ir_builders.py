@@ -227,6 +227,15 @@ def transpose_conv(*, name="tconv", in_hw=(4, 4), c_in=4, c_out=4, kernel=(3, 3)
                        stride_w=stride[1], pad_top=pads[0], pad_left=pads[1])
 
 
+def resize_bilinear(*, name="bilinear", in_shape=(1, 4, 4, 8), out_hw=(8, 8), align_corners=False,
+                    half_pixel_centers=True):
+    g = _core.Graph()
+    x = activation(g, "x", list(in_shape))
+    y = activation(g, "y", [in_shape[0], *out_hw, in_shape[3]])
+    return g, g.add_op("RESIZE_BILINEAR", [x], [y], name=name, align_corners=align_corners,
+                       half_pixel_centers=half_pixel_centers)
+
+
 def max_min(kind="MAXIMUM", *, name="max", in_shape=(1, 4, 4, 8), const_shape=(1,), values=(3,),
             runtime_both=False):
     """MAXIMUM / MINIMUM of a runtime tensor and an int8 constant (`values`

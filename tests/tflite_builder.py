@@ -62,6 +62,7 @@ _OPTIONS = {
     "SPACE_TO_DEPTH": "SpaceToDepthOptions",
     "DEPTH_TO_SPACE": "DepthToSpaceOptions",
     "TRANSPOSE_CONV": "TransposeConvOptions",
+    "RESIZE_BILINEAR": "ResizeBilinearOptions",
 }
 
 # Option fields whose values may be given by enum name.

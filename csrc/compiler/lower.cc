@@ -1242,6 +1242,68 @@ std::vector<LoweredOp> lower_resize_nearest(const ir::Graph& graph, int op_index
   return parts;
 }
 
+std::vector<LoweredOp> lower_resize_bilinear(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base;
+  base.kind = op.kind;
+  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  check_arg(op.kind == OpKind::kResizeBilinear, base.label, ": not a RESIZE_BILINEAR");
+  copy_io(graph, op, base);
+  base.op_index = op_index;
+  const Shape4 is = nhwc_of(graph.tensor(base.input).shape);
+  const Shape4 os = nhwc_of(graph.tensor(base.output).shape);
+  std::string why;
+  const auto ah = support::bilinear_axis(is.h, os.h, op.attrs.align_corners,
+                                         op.attrs.half_pixel_centers, &why);
+  if (!ah) throw Unsupported(str_cat(base.label, ": height ", why));
+  const auto aw = support::bilinear_axis(is.w, os.w, op.attrs.align_corners,
+                                         op.attrs.half_pixel_centers, &why);
+  if (!aw) throw Unsupported(str_cat(base.label, ": width ", why));
+  if (auto e = support::bilinear_error(*ah, *aw)) throw Unsupported(str_cat(base.label, ": ", *e));
+  // The raw sum of the weighted inputs (input and output offset 0, no bias),
+  // divided by the two denominators' product as TFLite rounds (half away).
+  const QuantizedMultiplier q =
+      tflite_average_pool_division(int64_t(ah->denominator) * aw->denominator);
+  std::vector<LoweredOp> parts;
+  for (const support::BilinearRun& r : ah->runs) {
+    for (const support::BilinearRun& c : aw->runs) {
+      LoweredOp l = base;
+      l.label = str_cat(base.label, " rows ", r.out_start, "+", ah->factor, "x", r.count, " cols ",
+                        c.out_start, "+", aw->factor, "x", c.count);
+      l.unit = Unit::kDepthwise;
+      l.depth_multiplier = 1;
+      l.kernel_h = r.taps;
+      l.kernel_w = c.taps;
+      l.stride_h = l.stride_w = 1;
+      l.in_shape = Shape4{1, r.count + r.taps - 1, c.count + c.taps - 1, is.c};
+      l.out_shape = Shape4{1, r.count, c.count, os.c};
+      l.in_pixel_pitch = is.c;
+      l.in_row_pitch = int64_t(is.w) * is.c;
+      l.in_byte_offset = (int64_t(r.in_start) * is.w + c.in_start) * is.c;
+      l.out_pixel_pitch = aw->factor * os.c;
+      l.out_row_pitch = int64_t(ah->factor) * os.w * os.c;
+      l.out_byte_offset = (int64_t(r.out_start) * os.w + c.out_start) * os.c;
+      l.input_zero_point = 0;
+      l.output_zero_point = 0;
+      l.act_min = -128;
+      l.act_max = 127;
+      l.act_mode = ActMode::NONE;
+      l.weights.assign(size_t(r.taps) * c.taps * is.c, 0);
+      for (int ty = 0; ty < r.taps; ++ty) {
+        for (int tx = 0; tx < c.taps; ++tx) {
+          std::fill_n(l.weights.begin() + (size_t(ty) * c.taps + tx) * is.c, is.c,
+                      int8_t(r.w[ty] * c.w[tx]));
+        }
+      }
+      l.multiplier.assign(size_t(is.c), q.multiplier);
+      l.shift.assign(size_t(is.c), q.shift);
+      l.lowering = "bilinear_passes";
+      parts.push_back(std::move(l));
+    }
+  }
+  return parts;
+}
+
 std::vector<LoweredOp> lower_space_depth(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
   LoweredOp base;
@@ -1396,6 +1458,7 @@ std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index) {
   if (op.kind == OpKind::kConcatenation) return lower_concatenation(graph, op_index);
   if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index);
   if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index);
+  if (op.kind == OpKind::kResizeBilinear) return lower_resize_bilinear(graph, op_index);
   if (op.kind == OpKind::kSpaceToDepth || op.kind == OpKind::kDepthToSpace) {
     return lower_space_depth(graph, op_index);
   }
@@ -1747,6 +1810,7 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
   if (op.kind == OpKind::kTransposeConv) return lower_transpose_conv(graph, op_index).at(0);
   if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index).at(0);
   if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index).at(0);
+  if (op.kind == OpKind::kResizeBilinear) return lower_resize_bilinear(graph, op_index).at(0);
   if (op.kind == OpKind::kSpaceToDepth || op.kind == OpKind::kDepthToSpace) {
     return lower_space_depth(graph, op_index).at(0);
   }

@@ -222,6 +222,19 @@ std::vector<LoweredOp> lower_resize_nearest(const ir::Graph& graph, int op_index
 // returns the first part.
 std::vector<LoweredOp> lower_space_depth(const ir::Graph& graph, int op_index);
 
+// RESIZE_BILINEAR by whole factors (support/resize_nearest.h bilinear_axis):
+// TFLite's int8 kernel sums the raw values of (at most) 2 x 2 inputs with
+// 10-bit weight products and divides by 2^20 rounding half away from zero.
+// Per axis the outputs fall into runs (one residue of the factor, the same
+// weight pair, consecutive inputs); each run pair is one depthwise pass with
+// the weights divided by their common divisor (int8), input and output
+// offset 0, no bias, and the exact division by the two denominators'
+// product (quant/tflite.h tflite_average_pool_division), written through the
+// output offset and pitches f_w C, f_h W_out C. The sum is the reference's
+// divided by the common divisors, so the rounded quotient is the same.
+// lower_op returns the first part.
+std::vector<LoweredOp> lower_resize_bilinear(const ir::Graph& graph, int op_index);
+
 // The parts an op lowers to: CONCATENATION's (lower_concatenation), SLICE's
 // (lower_slice), a TFLite
 // AVERAGE_POOL_2D's region passes (lower_average_pool_regions), a grouped or

@@ -70,6 +70,9 @@ constexpr OpKindInfo kOpKinds[] = {
     {OpKind::kTransposeConv, "TRANSPOSE_CONV",
      "MAC unit, convolution mode: one stride-1 convolution per output phase (s_h x s_w "
      "sub-kernels), each writing its interleaved sub-grid of the output through DMA pitches"},
+    {OpKind::kResizeBilinear, "RESIZE_BILINEAR",
+     "integer factors: MAC unit, depthwise mode, one pass per run of output rows x columns of "
+     "one interpolation weight pair, with TFLite's exact rounded division"},
     {OpKind::kOther, "OTHER", "any op the core does not implement; runs on the host"},
 };
 
@@ -333,6 +336,7 @@ const OpSignature& op_signature(OpKind kind) {
     case OpKind::kReshape:
     case OpKind::kMean:
     case OpKind::kResizeNearest:
+    case OpKind::kResizeBilinear:
       return with_param;
     case OpKind::kPad:
       return pad;
@@ -523,7 +527,8 @@ std::optional<std::string> op_shape_error(const Graph& g, const Op& op) {
       }
       return std::nullopt;
     }
-    case OpKind::kResizeNearest: {
+    case OpKind::kResizeNearest:
+    case OpKind::kResizeBilinear: {
       if (in.rank() != 4 || out.rank() != 4) return std::nullopt;
       if (out.shape[0] != in.shape[0] || out.shape[3] != in.shape[3]) {
         return str_cat("output ", shape_str(out.shape), " but resizing ", shape_str(in.shape),

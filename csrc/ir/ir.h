@@ -103,6 +103,10 @@ enum class OpKind {
   // TFLite's ComputePaddingHeightWidth computes them from the output size),
   // activation.
   kTransposeConv,
+  // TFLite RESIZE_BILINEAR (int8): TFLite's integer interpolation (10-bit
+  // fractions, round half away from zero) of the raw values; input [1, H, W,
+  // C] to [1, H', W', C], Attributes::align_corners / half_pixel_centers.
+  kResizeBilinear,
   kOther,          // host-only: the frontend's op name in Op::type_name
 };
 

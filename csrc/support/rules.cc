@@ -173,6 +173,7 @@ std::pair<int, int> rank_range(OpKind kind, const char* role) {
     case OpKind::kAveragePool2D:
     case OpKind::kPad:
     case OpKind::kResizeNearest:
+    case OpKind::kResizeBilinear:
     case OpKind::kSpaceToDepth:
     case OpKind::kDepthToSpace:
       return {4, 4};
@@ -973,6 +974,23 @@ std::optional<std::string> check_resize_nearest(const Graph& g, const Op& op, co
   return joined_or_none(bad);
 }
 
+// RESIZE_BILINEAR as depthwise passes (compiler/lower.h lower_resize_bilinear).
+std::optional<std::string> check_resize_bilinear(const Graph& g, const Op& op,
+                                                 const SupportConfig&) {
+  const Tensor& in = *input(g, op).tensor;
+  const Tensor& out = *output(g, op).tensor;
+  if (in.rank() != 4 || out.rank() != 4) return std::nullopt;  // tensor_rank's business
+  if (in.is_constant()) return std::string("the input is a constant");
+  std::string why;
+  const auto ah = bilinear_axis(int(in.shape[1]), int(out.shape[1]), op.attrs.align_corners,
+                                op.attrs.half_pixel_centers, &why);
+  if (!ah) return str_cat("height ", in.shape[1], " -> ", out.shape[1], ": ", why);
+  const auto aw = bilinear_axis(int(in.shape[2]), int(out.shape[2]), op.attrs.align_corners,
+                                op.attrs.half_pixel_centers, &why);
+  if (!aw) return str_cat("width ", in.shape[2], " -> ", out.shape[2], ": ", why);
+  return bilinear_error(*ah, *aw);
+}
+
 std::optional<std::string> check_block_copy(const Graph& g, const Op& op, const SupportConfig&) {
   if (g.tensor(op.inputs[0]).is_constant()) return std::string("the input is a constant");
   if (op.attrs.block_size > kMaxSliceOutputs) return str_cat("block size ", op.attrs.block_size);
@@ -1294,6 +1312,16 @@ std::vector<Rule> build_rules() {
                kMaxResizeReplicas, " replicas (factor_h x factor_w; one 1x1 pool copy each, "
                "written through DMA pitches)"),
        false, check_resize_nearest},
+      {"resize_bilinear", {K::kResizeBilinear},
+       str_cat("RESIZE_BILINEAR (int8) must upsample height and width by whole factors; it runs "
+               "TFLite's integer interpolation as depthwise passes, one per run of output rows x "
+               "columns with one weight pair (the 10-bit weights divided by their common "
+               "divisor), the raw sum divided with TFLite's round half away from zero: each "
+               "weight product at most 127 (an int8 weight), the product of the two "
+               "denominators at most ", kMaxAveragePoolCells, " (the exact division), at most ",
+               kMaxBilinearPasses, " passes (factors 2 and 4 fit; 3 does not: its 10-bit "
+               "fractions have no common divisor, a division by 1024 x 1024)"),
+       false, check_resize_bilinear},
       {"block_copy", {K::kSpaceToDepth, K::kDepthToSpace},
        str_cat("SPACE_TO_DEPTH and DEPTH_TO_SPACE must move a runtime tensor with a block size of "
                "at most ", kMaxSliceOutputs, " (one 1x1 pool copy per row of the block, through "

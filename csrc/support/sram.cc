@@ -111,6 +111,9 @@ int64_t min_sram_bytes(const ir::Graph& graph, const ir::Op& op, const SupportCo
       need_rank(f, 4);
       return depthwise_tile(f.shape[1], f.shape[2], op.attrs.depth_multiplier);
     }
+    case OpKind::kResizeBilinear:
+      need_rank(in, 4);
+      return depthwise_tile(2, 2, 1);
     case OpKind::kMean:
       need_rank(in, 4);
       if (in.shape[1] <= limits::kMaxKernel && in.shape[2] <= limits::kMaxKernel) {
