@@ -403,16 +403,6 @@ class Translator {
                                                                   : -1;
       if (int4_version < 0 || spec.version <= int4_version) return;
     }
-    // RESIZE_BILINEAR: the core lowers it exactly (the device's step
-    // interpreter matches BUILTIN_REF, tests/test_resize_bilinear.py), but the
-    // device's replay path computes some of its passes from shifted input
-    // columns; the delegate does not claim it until that is fixed.
-    if (kind == OpKind::kResizeBilinear) {
-      reason(r, "device_replay", "RESIZE_BILINEAR",
-             "the compiler's depthwise passes are exact on the device model's step interpreter, "
-             "but its replay path (the default execution) disagrees on them (open bug): not "
-             "claimed until it is fixed");
-    }
     // CONV_2D version 6 is the grouped convolution: one convolution per group
     // (compiler/lower.h lower_conv_parts); the grouped_convolution rule checks it.
     if (kind == OpKind::kConv2D && spec.version == 6 && !int16_activations(spec)) return;

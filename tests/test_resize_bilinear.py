@@ -9,15 +9,14 @@ the exact rounded division by the denominators' product.
 Whole factors 1, 2, 4 (and 8 without half_pixel_centers) on each axis, with
 and without half_pixel_centers / align_corners, at 1/8/32 cores and 16 KB;
 the declines with their reasons (factor 3, factor 8 with half pixel centers,
-a non-integer ratio); and, until the device model's replay path is fixed (it disagrees with the
-step interpreter on these passes; the step interpreter matches TFLite), the
-op is not claimed: the exactness tests run the compiled Program on the step
-interpreter.
+a non-integer ratio); the compiled Programs on the device's step interpreter and through the
+delegate (replay); a Keras UpSampling2D(interpolation="bilinear") converted
+by the TFLite converter, in one partition.
 """
 import numpy as np
 import pytest
 
-from test_mean_avgpool import assert_exact
+from test_mean_avgpool import CONFIG_IDS, CONFIGS, assert_exact
 from tflite_builder import GraphBuilder, QTensor
 
 
@@ -80,24 +79,23 @@ def test_resize_bilinear_passes_exact_on_the_step_interpreter(case, cores, kb):
         np.testing.assert_array_equal(got.reshape(-1), run(model, [x])[0].reshape(-1))
 
 
-@pytest.mark.xfail(strict=True, reason="device replay path mis-executes the bilinear passes "
-                                       "(step interpreter exact); RESIZE_BILINEAR not claimed")
 def test_resize_bilinear_replay_equals_step():
-    """Known bug: the replay path computes the column-residue-0 interior pass
-    of a 2x half-pixel resize from the input shifted by one column."""
+    """Regression: the replay path merged the two interior column passes of a
+    2x half-pixel resize (interleaved output pixels, the same input) into one
+    depthwise layer of twice the channels, reading the second pass's input one
+    pixel on (device/plan.cc merge_group)."""
     x = np.random.default_rng(0).integers(-128, 128, (1, 1, 6, 8)).astype(np.int8)
     g = _ir_model((1, 1, 6, 8), (2, 12), False, True)
     np.testing.assert_array_equal(_run_program(g, 1, 64, "replay", x),
                                   _run_program(g, 1, 64, "step", x))
 
 
-def test_resize_bilinear_not_claimed_until_the_replay_bug_is_fixed():
-    report = assert_exact(bilinear_model((1, 5, 6, 8), (10, 12)), (1, 5, 6, 8),
-                          expect_claimed=False)
-    (node,) = report.nodes
-    assert not node.claimed
-    assert any(r.rule == "device_replay" for r in node.reasons), [
-        r.message for r in node.reasons]
+@pytest.mark.parametrize("config", CONFIGS, ids=CONFIG_IDS)
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_resize_bilinear_exact_through_the_delegate(case, config):
+    _, in_shape, out_hw, ac, hp = case
+    report = assert_exact(bilinear_model(in_shape, out_hw, ac, hp), in_shape, **config)
+    assert [n.op for n in report.nodes] == ["RESIZE_BILINEAR"]
 
 
 @pytest.mark.parametrize("name,in_shape,out_hw,ac,hp,why", [
@@ -112,3 +110,36 @@ def test_resize_bilinear_declined_with_reason(name, in_shape, out_hw, ac, hp, wh
     with pytest.raises(nacc.UnsupportedError, match=why):
         _run_program(_ir_model(in_shape, out_hw, ac, hp), 1, 64, "step",
                      np.zeros(in_shape, np.int8))
+
+
+@pytest.mark.parametrize("cores", [1, 8])
+def test_keras_upsampling_bilinear_one_partition(cores):
+    """Keras UpSampling2D(2, interpolation="bilinear") between convolutions,
+    converted by the TFLite converter (RESIZE_BILINEAR with
+    half_pixel_centers): every node claimed, one partition, bit-exact."""
+    tf = pytest.importorskip("tensorflow")
+    import keras
+    from keras import layers
+    from test_mean_avgpool import assert_model_one_partition_exact
+    from tflite_builder import make_interpreter
+
+    keras.utils.set_random_seed(3)
+    x = inp = keras.Input((12, 12, 3), batch_size=1)
+    x = layers.Conv2D(8, 3, padding="same", activation="relu")(x)
+    x = layers.UpSampling2D(2, interpolation="bilinear")(x)
+    x = layers.Conv2D(4, 3, padding="same")(x)
+    model = keras.Model(inp, x)
+    rng = np.random.default_rng(0)
+
+    def rep():
+        for _ in range(8):
+            yield [rng.normal(size=(1, 12, 12, 3)).astype(np.float32)]
+
+    conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = rep
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    conv.inference_input_type = conv.inference_output_type = tf.int8
+    blob = conv.convert()
+    assert "RESIZE_BILINEAR" in {o["op_name"] for o in make_interpreter(blob)._get_ops_details()}
+    assert_model_one_partition_exact(blob, cores)
