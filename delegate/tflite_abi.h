@@ -438,6 +438,7 @@ enum TfLiteBuiltinOperator {
   kTfLiteBuiltinTransposeConv = 67,
   kTfLiteBuiltinExpandDims = 70,
   kTfLiteBuiltinResizeBilinear = 23,
+  kTfLiteBuiltinTranspose = 39,
   kTfLiteBuiltinResizeNearestNeighbor = 97,
   kTfLiteBuiltinLeakyRelu = 98,
   kTfLiteBuiltinSplitV = 102,

@@ -63,6 +63,7 @@ constexpr VersionLimit kVersionLimits[] = {
     {kTfLiteBuiltinMinimum, 2, "3+: int16 / rank-5 broadcast"},
     {kTfLiteBuiltinTransposeConv, 4, "5+: not implemented by the core"},
     {kTfLiteBuiltinResizeBilinear, 3, "4: int16"},
+    {kTfLiteBuiltinTranspose, 4, "5: int16"},
 };
 
 // The 16x8 kernels (int16 activations, int8 weights, NACC_SPEC §9) the core
@@ -165,6 +166,7 @@ OpKind kind_of(int32_t code) {
     case kTfLiteBuiltinMinimum: return OpKind::kMinimum;
     case kTfLiteBuiltinTransposeConv: return OpKind::kTransposeConv;
     case kTfLiteBuiltinResizeBilinear: return OpKind::kResizeBilinear;
+    case kTfLiteBuiltinTranspose: return OpKind::kTranspose;
     default: return OpKind::kOther;
   }
 }
@@ -557,6 +559,16 @@ class Translator {
       case kTfLiteBuiltinTransposeConv:
         transpose_conv_attributes(spec, op);
         break;
+      case kTfLiteBuiltinTranspose: {
+        auto perm = spec.inputs.size() > 1 ? constant_ints(ctx_, spec.inputs[1]) : std::nullopt;
+        if (!perm) {
+          a.unsupported_options.push_back("non-constant perm");
+        } else {
+          for (int64_t v : *perm) a.perm.push_back(static_cast<int>(v));
+          if (!op.inputs.empty()) op.inputs.resize(1);
+        }
+        break;
+      }
       case kTfLiteBuiltinMaxPool2d:
       case kTfLiteBuiltinAveragePool2d:
         a.stride_w = positive(p.stride_w, "stride_w");
@@ -933,6 +945,7 @@ class Translator {
       case OpKind::kResizeNearest:
       case OpKind::kTransposeConv:
       case OpKind::kResizeBilinear:
+      case OpKind::kTranspose:
         return std::nullopt;  // the model's output shapes (checked against the operands)
       case OpKind::kSpaceToDepth:
       case OpKind::kDepthToSpace: {

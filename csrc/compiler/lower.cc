@@ -14,6 +14,7 @@
 #include "support/conv_parts.h"
 #include "support/pool_regions.h"
 #include "support/resize_nearest.h"
+#include "support/transpose_copy.h"
 
 namespace nacc::compiler {
 
@@ -1304,6 +1305,55 @@ std::vector<LoweredOp> lower_resize_bilinear(const ir::Graph& graph, int op_inde
   return parts;
 }
 
+std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base;
+  base.kind = op.kind;
+  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  check_arg(op.kind == OpKind::kTranspose && op.inputs.size() == 1 && op.inputs[0] >= 0 &&
+                op.outputs.size() == 1,
+            base.label, ": not a TRANSPOSE with one input and one output");
+  if (auto e = ir::op_shape_error(graph, op)) throw Unsupported(str_cat(base.label, ": ", *e));
+  const ir::Tensor& in = graph.tensor(op.inputs[0]);
+  const ir::Tensor& out = graph.tensor(op.outputs[0]);
+  if (in.is_constant()) {
+    throw Unsupported(str_cat(base.label, ": its input '", in.name, "' is a constant (fold it on the host)"));
+  }
+  if (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8) {
+    throw Unsupported(str_cat(base.label, ": ", ir::dtype_name(in.dtype), " -> ",
+                              ir::dtype_name(out.dtype), " (8-bit copies only)"));
+  }
+  std::string why;
+  const auto t = support::transpose_copy(in.shape, op.attrs.perm, &why);
+  if (!t) throw Unsupported(str_cat(base.label, ": ", why));
+  if (auto e = support::transpose_copy_error(*t)) throw Unsupported(str_cat(base.label, ": ", *e));
+  base.op_index = op_index;
+  base.input = op.inputs[0];
+  base.output = op.outputs[0];
+  std::vector<LoweredOp> parts;
+  const int64_t passes = t->passes();
+  for (int64_t p = 0; p < passes; ++p) {
+    int64_t rest = p, in_off = 0, out_off = 0;
+    for (size_t d = t->outer.size(); d-- > 0;) {
+      const int64_t i = rest % t->outer[d].size;
+      rest /= t->outer[d].size;
+      in_off += i * t->outer[d].in_stride;
+      out_off += i * t->outer[d].out_stride;
+    }
+    LoweredOp l = copy_pass(base, passes == 1 ? "" : str_cat("pass ", p),
+                            Shape4{1, int(t->rows.size), int(t->cols.size), int(t->run)});
+    l.in_pixel_pitch = t->cols.in_stride;
+    l.in_row_pitch = t->rows.in_stride;
+    l.out_pixel_pitch = int(t->cols.out_stride);
+    l.out_row_pitch = t->rows.out_stride;
+    l.in_byte_offset = in_off;
+    l.out_byte_offset = out_off;
+    l.lowering = "transpose_copy";
+    parts.push_back(std::move(l));
+  }
+  return parts;
+}
+
 std::vector<LoweredOp> lower_space_depth(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
   LoweredOp base;
@@ -1459,6 +1509,7 @@ std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index) {
   if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index);
   if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index);
   if (op.kind == OpKind::kResizeBilinear) return lower_resize_bilinear(graph, op_index);
+  if (op.kind == OpKind::kTranspose) return lower_transpose(graph, op_index);
   if (op.kind == OpKind::kSpaceToDepth || op.kind == OpKind::kDepthToSpace) {
     return lower_space_depth(graph, op_index);
   }
@@ -1811,6 +1862,7 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
   if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index).at(0);
   if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index).at(0);
   if (op.kind == OpKind::kResizeBilinear) return lower_resize_bilinear(graph, op_index).at(0);
+  if (op.kind == OpKind::kTranspose) return lower_transpose(graph, op_index).at(0);
   if (op.kind == OpKind::kSpaceToDepth || op.kind == OpKind::kDepthToSpace) {
     return lower_space_depth(graph, op_index).at(0);
   }

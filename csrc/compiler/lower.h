@@ -222,6 +222,14 @@ std::vector<LoweredOp> lower_resize_nearest(const ir::Graph& graph, int op_index
 // returns the first part.
 std::vector<LoweredOp> lower_space_depth(const ir::Graph& graph, int op_index);
 
+// TRANSPOSE (support/transpose_copy.h): one identity 1x1 pool pass per index
+// of the output's outer loops, each copying rows x pixels x a run of
+// contiguous bytes from the input through its pitches (FM_TRANS_OFFSET,
+// IN_DMA_ROW_OFFSET) to the output through its pitches (DMA_OUT_TRANS_LEN,
+// OUT_DMA_OFFSET): every output byte is the input byte the permutation puts
+// there, as TFLite's kernel copies. lower_op returns the first part.
+std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index);
+
 // RESIZE_BILINEAR by whole factors (support/resize_nearest.h bilinear_axis):
 // TFLite's int8 kernel sums the raw values of (at most) 2 x 2 inputs with
 // 10-bit weight products and divides by 2^20 rounding half away from zero.

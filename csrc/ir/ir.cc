@@ -73,6 +73,9 @@ constexpr OpKindInfo kOpKinds[] = {
     {OpKind::kResizeBilinear, "RESIZE_BILINEAR",
      "integer factors: MAC unit, depthwise mode, one pass per run of output rows x columns of "
      "one interpolation weight pair, with TFLite's exact rounded division"},
+    {OpKind::kTranspose, "TRANSPOSE",
+     "1x1 pool copies through DMA pitches: runs of the innermost bytes that stay innermost "
+     "(an H/W swap keeps the channels), single bytes otherwise; one pass per outer index"},
     {OpKind::kOther, "OTHER", "any op the core does not implement; runs on the host"},
 };
 
@@ -337,6 +340,7 @@ const OpSignature& op_signature(OpKind kind) {
     case OpKind::kMean:
     case OpKind::kResizeNearest:
     case OpKind::kResizeBilinear:
+    case OpKind::kTranspose:
       return with_param;
     case OpKind::kPad:
       return pad;
@@ -512,6 +516,21 @@ std::optional<std::string> op_shape_error(const Graph& g, const Op& op) {
       if (out.shape != expected) {
         return str_cat("output ", shape_str(out.shape), " but reducing ", shape_str(in.shape),
                        " gives ", shape_str(expected));
+      }
+      return std::nullopt;
+    }
+    case OpKind::kTranspose: {
+      const int rank = in.rank();
+      std::vector<int> seen(size_t(rank), 0);
+      bool ok = int(a.perm.size()) == rank;
+      for (int p : a.perm) {
+        if (!ok || p < 0 || p >= rank || seen[size_t(p)]++) ok = false;
+      }
+      if (!ok) return str_cat("perm has ", a.perm.size(), " entries, not a permutation of ", rank);
+      std::vector<int64_t> expected(static_cast<size_t>(rank), 0);
+      for (int k = 0; k < rank; ++k) expected[size_t(k)] = in.shape[size_t(a.perm[size_t(k)])];
+      if (out.shape != expected) {
+        return str_cat("output ", shape_str(out.shape), " but the perm gives ", shape_str(expected));
       }
       return std::nullopt;
     }

@@ -107,6 +107,9 @@ enum class OpKind {
   // fractions, round half away from zero) of the raw values; input [1, H, W,
   // C] to [1, H', W', C], Attributes::align_corners / half_pixel_centers.
   kResizeBilinear,
+  // TFLite TRANSPOSE: output dimension k is input dimension perm[k]
+  // (Attributes::perm; the frontend drops the perm operand). A byte copy.
+  kTranspose,
   kOther,          // host-only: the frontend's op name in Op::type_name
 };
 
@@ -194,6 +197,8 @@ struct Attributes {
   // (>= 1) per input dimension. The output shapes give the extents.
   std::vector<std::vector<int64_t>> slice_begin;
   std::vector<int64_t> slice_strides;
+  // TRANSPOSE: output dimension k is input dimension perm[k].
+  std::vector<int> perm;
   // SPACE_TO_DEPTH / DEPTH_TO_SPACE block size (>= 1; 0: not set).
   int block_size = 0;
   // RESIZE_NEAREST_NEIGHBOR's index mapping (TFLite's options).

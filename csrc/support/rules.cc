@@ -19,6 +19,7 @@
 #include "support/pad_fold.h"
 #include "support/pool_regions.h"
 #include "support/resize_nearest.h"
+#include "support/transpose_copy.h"
 
 namespace nacc::support {
 
@@ -991,6 +992,22 @@ std::optional<std::string> check_resize_bilinear(const Graph& g, const Op& op,
   return bilinear_error(*ah, *aw);
 }
 
+// TRANSPOSE as DMA copy passes (compiler/lower.h lower_transpose).
+std::optional<std::string> check_transpose_copy(const Graph& g, const Op& op, const SupportConfig&) {
+  const Tensor& in = *input(g, op).tensor;
+  if (in.is_constant()) return std::string("the input is a constant");
+  const Tensor& out = *output(g, op).tensor;
+  if (in.rank() == 4 && in.shape[0] != 1) return str_cat("a batch of ", in.shape[0]);
+  if (out.rank() == 4 && out.shape[0] != 1) {
+    return str_cat("an output ", ir::shape_str(out.shape), " of ", out.shape[0],
+                   " images (its first axis is a batch)");
+  }
+  std::string why;
+  const auto t = transpose_copy(in.shape, op.attrs.perm, &why);
+  if (!t) return why;
+  return transpose_copy_error(*t);
+}
+
 std::optional<std::string> check_block_copy(const Graph& g, const Op& op, const SupportConfig&) {
   if (g.tensor(op.inputs[0]).is_constant()) return std::string("the input is a constant");
   if (op.attrs.block_size > kMaxSliceOutputs) return str_cat("block size ", op.attrs.block_size);
@@ -1322,6 +1339,16 @@ std::vector<Rule> build_rules() {
                kMaxBilinearPasses, " passes (factors 2 and 4 fit; 3 does not: its 10-bit "
                "fractions have no common divisor, a division by 1024 x 1024)"),
        false, check_resize_bilinear},
+      {"transpose_copy", {K::kTranspose},
+       str_cat("TRANSPOSE must move one image of a runtime tensor (a 4-D input and output "
+               "lead with 1) as at most ",
+               kMaxTransposePasses, " 1x1 pool copy passes: the output's loops (size-1 axes "
+               "dropped, contiguous neighbours merged) as a run of bytes contiguous in both "
+               "tensors (the trailing axes that stay innermost, e.g. the channels of an H/W "
+               "swap; else single bytes), a pass's pixels and rows through the DMA pitches "
+               "(16-bit sizes and pitch fields), one pass per index of the loops outside; a "
+               "byte copy, as TFLite's kernel copies"),
+       false, check_transpose_copy},
       {"block_copy", {K::kSpaceToDepth, K::kDepthToSpace},
        str_cat("SPACE_TO_DEPTH and DEPTH_TO_SPACE must move a runtime tensor with a block size of "
                "at most ", kMaxSliceOutputs, " (one 1x1 pool copy per row of the block, through "

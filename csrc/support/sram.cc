@@ -114,6 +114,8 @@ int64_t min_sram_bytes(const ir::Graph& graph, const ir::Op& op, const SupportCo
     case OpKind::kResizeBilinear:
       need_rank(in, 4);
       return depthwise_tile(2, 2, 1);
+    case OpKind::kTranspose:
+      return 2 * A(1);
     case OpKind::kMean:
       need_rank(in, 4);
       if (in.shape[1] <= limits::kMaxKernel && in.shape[2] <= limits::kMaxKernel) {
