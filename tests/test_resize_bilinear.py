@@ -13,6 +13,8 @@ a non-integer ratio); the compiled Programs on the device's step interpreter and
 delegate (replay); a Keras UpSampling2D(interpolation="bilinear") converted
 by the TFLite converter, in one partition.
 """
+import functools
+
 import numpy as np
 import pytest
 
@@ -112,16 +114,13 @@ def test_resize_bilinear_declined_with_reason(name, in_shape, out_hw, ac, hp, wh
                      np.zeros(in_shape, np.int8))
 
 
-@pytest.mark.parametrize("cores", [1, 8])
-def test_keras_upsampling_bilinear_one_partition(cores):
+@functools.lru_cache(maxsize=1)
+def _keras_upsampling_model() -> bytes:
     """Keras UpSampling2D(2, interpolation="bilinear") between convolutions,
-    converted by the TFLite converter (RESIZE_BILINEAR with
-    half_pixel_centers): every node claimed, one partition, bit-exact."""
-    tf = pytest.importorskip("tensorflow")
+    converted by the TFLite converter (once per session)."""
+    import tensorflow as tf
     import keras
     from keras import layers
-    from test_mean_avgpool import assert_model_one_partition_exact
-    from tflite_builder import make_interpreter
 
     keras.utils.set_random_seed(3)
     x = inp = keras.Input((12, 12, 3), batch_size=1)
@@ -140,6 +139,17 @@ def test_keras_upsampling_bilinear_one_partition(cores):
     conv.representative_dataset = rep
     conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     conv.inference_input_type = conv.inference_output_type = tf.int8
-    blob = conv.convert()
+    return conv.convert()
+
+
+@pytest.mark.parametrize("cores", [1, 8])
+def test_keras_upsampling_bilinear_one_partition(cores):
+    """The converter writes RESIZE_BILINEAR with half_pixel_centers: every node
+    claimed, one partition, bit-exact."""
+    pytest.importorskip("tensorflow")
+    from test_mean_avgpool import assert_model_one_partition_exact
+    from tflite_builder import make_interpreter
+
+    blob = _keras_upsampling_model()
     assert "RESIZE_BILINEAR" in {o["op_name"] for o in make_interpreter(blob)._get_ops_details()}
     assert_model_one_partition_exact(blob, cores)
