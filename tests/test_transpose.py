@@ -85,3 +85,34 @@ def test_transpose_between_convolutions_one_partition():
     z = m.conv(o, 8, activation="NONE")
     report = assert_exact(m.build([z]), (1, 8, 12, 8))
     assert len({n.partition for n in report.nodes}) == 1
+
+
+def shuffle_model(h, w, c, g):
+    """conv -> RESHAPE [1,H,W,g,C/g] -> TRANSPOSE(0,1,2,4,3) -> RESHAPE [1,H,W,C]
+    -> conv: the channel shuffle of ShuffleNet as the TFLite converter writes it."""
+    m = ModelBuilder()
+    x = m.input((1, h, w, 8))
+    y = m.conv(x, c, activation="RELU")
+    t = m.meta[y]
+    q = dict(scale=t.scale, zero_point=t.zero_point)
+    s5 = m.tensor(QTensor((5,), "int32", data=np.array([1, h, w, g, c // g], np.int32)))
+    r5 = m.tensor(QTensor((1, h, w, g, c // g), "int8", **q))
+    m.g.add_op("RESHAPE", [y, s5], [r5], dict(new_shape=[1, h, w, g, c // g]))
+    p = m.tensor(QTensor((5,), "int32", data=np.array([0, 1, 2, 4, 3], np.int32)))
+    t5 = m.tensor(QTensor((1, h, w, c // g, g), "int8", **q))
+    m.g.add_op("TRANSPOSE", [r5, p], [t5], version=4)
+    s4 = m.tensor(QTensor((4,), "int32", data=np.array([1, h, w, c], np.int32)))
+    r4 = m.tensor(QTensor((1, h, w, c), "int8", **q))
+    m.g.add_op("RESHAPE", [t5, s4], [r4], dict(new_shape=[1, h, w, c]))
+    z = m.conv(r4, 8, activation="NONE")
+    return m.build([z])
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=CONFIG_IDS)
+@pytest.mark.parametrize("h,w,c,g", [(6, 7, 24, 3), (8, 8, 32, 2), (5, 9, 64, 4)])
+def test_channel_shuffle_rank5_one_partition(h, w, c, g, config):
+    """The rank-5 RESHAPE / TRANSPOSE pair (RESHAPE and TRANSPOSE take ranks
+    up to 6): every node claimed, one partition, bit-exact."""
+    report = assert_exact(shuffle_model(h, w, c, g), (1, h, w, 8), **config)
+    assert [n.op for n in report.nodes] == ["CONV_2D", "RESHAPE", "TRANSPOSE", "RESHAPE", "CONV_2D"]
+    assert len({n.partition for n in report.nodes}) == 1

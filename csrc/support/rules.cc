@@ -156,6 +156,9 @@ std::optional<Operand> bias(const Graph& g, const Op& op) {
 std::array<int64_t, 2> kernel_of(const Graph& g, const Op& op) { return *ir::window_kernel(g, op); }
 
 // (lo, hi) rank of an operand of `kind` with role word `role` (see Operand).
+// RESHAPE and TRANSPOSE take tensors up to this rank (views and copies).
+constexpr int kMaxCopyRank = 6;
+
 std::pair<int, int> rank_range(OpKind kind, const char* role) {
   const std::string r = role;
   const int max = limits::kMaxTensorRank;
@@ -180,6 +183,11 @@ std::pair<int, int> rank_range(OpKind kind, const char* role) {
       return {4, 4};
     case OpKind::kMean:
       return r == "input" ? std::pair{4, 4} : std::pair{1, max};
+    case OpKind::kReshape:
+    case OpKind::kTranspose:
+      // Views and byte copies that never read a tensor as NHWC: ShuffleNet's
+      // channel shuffle RESHAPE [1,H,W,g,C/g] -> TRANSPOSE(0,1,2,4,3) -> RESHAPE.
+      return {0, kMaxCopyRank};
     default:
       return {0, max};
   }
@@ -1124,7 +1132,8 @@ std::vector<Rule> build_rules() {
        check_static_shape},
       {"tensor_rank", {},
        str_cat("ranks must be those of the op kind (4-D NHWC feature maps for windows, PAD and "
-               "MEAN) and at most ", limits::kMaxTensorRank),
+               "MEAN) and at most ", limits::kMaxTensorRank, " (RESHAPE and TRANSPOSE: ",
+               kMaxCopyRank, ")"),
        true, check_tensor_rank},
       {"shape_consistency", {},
        "the output shape must follow from the input shapes and attributes", true,
