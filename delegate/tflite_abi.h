@@ -303,6 +303,14 @@ typedef struct {
   int dilation_height_factor;
 } TfLiteDepthwiseConvParams;
 
+typedef struct {
+  TfLitePadding padding;
+  int stride_width;
+  int stride_height;
+  TfLiteFusedActivation activation;  // applied by the 2.21 int8 kernel (tests/test_transpose_conv.py)
+  TfLiteType quantized_bias_type;
+} TfLiteTransposeConvParams;
+
 typedef enum {
   kTfLiteFullyConnectedWeightsFormatDefault = 0,
   kTfLiteFullyConnectedWeightsFormatShuffled4x16Int8 = 1,
@@ -369,6 +377,11 @@ typedef struct {
 } TfLiteResizeNearestNeighborParams;
 
 typedef struct {
+  bool align_corners;
+  bool half_pixel_centers;
+} TfLiteResizeBilinearParams;
+
+typedef struct {
   int block_size;
 } TfLiteSpaceToDepthParams;
 
@@ -422,7 +435,10 @@ enum TfLiteBuiltinOperator {
   kTfLiteBuiltinMinimum = 57,
   kTfLiteBuiltinPadv2 = 60,
   kTfLiteBuiltinSlice = 65,
+  kTfLiteBuiltinTransposeConv = 67,
   kTfLiteBuiltinExpandDims = 70,
+  kTfLiteBuiltinResizeBilinear = 23,
+  kTfLiteBuiltinTranspose = 39,
   kTfLiteBuiltinResizeNearestNeighbor = 97,
   kTfLiteBuiltinLeakyRelu = 98,
   kTfLiteBuiltinSplitV = 102,

@@ -61,6 +61,9 @@ constexpr VersionLimit kVersionLimits[] = {
     {kTfLiteBuiltinDepthToSpace, 2, "3: int16"},
     {kTfLiteBuiltinMaximum, 2, "3+: int16 / rank-5 broadcast"},
     {kTfLiteBuiltinMinimum, 2, "3+: int16 / rank-5 broadcast"},
+    {kTfLiteBuiltinTransposeConv, 4, "5+: not implemented by the core"},
+    {kTfLiteBuiltinResizeBilinear, 3, "4: int16"},
+    {kTfLiteBuiltinTranspose, 4, "5: int16"},
 };
 
 // The 16x8 kernels (int16 activations, int8 weights, NACC_SPEC §9) the core
@@ -154,12 +157,16 @@ OpKind kind_of(int32_t code) {
     case kTfLiteBuiltinDepthToSpace: return OpKind::kDepthToSpace;
     case kTfLiteBuiltinMaximum: return OpKind::kMaximum;
     case kTfLiteBuiltinMinimum: return OpKind::kMinimum;
+    case kTfLiteBuiltinTransposeConv: return OpKind::kTransposeConv;
+    case kTfLiteBuiltinResizeBilinear: return OpKind::kResizeBilinear;
+    case kTfLiteBuiltinTranspose: return OpKind::kTranspose;
     default: return OpKind::kOther;
   }
 }
 
 bool has_weights(OpKind k) {
-  return k == OpKind::kConv2D || k == OpKind::kDepthwiseConv2D || k == OpKind::kFullyConnected;
+  return k == OpKind::kConv2D || k == OpKind::kDepthwiseConv2D || k == OpKind::kFullyConnected ||
+         k == OpKind::kTransposeConv;
 }
 
 ir::DType dtype_of(TfLiteType t) {
@@ -550,6 +557,19 @@ class Translator {
           a.depth_multiplier = std::max(m, 1);
         }
         break;
+      case kTfLiteBuiltinTransposeConv:
+        transpose_conv_attributes(spec, op);
+        break;
+      case kTfLiteBuiltinTranspose: {
+        auto perm = spec.inputs.size() > 1 ? constant_ints(ctx_, spec.inputs[1]) : std::nullopt;
+        if (!perm) {
+          a.unsupported_options.push_back("non-constant perm");
+        } else {
+          for (int64_t v : *perm) a.perm.push_back(static_cast<int>(v));
+          if (!op.inputs.empty()) op.inputs.resize(1);
+        }
+        break;
+      }
       case kTfLiteBuiltinMaxPool2d:
       case kTfLiteBuiltinAveragePool2d:
         a.stride_w = positive(p.stride_w, "stride_w");
@@ -629,7 +649,8 @@ class Translator {
           a.slice_begin.assign(op.outputs.size(), std::vector<int64_t>(rank, 0));
         }
         break;
-      case kTfLiteBuiltinResizeNearestNeighbor: {
+      case kTfLiteBuiltinResizeNearestNeighbor:
+      case kTfLiteBuiltinResizeBilinear: {
         a.align_corners = p.align_corners;
         a.half_pixel_centers = p.half_pixel_centers;
         // The output size operand must be the constant the output shape says.
@@ -770,6 +791,54 @@ class Translator {
     a.slice_begin.push_back(std::move(b));
   }
 
+  // TRANSPOSE_CONV [output_shape, weights, input, bias?] as the IR's
+  // [input, weights, bias?]; the output shape operand must be the constant
+  // the output tensor has. Padding as TFLite 2.21's Eval computes it
+  // (padding.h ComputePaddingHeightWidth over the *output* size: n = ceil(O /
+  // s) for SAME, (O + s - K) / s for VALID; total = max(0, (n - 1) s + K - O);
+  // the kernel places total / 2 before the output and ignores the offset).
+  void transpose_conv_attributes(const NodeSpec& spec, ir::Op& op) {
+    const NodeParams& p = spec.params;
+    ir::Attributes& a = op.attrs;
+    a.stride_w = std::max(p.stride_w, 1);
+    a.stride_h = std::max(p.stride_h, 1);
+    if (p.stride_w < 1 || p.stride_h < 1) {
+      a.unsupported_options.push_back(str_cat("stride ", p.stride_h, "x", p.stride_w));
+    }
+    activation(p, op);
+    if (spec.inputs.size() < 3 || spec.inputs.size() > 4 || spec.inputs[1] < 0 ||
+        spec.inputs[2] < 0) {
+      return;  // operand_count says so
+    }
+    std::vector<int> inputs = {op.inputs[2], op.inputs[1]};
+    if (spec.inputs.size() == 4 && spec.inputs[3] >= 0) inputs.push_back(op.inputs[3]);
+    op.inputs = inputs;
+    const std::vector<int64_t> out =
+        spec.outputs.empty() ? std::vector<int64_t>{} : dims_of(tfl(spec.outputs[0]));
+    const std::vector<int64_t> w = dims_of(tfl(spec.inputs[1]));
+    auto shape = constant_ints(ctx_, spec.inputs[0]);
+    if (!shape) {
+      a.unsupported_options.push_back("non-constant output_shape");
+      return;
+    }
+    if (*shape != out) {
+      a.unsupported_options.push_back(str_cat("output_shape ", ir::shape_str(*shape),
+                                              " but output ", ir::shape_str(out)));
+      return;
+    }
+    if (p.padding != kTfLitePaddingSame && p.padding != kTfLitePaddingValid) {
+      a.unsupported_options.push_back("padding UNKNOWN");
+      return;
+    }
+    if (out.size() != 4 || w.size() != 4) return;  // tensor_rank says so
+    const auto pad = [&](int64_t size, int64_t k, int64_t s) -> int64_t {
+      const int64_t n = p.padding == kTfLitePaddingSame ? (size + s - 1) / s : (size + s - k) / s;
+      return std::max<int64_t>(0, (n - 1) * s + k - size) / 2;
+    };
+    a.padding.top = pad(out[1], w[1], a.stride_h);
+    a.padding.left = pad(out[2], w[2], a.stride_w);
+  }
+
   // PADV2 pads with its constant operand; the NPU pads with the zero point.
   void pad_value_check(const NodeSpec& spec, ir::Attributes& a) {
     const TfLiteTensor& v = tfl(spec.inputs[2]);
@@ -875,6 +944,9 @@ class Translator {
       }
       case OpKind::kSlice:
       case OpKind::kResizeNearest:
+      case OpKind::kTransposeConv:
+      case OpKind::kResizeBilinear:
+      case OpKind::kTranspose:
         return std::nullopt;  // the model's output shapes (checked against the operands)
       case OpKind::kSpaceToDepth:
       case OpKind::kDepthToSpace: {
@@ -1017,6 +1089,14 @@ NodeSpec capture_node(int index, const TfLiteNode& node, const TfLiteRegistratio
       p.dilation_h = c->dilation_height_factor;
       break;
     }
+    case kTfLiteBuiltinTransposeConv: {
+      const auto* c = static_cast<const TfLiteTransposeConvParams*>(d);
+      p.padding = c->padding;
+      p.stride_w = c->stride_width;
+      p.stride_h = c->stride_height;
+      p.activation = c->activation;
+      break;
+    }
     case kTfLiteBuiltinMaxPool2d:
     case kTfLiteBuiltinAveragePool2d: {
       const auto* c = static_cast<const TfLitePoolParams*>(d);
@@ -1074,6 +1154,12 @@ NodeSpec capture_node(int index, const TfLiteNode& node, const TfLiteRegistratio
     }
     case kTfLiteBuiltinResizeNearestNeighbor: {
       const auto* c = static_cast<const TfLiteResizeNearestNeighborParams*>(d);
+      p.align_corners = c->align_corners;
+      p.half_pixel_centers = c->half_pixel_centers;
+      break;
+    }
+    case kTfLiteBuiltinResizeBilinear: {
+      const auto* c = static_cast<const TfLiteResizeBilinearParams*>(d);
       p.align_corners = c->align_corners;
       p.half_pixel_centers = c->half_pixel_centers;
       break;

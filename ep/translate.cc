@@ -81,6 +81,7 @@ const std::vector<QdqOpInfo>& qdq_ops() {
       {"Slice", {0}},
       {"DepthToSpace", {0}},
       {"SpaceToDepth", {0}},
+      {"Resize", {0}},
   };
   return ops;
 }
@@ -1786,6 +1787,89 @@ struct UnitTranslator {
     return std::nullopt;
   }
 
+  // Resize, mode nearest, by whole factors on height and width: ONNX
+  // Runtime's CPU kernel (upsamplebase.h) maps output index o to an input
+  // index by the coordinate transformation and the nearest mode, in float32;
+  // where that is o / f for every o (replication) the op is the IR's
+  // RESIZE_NEAREST_NEIGHBOR (compiler/lower.h lower_resize_nearest, whose
+  // TFLite mapping floor(o * in / out) is then o / f too), a byte copy; at one
+  // scale the QDQ pair around it gives each value back.
+  std::optional<std::string> resize_nearest() {
+    ActQuant xq, yq;
+    int x = -1, y = -1;
+    if (auto e = act_in(0, &xq, &x)) return e;
+    if (auto e = act_out(&yq, &y)) return e;
+    if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
+      return std::string("input and output are quantized differently (a requantizing Resize)");
+    }
+    const std::string mode = node.attr_string("mode", "nearest");
+    if (mode != "nearest") return str_cat("Resize mode ", mode, " (only nearest is a copy)");
+    if (node.attr_ints("axes")) return std::string("Resize with axes");
+    const std::string ct = node.attr_string("coordinate_transformation_mode", "half_pixel");
+    const std::string nm = node.attr_string("nearest_mode", "round_prefer_floor");
+    const auto& xs = g.value(in(0).value).shape;
+    const auto& ys = g.value(out().value).shape;
+    if (xs.size() != 4 || ys.size() != 4) return std::string("input is not 4-D NCHW");
+    if (xs[0] != ys[0] || xs[1] != ys[1]) return std::string("Resize of the batch or the channels");
+    // ONNX Runtime's float scales: the scales input, or sizes / input dims.
+    std::vector<float> scales;
+    if (node.inputs.size() > 2 && node.input(2) >= 0 && !g.value(node.input(2)).numbers().empty()) {
+      const OnnxValue& v = g.value(node.input(2));
+      if (!v.is_constant) return std::string("Resize scales are not a constant");
+      for (double d : v.numbers()) scales.push_back(static_cast<float>(d));
+    } else {
+      for (size_t d = 0; d < 4; ++d) scales.push_back(static_cast<float>(ys[d]) / static_cast<float>(xs[d]));
+    }
+    if (scales.size() != 4) return str_cat(scales.size(), " Resize scales");
+    for (int d = 2; d < 4; ++d) {
+      const int64_t in_n = xs[size_t(d)], out_n = ys[size_t(d)];
+      if (in_n < 1 || out_n % in_n != 0) {
+        return str_cat("Resize ", in_n, " -> ", out_n, " is not a whole factor");
+      }
+      const int64_t f = out_n / in_n;
+      const float s = scales[size_t(d)];
+      for (int64_t o = 0; o < out_n; ++o) {
+        const float xo = static_cast<float>(o);
+        float orig;
+        if (ct == "asymmetric") {
+          orig = xo / s;
+        } else if (ct == "half_pixel") {
+          orig = (xo + 0.5f) / s - 0.5f;
+        } else if (ct == "pytorch_half_pixel") {
+          orig = out_n > 1 ? (xo + 0.5f) / s - 0.5f : 0.0f;
+        } else if (ct == "tf_half_pixel_for_nn") {
+          orig = (xo + 0.5f) / s;
+        } else if (ct == "align_corners") {
+          orig = out_n == 1 ? 0.0f
+                            : xo * static_cast<float>(in_n - 1) / static_cast<float>(out_n - 1);
+        } else {
+          return str_cat("Resize coordinate_transformation_mode ", ct);
+        }
+        float idx;
+        if (nm == "round_prefer_floor") {
+          idx = orig == static_cast<float>(static_cast<int64_t>(orig)) + 0.5f ? std::floor(orig)
+                                                                              : std::round(orig);
+        } else if (nm == "round_prefer_ceil") {
+          idx = orig == static_cast<float>(static_cast<int64_t>(orig)) + 0.5f ? std::ceil(orig)
+                                                                              : std::round(orig);
+        } else if (nm == "floor") {
+          idx = std::floor(orig);
+        } else if (nm == "ceil") {
+          idx = std::ceil(orig);
+        } else {
+          return str_cat("Resize nearest_mode ", nm);
+        }
+        const int64_t i = std::clamp<int64_t>(static_cast<int64_t>(idx), 0, in_n - 1);
+        if (i != o / f) {
+          return str_cat("Resize (", ct, ", ", nm, ") maps output index ", o, " to input ", i,
+                         ", not ", o / f, " (not a replication)");
+        }
+      }
+    }
+    add_op(OpKind::kResizeNearest, {x}, y, ir::Attributes{});
+    return std::nullopt;
+  }
+
   // Pad (mode constant, value 0) of the height and width of an NCHW map:
   // DequantizeLinear -> Pad -> QuantizeLinear at one scale gives each value
   // back and the padding Quantize(0) = the zero point, which is what the
@@ -1875,6 +1959,7 @@ struct UnitTranslator {
     if (t == "Reshape" || t == "Flatten" || t == "Squeeze" || t == "Unsqueeze") return reshape();
     if (t == "Concat" || t == "QLinearConcat") return concat();
     if (t == "Pad") return pad();
+    if (t == "Resize") return resize_nearest();
     if (t == "Slice") return slice();
     if (t == "SpaceToDepth") return block_copy(OpKind::kSpaceToDepth);
     if (t == "DepthToSpace") return block_copy(OpKind::kDepthToSpace);

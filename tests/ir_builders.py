@@ -213,6 +213,36 @@ def space_depth(kind="SPACE_TO_DEPTH", *, name="s2d", in_shape=(1, 8, 8, 4), blo
     return g, g.add_op(kind, [x], [y], name=name, block_size=block)
 
 
+def transpose_conv(*, name="tconv", in_hw=(4, 4), c_in=4, c_out=4, kernel=(3, 3), stride=(2, 2),
+                   pads=(1, 1), out_hw=None, per_channel=True, weights_dtype="int8"):
+    """TRANSPOSE_CONV [1, H, W, c_in] -> [1, out_hw, c_out]; out_hw defaults to
+    stride x the input (SAME); pads = TFLite's (top, left)."""
+    g = _core.Graph()
+    oh, ow = out_hw or (in_hw[0] * stride[0], in_hw[1] * stride[1])
+    x = activation(g, "x", [1, *in_hw, c_in])
+    n = c_out if per_channel else 1
+    w = constant(g, "w", [c_out, *kernel, c_in], weights_dtype, [0.02] * n, [0] * n, axis=0)
+    y = activation(g, "y", [1, oh, ow, c_out], scale=OUT_SCALE, zero_point=OUT_ZP)
+    return g, g.add_op("TRANSPOSE_CONV", [x, w], [y], name=name, stride_h=stride[0],
+                       stride_w=stride[1], pad_top=pads[0], pad_left=pads[1])
+
+
+def transpose(*, name="transpose", in_shape=(1, 4, 6, 8), perm=(0, 2, 1, 3)):
+    g = _core.Graph()
+    x = activation(g, "x", list(in_shape))
+    y = activation(g, "y", [in_shape[p] for p in perm])
+    return g, g.add_op("TRANSPOSE", [x], [y], name=name, perm=list(perm))
+
+
+def resize_bilinear(*, name="bilinear", in_shape=(1, 4, 4, 8), out_hw=(8, 8), align_corners=False,
+                    half_pixel_centers=True):
+    g = _core.Graph()
+    x = activation(g, "x", list(in_shape))
+    y = activation(g, "y", [in_shape[0], *out_hw, in_shape[3]])
+    return g, g.add_op("RESIZE_BILINEAR", [x], [y], name=name, align_corners=align_corners,
+                       half_pixel_centers=half_pixel_centers)
+
+
 def max_min(kind="MAXIMUM", *, name="max", in_shape=(1, 4, 4, 8), const_shape=(1,), values=(3,),
             runtime_both=False):
     """MAXIMUM / MINIMUM of a runtime tensor and an int8 constant (`values`

@@ -61,6 +61,8 @@ _OPTIONS = {
     "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions",
     "SPACE_TO_DEPTH": "SpaceToDepthOptions",
     "DEPTH_TO_SPACE": "DepthToSpaceOptions",
+    "TRANSPOSE_CONV": "TransposeConvOptions",
+    "RESIZE_BILINEAR": "ResizeBilinearOptions",
 }
 
 # Option fields whose values may be given by enum name.

@@ -96,6 +96,10 @@ std::optional<ir::PaddingMode> apply_attrs(ir::Op& op, const py::kwargs& kw) {
        [](ir::Attributes& a, const py::handle& v, const std::string& k) {
          a.activation = ir::parse_activation(cast_kwarg<std::string>(v, k, "a str"));
        }},
+      {"perm",
+       [](ir::Attributes& a, const py::handle& v, const std::string& k) {
+         a.perm = cast_kwarg<std::vector<int>>(v, k, "a list of ints");
+       }},
       {"axes",
        [](ir::Attributes& a, const py::handle& v, const std::string& k) {
          a.axes = cast_kwarg<std::vector<int>>(v, k, "a list of ints");
@@ -182,6 +186,7 @@ py::dict attrs_dict(const ir::Attributes& a) {
   d["slice_begin"] = a.slice_begin;
   d["slice_strides"] = a.slice_strides;
   d["block_size"] = a.block_size;
+  d["perm"] = a.perm;
   d["align_corners"] = a.align_corners;
   d["half_pixel_centers"] = a.half_pixel_centers;
   d["unsupported_options"] = a.unsupported_options;

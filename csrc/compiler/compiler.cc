@@ -1173,7 +1173,8 @@ void lower_into(const ir::Graph& graph, int i, bool folded, const CompileOptions
       kind == ir::OpKind::kConv2D || kind == ir::OpKind::kDepthwiseConv2D ||
       kind == ir::OpKind::kSlice || kind == ir::OpKind::kResizeNearest ||
       kind == ir::OpKind::kSpaceToDepth || kind == ir::OpKind::kDepthToSpace ||
-      kind == ir::OpKind::kLeakyRelu) {
+      kind == ir::OpKind::kLeakyRelu || kind == ir::OpKind::kTransposeConv ||
+      kind == ir::OpKind::kResizeBilinear || kind == ir::OpKind::kTranspose) {
     // parts, AVERAGE_POOL_2D region passes, grouped / dilated convolution parts
     for (LoweredOp& part : check_and_lower_parts(graph, i, options)) {
       lowered->push_back(std::move(part));

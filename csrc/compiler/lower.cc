@@ -14,6 +14,7 @@
 #include "support/conv_parts.h"
 #include "support/pool_regions.h"
 #include "support/resize_nearest.h"
+#include "support/transpose_copy.h"
 
 namespace nacc::compiler {
 
@@ -310,10 +311,11 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   l.out_shape = nhwc_of(out.shape);
   check_arg(w.rank() == 4, l.label, ": weights rank ", w.rank(), " != 4");
   const int kh = int(w.shape[1]), kw = int(w.shape[2]);
-  if (op.attrs.dilation_h > 1 || op.attrs.dilation_w > 1 ||
+  if (op.kind == OpKind::kTransposeConv || op.attrs.dilation_h > 1 || op.attrs.dilation_w > 1 ||
       (!depthwise && support::needs_space_to_depth(g, op))) {
     // The whole window as given; lower_conv_parts cuts it into undilated
-    // phases, lower_space_to_depth gathers it into a window within the limits.
+    // phases, lower_space_to_depth gathers it into a window within the limits,
+    // lower_transpose_conv cuts a TRANSPOSE_CONV into its output phases.
     l.kernel_h = kh;
     l.kernel_w = kw;
     l.stride_h = op.attrs.stride_h;
@@ -1305,6 +1307,117 @@ std::vector<LoweredOp> lower_resize_nearest(const ir::Graph& graph, int op_index
   return parts;
 }
 
+std::vector<LoweredOp> lower_resize_bilinear(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base;
+  base.kind = op.kind;
+  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  check_arg(op.kind == OpKind::kResizeBilinear, base.label, ": not a RESIZE_BILINEAR");
+  copy_io(graph, op, base);
+  base.op_index = op_index;
+  const Shape4 is = nhwc_of(graph.tensor(base.input).shape);
+  const Shape4 os = nhwc_of(graph.tensor(base.output).shape);
+  std::string why;
+  const auto ah = support::bilinear_axis(is.h, os.h, op.attrs.align_corners,
+                                         op.attrs.half_pixel_centers, &why);
+  if (!ah) throw Unsupported(str_cat(base.label, ": height ", why));
+  const auto aw = support::bilinear_axis(is.w, os.w, op.attrs.align_corners,
+                                         op.attrs.half_pixel_centers, &why);
+  if (!aw) throw Unsupported(str_cat(base.label, ": width ", why));
+  if (auto e = support::bilinear_error(*ah, *aw)) throw Unsupported(str_cat(base.label, ": ", *e));
+  // The raw sum of the weighted inputs (input and output offset 0, no bias),
+  // divided by the two denominators' product as TFLite rounds (half away).
+  const QuantizedMultiplier q =
+      tflite_average_pool_division(int64_t(ah->denominator) * aw->denominator);
+  std::vector<LoweredOp> parts;
+  for (const support::BilinearRun& r : ah->runs) {
+    for (const support::BilinearRun& c : aw->runs) {
+      LoweredOp l = base;
+      l.label = str_cat(base.label, " rows ", r.out_start, "+", ah->factor, "x", r.count, " cols ",
+                        c.out_start, "+", aw->factor, "x", c.count);
+      l.unit = Unit::kDepthwise;
+      l.depth_multiplier = 1;
+      l.kernel_h = r.taps;
+      l.kernel_w = c.taps;
+      l.stride_h = l.stride_w = 1;
+      l.in_shape = Shape4{1, r.count + r.taps - 1, c.count + c.taps - 1, is.c};
+      l.out_shape = Shape4{1, r.count, c.count, os.c};
+      l.in_pixel_pitch = is.c;
+      l.in_row_pitch = int64_t(is.w) * is.c;
+      l.in_byte_offset = (int64_t(r.in_start) * is.w + c.in_start) * is.c;
+      l.out_pixel_pitch = aw->factor * os.c;
+      l.out_row_pitch = int64_t(ah->factor) * os.w * os.c;
+      l.out_byte_offset = (int64_t(r.out_start) * os.w + c.out_start) * os.c;
+      l.input_zero_point = 0;
+      l.output_zero_point = 0;
+      l.act_min = -128;
+      l.act_max = 127;
+      l.act_mode = ActMode::NONE;
+      l.weights.assign(size_t(r.taps) * c.taps * is.c, 0);
+      for (int ty = 0; ty < r.taps; ++ty) {
+        for (int tx = 0; tx < c.taps; ++tx) {
+          std::fill_n(l.weights.begin() + (size_t(ty) * c.taps + tx) * is.c, is.c,
+                      int8_t(r.w[ty] * c.w[tx]));
+        }
+      }
+      l.multiplier.assign(size_t(is.c), q.multiplier);
+      l.shift.assign(size_t(is.c), q.shift);
+      l.lowering = "bilinear_passes";
+      parts.push_back(std::move(l));
+    }
+  }
+  return parts;
+}
+
+std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base;
+  base.kind = op.kind;
+  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  check_arg(op.kind == OpKind::kTranspose && op.inputs.size() == 1 && op.inputs[0] >= 0 &&
+                op.outputs.size() == 1,
+            base.label, ": not a TRANSPOSE with one input and one output");
+  if (auto e = ir::op_shape_error(graph, op)) throw Unsupported(str_cat(base.label, ": ", *e));
+  const ir::Tensor& in = graph.tensor(op.inputs[0]);
+  const ir::Tensor& out = graph.tensor(op.outputs[0]);
+  if (in.is_constant()) {
+    throw Unsupported(str_cat(base.label, ": its input '", in.name, "' is a constant (fold it on the host)"));
+  }
+  if (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8) {
+    throw Unsupported(str_cat(base.label, ": ", ir::dtype_name(in.dtype), " -> ",
+                              ir::dtype_name(out.dtype), " (8-bit copies only)"));
+  }
+  std::string why;
+  const auto t = support::transpose_copy(in.shape, op.attrs.perm, &why);
+  if (!t) throw Unsupported(str_cat(base.label, ": ", why));
+  if (auto e = support::transpose_copy_error(*t)) throw Unsupported(str_cat(base.label, ": ", *e));
+  base.op_index = op_index;
+  base.input = op.inputs[0];
+  base.output = op.outputs[0];
+  std::vector<LoweredOp> parts;
+  const int64_t passes = t->passes();
+  for (int64_t p = 0; p < passes; ++p) {
+    int64_t rest = p, in_off = 0, out_off = 0;
+    for (size_t d = t->outer.size(); d-- > 0;) {
+      const int64_t i = rest % t->outer[d].size;
+      rest /= t->outer[d].size;
+      in_off += i * t->outer[d].in_stride;
+      out_off += i * t->outer[d].out_stride;
+    }
+    LoweredOp l = copy_pass(base, passes == 1 ? "" : str_cat("pass ", p),
+                            Shape4{1, int(t->rows.size), int(t->cols.size), int(t->run)});
+    l.in_pixel_pitch = t->cols.in_stride;
+    l.in_row_pitch = t->rows.in_stride;
+    l.out_pixel_pitch = int(t->cols.out_stride);
+    l.out_row_pitch = t->rows.out_stride;
+    l.in_byte_offset = in_off;
+    l.out_byte_offset = out_off;
+    l.lowering = "transpose_copy";
+    parts.push_back(std::move(l));
+  }
+  return parts;
+}
+
 std::vector<LoweredOp> lower_space_depth(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
   LoweredOp base;
@@ -1547,6 +1660,8 @@ std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index) {
   if (op.kind == OpKind::kConcatenation) return lower_concatenation(graph, op_index);
   if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index);
   if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index);
+  if (op.kind == OpKind::kResizeBilinear) return lower_resize_bilinear(graph, op_index);
+  if (op.kind == OpKind::kTranspose) return lower_transpose(graph, op_index);
   if (op.kind == OpKind::kSpaceToDepth || op.kind == OpKind::kDepthToSpace) {
     return lower_space_depth(graph, op_index);
   }
@@ -1554,6 +1669,7 @@ std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index) {
   if (op.kind == OpKind::kConv2D || op.kind == OpKind::kDepthwiseConv2D) {
     return lower_conv_parts(graph, op_index);
   }
+  if (op.kind == OpKind::kTransposeConv) return lower_transpose_conv(graph, op_index);
   return {lower_op(graph, op_index)};
 }
 
@@ -1580,6 +1696,7 @@ LoweredOp lower_whole(const ir::Graph& graph, int op_index) {
     switch (op.kind) {
       case OpKind::kConv2D:
       case OpKind::kDepthwiseConv2D:
+      case OpKind::kTransposeConv:
         lower_conv_like(graph, op, l);
         break;
       case OpKind::kFullyConnected:
@@ -1823,13 +1940,79 @@ std::vector<LoweredOp> lower_conv_parts(const ir::Graph& graph, int op_index) {
   return parts;
 }
 
+std::vector<LoweredOp> lower_transpose_conv(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  const LoweredOp whole = lower_whole(graph, op_index);
+  check_arg(op.kind == OpKind::kTransposeConv, whole.label, ": not a TRANSPOSE_CONV");
+  if (whole.int16_maps || whole.int4_weights) {
+    throw Unsupported(str_cat(whole.label, ": a TRANSPOSE_CONV with 16-bit maps or int4 weights "
+                                           "(the phases are int8 convolutions)"));
+  }
+  if (auto e = support::transpose_conv_error(graph, op)) {
+    throw Unsupported(str_cat(whole.label, ": ", *e));
+  }
+  const support::TransposeConvPhases p = support::transpose_conv_phases(graph, op);
+  const Shape4 in = whole.in_shape, out = whole.out_shape;
+  const int sh = op.attrs.stride_h, sw = op.attrs.stride_w;
+  const int kh = int(graph.tensor(op.inputs[1]).shape[1]);
+  const int kw = int(graph.tensor(op.inputs[1]).shape[2]);
+  const int c_in = in.c, c_out = out.c;
+  std::vector<LoweredOp> parts;
+  for (const support::TransposePhase& r : p.rows) {
+    for (const support::TransposePhase& c : p.cols) {
+      LoweredOp l = whole;
+      if (p.rows.size() * p.cols.size() > 1) {
+        l.label = str_cat(whole.label, " phase ", r.residue, ",", c.residue);
+      }
+      l.kernel_h = r.kernel;
+      l.kernel_w = c.kernel;
+      l.stride_h = l.stride_w = 1;
+      l.pad_top = r.pad_before;
+      l.pad_bottom = r.pad_after;
+      l.pad_left = c.pad_before;
+      l.pad_right = c.pad_after;
+      l.in_shape = Shape4{1, r.in_size, c.in_size, c_in};
+      l.out_shape = Shape4{1, r.out_size, c.out_size, c_out};
+      l.in_pixel_pitch = c_in;
+      l.in_row_pitch = int64_t(in.w) * c_in;
+      l.in_byte_offset = (int64_t(r.in_start) * in.w + c.in_start) * c_in;
+      l.out_pixel_pitch = sw * c_out;
+      l.out_row_pitch = int64_t(sh) * out.w * c_out;
+      l.out_byte_offset = (int64_t(r.out_start) * out.w + c.out_start) * c_out;
+      // The sub-kernel: new tap (ty, tx) holds original tap (a + s_h j,
+      // b + s_w j') with j = top_j - ty, j' = top_j' - tx (the window flipped:
+      // a later tap of the transposed window meets an earlier input), or 0
+      // for the widening taps.
+      l.weights.assign(size_t(c_out) * r.kernel * c.kernel * c_in, 0);
+      for (int o = 0; o < c_out; ++o) {
+        for (int ty = 0; ty < r.kernel; ++ty) {
+          const int oy = support::transpose_phase_tap(r, sh, ty);
+          if (oy < 0) continue;
+          for (int tx = 0; tx < c.kernel; ++tx) {
+            const int ox = support::transpose_phase_tap(c, sw, tx);
+            if (ox < 0) continue;
+            std::memcpy(&l.weights[((size_t(o) * r.kernel + ty) * c.kernel + tx) * c_in],
+                        &whole.weights[((size_t(o) * kh + oy) * kw + ox) * c_in], size_t(c_in));
+          }
+        }
+      }
+      l.lowering = "transpose_phase";
+      parts.push_back(std::move(l));
+    }
+  }
+  return parts;
+}
+
 LoweredOp lower_op(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
   if (op.kind == OpKind::kConv2D || op.kind == OpKind::kDepthwiseConv2D) {
     return lower_conv_parts(graph, op_index).at(0);
   }
+  if (op.kind == OpKind::kTransposeConv) return lower_transpose_conv(graph, op_index).at(0);
   if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index).at(0);
   if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index).at(0);
+  if (op.kind == OpKind::kResizeBilinear) return lower_resize_bilinear(graph, op_index).at(0);
+  if (op.kind == OpKind::kTranspose) return lower_transpose(graph, op_index).at(0);
   if (op.kind == OpKind::kSpaceToDepth || op.kind == OpKind::kDepthToSpace) {
     return lower_space_depth(graph, op_index).at(0);
   }

@@ -226,6 +226,27 @@ std::vector<LoweredOp> lower_resize_nearest(const ir::Graph& graph, int op_index
 // returns the first part.
 std::vector<LoweredOp> lower_space_depth(const ir::Graph& graph, int op_index);
 
+// TRANSPOSE (support/transpose_copy.h): one identity 1x1 pool pass per index
+// of the output's outer loops, each copying rows x pixels x a run of
+// contiguous bytes from the input through its pitches (FM_TRANS_OFFSET,
+// IN_DMA_ROW_OFFSET) to the output through its pitches (DMA_OUT_TRANS_LEN,
+// OUT_DMA_OFFSET): every output byte is the input byte the permutation puts
+// there, as TFLite's kernel copies. lower_op returns the first part.
+std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index);
+
+// RESIZE_BILINEAR by whole factors (support/resize_nearest.h bilinear_axis):
+// TFLite's int8 kernel sums the raw values of (at most) 2 x 2 inputs with
+// 10-bit weight products and divides by 2^20 rounding half away from zero.
+// Per axis the outputs fall into runs (one residue of the factor, the same
+// weight pair, consecutive inputs); each run pair is one depthwise pass with
+// the weights divided by their common divisor (int8), input and output
+// offset 0, no bias, and the exact division by the two denominators'
+// product (quant/tflite.h tflite_average_pool_division), written through the
+// output offset and pitches f_w C, f_h W_out C. The sum is the reference's
+// divided by the common divisors, so the rounded quotient is the same.
+// lower_op returns the first part.
+std::vector<LoweredOp> lower_resize_bilinear(const ir::Graph& graph, int op_index);
+
 // The parts an op lowers to: CONCATENATION's (lower_concatenation), SLICE's
 // (lower_slice), a TFLite
 // AVERAGE_POOL_2D's region passes (lower_average_pool_regions), a grouped or
@@ -266,6 +287,21 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
 // the same products, so the parts are exact. Anything else: the one
 // LoweredOp of lower_op. lower_op returns the first part.
 std::vector<LoweredOp> lower_conv_parts(const ir::Graph& graph, int op_index);
+
+// TRANSPOSE_CONV with stride s_h x s_w (support/conv_parts.h
+// transpose_conv_phases): output (y, x) sums in(i, j) * w(y + pad_top - s_h i,
+// x + pad_left - s_w j), so the outputs of one phase ((y + pad_top) mod s_h =
+// a, (x + pad_left) mod s_w = b) receive only the taps a + s_h j, b + s_w j'
+// and, along each axis, from consecutive inputs: a stride-1 convolution over
+// the input with that sub-kernel (flipped, widened by taps of weight 0 where
+// an output reads no input), read dense from the phase's first input pixel,
+// written from the phase's first output pixel with pixel pitch s_w C_out and
+// row pitch s_h W_out C_out, so the s_h s_w phases fill the output
+// interleaved. Every output is the same int32 sum of the same products plus
+// the bias, through the same per-channel output stage (TFLite's
+// reference_integer_ops::TransposeConv), so the parts are exact. lower_op
+// returns the first part.
+std::vector<LoweredOp> lower_transpose_conv(const ir::Graph& graph, int op_index);
 
 // A part's input or output that is its op's staging tensor: the
 // space-to-depth gather of lower_space_to_depth, a [1, H', W', C'] tensor

@@ -416,6 +416,11 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
     }
     if (channelwise(fam)) {
       if (c_base % m != 0 || s.out_c != s.in_c * m) return false;
+      // Output channel c reads input channel c / m of the same pixel: the
+      // command's input channels must lie inside one input pixel (two
+      // commands writing interleaved output pixels, e.g. the phases of a
+      // strided output, read different pixels, not channels of one).
+      if ((c_base / m + int64_t(s.in_c)) * s0.elem > int64_t(s0.in_pix)) return false;
       const int64_t ib = int64_t(region_offset(s.a_in)) - c_base / m * s0.elem;
       if (in_base >= 0 && ib != in_base) return false;
       in_base = ib;

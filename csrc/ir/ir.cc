@@ -67,6 +67,15 @@ constexpr OpKindInfo kOpKinds[] = {
      "with a constant operand of one value: activation unit, 256-entry LUT max(x, c)"},
     {OpKind::kMinimum, "MINIMUM",
      "with a constant operand of one value: activation unit, 256-entry LUT min(x, c)"},
+    {OpKind::kTransposeConv, "TRANSPOSE_CONV",
+     "MAC unit, convolution mode: one stride-1 convolution per output phase (s_h x s_w "
+     "sub-kernels), each writing its interleaved sub-grid of the output through DMA pitches"},
+    {OpKind::kResizeBilinear, "RESIZE_BILINEAR",
+     "integer factors: MAC unit, depthwise mode, one pass per run of output rows x columns of "
+     "one interpolation weight pair, with TFLite's exact rounded division"},
+    {OpKind::kTranspose, "TRANSPOSE",
+     "1x1 pool copies through DMA pitches: runs of the innermost bytes that stay innermost "
+     "(an H/W swap keeps the channels), single bytes otherwise; one pass per outer index"},
     {OpKind::kOther, "OTHER", "any op the core does not implement; runs on the host"},
 };
 
@@ -318,6 +327,7 @@ const OpSignature& op_signature(OpKind kind) {
     case OpKind::kConv2D:
     case OpKind::kDepthwiseConv2D:
     case OpKind::kFullyConnected:
+    case OpKind::kTransposeConv:
       return mac;
     case OpKind::kBatchMatMul:
     case OpKind::kAdd:
@@ -329,6 +339,8 @@ const OpSignature& op_signature(OpKind kind) {
     case OpKind::kReshape:
     case OpKind::kMean:
     case OpKind::kResizeNearest:
+    case OpKind::kResizeBilinear:
+    case OpKind::kTranspose:
       return with_param;
     case OpKind::kPad:
       return pad;
@@ -507,7 +519,35 @@ std::optional<std::string> op_shape_error(const Graph& g, const Op& op) {
       }
       return std::nullopt;
     }
-    case OpKind::kResizeNearest: {
+    case OpKind::kTranspose: {
+      const int rank = in.rank();
+      std::vector<int> seen(size_t(rank), 0);
+      bool ok = int(a.perm.size()) == rank;
+      for (int p : a.perm) {
+        if (!ok || p < 0 || p >= rank || seen[size_t(p)]++) ok = false;
+      }
+      if (!ok) return str_cat("perm has ", a.perm.size(), " entries, not a permutation of ", rank);
+      std::vector<int64_t> expected(static_cast<size_t>(rank), 0);
+      for (int k = 0; k < rank; ++k) expected[size_t(k)] = in.shape[size_t(a.perm[size_t(k)])];
+      if (out.shape != expected) {
+        return str_cat("output ", shape_str(out.shape), " but the perm gives ", shape_str(expected));
+      }
+      return std::nullopt;
+    }
+    case OpKind::kTransposeConv: {
+      const Tensor& w = g.tensor(op.inputs[1]);
+      if (in.rank() != 4 || out.rank() != 4 || w.rank() != 4) return std::nullopt;
+      if (w.shape[3] != in.shape[3] || w.shape[0] != out.shape[3] || out.shape[0] != in.shape[0]) {
+        return str_cat("weights ", shape_str(w.shape), " do not take input ", shape_str(in.shape),
+                       " to output ", shape_str(out.shape), " ([C_out, KH, KW, C_in])");
+      }
+      if (a.stride_h < 1 || a.stride_w < 1) {
+        return str_cat("stride ", a.stride_h, "x", a.stride_w, " must be >= 1");
+      }
+      return std::nullopt;
+    }
+    case OpKind::kResizeNearest:
+    case OpKind::kResizeBilinear: {
       if (in.rank() != 4 || out.rank() != 4) return std::nullopt;
       if (out.shape[0] != in.shape[0] || out.shape[3] != in.shape[3]) {
         return str_cat("output ", shape_str(out.shape), " but resizing ", shape_str(in.shape),

@@ -96,6 +96,20 @@ enum class OpKind {
   kDepthToSpace,   // [1, H, W, b*b*C] -> [1, b*H, b*W, C]
   kMaximum,        // element-wise max / min of the raw int8 values (TFLite's kernels
   kMinimum,        // compare the stored values, whatever the quantization)
+  // TFLite TRANSPOSE_CONV: inputs [input, weights [C_out, KH, KW, C_in], bias?]
+  // (the frontend drops the output-shape operand: the output tensor's shape);
+  // output (y, x) sums in(i, j) * w(y + pad_top - s_h*i, x + pad_left - s_w*j)
+  // over the in-bounds taps. Attributes: stride, padding.top / left (as
+  // TFLite's ComputePaddingHeightWidth computes them from the output size),
+  // activation.
+  kTransposeConv,
+  // TFLite RESIZE_BILINEAR (int8): TFLite's integer interpolation (10-bit
+  // fractions, round half away from zero) of the raw values; input [1, H, W,
+  // C] to [1, H', W', C], Attributes::align_corners / half_pixel_centers.
+  kResizeBilinear,
+  // TFLite TRANSPOSE: output dimension k is input dimension perm[k]
+  // (Attributes::perm; the frontend drops the perm operand). A byte copy.
+  kTranspose,
   kOther,          // host-only: the frontend's op name in Op::type_name
 };
 
@@ -183,6 +197,8 @@ struct Attributes {
   // (>= 1) per input dimension. The output shapes give the extents.
   std::vector<std::vector<int64_t>> slice_begin;
   std::vector<int64_t> slice_strides;
+  // TRANSPOSE: output dimension k is input dimension perm[k].
+  std::vector<int> perm;
   // SPACE_TO_DEPTH / DEPTH_TO_SPACE block size (>= 1; 0: not set).
   int block_size = 0;
   // RESIZE_NEAREST_NEIGHBOR's index mapping (TFLite's options).

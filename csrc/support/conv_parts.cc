@@ -215,4 +215,93 @@ std::optional<std::string> space_to_depth_error(const ir::Graph& graph, const ir
   return std::nullopt;
 }
 
+// ---- TRANSPOSE_CONV ---------------------------------------------------------------
+
+std::vector<TransposePhase> transpose_conv_phases(int out, int in, int kernel, int stride,
+                                                  int pad) {
+  check_arg(out >= 1 && in >= 1 && kernel >= 1 && stride >= 1 && pad >= 0,
+            "transpose_conv_phases: out ", out, ", in ", in, ", kernel ", kernel, ", stride ",
+            stride, ", pad ", pad);
+  std::vector<TransposePhase> phases;
+  for (int r = 0; r < stride; ++r) {
+    TransposePhase p;
+    p.residue = r;
+    p.taps = r < kernel ? (kernel - r + stride - 1) / stride : 0;
+    p.out_start = (((r - pad) % stride) + stride) % stride;
+    if (p.out_start >= out) continue;
+    p.out_size = (out - p.out_start + stride - 1) / stride;
+    const int q0 = (p.out_start + pad - r) / stride;  // output m reads inputs q0 + m - j
+    const int n = std::max(p.taps, 1);                // a phase with no tap: one of weight 0
+    // Window of output m: positions first + m + t, t in [0, kernel). Widen it
+    // towards earlier inputs until the last output reaches input in - 1, and
+    // towards later ones until the first reaches input 0.
+    int first = q0 - (n - 1);
+    const int lo = std::max(0, first + p.out_size - 1 - (in - 1));
+    first -= lo;
+    const int hi = std::max(0, -(first + n + lo - 1));
+    p.kernel = n + lo + hi;
+    p.top_j = n - 1 + lo;
+    p.in_start = std::max(0, first);
+    p.pad_before = p.in_start - first;
+    const int last = first + p.out_size - 1 + p.kernel - 1;
+    const int in_end = std::min(in - 1, last);
+    p.in_size = in_end - p.in_start + 1;
+    p.pad_after = last - in_end;
+    phases.push_back(p);
+  }
+  return phases;
+}
+
+std::optional<std::string> transpose_phase_error(const std::vector<TransposePhase>& phases) {
+  for (const TransposePhase& p : phases) {
+    if (p.kernel > limits::kMaxKernel) {
+      return str_cat("the phase from output ", p.out_start, " needs a window of ", p.kernel,
+                     " taps (", p.taps, " of the kernel), above ", limits::kMaxKernel);
+    }
+    if (p.pad_before > limits::kMaxPadding || p.pad_after > limits::kMaxPadding) {
+      return str_cat("the phase from output ", p.out_start, " pads ", p.pad_before, "/",
+                     p.pad_after, " around its ", p.kernel, "-tap window");
+    }
+  }
+  return std::nullopt;
+}
+
+TransposeConvPhases transpose_conv_phases(const ir::Graph& graph, const ir::Op& op) {
+  const ir::Tensor& in = graph.tensor(op.inputs.at(0));
+  const ir::Tensor& w = graph.tensor(op.inputs.at(1));
+  const ir::Tensor& out = graph.tensor(op.outputs.at(0));
+  check_arg(in.rank() == 4 && w.rank() == 4 && out.rank() == 4, "transpose_conv_phases: ",
+            op.display_type(), " needs rank-4 input, weights and output");
+  const auto& a = op.attrs;
+  TransposeConvPhases p;
+  p.rows = transpose_conv_phases(int(out.shape[1]), int(in.shape[1]), int(w.shape[1]), a.stride_h,
+                                 int(a.padding.top));
+  p.cols = transpose_conv_phases(int(out.shape[2]), int(in.shape[2]), int(w.shape[2]), a.stride_w,
+                                 int(a.padding.left));
+  return p;
+}
+
+std::optional<std::string> transpose_conv_error(const ir::Graph& graph, const ir::Op& op) {
+  const ir::Tensor& w = graph.tensor(op.inputs.at(1));
+  const ir::Tensor& out = graph.tensor(op.outputs.at(0));
+  const auto& a = op.attrs;
+  if (a.stride_h < 1 || a.stride_w < 1 || a.padding.top < 0 || a.padding.left < 0) {
+    return str_cat("stride ", a.stride_h, "x", a.stride_w, " padding ", a.padding.top, "/",
+                   a.padding.left);
+  }
+  const TransposeConvPhases p = transpose_conv_phases(graph, op);
+  if (auto e = transpose_phase_error(p.rows)) return str_cat("rows: ", *e);
+  if (auto e = transpose_phase_error(p.cols)) return str_cat("columns: ", *e);
+  const int64_t parts = int64_t(p.rows.size()) * int64_t(p.cols.size());
+  if (parts > kMaxConvParts) return str_cat(parts, " phases");
+  const int64_t pitch = int64_t(a.stride_w) * out.shape[3];
+  if (pitch > int64_t(field_max(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN))) {
+    return str_cat("an output pixel pitch of ", pitch, " bytes (NACC_DMA_OUT_TRANS_LEN)");
+  }
+  if (w.quant.scales.size() == 1 && out.shape[3] > 1) {
+    return str_cat("per-tensor weights with ", out.shape[3], " output channels");
+  }
+  return std::nullopt;
+}
+
 }  // namespace nacc::support

@@ -107,4 +107,56 @@ SpaceToDepth space_to_depth(const ir::Graph& graph, const ir::Op& op);
 // nullopt.
 std::optional<std::string> space_to_depth_error(const ir::Graph& graph, const ir::Op& op);
 
+// ---- TRANSPOSE_CONV (compiler/lower.h lower_transpose_conv) ------------------------
+
+// One output phase of a transposed convolution along one axis (stride s,
+// kernel K, padding `pad` before the output, as TFLite's kernel places it:
+// input i, tap k feed output s*i - pad + k). The outputs o = out_start + s*m,
+// m in [0, out_size), all have (o + pad) mod s = `residue` and receive exactly
+// the taps k = residue + s*j, j in [0, taps) (taps = ceil((K - residue) / s),
+// 0 when K <= residue), from input q0 + m - j. As a stride-1 correlation:
+// `kernel` taps over the input positions in_start + n, n in [0, in_size),
+// with pad_before / pad_after positions of padding; new tap t is j = top_j - t
+// (transpose_phase_tap). The window is widened past the real taps by taps of
+// weight 0 where an output would otherwise read only padding (outputs past
+// the input's reach, or a phase with no tap at all): those outputs are the
+// bias alone in TFLite, and the zero products add nothing, so the sum is the
+// same.
+struct TransposePhase {
+  int residue = 0;
+  int taps = 0;    // real taps of the phase
+  int kernel = 0;  // the window: taps plus the weight-0 taps around them
+  int top_j = 0;   // j of new tap 0
+  int out_start = 0, out_size = 0;
+  int in_start = 0, in_size = 0;
+  int pad_before = 0, pad_after = 0;
+};
+
+// The phases with at least one output position, in residue order.
+std::vector<TransposePhase> transpose_conv_phases(int out, int in, int kernel, int stride, int pad);
+
+// The original tap of new tap t of a phase, or -1 for a tap of weight 0.
+inline int transpose_phase_tap(const TransposePhase& p, int stride, int t) {
+  const int j = p.top_j - t;
+  return j >= 0 && j < p.taps ? p.residue + stride * j : -1;
+}
+
+// Why the phases of one axis cannot run as stride-1 windows (a window above
+// 15 taps, padding above 5), or nullopt.
+std::optional<std::string> transpose_phase_error(const std::vector<TransposePhase>& phases);
+
+struct TransposeConvPhases {
+  std::vector<TransposePhase> rows, cols;
+};
+// The phases of a TRANSPOSE_CONV (rank-4 input, weights and output).
+TransposeConvPhases transpose_conv_phases(const ir::Graph& graph, const ir::Op& op);
+
+// Why the TRANSPOSE_CONV cannot run as its phase convolutions exactly, or
+// nullopt: the phases' errors, more than kMaxConvParts parts, an output pixel
+// pitch s_w * C_out above the DMA's 16-bit field, or per-tensor weights with
+// more than one output channel (TFLite 2.21's Prepare sizes the per-channel
+// multiplier arrays by the number of weight scales and its kernel indexes
+// them by output channel, past their end: no defined result to match).
+std::optional<std::string> transpose_conv_error(const ir::Graph& graph, const ir::Op& op);
+
 }  // namespace nacc::support

@@ -14,9 +14,9 @@ namespace {
 // there too (and this size updated), or two graphs differing only in it would
 // share a cache entry.
 #if defined(__GLIBCXX__) && defined(__x86_64__)
-static_assert(sizeof(ir::Attributes) == 240, "ir::Attributes changed: encode the new field");
+static_assert(sizeof(ir::Attributes) == 264, "ir::Attributes changed: encode the new field");
 static_assert(sizeof(ir::Tensor) == 152, "ir::Tensor changed: encode the new field");
-static_assert(sizeof(ir::Op) == 360, "ir::Op changed: encode the new field");
+static_assert(sizeof(ir::Op) == 384, "ir::Op changed: encode the new field");
 #endif
 
 class Fnv1a64 {
@@ -105,6 +105,7 @@ class Encoder {
     pod(static_cast<int32_t>(a.block_size));
     pod(static_cast<uint8_t>(a.align_corners));
     pod(static_cast<uint8_t>(a.half_pixel_centers));
+    if (!a.perm.empty()) vec(a.perm);  // TRANSPOSE (absent elsewhere: older digests stay)
     pod(static_cast<uint64_t>(a.unsupported_options.size()));
     for (const std::string& s : a.unsupported_options) str(s);
   }

@@ -19,6 +19,7 @@
 #include "support/pad_fold.h"
 #include "support/pool_regions.h"
 #include "support/resize_nearest.h"
+#include "support/transpose_copy.h"
 
 namespace nacc::support {
 
@@ -155,12 +156,16 @@ std::optional<Operand> bias(const Graph& g, const Op& op) {
 std::array<int64_t, 2> kernel_of(const Graph& g, const Op& op) { return *ir::window_kernel(g, op); }
 
 // (lo, hi) rank of an operand of `kind` with role word `role` (see Operand).
+// RESHAPE and TRANSPOSE take tensors up to this rank (views and copies).
+constexpr int kMaxCopyRank = 6;
+
 std::pair<int, int> rank_range(OpKind kind, const char* role) {
   const std::string r = role;
   const int max = limits::kMaxTensorRank;
   switch (kind) {
     case OpKind::kConv2D:
     case OpKind::kDepthwiseConv2D:
+    case OpKind::kTransposeConv:
       return r == "bias" ? std::pair{1, 1} : std::pair{4, 4};
     case OpKind::kFullyConnected:
       if (r == "weights") return {2, 2};
@@ -172,11 +177,17 @@ std::pair<int, int> rank_range(OpKind kind, const char* role) {
     case OpKind::kAveragePool2D:
     case OpKind::kPad:
     case OpKind::kResizeNearest:
+    case OpKind::kResizeBilinear:
     case OpKind::kSpaceToDepth:
     case OpKind::kDepthToSpace:
       return {4, 4};
     case OpKind::kMean:
       return r == "input" ? std::pair{4, 4} : std::pair{1, max};
+    case OpKind::kReshape:
+    case OpKind::kTranspose:
+      // Views and byte copies that never read a tensor as NHWC: ShuffleNet's
+      // channel shuffle RESHAPE [1,H,W,g,C/g] -> TRANSPOSE(0,1,2,4,3) -> RESHAPE.
+      return {0, kMaxCopyRank};
     default:
       return {0, max};
   }
@@ -737,6 +748,12 @@ std::optional<std::string> check_grouped_convolution(const Graph& g, const Op& o
   return std::nullopt;
 }
 
+// TRANSPOSE_CONV as phase convolutions (compiler/lower.h lower_transpose_conv).
+std::optional<std::string> check_transpose_conv(const Graph& g, const Op& op, const SupportConfig&) {
+  if (weights(g, op).tensor->dtype == DType::kInt4) return std::string("int4 weights");
+  return transpose_conv_error(g, op);
+}
+
 std::optional<std::string> check_max_pool_window(const Graph&, const Op& op,
                                                  const SupportConfig&) {
   const auto ok = [](int k) { return k >= limits::kMinKernel && k <= limits::kMaxKernel; };
@@ -988,6 +1005,39 @@ std::optional<std::string> check_resize_nearest(const Graph& g, const Op& op, co
   return joined_or_none(bad);
 }
 
+// RESIZE_BILINEAR as depthwise passes (compiler/lower.h lower_resize_bilinear).
+std::optional<std::string> check_resize_bilinear(const Graph& g, const Op& op,
+                                                 const SupportConfig&) {
+  const Tensor& in = *input(g, op).tensor;
+  const Tensor& out = *output(g, op).tensor;
+  if (in.rank() != 4 || out.rank() != 4) return std::nullopt;  // tensor_rank's business
+  if (in.is_constant()) return std::string("the input is a constant");
+  std::string why;
+  const auto ah = bilinear_axis(int(in.shape[1]), int(out.shape[1]), op.attrs.align_corners,
+                                op.attrs.half_pixel_centers, &why);
+  if (!ah) return str_cat("height ", in.shape[1], " -> ", out.shape[1], ": ", why);
+  const auto aw = bilinear_axis(int(in.shape[2]), int(out.shape[2]), op.attrs.align_corners,
+                                op.attrs.half_pixel_centers, &why);
+  if (!aw) return str_cat("width ", in.shape[2], " -> ", out.shape[2], ": ", why);
+  return bilinear_error(*ah, *aw);
+}
+
+// TRANSPOSE as DMA copy passes (compiler/lower.h lower_transpose).
+std::optional<std::string> check_transpose_copy(const Graph& g, const Op& op, const SupportConfig&) {
+  const Tensor& in = *input(g, op).tensor;
+  if (in.is_constant()) return std::string("the input is a constant");
+  const Tensor& out = *output(g, op).tensor;
+  if (in.rank() == 4 && in.shape[0] != 1) return str_cat("a batch of ", in.shape[0]);
+  if (out.rank() == 4 && out.shape[0] != 1) {
+    return str_cat("an output ", ir::shape_str(out.shape), " of ", out.shape[0],
+                   " images (its first axis is a batch)");
+  }
+  std::string why;
+  const auto t = transpose_copy(in.shape, op.attrs.perm, &why);
+  if (!t) return why;
+  return transpose_copy_error(*t);
+}
+
 std::optional<std::string> check_block_copy(const Graph& g, const Op& op, const SupportConfig&) {
   if (g.tensor(op.inputs[0]).is_constant()) return std::string("the input is a constant");
   if (op.attrs.block_size > kMaxSliceOutputs) return str_cat("block size ", op.attrs.block_size);
@@ -1067,7 +1117,8 @@ std::optional<std::string> check_sram_tile(const Graph& g, const Op& op,
 std::vector<Rule> build_rules() {
   using K = OpKind;
   const std::vector<K> conv_like = {K::kConv2D, K::kDepthwiseConv2D};
-  const std::vector<K> mac_with_weights = {K::kConv2D, K::kDepthwiseConv2D, K::kFullyConnected};
+  const std::vector<K> mac_with_weights = {K::kConv2D, K::kDepthwiseConv2D, K::kFullyConnected,
+                                           K::kTransposeConv};
   const std::vector<K> elementwise = {K::kAdd, K::kSub, K::kMul};
   // The activation unit's LUT-mode kinds (compiler/lower.cc lower_activation).
   const std::vector<K> lut_kinds = {K::kRelu,      K::kRelu6,     K::kReluN1To1,
@@ -1103,7 +1154,8 @@ std::vector<Rule> build_rules() {
        check_static_shape},
       {"tensor_rank", {},
        str_cat("ranks must be those of the op kind (4-D NHWC feature maps for windows, PAD and "
-               "MEAN) and at most ", limits::kMaxTensorRank),
+               "MEAN) and at most ", limits::kMaxTensorRank, " (RESHAPE and TRANSPOSE: ",
+               kMaxCopyRank, ")"),
        true, check_tensor_rank},
       {"shape_consistency", {},
        "the output shape must follow from the input shapes and attributes", true,
@@ -1203,7 +1255,7 @@ std::vector<Rule> build_rules() {
        false, check_unsupported_options},
       {"fused_activation",
        {K::kConv2D, K::kDepthwiseConv2D, K::kFullyConnected, K::kMaxPool2D, K::kAveragePool2D,
-        K::kAdd, K::kSub, K::kMul, K::kConcatenation},
+        K::kAdd, K::kSub, K::kMul, K::kConcatenation, K::kTransposeConv},
        str_cat("fused activation must be ", or_list(fusable)), false, check_fused_activation},
 
       // Windows (NACC_SPEC §2).
@@ -1243,6 +1295,16 @@ std::vector<Rule> build_rules() {
                "divide the output channels (one convolution per group over its channel slice); "
                "at most ", kMaxConvParts, " groups"),
        false, check_grouped_convolution},
+      {"transpose_conv", {K::kTransposeConv},
+       str_cat("TRANSPOSE_CONV runs as one stride-1 convolution per output phase (s_h x s_w of "
+               "them, at most ", kMaxConvParts, "): phase r of an axis takes the taps r, r + s, "
+               ".. of the kernel, widened by taps of weight 0 where an output reads no input "
+               "(those outputs are the bias alone); each window must be at most ",
+               limits::kMaxKernel, " taps and pad at most ", limits::kMaxPadding, " per side; "
+               "the output pixel pitch s_w x C_out must fit NACC_DMA_OUT_TRANS_LEN; int8 weights "
+               "quantized per channel (or one output channel: TFLite 2.21's kernel indexes its "
+               "multiplier arrays, sized by the weight scales, by output channel)"),
+       false, check_transpose_conv},
       {"max_pool_window", {K::kMaxPool2D},
        str_cat("window height and width must be in ", window), false, check_max_pool_window},
       {"avg_pool_window", {K::kAveragePool2D},
@@ -1308,6 +1370,26 @@ std::vector<Rule> build_rules() {
                kMaxResizeReplicas, " replicas (factor_h x factor_w; one 1x1 pool copy each, "
                "written through DMA pitches)"),
        false, check_resize_nearest},
+      {"resize_bilinear", {K::kResizeBilinear},
+       str_cat("RESIZE_BILINEAR (int8) must upsample height and width by whole factors; it runs "
+               "TFLite's integer interpolation as depthwise passes, one per run of output rows x "
+               "columns with one weight pair (the 10-bit weights divided by their common "
+               "divisor), the raw sum divided with TFLite's round half away from zero: each "
+               "weight product at most 127 (an int8 weight), the product of the two "
+               "denominators at most ", kMaxAveragePoolCells, " (the exact division), at most ",
+               kMaxBilinearPasses, " passes (factors 2 and 4 fit; 3 does not: its 10-bit "
+               "fractions have no common divisor, a division by 1024 x 1024)"),
+       false, check_resize_bilinear},
+      {"transpose_copy", {K::kTranspose},
+       str_cat("TRANSPOSE must move one image of a runtime tensor (a 4-D input and output "
+               "lead with 1) as at most ",
+               kMaxTransposePasses, " 1x1 pool copy passes: the output's loops (size-1 axes "
+               "dropped, contiguous neighbours merged) as a run of bytes contiguous in both "
+               "tensors (the trailing axes that stay innermost, e.g. the channels of an H/W "
+               "swap; else single bytes), a pass's pixels and rows through the DMA pitches "
+               "(16-bit sizes and pitch fields), one pass per index of the loops outside; a "
+               "byte copy, as TFLite's kernel copies"),
+       false, check_transpose_copy},
       {"block_copy", {K::kSpaceToDepth, K::kDepthToSpace},
        str_cat("SPACE_TO_DEPTH and DEPTH_TO_SPACE must move a runtime tensor with a block size of "
                "at most ", kMaxSliceOutputs, " (one 1x1 pool copy per row of the block, through "

@@ -87,12 +87,35 @@ int64_t min_sram_bytes(const ir::Graph& graph, const ir::Op& op, const SupportCo
       return A(e * std::min(kh, h) * std::min(kw, w) * c_in) + A(kh * kw * c_in) +
              per_channel_params + A(e);
     }
+    case OpKind::kTransposeConv: {
+      // The largest phase convolution's window (ceil(K / s) taps, or more
+      // where weight-0 taps widen it).
+      const ir::Tensor& f = graph.tensor(op.inputs[1]);
+      need_rank(in, 4);
+      need_rank(f, 4);
+      const auto& a = op.attrs;
+      int64_t kh = (f.shape[1] + a.stride_h - 1) / std::max(1, a.stride_h);
+      int64_t kw = (f.shape[2] + a.stride_w - 1) / std::max(1, a.stride_w);
+      if (!transpose_conv_error(graph, op)) {
+        const TransposeConvPhases p = transpose_conv_phases(graph, op);
+        for (const TransposePhase& r : p.rows) kh = std::max<int64_t>(kh, r.kernel);
+        for (const TransposePhase& c : p.cols) kw = std::max<int64_t>(kw, c.kernel);
+      }
+      const int64_t c_in = f.shape[3];
+      return A(e * std::min(kh, in.shape[1]) * std::min(kw, in.shape[2]) * c_in) +
+             A(kh * kw * c_in) + per_channel_params + A(e);
+    }
     case OpKind::kDepthwiseConv2D: {
       const ir::Tensor& f = graph.tensor(op.inputs[1]);
       need_rank(in, 4);
       need_rank(f, 4);
       return depthwise_tile(f.shape[1], f.shape[2], op.attrs.depth_multiplier);
     }
+    case OpKind::kResizeBilinear:
+      need_rank(in, 4);
+      return depthwise_tile(2, 2, 1);
+    case OpKind::kTranspose:
+      return 2 * A(1);
     case OpKind::kMean:
       need_rank(in, 4);
       if (in.shape[1] <= limits::kMaxKernel && in.shape[2] <= limits::kMaxKernel) {

@@ -36,7 +36,7 @@ DEFAULT_MODELS = (
     "mobilenet_v3_large_224", "efficientnet_b0_224", "resnet50_224", "inception_v3_75",
     "densenet121_224", "xception_71", "nasnet_mobile_224", "squeezenet_224",
     "inception_v2_224", "ds_cnn_kws", "squeeze_excite_64", "inception_v3_block_35",
-    "grouped_conv_16", "deeplab_block_24", "patch_embed_64", "alexnet_stem_67",
+    "grouped_conv_16", "deeplab_block_24", "patch_embed_64", "alexnet_stem_67", "unet_32",
     "ds_cnn_kws_16x8", "mobilenet_v2_035_96_16x8", "resnet_style_32_16x8",
 )
 CORES = (1, 8, 32)

@@ -367,6 +367,35 @@ def deeplab_style(size=24, classes=10):
     return _settle(m, _calibration((size, size, 3)))
 
 
+def unet_style(size=32, classes=3):
+    """A small U-Net: two encoder levels (conv + ReLU, max pool), a bottleneck,
+    and a decoder whose upsampling is Keras Conv2DTranspose (TFLite
+    TRANSPOSE_CONV: 2x2 stride 2 VALID, 3x3 stride 2 SAME, 4x4 stride 2 SAME
+    with a fused ReLU) concatenated with the skip connections, and a 1x1
+    per-pixel classifier (segmentation logits, no softmax)."""
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(15)
+
+    def cbr(t, filters):
+        t = layers.Conv2D(filters, 3, padding="same", use_bias=False)(t)
+        return layers.ReLU()(layers.BatchNormalization()(t))
+
+    x = inp = keras.Input((size, size, 3))
+    s1 = cbr(x, 8)
+    s2 = cbr(layers.MaxPooling2D()(s1), 16)
+    b = cbr(layers.MaxPooling2D()(s2), 24)
+    b = layers.Conv2DTranspose(16, 4, strides=2, padding="same", activation="relu")(b)
+    u2 = cbr(layers.Concatenate()([b, s2]), 16)
+    u1 = layers.Conv2DTranspose(8, 2, strides=2, padding="valid")(u2)
+    u1 = cbr(layers.Concatenate()([u1, s1]), 8)
+    u1 = layers.Conv2DTranspose(8, 3, strides=2, padding="same")(u1)
+    out = layers.Conv2D(classes, 1)(layers.ReLU()(u1))
+    m = keras.Model(inp, out)
+    return _settle(m, _calibration((size, size, 3)))
+
+
 def patch_embed_style(size=64, classes=10):
     """A ViT-style patch embedding: a 16x16 stride-16 convolution (the patch
     projection, VALID), a 1x1 convolution per token with ReLU (the MLP's
@@ -491,6 +520,7 @@ MODELS: Dict[str, Tuple[Callable, Tuple[int, ...], Callable]] = {
     "grouped_conv_16": (grouped_conv_style, (16, 16, 3), _calibration),
     "deeplab_block_24": (deeplab_style, (24, 24, 3), _calibration),
     "patch_embed_64": (patch_embed_style, (64, 64, 3), _calibration),
+    "unet_32": (unet_style, (32, 32, 3), _calibration),
     "alexnet_stem_67": (alexnet_stem_style, (67, 67, 3), _calibration),
     "ds_cnn_kws": (ds_cnn, (49, 10, 1), _calibration),
     "mobilenet_v3_small_224": (mobilenet_v3_small, (224, 224, 3), _calibration),

@@ -66,6 +66,21 @@ def build_tflite(spec: dict) -> bytes:
                     opts["depth_multiplier"] = p["mult"]
                 elif p.get("groups", 1) > 1 and not int16:
                     version = 6  # CONV_2D v6: grouped
+        elif kind == "TRANSPOSE_CONV":
+            w, scales, bias, in_s = weights_of(op, shapes, ts)
+            wid = const(w.shape, "int8", w, scales, [0] * len(scales), 0)
+            bid = const(bias.shape, "int32", bias, [in_s * s for s in scales] * (
+                len(bias) if len(scales) == 1 else 1), [0] * len(bias), 0)
+            oshape = np.array(ts[str(op["out"])]["shape"], dtype=np.int32)
+            ins = [const((4,), "int32", oshape), wid, ins[0], bid]
+            opts = dict(padding=p["padding"], stride_h=p["sh"], stride_w=p["sw"],
+                        fused_activation_function=p["act"])
+        elif kind == "TRANSPOSE":
+            ins = [ins[0], const((len(p["perm"]),), "int32", np.array(p["perm"], dtype=np.int32))]
+        elif kind == "RESIZE_BILINEAR":
+            ins = [ins[0], const((2,), "int32", np.array(p["size"], dtype=np.int32))]
+            opts = dict(align_corners=p["align_corners"], half_pixel_centers=p["half_pixel_centers"])
+            version = 3 if p["half_pixel_centers"] else 2
         elif kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
             opts = dict(padding=p["padding"], stride_h=p["sh"], stride_w=p["sw"],
                         filter_height=p["kh"], filter_width=p["kw"],

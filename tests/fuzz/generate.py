@@ -47,6 +47,9 @@ def _first_input(ctx: Ctx) -> int:
     return ctx.new_input([1, _spatial(rng), _spatial(rng), c])
 
 
+BMM_FACTOR = 4
+
+
 def allowed_kinds(fmt: str) -> List:
     return [k for k in TABLE if fmt == "tflite" or k.onnx is not None]
 
@@ -84,7 +87,10 @@ def generate_kinds(seed: int, index: int, fmt: str, mac_budget: int, invalid_rat
     produced = [_first_input(ctx)]
     # ONNX: FULLY_CONNECTED twice as often (its Gemm / MatMul forms and weight
     # chains are what exporters write most)
-    weights = np.array([k.weight * (2 if fmt == "onnx" and k.name == "FULLY_CONNECTED" else 1)
+    # TFLite: BATCH_MATMUL BMM_FACTOR times as often (it needs one of the few
+    # rank-3 inputs; the kinds added with TRANSPOSE_CONV had crowded it out)
+    weights = np.array([k.weight * (2 if fmt == "onnx" and k.name == "FULLY_CONNECTED" else
+                                    BMM_FACTOR if fmt == "tflite" and k.name == "BATCH_MATMUL" else 1)
                         for k in kinds], dtype=float)
     weights /= weights.sum()
     n_ops = int(rng.integers(1, 7))

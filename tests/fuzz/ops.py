@@ -156,6 +156,8 @@ def weights_of(op: dict, in_shapes: Sequence[Sequence[int]], tensors: dict):
     x = in_shapes[0]
     if kind == "CONV_2D":
         shape = (p["cout"], p["kh"], p["kw"], x[3] // p.get("groups", 1))
+    elif kind == "TRANSPOSE_CONV":
+        shape = (p["cout"], p["kh"], p["kw"], x[3])
     elif kind == "DEPTHWISE_CONV_2D":
         shape = (1, p["kh"], p["kw"], x[3] * p["mult"])
     else:
@@ -637,6 +639,73 @@ def gen_resize_nearest(ctx, x):
     return p, [], {"scale": t["scale"], "zp": t["zp"]}
 
 
+def gen_transpose_conv(ctx, x):
+    """TRANSPOSE_CONV (phase convolutions): stride 1-3 and kernel 1-5 per axis
+    (a kernel below the stride leaves phases of bias only), SAME / VALID,
+    every output size TFLite accepts for the input (the converter's and up to
+    s - 1 more or less), per-channel weights, bias, fused activations. No
+    invalid form: per-tensor weights with several output channels make
+    TFLite's kernel read past its multiplier arrays, and output sizes past the
+    input's reach fail TFLite's optimized kernel's Prepare."""
+    rng, t = ctx.rng, ctx.tensor(x)
+    if len(t["shape"]) != 4:
+        return None
+    _, h, w, cin = t["shape"]
+    p: dict = {"invalid": [], "padding": pick(rng, ["SAME", "VALID"])}
+    for axis, size in (("h", h), ("w", w)):
+        s, k = int(pick(rng, [1, 2, 2, 3])), int(pick(rng, [1, 2, 3, 3, 4, 5]))
+        # TFLite's optimized kernel requires the input size its padding rule
+        # gives for the output size: SAME ceil(O / s), VALID (O + s - K) / s.
+        extra = int(rng.integers(0, s)) if rng.random() < 0.3 else 0
+        o = size * s - extra if p["padding"] == "SAME" else (size - 1) * s + k + extra
+        p["s" + axis], p["k" + axis], p["o" + axis] = s, k, o
+    depth = -(-p["kh"] // p["sh"]) * -(-p["kw"] // p["sw"]) * cin
+    p["cout"] = int(max(1, min(channels(rng), ctx.mac_budget // max(1, p["oh"] * p["ow"] * depth))))
+    p["act"] = fused_activation(rng, p["invalid"], allow_invalid=False)
+    p["per_channel"] = True
+    p["wmax"] = int(pick(rng, [127, 127, 64, 8]))
+    p["wscale"] = loguniform(rng, 0.001, 0.03)
+    p["bias_range"] = int(pick(rng, [0, 100, 2000, 100000]))
+    return p, [], _mac_out_quant(ctx, x, p, depth)
+
+
+def gen_transpose(ctx, x):
+    """TRANSPOSE of a rank 2-4 tensor by a random permutation (a 4-D output
+    leads with one image: copy passes through DMA pitches)."""
+    rng, t = ctx.rng, ctx.tensor(x)
+    shape = t["shape"]
+    if len(shape) < 2 or len(shape) > 4:
+        return None
+    for _ in range(8):
+        perm = [int(v) for v in rng.permutation(len(shape))]
+        if len(shape) < 4 or shape[perm[0]] == 1:
+            break
+    else:
+        return None
+    if perm == list(range(len(shape))):
+        return None
+    return {"invalid": [], "perm": perm}, [], {"scale": t["scale"], "zp": t["zp"]}
+
+
+def gen_resize_bilinear(ctx, x):
+    """RESIZE_BILINEAR by factors 1, 2 or 4 per axis (depthwise passes with
+    TFLite's rounding), half_pixel_centers or align_corners at random.
+    Invalid: factor 3 (its 10-bit fractions share no divisor: declined)."""
+    rng, t = ctx.rng, ctx.tensor(x)
+    shape = t["shape"]
+    if len(shape) != 4:
+        return None
+    fh, fw = int(pick(rng, [1, 2, 2, 4])), int(pick(rng, [1, 2, 2, 4]))
+    p = {"invalid": [], "size": [shape[1] * fh, shape[2] * fw],
+         "align_corners": bool(rng.random() < 0.1), "half_pixel_centers": bool(rng.random() < 0.7)}
+    if p["align_corners"]:
+        p["half_pixel_centers"] = False
+    if ctx.want_invalid():
+        p["size"][1] = shape[2] * 3
+        p["invalid"].append("factor 3")
+    return p, [], {"scale": t["scale"], "zp": t["zp"]}
+
+
 def gen_space_to_depth(ctx, x):
     """SPACE_TO_DEPTH by a block size (2-4) dividing the height and width."""
     rng, t = ctx.rng, ctx.tensor(x)
@@ -736,8 +805,12 @@ def out_shape(op: dict, ins: Sequence[Sequence[int]]) -> Optional[List[int]]:
         return out
     if k == "MEAN":
         return [1, 1, 1, x[3]] if p["keep_dims"] else [1, x[3]]
-    if k == "RESIZE_NEAREST_NEIGHBOR":
+    if k in ("RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"):
         return [x[0], p["size"][0], p["size"][1], x[3]] if len(x) == 4 else None
+    if k == "TRANSPOSE_CONV":
+        return [1, p["oh"], p["ow"], p["cout"]] if len(x) == 4 else None
+    if k == "TRANSPOSE":
+        return [x[i] for i in p["perm"]] if len(p["perm"]) == len(x) else None
     if k == "SPACE_TO_DEPTH":
         b = p["block"]
         if len(x) != 4 or x[1] % b or x[2] % b:
@@ -817,6 +890,9 @@ TABLE: List[OpKind] = [
     OpKind("SPACE_TO_DEPTH", gen_space_to_depth, 0.25, 2, onnx=None),
     # version 1: BUILTIN_REF registers no version 2 (the int8 kernel is the same)
     OpKind("DEPTH_TO_SPACE", gen_depth_to_space, 0.25, 1, onnx=None),
+    OpKind("TRANSPOSE_CONV", gen_transpose_conv, 0.4, 3, onnx=None),
+    OpKind("TRANSPOSE", gen_transpose, 0.2, 2, onnx=None),
+    OpKind("RESIZE_BILINEAR", gen_resize_bilinear, 0.2, 3, onnx=None),
     OpKind("MAXIMUM", gen_max_min, 0.2, 2, onnx=None),
     OpKind("MINIMUM", gen_max_min, 0.2, 2, onnx=None),
     # ops the NPU lacks
