@@ -930,6 +930,19 @@ std::vector<Span> ramped_columns(int ow, int cols, const std::vector<int>& head,
   return out;
 }
 
+// Whether every column piece reads at least one input column: a narrow
+// ramp tile at an edge with more padding than the stride can cover (a 5-wide
+// pad of a stride-3 window) would read padding only, which the device
+// refuses (kernel_plan.cc: "holds no pixel of the input").
+bool pieces_read_input(const LoweredOp& op, const std::vector<Span>& pieces) {
+  for (Span s : pieces) {
+    const int64_t lo = int64_t(s.start) * op.stride_w - op.pad_left;
+    const int64_t hi = int64_t(s.start + s.size - 1) * op.stride_w - op.pad_left + op.kernel_w - 1;
+    if (hi < 0 || lo >= op.in_shape.w) return false;
+  }
+  return true;
+}
+
 // `plan` with column pieces that ramp up from a narrow first tile and down to
 // a narrow last one where the replayed timeline says that is faster. The
 // first command's read is the pipeline's fill (every later read overlaps a
@@ -958,7 +971,7 @@ TilePlan with_ramped_ends(const LoweredOp& op, const HwConfig& hw, TilePlan plan
     for (int ends : {1, 2, 3}) {  // head, tail, both
       trial.col_pieces = ramped_columns(ow, plan.cols, ends & 1 ? ramp : std::vector<int>{},
                                         ends & 2 ? ramp : std::vector<int>{});
-      if (trial.col_pieces.empty()) continue;
+      if (trial.col_pieces.empty() || !pieces_read_input(op, trial.col_pieces)) continue;
       const double cycles = replay_timeline(op, hw, trial);
       if (cycles < best) {
         best = cycles;
