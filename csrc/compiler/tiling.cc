@@ -1121,6 +1121,7 @@ TilePlan choose_by_replay(const LoweredOp& op, const HwConfig& hw, const SramGeo
 std::string plan_key(const LoweredOp& op, const HwConfig& hw, const PlanOptions& options) {
   const int64_t v[] = {
       int64_t(op.unit), op.kernel_h, op.kernel_w, op.stride_h, op.stride_w,
+      op.pad_top, op.pad_left, op.pad_bottom, op.pad_right,
       op.in_shape.n, op.in_shape.h, op.in_shape.w, op.in_shape.c,
       op.out_shape.n, op.out_shape.h, op.out_shape.w, op.out_shape.c,
       op.depth_multiplier, op.im2col, op.input2_broadcast, op.int16_maps, op.int4_weights,
