@@ -1253,6 +1253,7 @@ compiler::TilePlan plan_op(const ir::Graph& graph, int op_index, const CompileOp
 
 Program compile(const ir::Graph& partition, const CompileOptions& options) {
   check_options(options);
+  const compiler::PlanMemoScope plan_memo;  // identical layers are planned once
   partition.validate();
   std::vector<int> inputs, outputs;
   resolve_io(partition, &inputs, &outputs);

@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <string>
+#include <unordered_map>
 
 #include "arch/cost_model.h"
 #include "arch/fields.h"
@@ -685,6 +688,10 @@ struct Choice {
   int cols = 1;            // tile width
   int rows_per_core = 1;   // tile height one core holds
   PlanEstimate estimate;
+  // Position in the search's canonical order (core counts ascending, then the
+  // loops of search_tiles): the tie rule of select_choice and of the replay's
+  // rivals. The search visits the core counts from the most down, to prune.
+  uint64_t order = 0;
 };
 
 LayoutKind layout_kind(bool double_buffer, bool weights_outer, bool k_per_set) {
@@ -1002,6 +1009,69 @@ constexpr int kReplayCandidates = 8;
 constexpr double kReplayWindow = 0.15;
 constexpr int64_t kReplayMaxCommands = 128;
 
+// A lower bound of estimate().cycles of every plan of `op` whose commands use
+// at most `cores` cores (search pruning, search_tiles). Each command costs at
+// least its compute (mac_cycles / act_cycles of its largest core share) and
+// at least its write transfer (stage() and the K-per-set max hold both; the
+// other terms of estimate() are >= 0). The cost model's MAC cycles are
+// additive in rows, columns and output channels, or ceilings of such sums
+// (superadditive): the tiles partition the output, so the compute sums to at
+// least the whole op's over the cores; the writes sum to the output's bytes.
+double cycles_floor(const LoweredOp& op, const HwConfig& hw, int cores) {
+  const int oh = op.out_shape.h, ow = op.out_shape.w, channels = op.split_channels();
+  const double compute =
+      double(std::max(mac_cycles(op, oh, ow, channels), act_cycles(op, oh, ow, channels))) /
+      double(cores);
+  const double write =
+      double(oh) * ow * op.out_channels(channels) * op.elem() / double(hw.ext_bytes_per_cycle);
+  return std::max(compute, write);
+}
+
+// cycles_floor for the plans of `mode` on `cores` cores (>= cycles_floor):
+// a command's busiest core computes at least ceil(rows / cores) of its rows
+// (mode 2) or ceil(channels / cores) of its basis channels (mode 1), and those
+// ceilings sum over the op's row pieces (channel groups) to at least
+// ceil(H / cores) (ceil(C / cores)); the MAC cycles are additive or
+// superadditive in each, as in cycles_floor. Mode 2 on few output rows
+// (a 7x7 map on 32 cores) cannot be faster than ceil(7 / 32) = 1 row a core.
+double mode_cycles_floor(const LoweredOp& op, const HwConfig& hw, int cores, BroadcastMode mode) {
+  const int oh = op.out_shape.h, ow = op.out_shape.w, channels = op.split_channels();
+  int rows = oh, ch = channels;
+  if (mode == BroadcastMode::SPLIT_HEIGHT) rows = int(ceil_div(oh, cores));
+  else if (mode == BroadcastMode::SPLIT_KERNEL) ch = int(ceil_div(channels, cores));
+  else return cycles_floor(op, hw, cores);
+  const double compute =
+      double(std::max(mac_cycles(op, rows, ow, ch), act_cycles(op, rows, ow, ch)));
+  return std::max(compute, cycles_floor(op, hw, cores));
+}
+
+// Whether no plan with a cycles floor of `floor` can matter once a plan of
+// `fastest` cycles is known: select_choice keeps plans within kCycleTolerance
+// of the fewest cycles and choose_by_replay looks at rivals within
+// kReplayWindow of it, and the fewest is at most `fastest`. The margins cover
+// estimate()'s rounding to an integer and its floating-point sums.
+bool out_of_reach(double floor, int64_t fastest) {
+  return floor * (1.0 - 1e-9) - 1.0 >
+         double(fastest) * (1.0 + std::max(kCycleTolerance, kReplayWindow));
+}
+
+// The chosen plan among `choices` (non-empty): within kCycleTolerance of the
+// fewest estimated cycles, then better(), then the canonical search order.
+const Choice& select_choice(const std::vector<Choice>& choices) {
+  int64_t fastest = choices[0].estimate.cycles;
+  for (const Choice& c : choices) fastest = std::min(fastest, c.estimate.cycles);
+  const double limit = double(fastest) * (1.0 + kCycleTolerance);
+  const Choice* best = nullptr;
+  for (const Choice& c : choices) {
+    if (double(c.estimate.cycles) > limit) continue;
+    if (!best || better(c.estimate, best->estimate) ||
+        (!better(best->estimate, c.estimate) && c.order < best->order)) {
+      best = &c;
+    }
+  }
+  return *best;
+}
+
 TilePlan choose_by_replay(const LoweredOp& op, const HwConfig& hw, const SramGeometry& geo,
                           const std::vector<Choice>& choices, const Choice& best,
                           int64_t fastest) {
@@ -1016,7 +1086,8 @@ TilePlan choose_by_replay(const LoweredOp& op, const HwConfig& hw, const SramGeo
     }
   }
   std::stable_sort(rivals.begin(), rivals.end(), [](const Choice* a, const Choice* b) {
-    return a->estimate.cycles < b->estimate.cycles;
+    if (a->estimate.cycles != b->estimate.cycles) return a->estimate.cycles < b->estimate.cycles;
+    return a->order < b->order;  // the canonical order (Choice::order), not the visit order
   });
   if (rivals.size() > size_t(kReplayCandidates)) rivals.resize(size_t(kReplayCandidates));
   const Choice* runner_up = nullptr;
@@ -1039,10 +1110,34 @@ TilePlan choose_by_replay(const LoweredOp& op, const HwConfig& hw, const SramGeo
   return other;
 }
 
-}  // namespace
+// The planning key of plan_tiles(op, hw, options): every LoweredOp field the
+// planner (this file: search_tiles, estimate, command_cost, tile_bytes,
+// k_area_bytes, mac_cycles, row_cap, the timeline replay, ...) reads, directly
+// or through LoweredOp's accessors (split_channels, in_channels, out_channels,
+// weight_bytes, matmul_k, elem, has_bias, bias_entry_bytes), and the whole
+// HwConfig and PlanOptions. Not the label: it only names the op in an
+// exception, and failures are not memoized. A field the planner starts to
+// read must be added here.
+std::string plan_key(const LoweredOp& op, const HwConfig& hw, const PlanOptions& options) {
+  const int64_t v[] = {
+      int64_t(op.unit), op.kernel_h, op.kernel_w, op.stride_h, op.stride_w,
+      op.pad_top, op.pad_left, op.pad_bottom, op.pad_right,
+      op.in_shape.n, op.in_shape.h, op.in_shape.w, op.in_shape.c,
+      op.out_shape.n, op.out_shape.h, op.out_shape.w, op.out_shape.c,
+      op.depth_multiplier, op.im2col, op.input2_broadcast, op.int16_maps, op.int4_weights,
+      op.has_bias(), op.fp32_scale.empty(), op.real_scale.empty(), op.has_lut, op.pool_fp32,
+      hw.cores, hw.sram_bytes, hw.dma_bytes_per_cycle, hw.ext_bytes_per_cycle,
+      options.allow_double_buffer, options.force_cores, options.force_mode};
+  std::string key(reinterpret_cast<const char*>(v), sizeof v);
+  key += op.lowering;
+  return key;
+}
 
-TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& options) {
-  check_arg(op.unit != Unit::kView, "plan_tiles: ", op.label, " moves no data");
+using PlanMemo = std::unordered_map<std::string, TilePlan>;
+thread_local PlanMemo* t_plan_memo = nullptr;
+
+// plan_tiles without the memo: the search.
+TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& options) {
   const SramGeometry geo = sram_geometry(hw.sram_bytes);
   const int channels = op.split_channels();
   const int oh = op.out_shape.h, ow = op.out_shape.w;
@@ -1070,6 +1165,8 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
   // height) whose tile fits; each width and height the largest that fits or
   // one that splits the work more evenly.
   std::vector<Choice> choices;
+  int64_t fastest_so_far = std::numeric_limits<int64_t>::max();
+  uint64_t order = 0;  // canonical order of the next choice (Choice::order)
   const auto consider = [&](Choice c) {
     const LayoutKind kind = layout_kind(c.double_buffer, c.weights_outer, c.k_per_set);
     const auto fit = [&](int rows, int cols) {
@@ -1104,12 +1201,26 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
         c.cols = w;
         c.rows_per_core = h;
         c.estimate = estimate_choice(op, hw, c);
+        c.order = order++;
+        fastest_so_far = std::min(fastest_so_far, c.estimate.cycles);
         choices.push_back(c);
       }
     }
   };
+  // The core counts from the most down: a plan on many cores usually puts
+  // the fewer-core ones out of reach (cycles_floor), which are then not
+  // searched. Choice::order keeps the tie rules of an ascending search.
+  std::vector<int> core_counts;
   for (int n = 1; n <= hw.cores; n *= 2) {
-    if (options.force_cores && n != options.force_cores) continue;
+    if (!options.force_cores || n == options.force_cores) core_counts.push_back(n);
+  }
+  for (auto it = core_counts.rbegin(); it != core_counts.rend(); ++it) {
+    const int n = *it;
+    // The floor only rises as n falls: every smaller count is out of reach too.
+    if (!choices.empty() && out_of_reach(cycles_floor(op, hw, n), fastest_so_far)) break;
+    int log2n = 0;
+    while ((1 << log2n) < n) ++log2n;
+    order = uint64_t(log2n) << 40;
     std::vector<BroadcastMode> modes;
     if (n == 1) {
       modes = {BroadcastMode::NONE};
@@ -1127,6 +1238,9 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
     }
     for (BroadcastMode mode : modes) {
       if (options.force_mode >= 0 && n > 1 && int(mode) != options.force_mode) continue;
+      if (!choices.empty() && out_of_reach(mode_cycles_floor(op, hw, n, mode), fastest_so_far)) {
+        continue;
+      }
       // A depthwise core in mode 1 costs its pixels x taps x ceil(channels / 64)
       // whatever its share below 64, so a group smaller than the op only adds
       // commands: its caps are the even shares of 1..16 groups and the
@@ -1177,14 +1291,34 @@ TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& 
   }
   int64_t fastest = choices[0].estimate.cycles;
   for (const Choice& c : choices) fastest = std::min(fastest, c.estimate.cycles);
-  const double limit = double(fastest) * (1.0 + kCycleTolerance);
-  const Choice* best = nullptr;
-  for (const Choice& c : choices) {
-    if (double(c.estimate.cycles) <= limit && (!best || better(c.estimate, best->estimate))) {
-      best = &c;
-    }
+  return choose_by_replay(op, hw, geo, choices, select_choice(choices), fastest);
+}
+
+}  // namespace
+
+PlanMemoScope::PlanMemoScope() {
+  if (!t_plan_memo) {
+    t_plan_memo = new PlanMemo();
+    owner_ = true;
   }
-  return choose_by_replay(op, hw, geo, choices, *best, fastest);
+}
+
+PlanMemoScope::~PlanMemoScope() {
+  if (owner_) {
+    delete t_plan_memo;
+    t_plan_memo = nullptr;
+  }
+}
+
+TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& options) {
+  check_arg(op.unit != Unit::kView, "plan_tiles: ", op.label, " moves no data");
+  if (!t_plan_memo) return search_tiles(op, hw, options);
+  std::string key = plan_key(op, hw, options);
+  const auto it = t_plan_memo->find(key);
+  if (it != t_plan_memo->end()) return it->second;
+  TilePlan plan = search_tiles(op, hw, options);
+  t_plan_memo->emplace(std::move(key), plan);
+  return plan;
 }
 
 }  // namespace nacc::compiler

@@ -133,6 +133,22 @@ struct PlanOptions {
 // fits one core's SRAM.
 TilePlan plan_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions& options = {});
 
+// While a PlanMemoScope is alive on this thread (compile() holds one for its
+// partition), plan_tiles returns a copy of its earlier result for an op with
+// the same planning key (tiling.cc plan_key: every LoweredOp field the planner
+// reads, the HwConfig and the PlanOptions): the repeated blocks of a network
+// are planned once. Nested scopes share the outermost one's memo.
+class PlanMemoScope {
+ public:
+  PlanMemoScope();
+  ~PlanMemoScope();
+  PlanMemoScope(const PlanMemoScope&) = delete;
+  PlanMemoScope& operator=(const PlanMemoScope&) = delete;
+
+ private:
+  bool owner_ = false;
+};
+
 // Bytes of the K area for `group` basis channels (weights, bias, multipliers,
 // shifts, LUT, each 64-byte aligned; docs/device_model.md §1).
 int64_t k_area_bytes(const LoweredOp& op, int group);
