@@ -56,14 +56,16 @@ def _conv16(kind="CONV_2D", out_dtype="int16", in_zp=0, bias_dtype="int64", bias
     return g, g.add_op(kind, [x, w, bias], [y], name="conv16")
 
 
-def _pool16(k):
-    """An int16 AVERAGE_POOL_2D [1,8,8,4], k x k, stride 2 for k = 2 else 1."""
+def _pool16(k, kw=None, size=16):
+    """An int16 AVERAGE_POOL_2D [1,size,size,4], k x kw (kw = k by default),
+    stride 2 for 2x2 else 1."""
+    kw = k if kw is None else kw
     g = _core.Graph()
-    x = b.activation(g, "x", [1, 8, 8, 4], "int16", scale=0.001, zero_point=0)
-    s = 2 if k == 2 else 1
-    o = (8 - k) // s + 1
-    y = b.activation(g, "y", [1, o, o, 4], "int16", scale=0.001, zero_point=0)
-    return g, g.add_op("AVERAGE_POOL_2D", [x], [y], name="pool16", kernel_h=k, kernel_w=k,
+    x = b.activation(g, "x", [1, size, size, 4], "int16", scale=0.001, zero_point=0)
+    s = 2 if (k, kw) == (2, 2) else 1
+    oh, ow = (size - k) // s + 1, (size - kw) // s + 1
+    y = b.activation(g, "y", [1, oh, ow, 4], "int16", scale=0.001, zero_point=0)
+    return g, g.add_op("AVERAGE_POOL_2D", [x], [y], name="pool16", kernel_h=k, kernel_w=kw,
                        stride_h=s, stride_w=s)
 
 
@@ -140,7 +142,12 @@ CASES = [
     past("activation_dtype", "conv-int16-in-int8-out", lambda: _conv16(out_dtype="int8", bias_dtype="int32"),
          "input 'x' is int16"),
     at("int16_form", "avg-pool-2x2-int16", lambda: _pool16(2)),
-    past("int16_form", "avg-pool-3x3-int16", lambda: _pool16(3), "int16 window 3x3 stride 1x1"),
+    # Other windows: the 16-bit depthwise region passes with the 32-bit output
+    # stage, exact up to kMaxAveragePoolCells16 = 181 cells (quant/tflite.h).
+    at("int16_form", "avg-pool-3x3-int16", lambda: _pool16(3)),
+    at("int16_form", "avg-pool-15x12-int16", lambda: _pool16(15, 12)),
+    past("int16_form", "avg-pool-13x14-int16", lambda: _pool16(13, 14),
+         "int16 window 13x14 stride 1x1"),
     at("int16_quantization", "zero-point-0", lambda: _conv16()),
     past("int16_quantization", "zero-point-3", lambda: _conv16(in_zp=3),
          "input 'x' has zero point 3"),
