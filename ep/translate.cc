@@ -1785,13 +1785,14 @@ struct UnitTranslator {
   // Split along any axis but a 4-D map's batch (NCHW channels, rows or
   // columns) as the IR's SLICE with one output per part: output k is the
   // input's extent [offset_k, offset_k + size_k) on the axis
-  // (compiler/lower.h lower_slice).
-  // The sizes come from the `split` input (opset >= 13) or attribute (older),
-  // else equal parts (num_outputs in opset 18: ceil(dim / n) each, the last
-  // smaller), and must match the output shapes. Each output is quantized as
-  // the input (the QDQ pair gives each value back; ONNX Runtime's int8 Split
-  // copies), so the NPU's byte copies are exact; a requantizing output is
-  // declined.
+  // (compiler/lower.h lower_slice). The sizes come from the `split` input
+  // (opset >= 13) or attribute (older), else equal parts (num_outputs in
+  // opset 18: ceil(dim / n) each, the last smaller), and must match the
+  // output shapes. An output quantized as the input is the byte copy (the
+  // QDQ pair gives each value back; ONNX Runtime's int8 Split copies); a
+  // requantizing output is copied, then rescaled by the activation unit with
+  // ONNX Runtime's table Quantize(Dequantize(x)) in float32 — what the
+  // unfused DequantizeLinear -> Split -> QuantizeLinear computes.
   std::optional<std::string> split() {
     ActQuant xq;
     int x = -1;
@@ -1828,6 +1829,11 @@ struct UnitTranslator {
     int64_t offset = 0;
     ir::Attributes a;  // one SLICE op, an output per part
     std::vector<int> outs;
+    struct Requantize {
+      int part, y;
+      std::vector<int8_t> lut;
+    };
+    std::vector<Requantize> requantize;
     for (size_t k = 0; k < n_out; ++k) {
       if (sizes[k] < 1) return str_cat("Split output ", k, " is empty (size ", sizes[k], ")");
       int value = node.outputs[k], scale = -1, zp = -1;
@@ -1850,11 +1856,19 @@ struct UnitTranslator {
       ActQuant yq;
       int y = -1;
       if (auto e = act_quant(value, scale, zp, &yq)) return e;
-      if (yq.scale != xq.scale || yq.zero_point != xq.zero_point) {
-        return str_cat("output ", k, " '", g.value(value).name,
-                       "' is quantized differently from the input (a requantizing Split)");
-      }
       if (auto e = activation(value, yq, &y)) return e;
+      if (yq.scale != xq.scale || yq.zero_point != xq.zero_point) {
+        // A requantizing output: the part is copied at the input's
+        // quantization, then rescaled by the activation unit with ONNX
+        // Runtime's table Quantize(Dequantize(x)) in float32 (as concat()).
+        ir::Tensor t = tensors[static_cast<size_t>(y)].tensor;
+        t.name = str_cat(t.name, " before requantizing");
+        t.quant.scales = {xq.scale};
+        t.quant.zero_points = {xq.zero_point};
+        const int part = add_local(-1, std::move(t), xq.elem_type);
+        requantize.push_back({part, y, onnx_lut(OpKind::kQuantize, xq, yq, 0.0f)});
+        y = part;
+      }
       std::vector<int64_t> begin(size_t(rank), 0);
       begin[size_t(axis)] = offset;
       a.slice_begin.push_back(to_nhwc(begin));
@@ -1865,6 +1879,11 @@ struct UnitTranslator {
     a.slice_strides = std::vector<int64_t>(size_t(rank), 1);
     add_op(OpKind::kSlice, {x}, outs.front(), a);
     ops.back().out = outs;
+    for (auto& [part, y, lut] : requantize) {
+      ir::Attributes qa;
+      qa.lut = std::move(lut);
+      add_op(OpKind::kQuantize, {part}, y, qa);
+    }
     return std::nullopt;
   }
 

@@ -2,8 +2,8 @@
 part — DequantizeLinear -> Split -> a QuantizeLinear per output (QDQ), or an
 int8 Split (QOperator models) — translated into one IR SLICE with an output
 per part (a byte copy of each extent). Every output is compared with the CPU
-EP's, zero differing elements; a requantizing output is declined with its
-reason; a ShuffleNet-v2-style block (Split channels -> branch convs ->
+EP's, zero differing elements; a requantizing output is rescaled with ONNX
+Runtime's Quantize(Dequantize(x)) table; a ShuffleNet-v2-style block (Split channels -> branch convs ->
 Concat -> channel shuffle) runs in one partition."""
 import numpy as np
 import pytest
@@ -56,10 +56,10 @@ def qdq_split(shape, axis, sizes=None, n=2, opset=17, dtype="int8", scale=0.05, 
               out_q=None):
     """8-bit x -> DequantizeLinear -> Split -> QuantizeLinear per output ->
     8-bit graph outputs, each at the input's quantization (output 1 at
-    `out_q` if given)."""
+    `out_q` if given; zero points in int8 terms, + 128 for uint8)."""
     et = TensorProto.INT8 if dtype == "int8" else TensorProto.UINT8
     npt = np.int8 if dtype == "int8" else np.uint8
-    zp = zp if dtype == "int8" else zp + 128
+    zp0, zp = zp, zp if dtype == "int8" else zp + 128
     n_out = len(sizes) if sizes is not None else n
     inits = [numpy_helper.from_array(np.array(scale, np.float32), "s"),
              numpy_helper.from_array(np.array(zp, npt), "z")]
@@ -69,7 +69,7 @@ def qdq_split(shape, axis, sizes=None, n=2, opset=17, dtype="int8", scale=0.05, 
         s, z = "s", "z"
         if out_q is not None and k == 1:
             inits += [numpy_helper.from_array(np.array(out_q[0], np.float32), "s1"),
-                      numpy_helper.from_array(np.array(out_q[1], npt), "z1")]
+                      numpy_helper.from_array(np.array(out_q[1] + zp - zp0, npt), "z1")]
             s, z = "s1", "z1"
         nodes.append(helper.make_node("QuantizeLinear", [f"y{k}", s, z], [f"y{k}_q"], name=f"q{k}"))
     return _finish(nodes, [helper.make_tensor_value_info("x_q", et, shape)],
@@ -163,9 +163,24 @@ def _host_reason(model, op_type):
     return hs[0]["reason"]
 
 
-def test_requantizing_split_declined():
-    why = _host_reason(qdq_split((1, 8, 4, 4), 1, [4, 4], out_q=(0.1, 4)), "Split")
-    assert "quantized differently" in why and "requantizing Split" in why, why
+# (shape, axis, sizes, output 1's (scale, zero point)): coarser, finer (saturating)
+REQUANT = [((1, 8, 4, 4), 1, [4, 4], (0.1, 4)),
+           ((1, 6, 9, 5), 2, [3, 6], (0.021, -7)),
+           ((1, 4, 5, 8), 3, [2, 3, 3], (0.05, 20)),
+           ((1, 12, 3, 3), 1, None, (0.0731, -100)),
+           ((1, 16, 16, 16), 1, [8, 8], (0.0123, 3))]  # 2048 values: every int8 input
+
+
+@pytest.mark.parametrize("opt", ["all", "basic"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("case", REQUANT, ids=[f"axis{c[1]}-s{c[3][0]}" for c in REQUANT])
+def test_requantizing_split_exact(case, dtype, opt):
+    """Output 1 at another quantization: the SLICE part rescaled by ONNX
+    Runtime's Quantize(Dequantize(x)) table, equal to the CPU EP's."""
+    shape, axis, sizes, out_q = case
+    model = qdq_split(shape, axis, sizes, 2, 13, dtype, out_q=out_q)
+    rep = assert_all_exact(model, seed=REQUANT.index(case), opt=opt)
+    assert rep["partitions"][0]["ir_ops"] == 2, rep
 
 
 def test_batch_axis_declined():
