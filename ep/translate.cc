@@ -79,6 +79,7 @@ const std::vector<QdqOpInfo>& qdq_ops() {
       {"Flatten", {0}},
       {"Concat", {}, 99, false, {}, true},
       {"Slice", {0}},
+      {"Split", {0}},
       {"DepthToSpace", {0}},
       {"SpaceToDepth", {0}},
       {"Resize", {0}},
@@ -444,14 +445,14 @@ UnitScan find_units(const OnnxGraph& g) {
     }
     const QdqOpInfo* info = qdq_info(n);
     if (info == nullptr) continue;
-    const bool int8_copy = n.op_type == "MaxPool" || n.op_type == "Slice";
+    const bool int8_copy = n.op_type == "MaxPool" || n.op_type == "Slice" || n.op_type == "Split";
     const bool reshape_like = n.op_type == "Reshape" || n.op_type == "Flatten" ||
                               n.op_type == "Squeeze" || n.op_type == "Unsqueeze";
     if ((int8_copy || reshape_like) &&
         n.input(0) >= 0 && is_8bit(g.value(n.input(0)).elem_type)) {
       // A Reshape / Flatten of an int8 constant is a step of a weight chain,
-      // folded into the unit of the op it feeds. An int8 MaxPool or Slice
-      // keeps its input's quantization.
+      // folded into the unit of the op it feeds. An int8 MaxPool, Slice or
+      // Split keeps its input's quantization.
       ConstTensor folded;
       if (!int8_copy && !g.fold_constant(n.input(0), &folded)) continue;
       NodeUnit u;
@@ -505,7 +506,21 @@ UnitScan find_units(const OnnxGraph& g) {
       }
       u.dq[in] = g.index_of(dq);
     }
-    if (why.empty()) {
+    if (why.empty() && n.op_type == "Split") {
+      // Several outputs, each quantized by its own QuantizeLinear.
+      for (size_t o = 0; o < n.outputs.size() && why.empty(); ++o) {
+        const int v = n.outputs[o];
+        const OnnxNode* q = v >= 0 ? g.sole_consumer(v) : nullptr;
+        if (q == nullptr || !q->is("QuantizeLinear", "*")) {
+          why = str_cat("output ", o, " '", v >= 0 ? g.value(v).name : std::string(),
+                        "' is not quantized by its own QuantizeLinear (not a QDQ node unit)");
+        } else {
+          u.outputs_q.push_back(g.index_of(q));
+        }
+      }
+      if (n.outputs.empty()) why = "has no output";
+      if (why.empty()) u.q = u.outputs_q[0];
+    } else if (why.empty()) {
       if (n.outputs.empty() || n.outputs[0] < 0) {
         why = "has no output";
       } else {
@@ -554,7 +569,11 @@ UnitScan find_units(const OnnxGraph& g) {
       }
     }
     if (u.activation >= 0) u.nodes.push_back(u.activation);
-    u.nodes.push_back(u.q);
+    if (u.outputs_q.empty()) {
+      u.nodes.push_back(u.q);
+    } else {
+      u.nodes.insert(u.nodes.end(), u.outputs_q.begin(), u.outputs_q.end());
+    }
     fold_chain(index, &u);
     scan.units.push_back(std::move(u));
   }
@@ -922,7 +941,8 @@ struct UnitTranslator {
       const QIn o = other.out();
       r.scale = o.scale;
       r.zp = o.zp;
-    } else if (n.op_type == "MaxPool" || n.op_type == "Slice" || n.op_type == "Reshape" ||
+    } else if (n.op_type == "MaxPool" || n.op_type == "Slice" || n.op_type == "Split" ||
+               n.op_type == "Transpose" || n.op_type == "Reshape" ||
                n.op_type == "Squeeze" || n.op_type == "Unsqueeze" ||
                n.op_type == "Flatten") {
       const QIn up = quant_source(n.input(0), depth + 1);
@@ -1762,6 +1782,111 @@ struct UnitTranslator {
     return std::nullopt;
   }
 
+  // Split along any axis but a 4-D map's batch (NCHW channels, rows or
+  // columns) as the IR's SLICE with one output per part: output k is the
+  // input's extent [offset_k, offset_k + size_k) on the axis
+  // (compiler/lower.h lower_slice). The sizes come from the `split` input
+  // (opset >= 13) or attribute (older), else equal parts (num_outputs in
+  // opset 18: ceil(dim / n) each, the last smaller), and must match the
+  // output shapes. An output quantized as the input is the byte copy (the
+  // QDQ pair gives each value back; ONNX Runtime's int8 Split copies); a
+  // requantizing output is copied, then rescaled by the activation unit with
+  // ONNX Runtime's table Quantize(Dequantize(x)) in float32 — what the
+  // unfused DequantizeLinear -> Split -> QuantizeLinear computes.
+  std::optional<std::string> split() {
+    ActQuant xq;
+    int x = -1;
+    if (auto e = act_in(0, &xq, &x)) return e;
+    const auto& xs = g.value(in(0).value).shape;
+    const int64_t rank = static_cast<int64_t>(xs.size());
+    int64_t axis = node.attr_int("axis", 0);
+    if (axis < 0) axis += rank;
+    if (rank < 1 || axis < 0 || axis >= rank || (rank == 4 && axis == 0)) {
+      return str_cat("Split along axis ", node.attr_int("axis", 0), " of a rank-", rank,
+                     " tensor: only the channel, height or width axis of NCHW tensors (not the "
+                     "batch), or any axis of other ranks");
+    }
+    const size_t n_out = node.outputs.size();
+    const int64_t dim = xs[size_t(axis)];
+    std::vector<int64_t> sizes;
+    if (node.inputs.size() > 1 && node.input(1) >= 0) {
+      const OnnxValue& sv = g.value(node.input(1));
+      if (!sv.is_constant) return str_cat("Split sizes '", sv.name, "' are not a constant");
+      for (double d : sv.numbers()) sizes.push_back(static_cast<int64_t>(d));
+    } else if (auto attr = node.attr_ints("split")) {
+      sizes = *attr;
+    } else {
+      const int64_t parts = node.attr_int("num_outputs", static_cast<int64_t>(n_out));
+      if (parts < 1) return str_cat("Split into ", parts, " outputs");
+      const int64_t chunk = (dim + parts - 1) / parts;
+      for (int64_t k = 0; k < parts; ++k) {
+        sizes.push_back(std::clamp<int64_t>(dim - k * chunk, 0, chunk));
+      }
+    }
+    if (sizes.size() != n_out) {
+      return str_cat("Split gives ", sizes.size(), " parts for ", n_out, " outputs");
+    }
+    int64_t offset = 0;
+    ir::Attributes a;  // one SLICE op, an output per part
+    std::vector<int> outs;
+    struct Requantize {
+      int part, y;
+      std::vector<int8_t> lut;
+    };
+    std::vector<Requantize> requantize;
+    for (size_t k = 0; k < n_out; ++k) {
+      if (sizes[k] < 1) return str_cat("Split output ", k, " is empty (size ", sizes[k], ")");
+      int value = node.outputs[k], scale = -1, zp = -1;
+      if (unit.form == NodeUnit::Form::kQdq) {
+        const OnnxNode& q = g.nodes[size_t(unit.outputs_q.at(k))];
+        value = q.outputs[0];
+        scale = q.input(1);
+        zp = q.input(2);
+      } else {
+        const QIn src = in(0);
+        scale = src.scale;
+        zp = src.zp;
+      }
+      std::vector<int64_t> want = xs;
+      want[size_t(axis)] = sizes[k];
+      if (g.value(value).shape != want) {
+        return str_cat("Split output ", k, " is ", shape_str(g.value(value).shape),
+                       " but the split gives ", shape_str(want));
+      }
+      ActQuant yq;
+      int y = -1;
+      if (auto e = act_quant(value, scale, zp, &yq)) return e;
+      if (auto e = activation(value, yq, &y)) return e;
+      if (yq.scale != xq.scale || yq.zero_point != xq.zero_point) {
+        // A requantizing output: the part is copied at the input's
+        // quantization, then rescaled by the activation unit with ONNX
+        // Runtime's table Quantize(Dequantize(x)) in float32 (as concat()).
+        ir::Tensor t = tensors[static_cast<size_t>(y)].tensor;
+        t.name = str_cat(t.name, " before requantizing");
+        t.quant.scales = {xq.scale};
+        t.quant.zero_points = {xq.zero_point};
+        const int part = add_local(-1, std::move(t), xq.elem_type);
+        requantize.push_back({part, y, onnx_lut(OpKind::kQuantize, xq, yq, 0.0f)});
+        y = part;
+      }
+      std::vector<int64_t> begin(size_t(rank), 0);
+      begin[size_t(axis)] = offset;
+      a.slice_begin.push_back(to_nhwc(begin));
+      outs.push_back(y);
+      offset += sizes[k];
+    }
+    if (offset != dim) return str_cat("Split sizes add up to ", offset, ", not ", dim);
+    a.slice_strides = std::vector<int64_t>(size_t(rank), 1);
+    add_op(OpKind::kSlice, {x}, outs.front(), a);
+    ops.back().out = outs;
+    for (auto& [part, y, lut] : requantize) {
+      ir::Attributes qa;
+      qa.lut = std::move(lut);
+      add_op(OpKind::kQuantize, {part}, y, qa);
+    }
+    return std::nullopt;
+  }
+
   // SpaceToDepth and DepthToSpace (DCR mode) move NCHW channel blocks exactly
   // as TFLite's NHWC ops do: out[n, (r*b + u)*C + c, h, w] = in[n, c, b*h + r,
   // b*w + u] (and the inverse), so on the NHWC IR tensors they are the IR's
@@ -1961,6 +2086,7 @@ struct UnitTranslator {
     if (t == "Pad") return pad();
     if (t == "Resize") return resize_nearest();
     if (t == "Slice") return slice();
+    if (t == "Split") return split();
     if (t == "SpaceToDepth") return block_copy(OpKind::kSpaceToDepth);
     if (t == "DepthToSpace") return block_copy(OpKind::kDepthToSpace);
     return str_cat(t, " has no translation");

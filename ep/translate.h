@@ -32,6 +32,9 @@ struct NodeUnit {
   std::vector<int> dq;        // QDQ: DequantizeLinear node per target input (-1: none / param)
   int activation = -1;        // QDQ: Relu / Clip between the target and its QuantizeLinear
   int q = -1;                 // QDQ: the QuantizeLinear of the output
+  // QDQ Split: the QuantizeLinear of each output, in output order (q is the
+  // first); empty for every other unit.
+  std::vector<int> outputs_q;
   std::vector<int> nodes;     // every node of the unit, target first
   // A layout chain folded into the unit (find_layout_chain in translate.cc):
   // Reshape / Flatten / Transpose / Squeeze / Unsqueeze steps, with
