@@ -399,3 +399,54 @@ def test_fallback_error():
     with pytest.raises(Exception, match="fallback=error"):
         s = om.session(model, "nacc", {"fallback": "error"})
         s.run(None, x)
+
+
+# ---- 16-bit QDQ (issue 16): declined, each with its reason ---------------------------
+# quantize_static(activation_type=QInt16, ActivationSymmetric) writes int16 Q/DQ with
+# zero point 0; ONNX Runtime's CPU EP runs those units in float between DQ and Q, so
+# there is no exact oracle and the EP claims none of them. QUInt16's zero point (about
+# 32768) does not fit the NPU's 9-bit offset registers.
+INT16_UNITS = [
+    ("conv", lambda: om.conv(), "Conv"),
+    ("gemm", lambda: om.gemm(), "Gemm"),
+    ("matmul", lambda: om.matmul(), "MatMul"),
+    ("add", lambda: om.binary("Add"), "Add"),
+    ("global_average_pool", lambda: om.global_average_pool(), "GlobalAveragePool"),
+]
+
+
+@pytest.mark.parametrize("builder,op", [c[1:] for c in INT16_UNITS], ids=[c[0] for c in INT16_UNITS])
+@pytest.mark.parametrize("activation", ["int16", "uint16"])
+def test_16bit_qdq_units_declined_with_reason(builder, op, activation):
+    extra = {"ActivationSymmetric": True} if activation == "int16" else {}
+    model = om.quantize(builder(), activation=activation, weight="int8", extra_options=extra)
+    types = {t.data_type for t in onnx.load_from_string(model).graph.initializer}
+    want = onnx.TensorProto.INT16 if activation == "int16" else onnx.TensorProto.UINT16
+    assert want in types  # the quantizer really wrote 16-bit zero points
+    om.session(model, "nacc", {"min_partition_macs": "0"})
+    rep = last_report()
+    assert claimed_ops(rep) == []
+    reason = declined(rep).get(op, "")
+    if activation == "int16":
+        assert "is int16 (QInt16): the EP does not claim int16 QDQ units" in reason, rep
+        assert "no exact oracle" in reason
+    else:
+        assert "is uint16 (QUInt16) with zero point" in reason, rep
+        assert "9-bit offset registers" in reason
+
+
+def test_16bit_small_cnn_nothing_claimed():
+    """A whole QInt16 model: every candidate stays on the host and the session
+    still computes what the CPU EP computes."""
+    model = om.quantize(om.small_cnn(), activation="int16", weight="int8",
+                        extra_options={"ActivationSymmetric": True})
+    feeds = om.input_feeds(model, seed=3)[0]
+    got = om.session(model, "nacc", {"min_partition_macs": "0"}).run(None, feeds)
+    rep = last_report()
+    assert rep["partitions"] == []
+    assert claimed_ops(rep) == []
+    reasons = declined(rep)
+    assert reasons and all("int16" in r for r in reasons.values()), reasons
+    ref = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)
+    for a, b in zip(got, ref):
+        np.testing.assert_array_equal(a, b)
