@@ -428,7 +428,8 @@ def test_16bit_qdq_units_declined_with_reason(builder, op, activation):
     assert claimed_ops(rep) == []
     reason = declined(rep).get(op, "")
     if activation == "int16":
-        assert "is int16 (QInt16): the EP does not claim int16 QDQ units" in reason, rep
+        assert "is int16 (QInt16): int16 QDQ units are claimed only with the provider option " \
+            "int16_activations=1" in reason, rep
         assert "no exact oracle" in reason
     else:
         assert "is uint16 (QUInt16) with zero point" in reason, rep
@@ -450,3 +451,80 @@ def test_16bit_small_cnn_nothing_claimed():
     ref = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)
     for a, b in zip(got, ref):
         np.testing.assert_array_equal(a, b)
+
+
+def _int16_output_steps(model, options, seed):
+    """(claimed op types, |nacc - cpu| in output quantization steps, elements) of
+    a quantize_static QInt16 model whose one output is a DequantizeLinear."""
+    m = onnx.load_from_string(model)
+    out_dq = next(n for n in m.graph.node if n.output[0] == m.graph.output[0].name)
+    assert out_dq.op_type == "DequantizeLinear"
+    ys = float(onnx.numpy_helper.to_array(
+        next(i for i in m.graph.initializer if i.name == out_dq.input[1])))
+    feeds = om.input_feeds(model, seed=seed)[0]
+    got = om.session(model, "nacc", options).run(None, feeds)[0]
+    claimed = claimed_ops(last_report())
+    ref = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)[0]
+    steps = np.rint(np.abs(got.astype(np.float64) - ref.astype(np.float64)) / ys).astype(np.int64)
+    return claimed, steps
+
+
+INT16_CONVS = [
+    # id, float model, per-channel weights
+    ("conv3x3", lambda: om.conv(c_in=8, c_out=16, hw=(10, 10), k=3), False),
+    ("conv3x3_per_channel", lambda: om.conv(c_in=8, c_out=16, hw=(10, 10), k=3), True),
+    ("conv1x1_stride2", lambda: om.conv(c_in=12, c_out=6, hw=(9, 9), k=1, stride=2,
+                                        pads=(0, 0, 0, 0)), True),
+    ("conv5x5_no_bias", lambda: om.conv(c_in=3, c_out=5, hw=(12, 12), k=5, pads=(2, 2, 2, 2),
+                                        bias=False), False),
+    ("depthwise3x3", lambda: om.conv(c_in=8, c_out=8, hw=(10, 10), k=3, group=8), True),
+]
+
+
+@pytest.mark.parametrize("builder,per_channel", [c[1:] for c in INT16_CONVS],
+                         ids=[c[0] for c in INT16_CONVS])
+def test_int16_conv_units_with_option_within_one_step(builder, per_channel):
+    """int16_activations=1: the QInt16 Conv unit is claimed and runs the 16x8
+    output stage; the CPU EP computes it in float, so the outputs may differ,
+    by at most one quantization step (the count is printed)."""
+    model = om.quantize(builder(), activation="int16", weight="int8", per_channel=per_channel,
+                        extra_options={"ActivationSymmetric": True})
+    total = differ = 0
+    for seed in range(3):
+        claimed, steps = _int16_output_steps(
+            model, {"min_partition_macs": "0", "int16_activations": "1"}, seed)
+        assert claimed == ["Conv"], claimed
+        assert steps.max() <= 1, steps.max()
+        total += steps.size
+        differ += int((steps > 0).sum())
+    print(f"int16 {builder().graph.node[0].op_type} per_channel={per_channel}: "
+          f"{differ} of {total} elements differ by one step")
+    # the option off: nothing int16 is claimed, and the output is the CPU EP's
+    claimed, steps = _int16_output_steps(model, {"min_partition_macs": "0"}, 0)
+    assert claimed == [] and steps.max() == 0
+
+
+def test_int16_option_claims_only_conv_in_small_cnn():
+    """The QInt16 small CNN with int16_activations=1: the Conv units are claimed,
+    every other int16 unit declined with its reason; max difference one step."""
+    model = om.quantize(om.small_cnn(), activation="int16", weight="int8",
+                        extra_options={"ActivationSymmetric": True})
+    opts = {"min_partition_macs": "0", "int16_activations": "1"}
+    om.session(model, "nacc", opts)
+    rep = last_report()
+    claimed = claimed_ops(rep)
+    assert claimed and set(claimed) == {"Conv"}, claimed
+    for op, reason in declined(rep).items():
+        assert "int16" in reason, (op, reason)
+    feeds = om.input_feeds(model, seed=1)[0]
+    got = om.session(model, "nacc", opts).run(None, feeds)[0]
+    ref = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)[0]
+    print(f"int16 small_cnn: {len(claimed)} Conv units claimed of "
+          f"{sum(1 for h in rep['host_nodes'] if h['npu_candidate'])} host candidates, "
+          f"{len(rep['partitions'])} partitions; logits max |diff| "
+          f"{float(np.abs(got - ref).max()):.3g}")
+
+
+def test_int16_activations_option_values():
+    with pytest.raises(Exception, match="int16_activations='2': must be 0 or 1"):
+        om.session(om.qdq_unit(om.conv()), "nacc", {"int16_activations": "2"})
