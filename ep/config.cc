@@ -84,9 +84,9 @@ const std::vector<OptionSpec>& option_specs() {
        "the session's graph_optimization_level (ORT's plugin ABI does not expose it): the EP "
        "computes what the CPU EP computes at that level (QDQ fusion from extended on)"},
       {"int16_activations", "0 or 1", "0",
-       "1: claim QDQ Conv units with int16 (QInt16, zero point 0) activations and int8 weights, "
-       "run with the 16x8 output stage; not bit-exact (the CPU EP computes them in float): "
-       "outputs may differ by one quantization step"},
+       "1: claim QDQ Conv units with int16 (QInt16, zero point 0) activations and int8 weights "
+       "(16x8 output stage; not bit-exact: the CPU EP computes them in float, outputs may differ "
+       "by one quantization step) and same-quantization int16 MaxPool / Reshape / Flatten"},
   };
   return table;
 }

@@ -2120,12 +2120,14 @@ struct UnitTranslator {
   std::optional<std::string> translate() {
     std::optional<std::string> why = translate_op();
     if (why) return why;
-    // int16 activations (option int16_activations): only Conv is translated so far.
+    // int16 activations (option int16_activations): Conv (16x8 output stage)
+    // and the same-quantization copies MaxPool / Reshape / Flatten so far.
     const std::string& t = node.op_type;
+    const bool i16_kind = t == "Conv" || t == "MaxPool" || t == "Reshape" || t == "Flatten";
     for (const LocalTensor& lt : tensors) {
-      if (lt.tensor.dtype == DType::kInt16 && t != "Conv") {
+      if (lt.tensor.dtype == DType::kInt16 && !i16_kind) {
         return str_cat(t, " with int16 activations is not translated (int16_activations claims "
-                          "Conv units only)");
+                          "Conv, MaxPool, Reshape and Flatten units only)");
       }
     }
     return std::nullopt;

@@ -504,25 +504,65 @@ def test_int16_conv_units_with_option_within_one_step(builder, per_channel):
     assert claimed == [] and steps.max() == 0
 
 
-def test_int16_option_claims_only_conv_in_small_cnn():
-    """The QInt16 small CNN with int16_activations=1: the Conv units are claimed,
-    every other int16 unit declined with its reason; max difference one step."""
+def test_int16_option_small_cnn():
+    """The QInt16 small CNN with int16_activations=1: the Conv and MaxPool units
+    are claimed, every other int16 unit declined with its reason."""
     model = om.quantize(om.small_cnn(), activation="int16", weight="int8",
                         extra_options={"ActivationSymmetric": True})
     opts = {"min_partition_macs": "0", "int16_activations": "1"}
     om.session(model, "nacc", opts)
     rep = last_report()
     claimed = claimed_ops(rep)
-    assert claimed and set(claimed) == {"Conv"}, claimed
+    assert sorted(claimed) == ["Conv", "Conv", "Conv", "MaxPool"], claimed
     for op, reason in declined(rep).items():
-        assert "int16" in reason, (op, reason)
+        assert "int16" in reason or (op == "Flatten" and "would only reshape" in reason), (op, reason)
     feeds = om.input_feeds(model, seed=1)[0]
     got = om.session(model, "nacc", opts).run(None, feeds)[0]
     ref = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)[0]
-    print(f"int16 small_cnn: {len(claimed)} Conv units claimed of "
-          f"{sum(1 for h in rep['host_nodes'] if h['npu_candidate'])} host candidates, "
+    print(f"int16 small_cnn: {rep['claimed_nodes']} nodes claimed ({claimed}), "
           f"{len(rep['partitions'])} partitions; logits max |diff| "
           f"{float(np.abs(got - ref).max()):.3g}")
+
+
+def _conv_pool_flatten():
+    from onnx import helper
+    w = om.rng_weights((8, 4, 3, 3), 2)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("MaxPool", ["c"], ["p"], name="pool", kernel_shape=[2, 2],
+                              strides=[2, 2]),
+             helper.make_node("GlobalMaxPool", ["p"], ["g"], name="gmp"),
+             helper.make_node("Flatten", ["g"], ["y"], name="flatten")]
+    return om.float_model(nodes, {"x": (1, 4, 12, 12)}, {"y": (1, 8)}, {"w": w})
+
+
+def test_int16_conv_maxpool_partition_within_one_step():
+    """Conv -> MaxPool in one int16 partition (the pool shares its input's
+    quantization: a copy, exact); the Conv's one-step differences pass through."""
+    model = om.quantize(_conv_pool_flatten(), activation="int16", weight="int8",
+                        extra_options={"ActivationSymmetric": True})
+    m = onnx.load_from_string(model)
+    # cut the graph at the MaxPool's QuantizeLinear: its DequantizeLinear is the output
+    pool_q = next(n for n in m.graph.node if n.op_type == "QuantizeLinear" and n.input[0] == "p")
+    pool_dq = next(n for n in m.graph.node if n.op_type == "DequantizeLinear"
+                   and n.input[0] == pool_q.output[0])
+    keep = []
+    for n in m.graph.node:
+        keep.append(n)
+        if n is pool_dq:
+            break
+    del m.graph.node[:]
+    m.graph.node.extend(keep)
+    del m.graph.output[:]
+    m.graph.output.append(onnx.helper.make_tensor_value_info(pool_dq.output[0],
+                                                             onnx.TensorProto.FLOAT, None))
+    model = m.SerializeToString()
+    claimed, steps = _int16_output_steps(model, {"min_partition_macs": "0",
+                                                 "int16_activations": "1"}, 0)
+    assert claimed == ["Conv", "MaxPool"], claimed
+    assert len(last_report()["partitions"]) == 1
+    assert steps.max() <= 1
+    print(f"int16 Conv+MaxPool: {int((steps > 0).sum())} of {steps.size} elements differ by one step")
 
 
 def test_int16_activations_option_values():
