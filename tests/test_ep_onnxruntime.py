@@ -568,3 +568,24 @@ def test_int16_conv_maxpool_partition_within_one_step():
 def test_int16_activations_option_values():
     with pytest.raises(Exception, match="int16_activations='2': must be 0 or 1"):
         om.session(om.qdq_unit(om.conv()), "nacc", {"int16_activations": "2"})
+
+
+def test_int16_ep_context_and_core_counts(tmp_path):
+    """The int16 partitions round-trip through an EP-context model (int16
+    bindings) and compute the same at 1 and 8 cores, 64 and 16 KB of SRAM."""
+    model = om.quantize(om.small_cnn(), activation="int16", weight="int8",
+                        extra_options={"ActivationSymmetric": True})
+    feeds = om.input_feeds(model, seed=4)[0]
+    opts = {"min_partition_macs": "0", "int16_activations": "1"}
+    ref = om.session(model, "nacc", opts).run(None, feeds)[0]
+    for cores, sram in ((8, 64), (1, 16), (8, 16)):
+        got = om.session(model, "nacc", dict(opts, cores=cores, sram_kb=sram)).run(None, feeds)[0]
+        assert len(last_report()["partitions"]) == 3
+        np.testing.assert_array_equal(got, ref)
+    ctx = tmp_path / "int16_ctx.onnx"
+    om.session(model, "nacc", opts, config={"ep.context_enable": "1",
+                                            "ep.context_file_path": str(ctx),
+                                            "ep.context_embed_mode": "1"})
+    ops = [n.op_type for n in onnx.load(str(ctx)).graph.node]
+    assert ops.count("EPContext") == 3 and "Conv" not in ops
+    np.testing.assert_array_equal(om.session(str(ctx), "nacc", opts).run(None, feeds)[0], ref)
