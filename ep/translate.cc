@@ -747,9 +747,10 @@ struct UnitTranslator {
     if (elem == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16) {
       // QUInt16: the zero point (about 32768 from quantize_static) is outside
       // the 9-bit signed offset registers (NACC_SPEC §9: int16 maps need zero point 0).
-      return str_cat("'", v.name, "' is uint16 (QUInt16) with zero point ", zps.empty() ? 0 : zps[0],
-                     ": 16-bit maps need zero point 0 (QInt16 with ActivationSymmetric); a uint16 "
-                     "zero point does not fit the NPU's 9-bit offset registers");
+      return str_cat("'", v.name, "' is uint16 (QUInt16) with zero point ",
+                     zps.empty() ? 0 : zps[0],
+                     ": 16-bit maps need zero point 0 (QInt16 with ActivationSymmetric); a "
+                     "uint16 zero point does not fit the NPU's 9-bit offset registers");
     }
     if (elem == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16) {
       // The CPU EP has no int16 kernels: it dequantizes, runs the float op and
