@@ -83,6 +83,10 @@ const std::vector<OptionSpec>& option_specs() {
       {"ort_optimization_level", "disabled, basic, extended or all", "all",
        "the session's graph_optimization_level (ORT's plugin ABI does not expose it): the EP "
        "computes what the CPU EP computes at that level (QDQ fusion from extended on)"},
+      {"int16_activations", "0 or 1", "0",
+       "1: claim QDQ Conv units with int16 (QInt16, zero point 0) activations and int8 weights "
+       "(16x8 output stage; not bit-exact: the CPU EP computes them in float, outputs may differ "
+       "by one quantization step) and same-quantization int16 MaxPool / Reshape / Flatten"},
   };
   return table;
 }
@@ -191,6 +195,12 @@ Config Config::from_pairs(const std::vector<std::pair<std::string, std::string>>
         }
       }
       if (!found) bad(key, value, "must be disabled, basic, extended or all");
+    } else if (key == "int16_activations") {
+      if (value == "0" || value == "1") {
+        c.int16_activations = value == "1";
+      } else {
+        bad(key, value, "must be 0 or 1");
+      }
     } else {
       std::vector<std::string> known;
       for (const OptionSpec& o : option_specs()) known.emplace_back(o.name);
@@ -235,7 +245,8 @@ std::string Config::summary() const {
                  " min_partition_macs=", min_partition_macs,
                  " log_level=", kLogLevelNames[static_cast<int>(log_level)],
                  " ort_optimization_level=", static_cast<int>(ort_opt_level),
-                 " qdqisint8allowed=", int(ort_qdq_int8_allowed));
+                 " qdqisint8allowed=", int(ort_qdq_int8_allowed),
+                 int16_activations ? " int16_activations=1" : "");
 }
 
 int Config::log_floor() const {

@@ -62,6 +62,12 @@ struct Config {
   // from the session's config entries.
   enum class OrtOptLevel { kDisabled = 0, kBasic = 1, kExtended = 2, kAll = 99 };
   OrtOptLevel ort_opt_level = OrtOptLevel::kAll;
+  // Option int16_activations: claim QDQ Conv units with int16 (QInt16, zero
+  // point 0) activations, computed with the compiler's 16x8 (TFLite) output
+  // stage, and same-quantization int16 MaxPool / Reshape / Flatten. The CPU
+  // EP runs them in float, so outputs may differ from it by one quantization
+  // step (docs/onnxruntime_ep.md "16-bit activations").
+  bool int16_activations = false;
   bool ort_qdq_int8_allowed = false;
   // The decision per node unit (keyed by its op's output value name), made on
   // the first, whole-graph GetCapability view and reused by later views and

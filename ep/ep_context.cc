@@ -81,9 +81,10 @@ IoBinding read_binding(Reader& r) {
   b.name = r.str();
   b.elem_type = r.pod<int32_t>();
   check_arg(b.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8 ||
-                b.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8,
+                b.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8 ||
+                b.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16,
             "NaccExecutionProvider: binding '", b.name, "' has element type ", b.elem_type,
-            " (int8 or uint8 expected)");
+            " (int8, uint8 or int16 expected)");
   const uint8_t nchw = r.pod<uint8_t>();
   check_arg(nchw <= 1, "NaccExecutionProvider: binding '", b.name, "' has layout flag ", int(nchw));
   b.nchw = nchw != 0;

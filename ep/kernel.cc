@@ -112,7 +112,10 @@ void CompiledPartition::compute(const Api& api, OrtKernelContext* context) const
     buf.resize(static_cast<size_t>(b.bytes()));
     const auto* src = static_cast<const uint8_t*>(v.data);
     const bool flip = b.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;
-    if (b.nchw) {
+    if (b.nchw && b.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16) {
+      const auto& s = b.onnx_shape;
+      nchw_to_nhwc_16bit(s[0], s[1], s[2], s[3], src, buf.data());
+    } else if (b.nchw) {
       const auto& s = b.onnx_shape;
       nchw_to_nhwc_8bit(s[0], s[1], s[2], s[3], src, buf.data(), flip);
     } else {
@@ -140,7 +143,10 @@ void CompiledPartition::compute(const Api& api, OrtKernelContext* context) const
     api.check(api.ort->GetTensorMutableData(value, &dst));
     const std::vector<uint8_t>& buf = out_bufs[program_output_of_[i]];
     const bool flip = b.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;
-    if (b.nchw) {
+    if (b.nchw && b.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16) {
+      const auto& s = b.onnx_shape;
+      nhwc_to_nchw_16bit(s[0], s[1], s[2], s[3], buf.data(), static_cast<uint8_t*>(dst));
+    } else if (b.nchw) {
       const auto& s = b.onnx_shape;
       nhwc_to_nchw_8bit(s[0], s[1], s[2], s[3], buf.data(), static_cast<uint8_t*>(dst), flip);
     } else {

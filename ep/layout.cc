@@ -26,7 +26,33 @@ void transpose(int64_t rows, int64_t cols, const uint8_t* in, uint8_t* out, uint
   }
 }
 
+// transpose() for 2-byte elements (no flip: int16 only).
+void transpose16(int64_t rows, int64_t cols, const uint8_t* in, uint8_t* out) {
+  for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
+    const int64_t i1 = std::min(rows, i0 + kTile);
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+      const int64_t j1 = std::min(cols, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i) {
+        const uint8_t* src = in + i * cols * 2;
+        for (int64_t j = j0; j < j1; ++j) std::memcpy(out + (j * rows + i) * 2, src + j * 2, 2);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void nchw_to_nhwc_16bit(int64_t N, int64_t C, int64_t H, int64_t W, const uint8_t* src,
+                        uint8_t* dst) {
+  const int64_t image = C * H * W * 2;
+  for (int64_t n = 0; n < N; ++n) transpose16(C, H * W, src + n * image, dst + n * image);
+}
+
+void nhwc_to_nchw_16bit(int64_t N, int64_t C, int64_t H, int64_t W, const uint8_t* src,
+                        uint8_t* dst) {
+  const int64_t image = C * H * W * 2;
+  for (int64_t n = 0; n < N; ++n) transpose16(H * W, C, src + n * image, dst + n * image);
+}
 
 void copy_8bit(int64_t bytes, const uint8_t* src, uint8_t* dst, bool flip_sign) {
   if (!flip_sign) {

@@ -20,6 +20,12 @@ void nchw_to_nhwc_8bit(int64_t N, int64_t C, int64_t H, int64_t W, const uint8_t
 void nhwc_to_nchw_8bit(int64_t N, int64_t C, int64_t H, int64_t W, const uint8_t* src,
                        uint8_t* dst, bool flip_sign);
 
+// The same for 2-byte (int16) elements: src [N, C, H, W] -> dst [N, H, W, C] and back.
+void nchw_to_nhwc_16bit(int64_t N, int64_t C, int64_t H, int64_t W, const uint8_t* src,
+                        uint8_t* dst);
+void nhwc_to_nchw_16bit(int64_t N, int64_t C, int64_t H, int64_t W, const uint8_t* src,
+                        uint8_t* dst);
+
 // Plain copy with optional sign flip (tensors of rank < 4).
 void copy_8bit(int64_t bytes, const uint8_t* src, uint8_t* dst, bool flip_sign);
 

@@ -38,6 +38,18 @@ std::vector<double> OnnxValue::numbers() const {
     switch (elem_type) {
       case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8: out[i] = static_cast<int8_t>(*p); break;
       case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8: out[i] = *p; break;
+      case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16: {
+        int16_t v;
+        std::memcpy(&v, p, 2);
+        out[i] = v;
+        break;
+      }
+      case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16: {
+        uint16_t v;
+        std::memcpy(&v, p, 2);
+        out[i] = v;
+        break;
+      }
       case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32: {
         int32_t v;
         std::memcpy(&v, p, 4);

@@ -581,7 +581,7 @@ UnitScan find_units(const OnnxGraph& g) {
 }
 
 int64_t IoBinding::bytes() const {
-  int64_t n = 1;
+  int64_t n = elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16 ? 2 : 1;
   for (int64_t d : onnx_shape) n *= d;
   return n;
 }
@@ -744,6 +744,35 @@ struct UnitTranslator {
     if (auto e = read_qparams(scale_id, zp_id, v.elem_type, &scales, &zps, &elem)) {
       return str_cat("'", v.name, "': ", *e);
     }
+    if (elem == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16) {
+      // QUInt16: the zero point (about 32768 from quantize_static) is outside
+      // the 9-bit signed offset registers (NACC_SPEC §9: int16 maps need zero point 0).
+      return str_cat("'", v.name, "' is uint16 (QUInt16) with zero point ",
+                     zps.empty() ? 0 : zps[0],
+                     ": 16-bit maps need zero point 0 (QInt16 with ActivationSymmetric); a "
+                     "uint16 zero point does not fit the NPU's 9-bit offset registers");
+    }
+    if (elem == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16) {
+      // The CPU EP has no int16 kernels: it dequantizes, runs the float op and
+      // quantizes, so no bit-exact oracle exists for the 16x8 output stages.
+      if (!b.config_.int16_activations || unit.form != NodeUnit::Form::kQdq) {
+        return str_cat("'", v.name, "' is int16 (QInt16): int16 QDQ units are claimed only with "
+                       "the provider option int16_activations=1 (ONNX Runtime's CPU EP computes "
+                       "them in float between DequantizeLinear and QuantizeLinear, so there is no "
+                       "exact oracle)");
+      }
+      if (scales.size() != 1) {
+        return str_cat("'", v.name, "' is quantized per channel (", scales.size(),
+                       " scales); activations need one scale");
+      }
+      if (zps[0] != 0) {
+        return str_cat("'", v.name, "' is int16 with zero point ", zps[0], " (0 needed)");
+      }
+      out->elem_type = elem;
+      out->scale = scales[0];
+      out->zero_point = 0;
+      return std::nullopt;
+    }
     if (!is_8bit(elem)) {
       return str_cat("'", v.name, "' is ", onnx_elem_name(elem), " (int8 or uint8 needed)");
     }
@@ -876,7 +905,7 @@ struct UnitTranslator {
     ir::Tensor t;
     t.name = v.name;
     t.shape = to_nhwc(v.shape);
-    t.dtype = DType::kInt8;
+    t.dtype = q.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16 ? DType::kInt16 : DType::kInt8;
     t.quant.scales = {q.scale};
     t.quant.zero_points = {q.zero_point};
     const int existing = b.tensor_of(value_id);
@@ -1180,13 +1209,37 @@ struct UnitTranslator {
     int bt = -1;
     const int bias_input = qop ? 8 : 2;
     const int bias_value = qop ? node.input(bias_input) : in(2).value;
+    const bool i16 = xq.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16;
+    if (i16 != (yq.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16)) {
+      return str_cat("input is ", onnx_elem_name(xq.elem_type), " and output ",
+                     onnx_elem_name(yq.elem_type), " (int16 units need both int16)");
+    }
+    if (i16) {
+      for (int32_t z : w.zero_points) {
+        if (z != 0) return str_cat("int16 units need weight zero point 0 (has ", z, ")");
+      }
+    }
     if (bias_value >= 0) {
       std::vector<int32_t> bias;
       const QIn bi = in(2);
       if (auto e = read_bias(bias_value, o, xq, w, !qop, bi.scale, bi.zp, &bias)) return e;
-      std::vector<uint8_t> bytes(bias.size() * 4);
-      std::memcpy(bytes.data(), bias.data(), bytes.size());
-      bt = constant(g.value(bias_value).name, {o}, DType::kInt32, std::move(bytes), {});
+      if (i16) {
+        // The 16x8 form takes an int64 bias: the same integer values.
+        std::vector<int64_t> b64(bias.begin(), bias.end());
+        std::vector<uint8_t> bytes(b64.size() * 8);
+        std::memcpy(bytes.data(), b64.data(), bytes.size());
+        bt = constant(g.value(bias_value).name, {o}, DType::kInt64, std::move(bytes), {});
+      } else {
+        std::vector<uint8_t> bytes(bias.size() * 4);
+        std::memcpy(bytes.data(), bias.data(), bytes.size());
+        bt = constant(g.value(bias_value).name, {o}, DType::kInt32, std::move(bytes), {});
+      }
+    }
+    if (i16) {
+      // int16 activations: the compiler's 16x8 (TFLite) output stage. ONNX
+      // Runtime computes the unit in float; the difference is measured, not zero.
+      add_op(kind, {x, wt, bt}, y, a);
+      return std::nullopt;
     }
     // ONNX Runtime's CPU EP runs Conv as QLinearConv, whose output stage is
     // float32 (MLAS): the NPU uses the same one (NACC_ACT_PARA.QUANT_FP32_SCALE).
@@ -2066,6 +2119,22 @@ struct UnitTranslator {
   }
 
   std::optional<std::string> translate() {
+    std::optional<std::string> why = translate_op();
+    if (why) return why;
+    // int16 activations (option int16_activations): Conv (16x8 output stage)
+    // and the same-quantization copies MaxPool / Reshape / Flatten so far.
+    const std::string& t = node.op_type;
+    const bool i16_kind = t == "Conv" || t == "MaxPool" || t == "Reshape" || t == "Flatten";
+    for (const LocalTensor& lt : tensors) {
+      if (lt.tensor.dtype == DType::kInt16 && !i16_kind) {
+        return str_cat(t, " with int16 activations is not translated (int16_activations claims "
+                          "Conv, MaxPool, Reshape and Flatten units only)");
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::optional<std::string> translate_op() {
     const std::string& t = node.op_type;
     if (unit.layout_input >= 0 && is_layout_op(node)) return channel_permute();
     if (t == "Conv" || t == "QLinearConv") return conv();

@@ -64,7 +64,8 @@ def quantize(model: onnx.ModelProto, *, fmt: str = "QDQ", activation: str = "int
         def get_next(self):
             return next(self.it, None)
 
-    types = {"int8": QuantType.QInt8, "uint8": QuantType.QUInt8}
+    types = {"int8": QuantType.QInt8, "uint8": QuantType.QUInt8, "int16": QuantType.QInt16,
+             "uint16": QuantType.QUInt16}
     with tempfile.TemporaryDirectory() as d:
         src, dst = os.path.join(d, "f.onnx"), os.path.join(d, "q.onnx")
         onnx.save(model, src)

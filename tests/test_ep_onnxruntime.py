@@ -399,3 +399,193 @@ def test_fallback_error():
     with pytest.raises(Exception, match="fallback=error"):
         s = om.session(model, "nacc", {"fallback": "error"})
         s.run(None, x)
+
+
+# ---- 16-bit QDQ (issue 16): declined, each with its reason ---------------------------
+# quantize_static(activation_type=QInt16, ActivationSymmetric) writes int16 Q/DQ with
+# zero point 0; ONNX Runtime's CPU EP runs those units in float between DQ and Q, so
+# there is no exact oracle and the EP claims none of them. QUInt16's zero point (about
+# 32768) does not fit the NPU's 9-bit offset registers.
+INT16_UNITS = [
+    ("conv", lambda: om.conv(), "Conv"),
+    ("gemm", lambda: om.gemm(), "Gemm"),
+    ("matmul", lambda: om.matmul(), "MatMul"),
+    ("add", lambda: om.binary("Add"), "Add"),
+    ("global_average_pool", lambda: om.global_average_pool(), "GlobalAveragePool"),
+]
+
+
+@pytest.mark.parametrize("builder,op", [c[1:] for c in INT16_UNITS], ids=[c[0] for c in INT16_UNITS])
+@pytest.mark.parametrize("activation", ["int16", "uint16"])
+def test_16bit_qdq_units_declined_with_reason(builder, op, activation):
+    extra = {"ActivationSymmetric": True} if activation == "int16" else {}
+    model = om.quantize(builder(), activation=activation, weight="int8", extra_options=extra)
+    types = {t.data_type for t in onnx.load_from_string(model).graph.initializer}
+    want = onnx.TensorProto.INT16 if activation == "int16" else onnx.TensorProto.UINT16
+    assert want in types  # the quantizer really wrote 16-bit zero points
+    om.session(model, "nacc", {"min_partition_macs": "0"})
+    rep = last_report()
+    assert claimed_ops(rep) == []
+    reason = declined(rep).get(op, "")
+    if activation == "int16":
+        assert "is int16 (QInt16): int16 QDQ units are claimed only with the provider option " \
+            "int16_activations=1" in reason, rep
+        assert "no exact oracle" in reason
+    else:
+        assert "is uint16 (QUInt16) with zero point" in reason, rep
+        assert "9-bit offset registers" in reason
+
+
+def test_16bit_small_cnn_nothing_claimed():
+    """A whole QInt16 model: every candidate stays on the host and the session
+    still computes what the CPU EP computes."""
+    model = om.quantize(om.small_cnn(), activation="int16", weight="int8",
+                        extra_options={"ActivationSymmetric": True})
+    feeds = om.input_feeds(model, seed=3)[0]
+    got = om.session(model, "nacc", {"min_partition_macs": "0"}).run(None, feeds)
+    rep = last_report()
+    assert rep["partitions"] == []
+    assert claimed_ops(rep) == []
+    reasons = declined(rep)
+    assert reasons and all("int16" in r for r in reasons.values()), reasons
+    ref = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)
+    for a, b in zip(got, ref):
+        np.testing.assert_array_equal(a, b)
+
+
+def _int16_output_steps(model, options, seed):
+    """(claimed op types, |nacc - cpu| in output quantization steps, elements) of
+    a quantize_static QInt16 model whose one output is a DequantizeLinear."""
+    m = onnx.load_from_string(model)
+    out_dq = next(n for n in m.graph.node if n.output[0] == m.graph.output[0].name)
+    assert out_dq.op_type == "DequantizeLinear"
+    ys = float(onnx.numpy_helper.to_array(
+        next(i for i in m.graph.initializer if i.name == out_dq.input[1])))
+    feeds = om.input_feeds(model, seed=seed)[0]
+    got = om.session(model, "nacc", options).run(None, feeds)[0]
+    claimed = claimed_ops(last_report())
+    ref = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)[0]
+    steps = np.rint(np.abs(got.astype(np.float64) - ref.astype(np.float64)) / ys).astype(np.int64)
+    return claimed, steps
+
+
+INT16_CONVS = [
+    # id, float model, per-channel weights
+    ("conv3x3", lambda: om.conv(c_in=8, c_out=16, hw=(10, 10), k=3), False),
+    ("conv3x3_per_channel", lambda: om.conv(c_in=8, c_out=16, hw=(10, 10), k=3), True),
+    ("conv1x1_stride2", lambda: om.conv(c_in=12, c_out=6, hw=(9, 9), k=1, stride=2,
+                                        pads=(0, 0, 0, 0)), True),
+    ("conv5x5_no_bias", lambda: om.conv(c_in=3, c_out=5, hw=(12, 12), k=5, pads=(2, 2, 2, 2),
+                                        bias=False), False),
+    ("depthwise3x3", lambda: om.conv(c_in=8, c_out=8, hw=(10, 10), k=3, group=8), True),
+]
+
+
+@pytest.mark.parametrize("builder,per_channel", [c[1:] for c in INT16_CONVS],
+                         ids=[c[0] for c in INT16_CONVS])
+def test_int16_conv_units_with_option_within_one_step(builder, per_channel):
+    """int16_activations=1: the QInt16 Conv unit is claimed and runs the 16x8
+    output stage; the CPU EP computes it in float, so the outputs may differ,
+    by at most one quantization step (the count is printed)."""
+    model = om.quantize(builder(), activation="int16", weight="int8", per_channel=per_channel,
+                        extra_options={"ActivationSymmetric": True})
+    total = differ = 0
+    for seed in range(3):
+        claimed, steps = _int16_output_steps(
+            model, {"min_partition_macs": "0", "int16_activations": "1"}, seed)
+        assert claimed == ["Conv"], claimed
+        assert steps.max() <= 1, steps.max()
+        total += steps.size
+        differ += int((steps > 0).sum())
+    print(f"int16 {builder().graph.node[0].op_type} per_channel={per_channel}: "
+          f"{differ} of {total} elements differ by one step")
+    # the option off: nothing int16 is claimed, and the output is the CPU EP's
+    claimed, steps = _int16_output_steps(model, {"min_partition_macs": "0"}, 0)
+    assert claimed == [] and steps.max() == 0
+
+
+def test_int16_option_small_cnn():
+    """The QInt16 small CNN with int16_activations=1: the Conv and MaxPool units
+    are claimed, every other int16 unit declined with its reason."""
+    model = om.quantize(om.small_cnn(), activation="int16", weight="int8",
+                        extra_options={"ActivationSymmetric": True})
+    opts = {"min_partition_macs": "0", "int16_activations": "1"}
+    om.session(model, "nacc", opts)
+    rep = last_report()
+    claimed = claimed_ops(rep)
+    assert sorted(claimed) == ["Conv", "Conv", "Conv", "MaxPool"], claimed
+    for op, reason in declined(rep).items():
+        assert "int16" in reason or (op == "Flatten" and "would only reshape" in reason), (op, reason)
+    feeds = om.input_feeds(model, seed=1)[0]
+    got = om.session(model, "nacc", opts).run(None, feeds)[0]
+    ref = om.session(model, ["CPUExecutionProvider"]).run(None, feeds)[0]
+    print(f"int16 small_cnn: {rep['claimed_nodes']} nodes claimed ({claimed}), "
+          f"{len(rep['partitions'])} partitions; logits max |diff| "
+          f"{float(np.abs(got - ref).max()):.3g}")
+
+
+def _conv_pool_flatten():
+    from onnx import helper
+    w = om.rng_weights((8, 4, 3, 3), 2)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("MaxPool", ["c"], ["p"], name="pool", kernel_shape=[2, 2],
+                              strides=[2, 2]),
+             helper.make_node("GlobalMaxPool", ["p"], ["g"], name="gmp"),
+             helper.make_node("Flatten", ["g"], ["y"], name="flatten")]
+    return om.float_model(nodes, {"x": (1, 4, 12, 12)}, {"y": (1, 8)}, {"w": w})
+
+
+def test_int16_conv_maxpool_partition_within_one_step():
+    """Conv -> MaxPool in one int16 partition (the pool shares its input's
+    quantization: a copy, exact); the Conv's one-step differences pass through."""
+    model = om.quantize(_conv_pool_flatten(), activation="int16", weight="int8",
+                        extra_options={"ActivationSymmetric": True})
+    m = onnx.load_from_string(model)
+    # cut the graph at the MaxPool's QuantizeLinear: its DequantizeLinear is the output
+    pool_q = next(n for n in m.graph.node if n.op_type == "QuantizeLinear" and n.input[0] == "p")
+    pool_dq = next(n for n in m.graph.node if n.op_type == "DequantizeLinear"
+                   and n.input[0] == pool_q.output[0])
+    keep = []
+    for n in m.graph.node:
+        keep.append(n)
+        if n is pool_dq:
+            break
+    del m.graph.node[:]
+    m.graph.node.extend(keep)
+    del m.graph.output[:]
+    m.graph.output.append(onnx.helper.make_tensor_value_info(pool_dq.output[0],
+                                                             onnx.TensorProto.FLOAT, None))
+    model = m.SerializeToString()
+    claimed, steps = _int16_output_steps(model, {"min_partition_macs": "0",
+                                                 "int16_activations": "1"}, 0)
+    assert claimed == ["Conv", "MaxPool"], claimed
+    assert len(last_report()["partitions"]) == 1
+    assert steps.max() <= 1
+    print(f"int16 Conv+MaxPool: {int((steps > 0).sum())} of {steps.size} elements differ by one step")
+
+
+def test_int16_activations_option_values():
+    with pytest.raises(Exception, match="int16_activations='2': must be 0 or 1"):
+        om.session(om.qdq_unit(om.conv()), "nacc", {"int16_activations": "2"})
+
+
+def test_int16_ep_context_and_core_counts(tmp_path):
+    """The int16 partitions round-trip through an EP-context model (int16
+    bindings) and compute the same at 1 and 8 cores, 64 and 16 KB of SRAM."""
+    model = om.quantize(om.small_cnn(), activation="int16", weight="int8",
+                        extra_options={"ActivationSymmetric": True})
+    feeds = om.input_feeds(model, seed=4)[0]
+    opts = {"min_partition_macs": "0", "int16_activations": "1"}
+    ref = om.session(model, "nacc", opts).run(None, feeds)[0]
+    for cores, sram in ((8, 64), (1, 16), (8, 16)):
+        got = om.session(model, "nacc", dict(opts, cores=cores, sram_kb=sram)).run(None, feeds)[0]
+        assert len(last_report()["partitions"]) == 3
+        np.testing.assert_array_equal(got, ref)
+    ctx = tmp_path / "int16_ctx.onnx"
+    om.session(model, "nacc", opts, config={"ep.context_enable": "1",
+                                            "ep.context_file_path": str(ctx),
+                                            "ep.context_embed_mode": "1"})
+    ops = [n.op_type for n in onnx.load(str(ctx)).graph.node]
+    assert ops.count("EPContext") == 3 and "Conv" not in ops
+    np.testing.assert_array_equal(om.session(str(ctx), "nacc", opts).run(None, feeds)[0], ref)
