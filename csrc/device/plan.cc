@@ -617,7 +617,7 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
     pos += int64_t(bytes.size());
   };
   if (wbytes > 0) {
-    std::vector<uint8_t> wv = weights.data();
+    std::vector<uint8_t> wv = weights.data();  // the one copy: the rest moves it
     if (fam == Family::kDepthwise) {
       // Back to [ky, kx, C].
       std::vector<uint8_t> t2(wv.size());
@@ -630,8 +630,8 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
     // convolution's OHWI filter ([C, KH, KW, C_in], K = (ky * KW + kx) * C_in + ci).
     c.w_lo = 0;
     c.weight_count = int64_t(wv.size());
-    kd.bytes = wv;
     pos = int64_t(wv.size());
+    kd.bytes = std::move(wv);
   }
   s.int4 = false;
   c.int4 = false;
