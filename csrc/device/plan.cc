@@ -107,7 +107,7 @@ void unsupported(Recorder& rec, const char* why) {
 }  // namespace
 
 void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
-                   const std::vector<CoreWork>& work) {
+                   std::vector<CoreWork>& work) {
   const HandlerContext& ctx = env.ctx;
   if (rec.cores.size() < ctx.cores.size()) rec.cores.resize(ctx.cores.size());
   static thread_local std::unordered_multimap<uint64_t, int> by_digest;
@@ -117,10 +117,19 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
   kt.s = s;
   kt.tiles.reserve(work.size());
   const bool k_broadcast = s.mode == value_of(BroadcastMode::SPLIT_HEIGHT);
-  for (const CoreWork& c : work) {
+  for (CoreWork& c : work) {
     Recorder::CoreResidency& res = rec.cores[size_t(c.core)];
     TileTrace t;
-    t.work = c;
+    {
+      // The trace's copy without the vectors the replay never reads (the
+      // residency keys; the K reads are resolved below): no allocation per tile.
+      std::vector<Read> small = std::move(c.small_reads);
+      std::vector<uint64_t> fm_key = std::move(c.fm_key), k_key = std::move(c.k_key);
+      t.work = c;
+      c.small_reads = std::move(small);
+      c.fm_key = std::move(fm_key);
+      c.k_key = std::move(k_key);
+    }
     t.fm = rec.ref(c.fm_read);
     if (c.load_temp) t.temp = rec.ref(c.temp_read);
     t.out = rec.ref(c.ofm_addr);
@@ -608,7 +617,7 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
     pos += int64_t(bytes.size());
   };
   if (wbytes > 0) {
-    std::vector<uint8_t> wv = weights.data();
+    std::vector<uint8_t> wv = weights.data();  // the one copy: the rest moves it
     if (fam == Family::kDepthwise) {
       // Back to [ky, kx, C].
       std::vector<uint8_t> t2(wv.size());
@@ -621,8 +630,8 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
     // convolution's OHWI filter ([C, KH, KW, C_in], K = (ky * KW + kx) * C_in + ci).
     c.w_lo = 0;
     c.weight_count = int64_t(wv.size());
-    kd.bytes = wv;
     pos = int64_t(wv.size());
+    kd.bytes = std::move(wv);
   }
   s.int4 = false;
   c.int4 = false;
@@ -695,15 +704,17 @@ std::unique_ptr<PlanData> make_plan(Recorder&& rec) {
   sum.copies = int(rec.copies.size());
 
   auto emit_command = [&](int k) {
-    const KernelTrace& kt = rec.kernels[size_t(k)];
+    KernelTrace& kt = rec.kernels[size_t(k)];  // in one group only: its tiles move to the calls
     PlanStep step;
     step.first = int(plan->calls.size());
     step.count = int(kt.tiles.size());
     Group one{{k}};
     std::vector<std::pair<RegionRef, uint64_t>> reads, writes;
+    reads.reserve(kt.tiles.size() * 2);
+    writes.reserve(kt.tiles.size());
     group_ranges(rec, one, &reads, &writes);
     step.stage_inputs = overlap(reads, writes);
-    for (const TileTrace& t : kt.tiles) plan->calls.push_back(PlanCall{kt.s, t, nullptr});
+    for (TileTrace& t : kt.tiles) plan->calls.push_back(PlanCall{kt.s, std::move(t), nullptr});
     plan->steps.push_back(step);
     sum.tile_calls += step.count;
   };

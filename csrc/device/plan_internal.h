@@ -113,7 +113,7 @@ struct Recorder {
 // Records one kernel command (called by execute_kernel after every check,
 // before its data effects; `sram` are the cores' SRAMs after the K loads).
 void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
-                   const std::vector<CoreWork>& work);
+                   std::vector<CoreWork>& work);
 // Records one NPU_OP_DMA_START copy.
 void record_copy(Recorder& rec, uint32_t word, uint64_t src, uint64_t dst, uint64_t len);
 
