@@ -581,16 +581,18 @@ def gen_slice(ctx, x):
     if len(shape) == 4:
         begin[0], size[0] = 0, 1
     p = {"invalid": [], "begin": begin, "size": size}
-    _onnx_copy_form(ctx, p)
+    _onnx_copy_form(ctx, p, x)
     return p, [], {"scale": t["scale"], "zp": t["zp"]}
 
 
-def _onnx_copy_form(ctx, p):
+def _onnx_copy_form(ctx, p, x):
     """ONNX specs only (the TFLite stream is unchanged): `int8_form` (30 %),
     the Slice straight on the int8 tensor with no DequantizeLinear /
-    QuantizeLinear around it (the EP's int8 unit) instead of the QDQ unit."""
+    QuantizeLinear around it (the EP's int8 unit) instead of the QDQ unit;
+    never on a graph input (no QuantizeLinear defines its quantization, so
+    the EP declines it, as it should)."""
     if ctx.fmt == "onnx":
-        p["int8_form"] = bool(ctx.rng.random() < 0.3)
+        p["int8_form"] = bool(ctx.rng.random() < 0.3) and x not in ctx.spec["inputs"]
 
 
 def gen_strided_slice(ctx, x):
@@ -625,7 +627,7 @@ def gen_strided_slice(ctx, x):
                                               (emask >> (rank - 1)) & 1) >= 2:
         strides[-1] = 2  # two or more channels a stride apart (one channel is a plain copy)
         p["invalid"].append("channel stride 2")
-    _onnx_copy_form(ctx, p)
+    _onnx_copy_form(ctx, p, x)
     return p, [], {"scale": t["scale"], "zp": t["zp"]}
 
 
