@@ -520,6 +520,7 @@ OnnxGraph OnnxGraph::read(const Api& api, const OrtGraph* graph) {
     node.op_type = s ? s : "";
     api.check(api.ort->Node_GetDomain(h, &s));
     node.domain = s ? s : "";
+    api.check(api.ort->Node_GetSinceVersion(h, &node.since_version));
     size_t k = 0;
     api.check(api.ort->Node_GetNumInputs(h, &k));
     std::vector<const OrtValueInfo*> ins(k);

@@ -43,6 +43,7 @@ struct ConstTensor {
 struct OnnxNode {
   const OrtNode* handle = nullptr;
   std::string name, op_type, domain;  // domain "" for the default ONNX domain
+  int since_version = 0;              // the opset version of the op's schema
   std::vector<int> inputs;            // value ids; -1 = omitted optional input
   std::vector<int> outputs;           // value ids; -1 = omitted optional output
   std::map<std::string, Attribute> attrs;

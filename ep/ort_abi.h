@@ -257,7 +257,7 @@ struct OrtApi {
   StatusPtr (*Node_GetName)(const OrtNode* node, const char** name) noexcept;
   StatusPtr (*Node_GetOperatorType)(const OrtNode* node, const char** op_type) noexcept;
   StatusPtr (*Node_GetDomain)(const OrtNode* node, const char** domain) noexcept;
-  void* unused_352;
+  StatusPtr (*Node_GetSinceVersion)(const OrtNode* node, int* since_version) noexcept;
   // 353..356
   StatusPtr (*Node_GetNumInputs)(const OrtNode* node, size_t* out) noexcept;
   StatusPtr (*Node_GetInputs)(const OrtNode* node, const OrtValueInfo** inputs,
@@ -324,6 +324,7 @@ NACC_ORT_SLOT(OrtApi, Graph_GetNumNodes, 344);
 NACC_ORT_SLOT(OrtApi, Graph_GetNodes, 345);
 NACC_ORT_SLOT(OrtApi, Node_GetId, 348);
 NACC_ORT_SLOT(OrtApi, Node_GetDomain, 351);
+NACC_ORT_SLOT(OrtApi, Node_GetSinceVersion, 352);
 NACC_ORT_SLOT(OrtApi, Node_GetNumInputs, 353);
 NACC_ORT_SLOT(OrtApi, Node_GetOutputs, 356);
 NACC_ORT_SLOT(OrtApi, Node_GetNumAttributes, 359);

@@ -1609,6 +1609,7 @@ struct UnitTranslator {
   // and no padding (4-lane partial sums), its vector kernel for stride <= 2,
   // kernel <= 32 and the padded width within its 2048-float reduction buffer
   // less 3 (each window column first), else its generic kernel (row by row).
+  // AveragePool-19 runs ONNX Runtime's own loop instead of MlasPool: rows.
   enum class MlasPoolKernel { kNchwc, kGlobal, kVector, kGeneric };
   MlasPoolKernel ort_float_pool_kernel(const std::vector<int64_t>& xs,
                                        const std::vector<int64_t>& ks, int64_t stride_h,
@@ -1622,6 +1623,9 @@ struct UnitTranslator {
     if (ks[0] == xs[2] && ks[1] == xs[3] && stride_h == 1 && stride_w == 1 && no_padding) {
       return MlasPoolKernel::kGlobal;
     }
+    // AveragePool-19 (dilations) runs ONNX Runtime's own pooling loop, row by
+    // row, not MlasPool (measured with ORT 1.31; AveragePool-11 runs MlasPool).
+    if (node.since_version >= 19) return MlasPoolKernel::kGeneric;
     const int64_t room = 2048 - 3 - p.left - p.right;
     if (stride_w <= 2 && ks[0] <= 32 && ks[1] <= 32 && room >= xs[3]) return MlasPoolKernel::kVector;
     return MlasPoolKernel::kGeneric;

@@ -32,7 +32,10 @@ MUST_HIT = {"kernel": {1, 15}, "stride": {1, 3, 4}, "padding": {0, 5}, "channels
             # ONNX weight chains and FULLY_CONNECTED forms (issue 11, item 1)
             "weight_chain": {"q", "q_transpose", "int8_transpose", "reshape", "dqq"},
             "fc_form": {"gemm_t1", "gemm_t0", "matmul", "matmul_3d"},
-            "flatten_op": {"Flatten", "Reshape"}, "shared_weights": {True}}
+            "flatten_op": {"Flatten", "Reshape"}, "shared_weights": {True},
+            # ONNX copy ops (issue 15, item 9)
+            "slice_form": {"qdq", "int8"}, "slice_extent": {1},
+            "resize_mapping": {"asymmetric_floor", "other"}}
 
 
 def check(stats, min_tflite, min_onnx):

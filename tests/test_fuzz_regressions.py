@@ -125,3 +125,62 @@ def test_delegate_retries_ops_reading_one_tensor_twice():
     details = [r.detail for n in d.report().nodes for r in n.reasons]
     assert not [t for t in details if "listed twice" in t], details
     assert d.report().claimed_nodes >= 3, details
+
+
+def unfused_pool_onnx(opset: int, hw: int = 32, channels: int = 12) -> bytes:
+    """DequantizeLinear(int8) -> AveragePool 2x2/2 -> QuantizeLinear(uint8):
+    two 8-bit types, so ONNX Runtime never fuses it (float AveragePool).
+    The scales are test_ep_exact's pair on which the row and column
+    summation orders differ on about 1 in 800 windows."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    o = (hw - 2) // 2 + 1
+    inits = {"a_s": np.array(np.float32(0.07414158)), "a_z": np.array(-3, np.int8),
+             "y_s": np.array(np.float32(0.046175893)), "y_z": np.array(130, np.uint8)}
+    nodes = [helper.make_node("DequantizeLinear", ["a", "a_s", "a_z"], ["a_d"]),
+             helper.make_node("AveragePool", ["a_d"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("QuantizeLinear", ["y", "y_s", "y_z"], ["yq"])]
+    g = helper.make_graph(nodes, "unfused_pool",
+                          [helper.make_tensor_value_info("a", TensorProto.INT8, [1, channels, hw, hw])],
+                          [helper.make_tensor_value_info("yq", TensorProto.UINT8, [1, channels, o, o])],
+                          [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
+                             ir_version=9).SerializeToString()
+
+
+@pytest.mark.parametrize("opset", [17, 19])
+def test_ep_unfused_average_pool_order_follows_the_opset(opset):
+    """The ONNX fuzzer (seed 1 graphs 20, 206, 260; the default run's graph
+    39) found the EP's unfused AveragePool off by one from the CPU EP on
+    ties: the EP summed each 2x2 window column first (MlasPool's vector
+    kernel), but AveragePool-19 (the fuzzer's opset) runs ONNX Runtime's own
+    pooling loop, row by row; AveragePool-11..18 runs MlasPool (columns)."""
+    import onnxruntime as ort
+
+    import nacc.onnxruntime as nort
+    import onnx_models as om
+
+    nort.register()
+    model = unfused_pool_onnx(opset)
+    level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    cpu = om.session(model, ["CPUExecutionProvider"], opt_level=level)
+    npu = om.session(model, "nacc", {"ort_optimization_level": "basic"}, opt_level=level)
+    rep = nort.partition_reports()[-1]
+    assert rep["claimed_nodes"] == rep["total_nodes"], rep["host_nodes"]
+    differ = 0
+    for seed in (1, 2, 3):
+        x = om.int8_feeds(model, seed=seed)
+        want, got = cpu.run(None, x)[0], npu.run(None, x)[0]
+        assert np.array_equal(want, got), int(np.count_nonzero(want != got))
+        differ += _orders_differ(x["a"])
+    assert differ > 0  # the inputs tell the two orders apart
+
+
+def _orders_differ(a: np.ndarray) -> int:
+    """Quantized 2x2/2 averages that differ between the row and the column order."""
+    d = (a.astype(np.int32) + 3).astype(np.float32) * np.float32(0.07414158)
+    w = [d[:, :, i::2, j::2] for i in (0, 1) for j in (0, 1)]  # (0,0) (0,1) (1,0) (1,1)
+    rows = ((w[0] + w[1]) + w[2]) + w[3]
+    cols = (w[0] + w[2]) + (w[1] + w[3])
+    q = [np.rint((s / np.float32(4)) / np.float32(0.046175893)) for s in (rows, cols)]
+    return int(np.count_nonzero(q[0] != q[1]))

@@ -257,6 +257,40 @@ def build_onnx(spec: dict, expose: bool = False) -> dict:
         elif kind == "BATCH_MATMUL":
             nodes.append(helper.make_node("MatMul", [dq(op["in"][0], j, 0), dq(op["in"][1], j, 1)],
                                           [y], name=name))
+        elif kind in ("SLICE", "STRIDED_SLICE"):
+            starts, ends, steps = _slice_args(kind, p, x_shape)
+            rank = len(x_shape)
+            axes = list(range(rank))
+            inits[f"op{j}_starts"] = np.array(starts, np.int64)
+            inits[f"op{j}_ends"] = np.array(ends, np.int64)
+            inits[f"op{j}_axes"] = np.array(axes, np.int64)
+            inits[f"op{j}_steps"] = np.array(steps, np.int64)
+            args = [f"op{j}_starts", f"op{j}_ends", f"op{j}_axes", f"op{j}_steps"]
+            if p.get("int8_form"):  # the int8 Slice: no DQ / Q, the output keeps the input's quantization
+                nodes.append(helper.make_node("Slice", [f"t{op['in'][0]}"] + args, [f"t{op['out']}"],
+                                              name=name))
+                continue
+            nodes.append(helper.make_node("Slice", [dq(op["in"][0], j, 0)] + args, [y], name=name))
+        elif kind == "RESIZE_NEAREST_NEIGHBOR":
+            oh, ow = p["size"]
+            ct = p.get("ct") or ("align_corners" if p["align_corners"] else
+                                 "half_pixel" if p["half_pixel_centers"] else "asymmetric")
+            nm = p.get("nearest_mode", "round_prefer_ceil" if p["half_pixel_centers"] else "floor")
+            whole = oh % x_shape[1] == 0 and ow % x_shape[2] == 0
+            inits[f"op{j}_roi"] = np.zeros(0, np.float32)
+            if p.get("use_sizes") or not whole:
+                inits[f"op{j}_sizes"] = np.array([1, x_shape[3], oh, ow], np.int64)
+                ins = [dq(op["in"][0], j, 0), f"op{j}_roi", "", f"op{j}_sizes"]
+            else:
+                inits[f"op{j}_scales"] = np.array([1, 1, oh // x_shape[1], ow // x_shape[2]], np.float32)
+                ins = [dq(op["in"][0], j, 0), f"op{j}_roi", f"op{j}_scales"]
+            nodes.append(helper.make_node("Resize", ins, [y], name=name, mode="nearest",
+                                          coordinate_transformation_mode=ct, nearest_mode=nm))
+        elif kind in ("SPACE_TO_DEPTH", "DEPTH_TO_SPACE"):
+            t = "SpaceToDepth" if kind == "SPACE_TO_DEPTH" else "DepthToSpace"
+            attrs = {"mode": "DCR"} if kind == "DEPTH_TO_SPACE" else {}
+            nodes.append(helper.make_node(t, [dq(op["in"][0], j, 0)], [y], name=name,
+                                          blocksize=p["block"], **attrs))
         else:
             raise ValueError(f"{kind} has no ONNX mapping")
         q(y, op["out"], j)
@@ -276,6 +310,31 @@ def build_onnx(spec: dict, expose: bool = False) -> dict:
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                           ir_version=IR_VERSION)
     return {"model": m.SerializeToString(), "outputs": [f"t{t}" for t in outputs]}
+
+
+INT64_MAX = np.iinfo(np.int64).max
+NHWC_AXIS = (0, 3, 1, 2)  # NCHW axis a is NHWC axis NHWC_AXIS[a]
+
+
+def _slice_args(kind: str, p: dict, x_shape) -> tuple:
+    """ONNX Slice starts / ends / steps (NCHW order) of a SLICE or
+    STRIDED_SLICE: size -1 and end_mask give INT64_MAX (clamped to the end),
+    begin_mask 0, negative begins stay negative (counted from the end)."""
+    rank = len(x_shape)
+    order = NHWC_AXIS if rank == 4 else tuple(range(rank))
+    starts, ends, steps = [], [], []
+    for a in range(rank):
+        d = order[a]
+        if kind == "SLICE":
+            b, n = p["begin"][d], p["size"][d]
+            starts.append(b)
+            ends.append(INT64_MAX if n == -1 else b + n)
+            steps.append(1)
+        else:
+            starts.append(0 if (p["begin_mask"] >> d) & 1 else p["begin"][d])
+            ends.append(INT64_MAX if (p["end_mask"] >> d) & 1 else p["end"][d])
+            steps.append(p["strides"][d])
+    return starts, ends, steps
 
 
 def _share_initializers(nodes: list, inits: Dict[str, np.ndarray]) -> None:

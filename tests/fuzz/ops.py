@@ -49,6 +49,12 @@ BOUNDARIES: Dict[str, set] = {
     "fc_form": {"gemm_t1", "gemm_t0", "matmul", "matmul_3d"},
     "flatten_op": {"Flatten", "Reshape"},
     "shared_weights": {True},
+    # ONNX copy ops: the Slice unit's form (QDQ, or int8 with no DQ / Q), a
+    # slice 1 wide on some axis of height / width / channels, Resize's
+    # coordinate mapping (asymmetric + floor, or another pair)
+    "slice_form": {"qdq", "int8"},
+    "slice_extent": {1},
+    "resize_mapping": {"asymmetric_floor", "other"},
 }
 
 # ONNX weight chains (build_onnx.weight_nodes): int8 initializer -> DQ
@@ -574,7 +580,19 @@ def gen_slice(ctx, x):
             for d, b in zip(shape, begin)]
     if len(shape) == 4:
         begin[0], size[0] = 0, 1
-    return {"invalid": [], "begin": begin, "size": size}, [], {"scale": t["scale"], "zp": t["zp"]}
+    p = {"invalid": [], "begin": begin, "size": size}
+    _onnx_copy_form(ctx, p, x)
+    return p, [], {"scale": t["scale"], "zp": t["zp"]}
+
+
+def _onnx_copy_form(ctx, p, x):
+    """ONNX specs only (the TFLite stream is unchanged): `int8_form` (30 %),
+    the Slice straight on the int8 tensor with no DequantizeLinear /
+    QuantizeLinear around it (the EP's int8 unit) instead of the QDQ unit;
+    never on a graph input (no QuantizeLinear defines its quantization, so
+    the EP declines it, as it should)."""
+    if ctx.fmt == "onnx":
+        p["int8_form"] = bool(ctx.rng.random() < 0.3) and x not in ctx.spec["inputs"]
 
 
 def gen_strided_slice(ctx, x):
@@ -609,6 +627,7 @@ def gen_strided_slice(ctx, x):
                                               (emask >> (rank - 1)) & 1) >= 2:
         strides[-1] = 2  # two or more channels a stride apart (one channel is a plain copy)
         p["invalid"].append("channel stride 2")
+    _onnx_copy_form(ctx, p, x)
     return p, [], {"scale": t["scale"], "zp": t["zp"]}
 
 
@@ -636,6 +655,18 @@ def gen_resize_nearest(ctx, x):
     if ctx.want_invalid() and shape[1] % 2 == 0:
         size[0] = shape[1] * 3 // 2
         p["invalid"].append("factor 3/2")
+    if ctx.fmt == "onnx":
+        # ONNX Resize: asymmetric + floor (a replication for every whole
+        # factor) at 60 %, otherwise a coordinate transformation and nearest
+        # mode at random (the EP claims those that map output o to o / f);
+        # `sizes` instead of `scales` at 30 % (always for a non-whole factor)
+        if rng.random() < 0.6:
+            p["ct"], p["nearest_mode"] = "asymmetric", "floor"
+        else:
+            p["ct"] = pick(rng, ["half_pixel", "asymmetric", "pytorch_half_pixel",
+                                 "tf_half_pixel_for_nn", "align_corners"])
+            p["nearest_mode"] = pick(rng, ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"])
+        p["use_sizes"] = bool(rng.random() < 0.3)
     return p, [], {"scale": t["scale"], "zp": t["zp"]}
 
 
@@ -884,12 +915,12 @@ TABLE: List[OpKind] = [
     OpKind("CONCATENATION", gen_concat, 0.5, 2, onnx="Concat"),
     OpKind("MEAN", gen_mean, 0.5, 2, onnx="ReduceMean"),
     OpKind("BATCH_MATMUL", gen_batch_matmul, 0.5, 1, onnx="MatMul"),
-    OpKind("SLICE", gen_slice, 0.25, 2, onnx=None),
-    OpKind("STRIDED_SLICE", gen_strided_slice, 0.25, 2, onnx=None),
-    OpKind("RESIZE_NEAREST_NEIGHBOR", gen_resize_nearest, 0.25, 3, onnx=None),
-    OpKind("SPACE_TO_DEPTH", gen_space_to_depth, 0.25, 2, onnx=None),
+    OpKind("SLICE", gen_slice, 0.25, 2, onnx="Slice"),
+    OpKind("STRIDED_SLICE", gen_strided_slice, 0.25, 2, onnx="Slice"),
+    OpKind("RESIZE_NEAREST_NEIGHBOR", gen_resize_nearest, 0.25, 3, onnx="Resize"),
+    OpKind("SPACE_TO_DEPTH", gen_space_to_depth, 0.25, 2, onnx="SpaceToDepth"),
     # version 1: BUILTIN_REF registers no version 2 (the int8 kernel is the same)
-    OpKind("DEPTH_TO_SPACE", gen_depth_to_space, 0.25, 1, onnx=None),
+    OpKind("DEPTH_TO_SPACE", gen_depth_to_space, 0.25, 1, onnx="DepthToSpace"),
     OpKind("TRANSPOSE_CONV", gen_transpose_conv, 0.4, 3, onnx=None),
     OpKind("TRANSPOSE", gen_transpose, 0.2, 2, onnx=None),
     OpKind("RESIZE_BILINEAR", gen_resize_bilinear, 0.2, 3, onnx=None),
