@@ -282,6 +282,38 @@ def strict_session(model, so):
     return s
 
 
+def optimization_levels():
+    """The session / EP optimization levels the exactness tests run at: ORT's
+    default (`all`) and `basic` (no QDQ fusion), as the EP's
+    `ort_optimization_level` option names them (docs/onnxruntime_ep.md)."""
+    import onnxruntime as ort
+    return {"all": (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, "all"),
+            "basic": (ort.GraphOptimizationLevel.ORT_ENABLE_BASIC, "basic")}
+
+
+def compare_with_cpu_ep(model: bytes, level="all", seeds=(1, 2, 3), config=None, feeds=None,
+                        cores=2):
+    """Runs `model` on the CPU EP and on the NACC EP (at `cores`) at one
+    optimization level for each seed's feeds (`feeds(model, seed)`, default
+    the first calibration batch of `input_feeds`); returns (differing
+    elements over every output, total elements, the NACC session's
+    partition report)."""
+    import nacc.onnxruntime as nort
+    so_level, ep_level = optimization_levels()[level]
+    feeds = feeds or (lambda m, seed: input_feeds(m, seed=seed)[0])
+    cpu = session(model, ["CPUExecutionProvider"], opt_level=so_level, config=config)
+    npu = session(model, "nacc", {"ort_optimization_level": ep_level, "cores": cores},
+                  opt_level=so_level, config=config)
+    rep = nort.partition_reports()[-1]
+    differ = total = 0
+    for s in seeds:
+        f = feeds(model, s)
+        for a, b in zip(cpu.run(None, f), npu.run(None, f)):
+            differ += int(np.count_nonzero(a != b))
+            total += a.size
+    return differ, total, rep
+
+
 def input_feeds(model: bytes, seed=0, n=1):
     m = onnx.load_from_string(model)
     inits = {i.name for i in m.graph.initializer}

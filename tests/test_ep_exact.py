@@ -20,8 +20,7 @@ import onnx_models as om  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:Specified .providers.:UserWarning")
 
-LEVELS = {"all": (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, "all"),
-          "basic": (ort.GraphOptimizationLevel.ORT_ENABLE_BASIC, "basic")}
+LEVELS = om.optimization_levels()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -69,19 +68,8 @@ def _unit(op, dt, shape_a, shape_b=None, seed=0, attrs=None, out_shape=None, con
     return m.SerializeToString()
 
 
-def _compare(model, level="all", config=None, seeds=(1, 2, 3)):
-    so_level, ep_level = LEVELS[level]
-    cpu = om.session(model, ["CPUExecutionProvider"], opt_level=so_level, config=config)
-    npu = om.session(model, "nacc", {"ort_optimization_level": ep_level, "cores": 2},
-                     opt_level=so_level, config=config)
-    rep = nort.partition_reports()[-1]
-    differ = total = 0
-    for s in seeds:
-        feeds = om.int8_feeds(model, seed=s)
-        a, b = cpu.run(None, feeds)[0], npu.run(None, feeds)[0]
-        differ += int(np.count_nonzero(a != b))
-        total += a.size
-    return differ, total, rep
+def _compare(model, level="all", seeds=(1, 2, 3), config=None):
+    return om.compare_with_cpu_ep(model, level, seeds=seeds, config=config, feeds=lambda m, s: om.int8_feeds(m, seed=s))
 
 
 BINARY = [(op, dt, sb, lvl)

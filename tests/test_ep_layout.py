@@ -30,8 +30,7 @@ import onnx_models as om  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:Specified .providers.:UserWarning")
 
 LAYOUT_OPS = {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze"}
-LEVELS = {"all": (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, "all"),
-          "basic": (ort.GraphOptimizationLevel.ORT_ENABLE_BASIC, "basic")}
+LEVELS = om.optimization_levels()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -122,18 +121,7 @@ def _quantized(model, dt, fmt="QDQ", per_channel=False):
 
 
 def _compare(model, level="all", seeds=(1, 2, 3), config=None):
-    so_level, ep_level = LEVELS[level]
-    cpu = om.session(model, ["CPUExecutionProvider"], opt_level=so_level, config=config)
-    npu = om.session(model, "nacc", {"ort_optimization_level": ep_level, "cores": 2},
-                     opt_level=so_level, config=config)
-    rep = nort.partition_reports()[-1]
-    differ = total = 0
-    for s in seeds:
-        feeds = om.input_feeds(model, seed=s)[0]
-        for a, b in zip(cpu.run(None, feeds), npu.run(None, feeds)):
-            differ += int(np.count_nonzero(a != b))
-            total += a.size
-    return differ, total, rep
+    return om.compare_with_cpu_ep(model, level, seeds=seeds, config=config)
 
 
 def _assert_folded(rep, differ, total):
