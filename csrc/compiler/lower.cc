@@ -143,6 +143,17 @@ FusedActivation fused_activation_of(ir::Activation act, const std::string& label
 
 namespace {
 
+// What every lowering of graph.op(op_index) starts from: its kind and the
+// label its messages name it by (op_index is set by each lowering: copy_io
+// clears it).
+LoweredOp lowering_base(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base;
+  base.kind = op.kind;
+  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  return base;
+}
+
 // The output stage's ACT_MODE for a fused activation: the clamp bounds carry
 // the function (docs/device_model.md §4); the mode states the intent.
 ActMode act_mode_of(FusedActivation act) {
@@ -1113,10 +1124,8 @@ LoweredOp concat_part(const ir::Graph& g, const ir::Op& op, const LoweredOp& bas
 
 std::vector<LoweredOp> lower_concatenation(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
-  LoweredOp base;
+  LoweredOp base = lowering_base(graph, op_index);
   base.op_index = op_index;
-  base.kind = op.kind;
-  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
   check_arg(op.kind == OpKind::kConcatenation && !op.inputs.empty() && op.outputs.size() == 1,
             base.label, ": not a CONCATENATION with inputs and one output");
   base.output = op.outputs[0];
@@ -1163,10 +1172,8 @@ std::vector<LoweredOp> lower_concatenation(const ir::Graph& graph, int op_index)
 
 std::vector<LoweredOp> lower_slice(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
-  LoweredOp base;
+  LoweredOp base = lowering_base(graph, op_index);
   base.op_index = op_index;
-  base.kind = op.kind;
-  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
   check_arg(op.kind == OpKind::kSlice && op.inputs.size() == 1 && op.inputs[0] >= 0 &&
                 !op.outputs.empty() && op.attrs.slice_begin.size() == op.outputs.size(),
             base.label, ": not a SLICE with one input and an origin per output");
@@ -1272,9 +1279,7 @@ LoweredOp copy_pass(const LoweredOp& base, const std::string& what, Shape4 shape
 
 std::vector<LoweredOp> lower_resize_nearest(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
-  LoweredOp base;
-  base.kind = op.kind;
-  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  LoweredOp base = lowering_base(graph, op_index);
   check_arg(op.kind == OpKind::kResizeNearest, base.label, ": not a RESIZE_NEAREST_NEIGHBOR");
   copy_io(graph, op, base);
   base.op_index = op_index;
@@ -1309,9 +1314,7 @@ std::vector<LoweredOp> lower_resize_nearest(const ir::Graph& graph, int op_index
 
 std::vector<LoweredOp> lower_resize_bilinear(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
-  LoweredOp base;
-  base.kind = op.kind;
-  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  LoweredOp base = lowering_base(graph, op_index);
   check_arg(op.kind == OpKind::kResizeBilinear, base.label, ": not a RESIZE_BILINEAR");
   copy_io(graph, op, base);
   base.op_index = op_index;
@@ -1371,9 +1374,7 @@ std::vector<LoweredOp> lower_resize_bilinear(const ir::Graph& graph, int op_inde
 
 std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
-  LoweredOp base;
-  base.kind = op.kind;
-  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  LoweredOp base = lowering_base(graph, op_index);
   check_arg(op.kind == OpKind::kTranspose && op.inputs.size() == 1 && op.inputs[0] >= 0 &&
                 op.outputs.size() == 1,
             base.label, ": not a TRANSPOSE with one input and one output");
@@ -1420,9 +1421,7 @@ std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index) {
 
 std::vector<LoweredOp> lower_space_depth(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
-  LoweredOp base;
-  base.kind = op.kind;
-  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+  LoweredOp base = lowering_base(graph, op_index);
   check_arg(op.kind == OpKind::kSpaceToDepth || op.kind == OpKind::kDepthToSpace, base.label,
             ": not a SPACE_TO_DEPTH or DEPTH_TO_SPACE");
   copy_io(graph, op, base);
@@ -1463,10 +1462,8 @@ std::vector<LoweredOp> lower_space_depth(const ir::Graph& graph, int op_index) {
 
 std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
-  LoweredOp base;
+  LoweredOp base = lowering_base(graph, op_index);
   base.op_index = op_index;
-  base.kind = op.kind;
-  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
   check_arg(op.kind == OpKind::kAveragePool2D && !op.inputs.empty() && op.inputs[0] >= 0 &&
                 op.outputs.size() == 1,
             base.label, ": not an AVERAGE_POOL_2D with an input and one output");
@@ -1597,10 +1594,8 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
 // multiplier 2^-14: every step exact, the sum within int16).
 std::vector<LoweredOp> lower_leaky_relu16(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
-  LoweredOp base;
+  LoweredOp base = lowering_base(graph, op_index);
   base.op_index = op_index;
-  base.kind = op.kind;
-  base.label = str_cat(op.display_type(), " ", graph.op_label(op_index));
   check_arg(op.inputs.size() == 1 && op.inputs[0] >= 0 && op.outputs.size() == 1, base.label,
             ": needs one input and one output");
   base.input = op.inputs[0];
