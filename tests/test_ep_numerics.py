@@ -567,3 +567,19 @@ def test_cache_dir_round_trip(tmp_path):
     second = om.session(model, "nacc", {"cache_dir": str(tmp_path)}).run(None, feeds)[0]
     np.testing.assert_array_equal(first, second)
     assert [f.stat().st_mtime_ns for f in files] == stamp  # loaded, not recompiled
+
+
+@pytest.mark.parametrize("cores,sram_kb", [(1, 16), (8, 16), (32, 16), (32, 64)])
+@pytest.mark.parametrize("stride,pads", [(3, (5, 5, 5, 5)), (1, (5, 4, 5, 4))])
+def test_padding_past_the_window_every_schedule(cores, sram_kb, stride, pads):
+    """A 5x5 window with 5 rows / columns of padding: the first output row and
+    column (and with stride 1 the last) read padding only. A tile of such
+    rows or columns alone holds no input pixel, which the device refuses; the
+    tiling search must not choose one at any core count or SRAM size (the
+    ramped column tiles once did). Claimed, and exact to the CPU EP."""
+    model = om.qdq_unit(om.conv(hw=(13, 11), k=5, stride=stride, pads=pads, c_in=8, c_out=16))
+    feeds = om.int8_feeds(model, seed=5)
+    (cpu,), (npu,), rep = run_both(model, feeds, {"cores": cores, "sram_kb": sram_kb,
+                                                  "min_partition_macs": 0})
+    assert rep["partitions"], rep["host_nodes"]
+    assert np.count_nonzero(cpu != npu) == 0

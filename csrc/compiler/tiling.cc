@@ -732,23 +732,73 @@ PlanEstimate estimate_choice(const LoweredOp& op, const HwConfig& hw, const Choi
   return estimate(op, hw, p, rows, cols, groups);
 }
 
-TilePlan build_plan(const LoweredOp& op, const HwConfig& hw, const SramGeometry& geo,
-                    const Choice& c) {
+// The row, column and channel pieces of choice c.
+void set_pieces(const LoweredOp& op, const Choice& c, TilePlan* p) {
   const int channels = op.split_channels();
   const int oh = op.out_shape.h, ow = op.out_shape.w;
-  TilePlan p = plan_fields(op, c);
-  p.lowering = op.lowering;
-  p.col_pieces = balanced(ow, int(ceil_div(ow, c.cols)));
+  p->col_pieces = balanced(ow, int(ceil_div(ow, c.cols)));
   if (c.mode == BroadcastMode::SPLIT_HEIGHT) {
-    p.row_pieces = make_pieces(oh, c.cores, c.rows_per_core, row_avg_cap(op));
+    p->row_pieces = make_pieces(oh, c.cores, c.rows_per_core, row_avg_cap(op));
   } else {
-    p.row_pieces = balanced(oh, int(ceil_div(oh, c.rows_per_core)));
+    p->row_pieces = balanced(oh, int(ceil_div(oh, c.rows_per_core)));
   }
   if (c.mode == BroadcastMode::SPLIT_KERNEL) {
-    p.groups = make_pieces(channels, c.cores, c.channels_per_core, kMaxCoreChannels);
+    p->groups = make_pieces(channels, c.cores, c.channels_per_core, kMaxCoreChannels);
   } else {
-    p.groups = balanced(channels, int(ceil_div(channels, c.channels_per_core)));
+    p->groups = balanced(channels, int(ceil_div(channels, c.channels_per_core)));
   }
+}
+
+// Whether every piece of one axis reads at least one input index: with more
+// padding than a window reaches past (a 5-wide pad of a 3-tap window, which
+// ONNX allows), an edge piece can read padding only, a tile the device
+// refuses (kernel_plan.cc: "holds no pixel of the input").
+bool axis_pieces_read_input(const std::vector<Span>& pieces, int stride, int kernel, int pad,
+                            int in) {
+  for (Span s : pieces) {
+    const int64_t lo = int64_t(s.start) * stride - pad;
+    const int64_t hi = int64_t(s.end() - 1) * stride - pad + kernel - 1;
+    if (hi < 0 || lo >= in) return false;
+  }
+  return true;
+}
+
+// In mode 2 each command's rows are split again over the cores (average and
+// overflow, command_split): every core's share must read an input row too.
+bool plan_reads_input(const LoweredOp& op, const TilePlan& p) {
+  std::vector<Span> rows = p.row_pieces;
+  if (p.mode == BroadcastMode::SPLIT_HEIGHT) {
+    rows.clear();
+    for (Span r : p.row_pieces) {
+      const auto s = split_across_cores(r.size, p.cores, p.rows_per_core, row_avg_cap(op));
+      if (!s) return false;
+      for (int i = 0; i < s->cores; ++i) {
+        rows.push_back({r.start + i * s->avg, i + 1 < s->cores ? s->avg : s->last});
+      }
+    }
+  }
+  return axis_pieces_read_input(rows, op.stride_h, op.kernel_h, op.pad_top, op.in_shape.h) &&
+         axis_pieces_read_input(p.col_pieces, op.stride_w, op.kernel_w, op.pad_left,
+                                op.in_shape.w);
+}
+
+// Whether some output row or column at an edge reads padding only (then the
+// search checks each choice's pieces with plan_reads_input).
+bool has_padding_only_edges(const LoweredOp& op) {
+  const int oh = op.out_shape.h, ow = op.out_shape.w;
+  if (oh < 1 || ow < 1) return false;
+  const auto edge = [](int out, int stride, int kernel, int pad, int in) {
+    return !axis_pieces_read_input({{0, 1}, {out - 1, 1}}, stride, kernel, pad, in);
+  };
+  return edge(oh, op.stride_h, op.kernel_h, op.pad_top, op.in_shape.h) ||
+         edge(ow, op.stride_w, op.kernel_w, op.pad_left, op.in_shape.w);
+}
+
+TilePlan build_plan(const LoweredOp& op, const HwConfig& hw, const SramGeometry& geo,
+                    const Choice& c) {
+  TilePlan p = plan_fields(op, c);
+  p.lowering = op.lowering;
+  set_pieces(op, c, &p);
   p.layout = *make_layout(geo, tile_bytes(op, c.rows_per_core, c.cols, c.channels_per_core),
                           layout_kind(c.double_buffer, c.weights_outer, c.k_per_set));
   p.estimate = estimate(op, hw, p, runs_of(p.row_pieces), runs_of(p.col_pieces), runs_of(p.groups));
@@ -930,19 +980,6 @@ std::vector<Span> ramped_columns(int ow, int cols, const std::vector<int>& head,
   return out;
 }
 
-// Whether every column piece reads at least one input column: a narrow
-// ramp tile at an edge with more padding than the stride can cover (a 5-wide
-// pad of a stride-3 window) would read padding only, which the device
-// refuses (kernel_plan.cc: "holds no pixel of the input").
-bool pieces_read_input(const LoweredOp& op, const std::vector<Span>& pieces) {
-  for (Span s : pieces) {
-    const int64_t lo = int64_t(s.start) * op.stride_w - op.pad_left;
-    const int64_t hi = int64_t(s.start + s.size - 1) * op.stride_w - op.pad_left + op.kernel_w - 1;
-    if (hi < 0 || lo >= op.in_shape.w) return false;
-  }
-  return true;
-}
-
 // `plan` with column pieces that ramp up from a narrow first tile and down to
 // a narrow last one where the replayed timeline says that is faster. The
 // first command's read is the pipeline's fill (every later read overlaps a
@@ -971,7 +1008,7 @@ TilePlan with_ramped_ends(const LoweredOp& op, const HwConfig& hw, TilePlan plan
     for (int ends : {1, 2, 3}) {  // head, tail, both
       trial.col_pieces = ramped_columns(ow, plan.cols, ends & 1 ? ramp : std::vector<int>{},
                                         ends & 2 ? ramp : std::vector<int>{});
-      if (trial.col_pieces.empty() || !pieces_read_input(op, trial.col_pieces)) continue;
+      if (trial.col_pieces.empty() || !plan_reads_input(op, trial)) continue;
       const double cycles = replay_timeline(op, hw, trial);
       if (cycles < best) {
         best = cycles;
@@ -1165,6 +1202,7 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
   // height) whose tile fits; each width and height the largest that fits or
   // one that splits the work more evenly.
   std::vector<Choice> choices;
+  const bool padding_only_edges = has_padding_only_edges(op);
   int64_t fastest_so_far = std::numeric_limits<int64_t>::max();
   uint64_t order = 0;  // canonical order of the next choice (Choice::order)
   const auto consider = [&](Choice c) {
@@ -1200,6 +1238,11 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
       for (int h : heights) {
         c.cols = w;
         c.rows_per_core = h;
+        if (padding_only_edges) {
+          TilePlan pieces = plan_fields(op, c);
+          set_pieces(op, c, &pieces);
+          if (!plan_reads_input(op, pieces)) continue;
+        }
         c.estimate = estimate_choice(op, hw, c);
         c.order = order++;
         fastest_so_far = std::min(fastest_so_far, c.estimate.cycles);
