@@ -597,6 +597,21 @@ struct ActQuant {
   int32_t zero_point = 0;  // IR (int8) zero point
 };
 
+// dst[c][r] = src[r][c] for a rows x cols byte matrix (one output channel's
+// [I/g][KH*KW] -> [KH*KW][I/g], or a depthwise filter's [O][KH*KW] ->
+// [KH*KW][O]): the writes run along dst's rows.
+void transpose_2d(const int8_t* src, int64_t rows, int64_t cols, uint8_t* dst) {
+  if (rows == 1 || cols == 1) {
+    std::memcpy(dst, src, static_cast<size_t>(rows * cols));
+    return;
+  }
+  for (int64_t c = 0; c < cols; ++c) {
+    const int8_t* s = src + c;
+    uint8_t* d = dst + c * rows;
+    for (int64_t r = 0; r < rows; ++r) d[r] = static_cast<uint8_t>(s[r * cols]);
+  }
+}
+
 struct Weights {
   std::vector<int64_t> shape;  // ONNX shape
   std::vector<int8_t> data;    // int8 (uint8 shifted by -128)
@@ -822,12 +837,12 @@ struct UnitTranslator {
     }
     const bool u8 = v.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;
     w->data.resize(v.data.size());
-    for (size_t i = 0; i < v.data.size(); ++i) {
-      w->data[i] = u8 ? static_cast<int8_t>(static_cast<int>(v.data[i]) - kUint8ToInt8Offset)
-                      : static_cast<int8_t>(v.data[i]);
-    }
     if (u8) {
+      // uint8 - 128 as int8 is the top bit flipped.
+      for (size_t i = 0; i < v.data.size(); ++i) w->data[i] = static_cast<int8_t>(v.data[i] ^ 0x80);
       for (auto& z : w->zero_points) z -= kUint8ToInt8Offset;
+    } else if (!v.data.empty()) {
+      std::memcpy(w->data.data(), v.data.data(), v.data.size());
     }
     return std::nullopt;
   }
@@ -1184,22 +1199,17 @@ struct UnitTranslator {
       kind = OpKind::kDepthwiseConv2D;
       a.depth_multiplier = static_cast<int>(o / c_in);
       ir_shape = {1, kh, kw, o};  // [1, KH, KW, O]
-      for (int64_t oc = 0; oc < o; ++oc)
-        for (int64_t y0 = 0; y0 < kh; ++y0)
-          for (int64_t x0 = 0; x0 < kw; ++x0)
-            data[(y0 * kw + x0) * o + oc] = static_cast<uint8_t>(w.data[(oc * kh + y0) * kw + x0]);
+      transpose_2d(w.data.data(), o, kh * kw, data.data());
       wq.axis = 3;
     } else {
       // [O, I/g, KH, KW] -> [O, KH, KW, I/g]; a group > 1 stays a CONV_2D whose
       // filter depth differs from the input channels, which the
       // grouped_convolution rule declines with its own message.
       ir_shape = {o, kh, kw, ipg};
-      for (int64_t oc = 0; oc < o; ++oc)
-        for (int64_t ic = 0; ic < ipg; ++ic)
-          for (int64_t y0 = 0; y0 < kh; ++y0)
-            for (int64_t x0 = 0; x0 < kw; ++x0)
-              data[((oc * kh + y0) * kw + x0) * ipg + ic] =
-                  static_cast<uint8_t>(w.data[((oc * ipg + ic) * kh + y0) * kw + x0]);
+      const int64_t block = ipg * kh * kw;
+      for (int64_t oc = 0; oc < o; ++oc) {
+        transpose_2d(w.data.data() + oc * block, ipg, kh * kw, data.data() + oc * block);
+      }
       wq.axis = 0;
     }
     if (!wq.per_channel()) wq.axis = 0;
