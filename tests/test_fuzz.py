@@ -16,9 +16,10 @@ import time
 import numpy as np
 import pytest
 
-from fuzz.generate import generate, make_inputs, remove_op, shrink_candidates
-from fuzz.ops import BOUNDARIES, TABLE
-from fuzz.runner import Scheduler, fuzz, replay, tflite_job
+from fuzz.generate import (DEFAULT_MAC_BUDGET, generate, generate_kinds, make_inputs, remove_op,
+                           shrink_candidates)
+from fuzz.ops import BOUNDARIES, KINDS, TABLE
+from fuzz.runner import Scheduler, Stats, fuzz, job_for, replay, tflite_job
 
 SEED = 20261129
 DEFAULT_TFLITE, DEFAULT_ONNX = 300, 60
@@ -81,6 +82,38 @@ def test_default_fuzz_hits_the_boundaries(default_run):
                if want - hit.get(p, set())}
     assert not missing, missing
     assert set(MUST_HIT) <= set(BOUNDARIES)
+
+
+# ONNX layout forms (issue 15, item 9): drawn by their own run below, since
+# the default run's 60 ONNX graphs reach each only a few times
+LAYOUT_KINDS = ("RESHAPE", "TRANSPOSE", "SLICE", "CONV_2D", "ADD", "MAX_POOL_2D", "MEAN")
+LAYOUT_GRAPHS = 60
+LAYOUT_MUST_HIT = {"reshape_op": {"Reshape", "Unsqueeze", "Flatten", "Squeeze"},
+                   "split": {"one_output", "all_outputs"},
+                   "transpose_form": {"qdq", "int8", "shuffle"}, "slice_form": {"qdq", "int8"}}
+
+
+def test_onnx_layout_forms(tmp_path, scheduler):
+    """ONNX graphs of the layout kinds and a few producers: Reshape as
+    Squeeze / Unsqueeze / Flatten, a Slice as one output of a Split (the other
+    pieces dead or graph outputs), Transpose in QDQ and int8 form, ShuffleNet's
+    Reshape -> Transpose -> Reshape channel shuffle; every claimed node within
+    the fuzzer's ONNX rule of the CPU EP, every form reached."""
+    kinds = [KINDS[k] for k in LAYOUT_KINDS]
+    specs = [generate_kinds(SEED, i, "onnx", DEFAULT_MAC_BUDGET, 0.06, kinds, 3)
+             for i in range(LAYOUT_GRAPHS)]
+    stats = Stats()
+    for res in scheduler.run((job_for(s) for s in specs), window=4):
+        stats.add(res)
+    report = stats.report()
+    print("\n" + report)
+    assert stats.graphs["onnx"] == LAYOUT_GRAPHS and not stats.failures, report
+    hit = {}
+    for (param, value), _ in stats.boundaries.items():
+        hit.setdefault(param, set()).add(value)
+    missing = {p: sorted(want - hit.get(p, set())) for p, want in LAYOUT_MUST_HIT.items()
+               if want - hit.get(p, set())}
+    assert not missing, missing
 
 
 def test_generator_is_seeded_and_json():

@@ -153,6 +153,36 @@ def build_onnx(spec: dict, expose: bool = False) -> dict:
         nodes.append(helper.make_node("DequantizeLinear", [src, qs, qz], [f"w{j}_f"], name=f"dqw{j}",
                                       **dq_attrs))
 
+    def layout_nodes(j, op, x_shape, src, dst):
+        """RESHAPE (Reshape, or its "onnx_op" Squeeze / Unsqueeze / Flatten)
+        or TRANSPOSE (Transpose, or the "shuffle" chain) from src to dst."""
+        p, name = op["p"], f"op{j}"
+        if op["kind"] == "RESHAPE":
+            form = p.get("onnx_op", "Reshape")
+            if form == "Reshape":
+                inits[f"op{j}_shape"] = np.array(nchw(p["new_shape"]), np.int64)
+                nodes.append(helper.make_node("Reshape", [src, f"op{j}_shape"], [dst], name=name))
+            elif form == "Flatten":
+                nodes.append(helper.make_node("Flatten", [src], [dst], name=name, axis=1))
+            else:
+                inits[f"op{j}_axes"] = np.array(p["axes"], np.int64)
+                nodes.append(helper.make_node(form, [src, f"op{j}_axes"], [dst], name=name))
+        elif "shuffle" in p:
+            g = p["shuffle"]
+            _, h, w, c = x_shape
+            inits[f"op{j}_s5"] = np.array([1, g, c // g, h, w], np.int64)
+            inits[f"op{j}_s4"] = np.array([1, c, h, w], np.int64)
+            nodes.append(helper.make_node("Reshape", [src, f"op{j}_s5"], [f"op{j}_r5"], name=name + "_r5"))
+            nodes.append(helper.make_node("Transpose", [f"op{j}_r5"], [f"op{j}_t5"], name=name,
+                                          perm=[0, 2, 1, 3, 4]))
+            nodes.append(helper.make_node("Reshape", [f"op{j}_t5", f"op{j}_s4"], [dst], name=name + "_r4"))
+        else:
+            perm = p["perm"]
+            if len(perm) == 4:  # the spec's NHWC permutation, on the NCHW tensors of the graph
+                perm = [NCHW_TO_NHWC[perm[NHWC_AXIS[i]]] for i in range(4)]
+            nodes.append(helper.make_node("Transpose", [src], [dst], name=name, perm=perm))
+
+    extra_outputs: List = []  # (name, NCHW shape) of Split pieces made graph outputs
     for j, op in enumerate(spec["ops"]):
         kind, p = op["kind"], op["p"]
         shapes = [ts[str(t)]["shape"] for t in op["in"]]
@@ -229,10 +259,11 @@ def build_onnx(spec: dict, expose: bool = False) -> dict:
         elif kind == "LEAKY_RELU":
             nodes.append(helper.make_node("LeakyRelu", [dq(op["in"][0], j, 0)], [y], name=name,
                                           alpha=p["alpha"]))
-        elif kind == "RESHAPE":
-            inits[f"op{j}_shape"] = np.array(nchw(p["new_shape"]), np.int64)
-            nodes.append(helper.make_node("Reshape", [dq(op["in"][0], j, 0), f"op{j}_shape"], [y],
-                                          name=name))
+        elif kind in ("RESHAPE", "TRANSPOSE"):
+            if p.get("int8_form"):  # on the int8 tensor, no DQ / Q: the output keeps the quantization
+                layout_nodes(j, op, x_shape, f"t{op['in'][0]}", f"t{op['out']}")
+                continue
+            layout_nodes(j, op, x_shape, dq(op["in"][0], j, 0), y)
         elif kind == "SOFTMAX":
             nodes.append(helper.make_node("Softmax", [dq(op["in"][0], j, 0)], [y], name=name,
                                           axis=1 if len(x_shape) == 4 else -1))
@@ -257,6 +288,27 @@ def build_onnx(spec: dict, expose: bool = False) -> dict:
         elif kind == "BATCH_MATMUL":
             nodes.append(helper.make_node("MatMul", [dq(op["in"][0], j, 0), dq(op["in"][1], j, 1)],
                                           [y], name=name))
+        elif kind == "SLICE" and "split" in p:
+            inits[f"op{j}_split"] = np.array(p["split"], np.int64)
+            axis = NHWC_AXIS.index(p["split_axis"]) if len(x_shape) == 4 else p["split_axis"]
+            k, n = p["split_out"], len(p["split"])
+            src = f"t{op['in'][0]}" if p.get("int8_form") else dq(op["in"][0], j, 0)
+            dsts = [f"t{op['out']}" if i == k else f"op{j}_extra{i}" for i in range(n)]
+            # the int8 form writes the graph's tensors; the QDQ form float pieces, each quantized
+            pieces = dsts if p.get("int8_form") else [f"op{j}_piece{i}" for i in range(n)]
+            nodes.append(helper.make_node("Split", [src, f"op{j}_split"], pieces, name=name, axis=axis))
+            for i in range(n):
+                if i != k and not p["split_all"]:
+                    continue  # a dead output of the Split
+                if i != k:
+                    piece = list(nchw(x_shape))
+                    piece[axis] = p["split"][i]
+                    extra_outputs.append((dsts[i], piece))
+                if not p.get("int8_form"):
+                    qn = qparams(op["out"])
+                    nodes.append(helper.make_node("QuantizeLinear", [pieces[i], qn + "_s", qn + "_z"],
+                                                  [dsts[i]], name=f"q{j}_piece{i}"))
+            continue
         elif kind in ("SLICE", "STRIDED_SLICE"):
             starts, ends, steps = _slice_args(kind, p, x_shape)
             rank = len(x_shape)
@@ -304,16 +356,20 @@ def build_onnx(spec: dict, expose: bool = False) -> dict:
 
     if any("wchain" in op["p"] for op in spec["ops"]):
         _share_initializers(nodes, inits)
+    graph_outputs = [vi(t) for t in outputs] + [
+        helper.make_tensor_value_info(n, TensorProto.INT8, shape) for n, shape in extra_outputs]
     graph = helper.make_graph(nodes, f"fuzz_{spec.get('seed')}_{spec.get('index')}",
-                              [vi(t) for t in spec["inputs"]], [vi(t) for t in outputs],
+                              [vi(t) for t in spec["inputs"]], graph_outputs,
                               [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                           ir_version=IR_VERSION)
-    return {"model": m.SerializeToString(), "outputs": [f"t{t}" for t in outputs]}
+    return {"model": m.SerializeToString(),
+            "outputs": [f"t{t}" for t in outputs] + [n for n, _ in extra_outputs]}
 
 
 INT64_MAX = np.iinfo(np.int64).max
 NHWC_AXIS = (0, 3, 1, 2)  # NCHW axis a is NHWC axis NHWC_AXIS[a]
+NCHW_TO_NHWC = (0, 2, 3, 1)  # NHWC axis a is NCHW axis NCHW_TO_NHWC[a]
 
 
 def _slice_args(kind: str, p: dict, x_shape) -> tuple:

@@ -49,7 +49,7 @@ def _first_input(ctx: Ctx) -> int:
 
 BMM_FACTOR = 4
 ONNX_COPY_KINDS = ("SLICE", "STRIDED_SLICE", "RESIZE_NEAREST_NEIGHBOR", "SPACE_TO_DEPTH",
-                   "DEPTH_TO_SPACE")
+                   "DEPTH_TO_SPACE", "TRANSPOSE")
 
 
 def allowed_kinds(fmt: str) -> List:
@@ -91,7 +91,7 @@ def generate_kinds(seed: int, index: int, fmt: str, mac_budget: int, invalid_rat
     # chains are what exporters write most)
     # TFLite: BATCH_MATMUL BMM_FACTOR times as often (it needs one of the few
     # rank-3 inputs; the kinds added with TRANSPOSE_CONV had crowded it out)
-    # ONNX: the copy kinds (Slice, Resize, SpaceToDepth / DepthToSpace) 3 times
+    # ONNX: the copy kinds (Slice, Resize, SpaceToDepth / DepthToSpace, Transpose) 3 times
     # as often, so a default run's 60 graphs hit their forms
     weights = np.array([k.weight * (2 if fmt == "onnx" and k.name == "FULLY_CONNECTED" else
                                     3 if fmt == "onnx" and k.name in ONNX_COPY_KINDS else
@@ -370,8 +370,14 @@ def boundary_hits(spec: dict) -> List[tuple]:
                     hit("padding", v)
         elif k in ("SLICE", "STRIDED_SLICE") and spec["format"] == "onnx":
             hit("slice_form", "int8" if p.get("int8_form") else "qdq")
+            if "split" in p:
+                hit("split", "all_outputs" if p["split_all"] else "one_output")
             if len(y) == 4 and 1 in y[1:] and 1 not in x[1:]:
                 hit("slice_extent", 1)
+        elif k == "RESHAPE" and spec["format"] == "onnx":
+            hit("reshape_op", p.get("onnx_op", "Reshape"))
+        elif k == "TRANSPOSE" and spec["format"] == "onnx":
+            hit("transpose_form", "shuffle" if "shuffle" in p else "int8" if p.get("int8_form") else "qdq")
         elif k == "RESIZE_NEAREST_NEIGHBOR" and "ct" in p:
             hit("resize_mapping", "asymmetric_floor" if (p["ct"], p["nearest_mode"]) ==
                 ("asymmetric", "floor") else "other")

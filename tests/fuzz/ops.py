@@ -55,6 +55,12 @@ BOUNDARIES: Dict[str, set] = {
     "slice_form": {"qdq", "int8"},
     "slice_extent": {1},
     "resize_mapping": {"asymmetric_floor", "other"},
+    # ONNX layout ops: Reshape written as Squeeze / Unsqueeze / Flatten, a
+    # Slice written as a Split, the channel shuffle (Reshape -> Transpose ->
+    # Reshape), a Transpose in its QDQ or int8 form
+    "reshape_op": {"Reshape", "Squeeze", "Unsqueeze", "Flatten"},
+    "split": {"one_output", "all_outputs"},
+    "transpose_form": {"qdq", "int8", "shuffle"},
 }
 
 # ONNX weight chains (build_onnx.weight_nodes): int8 initializer -> DQ
@@ -522,6 +528,12 @@ def gen_reshape(ctx, x):
     rng, t = ctx.rng, ctx.tensor(x)
     shape = t["shape"]
     n = int(np.prod(shape))
+    quant = {"scale": t["scale"], "zp": t["zp"]}
+    if ctx.fmt == "onnx" and rng.random() < 0.35:
+        p = _onnx_unit_dims(rng, shape)
+        if p is not None:
+            _onnx_copy_form(ctx, p, x)
+            return p, [], quant
     choices = [[1, n]] if n <= 65535 else []  # feature map dimensions are 16-bit
     if len(shape) == 4:
         choices.append([1, shape[1] * shape[2], shape[3]])
@@ -539,7 +551,40 @@ def gen_reshape(ctx, x):
     new = pick(rng, choices)
     if list(new) == list(shape):
         return None
-    return {"invalid": [], "new_shape": [int(d) for d in new]}, [], {"scale": t["scale"], "zp": t["zp"]}
+    p = {"invalid": [], "new_shape": [int(d) for d in new]}
+    if ctx.fmt == "onnx":
+        if len(shape) == 4 and len(new) == 2 and rng.random() < 0.5:
+            p["onnx_op"] = "Flatten"  # axis 1 of the NCHW tensor: the same [1, n]
+        _onnx_copy_form(ctx, p, x)
+    return p, [], quant
+
+
+def _onnx_unit_dims_of(shape, op: str, axis: int) -> Optional[List[int]]:
+    """The spec shape (NHWC when rank 4) after ONNX `op` (Squeeze or
+    Unsqueeze) of `axis` on the ONNX (NCHW) form of `shape`; None if invalid."""
+    onnx_in = [shape[0], shape[3], shape[1], shape[2]] if len(shape) == 4 else list(shape)
+    if op == "Squeeze":
+        if not 0 < axis < len(onnx_in) or onnx_in[axis] != 1 or len(onnx_in) <= 2:
+            return None
+        out = onnx_in[:axis] + onnx_in[axis + 1:]
+    else:
+        if not 0 < axis <= len(onnx_in) or len(onnx_in) >= 4:
+            return None
+        out = onnx_in[:axis] + [1] + onnx_in[axis:]
+    return [out[0], out[2], out[3], out[1]] if len(out) == 4 else out
+
+
+def _onnx_unit_dims(rng, shape) -> Optional[dict]:
+    """ONNX specs only: a RESHAPE written as Squeeze or Unsqueeze, removing a
+    1 from or inserting a 1 into the NCHW (rank 4) or plain (rank 2-3) shape
+    the ONNX graph has. "new_shape" is the spec's (NHWC when rank 4), so
+    that build_onnx.nchw(new_shape) is the Squeeze / Unsqueeze result."""
+    forms = [(op, a, out) for op in ("Squeeze", "Unsqueeze") for a in range(1, len(shape) + 1)
+             for out in [_onnx_unit_dims_of(shape, op, a)] if out is not None]  # never the batch axis
+    if not forms:
+        return None
+    op, axis, new = forms[int(rng.integers(len(forms)))]
+    return {"invalid": [], "new_shape": [int(d) for d in new], "onnx_op": op, "axes": [axis]}
 
 
 def gen_softmax(ctx, x):
@@ -575,6 +620,11 @@ def gen_slice(ctx, x):
     it on the host too, so the spec is dropped by out_shape)."""
     rng, t = ctx.rng, ctx.tensor(x)
     shape = t["shape"]
+    if ctx.fmt == "onnx" and rng.random() < 0.4:
+        p = _onnx_split(rng, shape)
+        if p is not None:
+            _onnx_copy_form(ctx, p, x)
+            return p, [], {"scale": t["scale"], "zp": t["zp"]}
     begin = [int(rng.integers(0, d)) for d in shape]
     size = [int(rng.integers(1, d - b + 1)) if rng.random() < 0.8 else -1
             for d, b in zip(shape, begin)]
@@ -583,6 +633,27 @@ def gen_slice(ctx, x):
     p = {"invalid": [], "begin": begin, "size": size}
     _onnx_copy_form(ctx, p, x)
     return p, [], {"scale": t["scale"], "zp": t["zp"]}
+
+
+def _onnx_split(rng, shape) -> Optional[dict]:
+    """ONNX specs only: a SLICE written as one output of an ONNX Split along
+    one axis (channels, rows or columns of a rank-4 tensor, any non-batch axis
+    otherwise) into 2-4 pieces; the spec's op output is piece "split_out",
+    the other pieces are graph-dead (ShuffleNet and YOLO use all of them:
+    build_onnx makes them graph outputs with `split_all`). begin / size
+    select the same piece, so out_shape needs nothing new."""
+    axes = [a for a in range(1, len(shape)) if shape[a] >= 2]
+    if not axes:
+        return None
+    a = axes[int(rng.integers(len(axes)))]
+    n = int(rng.integers(2, min(4, shape[a]) + 1))
+    cuts = sorted(int(c) for c in rng.choice(np.arange(1, shape[a]), n - 1, replace=False))
+    sizes = [e - b for b, e in zip([0] + cuts, cuts + [shape[a]])]
+    k = int(rng.integers(n))
+    begin, size = [0] * len(shape), list(shape)
+    begin[a], size[a] = sum(sizes[:k]), sizes[k]
+    return {"invalid": [], "begin": begin, "size": size, "split_axis": a, "split": sizes,
+            "split_out": k, "split_all": bool(rng.random() < 0.5)}
 
 
 def _onnx_copy_form(ctx, p, x):
@@ -713,9 +784,18 @@ def gen_transpose(ctx, x):
             break
     else:
         return None
+    quant = {"scale": t["scale"], "zp": t["zp"]}
+    if ctx.fmt == "onnx" and len(shape) == 4 and rng.random() < 0.4:
+        groups = [g for g in (2, 3, 4, 8) if shape[3] % g == 0 and shape[3] > g]
+        if groups:  # ShuffleNet's channel shuffle: Reshape -> Transpose -> Reshape
+            p = {"invalid": [], "perm": [0, 1, 2, 3], "shuffle": int(pick(rng, groups))}
+            _onnx_copy_form(ctx, p, x)
+            return p, [], quant
     if perm == list(range(len(shape))):
         return None
-    return {"invalid": [], "perm": perm}, [], {"scale": t["scale"], "zp": t["zp"]}
+    p = {"invalid": [], "perm": perm}
+    _onnx_copy_form(ctx, p, x)
+    return p, [], quant
 
 
 def gen_resize_bilinear(ctx, x):
@@ -825,6 +905,9 @@ def out_shape(op: dict, ins: Sequence[Sequence[int]]) -> Optional[List[int]]:
             out.append(max(da, db))
         return out
     if k == "RESHAPE":
+        if "axes" in p:  # ONNX Squeeze / Unsqueeze: valid only as the same unit-dimension change
+            again = _onnx_unit_dims_of(x, p["onnx_op"], p["axes"][0])
+            return list(p["new_shape"]) if again == list(p["new_shape"]) else None
         return list(p["new_shape"]) if int(np.prod(p["new_shape"])) == int(np.prod(x)) else None
     if k == "PAD":
         if len(x) != 4:
@@ -841,6 +924,8 @@ def out_shape(op: dict, ins: Sequence[Sequence[int]]) -> Optional[List[int]]:
     if k == "TRANSPOSE_CONV":
         return [1, p["oh"], p["ow"], p["cout"]] if len(x) == 4 else None
     if k == "TRANSPOSE":
+        if "shuffle" in p and (len(x) != 4 or x[3] % p["shuffle"]):
+            return None
         return [x[i] for i in p["perm"]] if len(p["perm"]) == len(x) else None
     if k == "SPACE_TO_DEPTH":
         b = p["block"]
@@ -854,6 +939,9 @@ def out_shape(op: dict, ins: Sequence[Sequence[int]]) -> Optional[List[int]]:
         return [x[0], x[1] * b, x[2] * b, x[3] // (b * b)]
     if k == "SLICE":
         if len(p["begin"]) != len(x) or any(b >= d for b, d in zip(p["begin"], x)):
+            return None
+        if "split" in p and (sum(p["split"]) != x[p["split_axis"]] or
+                             any(p["size"][a] != x[a] for a in range(len(x)) if a != p["split_axis"])):
             return None
         out = [d - b if n < 0 else n for d, b, n in zip(x, p["begin"], p["size"])]
         return out if all(b + n <= d for b, n, d in zip(p["begin"], out, x)) else None
@@ -922,7 +1010,7 @@ TABLE: List[OpKind] = [
     # version 1: BUILTIN_REF registers no version 2 (the int8 kernel is the same)
     OpKind("DEPTH_TO_SPACE", gen_depth_to_space, 0.25, 1, onnx="DepthToSpace"),
     OpKind("TRANSPOSE_CONV", gen_transpose_conv, 0.4, 3, onnx=None),
-    OpKind("TRANSPOSE", gen_transpose, 0.2, 2, onnx=None),
+    OpKind("TRANSPOSE", gen_transpose, 0.2, 2, onnx="Transpose"),
     OpKind("RESIZE_BILINEAR", gen_resize_bilinear, 0.2, 3, onnx=None),
     OpKind("MAXIMUM", gen_max_min, 0.2, 2, onnx=None),
     OpKind("MINIMUM", gen_max_min, 0.2, 2, onnx=None),
