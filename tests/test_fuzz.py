@@ -9,6 +9,7 @@ Default run: 300 TFLite + 60 ONNX graphs. Long mode (10,000 + 1,000):
 `PYTHONPATH=python python -m pytest tests/test_fuzz.py -m slow -s`, or the CLI
 `PYTHONPATH=python python -m tests.fuzz --graphs 10000 --onnx-graphs 1000`.
 """
+import dataclasses
 import json
 import os
 import time
@@ -99,7 +100,7 @@ def test_onnx_layout_forms(tmp_path, scheduler):
     pieces dead or graph outputs), Transpose in QDQ and int8 form, ShuffleNet's
     Reshape -> Transpose -> Reshape channel shuffle; every claimed node within
     the fuzzer's ONNX rule of the CPU EP, every form reached."""
-    kinds = [KINDS[k] for k in LAYOUT_KINDS]
+    kinds = [dataclasses.replace(KINDS[k], weight=1.0) for k in LAYOUT_KINDS]
     specs = [generate_kinds(SEED, i, "onnx", DEFAULT_MAC_BUDGET, 0.06, kinds, 3)
              for i in range(LAYOUT_GRAPHS)]
     stats = Stats()
