@@ -713,6 +713,51 @@ def test_chain_in_one_program():
     assert [r["kind"] for r in regions[:4]] == ["constant", "input", "scratch", "output"]
 
 
+def eager_waits(commands):
+    """The stream with each NPU_OP_KERNEL_WAIT moved back before the run of
+    NPU_SET_REGISTER commands it follows (where the compiler put it before the
+    waits were deferred): the same commands, so the same outputs."""
+    out = []
+    for c in commands:
+        c = {k: v for k, v in c.items() if k != "word"}
+        if c["opcode"] == "NPU_OP_KERNEL_WAIT":
+            at = len(out)
+            while at > 0 and out[at - 1]["opcode"] == "NPU_SET_REGISTER":
+                at -= 1
+            out.insert(at, c)
+        else:
+            out.append(c)
+    return out
+
+
+@pytest.mark.parametrize("cores", [1, 8, 32])
+def test_kernel_wait_after_the_register_writes(cores):
+    """The KERNEL_WAIT between two ops comes after the register writes that
+    program the next op's first kernel, just before its opcode (registers take
+    effect at once and a kernel latches them at issue, docs/command_stream.md
+    §3.2): every wait is followed by a kernel or DMA_START, never by a register
+    write. The command processor spends 1 cycle per command, so the writes run
+    while the earlier kernels finish: the same stream with the waits before the
+    writes gives the same bits in more cycles (at least one per op whose wait
+    the last kernel's end decides)."""
+    net = chain_net()
+    x = net.random_inputs()
+    prog = _core.compile(net.g, cores=cores, sram_kb=64)
+    cmds = _core.decode_stream(info(prog)["commands"])
+    waits = [i for i, c in enumerate(cmds) if c["opcode"] == "NPU_OP_KERNEL_WAIT"]
+    assert waits
+    for i in waits:
+        assert cmds[i - 1]["opcode"] == "NPU_SET_REGISTER"
+        assert cmds[i + 1]["opcode"] in KERNEL_OPCODES | {"NPU_OP_DMA_START"}, cmds[i + 1]
+    deferred, stats = run(net, x, cores, 64, program=prog)
+    eager = _core.compile(net.g, cores=cores, sram_kb=64)
+    eager.commands = np.array(_core.encode_commands(eager_waits(cmds)), np.uint32)
+    assert len(eager.commands) == len(prog.commands)
+    got, eager_stats = run(net, x, cores, 64, program=eager)
+    assert_equal(deferred, got, f"{cores} cores: deferred vs eager waits")
+    assert stats["cycles"] < eager_stats["cycles"]
+
+
 # ---------------------------------------------------------------------------
 # Records.
 

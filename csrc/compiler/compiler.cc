@@ -78,6 +78,7 @@ struct Context {
   Emitter em;
   // Memory kernels issued since the last NPU_OP_KERNEL_WAIT read and wrote.
   std::vector<Interval> reads_since_wait, writes_since_wait;
+  bool wait_pending = false;  // a KERNEL_WAIT 0 is due before the next kernel
 
   Context(const ir::Graph& g, const CompileOptions& o)
       : graph(g), options(o), geo(sram_geometry(o.hw.sram_bytes)) {}
@@ -93,7 +94,11 @@ struct Context {
   }
 
   // NPU_OP_KERNEL_WAIT 0 before work that reads what earlier kernels may still
-  // be writing, or writes what they may still be reading or writing.
+  // be writing, or writes what they may still be reading or writing. The wait
+  // is only marked here and emitted by kernel_op just before the next kernel
+  // opcode: the register writes that program that kernel take effect at once
+  // and are latched only when it issues (docs/command_stream.md §3.2), so the
+  // command processor runs them while the earlier kernels finish.
   void wait_if_needed(const std::vector<Interval>& reads, const std::vector<Interval>& writes) {
     bool hazard = false;
     for (const Interval& r : reads) hazard = hazard || any_overlap(writes_since_wait, r);
@@ -101,7 +106,7 @@ struct Context {
       hazard = hazard || any_overlap(writes_since_wait, w) || any_overlap(reads_since_wait, w);
     }
     if (hazard) {
-      em.op(Opcode::NPU_OP_KERNEL_WAIT, 0);
+      wait_pending = true;
       reads_since_wait.clear();
       writes_since_wait.clear();
     }
@@ -109,14 +114,23 @@ struct Context {
     writes_since_wait.insert(writes_since_wait.end(), writes.begin(), writes.end());
   }
 
-  // A DMA copy of `bytes` bytes (after every kernel, then waited for).
+  // A kernel opcode, after the wait wait_if_needed marked (if any).
+  void kernel_op(Opcode opcode) {
+    if (wait_pending) em.op(Opcode::NPU_OP_KERNEL_WAIT, 0);
+    wait_pending = false;
+    em.op(opcode, 0);
+  }
+
+  // A DMA copy of `bytes` bytes (after every kernel, then waited for; the
+  // DMA registers are written before the kernel wait, as in kernel_op).
   void copy(const Storage& src, const Storage& dst, int64_t bytes) {
-    em.op(Opcode::NPU_OP_KERNEL_WAIT, 0);
-    reads_since_wait.clear();
-    writes_since_wait.clear();
     em.set_register(Reg::DMA_SRC, region_address(src.region, src.offset));
     em.set_register(Reg::DMA_DST, region_address(dst.region, dst.offset));
     em.set_register(Reg::DMA_LEN, uint32_t(bytes));
+    em.op(Opcode::NPU_OP_KERNEL_WAIT, 0);
+    wait_pending = false;
+    reads_since_wait.clear();
+    writes_since_wait.clear();
     em.op(Opcode::NPU_OP_DMA_START, 0);
     em.op(Opcode::NPU_OP_DMA_WAIT, 0);
   }
@@ -737,7 +751,7 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
 
   const auto [ctrl, opcode] = control(op, !fm_resident, !k_resident);
   em.set_register(Reg::NACC_CTRL, ctrl);
-  em.op(opcode, 0);
+  ctx.kernel_op(opcode);
 }
 
 void emit_op(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstants& k) {
