@@ -501,10 +501,12 @@ std::shared_ptr<const ExecutionPlan> Device::build_plan(int handler, uint32_t im
   const std::array<uint64_t, limits::kNumRegions> sizes = rec.region_size;
   std::unique_ptr<device_detail::PlanData> data = device_detail::make_plan(std::move(rec));
   device_detail::prepare_parts(*data, pool_.threads());
+  // The timeline moves to the plan (one record per command and core: not
+  // copied); the handler's counters keep reading it, as after a replay.
+  data->timeline = std::make_shared<const std::vector<CommandRecord>>(std::move(c.run.timeline));
+  c.run.timeline.clear();
+  c.replay_timeline = data->timeline;
   data->counters = c.run;
-  data->timeline =
-      std::make_shared<const std::vector<CommandRecord>>(std::move(data->counters.timeline));
-  data->counters.timeline.clear();
   data->region_sizes = sizes;
   data->final_registers = c.regs;
   data->final_qread = c.regs.get(Reg::QREAD);

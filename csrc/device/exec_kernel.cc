@@ -238,10 +238,10 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
   rec.ext_read_bytes = ext_rd;
   rec.ext_write_bytes = ext_wr;
   rec.cores.reserve(work.size());
-  for (CoreWork& c : work) {  // the last use of `work`: its keys move to the residency
+  for (const CoreWork& c : work) {
     CoreState& cs = ctx.cores[size_t(c.core)];
-    if (c.load_fm) cs.fm = Resident{true, c.ifm, std::move(c.fm_key)};
-    if (c.load_k) cs.kernel = Resident{true, c.kern, std::move(c.k_key)};
+    if (c.load_fm) cs.fm = Resident{true, c.ifm, c.fm_key};
+    if (c.load_k) cs.kernel = Resident{true, c.kern, c.k_key};
 
     const int64_t horizon = std::min(cs.rd_free, cs.mac_free);
     cs.busy.erase(std::remove_if(cs.busy.begin(), cs.busy.end(),

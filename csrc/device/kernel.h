@@ -132,7 +132,10 @@ struct Read {
   Interval interval() const { return Interval{addr, addr + span()}; }
 };
 
-struct CoreWork {
+// One core's tile of a kernel command as its unit and the execution plan's
+// replay see it: geometry, SRAM layout and work. No host pointers, no
+// allocations (the plan keeps one per tile).
+struct TileWork {
   int core = 0;
   int y0 = 0, h = 0, oc0 = 0, noc = 0;
   int iy0 = 0, ih = 0;
@@ -144,16 +147,21 @@ struct CoreWork {
   // Bytes of the weights in the K area: weight_count, or ceil(weight_count / 2) with int4.
   int64_t weight_bytes() const { return int4 ? (weight_count + 1) / 2 : weight_count; }
   bool int4 = false;  // the command's Setup::int4
-  int64_t gathered = 0;  // im2col: IFM bytes the DMA gathers (padding positions excluded)
   bool load_fm = false, load_k = false, load_temp = false;
+  int64_t gathered = 0;  // im2col: IFM bytes the DMA gathers (padding positions excluded)
+  int64_t mac_cycles = 0, act_cycles = 0, macs = 0;
+};
+
+// One core's part of a kernel command in the interpreter: its tile plus the
+// bounds-checked external accesses, residency keys and DMA counts.
+struct CoreWork : TileWork {
   Read fm_read, temp_read, b_read;  // IFM tile, element-wise operand, matmul B
   Read wblock;                      // weight block (u32 length + stream + padding)
   std::vector<Read> small_reads;    // bias, multipliers, shifts, LUT
   uint64_t ofm_addr = 0, ofm_span = 0;
   uint8_t* ofm_host = nullptr;
-  std::vector<uint64_t> fm_key, k_key;
+  ResidencyKey fm_key{}, k_key{};
   int64_t rd_unicast = 0, rd_broadcast = 0, wr_bytes = 0;
-  int64_t mac_cycles = 0, act_cycles = 0, macs = 0;
   std::exception_ptr error;
 };
 
@@ -202,9 +210,9 @@ struct TileBuffers {
 
 // Runs the command's unit for core c on `b` (docs/device_model.md §4);
 // nacc::Error from a unit's own checks.
-void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b);
+void run_unit(const Setup& s, const TileWork& c, const TileBuffers& b);
 
 // The buffers of core c in its SRAM.
-TileBuffers sram_buffers(const CoreWork& c, uint8_t* sram);
+TileBuffers sram_buffers(const TileWork& c, uint8_t* sram);
 
 }  // namespace nacc::device_detail

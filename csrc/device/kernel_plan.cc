@@ -230,12 +230,12 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   c.fm_read.row_pitch = s.in_row;
   c.fm_read.pix_pitch = s.in_pix;
   c.fm_read.sram = c.ifm.lo;
-  c.fm_key = {c.fm_read.addr, s.in_row, s.in_pix, uint64_t(int64_t(c.iy0)), uint64_t(c.ih),
+  c.fm_key = ResidencyKey{c.fm_read.addr, s.in_row, s.in_pix, uint64_t(int64_t(c.iy0)), uint64_t(c.ih),
               uint64_t(int64_t(s.ix0)), uint64_t(s.iw), uint64_t(in_ch), uint64_t(s.in_h),
               uint64_t(s.in_w), uint64_t(c.ifm.lo), uint64_t(s.im2col),
               uint64_t(s.kx), uint64_t(s.ky), uint64_t(s.sx), uint64_t(s.sy)};
   const uint64_t none = ~uint64_t(0);
-  c.k_key = {uint64_t(s.fam), device_address(ctx, s.a_k, k_off),
+  c.k_key = ResidencyKey{uint64_t(s.fam), device_address(ctx, s.a_k, k_off),
              uint64_t(s.k_block), s.fam == Family::kMatmul ? s.k_pitch : 0,
              s.needs_bias ? device_address(ctx, s.a_bias, uint64_t(bias_entry) * uint64_t(c.oc0)) : none,
              s.needs_quant ? device_address(ctx, s.a_mul, (s.real_scale ? 8 : 4) * uint64_t(c.oc0)) : none,
