@@ -374,7 +374,7 @@ bool Device::step(int handler) {
     r.commands = c.run.commands;
     return r;
   }();
-  std::string op_name;
+  const char* op_name = nullptr;  // no string per command: the fault message formats it
   try {
     if (c.stream_bytes % 4 != 0) {
       throw DeviceFault(str_cat("QSIZE = ", c.stream_bytes, " is not a multiple of 4"));
@@ -446,7 +446,7 @@ bool Device::step(int handler) {
   } catch (const std::exception& e) {
     const auto* bus = dynamic_cast<const BusError*>(&e);
     std::string msg = str_cat("batch handler ", handler, ": ", stream_position(size_t(pc)),
-                              op_name.empty() ? "" : op_name + ": ", e.what());
+                              op_name ? op_name : "", op_name && *op_name ? ": " : "", e.what());
     if (!dynamic_cast<const Error*>(&e)) msg += " (host error)";
     if (bus)
       c.regs.raise(Reg::NACC_INT_STATUS, bus->write

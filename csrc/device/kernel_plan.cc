@@ -2,6 +2,7 @@
 // halo, SRAM layout, bounds-checked external accesses, residency of its IFM
 // and K areas, and its work (docs/device_model.md §1, §3, §5, §6).
 #include <algorithm>
+#include <iterator>
 
 #include "arch/limits.h"
 #include "arch/sram.h"
@@ -331,6 +332,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
         {s.needs_lut, Reg::NACC_IN_ACT_DMA_ADDR, s.a_act, c.lut_lo, limits::kLutEntries, 0,
          s.ncores > 1},
     };
+    c.small_reads.reserve(std::size(parts));  // one allocation, not one per part
     for (const Part& p : parts) {
       if (!p.used) continue;
       Read r;

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <set>
 #include <numeric>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "arch/limits.h"
 #include "arch/sram.h"
@@ -579,27 +579,49 @@ bool merge_group(const std::vector<KernelTrace>& group, std::vector<KernelData>&
   std::vector<uint8_t> tmp, unpacked;
   // Tiles that put the same kernel data at the same channels (the cores of a
   // height split, the row bands of a layer) put the same bytes: once is enough.
-  std::set<std::array<int64_t, 10>> put_once;
-  std::array<int64_t, 10> last_put{};
-  bool have_last = false;
+  using Put = std::array<int64_t, 10>;
+  struct PutHash {
+    size_t operator()(const Put& p) const {
+      uint64_t h = 1469598103934665603ull;
+      for (int64_t v : p) h = (h ^ uint64_t(v)) * 1099511628211ull;
+      return size_t(h ^ (h >> 29));
+    }
+  };
+  std::unordered_set<Put, PutHash> put_once;
+  // A command whose tiles make the placements of the command before (the
+  // row bands of a kernel split, its K areas resident) puts nothing new.
+  std::vector<std::pair<Put, const TileTrace*>> puts, prev_puts;
+  auto same_puts = [&] {
+    if (puts.size() != prev_puts.size()) return false;
+    for (size_t i = 0; i < puts.size(); ++i) {
+      if (puts[i].first != prev_puts[i].first) return false;
+    }
+    return true;
+  };
   for (const KernelTrace& kt : group) {
     const int64_t c_base = channel_offset(kt.s, out_base);
+    puts.clear();
     for (const TileTrace& t : kt.tiles) {
       if (t.kdata < 0) {
         if (!t.work.kern.empty()) return false;
         continue;
       }
+      const TileWork& w = t.work;
+      const Put put{t.kdata, c_base + w.oc0, w.noc, w.w_lo, w.weight_count, w.bias_lo,
+                    w.mul_lo, w.shift_lo, w.scale_lo, w.lut_lo};
+      // The cores of a height split repeat the last tile's.
+      if (!puts.empty() && puts.back().first == put) continue;
+      puts.emplace_back(put, &t);
+    }
+    if (same_puts()) continue;
+    prev_puts.swap(puts);
+    for (const auto& [put, tile] : prev_puts) {
+      if (!put_once.insert(put).second) continue;
+      const TileTrace& t = *tile;
       const KernelData& kd = kernel_data[size_t(t.kdata)];
       auto at = [&](int64_t sram) { return kd.bytes.data() + (sram - kd.lo); };
       const TileWork& w = t.work;
-      const int64_t c0 = c_base + w.oc0;
-      const std::array<int64_t, 10> put{t.kdata, c0, w.noc, w.w_lo, w.weight_count, w.bias_lo,
-                                        w.mul_lo, w.shift_lo, w.scale_lo, w.lut_lo};
-      // The cores of a height split repeat the last tile's: no set look-up.
-      if (have_last && put == last_put) continue;
-      last_put = put;
-      have_last = true;
-      if (!put_once.insert(put).second) continue;
+      const int64_t c0 = put[1];
       const int64_t q0 = per_channel_quant ? c0 : 0;
       const int64_t qn = per_channel_quant ? w.noc : s0.quant_entries;
       if (wbytes > 0) {
