@@ -6,7 +6,6 @@
 #include <map>
 #include <numeric>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "arch/limits.h"
 #include "arch/sram.h"
@@ -72,7 +71,9 @@ void Recorder::wrote(std::vector<Interval>& ws) {
   }
   ws.resize(n);
   if (ws.empty()) return;
+  const Interval all{ws.front().lo, ws.back().hi};  // disjoint and sorted: the last ends last
   auto hit = [&](const Interval& s) {
+    if (!all.overlaps(s)) return false;  // most sources: another region than the writes
     auto it = std::upper_bound(ws.begin(), ws.end(), s.lo,
                                [](uint64_t lo, const Interval& w) { return lo < w.hi; });
     return it != ws.end() && it->overlaps(s);
@@ -413,6 +414,52 @@ bool overlap(const Ranges& a, const Ranges& b) {
 
 int64_t align64(int64_t v) { return align_up(v, kKAreaAlignment); }
 
+// Where a tile puts its kernel data into the layer's: (kernel data, first
+// channel, channels, its K-area offsets).
+using Put = std::array<int64_t, 10>;
+
+// A set of placements, open addressing: no allocation per insert.
+class PutSet {
+ public:
+  // False when `p` is in the set already.
+  bool insert(const Put& p) {
+    if ((count_ + 1) * 2 > slots_.size()) grow();
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash(p) & mask;; i = (i + 1) & mask) {
+      if (!used_[i]) {
+        used_[i] = 1;
+        slots_[i] = p;
+        ++count_;
+        return true;
+      }
+      if (slots_[i] == p) return false;
+    }
+  }
+
+ private:
+  static size_t hash(const Put& p) {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t v : p) h = (h ^ uint64_t(v)) * 1099511628211ull;
+    return size_t(h ^ (h >> 31));
+  }
+  void grow() {
+    std::vector<Put> old;
+    std::vector<uint8_t> old_used;
+    old.swap(slots_);
+    old_used.swap(used_);
+    const size_t n = old.empty() ? 64 : old.size() * 2;
+    slots_.assign(n, Put{});
+    used_.assign(n, 0);
+    count_ = 0;
+    for (size_t i = 0; i < old.size(); ++i) {
+      if (old_used[i]) insert(old[i]);
+    }
+  }
+  std::vector<Put> slots_;
+  std::vector<uint8_t> used_;
+  size_t count_ = 0;
+};
+
 // The merged call of a group, or false when the group is not provably one layer.
 bool merge_group(const std::vector<KernelTrace>& group, std::vector<KernelData>& kernel_data,
                  PlanCall* out) {
@@ -579,15 +626,7 @@ bool merge_group(const std::vector<KernelTrace>& group, std::vector<KernelData>&
   std::vector<uint8_t> tmp, unpacked;
   // Tiles that put the same kernel data at the same channels (the cores of a
   // height split, the row bands of a layer) put the same bytes: once is enough.
-  using Put = std::array<int64_t, 10>;
-  struct PutHash {
-    size_t operator()(const Put& p) const {
-      uint64_t h = 1469598103934665603ull;
-      for (int64_t v : p) h = (h ^ uint64_t(v)) * 1099511628211ull;
-      return size_t(h ^ (h >> 29));
-    }
-  };
-  std::unordered_set<Put, PutHash> put_once;
+  PutSet put_once;
   // A command whose tiles make the placements of the command before (the
   // row bands of a kernel split, its K areas resident) puts nothing new.
   std::vector<std::pair<Put, const TileTrace*>> puts, prev_puts;
@@ -616,7 +655,7 @@ bool merge_group(const std::vector<KernelTrace>& group, std::vector<KernelData>&
     if (same_puts()) continue;
     prev_puts.swap(puts);
     for (const auto& [put, tile] : prev_puts) {
-      if (!put_once.insert(put).second) continue;
+      if (!put_once.insert(put)) continue;
       const TileTrace& t = *tile;
       const KernelData& kd = kernel_data[size_t(t.kdata)];
       auto at = [&](int64_t sram) { return kd.bytes.data() + (sram - kd.lo); };
