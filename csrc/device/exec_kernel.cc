@@ -124,8 +124,7 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
     if (sram.empty()) sram.assign(size_t(env.hw.sram_bytes), 0);
   }
   std::vector<CoreWork> work;
-  work.reserve(size_t(n));
-  for (int i = 0; i < n; ++i) work.push_back(plan_core(env, s, i));
+  plan_cores(env, s, work, env.rec != nullptr);
 
   // Race check against the DMA queue (docs/command_stream.md §3.2).
   PendingOp pend;

@@ -4,6 +4,7 @@
 // executor (exec_kernel.cc) and the execution plan (plan.cc).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <exception>
 #include <ostream>
@@ -152,12 +153,35 @@ struct TileWork {
   int64_t mac_cycles = 0, act_cycles = 0, macs = 0;
 };
 
+// The K area's small parts of one core (bias, multipliers, shifts or scales,
+// LUT), held in place: no allocation per core and command.
+class SmallReads {
+ public:
+  static constexpr size_t kCapacity = 6;  // every part plan_core knows
+  void push_back(const Read& r) {
+    if (n_ == kCapacity) throw Error("SmallReads: more than 6 K-area parts");
+    r_[n_++] = r;
+  }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  Read& operator[](size_t i) { return r_[i]; }
+  const Read& operator[](size_t i) const { return r_[i]; }
+  Read* begin() { return r_.data(); }
+  Read* end() { return r_.data() + n_; }
+  const Read* begin() const { return r_.data(); }
+  const Read* end() const { return r_.data() + n_; }
+
+ private:
+  std::array<Read, kCapacity> r_{};
+  size_t n_ = 0;
+};
+
 // One core's part of a kernel command in the interpreter: its tile plus the
 // bounds-checked external accesses, residency keys and DMA counts.
 struct CoreWork : TileWork {
   Read fm_read, temp_read, b_read;  // IFM tile, element-wise operand, matmul B
   Read wblock;                      // weight block (u32 length + stream + padding)
-  std::vector<Read> small_reads;    // bias, multipliers, shifts, LUT
+  SmallReads small_reads;           // bias, multipliers, shifts, LUT
   uint64_t ofm_addr = 0, ofm_span = 0;
   uint8_t* ofm_host = nullptr;
   ResidencyKey fm_key{}, k_key{};
@@ -168,6 +192,12 @@ struct CoreWork : TileWork {
 // Core i's tile, SRAM layout, external accesses (bounds-checked) and whether
 // its IFM and K areas must be loaded or are resident; counts its work.
 CoreWork plan_core(const ExecEnv& env, const Setup& s, int i);
+// Every core's plan_core, in `work`. With `derive` (building an execution
+// plan) the middle cores of a height or kernel split may be derived from two
+// planned ones where that is proven the same (kernel_plan.cc); a command that
+// faults is planned core by core, so the fault is the first core's, as in a
+// stepped run.
+void plan_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWork>& work, bool derive);
 
 // " (core i)" when the command uses several cores.
 struct CoreText {
