@@ -223,6 +223,40 @@ def test_faults_are_the_same(execution):
     assert str(fault.value) == str(step_fault.value)
 
 
+@pytest.mark.parametrize("mode", ["SPLIT_HEIGHT", "SPLIT_KERNEL"])
+def test_corrupted_split_registers_at_8_cores_replay_as_they_step(mode):
+    """At 8 cores the plan build derives the middle cores of a height or kernel
+    split from cores 1 and 6 where that is proven (kernel_plan.cc); stepping
+    plans every core. Each corrupted register of the mutation list gives the
+    same fault message, or the same bits and counters, both ways."""
+    from test_compiler import MUTATIONS, OP_CASES, _mutated
+
+    net = OP_CASES["conv3x3-80x80x3-spec"]()
+    prog = _core.compile(net.g, cores=8, sram_kb=4, force_cores=8, force_mode=mode)
+    words = _core.program_info(prog)["commands"]
+    x = _inputs(prog, 0)
+    assert_equivalent(prog, 8, 4, threads=(1,))
+    faults = 0
+    for register, change in MUTATIONS:
+        bad = _core.Program.from_bytes(prog.to_bytes())
+        try:
+            bad.commands = _mutated(words, register, change)
+        except ValueError:  # the field is 0 in this mode and cannot go below
+            continue
+        ref, ref_stats = _run(bad, x, 8, 4, "step")
+        got, stats = _run(bad, x, 8, 4, "replay")
+        if ref_stats is None:
+            faults += 1
+            assert got == ref, f"{register}: replay {got} vs step {ref}"
+            continue
+        assert stats is not None, f"{register}: replay faulted ({got}) where stepping did not"
+        for a, b in zip(ref, got):
+            assert np.array_equal(a, b), register
+        for k in COUNTERS:
+            assert stats[k] == ref_stats[k], (register, k)
+    assert faults > 0
+
+
 def test_resident_input_rewritten_is_not_replayed_from_memory():
     """An IFM reused with FM_UPD = 0 after a command wrote its source bytes
     holds the old bytes in SRAM; a plan reading them from memory would see the

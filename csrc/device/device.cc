@@ -374,7 +374,7 @@ bool Device::step(int handler) {
     r.commands = c.run.commands;
     return r;
   }();
-  std::string op_name;
+  const char* op_name = nullptr;  // no string per command: the fault message formats it
   try {
     if (c.stream_bytes % 4 != 0) {
       throw DeviceFault(str_cat("QSIZE = ", c.stream_bytes, " is not a multiple of 4"));
@@ -446,7 +446,7 @@ bool Device::step(int handler) {
   } catch (const std::exception& e) {
     const auto* bus = dynamic_cast<const BusError*>(&e);
     std::string msg = str_cat("batch handler ", handler, ": ", stream_position(size_t(pc)),
-                              op_name.empty() ? "" : op_name + ": ", e.what());
+                              op_name ? op_name : "", op_name && *op_name ? ": " : "", e.what());
     if (!dynamic_cast<const Error*>(&e)) msg += " (host error)";
     if (bus)
       c.regs.raise(Reg::NACC_INT_STATUS, bus->write
@@ -501,10 +501,12 @@ std::shared_ptr<const ExecutionPlan> Device::build_plan(int handler, uint32_t im
   const std::array<uint64_t, limits::kNumRegions> sizes = rec.region_size;
   std::unique_ptr<device_detail::PlanData> data = device_detail::make_plan(std::move(rec));
   device_detail::prepare_parts(*data, pool_.threads());
+  // The timeline moves to the plan (one record per command and core: not
+  // copied); the handler's counters keep reading it, as after a replay.
+  data->timeline = std::make_shared<const std::vector<CommandRecord>>(std::move(c.run.timeline));
+  c.run.timeline.clear();
+  c.replay_timeline = data->timeline;
   data->counters = c.run;
-  data->timeline =
-      std::make_shared<const std::vector<CommandRecord>>(std::move(data->counters.timeline));
-  data->counters.timeline.clear();
   data->region_sizes = sizes;
   data->final_registers = c.regs;
   data->final_qread = c.regs.get(Reg::QREAD);

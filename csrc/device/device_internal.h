@@ -37,10 +37,14 @@ struct SramRange {
 };
 
 // What an SRAM area holds from an earlier command, for K_UPD = 0 / FM_UPD = 0.
+// Every register-derived value that defines what an SRAM area holds, unused
+// entries zero: fixed-size, no allocation per core and command.
+using ResidencyKey = std::array<uint64_t, 16>;
+
 struct Resident {
   bool valid = false;
   SramRange range;
-  std::vector<uint64_t> key;  // every register-derived value that defines the content
+  ResidencyKey key{};
 };
 
 // SRAM range that issued work still reads until cycle `until`.

@@ -124,8 +124,7 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
     if (sram.empty()) sram.assign(size_t(env.hw.sram_bytes), 0);
   }
   std::vector<CoreWork> work;
-  work.reserve(size_t(n));
-  for (int i = 0; i < n; ++i) work.push_back(plan_core(env, s, i));
+  plan_cores(env, s, work, env.rec != nullptr);
 
   // Race check against the DMA queue (docs/command_stream.md §3.2).
   PendingOp pend;
@@ -238,10 +237,10 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
   rec.ext_read_bytes = ext_rd;
   rec.ext_write_bytes = ext_wr;
   rec.cores.reserve(work.size());
-  for (CoreWork& c : work) {  // the last use of `work`: its keys move to the residency
+  for (const CoreWork& c : work) {
     CoreState& cs = ctx.cores[size_t(c.core)];
-    if (c.load_fm) cs.fm = Resident{true, c.ifm, std::move(c.fm_key)};
-    if (c.load_k) cs.kernel = Resident{true, c.kern, std::move(c.k_key)};
+    if (c.load_fm) cs.fm = Resident{true, c.ifm, c.fm_key};
+    if (c.load_k) cs.kernel = Resident{true, c.kern, c.k_key};
 
     const int64_t horizon = std::min(cs.rd_free, cs.mac_free);
     cs.busy.erase(std::remove_if(cs.busy.begin(), cs.busy.end(),

@@ -4,6 +4,7 @@
 // executor (exec_kernel.cc) and the execution plan (plan.cc).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <exception>
 #include <ostream>
@@ -132,7 +133,10 @@ struct Read {
   Interval interval() const { return Interval{addr, addr + span()}; }
 };
 
-struct CoreWork {
+// One core's tile of a kernel command as its unit and the execution plan's
+// replay see it: geometry, SRAM layout and work. No host pointers, no
+// allocations (the plan keeps one per tile).
+struct TileWork {
   int core = 0;
   int y0 = 0, h = 0, oc0 = 0, noc = 0;
   int iy0 = 0, ih = 0;
@@ -144,22 +148,56 @@ struct CoreWork {
   // Bytes of the weights in the K area: weight_count, or ceil(weight_count / 2) with int4.
   int64_t weight_bytes() const { return int4 ? (weight_count + 1) / 2 : weight_count; }
   bool int4 = false;  // the command's Setup::int4
-  int64_t gathered = 0;  // im2col: IFM bytes the DMA gathers (padding positions excluded)
   bool load_fm = false, load_k = false, load_temp = false;
+  int64_t gathered = 0;  // im2col: IFM bytes the DMA gathers (padding positions excluded)
+  int64_t mac_cycles = 0, act_cycles = 0, macs = 0;
+};
+
+// The K area's small parts of one core (bias, multipliers, shifts or scales,
+// LUT), held in place: no allocation per core and command.
+class SmallReads {
+ public:
+  static constexpr size_t kCapacity = 6;  // every part plan_core knows
+  void push_back(const Read& r) {
+    if (n_ == kCapacity) throw Error("SmallReads: more than 6 K-area parts");
+    r_[n_++] = r;
+  }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  Read& operator[](size_t i) { return r_[i]; }
+  const Read& operator[](size_t i) const { return r_[i]; }
+  Read* begin() { return r_.data(); }
+  Read* end() { return r_.data() + n_; }
+  const Read* begin() const { return r_.data(); }
+  const Read* end() const { return r_.data() + n_; }
+
+ private:
+  std::array<Read, kCapacity> r_{};
+  size_t n_ = 0;
+};
+
+// One core's part of a kernel command in the interpreter: its tile plus the
+// bounds-checked external accesses, residency keys and DMA counts.
+struct CoreWork : TileWork {
   Read fm_read, temp_read, b_read;  // IFM tile, element-wise operand, matmul B
   Read wblock;                      // weight block (u32 length + stream + padding)
-  std::vector<Read> small_reads;    // bias, multipliers, shifts, LUT
+  SmallReads small_reads;           // bias, multipliers, shifts, LUT
   uint64_t ofm_addr = 0, ofm_span = 0;
   uint8_t* ofm_host = nullptr;
-  std::vector<uint64_t> fm_key, k_key;
+  ResidencyKey fm_key{}, k_key{};
   int64_t rd_unicast = 0, rd_broadcast = 0, wr_bytes = 0;
-  int64_t mac_cycles = 0, act_cycles = 0, macs = 0;
   std::exception_ptr error;
 };
 
 // Core i's tile, SRAM layout, external accesses (bounds-checked) and whether
 // its IFM and K areas must be loaded or are resident; counts its work.
 CoreWork plan_core(const ExecEnv& env, const Setup& s, int i);
+// Every core's plan_core, in `work`. With `derive` (building an execution
+// plan) the middle cores of a height or kernel split may be derived from two
+// planned ones where that is proven the same (kernel_plan.cc); a command that
+// faults is planned core by core, so the fault is the first core's, as in a
+// stepped run.
+void plan_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWork>& work, bool derive);
 
 // " (core i)" when the command uses several cores.
 struct CoreText {
@@ -202,9 +240,9 @@ struct TileBuffers {
 
 // Runs the command's unit for core c on `b` (docs/device_model.md §4);
 // nacc::Error from a unit's own checks.
-void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b);
+void run_unit(const Setup& s, const TileWork& c, const TileBuffers& b);
 
 // The buffers of core c in its SRAM.
-TileBuffers sram_buffers(const CoreWork& c, uint8_t* sram);
+TileBuffers sram_buffers(const TileWork& c, uint8_t* sram);
 
 }  // namespace nacc::device_detail

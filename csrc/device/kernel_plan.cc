@@ -99,6 +99,29 @@ std::ostream& operator<<(std::ostream& o, const RegText& t) {
 }
 RegText reg_text(Reg r, uint32_t value, uint64_t extra = 0) { return RegText{r, value, extra}; }
 
+// FM_UPD = 0 / K_UPD = 0: the core's IFM / K area must hold what this tile
+// would load (its residency key).
+void check_residency(const ExecEnv& env, const Setup& s, const CoreWork& c) {
+  const int i = c.core;
+  const CoreState& cs = env.ctx.cores[size_t(i)];
+  if (!s.fm_upd) {
+    require(cs.fm.valid && cs.fm.key == c.fm_key,
+            "stale feature map: NACC_CTRL.FM_UPD = 0 but the IFM area", core_text(s, i),
+            cs.fm.valid ? " holds another input tile (address, pitches, tile registers or "
+                          "channels differ)"
+                        : " holds no input tile loaded by this stream",
+            " (docs/device_model.md §1)");
+  }
+  if (!c.kern.empty() && !s.k_upd) {
+    require(cs.kernel.valid && cs.kernel.key == c.k_key,
+            "stale kernel: NACC_CTRL.K_UPD = 0 but the K area", core_text(s, i),
+            cs.kernel.valid ? " holds another kernel (IN_K_DMA_ADDR, K_TRANS_LEN, BIAS/QUANT/"
+                              "IN_ACT addresses, channel count or K area differ)"
+                            : " holds no kernel loaded by this stream",
+            " (docs/device_model.md §1)");
+  }
+}
+
 }  // namespace
 
 
@@ -230,12 +253,12 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   c.fm_read.row_pitch = s.in_row;
   c.fm_read.pix_pitch = s.in_pix;
   c.fm_read.sram = c.ifm.lo;
-  c.fm_key = {c.fm_read.addr, s.in_row, s.in_pix, uint64_t(int64_t(c.iy0)), uint64_t(c.ih),
+  c.fm_key = ResidencyKey{c.fm_read.addr, s.in_row, s.in_pix, uint64_t(int64_t(c.iy0)), uint64_t(c.ih),
               uint64_t(int64_t(s.ix0)), uint64_t(s.iw), uint64_t(in_ch), uint64_t(s.in_h),
               uint64_t(s.in_w), uint64_t(c.ifm.lo), uint64_t(s.im2col),
               uint64_t(s.kx), uint64_t(s.ky), uint64_t(s.sx), uint64_t(s.sy)};
   const uint64_t none = ~uint64_t(0);
-  c.k_key = {uint64_t(s.fam), device_address(ctx, s.a_k, k_off),
+  c.k_key = ResidencyKey{uint64_t(s.fam), device_address(ctx, s.a_k, k_off),
              uint64_t(s.k_block), s.fam == Family::kMatmul ? s.k_pitch : 0,
              s.needs_bias ? device_address(ctx, s.a_bias, uint64_t(bias_entry) * uint64_t(c.oc0)) : none,
              s.needs_quant ? device_address(ctx, s.a_mul, (s.real_scale ? 8 : 4) * uint64_t(c.oc0)) : none,
@@ -244,29 +267,9 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
              s.needs_lut ? device_address(ctx, s.a_act, 0) : none, uint64_t(c.noc),
              uint64_t(c.weight_count), uint64_t(c.quant_count), uint64_t(c.kern.lo),
              uint64_t(c.kern.hi)};
-  const CoreState& cs = ctx.cores[size_t(i)];
-  if (s.fm_upd) {
-    c.load_fm = true;
-  } else {
-    require(cs.fm.valid && cs.fm.key == c.fm_key,
-            "stale feature map: NACC_CTRL.FM_UPD = 0 but the IFM area", core_text(s, i),
-            cs.fm.valid ? " holds another input tile (address, pitches, tile registers or "
-                          "channels differ)"
-                        : " holds no input tile loaded by this stream",
-            " (docs/device_model.md §1)");
-  }
-  if (!c.kern.empty()) {
-    if (s.k_upd) {
-      c.load_k = true;
-    } else {
-      require(cs.kernel.valid && cs.kernel.key == c.k_key,
-              "stale kernel: NACC_CTRL.K_UPD = 0 but the K area", core_text(s, i),
-              cs.kernel.valid ? " holds another kernel (IN_K_DMA_ADDR, K_TRANS_LEN, BIAS/QUANT/"
-                                "IN_ACT addresses, channel count or K area differ)"
-                              : " holds no kernel loaded by this stream",
-              " (docs/device_model.md §1)");
-    }
-  }
+  if (s.fm_upd) c.load_fm = true;
+  if (!c.kern.empty() && s.k_upd) c.load_k = true;
+  check_residency(env, s, c);
   const bool k_broadcast = s.mode == value_of(BroadcastMode::SPLIT_HEIGHT);
   const bool fm_broadcast = s.mode == value_of(BroadcastMode::SPLIT_KERNEL) && !dw_split;
   if (c.load_fm) {
@@ -376,6 +379,179 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   c.wr_bytes = ofm_bytes;
   count_work(s, c);
   return c;
+}
+
+}  // namespace nacc::device_detail
+
+namespace nacc::device_detail {
+
+namespace {
+
+// The fields of a core's plan that follow its index along a height split's
+// or a kernel split's middle cores (docs/device_model.md §5): tile rows,
+// first channel, addresses, residency keys. f(field) for each, in one order.
+template <typename C, typename F>
+void affine_fields(C& c, F&& f) {
+  f(c.y0);
+  f(c.oc0);
+  f(c.iy0);
+  f(c.vy0);
+  f(c.fm_read.addr);
+  f(c.temp_read.addr);
+  f(c.b_read.addr);
+  f(c.wblock.addr);
+  for (auto& r : c.small_reads) f(r.addr);
+  f(c.ofm_addr);
+  for (auto& v : c.fm_key) f(v);
+  for (auto& v : c.k_key) f(v);
+}
+
+bool same_shape(const Read& a, const Read& b) {
+  return a.rows == b.rows && a.cols == b.cols && a.bytes == b.bytes && a.row_pitch == b.row_pitch &&
+         a.pix_pitch == b.pix_pitch && a.sram == b.sram && (a.host == nullptr) == (b.host == nullptr);
+}
+
+// Everything of cores a and b but the affine fields (and the host pointers) agrees.
+bool same_but_affine(const CoreWork& a, const CoreWork& b) {
+  auto range = [](const SramRange& x, const SramRange& y) { return x.lo == y.lo && x.hi == y.hi; };
+  if (!(a.h == b.h && a.noc == b.noc && a.ih == b.ih && a.vh == b.vh && a.vx0 == b.vx0 &&
+        a.vw == b.vw && a.pad_t == b.pad_t && a.pad_b == b.pad_b && a.pad_l == b.pad_l &&
+        a.pad_r == b.pad_r && range(a.ifm, b.ifm) && range(a.kern, b.kern) && range(a.ofm, b.ofm) &&
+        range(a.temp, b.temp) && a.w_lo == b.w_lo && a.bias_lo == b.bias_lo &&
+        a.mul_lo == b.mul_lo && a.shift_lo == b.shift_lo && a.lut_lo == b.lut_lo &&
+        a.scale_lo == b.scale_lo && a.weight_count == b.weight_count &&
+        a.quant_count == b.quant_count && a.int4 == b.int4 && a.load_fm == b.load_fm &&
+        a.load_k == b.load_k && a.load_temp == b.load_temp && a.gathered == b.gathered &&
+        a.mac_cycles == b.mac_cycles && a.act_cycles == b.act_cycles && a.macs == b.macs &&
+        a.ofm_span == b.ofm_span && (a.ofm_host == nullptr) == (b.ofm_host == nullptr) &&
+        a.rd_unicast == b.rd_unicast && a.rd_broadcast == b.rd_broadcast &&
+        a.wr_bytes == b.wr_bytes && !a.error && !b.error)) {
+    return false;
+  }
+  if (!same_shape(a.fm_read, b.fm_read) || !same_shape(a.temp_read, b.temp_read) ||
+      !same_shape(a.b_read, b.b_read) || !same_shape(a.wblock, b.wblock) ||
+      a.small_reads.size() != b.small_reads.size()) {
+    return false;
+  }
+  for (size_t k = 0; k < a.small_reads.size(); ++k) {
+    if (!same_shape(a.small_reads[k], b.small_reads[k])) return false;
+  }
+  return true;
+}
+
+// One access of the middle cores: the buffer holding every core's range
+// (their hull: the addresses are affine in the core index), or null.
+const BoundBuffer* hull_buffer(const ExecEnv& env, uint64_t a, uint64_t b, uint64_t span, bool write) {
+  const uint64_t lo = std::min(a, b), hi = std::max(a, b);
+  if (hi + span < hi) return nullptr;
+  return find_access(env, lo, hi + span - lo, write);
+}
+
+// The middle cores 2 .. n-3 of a split command derived from cores 1 and n-2
+// (planned in full), or false when that is not proven: the caller then plans
+// every core. Proven: in a height split whose cores 1 and n-2 hold no padding
+// rows, and in a kernel split (not depthwise), every field of core i's plan
+// is an affine function of i (docs/device_model.md §5: AVG_HEIGHT rows at the
+// AVG_OFFSET input step, oc_per_core channels at the K_TRANS_LEN stride), so
+// the two planned cores fix it; each access's hull lies in one buffer, so
+// every middle core's access does; the residency checks, per core state, are
+// made for each core.
+bool derive_middle_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWork>& work) {
+  const int n = s.ncores;
+  const CoreWork& a = work[1];
+  const CoreWork& b = work[size_t(n - 2)];
+  if (s.mode == value_of(BroadcastMode::SPLIT_HEIGHT)) {
+    if (a.pad_t != 0 || a.pad_b != 0 || b.pad_t != 0 || b.pad_b != 0) return false;
+  } else if (s.mode != value_of(BroadcastMode::SPLIT_KERNEL) || s.fam == Family::kDepthwise) {
+    return false;
+  }
+  if (!same_but_affine(a, b)) return false;
+  constexpr int kMaxFields = 64;
+  uint64_t base[kMaxFields], last[kMaxFields];
+  int64_t slope[kMaxFields];
+  int nf = 0;
+  bool fits = true;
+  affine_fields(a, [&](const auto& v) {
+    if (nf < kMaxFields) base[nf] = uint64_t(v);
+    ++nf;
+  });
+  if (nf > kMaxFields) return false;
+  int m = 0;
+  affine_fields(b, [&](const auto& v) { last[m++] = uint64_t(v); });
+  const int64_t steps = n - 3;
+  for (int k = 0; k < nf; ++k) {
+    const int64_t d = int64_t(last[k] - base[k]);
+    if (d % steps != 0) fits = false;
+    slope[k] = d / steps;
+  }
+  if (!fits) return false;
+  // The buffers of the accesses.
+  struct Access {
+    const Read* ra;
+    const Read* rb;
+    const BoundBuffer* buf;
+  };
+  Access acc[4 + 8];
+  int na = 0;
+  for (auto [ra, rb] : {std::pair{&a.fm_read, &b.fm_read}, std::pair{&a.temp_read, &b.temp_read},
+                        std::pair{&a.b_read, &b.b_read}, std::pair{&a.wblock, &b.wblock}}) {
+    if (ra->host) acc[na++] = Access{ra, rb, nullptr};
+  }
+  if (a.small_reads.size() > 8) return false;
+  for (size_t k = 0; k < a.small_reads.size(); ++k) {
+    if (a.small_reads[k].host) acc[na++] = Access{&a.small_reads[k], &b.small_reads[k], nullptr};
+  }
+  for (int k = 0; k < na; ++k) {
+    acc[k].buf = hull_buffer(env, acc[k].ra->addr, acc[k].rb->addr, acc[k].ra->span(), false);
+    if (!acc[k].buf) return false;
+  }
+  const BoundBuffer* out = hull_buffer(env, a.ofm_addr, b.ofm_addr, a.ofm_span, true);
+  if (!out) return false;
+  for (int i = 2; i <= n - 3; ++i) {
+    CoreWork& c = work[size_t(i)];  // a copy of core 1
+    c.core = i;
+    int k = 0;
+    affine_fields(c, [&](auto& v) {
+      using T = std::decay_t<decltype(v)>;
+      v = T(base[k] + uint64_t(slope[k]) * uint64_t(i - 1));
+      ++k;
+    });
+    auto rebase = [](Read& r, const BoundBuffer* buf) { r.host = buf->data + (r.addr - buf->address); };
+    int j = 0;
+    for (Read* r : {&c.fm_read, &c.temp_read, &c.b_read, &c.wblock}) {
+      if (r->host) rebase(*r, acc[j++].buf);
+    }
+    for (Read& r : c.small_reads) {
+      if (r.host) rebase(r, acc[j++].buf);
+    }
+    c.ofm_host = out->data + (c.ofm_addr - out->address);
+    check_residency(env, s, c);
+  }
+  return true;
+}
+
+}  // namespace
+
+void plan_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWork>& work, bool derive) {
+  const int n = s.ncores;
+  work.clear();
+  work.reserve(size_t(n));
+  if (derive && n >= 5) {
+    try {
+      // Cores 0, 1, n-2 and n-1 in full; the middle ones start as copies of core 1.
+      CoreWork b = plan_core(env, s, n - 2), l = plan_core(env, s, n - 1);
+      work.push_back(plan_core(env, s, 0));
+      work.push_back(plan_core(env, s, 1));
+      for (int i = 2; i <= n - 3; ++i) work.push_back(work[1]);
+      work.push_back(std::move(b));
+      work.push_back(std::move(l));
+      if (derive_middle_cores(env, s, work)) return;
+    } catch (...) {
+      // Planned again core by core below: the first core's fault, as always.
+    }
+    work.clear();
+  }
+  for (int i = 0; i < n; ++i) work.push_back(plan_core(env, s, i));
 }
 
 }  // namespace nacc::device_detail

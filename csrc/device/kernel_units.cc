@@ -15,7 +15,7 @@
 
 namespace nacc::device_detail {
 
-TileBuffers sram_buffers(const CoreWork& c, uint8_t* sram) {
+TileBuffers sram_buffers(const TileWork& c, uint8_t* sram) {
   auto i32 = [&](int64_t lo) {
     return lo >= 0 ? reinterpret_cast<const int32_t*>(sram + lo) : nullptr;
   };
@@ -32,7 +32,7 @@ TileBuffers sram_buffers(const CoreWork& c, uint8_t* sram) {
   return b;
 }
 
-void run_unit(const Setup& s, const CoreWork& c, const TileBuffers& b) {
+void run_unit(const Setup& s, const TileWork& c, const TileBuffers& b) {
   const int8_t* in = b.in;
   int8_t* out = b.out;
   const int8_t* wts = b.weights;

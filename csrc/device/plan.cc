@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <set>
 #include <numeric>
 #include <unordered_map>
 
@@ -72,7 +71,9 @@ void Recorder::wrote(std::vector<Interval>& ws) {
   }
   ws.resize(n);
   if (ws.empty()) return;
+  const Interval all{ws.front().lo, ws.back().hi};  // disjoint and sorted: the last ends last
   auto hit = [&](const Interval& s) {
+    if (!all.overlaps(s)) return false;  // most sources: another region than the writes
     auto it = std::upper_bound(ws.begin(), ws.end(), s.lo,
                                [](uint64_t lo, const Interval& w) { return lo < w.hi; });
     return it != ws.end() && it->overlaps(s);
@@ -104,7 +105,14 @@ void unsupported(Recorder& rec, const char* why) {
   if (rec.unsupported.empty()) rec.unsupported = why;
 }
 
+bool same_layer(const Setup& a, const Setup& b);
+// Turns the held layer (rec.group) into steps and empties it.
+void flush_group(Recorder& rec);
+
 }  // namespace
+
+Recorder::Recorder() : plan(std::make_unique<PlanData>()) {}
+Recorder::~Recorder() = default;
 
 void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
                    std::vector<CoreWork>& work) {
@@ -112,6 +120,7 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
   if (rec.cores.size() < ctx.cores.size()) rec.cores.resize(ctx.cores.size());
   static thread_local std::unordered_multimap<uint64_t, int> by_digest;
   if (rec.kernel_data.empty()) by_digest.clear();
+  if (!rec.group.empty() && !same_layer(rec.group.back().s, s)) flush_group(rec);
   KernelTrace kt;
   kt.word = uint32_t(ctx.pc);
   kt.s = s;
@@ -120,16 +129,7 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
   for (CoreWork& c : work) {
     Recorder::CoreResidency& res = rec.cores[size_t(c.core)];
     TileTrace t;
-    {
-      // The trace's copy without the vectors the replay never reads (the
-      // residency keys; the K reads are resolved below): no allocation per tile.
-      std::vector<Read> small = std::move(c.small_reads);
-      std::vector<uint64_t> fm_key = std::move(c.fm_key), k_key = std::move(c.k_key);
-      t.work = c;
-      c.small_reads = std::move(small);
-      c.fm_key = std::move(fm_key);
-      c.k_key = std::move(k_key);
-    }
+    t.work = c;  // the tile's part: no host pointers, no allocation
     t.fm = rec.ref(c.fm_read);
     if (c.load_temp) t.temp = rec.ref(c.temp_read);
     t.out = rec.ref(c.ofm_addr);
@@ -197,8 +197,7 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
   writes.reserve(work.size());
   for (const CoreWork& c : work) writes.push_back(Interval{c.ofm_addr, c.ofm_addr + c.ofm_span});
   rec.wrote(writes);
-  rec.order.emplace_back(0, int(rec.kernels.size()));
-  rec.kernels.push_back(std::move(kt));
+  rec.group.push_back(std::move(kt));
 }
 
 void record_copy(Recorder& rec, uint32_t word, uint64_t src, uint64_t dst, uint64_t len) {
@@ -208,8 +207,12 @@ void record_copy(Recorder& rec, uint32_t word, uint64_t src, uint64_t dst, uint6
   c.dst = rec.ref(dst);
   c.len = len;
   rec.wrote(Interval{dst, dst + len});
-  rec.order.emplace_back(1, int(rec.copies.size()));
-  rec.copies.push_back(c);
+  flush_group(rec);
+  PlanStep step;
+  step.kind = PlanStep::Kind::kCopy;
+  step.first = int(rec.plan->copies.size());
+  rec.plan->copies.push_back(c);
+  rec.plan->steps.push_back(step);
 }
 
 // ---------------------------------------------------------------------------
@@ -346,31 +349,41 @@ class Assembly {
   std::vector<uint8_t> filled_;
 };
 
-struct Group {
-  std::vector<int> kernels;  // indices into rec.kernels, consecutive in the stream
-};
+using Ranges = std::vector<std::pair<RegionRef, uint64_t>>;  // (start, bytes)
 
-// The ranges the commands of a group read and write, for the overlap test.
-void group_ranges(const Recorder& rec, const Group& g, std::vector<std::pair<RegionRef, uint64_t>>* reads,
-                  std::vector<std::pair<RegionRef, uint64_t>>* writes) {
-  for (int k : g.kernels) {
-    const KernelTrace& kt = rec.kernels[size_t(k)];
+// Appends [at, at + n) to `v`, joined with the last range where the two
+// overlap or touch: overlap() below gives the same answer for the union.
+void add_range(Ranges& v, const RegionRef& at, uint64_t n) {
+  if (!v.empty() && n > 0) {
+    auto& [r, m] = v.back();
+    if (m > 0 && r.region == at.region && at.offset <= r.offset + m && r.offset <= at.offset + n) {
+      const uint64_t lo = std::min(r.offset, at.offset);
+      m = std::max(r.offset + m, at.offset + n) - lo;
+      r.offset = lo;
+      return;
+    }
+  }
+  v.push_back({at, n});
+}
+
+// The ranges the commands of a layer read and write, for the overlap test.
+void group_ranges(const std::vector<KernelTrace>& group, Ranges* reads, Ranges* writes) {
+  for (const KernelTrace& kt : group) {
     for (const TileTrace& t : kt.tiles) {
-      reads->push_back({t.fm.at, t.fm.span()});
-      if (t.work.load_temp) reads->push_back({t.temp.at, t.temp.span()});
-      for (const KernelRead& r : t.k_reads) reads->push_back({r.src.at, r.src.span()});
+      add_range(*reads, t.fm.at, t.fm.span());
+      if (t.work.load_temp) add_range(*reads, t.temp.at, t.temp.span());
+      for (const KernelRead& r : t.k_reads) add_range(*reads, r.src.at, r.src.span());
       const uint64_t out_span = uint64_t(t.work.h - 1) * kt.s.out_row +
                                 uint64_t(kt.s.w - 1) * kt.s.out_pix +
                                 uint64_t(t.work.noc) * uint64_t(kt.s.elem);
-      writes->push_back({t.out, out_span});
+      add_range(*writes, t.out, out_span);
     }
   }
 }
 
 // Whether a byte of some range of `a` is in some range of `b`: the ranges of
 // `b` merged per region, each of `a` looked up in them (n log n).
-bool overlap(const std::vector<std::pair<RegionRef, uint64_t>>& a,
-             const std::vector<std::pair<RegionRef, uint64_t>>& b) {
+bool overlap(const Ranges& a, const Ranges& b) {
   std::vector<std::pair<std::pair<int, uint64_t>, uint64_t>> ranges;  // ((region, lo), hi)
   ranges.reserve(b.size());
   for (const auto& [r, n] : b) ranges.push_back({{r.region, r.offset}, r.offset + n});
@@ -401,23 +414,68 @@ bool overlap(const std::vector<std::pair<RegionRef, uint64_t>>& a,
 
 int64_t align64(int64_t v) { return align_up(v, kKAreaAlignment); }
 
+// Where a tile puts its kernel data into the layer's: (kernel data, first
+// channel, channels, its K-area offsets).
+using Put = std::array<int64_t, 10>;
+
+// A set of placements, open addressing: no allocation per insert.
+class PutSet {
+ public:
+  // False when `p` is in the set already.
+  bool insert(const Put& p) {
+    if ((count_ + 1) * 2 > slots_.size()) grow();
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash(p) & mask;; i = (i + 1) & mask) {
+      if (!used_[i]) {
+        used_[i] = 1;
+        slots_[i] = p;
+        ++count_;
+        return true;
+      }
+      if (slots_[i] == p) return false;
+    }
+  }
+
+ private:
+  static size_t hash(const Put& p) {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t v : p) h = (h ^ uint64_t(v)) * 1099511628211ull;
+    return size_t(h ^ (h >> 31));
+  }
+  void grow() {
+    std::vector<Put> old;
+    std::vector<uint8_t> old_used;
+    old.swap(slots_);
+    old_used.swap(used_);
+    const size_t n = old.empty() ? 64 : old.size() * 2;
+    slots_.assign(n, Put{});
+    used_.assign(n, 0);
+    count_ = 0;
+    for (size_t i = 0; i < old.size(); ++i) {
+      if (old_used[i]) insert(old[i]);
+    }
+  }
+  std::vector<Put> slots_;
+  std::vector<uint8_t> used_;
+  size_t count_ = 0;
+};
+
 // The merged call of a group, or false when the group is not provably one layer.
-bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& kernel_data,
+bool merge_group(const std::vector<KernelTrace>& group, std::vector<KernelData>& kernel_data,
                  PlanCall* out) {
-  const KernelTrace& first = rec.kernels[size_t(g.kernels[0])];
+  const KernelTrace& first = group[0];
   const Setup& s0 = first.s;
   const Family fam = s0.fam;
   if (fam == Family::kMatmul && !s0.im2col) return false;  // B is usually an activation
   // The layer's output base: the smallest command base; every command's
   // offset from it is its first output channel.
   uint64_t out_base = ~uint64_t(0);
-  for (int k : g.kernels) out_base = std::min<uint64_t>(out_base, region_offset(rec.kernels[size_t(k)].s.a_out));
+  for (const KernelTrace& kt : group) out_base = std::min<uint64_t>(out_base, region_offset(kt.s.a_out));
   const int m = fam == Family::kDepthwise ? s0.depth_mult : 1;
   std::vector<Box> boxes;
   int channels = 0;
   int64_t in_base = -1, temp_base = -1;
-  for (int k : g.kernels) {
-    const KernelTrace& kt = rec.kernels[size_t(k)];
+  for (const KernelTrace& kt : group) {
     const Setup& s = kt.s;
     const int64_t c_base = channel_offset(s, out_base);
     if (c_base < 0 || (s0.out_w > 1 && (c_base + s.out_c) * s0.elem > int64_t(s0.out_pix))) {
@@ -442,17 +500,35 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
       if (temp_base >= 0 && tb != temp_base) return false;
       temp_base = tb;
     }
+    const size_t first_box = boxes.size();
     for (const TileTrace& t : kt.tiles) {
       if (!t.k_reads.empty()) return false;
-      boxes.push_back(Box{t.work.y0, t.work.h, s.x0, s.w, int(c_base) + t.work.oc0, t.work.noc});
-      channels = std::max(channels, int(c_base) + t.work.oc0 + t.work.noc);
+      const Box b{t.work.y0, t.work.h, s.x0, s.w, int(c_base) + t.work.oc0, t.work.noc};
+      channels = std::max(channels, b.c0 + b.nc);
+      // A tile that continues the last box of its command (the next rows of
+      // a height split, the next channels of a kernel split) joins it: the
+      // cells covered, and how often, stay the same.
+      if (boxes.size() > first_box && b.h >= 1 && b.nc >= 1) {
+        Box& l = boxes.back();
+        if (l.h >= 1 && l.nc >= 1 && l.x0 == b.x0 && l.w == b.w) {
+          if (l.c0 == b.c0 && l.nc == b.nc && l.y0 + l.h == b.y0) {
+            l.h += b.h;
+            continue;
+          }
+          if (l.y0 == b.y0 && l.h == b.h && l.c0 + l.nc == b.c0) {
+            l.nc += b.nc;
+            continue;
+          }
+        }
+      }
+      boxes.push_back(b);
     }
   }
   if (in_base < 0 || !partitions(boxes, s0.out_h, s0.out_w, channels)) return false;
   if (s0.out_w > 1 && uint64_t(channels) * uint64_t(s0.elem) > s0.out_pix) return false;
   {
-    std::vector<std::pair<RegionRef, uint64_t>> reads, writes;
-    group_ranges(rec, g, &reads, &writes);
+    Ranges reads, writes;
+    group_ranges(group, &reads, &writes);
     if (overlap(reads, writes)) return false;
   }
 
@@ -481,7 +557,7 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
     s.im2col = false;
     s.mat_k = 0;
   }
-  CoreWork& c = call.t.work;
+  TileWork& c = call.t.work;
   c.core = 0;
   c.y0 = 0;
   c.h = s.h;
@@ -550,24 +626,41 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
   std::vector<uint8_t> tmp, unpacked;
   // Tiles that put the same kernel data at the same channels (the cores of a
   // height split, the row bands of a layer) put the same bytes: once is enough.
-  std::set<std::array<int64_t, 10>> put_once;
-  for (int k : g.kernels) {
-    const KernelTrace& kt = rec.kernels[size_t(k)];
+  PutSet put_once;
+  // A command whose tiles make the placements of the command before (the
+  // row bands of a kernel split, its K areas resident) puts nothing new.
+  std::vector<std::pair<Put, const TileTrace*>> puts, prev_puts;
+  auto same_puts = [&] {
+    if (puts.size() != prev_puts.size()) return false;
+    for (size_t i = 0; i < puts.size(); ++i) {
+      if (puts[i].first != prev_puts[i].first) return false;
+    }
+    return true;
+  };
+  for (const KernelTrace& kt : group) {
     const int64_t c_base = channel_offset(kt.s, out_base);
+    puts.clear();
     for (const TileTrace& t : kt.tiles) {
       if (t.kdata < 0) {
         if (!t.work.kern.empty()) return false;
         continue;
       }
+      const TileWork& w = t.work;
+      const Put put{t.kdata, c_base + w.oc0, w.noc, w.w_lo, w.weight_count, w.bias_lo,
+                    w.mul_lo, w.shift_lo, w.scale_lo, w.lut_lo};
+      // The cores of a height split repeat the last tile's.
+      if (!puts.empty() && puts.back().first == put) continue;
+      puts.emplace_back(put, &t);
+    }
+    if (same_puts()) continue;
+    prev_puts.swap(puts);
+    for (const auto& [put, tile] : prev_puts) {
+      if (!put_once.insert(put)) continue;
+      const TileTrace& t = *tile;
       const KernelData& kd = kernel_data[size_t(t.kdata)];
       auto at = [&](int64_t sram) { return kd.bytes.data() + (sram - kd.lo); };
-      const CoreWork& w = t.work;
-      const int64_t c0 = c_base + w.oc0;
-      if (!put_once.insert({t.kdata, c0, w.noc, w.w_lo, w.weight_count, w.bias_lo, w.mul_lo,
-                            w.shift_lo, w.scale_lo, w.lut_lo})
-               .second) {
-        continue;
-      }
+      const TileWork& w = t.work;
+      const int64_t c0 = put[1];
       const int64_t q0 = per_channel_quant ? c0 : 0;
       const int64_t qn = per_channel_quant ? w.noc : s0.quant_entries;
       if (wbytes > 0) {
@@ -604,7 +697,7 @@ bool merge_group(const Recorder& rec, const Group& g, std::vector<KernelData>& k
       if (w.lut_lo >= 0 && !lut.put(0, 1, at(w.lut_lo))) return false;
     }
   }
-  const CoreWork& w0 = first.tiles[0].work;
+  const TileWork& w0 = first.tiles[0].work;
   KernelData kd;
   kd.lo = 0;
   int64_t pos = 0;
@@ -659,7 +752,7 @@ static void prepare_call(const PlanData& plan, PlanCall& call) {
   if (call.t.kdata < 0 || !call.t.k_reads.empty()) return;
   if (call.s.i16) return;  // the 16-bit units have no packed form
   const KernelData& kd = plan.kernel_data[size_t(call.t.kdata)];
-  const CoreWork& w = call.t.work;
+  const TileWork& w = call.t.work;
   const Setup& s = call.s;
   const auto* k = kd.bytes.data() - kd.lo;
   const auto* weights = reinterpret_cast<const int8_t*>(k + w.w_lo);
@@ -695,64 +788,52 @@ static void prepare_call(const PlanData& plan, PlanCall& call) {
   }
 }
 
-std::unique_ptr<PlanData> make_plan(Recorder&& rec) {
-  auto plan = std::make_unique<PlanData>();
-  plan->kernel_data = std::move(rec.kernel_data);
-  plan->copies = rec.copies;
-  ExecutionPlan::Summary& sum = plan->summary;
-  sum.kernel_commands = int(rec.kernels.size());
-  sum.copies = int(rec.copies.size());
+namespace {
 
-  auto emit_command = [&](int k) {
-    KernelTrace& kt = rec.kernels[size_t(k)];  // in one group only: its tiles move to the calls
+void flush_group(Recorder& rec) {
+  std::vector<KernelTrace>& group = rec.group;
+  if (group.empty()) return;
+  PlanData& plan = *rec.plan;
+  ExecutionPlan::Summary& sum = plan.summary;
+  sum.kernel_commands += int(group.size());
+  PlanCall merged;
+  if (group.size() + group[0].tiles.size() > 2 && merge_group(group, rec.kernel_data, &merged)) {
     PlanStep step;
-    step.first = int(plan->calls.size());
-    step.count = int(kt.tiles.size());
-    Group one{{k}};
-    std::vector<std::pair<RegionRef, uint64_t>> reads, writes;
-    reads.reserve(kt.tiles.size() * 2);
-    writes.reserve(kt.tiles.size());
-    group_ranges(rec, one, &reads, &writes);
-    step.stage_inputs = overlap(reads, writes);
-    for (TileTrace& t : kt.tiles) plan->calls.push_back(PlanCall{kt.s, std::move(t), nullptr});
-    plan->steps.push_back(step);
-    sum.tile_calls += step.count;
-  };
-  auto emit_group = [&](const Group& g) {
-    PlanCall merged;
-    if (g.kernels.size() + rec.kernels[size_t(g.kernels[0])].tiles.size() > 2 &&
-        merge_group(rec, g, plan->kernel_data, &merged)) {
+    step.first = int(plan.calls.size());
+    step.count = 1;
+    plan.calls.push_back(std::move(merged));
+    plan.steps.push_back(step);
+    sum.layer_calls += 1;
+    sum.merged_commands += int(group.size());
+  } else {
+    Ranges reads, writes;
+    std::vector<KernelTrace> one(1);
+    for (KernelTrace& kt : group) {
       PlanStep step;
-      step.first = int(plan->calls.size());
-      step.count = 1;
-      plan->calls.push_back(std::move(merged));
-      plan->steps.push_back(step);
-      sum.layer_calls += 1;
-      sum.merged_commands += int(g.kernels.size());
-      return;
+      step.first = int(plan.calls.size());
+      step.count = int(kt.tiles.size());
+      reads.clear();
+      writes.clear();
+      one[0].s = kt.s;
+      one[0].tiles.swap(kt.tiles);
+      group_ranges(one, &reads, &writes);
+      one[0].tiles.swap(kt.tiles);
+      step.stage_inputs = overlap(reads, writes);
+      for (TileTrace& t : kt.tiles) plan.calls.push_back(PlanCall{kt.s, std::move(t), nullptr});
+      plan.steps.push_back(step);
+      sum.tile_calls += step.count;
     }
-    for (int k : g.kernels) emit_command(k);
-  };
-
-  Group g;
-  for (const auto& [kind, index] : rec.order) {
-    if (kind == 1) {
-      if (!g.kernels.empty()) emit_group(g);
-      g.kernels.clear();
-      PlanStep step;
-      step.kind = PlanStep::Kind::kCopy;
-      step.first = index;
-      plan->steps.push_back(step);
-      continue;
-    }
-    if (!g.kernels.empty() &&
-        !same_layer(rec.kernels[size_t(g.kernels.back())].s, rec.kernels[size_t(index)].s)) {
-      emit_group(g);
-      g.kernels.clear();
-    }
-    g.kernels.push_back(index);
   }
-  if (!g.kernels.empty()) emit_group(g);
+  group.clear();
+}
+
+}  // namespace
+
+std::unique_ptr<PlanData> make_plan(Recorder&& rec) {
+  flush_group(rec);
+  std::unique_ptr<PlanData> plan = std::move(rec.plan);
+  plan->kernel_data = std::move(rec.kernel_data);
+  plan->summary.copies = int(plan->copies.size());
 
   // Keep only the kernel data the calls use.
   std::vector<int> remap(plan->kernel_data.size(), -1);
@@ -816,7 +897,7 @@ const uint8_t* packed(const std::array<RegionMemory, limits::kNumRegions>& regio
 }
 
 // The im2col DMA of gather_im2col, from host memory.
-const uint8_t* im2col(const Setup& s, const CoreWork& c, const uint8_t* fm, std::vector<uint8_t>& buf) {
+const uint8_t* im2col(const Setup& s, const TileWork& c, const uint8_t* fm, std::vector<uint8_t>& buf) {
   buf.resize(size_t(int64_t(c.h) * s.w * s.mat_k));
   uint8_t* dst = buf.data();
   const uint8_t pad = uint8_t(int8_t(s.in_zp));
@@ -853,7 +934,7 @@ void resolve_inputs(const PlanData& plan, const PlanCall& call,
                     CallInputs& ci, Scratch& sc) {
   const Setup& s = call.s;
   const TileTrace& t = call.t;
-  const CoreWork& c = t.work;
+  const TileWork& c = t.work;
   std::vector<uint8_t>& in_buf = stage ? ci.own_in : sc.in;
   std::vector<uint8_t>& temp_buf = stage ? ci.own_temp : sc.temp;
   std::vector<uint8_t>& k_buf = stage ? ci.own_k : sc.k;
@@ -879,7 +960,7 @@ void run_call(const PlanCall& call, const CallInputs& ci,
               const std::array<RegionMemory, limits::kNumRegions>& regions, Scratch& sc) {
   const Setup& s = call.s;
   const TileTrace& t = call.t;
-  const CoreWork& c = t.work;
+  const TileWork& c = t.work;
   TileBuffers b;
   b.prepared = call.prepared.get();
   b.in = reinterpret_cast<const int8_t*>(ci.in);
@@ -925,7 +1006,7 @@ constexpr int64_t kParallelMinWork = 1 << 18;
 
 int64_t call_work(const PlanCall& call) {
   const Setup& s = call.s;
-  const CoreWork& c = call.t.work;
+  const TileWork& c = call.t.work;
   const int64_t pixels = int64_t(c.h) * s.w;
   switch (s.fam) {
     case Family::kConv: return pixels * c.noc * s.kx * s.ky * s.in_c;
@@ -942,9 +1023,9 @@ int64_t call_work(const PlanCall& call) {
 // the device derives a tile's halo (docs/device_model.md §3).
 bool row_part(const PlanCall& call, int r0, int r1, PlanCall* out) {
   const Setup& s = call.s;
-  const CoreWork& c = call.t.work;
+  const TileWork& c = call.t.work;
   *out = call;
-  CoreWork& p = out->t.work;
+  TileWork& p = out->t.work;
   p.y0 = c.y0 + r0;
   p.h = r1 - r0;
   out->t.out.offset += uint64_t(r0) * s.out_row;
@@ -977,7 +1058,7 @@ bool row_part(const PlanCall& call, int r0, int r1, PlanCall* out) {
 void channel_part(const PlanCall& call, int c0, int c1, PlanCall* out) {
   const Setup& s = call.s;
   *out = call;
-  CoreWork& p = out->t.work;
+  TileWork& p = out->t.work;
   const int64_t per_channel = s.fam == Family::kConv ? int64_t(s.kx) * s.ky * s.in_c : s.in_c;
   out->prepared = nullptr;  // packed for every channel; this part has a slice
   p.noc = c1 - c0;
@@ -995,7 +1076,7 @@ void channel_part(const PlanCall& call, int c0, int c1, PlanCall* out) {
 std::vector<PlanCall> parallel_parts(const PlanCall& call, int threads) {
   std::vector<PlanCall> parts;
   const Setup& s = call.s;
-  const CoreWork& c = call.t.work;
+  const TileWork& c = call.t.work;
   if (threads <= 1 || s.ncores != 1 || call_work(call) < kParallelMinWork) return parts;
   if (c.h >= 2 * threads && (is_window(s.fam) || s.fam != Family::kMatmul)) {
     for (int i = 0; i < threads; ++i) {

@@ -55,7 +55,7 @@ struct KernelData {
 
 // One core's part of a kernel command, as the replay needs it.
 struct TileTrace {
-  CoreWork work;     // geometry and SRAM layout (host pointers unused after the build)
+  TileWork work;     // geometry and SRAM layout
   ReadRef fm;        // IFM tile; with im2col the feature map the windows are gathered from
   ReadRef temp;      // element-wise operand (work.load_temp)
   RegionRef out;     // OFM tile, pitches of the command (Setup::out_row, out_pix)
@@ -75,18 +75,24 @@ struct CopyTrace {
   uint64_t len = 0;
 };
 
+struct PlanData;
+
 // What execute_kernel / execute_dma_copy report while a plan is built, in
 // stream order, and the bookkeeping that proves the replay's reads equal the
 // interpreter's (a resident IFM or K area may be reused only if no command
-// wrote its source bytes since it was loaded).
+// wrote its source bytes since it was loaded). The plan's steps are made as
+// the stream goes: the commands of one layer are held until the layer ends
+// (the next command belongs to another layer, or is a copy), then merged into
+// one call where that is proven exact, or kept as tile calls.
 struct Recorder {
+  Recorder();
+  ~Recorder();
   uint32_t immutable_regions = 0;  // bit i: region i's bytes never change
   std::array<uint64_t, limits::kNumRegions> region_base{};
   std::array<uint64_t, limits::kNumRegions> region_size{};
-  std::vector<KernelTrace> kernels;
-  std::vector<CopyTrace> copies;
-  std::vector<std::pair<int, int>> order;  // (0 kernel | 1 copy, index) in stream order
+  std::vector<KernelTrace> group;  // the commands of the current layer, in stream order
   std::vector<KernelData> kernel_data;
+  std::unique_ptr<PlanData> plan;  // the steps so far
 
   struct CoreResidency {
     int kdata = -1;                       // the K area's contents
@@ -156,8 +162,8 @@ struct PlanData {
   ExecutionPlan::Summary summary;
 };
 
-// Turns a recording into steps, merging the commands of a layer where that is
-// proven exact (plan.cc).
+// The plan of a recording: its last layer's steps, the kernel data the calls
+// use, the weights packed (plan.cc).
 std::unique_ptr<PlanData> make_plan(Recorder&& rec);
 // Splits every call of `plan` for `threads` host threads once (replay_plan
 // uses them when its pool has that many threads, else splits per run).
