@@ -304,3 +304,25 @@ def test_pad_reflect_declined_with_reason():
     reasons = [h["reason"] for h in rep["host_nodes"] if h["op_type"] == "Pad"]
     assert reasons and "reflect" in reasons[0], rep["host_nodes"]
     assert differ == 0
+
+
+@pytest.mark.parametrize("source", ["graph_input", "host_tensor"])
+@pytest.mark.parametrize("dt", ["int8", "uint8"])
+def test_sibling_units_share_a_partition(source, dt):
+    """Three Conv units reading the same graph input (or the same host
+    tensor: a Softmax's output) have no producer in common on the NPU; they
+    share one partition instead of one each (3 before)."""
+    g = _G(60)
+    x = "x"
+    if source == "host_tensor":
+        x = g.op("Softmax", ["x"], axis=1)  # no NPU implementation: on the host
+    ys = [g.conv(x, 3, 4, k=k) for k in (1, 3, 5)]
+    g.nodes[-1].output[0] = "y"
+    ys[-1] = "y"
+    m = om.float_model(g.nodes, {"x": (1, 3, 6, 6)}, {y: (1, 4, 6, 6) for y in ys}, g.inits)
+    model = _quantized(m, dt)
+    differ, total, rep = _compare(model)
+    assert {n["op_type"] for p in rep["partitions"] for n in p["nodes"]} >= {"Conv"}
+    assert sum(n["op_type"] == "Conv" for p in rep["partitions"] for n in p["nodes"]) == 3
+    assert len(rep["partitions"]) == 1, rep["partitions"]
+    assert differ == 0, f"{differ}/{total} elements differ"
