@@ -166,25 +166,78 @@ def test_channel_shuffle_bit_exact(c, groups, dt, fmt, level, graph_output):
     assert ir_ops <= (2 if graph_output else 3), rep["partitions"]  # conv, shuffle (, conv)
 
 
-def test_chain_moving_elements_between_pixels_stays_on_the_host():
-    """A Transpose of the spatial axes that a Conv reads is no channel
-    permutation: declined (on the host), the result still the CPU EP's."""
+def _pixel_chain(g, x, chain, c, h, w):
+    """Layout steps on x [1, c, h, w] that move elements across pixels (no
+    channel permutation, no view on the NPU); the result [1, c', h', w']."""
+    if chain == "hw_swap":  # [1, C, H, W] -> [1, C, W, H]
+        return g.op("Transpose", [x], perm=[0, 1, 3, 2]), (c, w, h)
+    if chain == "reshape_rows":  # the NCHW bytes read as [1, C, W, H]
+        return g.op("Reshape", [x, g.const(np.array([1, c, w, h], np.int64))]), (c, w, h)
+    if chain == "to_nhwc_as_nchw":  # tf2onnx-like: Transpose(0,2,3,1) then read as NCHW
+        t = g.op("Transpose", [x], perm=[0, 2, 3, 1])
+        return g.op("Reshape", [t, g.const(np.array([1, c, h, w], np.int64))]), (c, h, w)
+    if chain == "space_fold":  # [1, C, H, W] -> [1, C*2, H/2, W] through a 5-D transpose
+        r = g.op("Reshape", [x, g.const(np.array([1, c, h // 2, 2, w], np.int64))])
+        t = g.op("Transpose", [r], perm=[0, 1, 3, 2, 4])
+        return g.op("Reshape", [t, g.const(np.array([1, c * 2, h // 2, w], np.int64))]), (c * 2, h // 2, w)
+    raise ValueError(chain)
+
+
+PIXEL_CHAINS = ["hw_swap", "reshape_rows", "to_nhwc_as_nchw", "space_fold"]
+
+
+@pytest.mark.parametrize("chain", PIXEL_CHAINS)
+@pytest.mark.parametrize("dt,fmt", [("int8", "QDQ"), ("uint8", "QDQ"), ("int8", "QOperator")])
+@pytest.mark.parametrize("at_output", [False, True])
+def test_chain_moving_elements_between_pixels_is_one_transpose(chain, dt, fmt, at_output):
+    """A chain that moves elements across pixels, read by a Conv or ending at
+    the graph output (a partition output), with nothing to absorb its order:
+    one TRANSPOSE (DMA copy passes) between RESHAPE views on the NPU (before:
+    the chain on the host, 2 partitions when a Conv read it). Every layout
+    node claimed, one partition, zero differing elements."""
     g = _G(30)
-    x = g.conv("x", 3, 8, k=1)
-    t = g.op("Transpose", [x], perm=[0, 1, 3, 2])
-    y = g.conv(t, 8, 4, k=1)
-    model = _quantized(g.model(y, (1, 3, 6, 5), (1, 4, 5, 6)), "int8")
+    c, h, w = 8, 6, 5
+    if chain == "space_fold":
+        h = 6
+    x = g.conv("x", 3, c, k=1)
+    t, (c2, h2, w2) = _pixel_chain(g, x, chain, c, h, w)
+    if at_output:
+        y, out = t, (1, c2, h2, w2)
+    else:
+        y, out = g.conv(t, c2, 4, k=1), (1, 4, h2, w2)
+    model = _quantized(g.model(y, (1, 3, h, w), out), dt, fmt=fmt)
     differ, total, rep = _compare(model)
-    assert "Transpose" in {h["op_type"] for h in rep["host_nodes"]}
-    assert differ == 0
+    host = {h_["op_type"] for h_ in rep["host_nodes"]}
+    assert host <= {"QuantizeLinear", "DequantizeLinear"}, rep["host_nodes"]
+    assert len(rep["partitions"]) == 1, rep["partitions"]
+    assert differ == 0, f"{differ}/{total} elements differ"
+
+
+@pytest.mark.parametrize("dt", ["int8", "uint8"])
+def test_chain_splitting_an_axis_unevenly_is_two_copies(dt):
+    """Transpose(0,1,3,2) then Reshape [1, 4, 6, 6] -> [1, 4, 4, 9]: the
+    Reshape cuts the transposed rows unevenly, so no single transpose moves
+    these bytes: one copy to the Transpose's ONNX order, the Reshape a view of
+    it, one copy to the NPU's order; one partition, exact."""
+    g = _G(31)
+    x = g.conv("x", 3, 4, k=1)
+    t = g.op("Transpose", [x], perm=[0, 1, 3, 2])
+    r = g.op("Reshape", [t, g.const(np.array([1, 4, 4, 9], np.int64))])
+    y = g.conv(r, 4, 4, k=1)
+    model = _quantized(g.model(y, (1, 3, 6, 6), (1, 4, 4, 9)), dt)
+    differ, total, rep = _compare(model)
+    assert {h["op_type"] for h in rep["host_nodes"]} <= {"QuantizeLinear", "DequantizeLinear"}
+    assert len(rep["partitions"]) == 1
+    assert differ == 0, f"{differ}/{total} elements differ"
 
 
 def test_layout_chain_with_two_readers():
     """A flattened map that something else also reads cannot be folded into
-    one Gemm's weights. Its Flatten keeps the ONNX (NCHW) order: claimed as a
-    RESHAPE of its input read without the NCHW conversion, which makes that
-    input a partition input (two partitions, as when the Flatten ran on the
-    host); the Gemm and the other reader claimed; results exact."""
+    one Gemm's weights. Its Flatten keeps the ONNX (NCHW) order: the Conv's
+    output, already in the partition in NHWC, goes through one TRANSPOSE to
+    that order (before: read without the NCHW conversion as a partition
+    input, two partitions); the Gemm and the other reader claimed, one
+    partition, results exact."""
     g = _G(40)
     x = g.conv("x", 3, 8)
     f = g.op("Flatten", [x], axis=1)
@@ -195,7 +248,7 @@ def test_layout_chain_with_two_readers():
     differ, total, rep = _compare(model)
     host = {h["op_type"] for h in rep["host_nodes"]}
     assert host <= {"QuantizeLinear", "DequantizeLinear"}, rep["host_nodes"]
-    assert len(rep["partitions"]) == 2
+    assert len(rep["partitions"]) == 1
     assert differ == 0, f"{differ}/{total} elements differ"
 
 
