@@ -659,14 +659,16 @@ UnitScan find_units(const OnnxGraph& g) {
     }
     const QdqOpInfo* info = qdq_info(n);
     if (info == nullptr) continue;
-    const bool int8_copy = n.op_type == "MaxPool" || n.op_type == "Slice" || n.op_type == "Split";
+    const bool int8_copy = n.op_type == "MaxPool" || n.op_type == "Slice" || n.op_type == "Split" ||
+                           n.op_type == "Pad";
     const bool reshape_like = n.op_type == "Reshape" || n.op_type == "Flatten" ||
                               n.op_type == "Squeeze" || n.op_type == "Unsqueeze";
     if ((int8_copy || reshape_like) &&
         n.input(0) >= 0 && is_8bit(g.value(n.input(0)).elem_type)) {
       // A Reshape / Flatten of an int8 constant is a step of a weight chain,
-      // folded into the unit of the op it feeds. An int8 MaxPool, Slice or
-      // Split keeps its input's quantization.
+      // folded into the unit of the op it feeds. An int8 MaxPool, Slice,
+      // Split or Pad (QOperator models: quantize_static pads with the zero
+      // point) keeps its input's quantization.
       ConstTensor folded;
       if (!int8_copy && !g.fold_constant(n.input(0), &folded)) continue;
       NodeUnit u;
@@ -1200,7 +1202,7 @@ struct UnitTranslator {
       r.scale = o.scale;
       r.zp = o.zp;
     } else if (n.op_type == "MaxPool" || n.op_type == "Slice" || n.op_type == "Split" ||
-               n.op_type == "Transpose" || n.op_type == "Reshape" ||
+               n.op_type == "Pad" || n.op_type == "Transpose" || n.op_type == "Reshape" ||
                n.op_type == "Squeeze" || n.op_type == "Unsqueeze" ||
                n.op_type == "Flatten") {
       const QIn up = quant_source(n.input(0), depth + 1);
@@ -2338,7 +2340,30 @@ struct UnitTranslator {
       pads = node.attr_ints("pads").value_or(std::vector<int64_t>{});
     }
     if (node.input(3) >= 0) return std::string("Pad with an axes input");
-    if (node.input(2) >= 0) {
+    if (unit.form == NodeUnit::Form::kInt8) {
+      // On the int8 tensor itself: the value must be the input's zero point
+      // (Quantize(0), what the IR's PAD writes).
+      double zp = 0.0;
+      if (in(0).zp >= 0) {
+        const OnnxValue& zv = g.value(in(0).zp);
+        if (!zv.is_constant || zv.numbers().size() != 1) {
+          return str_cat("zero point '", zv.name, "' is not one constant");
+        }
+        zp = zv.numbers()[0];
+      }
+      double value = node.attr_float("value", 0.0f);  // before opset 11
+      if (node.input(2) >= 0) {
+        const OnnxValue& cv = g.value(node.input(2));
+        if (!cv.is_constant || cv.numbers().size() != 1) {
+          return str_cat("Pad value '", cv.name, "' is not one constant");
+        }
+        value = cv.numbers()[0];
+      }
+      if (value != zp) {
+        return str_cat("int8 Pad value ", value, " is not the input's zero point ", zp,
+                       " (the NPU pads with the zero point)");
+      }
+    } else if (node.input(2) >= 0) {
       const OnnxValue& cv = g.value(node.input(2));
       if (!cv.is_constant || cv.numbers().size() != 1 || cv.numbers()[0] != 0.0) {
         return str_cat("Pad value '", cv.name, "' is not the constant 0 (the NPU pads with the "
