@@ -7,6 +7,8 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <set>
 
 #include "common/cpu.h"
@@ -191,9 +193,9 @@ constexpr int64_t kLayoutChainMaxElements = int64_t(1) << 24;
 
 // For each element of the chain's last output (row-major), the row-major
 // index of the element of `input` it holds; or why it cannot be computed.
-std::optional<std::string> layout_chain_map(const OnnxGraph& g, int input,
-                                            const std::vector<int>& steps,
-                                            std::vector<int64_t>* src) {
+std::optional<std::string> compute_layout_chain_map(const OnnxGraph& g, int input,
+                                                    const std::vector<int>& steps,
+                                                    std::vector<int64_t>* src) {
   std::vector<int64_t> shape = g.value(input).shape;
   const int64_t n = g.value(input).elements();
   if (!g.value(input).is_static() || n <= 0 || n > kLayoutChainMaxElements) {
@@ -245,6 +247,30 @@ std::optional<std::string> layout_chain_map(const OnnxGraph& g, int input,
     // Reshape / Flatten / Squeeze / Unsqueeze keep the row-major order.
     shape = out.shape;
   }
+  return std::nullopt;
+}
+
+// The map of compute_layout_chain_map, computed once per graph (a chain is
+// looked at by find_units at every plan and partition build and by every
+// partition a unit is tried in): memoized in the graph's memo by (input,
+// steps). Failures are not kept (they are found before any element moves).
+std::optional<std::string> layout_chain_map(const OnnxGraph& g, int input,
+                                            const std::vector<int>& steps,
+                                            std::shared_ptr<const std::vector<int64_t>>* src) {
+  std::vector<int> key{input};
+  key.insert(key.end(), steps.begin(), steps.end());
+  {
+    std::lock_guard<std::mutex> lock(g.memo->mu);
+    auto it = g.memo->layout_maps.find(key);
+    if (it != g.memo->layout_maps.end()) {
+      *src = it->second;
+      return std::nullopt;
+    }
+  }
+  auto map = std::make_shared<std::vector<int64_t>>();
+  if (auto e = compute_layout_chain_map(g, input, steps, map.get())) return e;
+  std::lock_guard<std::mutex> lock(g.memo->mu);
+  *src = g.memo->layout_maps.emplace(std::move(key), std::move(map)).first->second;
   return std::nullopt;
 }
 
@@ -549,8 +575,8 @@ std::map<int, LayoutChain> find_layout_chains(const OnnxGraph& g) {
           g.value(c.input).shape[0] != 1 || !(spatial(c.input) || has_transpose(g, c.steps))) {
         continue;
       }
-      std::vector<int64_t> src;
-      if (layout_chain_map(g, c.input, c.steps, &src)) continue;
+      std::shared_ptr<const std::vector<int64_t>> map;
+      if (layout_chain_map(g, c.input, c.steps, &map)) continue;
       claim(target, std::move(c));
       continue;
     }
@@ -573,8 +599,9 @@ std::map<int, LayoutChain> find_layout_chains(const OnnxGraph& g) {
     // Chains of reshapes between tensors whose NHWC and NCHW orders agree
     // are the per-node units' business (each a view).
     if (!(spatial(c.input) || spatial(n.outputs[0]) || has_transpose(g, c.steps))) continue;
-    std::vector<int64_t> src;
-    if (layout_chain_map(g, c.input, c.steps, &src)) continue;
+    std::shared_ptr<const std::vector<int64_t>> map;
+    if (layout_chain_map(g, c.input, c.steps, &map)) continue;
+    const std::vector<int64_t>& src = *map;
     if (!is_ir_view(g.value(c.input).shape, out.shape, src) &&
         !(g.value(c.input).shape.size() == 4 && is_raw_view(out.shape, src)) &&
         !(g.value(c.input).shape == out.shape && channel_permutation(out.shape, src))) {
@@ -1599,8 +1626,9 @@ struct UnitTranslator {
   // the NHWC index of src[k] — y[n] = sum_k W[n, k] A[k] term for term.
   std::optional<std::string> fold_layout_into_weights(int64_t k, int64_t n,
                                                       std::vector<uint8_t>* data, int* a_local) {
-    std::vector<int64_t> src;
-    if (auto e = layout_chain_map(g, unit.layout_input, unit.layout_steps, &src)) return e;
+    std::shared_ptr<const std::vector<int64_t>> map;
+    if (auto e = layout_chain_map(g, unit.layout_input, unit.layout_steps, &map)) return e;
+    const std::vector<int64_t>& src = *map;
     const auto& xs = g.value(unit.layout_input).shape;
     if (xs.size() != 4 || xs[0] != 1 || int64_t(src.size()) != k) {
       return str_cat("layout chain from ", shape_str(xs), " does not give the ", k,
@@ -1637,8 +1665,9 @@ struct UnitTranslator {
     const int xv = unit.layout_input;
     const auto& xs = g.value(xv).shape;
     const auto& ys = g.value(node.outputs[0]).shape;
-    std::vector<int64_t> src;
-    if (auto e = layout_chain_map(g, xv, unit.layout_steps, &src)) return e;
+    std::shared_ptr<const std::vector<int64_t>> map;
+    if (auto e = layout_chain_map(g, xv, unit.layout_steps, &map)) return e;
+    const std::vector<int64_t>& src = *map;
     const bool raw_input = b.raw_order_.count(xv) > 0;
     if (xs.size() == 4 && is_raw_view(ys, src) && !is_ir_view(xs, ys, src) &&
         (b.tensor_of(xv) < 0 || raw_input)) {
