@@ -320,6 +320,31 @@ bool is_raw_view(const std::vector<int64_t>& out_shape, const std::vector<int64_
   return true;
 }
 
+// Whether the chain's output, in ONNX row-major order, is its input's bytes
+// in the NPU's order (the output leaves a partition without the NCHW
+// conversion).
+bool is_raw_output(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& src) {
+  for (size_t o = 0; o < src.size(); ++o) {
+    if (ir_position(in_shape, src[o]) != int64_t(o)) return false;
+  }
+  return true;
+}
+
+// Whether value v (a unit's 8-bit output) is read only as the graph's output:
+// a graph output itself with no readers, or read only by DequantizeLinear
+// nodes whose float outputs are graph outputs nothing else reads.
+bool read_only_outside(const OnnxGraph& g, int v) {
+  const OnnxValue& val = g.value(v);
+  if (val.consumers.empty()) return val.is_graph_output;
+  for (int c : val.consumers) {
+    const OnnxNode& n = g.nodes[size_t(c)];
+    if (!n.is("DequantizeLinear", "*") || n.outputs.empty() || n.outputs[0] < 0) return false;
+    const OnnxValue& f = g.value(n.outputs[0]);
+    if (!f.is_graph_output || !f.consumers.empty()) return false;
+  }
+  return true;
+}
+
 bool has_transpose(const OnnxGraph& g, const std::vector<int>& steps) {
   for (int s : steps) {
     if (g.nodes[size_t(s)].op_type == "Transpose") return true;
@@ -1701,6 +1726,18 @@ struct UnitTranslator {
     }
     const auto& shape = ys;
     if (is_ir_view(g.value(unit.layout_input).shape, shape, src)) {
+      add_op(OpKind::kReshape, {x, -1}, y);
+      return std::nullopt;
+    }
+    if (shape.size() == 4 && b.tensor_of(xv) >= 0 && is_raw_output(g.value(xv).shape, src) &&
+        read_only_outside(g, out().value)) {
+      // The output's ONNX order is the input's bytes in the NPU's order (e.g.
+      // tf2onnx's closing Transpose(0,2,3,1) to NHWC), the input is computed
+      // in the partition and only the graph's output reads the result: the
+      // partition output leaves in ONNX order as it is (no NCHW conversion
+      // at the boundary, no copy), a RESHAPE views it.
+      tensors[size_t(y)].tensor.shape = shape;
+      tensors[size_t(y)].raw_order = true;
       add_op(OpKind::kReshape, {x, -1}, y);
       return std::nullopt;
     }

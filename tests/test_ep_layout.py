@@ -388,3 +388,37 @@ def test_sibling_units_share_a_partition(source, dt):
     assert sum(n["op_type"] == "Conv" for p in rep["partitions"] for n in p["nodes"]) == 3
     assert len(rep["partitions"]) == 1, rep["partitions"]
     assert differ == 0, f"{differ}/{total} elements differ"
+
+
+@pytest.mark.parametrize("dt,fmt", [("int8", "QDQ"), ("uint8", "QDQ"), ("int8", "QOperator"),
+                                    ("uint8", "QOperator")])
+def test_nhwc_graph_output_leaves_raw(dt, fmt):
+    """tf2onnx's closing Transpose(0,2,3,1) to an NHWC graph output: the
+    output's ONNX order is the Conv's NHWC bytes, so the partition output
+    leaves as it is (no NCHW conversion at the boundary, no copy): the IR is
+    the Conv and a RESHAPE view (2 ops; a TRANSPOSE copy and its views
+    before). Exact."""
+    g = _G(32)
+    x = g.conv("x", 3, 8, k=1)
+    y = g.op("Transpose", [x], perm=[0, 2, 3, 1])
+    model = _quantized(g.model(y, (1, 3, 6, 5), (1, 6, 5, 8)), dt, fmt=fmt)
+    differ, total, rep = _compare(model)
+    assert {h["op_type"] for h in rep["host_nodes"]} <= {"QuantizeLinear", "DequantizeLinear"}
+    assert len(rep["partitions"]) == 1 and rep["partitions"][0]["ir_ops"] == 2, rep["partitions"]
+    assert differ == 0, f"{differ}/{total} elements differ"
+
+
+def test_nhwc_output_also_read_on_the_npu_is_copied():
+    """The same Transpose read by a Conv too: its NPU reader needs the NHWC
+    layout of [1, H, W, C], so the chain is a copy and the partition output
+    converted as usual; one partition, exact."""
+    g = _G(33)
+    x = g.conv("x", 3, 8, k=1)
+    t = g.op("Transpose", [x], perm=[0, 2, 3, 1])
+    y1 = g.op("Relu", [t])
+    y2 = g.conv(t, 6, 4, k=1)
+    m = om.float_model(g.nodes, {"x": (1, 3, 6, 5)}, {y1: (1, 6, 5, 8), y2: (1, 4, 5, 8)}, g.inits)
+    differ, total, rep = _compare(_quantized(m, "int8"))
+    assert {h["op_type"] for h in rep["host_nodes"]} <= {"QuantizeLinear", "DequantizeLinear"}
+    assert len(rep["partitions"]) == 1 and rep["partitions"][0]["ir_ops"] > 4, rep["partitions"]
+    assert differ == 0, f"{differ}/{total} elements differ"
