@@ -1772,6 +1772,10 @@ struct UnitTranslator {
     const auto copies = chain_as_copies(g, unit.layout_input, unit.layout_steps);
     if (!copies) return std::string("the layout chain's shapes are not static");
     if (auto e = chain_copy_error(*copies)) return e;
+    if (!copies->empty() && tensors[size_t(x)].tensor.dtype != DType::kInt8) {
+      return std::string("a layout chain that moves elements of a 16-bit map (TRANSPOSE copies "
+                         "8-bit tensors only)");
+    }
     const auto local = [&](const std::string& what, std::vector<int64_t> shape) {
       ir::Tensor t = tensors[size_t(x)].tensor;
       t.name = str_cat(node.name.empty() ? node.op_type : node.name, "/", what);

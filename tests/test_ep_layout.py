@@ -422,3 +422,24 @@ def test_nhwc_output_also_read_on_the_npu_is_copied():
     assert {h["op_type"] for h in rep["host_nodes"]} <= {"QuantizeLinear", "DequantizeLinear"}
     assert len(rep["partitions"]) == 1 and rep["partitions"][0]["ir_ops"] > 4, rep["partitions"]
     assert differ == 0, f"{differ}/{total} elements differ"
+
+
+def test_int16_chain_moving_elements_declined_with_reason():
+    """int16_activations: the TRANSPOSE copy moves 8-bit tensors only, so a
+    16-bit chain across pixels stays on the host with that reason (not a
+    compile failure); the session runs (the int16 Convs are within one step,
+    test_ep_onnxruntime)."""
+    g = _G(34)
+    x = g.conv("x", 3, 8, k=1)
+    t = g.op("Transpose", [x], perm=[0, 1, 3, 2])
+    y = g.conv(t, 8, 4, k=1)
+    m = om.quantize(g.model(y, (1, 3, 6, 5), (1, 4, 5, 6)), activation="int16", weight="int8",
+                    extra_options={"ActivationSymmetric": True})
+    opts = {"int16_activations": "1", "min_partition_macs": "0"}
+    feeds = om.input_feeds(m, seed=1)[0]
+    got = om.session(m, "nacc", opts).run(None, feeds)[0]
+    rep = nort.partition_reports()[-1]
+    reasons = [h["reason"] for h in rep["host_nodes"] if h["op_type"] == "Transpose"]
+    assert reasons and "8-bit tensors only" in reasons[0], rep["host_nodes"]
+    want = om.session(m, ["CPUExecutionProvider"]).run(None, feeds)[0]
+    assert got.shape == want.shape
