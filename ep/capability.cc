@@ -196,16 +196,42 @@ CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config,
   std::vector<std::unique_ptr<Part>> parts;
   std::vector<int> part_of(n_groups, -1);
   std::vector<std::set<int>> ext(n_groups);  // partitions reaching the group via a path that left them
+  // Siblings: per value produced outside every partition (a graph input or a
+  // host node's output), the partitions holding a unit that reads it. A unit
+  // reading such a value may join them (after its producers' partitions):
+  // sharing an input adds no path between partitions, and the forbidden set
+  // (paths that left a partition) still keeps the partitions acyclic.
+  std::map<int, std::vector<int>> readers;
+  const auto outside_inputs = [&](int gi) {
+    std::vector<int> vs;
+    for (int n : group_nodes[gi]) {
+      for (int v : g.nodes[n].inputs) {
+        if (v < 0 || g.value(v).is_constant) continue;
+        const int p = g.value(v).producer;
+        if (p >= 0 && (group_of[p] == gi || part_of[group_of[p]] >= 0)) continue;
+        if (std::find(vs.begin(), vs.end(), v) == vs.end()) vs.push_back(v);
+      }
+    }
+    return vs;
+  };
   if (acyclic) {
     for (int gi : order) {
       const int u = group_unit[gi];
       std::set<int> forbidden;
       std::vector<int> candidates;
+      const auto add_candidate = [&](int c) {
+        if (c >= 0 && std::find(candidates.begin(), candidates.end(), c) == candidates.end()) {
+          candidates.push_back(c);
+        }
+      };
       for (int p : preds[gi]) {
         forbidden.insert(ext[p].begin(), ext[p].end());
-        if (part_of[p] >= 0 &&
-            std::find(candidates.begin(), candidates.end(), part_of[p]) == candidates.end()) {
-          candidates.push_back(part_of[p]);
+        add_candidate(part_of[p]);
+      }
+      const std::vector<int> shared = u >= 0 ? outside_inputs(gi) : std::vector<int>{};
+      for (int v : shared) {
+        if (auto it = readers.find(v); it != readers.end()) {
+          for (int c : it->second) add_candidate(c);
         }
       }
       if (u >= 0) {
@@ -228,6 +254,12 @@ CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config,
           } else {
             parts.back()->units.push_back(u);
             part_of[gi] = static_cast<int>(parts.size()) - 1;
+          }
+        }
+        if (part_of[gi] >= 0) {
+          for (int v : shared) {
+            auto& r = readers[v];
+            if (std::find(r.begin(), r.end(), part_of[gi]) == r.end()) r.push_back(part_of[gi]);
           }
         }
       }

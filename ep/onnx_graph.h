@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,7 +61,15 @@ struct OnnxNode {
   bool is(const char* type, const char* dom = "") const;
 };
 
+// Data derived from a graph once and shared by its copies (translate.cc's
+// layout-chain maps, by chain input and steps).
+struct OnnxGraphMemo {
+  std::mutex mu;
+  std::map<std::vector<int>, std::shared_ptr<const std::vector<int64_t>>> layout_maps;
+};
+
 struct OnnxGraph {
+  std::shared_ptr<OnnxGraphMemo> memo = std::make_shared<OnnxGraphMemo>();
   std::string name;
   std::vector<OnnxNode> nodes;    // in the order ORT lists them (topological)
   std::vector<OnnxValue> values;

@@ -7,10 +7,13 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <set>
 
 #include "common/cpu.h"
 #include "ir/macs.h"
+#include "support/transpose_copy.h"
 
 namespace nacc::ep {
 
@@ -190,9 +193,9 @@ constexpr int64_t kLayoutChainMaxElements = int64_t(1) << 24;
 
 // For each element of the chain's last output (row-major), the row-major
 // index of the element of `input` it holds; or why it cannot be computed.
-std::optional<std::string> layout_chain_map(const OnnxGraph& g, int input,
-                                            const std::vector<int>& steps,
-                                            std::vector<int64_t>* src) {
+std::optional<std::string> compute_layout_chain_map(const OnnxGraph& g, int input,
+                                                    const std::vector<int>& steps,
+                                                    std::vector<int64_t>* src) {
   std::vector<int64_t> shape = g.value(input).shape;
   const int64_t n = g.value(input).elements();
   if (!g.value(input).is_static() || n <= 0 || n > kLayoutChainMaxElements) {
@@ -247,6 +250,30 @@ std::optional<std::string> layout_chain_map(const OnnxGraph& g, int input,
   return std::nullopt;
 }
 
+// The map of compute_layout_chain_map, computed once per graph (a chain is
+// looked at by find_units at every plan and partition build and by every
+// partition a unit is tried in): memoized in the graph's memo by (input,
+// steps). Failures are not kept (they are found before any element moves).
+std::optional<std::string> layout_chain_map(const OnnxGraph& g, int input,
+                                            const std::vector<int>& steps,
+                                            std::shared_ptr<const std::vector<int64_t>>* src) {
+  std::vector<int> key{input};
+  key.insert(key.end(), steps.begin(), steps.end());
+  {
+    std::lock_guard<std::mutex> lock(g.memo->mu);
+    auto it = g.memo->layout_maps.find(key);
+    if (it != g.memo->layout_maps.end()) {
+      *src = it->second;
+      return std::nullopt;
+    }
+  }
+  auto map = std::make_shared<std::vector<int64_t>>();
+  if (auto e = compute_layout_chain_map(g, input, steps, map.get())) return e;
+  std::lock_guard<std::mutex> lock(g.memo->mu);
+  *src = g.memo->layout_maps.emplace(std::move(key), std::move(map)).first->second;
+  return std::nullopt;
+}
+
 // The channel permutation p (output channel c holds input channel p[c]) a
 // chain from [1, C, H, W] to [1, C, H, W] computes, or nullopt when it moves
 // elements across pixels.
@@ -293,11 +320,243 @@ bool is_raw_view(const std::vector<int64_t>& out_shape, const std::vector<int64_
   return true;
 }
 
+// Whether the chain's output, in ONNX row-major order, is its input's bytes
+// in the NPU's order (the output leaves a partition without the NCHW
+// conversion).
+bool is_raw_output(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& src) {
+  for (size_t o = 0; o < src.size(); ++o) {
+    if (ir_position(in_shape, src[o]) != int64_t(o)) return false;
+  }
+  return true;
+}
+
+// Whether value v (a unit's 8-bit output) is read only as the graph's output:
+// a graph output itself with no readers, or read only by DequantizeLinear
+// nodes whose float outputs are graph outputs nothing else reads.
+bool read_only_outside(const OnnxGraph& g, int v) {
+  const OnnxValue& val = g.value(v);
+  if (val.consumers.empty()) return val.is_graph_output;
+  for (int c : val.consumers) {
+    const OnnxNode& n = g.nodes[size_t(c)];
+    if (!n.is("DequantizeLinear", "*") || n.outputs.empty() || n.outputs[0] < 0) return false;
+    const OnnxValue& f = g.value(n.outputs[0]);
+    if (!f.is_graph_output || !f.consumers.empty()) return false;
+  }
+  return true;
+}
+
 bool has_transpose(const OnnxGraph& g, const std::vector<int>& steps) {
   for (int s : steps) {
     if (g.nodes[size_t(s)].op_type == "Transpose") return true;
   }
   return false;
+}
+
+// A layout chain as byte copies: the chain's input in the NPU's order (NHWC
+// for rank 4) goes through each copy in turn — the bytes viewed as `shape`,
+// permuted by `perm` (output axis k is input axis perm[k]) — and ends as its
+// output in the NPU's order. The chain's shapes are cut into "atoms", the
+// coarsest axes no step splits: a Transpose permutes whole axes, a Reshape
+// regroups consecutive atoms (splitting one where a new axis ends inside
+// it). A Reshape that would split an atom unevenly first makes the bytes the
+// current value's ONNX order (one copy) and starts new atoms from its output
+// shape (a Reshape of row-major bytes is a view). Size-1 axes are dropped,
+// atoms neighbouring in both orders merged; copies that move nothing are
+// left out (no copy at all: the chain is a view).
+struct ChainCopy {
+  std::vector<int64_t> shape;
+  std::vector<int> perm;
+  bool identity() const {
+    for (size_t k = 0; k < perm.size(); ++k) {
+      if (perm[k] != int(k)) return false;
+    }
+    return true;
+  }
+};
+
+namespace {
+
+// The copy taking bytes in atom order `from` to atom order `to` (the same atoms).
+std::optional<ChainCopy> atoms_copy(const std::vector<int64_t>& size, const std::vector<int>& from,
+                                    const std::vector<int>& to) {
+  if (from.size() != to.size()) return std::nullopt;
+  std::vector<int> pos(size.size(), -1);
+  for (size_t k = 0; k < from.size(); ++k) pos[size_t(from[k])] = int(k);
+  std::vector<std::pair<int, int>> runs;  // (first position in `from`, length), in `to` order
+  for (int a : to) {
+    const int p = pos[size_t(a)];
+    if (p < 0) return std::nullopt;
+    if (!runs.empty() && runs.back().first + runs.back().second == p) {
+      ++runs.back().second;
+    } else {
+      runs.push_back({p, 1});
+    }
+  }
+  std::vector<int> by_from(runs.size());
+  for (size_t r = 0; r < runs.size(); ++r) by_from[r] = int(r);
+  std::sort(by_from.begin(), by_from.end(),
+            [&](int a, int b) { return runs[size_t(a)].first < runs[size_t(b)].first; });
+  ChainCopy c;
+  std::vector<int> axis_of_run(runs.size());
+  for (size_t k = 0; k < by_from.size(); ++k) {
+    const auto& r = runs[size_t(by_from[k])];
+    int64_t n = 1;
+    for (int j = 0; j < r.second; ++j) n *= size[size_t(from[size_t(r.first + j)])];
+    c.shape.push_back(n);
+    axis_of_run[size_t(by_from[k])] = int(k);
+  }
+  for (size_t r = 0; r < runs.size(); ++r) c.perm.push_back(axis_of_run[r]);
+  if (c.shape.empty()) c = {{1}, {0}};
+  if (c.shape.size() == 4 && c.shape[0] != 1) {
+    // a 4-D tensor's first axis is a batch to the IR: lead with 1
+    c.shape.insert(c.shape.begin(), 1);
+    for (int& k : c.perm) ++k;
+    c.perm.insert(c.perm.begin(), 0);
+  }
+  return c;
+}
+
+}  // namespace
+
+std::optional<std::vector<ChainCopy>> chain_as_copies(const OnnxGraph& g, int input,
+                                                      const std::vector<int>& steps) {
+  std::vector<int64_t> size;           // per atom
+  std::vector<int> bytes;              // the atoms in the order of the bytes so far
+  std::vector<std::vector<int>> dims;  // the current ONNX axes, atoms outer to inner
+  std::vector<ChainCopy> copies;
+  const auto fresh = [&](const std::vector<int64_t>& shape) {  // new atoms, one per axis
+    dims.clear();
+    for (int64_t d : shape) {
+      dims.push_back({});
+      if (d > 1) {
+        dims.back().push_back(int(size.size()));
+        size.push_back(d);
+      }
+    }
+  };
+  const auto npu_order = [](const std::vector<std::vector<int>>& axes) {
+    std::vector<int> atoms;
+    const bool four = axes.size() == 4;
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const auto& a = axes[four ? std::array<size_t, 4>{0, 2, 3, 1}[k] : k];
+      atoms.insert(atoms.end(), a.begin(), a.end());
+    }
+    return atoms;
+  };
+  const auto row_major = [](const std::vector<std::vector<int>>& axes) {
+    std::vector<int> atoms;
+    for (const auto& a : axes) atoms.insert(atoms.end(), a.begin(), a.end());
+    return atoms;
+  };
+  const auto add_copy = [&](const std::vector<int>& to) {
+    auto c = atoms_copy(size, bytes, to);
+    if (!c) return false;
+    if (!c->identity()) copies.push_back(std::move(*c));
+    bytes = to;
+    return true;
+  };
+  for (int64_t d : g.value(input).shape) {
+    if (d <= 0) return std::nullopt;
+  }
+  fresh(g.value(input).shape);
+  bytes = npu_order(dims);
+  for (int s : steps) {
+    const OnnxNode& L = g.nodes[size_t(s)];
+    if (L.outputs.empty() || L.outputs[0] < 0 || !g.value(L.outputs[0]).is_static()) {
+      return std::nullopt;
+    }
+    const std::vector<int64_t>& os = g.value(L.outputs[0]).shape;
+    if (L.op_type == "Transpose") {
+      std::vector<int64_t> perm = L.attr_ints("perm").value_or(std::vector<int64_t>{});
+      if (perm.empty()) {
+        for (size_t d = 0; d < dims.size(); ++d) perm.push_back(int64_t(dims.size() - 1 - d));
+      }
+      if (perm.size() != dims.size()) return std::nullopt;
+      std::vector<std::vector<int>> next;
+      for (int64_t p : perm) {
+        if (p < 0 || p >= int64_t(dims.size())) return std::nullopt;
+        next.push_back(dims[size_t(p)]);
+      }
+      dims = std::move(next);
+      continue;
+    }
+    // A Reshape regroups the atoms in row-major order (on copies of the
+    // state: an uneven split leaves it as it was).
+    std::vector<int64_t> nsize = size;
+    std::vector<int> nbytes = bytes, flat = row_major(dims);
+    std::vector<std::vector<int>> next;
+    bool even = true;
+    size_t k = 0;
+    for (int64_t t : os) {
+      if (t <= 0) return std::nullopt;
+      next.push_back({});
+      int64_t p = 1;
+      while (even && p < t) {
+        if (k >= flat.size() || t % p != 0) {
+          even = false;
+          break;
+        }
+        const int a = flat[k];
+        const int64_t need = t / p;
+        if (nsize[size_t(a)] <= need) {
+          if (need % nsize[size_t(a)] != 0) {
+            even = false;
+            break;
+          }
+        } else {
+          if (nsize[size_t(a)] % need != 0) {
+            even = false;
+            break;
+          }
+          const int o = int(nsize.size()), i = o + 1;  // split a into (need, size / need)
+          nsize.push_back(need);
+          nsize.push_back(nsize[size_t(a)] / need);
+          flat[k] = o;
+          flat.insert(flat.begin() + std::ptrdiff_t(k) + 1, i);
+          auto it = std::find(nbytes.begin(), nbytes.end(), a);
+          *it = o;
+          nbytes.insert(it + 1, i);
+        }
+        next.back().push_back(flat[k]);
+        p *= nsize[size_t(flat[k])];
+        ++k;
+      }
+      if (even && p != t) even = false;
+    }
+    if (even && k == flat.size()) {
+      size = std::move(nsize);
+      bytes = std::move(nbytes);
+      dims = std::move(next);
+      continue;
+    }
+    // Make the bytes this value's ONNX order, then view them as the output.
+    if (!add_copy(row_major(dims))) return std::nullopt;
+    fresh(os);
+    bytes = row_major(dims);
+  }
+  if (!add_copy(npu_order(dims))) return std::nullopt;
+  return copies;
+}
+
+// Why the chain's copies do not fit TRANSPOSE ops the DMA can copy (the
+// capability rule's own test, support/transpose_copy.h), or nullopt.
+std::optional<std::string> chain_copy_error(const std::vector<ChainCopy>& copies) {
+  constexpr size_t kMaxChainCopies = 4;
+  if (copies.size() > kMaxChainCopies) {
+    return str_cat("the layout chain needs ", copies.size(), " copies (at most ",
+                   kMaxChainCopies, ")");
+  }
+  for (const ChainCopy& c : copies) {
+    if (c.shape.size() > 6) {
+      return str_cat("the layout chain is a permutation of ", c.shape.size(),
+                     " axes (at most 6 in one TRANSPOSE)");
+    }
+    std::string why;
+    const auto t = support::transpose_copy(c.shape, c.perm, &why);
+    if (!t) return why;
+    if (auto e = support::transpose_copy_error(*t)) return e;
+  }
+  return std::nullopt;
 }
 
 // Chains find_units folds: per target node, the chain it absorbs.
@@ -341,8 +600,8 @@ std::map<int, LayoutChain> find_layout_chains(const OnnxGraph& g) {
           g.value(c.input).shape[0] != 1 || !(spatial(c.input) || has_transpose(g, c.steps))) {
         continue;
       }
-      std::vector<int64_t> src;
-      if (layout_chain_map(g, c.input, c.steps, &src)) continue;
+      std::shared_ptr<const std::vector<int64_t>> map;
+      if (layout_chain_map(g, c.input, c.steps, &map)) continue;
       claim(target, std::move(c));
       continue;
     }
@@ -365,12 +624,19 @@ std::map<int, LayoutChain> find_layout_chains(const OnnxGraph& g) {
     // Chains of reshapes between tensors whose NHWC and NCHW orders agree
     // are the per-node units' business (each a view).
     if (!(spatial(c.input) || spatial(n.outputs[0]) || has_transpose(g, c.steps))) continue;
-    std::vector<int64_t> src;
-    if (layout_chain_map(g, c.input, c.steps, &src)) continue;
+    std::shared_ptr<const std::vector<int64_t>> map;
+    if (layout_chain_map(g, c.input, c.steps, &map)) continue;
+    const std::vector<int64_t>& src = *map;
     if (!is_ir_view(g.value(c.input).shape, out.shape, src) &&
         !(g.value(c.input).shape.size() == 4 && is_raw_view(out.shape, src)) &&
         !(g.value(c.input).shape == out.shape && channel_permutation(out.shape, src))) {
-      continue;
+      // Elements moved across pixels, nothing to absorb the order: one
+      // TRANSPOSE (DMA copy passes) when the DMA can copy it.
+      // Not on a constant: that is a weight chain, folded into its op's unit.
+      ConstTensor folded;
+      if (g.value(c.input).is_constant || !g.fold_constant(c.input, &folded)) continue;
+      const auto copies = chain_as_copies(g, c.input, c.steps);
+      if (!copies || chain_copy_error(*copies)) continue;
     }
     claim(target, std::move(c));
   }
@@ -445,14 +711,16 @@ UnitScan find_units(const OnnxGraph& g) {
     }
     const QdqOpInfo* info = qdq_info(n);
     if (info == nullptr) continue;
-    const bool int8_copy = n.op_type == "MaxPool" || n.op_type == "Slice" || n.op_type == "Split";
+    const bool int8_copy = n.op_type == "MaxPool" || n.op_type == "Slice" || n.op_type == "Split" ||
+                           n.op_type == "Pad";
     const bool reshape_like = n.op_type == "Reshape" || n.op_type == "Flatten" ||
                               n.op_type == "Squeeze" || n.op_type == "Unsqueeze";
     if ((int8_copy || reshape_like) &&
         n.input(0) >= 0 && is_8bit(g.value(n.input(0)).elem_type)) {
       // A Reshape / Flatten of an int8 constant is a step of a weight chain,
-      // folded into the unit of the op it feeds. An int8 MaxPool, Slice or
-      // Split keeps its input's quantization.
+      // folded into the unit of the op it feeds. An int8 MaxPool, Slice,
+      // Split or Pad (QOperator models: quantize_static pads with the zero
+      // point) keeps its input's quantization.
       ConstTensor folded;
       if (!int8_copy && !g.fold_constant(n.input(0), &folded)) continue;
       NodeUnit u;
@@ -986,7 +1254,7 @@ struct UnitTranslator {
       r.scale = o.scale;
       r.zp = o.zp;
     } else if (n.op_type == "MaxPool" || n.op_type == "Slice" || n.op_type == "Split" ||
-               n.op_type == "Transpose" || n.op_type == "Reshape" ||
+               n.op_type == "Pad" || n.op_type == "Transpose" || n.op_type == "Reshape" ||
                n.op_type == "Squeeze" || n.op_type == "Unsqueeze" ||
                n.op_type == "Flatten") {
       const QIn up = quant_source(n.input(0), depth + 1);
@@ -1383,8 +1651,9 @@ struct UnitTranslator {
   // the NHWC index of src[k] — y[n] = sum_k W[n, k] A[k] term for term.
   std::optional<std::string> fold_layout_into_weights(int64_t k, int64_t n,
                                                       std::vector<uint8_t>* data, int* a_local) {
-    std::vector<int64_t> src;
-    if (auto e = layout_chain_map(g, unit.layout_input, unit.layout_steps, &src)) return e;
+    std::shared_ptr<const std::vector<int64_t>> map;
+    if (auto e = layout_chain_map(g, unit.layout_input, unit.layout_steps, &map)) return e;
+    const std::vector<int64_t>& src = *map;
     const auto& xs = g.value(unit.layout_input).shape;
     if (xs.size() != 4 || xs[0] != 1 || int64_t(src.size()) != k) {
       return str_cat("layout chain from ", shape_str(xs), " does not give the ", k,
@@ -1421,18 +1690,19 @@ struct UnitTranslator {
     const int xv = unit.layout_input;
     const auto& xs = g.value(xv).shape;
     const auto& ys = g.value(node.outputs[0]).shape;
-    std::vector<int64_t> src;
-    if (auto e = layout_chain_map(g, xv, unit.layout_steps, &src)) return e;
-    if (xs.size() == 4 && is_raw_view(ys, src) && !is_ir_view(xs, ys, src)) {
+    std::shared_ptr<const std::vector<int64_t>> map;
+    if (auto e = layout_chain_map(g, xv, unit.layout_steps, &map)) return e;
+    const std::vector<int64_t>& src = *map;
+    const bool raw_input = b.raw_order_.count(xv) > 0;
+    if (xs.size() == 4 && is_raw_view(ys, src) && !is_ir_view(xs, ys, src) &&
+        (b.tensor_of(xv) < 0 || raw_input)) {
       // The output's NHWC order is the input's ONNX order: the input enters
-      // the partition as it is (no NCHW conversion), a RESHAPE views it.
+      // the partition as it is (no NCHW conversion), a RESHAPE views it (a
+      // tensor the partition already holds in the NPU's order is copied by
+      // chain_copy instead).
       if (auto e = act_out(&yq, &y)) return e;
       const QIn xi = in(0);
       if (auto e = act_quant(xv, xi.scale, xi.zp, &xq)) return e;
-      if (b.tensor_of(xv) >= 0 || b.raw_order_.count(xv)) {
-        return str_cat("'", g.value(xv).name, "' is already a tensor of the partition (the chain "
-                       "reads it in ONNX order, as a partition input)");
-      }
       if (xq.scale != yq.scale || xq.zero_point != yq.zero_point) {
         return std::string("input and output are quantized differently (a requantizing layout chain)");
       }
@@ -1459,9 +1729,21 @@ struct UnitTranslator {
       add_op(OpKind::kReshape, {x, -1}, y);
       return std::nullopt;
     }
+    if (shape.size() == 4 && b.tensor_of(xv) >= 0 && is_raw_output(g.value(xv).shape, src) &&
+        read_only_outside(g, out().value)) {
+      // The output's ONNX order is the input's bytes in the NPU's order (e.g.
+      // tf2onnx's closing Transpose(0,2,3,1) to NHWC), the input is computed
+      // in the partition and only the graph's output reads the result: the
+      // partition output leaves in ONNX order as it is (no NCHW conversion
+      // at the boundary, no copy), a RESHAPE views it.
+      tensors[size_t(y)].tensor.shape = shape;
+      tensors[size_t(y)].raw_order = true;
+      add_op(OpKind::kReshape, {x, -1}, y);
+      return std::nullopt;
+    }
     const auto p = g.value(unit.layout_input).shape == shape ? channel_permutation(shape, src)
                                                              : std::nullopt;
-    if (!p) return std::string("the layout chain moves elements between pixels");
+    if (!p) return chain_copy(x, y);
     const int64_t C = shape[1];
     bool identity = true;
     for (int64_t c = 0; c < C; ++c) identity = identity && (*p)[size_t(c)] == c;
@@ -1480,6 +1762,46 @@ struct UnitTranslator {
     ir::Attributes a;
     a.requant = ir::RequantMode::kOnnxRuntime;
     add_op(OpKind::kConv2D, {x, wt, -1}, y, a);
+    return std::nullopt;
+  }
+
+  // A layout chain that moves elements across pixels: x (the NPU's order)
+  // viewed as the chain's atoms (chain_as_copy), one TRANSPOSE, the result
+  // viewed as y. A byte copy: exact.
+  std::optional<std::string> chain_copy(int x, int y) {
+    const auto copies = chain_as_copies(g, unit.layout_input, unit.layout_steps);
+    if (!copies) return std::string("the layout chain's shapes are not static");
+    if (auto e = chain_copy_error(*copies)) return e;
+    if (!copies->empty() && tensors[size_t(x)].tensor.dtype != DType::kInt8) {
+      return std::string("a layout chain that moves elements of a 16-bit map (TRANSPOSE copies "
+                         "8-bit tensors only)");
+    }
+    const auto local = [&](const std::string& what, std::vector<int64_t> shape) {
+      ir::Tensor t = tensors[size_t(x)].tensor;
+      t.name = str_cat(node.name.empty() ? node.op_type : node.name, "/", what);
+      t.shape = std::move(shape);
+      t.data.reset();
+      return add_local(-1, std::move(t), tensors[size_t(x)].elem_type);
+    };
+    int cur = x;
+    for (size_t k = 0; k < copies->size(); ++k) {
+      const ChainCopy& c = (*copies)[k];
+      if (tensors[size_t(cur)].tensor.shape != c.shape) {
+        const int v = local(str_cat("view", k), c.shape);
+        add_op(OpKind::kReshape, {cur, -1}, v);
+        cur = v;
+      }
+      std::vector<int64_t> moved;
+      for (int a : c.perm) moved.push_back(c.shape[size_t(a)]);
+      const bool last = k + 1 == copies->size();
+      const int to = last && tensors[size_t(y)].tensor.shape == moved ? y
+                                                                       : local(str_cat("copy", k), moved);
+      ir::Attributes a;
+      a.perm = c.perm;
+      add_op(OpKind::kTranspose, {cur}, to, a);
+      cur = to;
+    }
+    if (cur != y) add_op(OpKind::kReshape, {cur, -1}, y);
     return std::nullopt;
   }
 
@@ -2088,7 +2410,30 @@ struct UnitTranslator {
       pads = node.attr_ints("pads").value_or(std::vector<int64_t>{});
     }
     if (node.input(3) >= 0) return std::string("Pad with an axes input");
-    if (node.input(2) >= 0) {
+    if (unit.form == NodeUnit::Form::kInt8) {
+      // On the int8 tensor itself: the value must be the input's zero point
+      // (Quantize(0), what the IR's PAD writes).
+      double zp = 0.0;
+      if (in(0).zp >= 0) {
+        const OnnxValue& zv = g.value(in(0).zp);
+        if (!zv.is_constant || zv.numbers().size() != 1) {
+          return str_cat("zero point '", zv.name, "' is not one constant");
+        }
+        zp = zv.numbers()[0];
+      }
+      double value = node.attr_float("value", 0.0f);  // before opset 11
+      if (node.input(2) >= 0) {
+        const OnnxValue& cv = g.value(node.input(2));
+        if (!cv.is_constant || cv.numbers().size() != 1) {
+          return str_cat("Pad value '", cv.name, "' is not one constant");
+        }
+        value = cv.numbers()[0];
+      }
+      if (value != zp) {
+        return str_cat("int8 Pad value ", value, " is not the input's zero point ", zp,
+                       " (the NPU pads with the zero point)");
+      }
+    } else if (node.input(2) >= 0) {
       const OnnxValue& cv = g.value(node.input(2));
       if (!cv.is_constant || cv.numbers().size() != 1 || cv.numbers()[0] != 0.0) {
         return str_cat("Pad value '", cv.name, "' is not the constant 0 (the NPU pads with the "

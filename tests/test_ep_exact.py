@@ -463,6 +463,102 @@ def test_cpu_ep_departs_from_exact_integer_conv_only_without_vnni():
         assert cpu_off == 0
 
 
+def _multiplier_conv(output_pair, mult=5, cin=3, k=3, hw=8, seed=0):
+    """int8 graph input -> Q -> DQ -> Conv (group = cin, depth multiplier
+    `mult`) -> Q, as the fuzzer's graph 52 had it (seed 1): with
+    `output_pair` the output Q feeds a DequantizeLinear on the host (both
+    int8 Q -> DQ pairs of one consumer: QDQS8ToU8Transformer makes them
+    uint8 and the Conv a uint8 QLinearConv); without it the output Q is a
+    graph output, as when the EP claims the next unit's DequantizeLinear (a
+    partition boundary): the pair is gone, the Conv stays unfused."""
+    rng = np.random.default_rng(seed)
+    cout = cin * mult
+    w = rng.integers(-127, 128, (cout, 1, k, k)).astype(np.int8)
+    ws = rng.uniform(0.005, 0.02, cout).astype(np.float32)
+    xs, xz, ys, yz = np.float32(0.02), np.int8(3), np.float32(0.05), np.int8(-5)
+    bias = rng.integers(-2000, 2001, cout).astype(np.int32)
+    arrays = {"w": w, "ws": ws, "wz": np.zeros(cout, np.int8), "xs": np.array(xs),
+              "xz": np.array(xz), "ys": np.array(ys), "yz": np.array(yz), "b": bias,
+              "bs": (xs * ws).astype(np.float32), "bz": np.zeros(cout, np.int32)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], axis=0),
+             helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bf"], axis=0),
+             helper.make_node("Conv", ["xf", "wf", "bf"], ["yf"], kernel_shape=[k, k],
+                              pads=[k // 2] * 4, group=cin),
+             helper.make_node("QuantizeLinear", ["yf", "ys", "yz"], ["y"])]
+    out = helper.make_tensor_value_info("y", TP.INT8, None)
+    if output_pair:
+        nodes.append(helper.make_node("DequantizeLinear", ["y", "ys", "yz"], ["yd"]))
+        out = helper.make_tensor_value_info("yd", TP.FLOAT, None)
+    g = helper.make_graph(nodes, "multiplier_conv",
+                          [helper.make_tensor_value_info("x", TP.FLOAT, [1, cin, hw, hw])], [out],
+                          [numpy_helper.from_array(v, n) for n, v in arrays.items()])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    return model.SerializeToString(), arrays
+
+
+def _exact_multiplier_conv(x_q, a, k=3):
+    """int32 accumulation of the integer values, float32 requantization (MLAS's
+    output stage): what ORT computes with an exact-integer kernel."""
+    w = a["w"].astype(np.int64)
+    cout, mult, hw = w.shape[0], w.shape[0] // x_q.shape[1], x_q.shape[2]
+    xp = np.pad(x_q.astype(np.int64) - int(a["xz"]), ((0, 0), (0, 0), (k // 2,) * 2, (k // 2,) * 2))
+    acc = np.zeros((cout, hw, hw), np.int64)
+    for o in range(cout):
+        for i in range(k):
+            for j in range(k):
+                acc[o] += w[o, 0, i, j] * xp[0, o // mult, i:i + hw, j:j + hw]
+    acc += a["b"].astype(np.int64)[:, None, None]
+    scale = (np.float32(a["xs"]) * a["ws"]) / np.float32(a["ys"])
+    v = acc.astype(np.float32) * scale.astype(np.float32)[:, None, None]
+    return np.clip(np.rint(v) + int(a["yz"]), -128, 127).astype(np.int8)[None]
+
+
+def test_cpu_ep_u8_conv_at_a_partition_boundary_ort_only(tmp_path):
+    """ORT alone, no nacc (the fuzzer's finding ort_u8_at_boundary): a host
+    Conv with depth multiplier 5 between int8 Q -> DQ pairs is turned into a
+    uint8 QLinearConv by QDQS8ToU8Transformer, which without VNNI runs MLAS's
+    AVX2 u8s8 kernel (int16 pair sums saturate) and departs from exact integer
+    arithmetic; when a partition boundary removes the output pair (the EP
+    claims the next DequantizeLinear) the same Conv stays unfused. The
+    difference between the EP's session and the CPU EP is then ORT's own."""
+    from nacc import _core
+
+    f = _core.cpu_features()
+    vnni = f["avx512_vnni"] or f["avx_vnni"] or f["amx_int8"]
+    rng = np.random.default_rng(1)
+    x_q = np.where(rng.random((1, 3, 8, 8)) < 0.5, -128, 127).astype(np.int8)
+    so_kinds = {}
+    for pair in (True, False):
+        model, a = _multiplier_conv(pair)
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.optimized_model_filepath = str(tmp_path / f"opt_{pair}.onnx")
+        s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+        opt = onnx.load(so.optimized_model_filepath)
+        so_kinds[pair] = [n.op_type for n in opt.graph.node]
+        inits = {i.name: numpy_helper.to_array(i) for i in opt.graph.initializer}
+        for n in opt.graph.node:
+            if n.op_type == "QLinearConv":  # x_zero_point, w_zero_point: the u8s8 kernel
+                assert inits[n.input[2]].dtype == np.uint8 and inits[n.input[5]].dtype == np.int8
+        x = ((x_q.astype(np.float32) - np.float32(a["xz"])) * np.float32(a["xs"])).astype(np.float32)
+        assert np.array_equal(np.rint(x / np.float32(a["xs"])) + int(a["xz"]), x_q)  # Q gives x_q back
+        got = s.run(None, {"x": x})[0]
+        ref = _exact_multiplier_conv(x_q, a)
+        if pair:
+            got = (np.rint(got / np.float32(a["ys"])) + int(a["yz"])).astype(np.int8)
+            off = int(np.count_nonzero(got != ref))
+            print(f"CPU {'with' if vnni else 'without'} VNNI: the uint8 QLinearConv departs from "
+                  f"exact integer arithmetic in {off}/{ref.size} elements")
+            if vnni:
+                assert off == 0
+            else:
+                assert off > 0  # the u8s8 AVX2 kernel saturates on these inputs
+    assert "QLinearConv" in so_kinds[True] and "Conv" not in so_kinds[True], so_kinds
+    assert "QLinearConv" not in so_kinds[False] and "Conv" in so_kinds[False], so_kinds
+
+
 # ---- Concat (issue 14 item 3: fewer partitions) --------------------------------------
 
 def _concat_model(dt, scales, seed=0, relu_outputs=False, hw=(8, 8)):

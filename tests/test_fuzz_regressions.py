@@ -184,3 +184,72 @@ def _orders_differ(a: np.ndarray) -> int:
     cols = (w[0] + w[2]) + (w[1] + w[3])
     q = [np.rint((s / np.float32(4)) / np.float32(0.046175893)) for s in (rows, cols)]
     return int(np.count_nonzero(q[0] != q[1]))
+
+
+# ---- ort_u8_at_boundary (ONNX fuzzer, seed 1 graph 52, on a CPU without VNNI) ---------
+# A host Conv with a depth multiplier the NPU lacks beside a partition: the
+# partition boundary moved which int8 Q -> DQ pairs ORT's QDQS8ToU8Transformer
+# makes uint8, so the host Conv ran the AVX2 u8s8 kernel (int16 pair sums
+# saturate without VNNI) in one session and not in the other. ORT's doing,
+# shown without nacc by tests/test_ep_exact.py
+# test_cpu_ep_u8_conv_at_a_partition_boundary_ort_only; the fuzzer names it
+# only under the conditions tested here.
+
+def _graph52():
+    from fuzz.generate import generate
+    return generate(1, 52, "onnx")
+
+
+def test_u8_at_boundary_needs_a_host_u8s8_op_upstream(monkeypatch):
+    from fuzz import runner
+
+    spec = _graph52()
+    assert [op["kind"] for op in spec["ops"]] == ["TANH", "RELU6", "CONCATENATION", "CONV_2D",
+                                                  "AVERAGE_POOL_2D"]
+    host = {"report": {"host_nodes": [("op3", "Conv", "depth multiplier 10")]}}
+    none = {"report": {"host_nodes": []}}
+    assert runner.host_u8s8_ops(spec, host) == [3]
+    assert runner.host_u8s8_ops(spec, none) == []
+    assert runner.downstream_of(spec, [3]) == {5, 6}
+    monkeypatch.setattr(runner, "cpu_has_vnni", lambda: False)
+    out = {"t6": np.arange(6, dtype=np.int8), "t2": np.zeros(3, np.int8)}
+    runs = [dict(host, outputs=out), dict(host, outputs=out)]
+
+    def drive(name, cpu_outputs, runs=runs):
+        g = runner._u8_at_boundary_whole(spec, {"model": b""}, runs, {}, name)
+        try:
+            req = next(g)
+        except StopIteration as e:
+            return e.value
+        assert req[1] == "run_onnx_cpu" and req[2]["disabled_optimizers"] == [runner.U8_TRANSFORMER]
+        try:
+            g.send({"outputs": cpu_outputs})
+        except StopIteration as e:
+            return e.value
+        raise AssertionError("more than one request")
+
+    assert "CONV_2D" in drive("t6", out)                         # ORT without the transform = nacc
+    assert drive("t6", {"t6": out["t6"] + 1}) is None            # not: a failure
+    assert drive("t2", out) is None                              # t2 is not downstream of the Conv
+    assert drive("t6", out, [dict(none, outputs=out)] * 2) is None  # no host u8s8 op
+    monkeypatch.setattr(runner, "cpu_has_vnni", lambda: True)
+    assert drive("t6", out) is None                              # VNNI: ORT's kernel is exact
+
+
+def test_u8_at_boundary_op_check_runs_the_op_between_uint8_pairs():
+    """The worker's reproduction of the host op in the uint8 configuration:
+    ORT fuses it into a uint8 QLinearConv (QDQS8ToU8Transformer); on a CPU
+    with VNNI that equals the plain single-op reference exactly."""
+    from fuzz.build_onnx import build_onnx, nchw, single_op_spec
+    from fuzz.worker import Reference
+
+    spec = _graph52()
+    ref = Reference()
+    x = np.random.default_rng(3).integers(-128, 128, nchw(spec["tensors"]["4"]["shape"]))
+    values = {"t4": x.astype(np.int8)}
+    u = ref.check_onnx_op_u8(spec, 3, values)
+    plain = ref.run_onnx_cpu(build_onnx(single_op_spec(spec, 3))["model"], values)["outputs"]["t5"]
+    assert u["output"].shape == plain.shape and u["output"].dtype == np.int8
+    from fuzz.runner import cpu_has_vnni
+    if cpu_has_vnni():
+        assert np.array_equal(u["output"], plain)

@@ -20,6 +20,8 @@ import sys
 import time
 import traceback
 
+import numpy as np
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
@@ -88,14 +90,54 @@ class Reference:
                 out[j] = f"{type(e).__name__}: {e}"
         return {"outputs": out}
 
-    def run_onnx_cpu(self, model, feeds):
+    def run_onnx_cpu(self, model, feeds, disabled_optimizers=None):
         import onnxruntime as ort
         so = ort.SessionOptions()
         so.intra_op_num_threads = 1
         so.log_severity_level = 3
-        s = ort.InferenceSession(model, sess_options=so, providers=["CPUExecutionProvider"])
+        s = ort.InferenceSession(model, sess_options=so, providers=["CPUExecutionProvider"],
+                                 disabled_optimizers=disabled_optimizers or [])
         names = [o.name for o in s.get_outputs()]
         return {"outputs": dict(zip(names, s.run(None, feeds)))}
+
+    def check_onnx_op_u8(self, spec, j, values):
+        """ORT CPU on op j alone as a host node between int8 Q -> DQ pairs (the
+        input from a float graph input through QuantizeLinear, the output into
+        a DequantizeLinear): the configuration in which QDQS8ToU8Transformer
+        makes the op uint8 (tests/test_ep_exact.py
+        test_cpu_ep_u8_conv_at_a_partition_boundary_ort_only). Fed `values`
+        (int8 by name); {"output": int8 array} or {"error": text}."""
+        import onnx
+        from onnx import TensorProto, helper, numpy_helper
+        from fuzz.build_onnx import build_onnx, single_op_spec
+        sub = single_op_spec(spec, j)
+        m = onnx.load_from_string(build_onnx(sub)["model"])
+        inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+        feeds, nodes = {}, []
+        for gi in m.graph.input:
+            name = gi.name
+            s, z = np.float32(inits[name + "_s"]), int(inits[name + "_z"])
+            x = values[name]
+            f = ((x.astype(np.float32) - np.float32(z)) * s).astype(np.float32)
+            if not np.array_equal(np.clip(np.rint(f / s) + z, -128, 127), x):
+                return {"error": f"{name}: QuantizeLinear does not give the values back"}
+            feeds[name + "_f"] = f
+            gi.name = name + "_f"
+            gi.type.tensor_type.elem_type = TensorProto.FLOAT
+            nodes.append(helper.make_node("QuantizeLinear", [name + "_f", name + "_s", name + "_z"],
+                                          [name], name=f"u8_q_{name}"))
+        out = m.graph.output[0]
+        name = out.name
+        nodes_after = [helper.make_node("DequantizeLinear", [name, name + "_s", name + "_z"],
+                                        [name + "_f"], name=f"u8_dq_{name}")]
+        out.name = name + "_f"
+        out.type.tensor_type.elem_type = TensorProto.FLOAT
+        all_nodes = nodes + list(m.graph.node) + nodes_after
+        del m.graph.node[:]
+        m.graph.node.extend(all_nodes)
+        y = self.run_onnx_cpu(m.SerializeToString(), feeds)["outputs"][name + "_f"]
+        s, z = np.float32(inits[name + "_s"]), int(inits[name + "_z"])
+        return {"output": np.clip(np.rint(y / s) + z, -128, 127).astype(np.int8)}
 
 
 def _invoke(interp, inputs):
