@@ -1646,12 +1646,175 @@ std::vector<LoweredOp> lower_leaky_relu16(const ir::Graph& graph, int op_index) 
   }
 }
 
+namespace {
+
+// An int16 MEAN whose window does not fit one 16-bit depthwise window (a side
+// above 15): lower_mean16_split.
+bool is_int16_mean_split(const ir::Graph& graph, const ir::Op& op) {
+  if (op.kind != OpKind::kMean || op.inputs.empty() || op.inputs[0] < 0) return false;
+  const ir::Tensor& in = graph.tensor(op.inputs[0]);
+  return in.dtype == ir::DType::kInt16 && in.rank() == 4 &&
+         (in.shape[1] > limits::kMaxKernel || in.shape[2] > limits::kMaxKernel);
+}
+
+// The split x = 2^k * hi + lo of lower_mean16_split, hi = MBQM(x, 2^30, 1 - k)
+// (x / 2^k, rounded twice): the largest |hi| and |lo| over every int16 x.
+struct SplitBounds {
+  int32_t hi = 0, lo = 0;
+};
+SplitBounds int16_split_bounds() {
+  static const SplitBounds bounds = [] {
+    SplitBounds b;
+    const int k = support::kInt16SumSplitShift;
+    for (int32_t x = -32768; x <= 32767; ++x) {
+      const int32_t hi = multiply_by_quantized_multiplier(x, int32_t(1) << 30, 1 - k);
+      const int32_t lo = x - hi * (int32_t(1) << k);
+      b.hi = std::max(b.hi, std::abs(hi));
+      b.lo = std::max(b.lo, std::abs(lo));
+    }
+    return b;
+  }();
+  return bounds;
+}
+
+}  // namespace
+
+// See lower.h. T, the op's staging tensor (int16), holds three areas: A = hi
+// and B = -lo ([1, H, W, C] each, A then B), then P = the 2G partial sums.
+std::vector<LoweredOp> lower_mean16_split(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base = lowering_base(graph, op_index);
+  base.op_index = op_index;
+  check_arg(op.inputs.size() >= 1 && op.inputs[0] >= 0 && op.outputs.size() == 1, base.label,
+            ": needs an input and one output");
+  base.input = op.inputs[0];
+  base.output = op.outputs[0];
+  const ir::Tensor& in = graph.tensor(base.input);
+  const ir::Tensor& out = graph.tensor(base.output);
+  try {
+    const Shape4 s = nhwc_of(in.shape);
+    check_arg(in.rank() == 4 && out.elements() == s.c, base.label, ": input ",
+              ir::shape_str(in.shape), " / output ", ir::shape_str(out.shape),
+              " is not a reduction over height and width");
+    base.int16_maps = int16_maps_of(in, out, base.label);
+    if (!base.int16_maps || op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
+      throw Unsupported(str_cat(base.label, ": the split sum is TFLite's int16 MEAN only"));
+    }
+    const Quant qi = per_tensor(in, base.label), qo = per_tensor(out, base.label);
+    const int64_t cells = int64_t(s.h) * s.w;
+    const auto split = support::int16_sum_split(cells);
+    if (!split) {
+      throw Unsupported(str_cat(base.label, ": an int16 MEAN over ", s.h, "x", s.w, " = ", cells,
+                                " cells (no group of at most ", limits::kMaxKernel,
+                                " cells divides them into at most ", limits::kMaxKernel, "x",
+                                limits::kMaxKernel, " partial sums of hi and lo)"));
+    }
+    // Exactness: every partial sum fits int16 (the identity stage does not
+    // clamp it), and the total fits int32 (QUANT_MUL32's accumulator).
+    const SplitBounds b = int16_split_bounds();
+    check_arg(int64_t(split->group) * std::max(b.hi, b.lo) <= 32767 &&
+                  cells * 32768 < (int64_t(1) << 31),
+              base.label, ": the split sums leave int16 / int32");
+    const int c = s.c, k = support::kInt16SumSplitShift;
+    const int64_t area = cells * c * 2;  // bytes of A (and of B)
+    const Shape4 staging{1, 1, int(2 * cells + 2 * split->groups), c};
+    ir::Op window = op;
+    window.attrs.padding = {};
+    window.attrs.stride_h = window.attrs.stride_w = 1;
+    window.attrs.dilation_h = window.attrs.dilation_w = 1;
+    const QuantizedMultiplier identity{int32_t(1) << 30, 1};
+    std::vector<LoweredOp> parts(4, base);
+    for (LoweredOp& p : parts) {
+      p.staging_shape = staging;
+      p.in_shape = p.out_shape = s;
+    }
+    // hi = MBQM(x, 2^30, 1 - k) into A.
+    LoweredOp& high = parts[0];
+    lower_requantize16(op, QuantizedMultiplier{int32_t(1) << 30, 1 - k}, -32768, 32767, high);
+    high.output = kStagingTensor;
+    high.label = str_cat(base.label, " hi");
+    high.lowering = "int16_mean_split";
+    // -lo = 2^k hi - x into B: ADD/SUB's 16x8 arithmetic with left shift 15,
+    // every step exact: hi 2^15 * 2^-1 = 2^14 hi, x 2^15 * 2^-1 * 2^-6 = 2^8 x,
+    // their difference 2^8 (2^k hi - x) (|.| <= 2^8 * 33), times 2^-1 * 2^-7.
+    LoweredOp& low = parts[1];
+    low.label = str_cat(base.label, " lo");
+    low.unit = Unit::kElementwise;
+    low.input = kStagingTensor;  // A
+    low.input2 = base.input;
+    low.output = kStagingTensor;
+    low.out_byte_offset = area;  // B
+    low.eltwise.mode = ElementwiseMode::SUB;
+    low.eltwise.left_shift = 15;
+    low.eltwise.input1_multiplier = int32_t(1) << 30;
+    low.eltwise.input1_shift = 0;
+    low.eltwise.input2_multiplier = int32_t(1) << 30;
+    low.eltwise.input2_shift = -k;
+    low.eltwise.output_multiplier = int32_t(1) << 30;
+    low.eltwise.output_shift = -(k + 1);
+    low.eltwise.act_min = low.act_min = -32768;
+    low.eltwise.act_max = low.act_max = 32767;
+    low.act_mode = ActMode::NONE;
+    low.multiplier = {low.eltwise.output_multiplier};
+    low.shift = {low.eltwise.output_shift};
+    low.lowering = "int16_mean_split_lo";
+    // The partial sums: A and B read as 2G rows of `group` cells, one 1 x group
+    // window per row, the identity stage, into P.
+    LoweredOp& partial = parts[2];
+    partial.label = str_cat(base.label, " partial sums");
+    partial.unit = Unit::kDepthwise;
+    partial.input = partial.output = kStagingTensor;
+    partial.in_shape = Shape4{1, 2 * split->groups, split->group, c};
+    partial.out_shape = Shape4{1, 2 * split->groups, 1, c};
+    partial.out_byte_offset = 2 * area;  // P
+    set_window(partial, window, 1, split->group);
+    partial.weights.assign(size_t(split->group) * c, 1);
+    partial.multiplier.assign(c, identity.multiplier);
+    partial.shift.assign(c, identity.shift);
+    partial.mul32 = true;
+    partial.act_min = -32768;
+    partial.act_max = 32767;
+    partial.act_mode = ActMode::NONE;
+    partial.lowering = "int16_mean_partial_sums";
+    // The total: P as one rows x cols window, taps [0, G) (hi) weighing 2^k,
+    // [G, 2G) (-lo) weighing -1, with TFLite's MEAN requantization.
+    LoweredOp& total = parts[3];
+    total.label = str_cat(base.label, " total");
+    total.unit = Unit::kDepthwise;
+    total.input = kStagingTensor;
+    total.in_byte_offset = 2 * area;
+    total.in_shape = Shape4{1, split->rows, split->cols, c};
+    total.out_shape = Shape4{1, 1, 1, c};
+    set_window(total, window, split->rows, split->cols);
+    total.weights.resize(size_t(2 * split->groups) * c);
+    for (int t = 0; t < 2 * split->groups; ++t) {
+      std::fill_n(total.weights.begin() + int64_t(t) * c, c,
+                  int8_t(t < split->groups ? (1 << k) : -1));
+    }
+    const QuantizedMultiplier r = tflite_mean_requantization(qi.scale, qo.scale, cells);
+    total.multiplier.assign(c, r.multiplier);
+    total.shift.assign(c, r.shift);
+    total.mul32 = true;
+    total.act_min = -32768;
+    total.act_max = 32767;
+    total.act_mode = ActMode::NONE;
+    total.lowering = "int16_mean_total";
+    return parts;
+  } catch (const Unsupported&) {
+    throw;
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    throw Unsupported(what.rfind(base.label, 0) == 0 ? what : str_cat(base.label, ": ", what));
+  }
+}
+
 std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
   if (op.kind == OpKind::kLeakyRelu && !op.inputs.empty() && op.inputs[0] >= 0 &&
       graph.tensor(op.inputs[0]).dtype == ir::DType::kInt16) {
     return lower_leaky_relu16(graph, op_index);
   }
+  if (is_int16_mean_split(graph, op)) return lower_mean16_split(graph, op_index);
   if (op.kind == OpKind::kConcatenation) return lower_concatenation(graph, op_index);
   if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index);
   if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index);
@@ -2004,6 +2167,7 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
     return lower_conv_parts(graph, op_index).at(0);
   }
   if (op.kind == OpKind::kTransposeConv) return lower_transpose_conv(graph, op_index).at(0);
+  if (is_int16_mean_split(graph, op)) return lower_mean16_split(graph, op_index).at(0);
   if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index).at(0);
   if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index).at(0);
   if (op.kind == OpKind::kResizeBilinear) return lower_resize_bilinear(graph, op_index).at(0);

@@ -175,6 +175,10 @@ struct LoweredOp {
   // AVERAGE_POOL_2D and requantizations, whose accumulators fit int32.
   bool mul32 = false;
   std::vector<int64_t> bias64;  // [C_out] with int16_maps (bias stays empty)
+  // The op's staging tensor (kStagingTensor) when its shape is not the input
+  // shape of the part that first reads it (n = 0: that shape); the int16 MEAN
+  // split keeps three areas in it, addressed by the byte offsets above.
+  Shape4 staging_shape{0, 0, 0, 0};
   int elem() const { return int16_maps ? 2 : 1; }  // feature-map bytes per element
   bool has_bias() const { return !bias.empty() || !bias64.empty(); }
   int bias_entry_bytes() const { return int16_maps ? 8 : 4; }
@@ -260,6 +264,20 @@ std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index);
 // with the 32-bit output stage, then their exact int16 ADD (lower.cc).
 // lower_op returns the first part.
 std::vector<LoweredOp> lower_leaky_relu16(const ir::Graph& graph, int op_index);
+
+// MEAN over height and width of int16 maps (16x8) with a side above 15 (no
+// 16-bit depthwise window holds it; the ones matrix product is 8-bit), as
+// four exact 16-bit parts through the op's staging tensor
+// (support/pool_regions.h int16_sum_split, k = kInt16SumSplitShift):
+//   hi = MBQM(x, 2^30, 1 - k), |hi| <= 512: a 1x1 depthwise pass (QUANT_MUL32);
+//   -lo = 2^k hi - x, |lo| <= 33: an element-wise SUB whose 16x8 steps are exact;
+//   the hi and -lo cells summed in 2G groups of `group` <= 15 consecutive cells
+//     (1 x group windows, the identity stage: each sum fits int16);
+//   the 2G partial sums as one rows x cols window with weights 2^k and -1: the
+//     int32 sum of the x, requantized once with TFLite's MEAN (m', s').
+// The sum is TFLite's QuantizedMeanOrSum sum exactly, so the output is
+// (docs/compiler.md "MEAN"). lower_op returns the first part.
+std::vector<LoweredOp> lower_mean16_split(const ir::Graph& graph, int op_index);
 
 // TFLite AVERAGE_POOL_2D other than 2x2 stride 2 with a window of at most 15
 // and a stride of at most 3 per axis: TFLite's reference kernel divides the

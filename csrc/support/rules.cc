@@ -266,6 +266,20 @@ bool is_int16_kind(OpKind kind) {
   return std::find(k.begin(), k.end(), kind) != k.end();
 }
 
+}  // namespace
+
+std::vector<std::string> data_forms(OpKind kind) {
+  std::vector<std::string> forms = {"int8"};
+  if (is_int16_kind(kind)) forms.push_back("16x8");
+  if (kind == OpKind::kConv2D || kind == OpKind::kFullyConnected) {
+    forms.push_back("int8, int4 weights");
+  }
+  if (kind == OpKind::kFullyConnected) forms.push_back("16x8, int4 weights");
+  return forms;
+}
+
+namespace {
+
 // Every activation operand of `op` is int16 (a 16x8 op).
 bool all_int16(const Graph& g, const Op& op) {
   const auto acts = activations(g, op);
@@ -798,8 +812,9 @@ std::optional<std::string> check_int16_form(const Graph& g, const Op& op, const 
   }
   if (op.kind == OpKind::kMean) {
     const auto& s = input(g, op).tensor->shape;
-    if (s.size() == 4 && (s[1] > limits::kMaxKernel || s[2] > limits::kMaxKernel)) {
-      return str_cat("int16 MEAN over ", s[1], "x", s[2], " cells");
+    if (s.size() == 4 && (s[1] > limits::kMaxKernel || s[2] > limits::kMaxKernel) &&
+        !int16_sum_split(s[1] * s[2])) {
+      return str_cat("int16 MEAN over ", s[1], "x", s[2], " = ", s[1] * s[2], " cells");
     }
   }
   if (op.kind == OpKind::kAdd || op.kind == OpKind::kSub || op.kind == OpKind::kMul) {
@@ -1325,7 +1340,11 @@ std::vector<Rule> build_rules() {
                "depthwise region passes with the 32-bit output stage, QUANT_MUL32: their "
                "division is exact for int16 sums of up to that many cells), MEAN reduce at most ",
                limits::kMaxKernel, " x ", limits::kMaxKernel, " cells (one 16-bit depthwise "
-               "window with the 32-bit output stage; the ones matrix product is 8-bit), "
+               "window with the 32-bit output stage; the ones matrix product is 8-bit) or N = H "
+               "x W cells with a divisor g <= ", limits::kMaxKernel, " such that 2N / g is a product "
+               "of two factors <= ", limits::kMaxKernel, " (each value split as 2^",
+               kInt16SumSplitShift, " hi + lo, the hi and lo summed in groups of g cells, the "
+               "partial sums weighed in one window: exact 16-bit passes), "
                "ADD / SUB / MUL take two runtime operands "
                "(MUL with s1 * s2 / s_out < 1: no left shift of the int32 product); "
                "RELU / RELU6 of one scale are an identity pass with the clamp, a rescaling one "
