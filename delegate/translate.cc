@@ -458,13 +458,6 @@ class Translator {
              "exact to reproduce; 16x8 MUL with an int16 output is lowered");
       return true;
     }
-    if (kind == OpKind::kQuantize && tin == kTfLiteInt16 && tout == kTfLiteInt8) {
-      reason(r, "int16_activations", "QUANTIZE int16 -> int8",
-             "a command of the NPU keeps one element size for its input and output "
-             "(NACC_CTRL.DATA_FORM: 16-bit or 8-bit feature maps); int16 -> int16 QUANTIZE is "
-             "lowered");
-      return true;
-    }
     if ((tin == kTfLiteInt16 || tout == kTfLiteInt16) && !int16_version_limit(spec.builtin_code)) {
       const char* why = int16_decline_why(spec.builtin_code);
       reason(r, "int16_activations", "int16 activations (16x8 quantization)",

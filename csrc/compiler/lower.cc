@@ -1657,6 +1657,13 @@ bool is_int16_mean_split(const ir::Graph& graph, const ir::Op& op) {
          (in.shape[1] > limits::kMaxKernel || in.shape[2] > limits::kMaxKernel);
 }
 
+// QUANTIZE with an int16 input and an int8 output: lower_quantize16_to_8.
+bool is_int16_to_int8_quantize(const ir::Graph& graph, const ir::Op& op) {
+  return op.kind == OpKind::kQuantize && op.inputs.size() == 1 && op.inputs[0] >= 0 &&
+         op.outputs.size() == 1 && graph.tensor(op.inputs[0]).dtype == ir::DType::kInt16 &&
+         graph.tensor(op.outputs[0]).dtype == ir::DType::kInt8;
+}
+
 // The split x = 2^k * hi + lo of lower_mean16_split, hi = MBQM(x, 2^30, 1 - k)
 // (x / 2^k, rounded twice): the largest |hi| and |lo| over every int16 x.
 struct SplitBounds {
@@ -1678,6 +1685,69 @@ SplitBounds int16_split_bounds() {
 }
 
 }  // namespace
+
+// See lower.h.
+std::vector<LoweredOp> lower_quantize16_to_8(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base = lowering_base(graph, op_index);
+  base.op_index = op_index;
+  check_arg(is_int16_to_int8_quantize(graph, op), base.label, ": not a QUANTIZE int16 -> int8");
+  base.input = op.inputs[0];
+  base.output = op.outputs[0];
+  const ir::Tensor& in = graph.tensor(base.input);
+  const ir::Tensor& out = graph.tensor(base.output);
+  try {
+    const Shape4 s = nhwc_of(in.shape);
+    check_arg(nhwc_of(out.shape) == s, base.label, ": input ", s.str(), " != output ",
+              nhwc_of(out.shape).str());
+    const Quant qi = per_tensor(in, base.label), qo = per_tensor(out, base.label);
+    if (qi.zero_point != 0) {
+      throw Unsupported(str_cat(base.label, ": int16 input zero point ", qi.zero_point, " != 0"));
+    }
+    const int64_t pixels = int64_t(s.h) * s.w;
+    if (pixels > limits::kMaxFeatureMapDim) {
+      throw Unsupported(str_cat(base.label, ": ", pixels, " pixels exceed ",
+                                limits::kMaxFeatureMapDim, " (the byte view's rows)"));
+    }
+    std::vector<LoweredOp> parts(2, base);
+    // MBQM(x, m, s) clamped to [-128 - zo, 127 - zo] into the int16 staging
+    // tensor: clamp(v + zo, -128, 127) = clamp(v, -128 - zo, 127 - zo) + zo.
+    LoweredOp& scaled = parts[0];
+    scaled.in_shape = scaled.out_shape = s;
+    scaled.int16_maps = true;
+    scaled.staging_shape = s;
+    lower_requantize16(
+        op, quantize_multiplier(static_cast<double>(qi.scale) / static_cast<double>(qo.scale)),
+        -128 - qo.zero_point, 127 - qo.zero_point, scaled);
+    scaled.output = kStagingTensor;
+    scaled.lowering = "int16_to_int8_requantize";
+    // The low byte of each int16 u is u mod 2^8 as int8; the LUT maps it to
+    // wrap8(b + zo) = u + zo (in [-128, 127]).
+    LoweredOp& narrow = parts[1];
+    narrow.label = str_cat(base.label, " low bytes");
+    narrow.unit = Unit::kActivation;
+    narrow.input = kStagingTensor;
+    narrow.staging_shape = s;
+    narrow.in_shape = narrow.out_shape = Shape4{1, int(pixels), s.c, 1};
+    narrow.in_pixel_pitch = 2;
+    narrow.in_row_pitch = int64_t(2) * s.c;
+    for (int i = 0; i < limits::kLutEntries; ++i) {
+      narrow.lut[size_t(i)] = static_cast<int8_t>(static_cast<uint8_t>(i + qo.zero_point));
+    }
+    narrow.has_lut = true;
+    narrow.act_mode = ActMode::LUT;
+    narrow.input_zero_point = narrow.output_zero_point = 0;
+    narrow.act_min = -128;
+    narrow.act_max = 127;
+    narrow.lowering = "int16_low_bytes_lut";
+    return parts;
+  } catch (const Unsupported&) {
+    throw;
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    throw Unsupported(what.rfind(base.label, 0) == 0 ? what : str_cat(base.label, ": ", what));
+  }
+}
 
 // See lower.h. T, the op's staging tensor (int16), holds three areas: A = hi
 // and B = -lo ([1, H, W, C] each, A then B), then P = the 2G partial sums.
@@ -1815,6 +1885,7 @@ std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index) {
     return lower_leaky_relu16(graph, op_index);
   }
   if (is_int16_mean_split(graph, op)) return lower_mean16_split(graph, op_index);
+  if (is_int16_to_int8_quantize(graph, op)) return lower_quantize16_to_8(graph, op_index);
   if (op.kind == OpKind::kConcatenation) return lower_concatenation(graph, op_index);
   if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index);
   if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index);
@@ -2168,6 +2239,7 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
   }
   if (op.kind == OpKind::kTransposeConv) return lower_transpose_conv(graph, op_index).at(0);
   if (is_int16_mean_split(graph, op)) return lower_mean16_split(graph, op_index).at(0);
+  if (is_int16_to_int8_quantize(graph, op)) return lower_quantize16_to_8(graph, op_index).at(0);
   if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index).at(0);
   if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index).at(0);
   if (op.kind == OpKind::kResizeBilinear) return lower_resize_bilinear(graph, op_index).at(0);

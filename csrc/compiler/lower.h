@@ -175,9 +175,11 @@ struct LoweredOp {
   // AVERAGE_POOL_2D and requantizations, whose accumulators fit int32.
   bool mul32 = false;
   std::vector<int64_t> bias64;  // [C_out] with int16_maps (bias stays empty)
-  // The op's staging tensor (kStagingTensor) when its shape is not the input
-  // shape of the part that first reads it (n = 0: that shape); the int16 MEAN
-  // split keeps three areas in it, addressed by the byte offsets above.
+  // The op's staging tensor (kStagingTensor), int16 of this shape, when it is
+  // not the input shape of the part that first reads it (n = 0: that shape and
+  // that part's element size); the int16 MEAN split keeps three areas in it,
+  // addressed by the byte offsets above; QUANTIZE int16 -> int8 reads its low
+  // bytes with an 8-bit part.
   Shape4 staging_shape{0, 0, 0, 0};
   int elem() const { return int16_maps ? 2 : 1; }  // feature-map bytes per element
   bool has_bias() const { return !bias.empty() || !bias64.empty(); }
@@ -278,6 +280,15 @@ std::vector<LoweredOp> lower_leaky_relu16(const ir::Graph& graph, int op_index);
 // The sum is TFLite's QuantizedMeanOrSum sum exactly, so the output is
 // (docs/compiler.md "MEAN"). lower_op returns the first part.
 std::vector<LoweredOp> lower_mean16_split(const ir::Graph& graph, int op_index);
+
+// QUANTIZE int16 -> int8 (TFLite 2.21 reference_ops::Requantize: clamp(MBQM(x,
+// QuantizeMultiplier(double(s_in) / double(s_out))) + zo, -128, 127)) as two
+// passes, each of one element size: the 16-bit identity depthwise pass with
+// the 32-bit stage clamped to [-128 - zo, 127 - zo] into the op's int16
+// staging tensor, then the activation unit's 8-bit LUT over the low byte of
+// each element (pixel pitch 2 bytes), entry b = wrap8(b + zo): the low byte of
+// u is u mod 256, so the entry is u + zo exactly. lower_op returns the first.
+std::vector<LoweredOp> lower_quantize16_to_8(const ir::Graph& graph, int op_index);
 
 // TFLite AVERAGE_POOL_2D other than 2x2 stride 2 with a window of at most 15
 // and a stride of at most 3 per axis: TFLite's reference kernel divides the

@@ -275,10 +275,18 @@ std::vector<std::string> data_forms(OpKind kind) {
     forms.push_back("int8, int4 weights");
   }
   if (kind == OpKind::kFullyConnected) forms.push_back("16x8, int4 weights");
+  if (kind == OpKind::kQuantize) forms.push_back("int16 -> int8");
   return forms;
 }
 
 namespace {
+
+// QUANTIZE with an int16 input and an int8 output.
+bool is_int16_to_int8_quantize(const Graph& g, const Op& op) {
+  return op.kind == OpKind::kQuantize && op.inputs.size() == 1 && op.inputs[0] >= 0 &&
+         op.outputs.size() == 1 && g.tensor(op.inputs[0]).dtype == DType::kInt16 &&
+         g.tensor(op.outputs[0]).dtype == DType::kInt8;
+}
 
 // Every activation operand of `op` is int16 (a 16x8 op).
 bool all_int16(const Graph& g, const Op& op) {
@@ -295,6 +303,11 @@ std::optional<std::string> check_activation_dtype(const Graph& g, const Op& op,
   // 16x8: every activation int16, TFLite's arithmetic (the ONNX frontend has
   // no exact oracle for int16, issue 16), a kind with a 16-bit lowering.
   if (all_int16(g, op) && is_int16_kind(op.kind) && op.attrs.requant == ir::RequantMode::kTflite) {
+    return std::nullopt;
+  }
+  // QUANTIZE int16 -> int8 (a 16-bit pass into int16 staging, then an 8-bit
+  // LUT pass over its low bytes: compiler/lower.h lower_quantize16_to_8).
+  if (is_int16_to_int8_quantize(g, op) && op.attrs.requant == ir::RequantMode::kTflite) {
     return std::nullopt;
   }
   std::vector<std::string> bad;
