@@ -132,10 +132,37 @@ def test_leaky_relu_16x8_exact(seed):
     check(*random_leaky_case(seed), seed)
 
 
-def test_leaky_relu_16x8_negative_alpha_declined():
+def random_negative_leaky_case(seed):
+    rng = np.random.default_rng(16500 + seed)
+    m = ModelBuilder(seed)
+    h, w = int(rng.integers(1, 14)), int(rng.integers(1, 14))
+    c = int(rng.choice([1, 3, 8, 17, 33, 64]))
+    si = float(np.float32(rng.choice([1.0 / 32768, 1e-3, 3e-4, 0.02, 1.0 / 4096])))
+    alpha = float(np.float32(rng.choice([-0.01, -0.1, -0.25, -0.5, -1.0, -1.5, -3.0, -100.0])))
+    g = 1.0 if seed % 3 == 0 else float(2.0 ** rng.uniform(-4, 4))
+    x = input16(m, (1, h, w, c), si)
+    if seed % 5 == 0:
+        x = conv16(m, x, int(rng.choice([4, 16])), k=1)
+        si = m.meta[x].scale
+    o = leaky16(m, x, alpha, float(np.float32(si * g)))
+    return m.build([o]), CORES[seed % 3], SRAM_KB[(seed // 3) % 2]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_leaky_relu_16x8_negative_alpha_exact(seed):
+    """alpha < 0: TFLite's negative multiplier m_a; the alpha term
+    clamp(MBQM(x, m_a, s_a), 0, 32767) is the pass of -x (weight -1) with the
+    multiplier -m_a (MBQM depends on the product only), so the sum is exact
+    (x = -32768 included: the accumulator holds 32768)."""
+    check(*random_negative_leaky_case(seed), seed)
+
+
+def test_leaky_relu_16x8_huge_negative_alpha_declined():
+    """|alpha| s_in / s_out >= 2^15: TFLite's multiplier shifts left by 16 or
+    more, where x * 2^s wraps in int32 and is no longer odd in x: declined."""
     m = ModelBuilder(0)
     x = input16(m, (1, 4, 4, 8))
-    o = leaky16(m, x, -0.5, m.meta[x].scale)
+    o = leaky16(m, x, -70000.0, m.meta[x].scale)
     model = m.build([o])
     d, interp = delegated(model)
     (node,) = d.report().nodes

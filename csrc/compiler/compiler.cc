@@ -1149,7 +1149,7 @@ void add_staging_tensors(ir::Graph& graph, std::vector<LoweredOp>& lowered) {
     const Shape4 shape = declared ? reader.staging_shape : reader.in_shape;
     const char* suffix = !declared ? (first_operand ? "/space_to_depth" : "/leaky_relu_alpha")
                          : op.kind == ir::OpKind::kMean ? "/mean_split"
-                                                        : "/int16_requantized";
+                                                        : "/int16_staging";
     t.name = str_cat(graph.tensor(op.outputs[0]).name, suffix);
     t.shape = {1, shape.h, shape.w, shape.c};
     t.dtype = declared || reader.int16_maps ? ir::DType::kInt16 : ir::DType::kInt8;
@@ -1181,7 +1181,7 @@ void lower_into(const ir::Graph& graph, int i, bool folded, const CompileOptions
       kind == ir::OpKind::kSpaceToDepth || kind == ir::OpKind::kDepthToSpace ||
       kind == ir::OpKind::kLeakyRelu || kind == ir::OpKind::kTransposeConv ||
       kind == ir::OpKind::kResizeBilinear || kind == ir::OpKind::kTranspose ||
-      kind == ir::OpKind::kMean || kind == ir::OpKind::kQuantize) {
+      kind == ir::OpKind::kMean || kind == ir::OpKind::kQuantize || kind == ir::OpKind::kMul) {
     // parts, AVERAGE_POOL_2D region passes, grouped / dilated convolution parts
     for (LoweredOp& part : check_and_lower_parts(graph, i, options)) {
       lowered->push_back(std::move(part));

@@ -290,6 +290,17 @@ std::vector<LoweredOp> lower_mean16_split(const ir::Graph& graph, int op_index);
 // u is u mod 256, so the entry is u + zo exactly. lower_op returns the first.
 std::vector<LoweredOp> lower_quantize16_to_8(const ir::Graph& graph, int op_index);
 
+// MUL of two int16 operands (zero point 0, same shape) with an int8 output.
+// TFLite 2.21's reference kernel ignores the scales (the LSTM kernels' Q0.15
+// product): zo + RoundingDivideByPOT(SaturatingRoundingDoublingHighMul16(a, b),
+// 8), clamped to the fused activation's int8 range, which equals
+// MBQM(a * b, 2^16, -8) + zo (checked against BUILTIN_REF). Two passes as
+// QUANTIZE int16 -> int8: the 16-bit MUL with (2^16, -8) clamped to [lo - zo,
+// hi - zo] into int16 staging, then the low-byte LUT adding zo. (The NPU's
+// one-command mul_s16_s8 mode, NACC_SPEC §9, is not modelled.) lower_op
+// returns the first part.
+std::vector<LoweredOp> lower_mul16_to_8(const ir::Graph& graph, int op_index);
+
 // TFLite AVERAGE_POOL_2D other than 2x2 stride 2 with a window of at most 15
 // and a stride of at most 3 per axis: TFLite's reference kernel divides the
 // sum of the in-bounds cells by their count (round half away from zero), and

@@ -54,7 +54,7 @@ std::vector<Violation> check_op(const ir::Graph& graph, int op_index,
 // "int8" (every kind), "16x8" (int16 maps, int8 weights: the kinds with a
 // 16-bit lowering), "int8, int4 weights" (CONV_2D, FULLY_CONNECTED) and
 // "16x8, int4 weights" (FULLY_CONNECTED, TFLite's version 13), "int16 ->
-// int8" (QUANTIZE: int16 input, int8 output). The rules
+// int8" (QUANTIZE, MUL: int16 inputs, an int8 output). The rules
 // above decide each node; this is the summary docs/supported_ops.md prints.
 std::vector<std::string> data_forms(ir::OpKind kind);
 
