@@ -1488,6 +1488,7 @@ struct UnitTranslator {
     int y = -1;
     if (auto e = act_out(&yq, &y)) return e;
     const auto& ys = g.value(out().value).shape;
+    const bool i16 = yq.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16;
     std::vector<int> operands;
     for (size_t i = 0; i < 2; ++i) {
       const QIn xi = in(i);
@@ -1495,6 +1496,14 @@ struct UnitTranslator {
       const OnnxValue& v = g.value(xi.value);
       ActQuant q;
       if (auto e = act_quant(xi.value, xi.scale, xi.zp, &q)) return e;
+      if (i16 != (q.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16)) {
+        return str_cat("operand '", v.name, "' is ", onnx_elem_name(q.elem_type), " and the output ",
+                       onnx_elem_name(yq.elem_type), " (int16 units need every map int16)");
+      }
+      if (i16 && v.is_constant) {
+        return str_cat("operand '", v.name, "' is an int16 constant (16x8 element-wise ops take "
+                       "two runtime operands)");
+      }
       if (!v.is_constant) {
         if (v.shape.size() != ys.size()) {
           return str_cat("operand '", v.name, "' ", shape_str(v.shape), " has a lower rank than the output ",
@@ -1532,6 +1541,13 @@ struct UnitTranslator {
     }
     ir::Attributes a;
     if (auto e = fused_activation(&a.activation)) return e;
+    if (i16) {
+      // int16 activations: the compiler's 16x8 (TFLite) arithmetic (ADD / SUB
+      // left shift 15, MUL the 32-bit MBQM of the product). The CPU EP computes
+      // the unit in float; the difference is measured (docs/onnxruntime_ep.md).
+      add_op(kind, operands, y, a);
+      return std::nullopt;
+    }
     a.onnx_kernel = ort_kernel();
     // ONNX Runtime has no QLinearSub: Sub always runs dequantized.
     if (kind == OpKind::kSub && a.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
@@ -2135,14 +2151,16 @@ struct UnitTranslator {
   std::optional<std::string> translate() {
     std::optional<std::string> why = translate_op();
     if (why) return why;
-    // int16 activations (option int16_activations): Conv (16x8 output stage)
-    // and the same-quantization copies MaxPool / Reshape / Flatten so far.
+    // int16 activations (option int16_activations): Conv (16x8 output stage),
+    // Add / Sub / Mul (16x8 element-wise) and the same-quantization copies
+    // MaxPool / Reshape / Flatten so far.
     const std::string& t = node.op_type;
-    const bool i16_kind = t == "Conv" || t == "MaxPool" || t == "Reshape" || t == "Flatten";
+    const bool i16_kind = t == "Conv" || t == "MaxPool" || t == "Reshape" || t == "Flatten" ||
+                          t == "Add" || t == "Sub" || t == "Mul";
     for (const LocalTensor& lt : tensors) {
       if (lt.tensor.dtype == DType::kInt16 && !i16_kind) {
         return str_cat(t, " with int16 activations is not translated (int16_activations claims "
-                          "Conv, MaxPool, Reshape and Flatten units only)");
+                          "Conv, Add, Sub, Mul, MaxPool, Reshape and Flatten units only)");
       }
     }
     return std::nullopt;
