@@ -1265,6 +1265,11 @@ struct UnitTranslator {
     if (auto e = act_out(&yq, &y)) return e;
     const bool gemm = node.op_type == "Gemm" || node.op_type == "QGemm";
     const bool qop = unit.form == NodeUnit::Form::kQOperator;
+    const bool i16 = aq.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16;
+    if (i16 != (yq.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16)) {
+      return str_cat("A is ", onnx_elem_name(aq.elem_type), " and the output ",
+                     onnx_elem_name(yq.elem_type), " (int16 units need both int16)");
+    }
     // A folded layout chain: A is read from the 4-D map the chain starts from.
     const bool folded = unit.layout_input >= 0;
     const auto& as = g.value(folded ? node.input(0) : in(0).value).shape;
@@ -1300,6 +1305,10 @@ struct UnitTranslator {
         return str_cat("B is not a constant (", *not_const, ") and A comes through a layout chain");
       if (as.size() < 2) return str_cat("A ", shape_str(as), " is 1-D and B is not a constant");
       if (unit.activation >= 0) return std::string("a fused activation after MatMul of two activations");
+      if (i16) {
+        return std::string("an int16 MatMul of two activations (the matrix unit has no 16-bit "
+                           "form; int16 MatMul / Gemm with constant weights is lowered)");
+      }
       ActQuant bq;
       int b_local = -1;
       if (auto e = act_in(1, &bq, &b_local)) {
@@ -1354,15 +1363,30 @@ struct UnitTranslator {
     const int wt = constant(bv.name, {n, k}, DType::kInt8, std::move(data), wq);
     int bt = -1;
     const int bias_value = qop ? (gemm ? node.input(6) : -1) : (gemm ? in(2).value : -1);
+    if (i16) {
+      for (int32_t z : w.zero_points) {
+        if (z != 0) return str_cat("int16 units need weight zero point 0 (has ", z, ")");
+      }
+    }
     if (bias_value >= 0) {
       std::vector<int32_t> bias;
       if (auto e = read_bias(bias_value, n, aq, w, !qop, ci.scale, ci.zp, &bias)) return e;
-      std::vector<uint8_t> bytes(bias.size() * 4);
-      std::memcpy(bytes.data(), bias.data(), bytes.size());
-      bt = constant(g.value(bias_value).name, {n}, DType::kInt32, std::move(bytes), {});
+      if (i16) {
+        // The 16x8 form takes an int64 bias: the same integer values.
+        std::vector<int64_t> b64(bias.begin(), bias.end());
+        std::vector<uint8_t> bytes(b64.size() * 8);
+        std::memcpy(bytes.data(), b64.data(), bytes.size());
+        bt = constant(g.value(bias_value).name, {n}, DType::kInt64, std::move(bytes), {});
+      } else {
+        std::vector<uint8_t> bytes(bias.size() * 4);
+        std::memcpy(bytes.data(), bias.data(), bytes.size());
+        bt = constant(g.value(bias_value).name, {n}, DType::kInt32, std::move(bytes), {});
+      }
     }
-    // QLinearMatMul / QGemm requantize in float32 on the CPU EP, as above.
-    attrs.requant = ir::RequantMode::kOnnxRuntime;
+    // QLinearMatMul / QGemm requantize in float32 on the CPU EP, as above;
+    // int16 activations take the compiler's 16x8 FULLY_CONNECTED (TFLite's
+    // real-scale stage), within a step of the CPU EP's float computation.
+    attrs.requant = i16 ? ir::RequantMode::kTflite : ir::RequantMode::kOnnxRuntime;
     if (b_rank == 1) {
       // A 1-D B: FULLY_CONNECTED writes [..., 1], a reshape (a view) drops the 1.
       ir::Tensor t = tensors[y].tensor;
@@ -2156,11 +2180,12 @@ struct UnitTranslator {
     // MaxPool / Reshape / Flatten so far.
     const std::string& t = node.op_type;
     const bool i16_kind = t == "Conv" || t == "MaxPool" || t == "Reshape" || t == "Flatten" ||
-                          t == "Add" || t == "Sub" || t == "Mul";
+                          t == "Add" || t == "Sub" || t == "Mul" || t == "Gemm" || t == "MatMul";
     for (const LocalTensor& lt : tensors) {
       if (lt.tensor.dtype == DType::kInt16 && !i16_kind) {
         return str_cat(t, " with int16 activations is not translated (int16_activations claims "
-                          "Conv, Add, Sub, Mul, MaxPool, Reshape and Flatten units only)");
+                          "Conv, Gemm, MatMul, Add, Sub, Mul, MaxPool, Reshape and Flatten units "
+                          "only)");
       }
     }
     return std::nullopt;
