@@ -447,24 +447,6 @@ class Translator {
     }
     // 16x8 (NACC_SPEC §9): the kinds with a 16-bit lowering go on to the
     // capability rules (int16_quantization, bias_dtype, bias_16x8_range).
-    if (kind == OpKind::kMul && tin == kTfLiteInt16 && tout == kTfLiteInt8) {
-      // mul_s16_s8 (NACC_SPEC §9) would be this op; TFLite 2.21's BUILTIN_REF
-      // runs it, but its outputs follow neither the 32-bit MBQM of the product
-      // (with or without the output zero point) nor any other scale we measured
-      // (tests/test_int16_delegate.py), so there is no arithmetic to reproduce.
-      reason(r, "int16_activations", "MUL with int16 inputs and an int8 output",
-             "TFLite 2.21's reference kernel for this mix computes no documented quantized "
-             "arithmetic (its outputs are not the rescaled product), so mul_s16_s8 has nothing "
-             "exact to reproduce; 16x8 MUL with an int16 output is lowered");
-      return true;
-    }
-    if (kind == OpKind::kQuantize && tin == kTfLiteInt16 && tout == kTfLiteInt8) {
-      reason(r, "int16_activations", "QUANTIZE int16 -> int8",
-             "a command of the NPU keeps one element size for its input and output "
-             "(NACC_CTRL.DATA_FORM: 16-bit or 8-bit feature maps); int16 -> int16 QUANTIZE is "
-             "lowered");
-      return true;
-    }
     if ((tin == kTfLiteInt16 || tout == kTfLiteInt16) && !int16_version_limit(spec.builtin_code)) {
       const char* why = int16_decline_why(spec.builtin_code);
       reason(r, "int16_activations", "int16 activations (16x8 quantization)",

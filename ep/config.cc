@@ -86,7 +86,9 @@ const std::vector<OptionSpec>& option_specs() {
       {"int16_activations", "0 or 1", "0",
        "1: claim QDQ Conv units with int16 (QInt16, zero point 0) activations and int8 weights "
        "(16x8 output stage; not bit-exact: the CPU EP computes them in float, outputs may differ "
-       "by one quantization step) and same-quantization int16 MaxPool / Reshape / Flatten"},
+       "by one quantization step), QDQ Add / Sub / Mul of two int16 maps and Gemm / MatMul with "
+       "constant weights (16x8 arithmetic, likewise within one step) and same-quantization "
+       "int16 MaxPool / Reshape / Flatten"},
   };
   return table;
 }

@@ -1533,6 +1533,11 @@ struct UnitTranslator {
     if (auto e = act_out(&yq, &y)) return e;
     const bool gemm = node.op_type == "Gemm" || node.op_type == "QGemm";
     const bool qop = unit.form == NodeUnit::Form::kQOperator;
+    const bool i16 = aq.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16;
+    if (i16 != (yq.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16)) {
+      return str_cat("A is ", onnx_elem_name(aq.elem_type), " and the output ",
+                     onnx_elem_name(yq.elem_type), " (int16 units need both int16)");
+    }
     // A folded layout chain: A is read from the 4-D map the chain starts from.
     const bool folded = unit.layout_input >= 0;
     const auto& as = g.value(folded ? node.input(0) : in(0).value).shape;
@@ -1568,6 +1573,10 @@ struct UnitTranslator {
         return str_cat("B is not a constant (", *not_const, ") and A comes through a layout chain");
       if (as.size() < 2) return str_cat("A ", shape_str(as), " is 1-D and B is not a constant");
       if (unit.activation >= 0) return std::string("a fused activation after MatMul of two activations");
+      if (i16) {
+        return std::string("an int16 MatMul of two activations (the matrix unit has no 16-bit "
+                           "form; int16 MatMul / Gemm with constant weights is lowered)");
+      }
       ActQuant bq;
       int b_local = -1;
       if (auto e = act_in(1, &bq, &b_local)) {
@@ -1622,15 +1631,30 @@ struct UnitTranslator {
     const int wt = constant(bv.name, {n, k}, DType::kInt8, std::move(data), wq);
     int bt = -1;
     const int bias_value = qop ? (gemm ? node.input(6) : -1) : (gemm ? in(2).value : -1);
+    if (i16) {
+      for (int32_t z : w.zero_points) {
+        if (z != 0) return str_cat("int16 units need weight zero point 0 (has ", z, ")");
+      }
+    }
     if (bias_value >= 0) {
       std::vector<int32_t> bias;
       if (auto e = read_bias(bias_value, n, aq, w, !qop, ci.scale, ci.zp, &bias)) return e;
-      std::vector<uint8_t> bytes(bias.size() * 4);
-      std::memcpy(bytes.data(), bias.data(), bytes.size());
-      bt = constant(g.value(bias_value).name, {n}, DType::kInt32, std::move(bytes), {});
+      if (i16) {
+        // The 16x8 form takes an int64 bias: the same integer values.
+        std::vector<int64_t> b64(bias.begin(), bias.end());
+        std::vector<uint8_t> bytes(b64.size() * 8);
+        std::memcpy(bytes.data(), b64.data(), bytes.size());
+        bt = constant(g.value(bias_value).name, {n}, DType::kInt64, std::move(bytes), {});
+      } else {
+        std::vector<uint8_t> bytes(bias.size() * 4);
+        std::memcpy(bytes.data(), bias.data(), bytes.size());
+        bt = constant(g.value(bias_value).name, {n}, DType::kInt32, std::move(bytes), {});
+      }
     }
-    // QLinearMatMul / QGemm requantize in float32 on the CPU EP, as above.
-    attrs.requant = ir::RequantMode::kOnnxRuntime;
+    // QLinearMatMul / QGemm requantize in float32 on the CPU EP, as above;
+    // int16 activations take the compiler's 16x8 FULLY_CONNECTED (TFLite's
+    // real-scale stage), within a step of the CPU EP's float computation.
+    attrs.requant = i16 ? ir::RequantMode::kTflite : ir::RequantMode::kOnnxRuntime;
     if (b_rank == 1) {
       // A 1-D B: FULLY_CONNECTED writes [..., 1], a reshape (a view) drops the 1.
       ir::Tensor t = tensors[y].tensor;
@@ -1810,6 +1834,7 @@ struct UnitTranslator {
     int y = -1;
     if (auto e = act_out(&yq, &y)) return e;
     const auto& ys = g.value(out().value).shape;
+    const bool i16 = yq.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16;
     std::vector<int> operands;
     for (size_t i = 0; i < 2; ++i) {
       const QIn xi = in(i);
@@ -1817,6 +1842,14 @@ struct UnitTranslator {
       const OnnxValue& v = g.value(xi.value);
       ActQuant q;
       if (auto e = act_quant(xi.value, xi.scale, xi.zp, &q)) return e;
+      if (i16 != (q.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16)) {
+        return str_cat("operand '", v.name, "' is ", onnx_elem_name(q.elem_type), " and the output ",
+                       onnx_elem_name(yq.elem_type), " (int16 units need every map int16)");
+      }
+      if (i16 && v.is_constant) {
+        return str_cat("operand '", v.name, "' is an int16 constant (16x8 element-wise ops take "
+                       "two runtime operands)");
+      }
       if (!v.is_constant) {
         if (v.shape.size() != ys.size()) {
           return str_cat("operand '", v.name, "' ", shape_str(v.shape), " has a lower rank than the output ",
@@ -1854,6 +1887,13 @@ struct UnitTranslator {
     }
     ir::Attributes a;
     if (auto e = fused_activation(&a.activation)) return e;
+    if (i16) {
+      // int16 activations: the compiler's 16x8 (TFLite) arithmetic (ADD / SUB
+      // left shift 15, MUL the 32-bit MBQM of the product). The CPU EP computes
+      // the unit in float; the difference is measured (docs/onnxruntime_ep.md).
+      add_op(kind, operands, y, a);
+      return std::nullopt;
+    }
     a.onnx_kernel = ort_kernel();
     // ONNX Runtime has no QLinearSub: Sub always runs dequantized.
     if (kind == OpKind::kSub && a.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
@@ -2480,14 +2520,17 @@ struct UnitTranslator {
   std::optional<std::string> translate() {
     std::optional<std::string> why = translate_op();
     if (why) return why;
-    // int16 activations (option int16_activations): Conv (16x8 output stage)
-    // and the same-quantization copies MaxPool / Reshape / Flatten so far.
+    // int16 activations (option int16_activations): Conv (16x8 output stage),
+    // Add / Sub / Mul (16x8 element-wise) and the same-quantization copies
+    // MaxPool / Reshape / Flatten so far.
     const std::string& t = node.op_type;
-    const bool i16_kind = t == "Conv" || t == "MaxPool" || t == "Reshape" || t == "Flatten";
+    const bool i16_kind = t == "Conv" || t == "MaxPool" || t == "Reshape" || t == "Flatten" ||
+                          t == "Add" || t == "Sub" || t == "Mul" || t == "Gemm" || t == "MatMul";
     for (const LocalTensor& lt : tensors) {
       if (lt.tensor.dtype == DType::kInt16 && !i16_kind) {
         return str_cat(t, " with int16 activations is not translated (int16_activations claims "
-                          "Conv, MaxPool, Reshape and Flatten units only)");
+                          "Conv, Gemm, MatMul, Add, Sub, Mul, MaxPool, Reshape and Flatten units "
+                          "only)");
       }
     }
     return std::nullopt;

@@ -475,10 +475,9 @@ def test_mul_16x8_exact(seed):
 
 
 def test_mul_16x8_declines():
-    """MUL with s1 s2 / s_out >= 1 (a left-shifted product) and MUL with int16
-    inputs and an int8 output (mul_s16_s8: TFLite's reference computes no
-    rescaled product for it) are declined with their reasons and run exactly on
-    the host."""
+    """MUL with s1 s2 / s_out >= 1 (a left-shifted product) is declined with its
+    reason and runs exactly on the host; so is an int16 -> int8 MUL with a
+    constant operand (TFLite 2.21's reference aborts on a broadcast one)."""
     from tflite_builder import QTensor
     m = ModelBuilder(0)
     a, b = input16(m, (1, 4, 4, 8), 0.5), input16(m, (1, 4, 4, 8), 0.5)
@@ -490,12 +489,45 @@ def test_mul_16x8_declines():
     assert not compare(model, interp, random_input_sets(interp, 0, 1))
 
     m = ModelBuilder(0)
-    a, b = input16(m, (1, 4, 4, 8), 1e-3), input16(m, (1, 4, 4, 8), 2e-3)
+    a = input16(m, (1, 4, 4, 8), 1e-3)
+    b = m.tensor(QTensor((1, 4, 4, 8), "int16", scale=2e-3, zero_point=0,
+                         data=np.arange(-64, 64, dtype=np.int16).reshape(1, 4, 4, 8) * 500))
     o = m.tensor(QTensor((1, 4, 4, 8), "int8", scale=20.0, zero_point=3))
     m.g.add_op("MUL", [a, b], [o], dict(fused_activation_function="NONE"), version=4)
     model = m.build([o])
     d, interp = delegated(model)
     (node,) = d.report().nodes
     assert not node.claimed
-    assert [r.rule for r in node.reasons] == ["int16_activations"], node.reasons
-    assert "int8 output" in node.reasons[0].detail
+    assert [r.rule for r in node.reasons] == ["int16_form"], node.reasons
+    assert "constant" in node.reasons[0].detail
+    assert not compare(model, interp, random_input_sets(interp, 0, 1))
+
+
+def random_mul_s16_s8_case(seed):
+    """MUL of two int16 maps into an int8 output: random shapes, input and
+    output scales (TFLite's kernel uses none of them), output zero points over
+    the int8 range (extremes included), fused NONE / RELU / RELU6 /
+    RELU_N1_TO_1; sometimes behind 16x8 convs."""
+    from tflite_builder import QTensor
+    rng = np.random.default_rng(13700 + seed)
+    m = ModelBuilder(seed)
+    h, w = int(rng.integers(1, 12)), int(rng.integers(1, 12))
+    c = int(rng.choice([1, 3, 8, 17, 33, 64]))
+    s1, s2 = (float(np.float32(v)) for v in rng.choice([1.0 / 32768, 1e-3, 3e-4, 0.02], 2))
+    a, b = input16(m, (1, h, w, c), s1), input16(m, (1, h, w, c), s2)
+    if seed % 5 == 0:
+        a = conv16(m, a, c, k=1)
+    so = float(np.float32(rng.choice([1.0 / 128, 0.01, 0.05, 1e-4, 0.1, 3.0])))
+    zo = int(rng.choice([0, -128, 127, int(rng.integers(-128, 128))]))
+    act = str(rng.choice(["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]))
+    o = m.tensor(QTensor((1, h, w, c), "int8", scale=so, zero_point=zo))
+    m.g.add_op("MUL", [a, b], [o], dict(fused_activation_function=act), version=4)
+    return m.build([o]), CORES[seed % 3], SRAM_KB[(seed // 3) % 2]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_mul_int16_to_int8_exact(seed):
+    """TFLite 2.21's int16 x int16 -> int8 MUL (the Q0.15 product of its LSTM
+    kernels, scales unused) = clamp(MBQM(a * b, 2^16, -8) + zo): a 16-bit MUL
+    into int16 staging, then the low-byte LUT adding zo."""
+    check_claimed_and_exact(*random_mul_s16_s8_case(seed), seed)

@@ -111,16 +111,86 @@ def test_mean_16x8_then_fc_one_partition():
         assert not compare(model, interp, boundary_sets(interp, cores))
 
 
-def test_mean_16x8_over_16_rows_declined():
-    """More than 15 rows or columns: no 16-bit window (the ones matrix product is
-    8-bit); the rule names it and the host runs it exactly."""
+def int16_sum_split(cells):
+    """support/pool_regions.h int16_sum_split, transcribed: the largest group
+    g <= 15 dividing the cells whose 2N / g partial sums form one window of at
+    most 15 x 15 (rows as large as possible), or None."""
+    for g in range(15, 1, -1):
+        if cells % g:
+            continue
+        partials = 2 * (cells // g)
+        for rows in range(15, 0, -1):
+            if partials % rows == 0 and partials // rows <= 15:
+                return g, cells // g, rows, partials // rows
+    return None
+
+
+# More than 15 rows or columns (no 16-bit window; the ones matrix product is
+# 8-bit): (h, w) the split sum claims — the DS-CNN's 25x5, squares, the largest
+# count (1575 = 105 x 15: g = 15, 2G = 210 = 15 x 14) — and those it declines:
+# a prime count (no group), 106 x 15 = 1590 (one row past the largest: no g
+# makes 2N / g a product of two factors <= 15), 32 x 32 (g = 8 at most: 256
+# partial sums).
+SPLIT_CLAIMED = [(25, 5), (16, 1), (16, 4), (49, 10), (5, 25), (105, 15), (30, 14), (1, 60),
+                 (16, 16), (20, 20), (28, 28)]
+SPLIT_DECLINED = [(17, 1), (19, 3), (106, 15), (32, 32), (61, 1)]
+
+
+@pytest.mark.parametrize("hw", SPLIT_CLAIMED + SPLIT_DECLINED)
+def test_split_table_matches_the_transcription(hw):
+    h, w = hw
+    assert (int16_sum_split(h * w) is not None) == (hw in SPLIT_CLAIMED), hw
+
+
+def random_split_case(seed):
+    """A MEAN with a side above 15 that the split sum claims: random (h, w),
+    channels, scales; inputs with the int16 extremes."""
+    rng = np.random.default_rng(14000 + seed)
+    while True:
+        h, w = int(rng.integers(16, 64)), int(rng.integers(1, 16))
+        if seed % 2:
+            h, w = w, h
+        if int16_sum_split(h * w):
+            break
+    c = int(rng.choice([1, 3, 8, 17, 33, 64]))
+    si = float(np.float32(rng.choice([1.0 / 32768, 1e-3, 3e-4, 0.02])))
+    so = si if seed % 3 == 0 else float(np.float32(si * 2.0 ** rng.uniform(-3, 3)))
+    m = ModelBuilder(seed)
+    x = input16(m, (1, h, w, c), si)
+    o = mean16(m, x, bool(seed % 4 < 2), so)
+    return m.build([o]), CORES[seed % 3], SRAM_KB[(seed // 3) % 2]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_mean_16x8_split_sum_exact(seed):
+    """x = 64 hi + lo, the hi and lo summed in groups, the partial sums weighed
+    64 and -1 in one window: TFLite's int32 sum exactly, requantized once."""
+    check(*random_split_case(seed), seed)
+
+
+@pytest.mark.parametrize("hw", [(25, 5), (105, 15), (16, 16)])
+@pytest.mark.parametrize("cores", CORES)
+def test_mean_16x8_split_sum_boundaries(hw, cores):
+    """The DS-CNN's 25x5, the largest claimed count and a square, with 64
+    channels, at 16 KB: every input +-32767 or -32768 (the largest sums),
+    random and alternating extremes."""
+    m = ModelBuilder(cores)
+    x = input16(m, (1, *hw, 64), 1e-3)
+    o = mean16(m, x, True, 1.7e-3)
+    check(m.build([o]), cores, 16, cores)
+
+
+@pytest.mark.parametrize("hw", SPLIT_DECLINED)
+def test_mean_16x8_without_split_declined(hw):
+    """No split: the rule names it and the host runs it exactly."""
     m = ModelBuilder(0)
-    x = input16(m, (1, 16, 4, 8))
+    x = input16(m, (1, *hw, 8))
     o = mean16(m, x, True, m.meta[x].scale)
     model = m.build([o])
     d, interp = delegated(model)
     (node,) = d.report().nodes
     assert not node.claimed and [r.rule for r in node.reasons] == ["int16_form"], node.reasons
+    assert f"int16 MEAN over {hw[0]}x{hw[1]}" in node.reasons[0].message
     assert not compare(model, interp, boundary_sets(interp, 0))
 
 

@@ -44,3 +44,24 @@ def test_16x8_model_one_partition_exact(name, cores, kb):
     assert len({n.partition for n in rep.nodes if n.claimed}) == 1 + len(declined)
     bad = compare(model, interp, random_input_sets(interp, cores + kb, 3))
     assert not bad, bad
+
+
+@pytest.mark.parametrize("cores", (1, 8, 32))
+@pytest.mark.parametrize("kb", (16, 32))
+def test_ds_cnn_kws_16x8_whole_model_one_partition_exact(cores, kb):
+    """nacc.models' DS-CNN keyword spotter converted 16x8 (the model of the
+    coverage table and `nacc bench --int16`): its global average pool is an
+    int16 MEAN over 25x5 cells, which the split sum claims (docs/compiler.md
+    "MEAN"), so all 11 nodes run in one partition, bit-exact."""
+    import keras_models
+    from nacc import models
+
+    model = models.converted("ds_cnn_kws_16x8", cache=keras_models.CACHE_DIR)
+    d, interp = delegated(model, cores=cores, sram_kb=kb)
+    rep = d.report()
+    assert "MEAN" in {n.op for n in rep.nodes}
+    assert all(n.claimed and not n.reasons for n in rep.nodes), [
+        (n.op, [r.message for r in n.reasons]) for n in rep.nodes if not n.claimed]
+    assert len(rep.nodes) == 11 and len({n.partition for n in rep.nodes}) == 1
+    bad = compare(model, interp, random_input_sets(interp, cores + kb, 3))
+    assert not bad, bad

@@ -9,7 +9,9 @@ s_out)) (RELU: the quotient in float32, ReluPrepare; QUANTIZE: in double,
 reference_ops::Requantize) and clamps (RELU: round(0 / s), round(6 / s) in
 float32): a 16-bit identity depthwise pass with the 32-bit output stage
 (NACC_ACT_PARA.QUANT_MUL32, docs/compiler.md §2.1). QUANTIZE int16 -> int8
-mixes element sizes in one command and is declined with that reason."""
+adds the output zero point: the 16-bit pass clamps to [-128 - zo, 127 - zo]
+into int16 staging, an 8-bit LUT pass over the low bytes adds zo (each
+command keeps one element size)."""
 from __future__ import annotations
 
 import numpy as np
@@ -66,18 +68,33 @@ def test_requantize_16x8_exact(op, seed):
     check(*random_case(seed, op), seed)
 
 
-def test_quantize_int16_to_int8_declined_with_reason():
-    m = ModelBuilder(0)
-    x = input16(m, (1, 4, 4, 8))
-    o = m.tensor(QTensor((1, 4, 4, 8), "int8", scale=0.01, zero_point=3))
-    m.g.add_op("QUANTIZE", [x], [o], version=1)
-    model = m.build([o])
-    d, interp = delegated(model)
-    (node,) = d.report().nodes
-    assert not node.claimed and [r.rule for r in node.reasons] == ["int16_activations"], node.reasons
-    assert "one element size" in node.reasons[0].message
-    ref = compare(model, interp, random_input_sets(interp, 0, 1))
-    assert not ref, ref
+def random_quantize8_case(seed):
+    """QUANTIZE int16 -> int8: random shape, output scales 2^-4 .. 2^12 times
+    the input's (saturating both ways), output zero points over the int8 range
+    (the extremes included); sometimes behind a 16x8 conv or followed by an
+    int8 op (the output is an int8 tensor of the graph)."""
+    rng = np.random.default_rng(17000 + seed)
+    m = ModelBuilder(seed)
+    h, w = int(rng.integers(1, 14)), int(rng.integers(1, 14))
+    c = int(rng.choice([1, 3, 8, 17, 33, 64]))
+    si = float(np.float32(rng.choice([1.0 / 32768, 1e-3, 3e-4, 0.02, 1.0 / 4096])))
+    g = (float(2.0 ** int(rng.integers(-4, 13))) if seed % 4 == 0
+         else float(2.0 ** rng.uniform(-4, 12)))
+    zo = int(rng.choice([0, -128, 127, int(rng.integers(-128, 128))]))
+    x = input16(m, (1, h, w, c), si)
+    if seed % 5 == 0:
+        x = conv16(m, x, int(rng.choice([4, 16])), k=1)
+        si = m.meta[x].scale
+    o = m.tensor(QTensor((1, h, w, m.meta[x].shape[3]), "int8",
+                         scale=float(np.float32(si * g)), zero_point=zo))
+    m.g.add_op("QUANTIZE", [x], [o], version=2)
+    return m.build([o]), CORES[seed % 3], SRAM_KB[(seed // 3) % 2]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_quantize_int16_to_int8_exact(seed):
+    """TFLite's Requantize<int16, int8>: clamp(MBQM(x, m, s) + zo, -128, 127)."""
+    check(*random_quantize8_case(seed), seed)
 
 
 def leaky16(m, x, alpha, out_scale):
@@ -115,12 +132,60 @@ def test_leaky_relu_16x8_exact(seed):
     check(*random_leaky_case(seed), seed)
 
 
-def test_leaky_relu_16x8_negative_alpha_declined():
+def random_negative_leaky_case(seed):
+    rng = np.random.default_rng(16500 + seed)
+    m = ModelBuilder(seed)
+    h, w = int(rng.integers(1, 14)), int(rng.integers(1, 14))
+    c = int(rng.choice([1, 3, 8, 17, 33, 64]))
+    si = float(np.float32(rng.choice([1.0 / 32768, 1e-3, 3e-4, 0.02, 1.0 / 4096])))
+    alpha = float(np.float32(rng.choice([-0.01, -0.1, -0.25, -0.5, -1.0, -1.5, -3.0, -100.0])))
+    g = 1.0 if seed % 3 == 0 else float(2.0 ** rng.uniform(-4, 4))
+    x = input16(m, (1, h, w, c), si)
+    if seed % 5 == 0:
+        x = conv16(m, x, int(rng.choice([4, 16])), k=1)
+        si = m.meta[x].scale
+    o = leaky16(m, x, alpha, float(np.float32(si * g)))
+    return m.build([o]), CORES[seed % 3], SRAM_KB[(seed // 3) % 2]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_leaky_relu_16x8_negative_alpha_exact(seed):
+    """alpha < 0: TFLite's negative multiplier m_a; the alpha term
+    clamp(MBQM(x, m_a, s_a), 0, 32767) is the pass of -x (weight -1) with the
+    multiplier -m_a (MBQM depends on the product only), so the sum is exact
+    (x = -32768 included: the accumulator holds 32768)."""
+    check(*random_negative_leaky_case(seed), seed)
+
+
+def test_leaky_relu_16x8_huge_negative_alpha_declined():
+    """|alpha| s_in / s_out >= 2^15: TFLite's multiplier shifts left by 16 or
+    more, where x * 2^s wraps in int32 and is no longer odd in x: declined."""
     m = ModelBuilder(0)
     x = input16(m, (1, 4, 4, 8))
-    o = leaky16(m, x, -0.5, m.meta[x].scale)
+    o = leaky16(m, x, -70000.0, m.meta[x].scale)
     model = m.build([o])
     d, interp = delegated(model)
     (node,) = d.report().nodes
     assert not node.claimed and [r.rule for r in node.reasons] == ["int16_form"], node.reasons
     assert not compare(model, interp, random_input_sets(interp, 0, 1))
+
+
+@pytest.mark.parametrize("cores", CORES)
+def test_quantize_int16_to_int8_between_16x8_and_int8_ops_one_partition(cores):
+    """A 16x8 conv, QUANTIZE to int8, an int8 conv: one partition (the int16
+    staging tensor and the LUT pass inside it), bit-exact at 16 KB."""
+    m = ModelBuilder(cores)
+    x = input16(m, (1, 9, 7, 12), 1.0 / 4096)
+    y = conv16(m, x, 16, k=3)
+    q = m.tensor(QTensor((1, 9, 7, 16), "int8", scale=float(np.float32(m.meta[y].scale * 300)),
+                         zero_point=-7))
+    m.g.add_op("QUANTIZE", [y], [q], version=2)
+    o = m.conv(q, 8, k=3)
+    model = m.build([o])
+    d, interp = delegated(model, cores=cores, sram_kb=16)
+    rep = d.report()
+    assert all(n.claimed for n in rep.nodes), [(n.op, [r.message for r in n.reasons])
+                                              for n in rep.nodes]
+    assert len({n.partition for n in rep.nodes}) == 1
+    bad = compare(model, interp, random_input_sets(interp, cores, 3))
+    assert not bad, bad

@@ -69,6 +69,14 @@ def _pool16(k, kw=None, size=16):
                        stride_h=s, stride_w=s)
 
 
+def _mean16(h, w):
+    """An int16 MEAN [1,h,w,4] -> [1,1,1,4] over height and width (16x8)."""
+    g = _core.Graph()
+    x = b.activation(g, "x", [1, h, w, 4], "int16", scale=0.001, zero_point=0)
+    y = b.activation(g, "y", [1, 1, 1, 4], "int16", scale=0.001, zero_point=0)
+    return g, g.add_op("MEAN", [x], [y], name="mean16", axes=[1, 2], keep_dims=True)
+
+
 def at(rule, id, build, **kw):
     return Case(id, build, rule, False, **kw)
 
@@ -148,6 +156,16 @@ CASES = [
     at("int16_form", "avg-pool-15x12-int16", lambda: _pool16(15, 12)),
     past("int16_form", "avg-pool-13x14-int16", lambda: _pool16(13, 14),
          "int16 window 13x14 stride 1x1"),
+    # int16 MEAN: one window up to 15 x 15, else the split sum (groups g <= 15
+    # dividing N = H x W, 2N / g partial sums in one window): 105 x 15 = 1575
+    # is the largest N, 106 x 15 has no split; a prime N has no group.
+    at("int16_form", "mean-15x15-int16", lambda: _mean16(15, 15)),
+    at("int16_form", "mean-25x5-int16", lambda: _mean16(25, 5)),
+    at("int16_form", "mean-105x15-int16", lambda: _mean16(105, 15)),
+    past("int16_form", "mean-106x15-int16", lambda: _mean16(106, 15),
+         "int16 MEAN over 106x15 = 1590 cells"),
+    past("int16_form", "mean-17x1-int16", lambda: _mean16(17, 1),
+         "int16 MEAN over 17x1 = 17 cells"),
     at("int16_quantization", "zero-point-0", lambda: _conv16()),
     past("int16_quantization", "zero-point-3", lambda: _conv16(in_zp=3),
          "input 'x' has zero point 3"),

@@ -352,11 +352,12 @@ NACC_BINDINGS(ir) {
           py::dict d;
           d["name"] = ir::op_kind_name(k);
           d["description"] = ir::op_kind_description(k);
+          d["data_forms"] = support::data_forms(k);
           out.append(d);
         }
         return out;
       },
-      "The op kinds the NPU runs: dicts with name and description.");
+      "The op kinds the NPU runs: dicts with name, description and data_forms (NACC_SPEC §9).");
   m.def(
       "tflite_padding",
       [](const std::string& mode, int64_t in_h, int64_t in_w, int64_t kernel_h, int64_t kernel_w,

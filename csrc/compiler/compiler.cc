@@ -1148,7 +1148,9 @@ ir::Graph fold_pads(const ir::Graph& g, const std::vector<int>& outputs, const C
 // `graph`: the shape of the part that reads it; a space-to-depth gather
 // (read as a part's input): int8 with the op input's quantization; the alpha
 // term of an int16 LEAKY_RELU (read as the second operand of its sum): int16
-// with the op output's. The parts are pointed at it. Memory planning keeps it
+// with the op output's; an int16 MEAN split or QUANTIZE int16 -> int8
+// (LoweredOp::staging_shape): int16 of that shape. The parts are pointed at
+// it. Memory planning keeps it
 // live during the op (its parts read and write it).
 void add_staging_tensors(ir::Graph& graph, std::vector<LoweredOp>& lowered) {
   for (size_t i = 0; i < lowered.size(); ++i) {
@@ -1157,10 +1159,14 @@ void add_staging_tensors(ir::Graph& graph, std::vector<LoweredOp>& lowered) {
     const LoweredOp& reader = lowered[i];
     const ir::Op& op = graph.ops[reader.op_index];
     ir::Tensor t;
-    t.name = str_cat(graph.tensor(op.outputs[0]).name,
-                     first_operand ? "/space_to_depth" : "/leaky_relu_alpha");
-    t.shape = {1, reader.in_shape.h, reader.in_shape.w, reader.in_shape.c};
-    t.dtype = reader.int16_maps ? ir::DType::kInt16 : ir::DType::kInt8;
+    const bool declared = reader.staging_shape.n != 0;
+    const Shape4 shape = declared ? reader.staging_shape : reader.in_shape;
+    const char* suffix = !declared ? (first_operand ? "/space_to_depth" : "/leaky_relu_alpha")
+                         : op.kind == ir::OpKind::kMean ? "/mean_split"
+                                                        : "/int16_staging";
+    t.name = str_cat(graph.tensor(op.outputs[0]).name, suffix);
+    t.shape = {1, shape.h, shape.w, shape.c};
+    t.dtype = declared || reader.int16_maps ? ir::DType::kInt16 : ir::DType::kInt8;
     t.quant = graph.tensor(first_operand ? op.inputs[0] : op.outputs[0]).quant;
     const int id = int(graph.tensors.size());
     graph.tensors.push_back(std::move(t));
@@ -1188,7 +1194,8 @@ void lower_into(const ir::Graph& graph, int i, bool folded, const CompileOptions
       kind == ir::OpKind::kSlice || kind == ir::OpKind::kResizeNearest ||
       kind == ir::OpKind::kSpaceToDepth || kind == ir::OpKind::kDepthToSpace ||
       kind == ir::OpKind::kLeakyRelu || kind == ir::OpKind::kTransposeConv ||
-      kind == ir::OpKind::kResizeBilinear || kind == ir::OpKind::kTranspose) {
+      kind == ir::OpKind::kResizeBilinear || kind == ir::OpKind::kTranspose ||
+      kind == ir::OpKind::kMean || kind == ir::OpKind::kQuantize || kind == ir::OpKind::kMul) {
     // parts, AVERAGE_POOL_2D region passes, grouped / dilated convolution parts
     for (LoweredOp& part : check_and_lower_parts(graph, i, options)) {
       lowered->push_back(std::move(part));

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <tuple>
 
 #include "arch/fields.h"
@@ -1587,7 +1588,8 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
 // expressions). With multipliers >= 0, MBQM keeps the sign of x (and maps 0
 // to 0), so for alpha >= 0
 //   out = clamp(MBQM(x, id), 0, 32767) + clamp(MBQM(x, alpha), -32768, 0)
-// exactly: one term is 0 for every x. Three 16-bit parts: the identity term
+// exactly: one term is 0 for every x (a negative alpha: the alpha term is
+// clamp(MBQM(x, alpha), 0, 32767), see below). Three 16-bit parts: the identity term
 // into the output, the alpha term into the op's staging tensor (both 1x1
 // depthwise passes with the 32-bit stage, lower_requantize16), then ADD of
 // the two with one scale (left shift 15, input multipliers 1/2, output
@@ -1611,16 +1613,34 @@ std::vector<LoweredOp> lower_leaky_relu16(const ir::Graph& graph, int op_index) 
     const Quant qi = per_tensor(in, base.label), qo = per_tensor(out, base.label);
     const float identity_real = qi.scale / qo.scale;
     const float alpha_real = qi.scale * op.attrs.alpha / qo.scale;
-    if (!(std::isfinite(alpha_real) && alpha_real >= 0.0f)) {
+    if (!std::isfinite(alpha_real)) {
       throw Unsupported(str_cat(base.label, ": int16 LEAKY_RELU with alpha ", op.attrs.alpha,
-                                " (the 32-bit stage takes multipliers >= 0)"));
+                                " (s_in * alpha / s_out is not finite)"));
     }
     std::vector<LoweredOp> parts(3, base);
     lower_requantize16(op, quantize_multiplier(static_cast<double>(identity_real)), 0, 32767,
                        parts[0]);
     parts[0].lowering = "leaky_relu_identity";
-    lower_requantize16(op, quantize_multiplier(static_cast<double>(alpha_real)), -32768, 0,
-                       parts[1]);
+    if (alpha_real >= 0.0f) {
+      lower_requantize16(op, quantize_multiplier(static_cast<double>(alpha_real)), -32768, 0,
+                         parts[1]);
+    } else {
+      // A negative alpha: TFLite's negative multiplier m_a (QuantizeMultiplier
+      // of the negative quotient) maps x < 0 to values >= 0 and x >= 0 to
+      // values <= 0, so the term is clamp(MBQM(x, m_a, s_a), 0, 32767).
+      // MBQM depends on x and m only through their product (and x * 2^s's
+      // wrap, which is odd in x below a left shift of 16), so MBQM(x, m_a,
+      // s_a) = MBQM(-x, -m_a, s_a): the pass with weight -1 (the accumulator
+      // holds -x, even for x = -32768) and the positive multiplier -m_a.
+      const QuantizedMultiplier qa = quantize_multiplier_signed(static_cast<double>(alpha_real));
+      if (qa.multiplier == std::numeric_limits<int32_t>::min() || qa.shift > 15) {
+        throw Unsupported(str_cat(base.label, ": int16 LEAKY_RELU with alpha ", op.attrs.alpha,
+                                  " (its multiplier ", qa.multiplier, " shift ", qa.shift,
+                                  " has no positive twin for -x)"));
+      }
+      lower_requantize16(op, QuantizedMultiplier{-qa.multiplier, qa.shift}, 0, 32767, parts[1]);
+      parts[1].weights.assign(parts[1].weights.size(), -1);
+    }
     parts[1].output = kStagingTensor;
     parts[1].label = str_cat(base.label, " alpha term");
     parts[1].lowering = "leaky_relu_alpha";
@@ -1646,12 +1666,326 @@ std::vector<LoweredOp> lower_leaky_relu16(const ir::Graph& graph, int op_index) 
   }
 }
 
+namespace {
+
+// An int16 MEAN whose window does not fit one 16-bit depthwise window (a side
+// above 15): lower_mean16_split.
+bool is_int16_mean_split(const ir::Graph& graph, const ir::Op& op) {
+  if (op.kind != OpKind::kMean || op.inputs.empty() || op.inputs[0] < 0) return false;
+  const ir::Tensor& in = graph.tensor(op.inputs[0]);
+  return in.dtype == ir::DType::kInt16 && in.rank() == 4 &&
+         (in.shape[1] > limits::kMaxKernel || in.shape[2] > limits::kMaxKernel);
+}
+
+// MUL of two int16 operands with an int8 output: lower_mul16_to_8.
+bool is_int16_to_int8_mul(const ir::Graph& graph, const ir::Op& op) {
+  return op.kind == OpKind::kMul && op.inputs.size() == 2 && op.inputs[0] >= 0 &&
+         op.inputs[1] >= 0 && op.outputs.size() == 1 &&
+         graph.tensor(op.inputs[0]).dtype == ir::DType::kInt16 &&
+         graph.tensor(op.inputs[1]).dtype == ir::DType::kInt16 &&
+         graph.tensor(op.outputs[0]).dtype == ir::DType::kInt8;
+}
+
+// QUANTIZE with an int16 input and an int8 output: lower_quantize16_to_8.
+bool is_int16_to_int8_quantize(const ir::Graph& graph, const ir::Op& op) {
+  return op.kind == OpKind::kQuantize && op.inputs.size() == 1 && op.inputs[0] >= 0 &&
+         op.outputs.size() == 1 && graph.tensor(op.inputs[0]).dtype == ir::DType::kInt16 &&
+         graph.tensor(op.outputs[0]).dtype == ir::DType::kInt8;
+}
+
+// The split x = 2^k * hi + lo of lower_mean16_split, hi = MBQM(x, 2^30, 1 - k)
+// (x / 2^k, rounded twice): the largest |hi| and |lo| over every int16 x.
+struct SplitBounds {
+  int32_t hi = 0, lo = 0;
+};
+SplitBounds int16_split_bounds() {
+  static const SplitBounds bounds = [] {
+    SplitBounds b;
+    const int k = support::kInt16SumSplitShift;
+    for (int32_t x = -32768; x <= 32767; ++x) {
+      const int32_t hi = multiply_by_quantized_multiplier(x, int32_t(1) << 30, 1 - k);
+      const int32_t lo = x - hi * (int32_t(1) << k);
+      b.hi = std::max(b.hi, std::abs(hi));
+      b.lo = std::max(b.lo, std::abs(lo));
+    }
+    return b;
+  }();
+  return bounds;
+}
+
+}  // namespace
+
+// The second part of an int16 -> int8 op: the op's int16 staging tensor u
+// (shape s, every value in [-128 - zo, 127 - zo]) read as bytes, the low byte
+// of each element (pixel pitch 2 bytes, one channel; little-endian), u mod 2^8
+// as int8, mapped by the activation unit's LUT to wrap8(b + zo) = u + zo into
+// the op's int8 output. `l` starts as the op's base.
+void low_bytes_part(const LoweredOp& base, const Shape4& s, int32_t zo, LoweredOp& l) {
+  const int64_t pixels = int64_t(s.h) * s.w;
+  if (pixels > limits::kMaxFeatureMapDim) {
+    throw Unsupported(str_cat(base.label, ": ", pixels, " pixels exceed ",
+                              limits::kMaxFeatureMapDim, " (the byte view's rows)"));
+  }
+  l.label = str_cat(base.label, " low bytes");
+  l.unit = Unit::kActivation;
+  l.input = kStagingTensor;
+  l.input2 = -1;
+  l.output = base.output;
+  l.staging_shape = s;
+  l.in_shape = l.out_shape = Shape4{1, int(pixels), s.c, 1};
+  l.in_pixel_pitch = 2;
+  l.in_row_pitch = int64_t(2) * s.c;
+  for (int i = 0; i < limits::kLutEntries; ++i) {
+    l.lut[size_t(i)] = static_cast<int8_t>(static_cast<uint8_t>(i + zo));
+  }
+  l.has_lut = true;
+  l.act_mode = ActMode::LUT;
+  l.input_zero_point = l.output_zero_point = 0;
+  l.act_min = -128;
+  l.act_max = 127;
+  l.lowering = "int16_low_bytes_lut";
+}
+
+// See lower.h.
+std::vector<LoweredOp> lower_mul16_to_8(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base = lowering_base(graph, op_index);
+  base.op_index = op_index;
+  check_arg(is_int16_to_int8_mul(graph, op), base.label, ": not a MUL int16 x int16 -> int8");
+  base.input = op.inputs[0];
+  base.input2 = op.inputs[1];
+  base.output = op.outputs[0];
+  const ir::Tensor& a = graph.tensor(base.input);
+  const ir::Tensor& b = graph.tensor(base.input2);
+  const ir::Tensor& out = graph.tensor(base.output);
+  try {
+    const Shape4 s = nhwc_of(out.shape);
+    if (a.shape != out.shape || b.shape != out.shape) {
+      throw Unsupported(str_cat(base.label, ": int16 x int16 -> int8 MUL of ",
+                                ir::shape_str(a.shape), " and ", ir::shape_str(b.shape),
+                                " (no broadcast)"));
+    }
+    if (a.is_constant() || b.is_constant()) {
+      throw Unsupported(str_cat(base.label, ": a constant int16 operand (fold it on the host)"));
+    }
+    const Quant qa = per_tensor(a, base.label), qb = per_tensor(b, base.label);
+    const Quant qo = per_tensor(out, base.label);
+    if (qa.zero_point != 0 || qb.zero_point != 0) {
+      throw Unsupported(str_cat(base.label, ": int16 zero points must be 0"));
+    }
+    const FusedActivation act = fused_activation_of(op.attrs.activation, base.label);
+    int32_t lo = -128, hi = 127;
+    fused_activation_range_int8(act, qo.scale, qo.zero_point, &lo, &hi);
+    std::vector<LoweredOp> parts(2, base);
+    // TFLite 2.21's int16 x int16 -> int8 MUL (the LSTM kernels' Q0.15 product,
+    // scales unused): zo + RoundingDivideByPOT(SaturatingRoundingDoublingHighMul
+    // (a, b), 8) clamped to the fused range, = MBQM(a * b, 2^16, -8) + zo
+    // (docs/compiler.md): the 16-bit MUL with that multiplier, clamped to
+    // [lo - zo, hi - zo], into the int16 staging tensor.
+    LoweredOp& product = parts[0];
+    product.unit = Unit::kElementwise;
+    product.int16_maps = true;
+    product.in_shape = product.out_shape = s;
+    product.output = kStagingTensor;
+    product.staging_shape = s;
+    product.eltwise.mode = ElementwiseMode::MUL;
+    product.eltwise.left_shift = 0;
+    product.eltwise.output_multiplier = int32_t(1) << 16;
+    product.eltwise.output_shift = -8;
+    product.eltwise.act_min = product.act_min = lo - qo.zero_point;
+    product.eltwise.act_max = product.act_max = hi - qo.zero_point;
+    product.act_mode = ActMode::NONE;
+    product.multiplier = {product.eltwise.output_multiplier};
+    product.shift = {product.eltwise.output_shift};
+    product.lowering = "int16_mul_to_int8";
+    low_bytes_part(base, s, qo.zero_point, parts[1]);
+    return parts;
+  } catch (const Unsupported&) {
+    throw;
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    throw Unsupported(what.rfind(base.label, 0) == 0 ? what : str_cat(base.label, ": ", what));
+  }
+}
+
+// See lower.h.
+std::vector<LoweredOp> lower_quantize16_to_8(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base = lowering_base(graph, op_index);
+  base.op_index = op_index;
+  check_arg(is_int16_to_int8_quantize(graph, op), base.label, ": not a QUANTIZE int16 -> int8");
+  base.input = op.inputs[0];
+  base.output = op.outputs[0];
+  const ir::Tensor& in = graph.tensor(base.input);
+  const ir::Tensor& out = graph.tensor(base.output);
+  try {
+    const Shape4 s = nhwc_of(in.shape);
+    check_arg(nhwc_of(out.shape) == s, base.label, ": input ", s.str(), " != output ",
+              nhwc_of(out.shape).str());
+    const Quant qi = per_tensor(in, base.label), qo = per_tensor(out, base.label);
+    if (qi.zero_point != 0) {
+      throw Unsupported(str_cat(base.label, ": int16 input zero point ", qi.zero_point, " != 0"));
+    }
+    std::vector<LoweredOp> parts(2, base);
+    // MBQM(x, m, s) clamped to [-128 - zo, 127 - zo] into the int16 staging
+    // tensor: clamp(v + zo, -128, 127) = clamp(v, -128 - zo, 127 - zo) + zo.
+    LoweredOp& scaled = parts[0];
+    scaled.in_shape = scaled.out_shape = s;
+    scaled.int16_maps = true;
+    scaled.staging_shape = s;
+    lower_requantize16(
+        op, quantize_multiplier(static_cast<double>(qi.scale) / static_cast<double>(qo.scale)),
+        -128 - qo.zero_point, 127 - qo.zero_point, scaled);
+    scaled.output = kStagingTensor;
+    scaled.lowering = "int16_to_int8_requantize";
+    low_bytes_part(base, s, qo.zero_point, parts[1]);
+    return parts;
+  } catch (const Unsupported&) {
+    throw;
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    throw Unsupported(what.rfind(base.label, 0) == 0 ? what : str_cat(base.label, ": ", what));
+  }
+}
+
+// See lower.h. T, the op's staging tensor (int16), holds three areas: A = hi
+// and B = -lo ([1, H, W, C] each, A then B), then P = the 2G partial sums.
+std::vector<LoweredOp> lower_mean16_split(const ir::Graph& graph, int op_index) {
+  const ir::Op& op = graph.op(op_index);
+  LoweredOp base = lowering_base(graph, op_index);
+  base.op_index = op_index;
+  check_arg(op.inputs.size() >= 1 && op.inputs[0] >= 0 && op.outputs.size() == 1, base.label,
+            ": needs an input and one output");
+  base.input = op.inputs[0];
+  base.output = op.outputs[0];
+  const ir::Tensor& in = graph.tensor(base.input);
+  const ir::Tensor& out = graph.tensor(base.output);
+  try {
+    const Shape4 s = nhwc_of(in.shape);
+    check_arg(in.rank() == 4 && out.elements() == s.c, base.label, ": input ",
+              ir::shape_str(in.shape), " / output ", ir::shape_str(out.shape),
+              " is not a reduction over height and width");
+    base.int16_maps = int16_maps_of(in, out, base.label);
+    if (!base.int16_maps || op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
+      throw Unsupported(str_cat(base.label, ": the split sum is TFLite's int16 MEAN only"));
+    }
+    const Quant qi = per_tensor(in, base.label), qo = per_tensor(out, base.label);
+    const int64_t cells = int64_t(s.h) * s.w;
+    const auto split = support::int16_sum_split(cells);
+    if (!split) {
+      throw Unsupported(str_cat(base.label, ": an int16 MEAN over ", s.h, "x", s.w, " = ", cells,
+                                " cells (no group of at most ", limits::kMaxKernel,
+                                " cells divides them into at most ", limits::kMaxKernel, "x",
+                                limits::kMaxKernel, " partial sums of hi and lo)"));
+    }
+    // Exactness: every partial sum fits int16 (the identity stage does not
+    // clamp it), and the total fits int32 (QUANT_MUL32's accumulator).
+    const SplitBounds b = int16_split_bounds();
+    check_arg(int64_t(split->group) * std::max(b.hi, b.lo) <= 32767 &&
+                  cells * 32768 < (int64_t(1) << 31),
+              base.label, ": the split sums leave int16 / int32");
+    const int c = s.c, k = support::kInt16SumSplitShift;
+    const int64_t area = cells * c * 2;  // bytes of A (and of B)
+    const Shape4 staging{1, 1, int(2 * cells + 2 * split->groups), c};
+    ir::Op window = op;
+    window.attrs.padding = {};
+    window.attrs.stride_h = window.attrs.stride_w = 1;
+    window.attrs.dilation_h = window.attrs.dilation_w = 1;
+    const QuantizedMultiplier identity{int32_t(1) << 30, 1};
+    std::vector<LoweredOp> parts(4, base);
+    for (LoweredOp& p : parts) {
+      p.staging_shape = staging;
+      p.in_shape = p.out_shape = s;
+    }
+    // hi = MBQM(x, 2^30, 1 - k) into A.
+    LoweredOp& high = parts[0];
+    lower_requantize16(op, QuantizedMultiplier{int32_t(1) << 30, 1 - k}, -32768, 32767, high);
+    high.output = kStagingTensor;
+    high.label = str_cat(base.label, " hi");
+    high.lowering = "int16_mean_split";
+    // -lo = 2^k hi - x into B: ADD/SUB's 16x8 arithmetic with left shift 15,
+    // every step exact: hi 2^15 * 2^-1 = 2^14 hi, x 2^15 * 2^-1 * 2^-6 = 2^8 x,
+    // their difference 2^8 (2^k hi - x) (|.| <= 2^8 * 33), times 2^-1 * 2^-7.
+    LoweredOp& low = parts[1];
+    low.label = str_cat(base.label, " lo");
+    low.unit = Unit::kElementwise;
+    low.input = kStagingTensor;  // A
+    low.input2 = base.input;
+    low.output = kStagingTensor;
+    low.out_byte_offset = area;  // B
+    low.eltwise.mode = ElementwiseMode::SUB;
+    low.eltwise.left_shift = 15;
+    low.eltwise.input1_multiplier = int32_t(1) << 30;
+    low.eltwise.input1_shift = 0;
+    low.eltwise.input2_multiplier = int32_t(1) << 30;
+    low.eltwise.input2_shift = -k;
+    low.eltwise.output_multiplier = int32_t(1) << 30;
+    low.eltwise.output_shift = -(k + 1);
+    low.eltwise.act_min = low.act_min = -32768;
+    low.eltwise.act_max = low.act_max = 32767;
+    low.act_mode = ActMode::NONE;
+    low.multiplier = {low.eltwise.output_multiplier};
+    low.shift = {low.eltwise.output_shift};
+    low.lowering = "int16_mean_split_lo";
+    // The partial sums: A and B read as 2G rows of `group` cells, one 1 x group
+    // window per row, the identity stage, into P.
+    LoweredOp& partial = parts[2];
+    partial.label = str_cat(base.label, " partial sums");
+    partial.unit = Unit::kDepthwise;
+    partial.input = partial.output = kStagingTensor;
+    partial.in_shape = Shape4{1, 2 * split->groups, split->group, c};
+    partial.out_shape = Shape4{1, 2 * split->groups, 1, c};
+    partial.out_byte_offset = 2 * area;  // P
+    set_window(partial, window, 1, split->group);
+    partial.weights.assign(size_t(split->group) * c, 1);
+    partial.multiplier.assign(c, identity.multiplier);
+    partial.shift.assign(c, identity.shift);
+    partial.mul32 = true;
+    partial.act_min = -32768;
+    partial.act_max = 32767;
+    partial.act_mode = ActMode::NONE;
+    partial.lowering = "int16_mean_partial_sums";
+    // The total: P as one rows x cols window, taps [0, G) (hi) weighing 2^k,
+    // [G, 2G) (-lo) weighing -1, with TFLite's MEAN requantization.
+    LoweredOp& total = parts[3];
+    total.label = str_cat(base.label, " total");
+    total.unit = Unit::kDepthwise;
+    total.input = kStagingTensor;
+    total.in_byte_offset = 2 * area;
+    total.in_shape = Shape4{1, split->rows, split->cols, c};
+    total.out_shape = Shape4{1, 1, 1, c};
+    set_window(total, window, split->rows, split->cols);
+    total.weights.resize(size_t(2 * split->groups) * c);
+    for (int t = 0; t < 2 * split->groups; ++t) {
+      std::fill_n(total.weights.begin() + int64_t(t) * c, c,
+                  int8_t(t < split->groups ? (1 << k) : -1));
+    }
+    const QuantizedMultiplier r = tflite_mean_requantization(qi.scale, qo.scale, cells);
+    total.multiplier.assign(c, r.multiplier);
+    total.shift.assign(c, r.shift);
+    total.mul32 = true;
+    total.act_min = -32768;
+    total.act_max = 32767;
+    total.act_mode = ActMode::NONE;
+    total.lowering = "int16_mean_total";
+    return parts;
+  } catch (const Unsupported&) {
+    throw;
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    throw Unsupported(what.rfind(base.label, 0) == 0 ? what : str_cat(base.label, ": ", what));
+  }
+}
+
 std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
   if (op.kind == OpKind::kLeakyRelu && !op.inputs.empty() && op.inputs[0] >= 0 &&
       graph.tensor(op.inputs[0]).dtype == ir::DType::kInt16) {
     return lower_leaky_relu16(graph, op_index);
   }
+  if (is_int16_mean_split(graph, op)) return lower_mean16_split(graph, op_index);
+  if (is_int16_to_int8_quantize(graph, op)) return lower_quantize16_to_8(graph, op_index);
+  if (is_int16_to_int8_mul(graph, op)) return lower_mul16_to_8(graph, op_index);
   if (op.kind == OpKind::kConcatenation) return lower_concatenation(graph, op_index);
   if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index);
   if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index);
@@ -2004,6 +2338,9 @@ LoweredOp lower_op(const ir::Graph& graph, int op_index) {
     return lower_conv_parts(graph, op_index).at(0);
   }
   if (op.kind == OpKind::kTransposeConv) return lower_transpose_conv(graph, op_index).at(0);
+  if (is_int16_mean_split(graph, op)) return lower_mean16_split(graph, op_index).at(0);
+  if (is_int16_to_int8_quantize(graph, op)) return lower_quantize16_to_8(graph, op_index).at(0);
+  if (is_int16_to_int8_mul(graph, op)) return lower_mul16_to_8(graph, op_index).at(0);
   if (op.kind == OpKind::kSlice) return lower_slice(graph, op_index).at(0);
   if (op.kind == OpKind::kResizeNearest) return lower_resize_nearest(graph, op_index).at(0);
   if (op.kind == OpKind::kResizeBilinear) return lower_resize_bilinear(graph, op_index).at(0);

@@ -175,6 +175,12 @@ struct LoweredOp {
   // AVERAGE_POOL_2D and requantizations, whose accumulators fit int32.
   bool mul32 = false;
   std::vector<int64_t> bias64;  // [C_out] with int16_maps (bias stays empty)
+  // The op's staging tensor (kStagingTensor), int16 of this shape, when it is
+  // not the input shape of the part that first reads it (n = 0: that shape and
+  // that part's element size); the int16 MEAN split keeps three areas in it,
+  // addressed by the byte offsets above; QUANTIZE int16 -> int8 reads its low
+  // bytes with an 8-bit part.
+  Shape4 staging_shape{0, 0, 0, 0};
   int elem() const { return int16_maps ? 2 : 1; }  // feature-map bytes per element
   bool has_bias() const { return !bias.empty() || !bias64.empty(); }
   int bias_entry_bytes() const { return int16_maps ? 8 : 4; }
@@ -260,6 +266,40 @@ std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index);
 // with the 32-bit output stage, then their exact int16 ADD (lower.cc).
 // lower_op returns the first part.
 std::vector<LoweredOp> lower_leaky_relu16(const ir::Graph& graph, int op_index);
+
+// MEAN over height and width of int16 maps (16x8) with a side above 15 (no
+// 16-bit depthwise window holds it; the ones matrix product is 8-bit), as
+// four exact 16-bit parts through the op's staging tensor
+// (support/pool_regions.h int16_sum_split, k = kInt16SumSplitShift):
+//   hi = MBQM(x, 2^30, 1 - k), |hi| <= 512: a 1x1 depthwise pass (QUANT_MUL32);
+//   -lo = 2^k hi - x, |lo| <= 33: an element-wise SUB whose 16x8 steps are exact;
+//   the hi and -lo cells summed in 2G groups of `group` <= 15 consecutive cells
+//     (1 x group windows, the identity stage: each sum fits int16);
+//   the 2G partial sums as one rows x cols window with weights 2^k and -1: the
+//     int32 sum of the x, requantized once with TFLite's MEAN (m', s').
+// The sum is TFLite's QuantizedMeanOrSum sum exactly, so the output is
+// (docs/compiler.md "MEAN"). lower_op returns the first part.
+std::vector<LoweredOp> lower_mean16_split(const ir::Graph& graph, int op_index);
+
+// QUANTIZE int16 -> int8 (TFLite 2.21 reference_ops::Requantize: clamp(MBQM(x,
+// QuantizeMultiplier(double(s_in) / double(s_out))) + zo, -128, 127)) as two
+// passes, each of one element size: the 16-bit identity depthwise pass with
+// the 32-bit stage clamped to [-128 - zo, 127 - zo] into the op's int16
+// staging tensor, then the activation unit's 8-bit LUT over the low byte of
+// each element (pixel pitch 2 bytes), entry b = wrap8(b + zo): the low byte of
+// u is u mod 256, so the entry is u + zo exactly. lower_op returns the first.
+std::vector<LoweredOp> lower_quantize16_to_8(const ir::Graph& graph, int op_index);
+
+// MUL of two int16 operands (zero point 0, same shape) with an int8 output.
+// TFLite 2.21's reference kernel ignores the scales (the LSTM kernels' Q0.15
+// product): zo + RoundingDivideByPOT(SaturatingRoundingDoublingHighMul16(a, b),
+// 8), clamped to the fused activation's int8 range, which equals
+// MBQM(a * b, 2^16, -8) + zo (checked against BUILTIN_REF). Two passes as
+// QUANTIZE int16 -> int8: the 16-bit MUL with (2^16, -8) clamped to [lo - zo,
+// hi - zo] into int16 staging, then the low-byte LUT adding zo. (The NPU's
+// one-command mul_s16_s8 mode, NACC_SPEC §9, is not modelled.) lower_op
+// returns the first part.
+std::vector<LoweredOp> lower_mul16_to_8(const ir::Graph& graph, int op_index);
 
 // TFLite AVERAGE_POOL_2D other than 2x2 stride 2 with a window of at most 15
 // and a stride of at most 3 per axis: TFLite's reference kernel divides the

@@ -63,4 +63,17 @@ bool is_region_average_pool(const ir::Op& op) {
            a.stride_h == limits::kAvgPoolStride && a.stride_w == limits::kAvgPoolStride);
 }
 
+std::optional<Int16SumSplit> int16_sum_split(int64_t cells) {
+  for (int group = limits::kMaxKernel; group >= 2; --group) {
+    if (cells % group != 0) continue;
+    const int64_t partials = 2 * (cells / group);
+    for (int rows = limits::kMaxKernel; rows >= 1; --rows) {
+      if (partials % rows == 0 && partials / rows <= limits::kMaxKernel) {
+        return Int16SumSplit{group, int(cells / group), rows, int(partials / rows)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace nacc::support

@@ -4,6 +4,8 @@
 // (which must know how many passes it takes) and the compiler.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ir/ir.h"
@@ -36,5 +38,22 @@ bool is_region_average_pool(const ir::Op& op);
 
 // At most this many region passes (commands per channel group and tile) per op.
 inline constexpr int kMaxAveragePoolRegions = 256;
+
+// An int16 (16x8) MEAN over more cells than one 16-bit depthwise window holds
+// (a side above 15) as exact 16-bit passes (compiler/lower.h
+// lower_mean16_split): each value split as x = 2^kInt16SumSplitShift * hi +
+// lo, the N = H * W cells of hi and of lo summed in groups of `group`
+// consecutive cells (1 x group windows, the N cells read as rows of `group`),
+// and the 2 * groups partial sums read as one `rows` x `cols` window that
+// weighs the hi sums 2^kInt16SumSplitShift and the lo sums -1 (lo is stored
+// negated) — the exact int32 sum of the N values, requantized once.
+// group divides N, group <= 15, rows * cols = 2 * groups, rows, cols <= 15.
+struct Int16SumSplit {
+  int group = 0, groups = 0, rows = 0, cols = 0;
+};
+inline constexpr int kInt16SumSplitShift = 6;  // hi's weight 64 is an int8 weight
+
+// The split for `cells` values (the largest group that works), or nullopt.
+std::optional<Int16SumSplit> int16_sum_split(int64_t cells);
 
 }  // namespace nacc::support

@@ -266,6 +266,38 @@ bool is_int16_kind(OpKind kind) {
   return std::find(k.begin(), k.end(), kind) != k.end();
 }
 
+}  // namespace
+
+std::vector<std::string> data_forms(OpKind kind) {
+  std::vector<std::string> forms = {"int8"};
+  if (is_int16_kind(kind)) forms.push_back("16x8");
+  if (kind == OpKind::kConv2D || kind == OpKind::kFullyConnected) {
+    forms.push_back("int8, int4 weights");
+  }
+  if (kind == OpKind::kFullyConnected) forms.push_back("16x8, int4 weights");
+  if (kind == OpKind::kQuantize || kind == OpKind::kMul) forms.push_back("int16 -> int8");
+  return forms;
+}
+
+namespace {
+
+// QUANTIZE with an int16 input and an int8 output.
+bool is_int16_to_int8_quantize(const Graph& g, const Op& op) {
+  return op.kind == OpKind::kQuantize && op.inputs.size() == 1 && op.inputs[0] >= 0 &&
+         op.outputs.size() == 1 && g.tensor(op.inputs[0]).dtype == DType::kInt16 &&
+         g.tensor(op.outputs[0]).dtype == DType::kInt8;
+}
+
+// MUL of two int16 operands with an int8 output (compiler/lower.h
+// lower_mul16_to_8).
+bool is_int16_to_int8_mul(const Graph& g, const Op& op) {
+  return op.kind == OpKind::kMul && op.inputs.size() == 2 && op.inputs[0] >= 0 &&
+         op.inputs[1] >= 0 && op.outputs.size() == 1 &&
+         g.tensor(op.inputs[0]).dtype == DType::kInt16 &&
+         g.tensor(op.inputs[1]).dtype == DType::kInt16 &&
+         g.tensor(op.outputs[0]).dtype == DType::kInt8;
+}
+
 // Every activation operand of `op` is int16 (a 16x8 op).
 bool all_int16(const Graph& g, const Op& op) {
   const auto acts = activations(g, op);
@@ -281,6 +313,12 @@ std::optional<std::string> check_activation_dtype(const Graph& g, const Op& op,
   // 16x8: every activation int16, TFLite's arithmetic (the ONNX frontend has
   // no exact oracle for int16, issue 16), a kind with a 16-bit lowering.
   if (all_int16(g, op) && is_int16_kind(op.kind) && op.attrs.requant == ir::RequantMode::kTflite) {
+    return std::nullopt;
+  }
+  // QUANTIZE int16 -> int8 (a 16-bit pass into int16 staging, then an 8-bit
+  // LUT pass over its low bytes: compiler/lower.h lower_quantize16_to_8).
+  if ((is_int16_to_int8_quantize(g, op) || is_int16_to_int8_mul(g, op)) &&
+      op.attrs.requant == ir::RequantMode::kTflite) {
     return std::nullopt;
   }
   std::vector<std::string> bad;
@@ -768,6 +806,15 @@ std::optional<std::string> check_max_pool_window(const Graph&, const Op& op,
 // pooling unit only (the region passes and the ones matrix product are 8-bit
 // depthwise / matrix passes), element-wise ops of two runtime int16 operands.
 std::optional<std::string> check_int16_form(const Graph& g, const Op& op, const SupportConfig&) {
+  if (is_int16_to_int8_mul(g, op)) {
+    const auto& a = g.tensor(op.inputs[0]);
+    const auto& b = g.tensor(op.inputs[1]);
+    if (a.is_constant() || b.is_constant()) return std::string("int16 -> int8 MUL of a constant");
+    if (a.shape != b.shape || a.shape != g.tensor(op.outputs[0]).shape) {
+      return std::string("int16 -> int8 MUL with a broadcast operand");
+    }
+    return std::nullopt;
+  }
   if (!all_int16(g, op)) return std::nullopt;
   const auto& a = op.attrs;
   if (op.kind == OpKind::kAveragePool2D &&
@@ -791,15 +838,25 @@ std::optional<std::string> check_int16_form(const Graph& g, const Op& op, const 
   if (op.kind == OpKind::kLeakyRelu) {
     const auto& qi = g.tensor(op.inputs[0]).quant;
     const auto& qo = g.tensor(op.outputs[0]).quant;
-    if (qi.scales.size() == 1 && qo.scales.size() == 1 &&
-        !(qi.scales[0] * op.attrs.alpha / qo.scales[0] >= 0.0f)) {
-      return str_cat("int16 LEAKY_RELU with alpha ", op.attrs.alpha);
+    if (qi.scales.size() == 1 && qo.scales.size() == 1) {
+      const float alpha_real = qi.scales[0] * op.attrs.alpha / qo.scales[0];
+      bool ok = std::isfinite(alpha_real);
+      if (ok && alpha_real < 0.0f) {
+        try {
+          const QuantizedMultiplier q = quantize_multiplier_signed(double(alpha_real));
+          ok = q.multiplier != std::numeric_limits<int32_t>::min() && q.shift <= 15;
+        } catch (const InvalidArgument&) {
+          ok = false;
+        }
+      }
+      if (!ok) return str_cat("int16 LEAKY_RELU with alpha ", op.attrs.alpha);
     }
   }
   if (op.kind == OpKind::kMean) {
     const auto& s = input(g, op).tensor->shape;
-    if (s.size() == 4 && (s[1] > limits::kMaxKernel || s[2] > limits::kMaxKernel)) {
-      return str_cat("int16 MEAN over ", s[1], "x", s[2], " cells");
+    if (s.size() == 4 && (s[1] > limits::kMaxKernel || s[2] > limits::kMaxKernel) &&
+        !int16_sum_split(s[1] * s[2])) {
+      return str_cat("int16 MEAN over ", s[1], "x", s[2], " = ", s[1] * s[2], " cells");
     }
   }
   if (op.kind == OpKind::kAdd || op.kind == OpKind::kSub || op.kind == OpKind::kMul) {
@@ -1325,12 +1382,20 @@ std::vector<Rule> build_rules() {
                "depthwise region passes with the 32-bit output stage, QUANT_MUL32: their "
                "division is exact for int16 sums of up to that many cells), MEAN reduce at most ",
                limits::kMaxKernel, " x ", limits::kMaxKernel, " cells (one 16-bit depthwise "
-               "window with the 32-bit output stage; the ones matrix product is 8-bit), "
-               "ADD / SUB / MUL take two runtime operands "
+               "window with the 32-bit output stage; the ones matrix product is 8-bit) or N = H "
+               "x W cells with a divisor g <= ", limits::kMaxKernel, " such that 2N / g is a product "
+               "of two factors <= ", limits::kMaxKernel, " (each value split as 2^",
+               kInt16SumSplitShift, " hi + lo, the hi and lo summed in groups of g cells, the "
+               "partial sums weighed in one window: exact 16-bit passes), "
+               "ADD / SUB / MUL take two runtime operands (MUL int16 x int16 -> int8 of one "
+               "shape: TFLite's product MBQM(a * b, 2^16, -8) + zo, scales unused, as a 16-bit "
+               "MUL into int16 staging and an 8-bit LUT over its low bytes) "
                "(MUL with s1 * s2 / s_out < 1: no left shift of the int32 product); "
                "RELU / RELU6 of one scale are an identity pass with the clamp, a rescaling one "
                "(as QUANTIZE int16 -> int16) a 16-bit identity depthwise pass with the 32-bit "
-               "stage; LEAKY_RELU needs alpha >= 0 (its two terms are such passes, summed); "
+               "stage; LEAKY_RELU's two terms are such passes, summed (a negative alpha's term "
+               "the pass of -x with weight -1 and the multiplier's magnitude: declined when "
+               "TFLite's multiplier is -2^31 or shifts left by more than 15); "
                "CONV_2D / DEPTHWISE_CONV_2D have no dilation or groups (their parts are 8-bit)"),
        false, check_int16_form},
       {"mean_axes", {K::kMean}, "MEAN must reduce exactly height and width (axes 1 and 2)", false,

@@ -50,6 +50,14 @@ struct Violation {
 std::vector<Violation> check_op(const ir::Graph& graph, int op_index,
                                 const SupportConfig& config = SupportConfig{});
 
+// The data forms (NACC_SPEC §9) in which the NPU runs TFLite ops of `kind`:
+// "int8" (every kind), "16x8" (int16 maps, int8 weights: the kinds with a
+// 16-bit lowering), "int8, int4 weights" (CONV_2D, FULLY_CONNECTED) and
+// "16x8, int4 weights" (FULLY_CONNECTED, TFLite's version 13), "int16 ->
+// int8" (QUANTIZE, MUL: int16 inputs, an int8 output). The rules
+// above decide each node; this is the summary docs/supported_ops.md prints.
+std::vector<std::string> data_forms(ir::OpKind kind);
+
 // Whether `op` can run image by image on a batch (docs/device_model.md
 // "Batches"): nullopt when its first 4-D feature map has batch 1, or when
 // every feature map leads with that batch N (constant operands batch 1) and

@@ -60,12 +60,20 @@ def render() -> str:
         "",
         "## Op kinds",
         "",
-        "| op kind | runs on | constraints of its own |",
-        "|---|---|---|",
+        "Data forms (NACC_SPEC \u00a79, `nacc docs hardware`): `int8` (int8 feature maps and",
+        "weights), `16x8` (TFLite's int16 activations with zero point 0, int8 weights, int64",
+        "bias), `int4 weights` (weights stored two per byte). The ONNX Runtime EP claims",
+        "int16 QDQ units only with its provider option `int16_activations=1`",
+        "(docs/onnxruntime_ep.md).",
+        "",
+        "| op kind | runs on | data forms | constraints of its own |",
+        "|---|---|---|---|",
     ]
     for k in kinds:
         name = k["name"]
-        lines.append(f"| [{name}](#{_anchor(name)}) | {k['description']} | {len(specific[name])} |")
+        forms = "; ".join(k["data_forms"])
+        lines.append(f"| [{name}](#{_anchor(name)}) | {k['description']} | {forms} | "
+                     f"{len(specific[name])} |")
     lines += [
         "",
         "## General constraints",
@@ -78,7 +86,8 @@ def render() -> str:
     lines += [_bullet(r) for r in general]
     for k in kinds:
         name = k["name"]
-        lines += ["", f"## {name}", "", k["description"] + ".", ""]
+        lines += ["", f"## {name}", "", k["description"] + ".",
+                  "Data forms: " + "; ".join(k["data_forms"]) + ".", ""]
         own = specific[name]
         if own:
             lines += [_bullet(r) for r in own]
