@@ -264,7 +264,7 @@ std::string partition_key(const std::string& ir_digest, const std::vector<IoBind
                    ir::shape_str(b.onnx_shape), "]");
     }
   }
-  return support::bytes_digest(s, support::DigestKind::kFnv1a64);
+  return support::bytes_digest(s);
 }
 
 std::string cache_path(const std::string& dir, const std::string& key) {

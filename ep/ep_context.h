@@ -60,10 +60,10 @@ OrtCompiledModelCompatibility check_compatibility(const std::string& info);
 std::string check_ep_context_blob(const PartitionBlob& blob, const std::string& node_name,
                                   const Config& config);
 
-// The cache_dir key of a partition (16 hex characters, FNV-1a-64): its
+// The cache_dir key of a partition (32 hex characters, support::Digest128): its
 // boundary bindings (an int8 and a uint8 model can have the same IR), this
 // nacc version and blob format, the hardware options and `ir_digest`, the
-// support::graph_digest (kFnv1a64) of its IR.
+// support::graph_digest of its IR.
 std::string partition_key(const std::string& ir_digest, const std::vector<IoBinding>& inputs,
                           const std::vector<IoBinding>& outputs, const Config& config);
 
