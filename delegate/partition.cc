@@ -35,7 +35,8 @@ std::shared_ptr<Program> load_cached(const DelegateOptions& options, const suppo
   if (!payload) return nullptr;
   try {
     auto program = std::make_shared<Program>(
-        deserialize_program(bytes->data() + payload->offset, payload->size));
+        deserialize_program(bytes->data() + payload->offset, payload->size,
+                            Program::Checksum::kCoveredByCaller));  // the entry's digest
     check_program(*program, options);
     return program;
   } catch (const std::exception& e) {

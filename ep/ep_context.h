@@ -36,8 +36,12 @@ struct PartitionBlob {
   Program program;
 
   std::vector<uint8_t> serialize() const;
-  // Throws InvalidArgument naming what is malformed.
-  static PartitionBlob deserialize(const uint8_t* data, size_t size);
+  // Throws InvalidArgument naming what is malformed. The blob's checksum
+  // covers the Program's bytes, so the Program's own checksum is not
+  // computed again; kCoveredByCaller skips the blob's too, for bytes whose
+  // digest the caller checked (a cache_dir entry's).
+  static PartitionBlob deserialize(const uint8_t* data, size_t size,
+                                   Program::Checksum checksum = Program::Checksum::kVerify);
 };
 
 // "nacc=0.1.0;format=2;cores=4;sram_kb=64" — compiled-model compatibility

@@ -55,7 +55,7 @@ def entry_header(data: bytes):
         n = struct.unpack_from("<I", data, pos)[0]
         fields.append(data[pos + 4:pos + 4 + n].decode())
         pos += 4 + n
-    return (*fields, pos + 8)
+    return (*fields, pos + 8 + 16)  # payload size, payload Digest128
 
 
 def payload(data: bytes) -> bytes:
