@@ -43,7 +43,8 @@ std::string disassemble_program(const Program& program);
 // Program::serialize / Program::deserialize (cache_dir, dump_dir). Throw
 // nacc::Error on malformed bytes.
 std::vector<uint8_t> serialize_program(const Program& program);
-Program deserialize_program(const uint8_t* data, size_t size);
+Program deserialize_program(const uint8_t* data, size_t size,
+                            Program::Checksum checksum = Program::Checksum::kVerify);
 
 // What one run of a Program cost on the simulated device (the one type of
 // both frontends).

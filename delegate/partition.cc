@@ -16,8 +16,9 @@ namespace {
 
 // Part of every key: bump when the entry's meaning changes. v2: keys are
 // built from support::graph_digest (v1 hashed the IR directly, without LUTs
-// and requant) and entries carry the support/cache_entry.h header.
-constexpr const char* kCacheFormat = "nacc-tflite-program-cache-v2";
+// and requant) and entries carry the support/cache_entry.h header; v3 keys
+// and IR digests are support::Digest128 (v2: SHA-256).
+constexpr const char* kCacheFormat = "nacc-tflite-program-cache-v3";
 constexpr const char* kEntryKind = "tflite-program";
 
 std::string entry_path(const DelegateOptions& options, const std::string& key) {
@@ -34,7 +35,8 @@ std::shared_ptr<Program> load_cached(const DelegateOptions& options, const suppo
   if (!payload) return nullptr;
   try {
     auto program = std::make_shared<Program>(
-        deserialize_program(bytes->data() + payload->offset, payload->size));
+        deserialize_program(bytes->data() + payload->offset, payload->size,
+                            Program::Checksum::kCoveredByCaller));  // the entry's digest
     check_program(*program, options);
     return program;
   } catch (const std::exception& e) {
@@ -87,8 +89,7 @@ std::string cache_key(const std::string& ir_digest, const DelegateOptions& optio
   return support::bytes_digest(
       str_cat(kCacheFormat, "\nnacc=", kVersion, "\ncores=", hw.cores, ";sram_bytes=", hw.sram_bytes,
               ";dma_bytes_per_cycle=", hw.dma_bytes_per_cycle, ";ext_bytes_per_cycle=",
-              hw.ext_bytes_per_cycle, "\nir=", ir_digest),
-      support::DigestKind::kSha256);
+              hw.ext_bytes_per_cycle, "\nir=", ir_digest));
 }
 
 std::shared_ptr<const Program> compile_partition(const ir::Graph& graph,
@@ -97,7 +98,7 @@ std::shared_ptr<const Program> compile_partition(const ir::Graph& graph,
                                                  PartitionReport* report, const Logger& log) {
   namespace fs = std::filesystem;
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string ir_digest = support::graph_digest(graph, support::DigestKind::kSha256);
+  const std::string ir_digest = support::graph_digest(graph);
   const support::CacheEntryId id{kEntryKind, cache_key(ir_digest, options), ir_digest};
   report->cache_key = id.key;
   report->cache_hit = false;

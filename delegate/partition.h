@@ -22,7 +22,7 @@ ir::Graph extract_partition(const Translation& t, const std::vector<int>& nodes,
                             const std::vector<int>& inputs, const std::vector<int>& outputs,
                             std::vector<int>* bound_inputs);
 
-// The cache key (64 hex characters, SHA-256) of a partition whose IR has
+// The cache key (32 hex characters, support::Digest128) of a partition whose IR has
 // the support::graph_digest `ir_digest`, for the options' hardware: names its
 // cache_dir entry <key>.nacc and is stored in it.
 std::string cache_key(const std::string& ir_digest, const DelegateOptions& options);

@@ -16,8 +16,8 @@ Program compile_partition(const ir::Graph& partition, const Config& config) {
 
 std::vector<uint8_t> serialize_program(const Program& program) { return program.serialize(); }
 
-Program deserialize_program(const uint8_t* data, size_t size) {
-  return Program::deserialize(data, size);
+Program deserialize_program(const uint8_t* data, size_t size, Program::Checksum checksum) {
+  return Program::deserialize(data, size, checksum);
 }
 
 }  // namespace nacc::ep

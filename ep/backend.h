@@ -25,7 +25,8 @@ Program compile_partition(const ir::Graph& partition, const Config& config);
 
 // Program <-> bytes (the container format of docs/command_stream.md).
 std::vector<uint8_t> serialize_program(const Program& program);
-Program deserialize_program(const uint8_t* data, size_t size);
+Program deserialize_program(const uint8_t* data, size_t size,
+                            Program::Checksum checksum = Program::Checksum::kVerify);
 
 // One executor for all of a session's partitions (thread-safe; one simulated
 // device per hardware configuration a Program was compiled for).

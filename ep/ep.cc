@@ -173,7 +173,7 @@ void NaccEp::fail_if_fallback_error() const {
 
 std::shared_ptr<const PartitionBlob> NaccEp::compiled(const PartitionIr& ir, bool* compiled_now) {
   *compiled_now = false;
-  const std::string ir_digest = support::graph_digest(ir.graph, support::DigestKind::kFnv1a64);
+  const std::string ir_digest = support::graph_digest(ir.graph);
   const support::CacheEntryId id{kCacheEntryKind,
                                  partition_key(ir_digest, ir.inputs, ir.outputs, config_), ir_digest};
   if (auto blob = memory_cache_get(id.key)) return blob;

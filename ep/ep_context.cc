@@ -169,7 +169,8 @@ std::vector<uint8_t> PartitionBlob::serialize() const {
   return std::move(w.out);
 }
 
-PartitionBlob PartitionBlob::deserialize(const uint8_t* data, size_t size) {
+PartitionBlob PartitionBlob::deserialize(const uint8_t* data, size_t size,
+                                         Program::Checksum checksum) {
   Reader r(data, size);
   char magic[8];
   r.bytes(magic, sizeof magic);
@@ -184,7 +185,8 @@ PartitionBlob PartitionBlob::deserialize(const uint8_t* data, size_t size) {
   const size_t body = size - sizeof(uint64_t);
   uint64_t stored = 0;
   std::memcpy(&stored, data + body, sizeof stored);
-  check_arg(stored == support::fnv1a64(data, body), "NaccExecutionProvider: compiled partition blob checksum mismatch "
+  check_arg(checksum == Program::Checksum::kCoveredByCaller || stored == support::fnv1a64(data, body),
+            "NaccExecutionProvider: compiled partition blob checksum mismatch "
             "(damaged or truncated)");
   r.size = body;
   const std::string nacc_version = r.str();
@@ -201,7 +203,9 @@ PartitionBlob PartitionBlob::deserialize(const uint8_t* data, size_t size) {
   const uint64_t n = r.pod<uint64_t>();
   check_arg(n == r.size - r.pos, "NaccExecutionProvider: Program of ", n, " bytes, ",
             r.size - r.pos, " left in the blob");
-  blob.program = deserialize_program(data + r.pos, static_cast<size_t>(n));
+  // Covered by the blob's checksum (checked above or by the caller).
+  blob.program = deserialize_program(data + r.pos, static_cast<size_t>(n),
+                                     Program::Checksum::kCoveredByCaller);
   return blob;
 }
 
@@ -264,7 +268,7 @@ std::string partition_key(const std::string& ir_digest, const std::vector<IoBind
                    ir::shape_str(b.onnx_shape), "]");
     }
   }
-  return support::bytes_digest(s, support::DigestKind::kFnv1a64);
+  return support::bytes_digest(s);
 }
 
 std::string cache_path(const std::string& dir, const std::string& key) {
@@ -278,7 +282,8 @@ std::optional<PartitionBlob> cache_load(const std::string& dir, const support::C
   const auto payload = support::decode_cache_entry(*bytes, id, problem);
   if (!payload) return std::nullopt;
   try {
-    return PartitionBlob::deserialize(bytes->data() + payload->offset, payload->size);
+    return PartitionBlob::deserialize(bytes->data() + payload->offset, payload->size,
+                                      Program::Checksum::kCoveredByCaller);  // the entry's digest
   } catch (const nacc::Error& e) {
     *problem = str_cat("its partition is unusable: ", e.what());
     return std::nullopt;

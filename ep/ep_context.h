@@ -36,8 +36,12 @@ struct PartitionBlob {
   Program program;
 
   std::vector<uint8_t> serialize() const;
-  // Throws InvalidArgument naming what is malformed.
-  static PartitionBlob deserialize(const uint8_t* data, size_t size);
+  // Throws InvalidArgument naming what is malformed. The blob's checksum
+  // covers the Program's bytes, so the Program's own checksum is not
+  // computed again; kCoveredByCaller skips the blob's too, for bytes whose
+  // digest the caller checked (a cache_dir entry's).
+  static PartitionBlob deserialize(const uint8_t* data, size_t size,
+                                   Program::Checksum checksum = Program::Checksum::kVerify);
 };
 
 // "nacc=0.1.0;format=2;cores=4;sram_kb=64" — compiled-model compatibility
@@ -60,10 +64,10 @@ OrtCompiledModelCompatibility check_compatibility(const std::string& info);
 std::string check_ep_context_blob(const PartitionBlob& blob, const std::string& node_name,
                                   const Config& config);
 
-// The cache_dir key of a partition (16 hex characters, FNV-1a-64): its
+// The cache_dir key of a partition (32 hex characters, support::Digest128): its
 // boundary bindings (an int8 and a uint8 model can have the same IR), this
 // nacc version and blob format, the hardware options and `ir_digest`, the
-// support::graph_digest (kFnv1a64) of its IR.
+// support::graph_digest of its IR.
 std::string partition_key(const std::string& ir_digest, const std::vector<IoBinding>& inputs,
                           const std::vector<IoBinding>& outputs, const Config& config);
 

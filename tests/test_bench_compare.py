@@ -216,6 +216,7 @@ def corrupt_op_output_offset(program_bytes: bytes, op_name: str, delta: int) -> 
 
 def test_compare_names_an_injected_divergence(model_file, tmp_path, capsys):
     import nacc
+    from nacc import _core
     from tflite_builder import make_interpreter
 
     cache = tmp_path / "cache"
@@ -229,8 +230,11 @@ def test_compare_names_an_injected_divergence(model_file, tmp_path, capsys):
     at = 12
     for _ in range(4):
         at += 4 + struct.unpack_from("<I", data, at)[0]
-    program = corrupt_op_output_offset(data[at + 8:], "conv_b", 9)
-    entry.write_bytes(data[:at] + struct.pack("<Q", len(program)) + program)
+    program = corrupt_op_output_offset(data[at + 8 + 16:], "conv_b", 9)
+    # the header's payload size and payload digest (Digest128, u64 hi, u64 lo) of the new Program
+    digest = _core._test_digest128(program)
+    entry.write_bytes(data[:at] + struct.pack("<QQQ", len(program), int(digest[:16], 16),
+                                              int(digest[16:], 16)) + program)
     code, result = run_compare([model_file, "--option", f"cache_dir={cache}"], tmp_path)
     text = capsys.readouterr().out
     assert code == 1

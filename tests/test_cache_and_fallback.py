@@ -55,7 +55,7 @@ def entry_header(data: bytes):
         n = struct.unpack_from("<I", data, pos)[0]
         fields.append(data[pos + 4:pos + 4 + n].decode())
         pos += 4 + n
-    return (*fields, pos + 8)
+    return (*fields, pos + 8 + 16)  # payload size, payload Digest128
 
 
 def payload(data: bytes) -> bytes:
@@ -154,7 +154,7 @@ def test_delegate_cache_key_covers_the_ir_digest(tmp_path):
     for seed in (1, 2):
         _, _, p = delegate_run(conv_conv(seed=seed), tmp_path)
         _, _, key, digest, _ = entry_header((tmp_path / f"{p.cache_key}.nacc").read_bytes())
-        assert key == p.cache_key and len(key) == len(digest) == 64
+        assert key == p.cache_key and len(key) == len(digest) == 32
         keys.add(key)
         digests.add(digest)
     assert len(keys) == len(digests) == 2

@@ -190,12 +190,12 @@ def _fnv1a64(data: bytes) -> int:
 
 def cache_entry_payload_offset(data: bytes) -> int:
     """Where the payload of a cache_dir entry starts (support/cache_entry.h: magic
-    "NACCCENT", u32 version, four u32-length strings, u64 payload size)."""
+    "NACCCENT", u32 version, four u32-length strings, u64 payload size, 16-byte digest)."""
     assert data[:8] == b"NACCCENT"
     pos = 12
     for _ in range(4):
         pos += 4 + struct.unpack_from("<I", data, pos)[0]
-    return pos + 8
+    return pos + 8 + 16  # payload size, payload Digest128
 
 
 def _damage(kind, data: bytes) -> bytes:

@@ -1,8 +1,10 @@
 // Bindings of the test-only fault injection of the runtime (runtime.h,
 // nacc::testing::inject_faults; docs/reliability.md) and of the cache-key
-// SHA-256 (both implementations, checked against hashlib). Underscore-named: not API.
+// SHA-256 (both implementations, checked against hashlib) and Digest128 (checked
+// against tests/test_digest128.py's Python definition). Underscore-named: not API.
 #include "bindings/binding.h"
 #include "runtime/runtime.h"
+#include "support/digest128.h"
 #include "support/sha256.h"
 
 NACC_BINDINGS(testing) {
@@ -34,4 +36,17 @@ NACC_BINDINGS(testing) {
       pybind11::arg("data"), pybind11::arg("impl") = "auto", pybind11::arg("chunk") = 1 << 20,
       "Test only: hex SHA-256 of `data` fed in `chunk`-byte updates with the 'scalar', 'sha_ni' "
       "or 'auto' implementation.");
+  m.def(
+      "_test_digest128",
+      [](const pybind11::bytes& data, size_t chunk) {
+        const std::string s = data;
+        nacc::support::Digest128 h;
+        for (size_t at = 0; at < s.size(); at += chunk) {
+          h.update(s.data() + at, std::min(chunk, s.size() - at));
+        }
+        return h.hex_digest();
+      },
+      pybind11::arg("data"), pybind11::arg("chunk") = 1 << 20,
+      "Test only: hex support::Digest128 (the cache keys' digest) of `data` fed in `chunk`-byte "
+      "updates.");
 }

@@ -545,8 +545,13 @@ const char* broadcast_mode_name(BroadcastMode mode) {
 std::optional<CoreSplit> split_across_cores(int total, int max_cores, int cap, int avg_cap) {
   if (total < 1 || cap < 1) return std::nullopt;
   std::optional<CoreSplit> best;
-  for (int n = 1; n <= std::min(max_cores, total); n *= 2) {
+  // Called for every piece of every candidate plan: n is a power of two, so
+  // total / n is a shift, and an n whose even share ceil(total / n) cannot
+  // beat the best so far is skipped before its divisions.
+  for (int n = 1, shift = 0; n <= std::min(max_cores, total); n *= 2, ++shift) {
     std::optional<CoreSplit> c;
+    const int even = int((int64_t(total) + n - 1) >> shift);  // ceil_div(total, n)
+    if (best && best->max_per_core() <= even) continue;  // no split over n beats it
     if (n == 1) {
       if (total <= cap) c = CoreSplit{1, total, total};
     } else {
@@ -555,7 +560,7 @@ std::optional<CoreSplit> split_across_cores(int total, int max_cores, int cap, i
       const int lo = std::max<int>(1, int(ceil_div(std::max(0, total - cap), n - 1)));
       const int hi = std::min({cap, avg_cap, (total - 1) / (n - 1)});
       if (lo > hi) continue;
-      for (int a : {total / n, int(ceil_div(total, n))}) {
+      for (int a : {total >> shift, even}) {
         const int avg = std::clamp(a, lo, hi);
         const CoreSplit s{n, avg, total - avg * (n - 1)};
         if (!c || s.max_per_core() < c->max_per_core()) c = s;

@@ -23,6 +23,17 @@ inline uint64_t rice_bits(uint32_t u, unsigned k, unsigned w_escape) {
   return q < kQ ? q + 1 + k : kQ + w_escape;
 }
 
+// Sum of rice_bits(runs[i], k, w_escape) over i < n <= kBlockElements,
+// branch-free so that the compiler vectorizes it (each term <= 16 + 32 bits).
+inline uint64_t run_rice_bits(const uint32_t* runs, size_t n, unsigned k, unsigned w_escape) {
+  uint32_t sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t q = runs[i] >> k;
+    sum += q < kQ ? q + 1 + k : kQ + w_escape;
+  }
+  return sum;
+}
+
 // Writes a bitstream LSB first (stream bit i = bit i % 8 of byte i / 8): bits
 // gather in a 64-bit accumulator and leave it four bytes at a time, stored
 // little-endian, which is the same byte order.
@@ -106,15 +117,28 @@ class SymbolHistogram {
  public:
   explicit SymbolHistogram(unsigned alphabet) : alphabet_(alphabet) {}
   void add(uint8_t s) { ++count_[s]; }
+  // add() of syms[0, n), in two interleaved histograms (repeated symbols then
+  // do not wait on each other's increment) summed at the end.
+  void add_all(const uint8_t* syms, size_t n) {
+    std::array<uint16_t, 256> odd{};
+    size_t i = 0;
+    for (; i + 2 <= n; i += 2) ++count_[syms[i]], ++odd[syms[i + 1]];
+    if (i < n) ++count_[syms[i]];
+    for (unsigned s = 0; s < alphabet_; ++s) count_[s] = uint16_t(count_[s] + odd[s]);
+  }
   void clear() { std::fill_n(count_.begin(), alphabet_, uint16_t{0}); }
   // Bits of the limited-length Rice code of all symbols, for k = 0..7 (a dot
-  // product over the alphabet per k; the compiler vectorizes it).
+  // product over the alphabet per k; the compiler vectorizes it, 8 symbols a
+  // step in 16-bit lanes: at most kBlockElements symbols are counted, each
+  // code at most kRiceEscapeZeros + 8 bits (the escape width of a symbol), so
+  // every partial sum fits).
   std::array<uint64_t, kMaxValueRiceK + 1> rice_costs(const RiceTable& table) const {
+    static_assert(kBlockElements * (kRiceEscapeZeros + 8) <= 0xffff, "16-bit Rice cost sums");
     std::array<uint64_t, kMaxValueRiceK + 1> cost{};
     for (unsigned k = 0; k <= kMaxValueRiceK; ++k) {
       const uint16_t* bits = table.row(k);
-      uint32_t sum = 0;  // <= kBlockElements-ish counts x 32-bit escape lengths: no overflow
-      for (unsigned s = 0; s < alphabet_; ++s) sum += uint32_t{count_[s]} * bits[s];
+      uint16_t sum = 0;
+      for (unsigned s = 0; s < alphabet_; ++s) sum = uint16_t(sum + count_[s] * bits[s]);
       cost[k] = sum;
     }
     return cost;
@@ -148,7 +172,7 @@ void encode_blocks(const uint8_t* syms, size_t n, unsigned alphabet, std::vector
 
     // Per-element kinds cover [pos, end).
     symbols.clear();
-    for (size_t i = pos; i < end; ++i) symbols.add(syms[i]);
+    symbols.add_all(syms + pos, end - pos);
     const auto rice = symbols.rice_costs(rice_table);
     BlockParams best{BlockKind::kFixed, 0, 0};
     uint64_t best_bits = (end - pos) * w_sym + param_bits(best, previous);
@@ -181,8 +205,7 @@ void encode_blocks(const uint8_t* syms, size_t n, unsigned alphabet, std::vector
     std::array<uint64_t, kMaxRunRiceK + 1> run_cost;
     run_cost.fill(std::numeric_limits<uint64_t>::max());
     for (unsigned k = 0; k <= std::min(kMaxRunRiceK, bit_length(max_run)); ++k) {
-      run_cost[k] = 0;
-      for (size_t i = 0; i < nr; ++i) run_cost[k] += rice_bits(runs[i], k, w_run);
+      run_cost[k] = run_rice_bits(runs.data(), nr, k, w_run);
     }
     const auto value_cost = symbols.rice_costs(rice_table);
     BlockParams zbest{BlockKind::kZeroRun, 0, 0};
@@ -197,10 +220,7 @@ void encode_blocks(const uint8_t* syms, size_t n, unsigned alphabet, std::vector
       // Keeping the previous block's zero-run parameters costs 1 bit.
       uint64_t keep_bits = value_cost[previous->k] + 1;
       if (run_cost[previous->k_run] == std::numeric_limits<uint64_t>::max()) {
-        run_cost[previous->k_run] = 0;
-        for (size_t i = 0; i < nr; ++i) {
-          run_cost[previous->k_run] += rice_bits(runs[i], previous->k_run, w_run);
-        }
+        run_cost[previous->k_run] = run_rice_bits(runs.data(), nr, previous->k_run, w_run);
       }
       keep_bits += run_cost[previous->k_run];
       if (keep_bits <= zbits) zbest = *previous, zbits = keep_bits;
@@ -278,8 +298,18 @@ std::vector<uint8_t> encode_zrun_rice(const int8_t* data, size_t n) {
 // index 0 is the most frequent value (the one zero runs repeat) and small
 // indices are the frequent ones. An empty buffer gets the palette {0}.
 std::vector<uint8_t> encode_lut(const int8_t* data, size_t n) {
+  // Four interleaved histograms: repeated values do not wait on each other.
+  std::array<std::array<uint32_t, 256>, 4> part{};
+  const auto* bytes = reinterpret_cast<const uint8_t*>(data);
+  size_t i4 = 0;
+  for (; i4 + 4 <= n; i4 += 4) {
+    ++part[0][bytes[i4]], ++part[1][bytes[i4 + 1]], ++part[2][bytes[i4 + 2]], ++part[3][bytes[i4 + 3]];
+  }
+  for (; i4 < n; ++i4) ++part[0][bytes[i4]];
   std::array<size_t, 256> count{};
-  for (size_t i = 0; i < n; ++i) ++count[static_cast<uint8_t>(data[i])];
+  for (size_t v = 0; v < 256; ++v) {
+    count[v] = size_t{part[0][v]} + part[1][v] + part[2][v] + part[3][v];
+  }
   std::vector<int> palette;
   for (int v = -128; v <= 127; ++v) {
     if (count[static_cast<uint8_t>(v)] > 0) palette.push_back(v);

@@ -11,14 +11,16 @@
 
 #include "common/error.h"
 #include "common/version.h"
+#include "support/digest128.h"
 
 namespace nacc::support {
 
 namespace {
 
 constexpr char kMagic[8] = {'N', 'A', 'C', 'C', 'C', 'E', 'N', 'T'};
-constexpr uint32_t kContainerVersion = 1;
-// Longest header string accepted on load (keys and digests are 64 characters).
+// 2: the payload's Digest128 follows its size.
+constexpr uint32_t kContainerVersion = 2;
+// Longest header string accepted on load (keys and digests are 32 characters).
 constexpr uint32_t kMaxHeaderString = 4096;
 
 void put_u32(std::vector<uint8_t>& out, uint32_t v) {
@@ -77,6 +79,10 @@ std::vector<uint8_t> encode_cache_entry(const CacheEntryId& id, const std::vecto
   put_str(out, id.key);
   put_str(out, id.ir_digest);
   put_u64(out, payload.size());
+  uint64_t hi = 0, lo = 0;
+  Digest128().update(payload.data(), payload.size()).digest(&hi, &lo);
+  put_u64(out, hi);
+  put_u64(out, lo);
   out.insert(out.end(), payload.begin(), payload.end());
   return out;
 }
@@ -98,9 +104,9 @@ std::optional<CachePayload> decode_cache_entry(const std::vector<uint8_t>& bytes
   }
   CacheEntryId got;
   std::string nacc_version;
-  uint64_t size = 0;
+  uint64_t size = 0, hi = 0, lo = 0;
   if (!r.str(&got.kind) || !r.str(&nacc_version) || !r.str(&got.key) || !r.str(&got.ir_digest) ||
-      !r.u64(&size)) {
+      !r.u64(&size) || !r.u64(&hi) || !r.u64(&lo)) {
     return fail("its header is truncated or damaged");
   }
   if (got.kind != want.kind) return fail(str_cat("it holds a '", got.kind, "', not a '", want.kind, "'"));
@@ -118,6 +124,11 @@ std::optional<CachePayload> decode_cache_entry(const std::vector<uint8_t>& bytes
   }
   if (size != r.left()) {
     return fail(str_cat("its payload is ", r.left(), " bytes, its header says ", size));
+  }
+  uint64_t got_hi = 0, got_lo = 0;
+  Digest128().update(bytes.data() + r.pos(), size_t(size)).digest(&got_hi, &got_lo);
+  if (got_hi != hi || got_lo != lo) {
+    return fail("its payload is damaged (its digest differs from the one in its header)");
   }
   return CachePayload{r.pos(), size_t(size)};
 }

@@ -4,10 +4,13 @@
 // not this partition's (copied or renamed from another model, written by
 // another nacc, another format) is detected on load, never used.
 //
-// Layout (little-endian): magic "NACCCENT", u32 container version (1), then
+// Layout (little-endian): magic "NACCCENT", u32 container version (2), then
 // four strings (u32 length + bytes): payload kind ("tflite-program",
 // "ort-partition"), nacc version, cache key, IR digest (graph_digest.h); then
-// u64 payload size and the payload (its own format, with its own checksum).
+// u64 payload size, the payload's Digest128 (digest128.h; u64 hi, u64 lo) and
+// the payload (its own format, with its own checksum). A decoded payload's
+// bytes are those that were encoded (the digest is checked), so a loader may
+// skip the payload's own byte-serial checksum (Program::Checksum).
 //
 // What it protects against: stale, misplaced or foreign entries and damaged
 // headers. What it does not: someone who can write cache_dir can write an
@@ -37,8 +40,8 @@ struct CachePayload {
   size_t size = 0;
 };
 
-// The payload of `bytes` when its header names `want` and this nacc version;
-// otherwise nullopt and *why says what differs, e.g. "it has no nacc cache
+// The payload of `bytes` when its header names `want` and this nacc version
+// and the payload's digest matches the header's; otherwise nullopt and *why says what differs, e.g. "it has no nacc cache
 // header (an entry of an older nacc, or not a nacc cache entry)" or "it holds
 // the Program of another partition (IR digest 1a2b3c4d5e6f7a8b..., this
 // partition's 0f1e2d3c4b5a6978...)". Never throws.

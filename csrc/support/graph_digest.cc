@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <type_traits>
 
-#include "support/sha256.h"
+#include "support/digest128.h"
 
 namespace nacc::support {
 
@@ -18,25 +18,6 @@ static_assert(sizeof(ir::Attributes) == 264, "ir::Attributes changed: encode the
 static_assert(sizeof(ir::Tensor) == 152, "ir::Tensor changed: encode the new field");
 static_assert(sizeof(ir::Op) == 384, "ir::Op changed: encode the new field");
 #endif
-
-class Fnv1a64 {
- public:
-  void update(const void* data, size_t size) { h_ = fnv1a64(data, size, h_); }
-  std::string hex_digest() const {
-    char s[17];
-    std::snprintf(s, sizeof s, "%016llx", static_cast<unsigned long long>(h_));
-    return s;
-  }
-
- private:
-  uint64_t h_ = 14695981039346656037ull;
-};
-
-struct Sha256Sink {
-  Sha256 h;
-  void update(const void* data, size_t size) { h.update(data, size); }
-  std::string hex_digest() { return h.hex_digest(); }
-};
 
 template <typename H>
 class Encoder {
@@ -113,20 +94,6 @@ class Encoder {
   H& h_;
 };
 
-template <typename H>
-std::string digest_graph(const ir::Graph& graph) {
-  H h;
-  Encoder<H>(h).graph(graph);
-  return h.hex_digest();
-}
-
-template <typename H>
-std::string digest_bytes(const std::string& bytes) {
-  H h;
-  h.update(bytes.data(), bytes.size());
-  return h.hex_digest();
-}
-
 }  // namespace
 
 uint64_t fnv1a64(const void* data, size_t size, uint64_t h) {
@@ -138,14 +105,14 @@ uint64_t fnv1a64(const void* data, size_t size, uint64_t h) {
   return h;
 }
 
-std::string graph_digest(const ir::Graph& graph, DigestKind kind) {
-  return kind == DigestKind::kSha256 ? digest_graph<Sha256Sink>(graph)
-                                     : digest_graph<Fnv1a64>(graph);
+std::string graph_digest(const ir::Graph& graph) {
+  Digest128 h;
+  Encoder<Digest128>(h).graph(graph);
+  return h.hex_digest();
 }
 
-std::string bytes_digest(const std::string& bytes, DigestKind kind) {
-  return kind == DigestKind::kSha256 ? digest_bytes<Sha256Sink>(bytes)
-                                     : digest_bytes<Fnv1a64>(bytes);
+std::string bytes_digest(const std::string& bytes) {
+  return digest128_hex(bytes.data(), bytes.size());
 }
 
 }  // namespace nacc::support

@@ -11,24 +11,20 @@
 
 namespace nacc::support {
 
-// SHA-256 (FIPS 180-4; 64 lower-case hex characters; on the CPU's SHA
-// extensions where it has them, 25 MB of weights in about 20-40 ms): the
-// TFLite delegate's keys. FNV-1a-64 (16 hex characters, not collision
-// resistant): the ONNX Runtime EP's keys, as before.
-enum class DigestKind { kSha256, kFnv1a64 };
-
 // Hex digest of the canonical encoding of `graph`: every tensor (name, shape,
 // dtype, quantization, constant bytes), every op (kind, name, type name,
 // operand ids, every ir::Attributes field) and the graph's inputs and
 // outputs, each variable-length field length-prefixed so that two different
 // graphs never encode alike. This is the only pass over the constant bytes
 // (the weights) a cache key makes: a faster weight digest replaces the
-// hashing here and nowhere else.
-std::string graph_digest(const ir::Graph& graph, DigestKind kind);
+// hashing here and nowhere else. The digest is Digest128 (digest128.h: 32
+// lower-case hex characters, a few ms for 25 MB of weights; the collision
+// reasoning is there), for both frontends' keys.
+std::string graph_digest(const ir::Graph& graph);
 
 // Hex digest of `bytes` with the same algorithm (for keys built from a graph
 // digest and the options).
-std::string bytes_digest(const std::string& bytes, DigestKind kind);
+std::string bytes_digest(const std::string& bytes);
 
 // FNV-1a-64 of `size` bytes, continuing from `h` (the offset basis by
 // default): the checksum of the EP's partition blobs.
