@@ -97,7 +97,12 @@ std::string without_prefix(const std::string& text, const std::string& prefix) {
 
 void record_report(const std::string& json) {
   std::lock_guard<std::mutex> lock(g_reports_mu);
-  g_reports.push_back(json);
+  // "seq" numbers the reports of the process from 1: a caller tells the
+  // reports of its own session from older ones by it, also once the oldest
+  // have been dropped (the list keeps the last kMaxReports).
+  static uint64_t seq = 0;
+  const bool empty = json.size() <= 2;  // "{}"
+  g_reports.push_back(str_cat("{\"seq\": ", ++seq, empty ? "" : ", ", json.substr(1)));
   while (g_reports.size() > kMaxReports) g_reports.pop_front();
 }
 

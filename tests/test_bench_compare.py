@@ -305,3 +305,26 @@ def test_one_result_schema_for_report_compare_and_bench(bench_run, model_file, t
         assert agreement_keys <= set(m["exact"])
         assert set(rep["totals"]) == set(m["npu"]["1"]) - {"latency_us_by_clock"}
     capsys.readouterr()
+
+
+def test_compare_onnx_after_more_sessions_than_the_report_list_keeps(tmp_path, capsys):
+    """The EP keeps its last 32 partition reports; compare took "the reports
+    after the list's old length", so after 32 sessions in one process it saw
+    none and printed claimed 0 (found by running tests/test_reliability.py
+    before this file). Reports now carry a process-wide ``seq``."""
+    pytest.importorskip("onnxruntime")
+    import onnx_models
+    import nacc.onnxruntime as nort
+
+    model = onnx_models.quantize(onnx_models.small_cnn())
+    for _ in range(34):
+        nort.create_session(model, {"cores": "1", "log_level": "off"})
+    reports = nort.partition_reports()
+    assert len(reports) == 32 and [r["seq"] for r in reports] == sorted(r["seq"] for r in reports)
+    seq = nort.report_seq()
+    assert seq == reports[-1]["seq"] and not nort.reports_after(seq)
+    path = tmp_path / "cnn.onnx"
+    path.write_bytes(model)
+    code, result = run_compare([path], tmp_path)
+    capsys.readouterr()
+    assert code in (0, 1) and result["claimed"] > 0 and result["partitions"] >= 1

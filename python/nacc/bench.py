@@ -207,12 +207,11 @@ def bench_onnx(name: str, model: bytes, args, progress: Progress) -> Dict[str, A
     feeds = model_report._ort_feeds(cpu, 0)
     sessions, reports = {}, {}
     for cores in args.cores_list:
-        before = len(nort.partition_reports())
+        before = nort.report_seq()
         # create_session raises EpNotUsedError if ORT fell back to the CPU EP.
         sessions[cores] = nort.create_session(model, {
             "cores": cores, "threads": args.threads, "log_level": "off"}, options())
-        after = nort.partition_reports({})
-        reports[cores] = after[before:] if len(after) > before else after[-1:]
+        reports[cores] = nort.reports_after(before, {})
     progress.step(f"{name}: onnx prepared")
 
     def run(sess):

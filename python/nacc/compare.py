@@ -217,12 +217,12 @@ def compare_onnx(model: bytes, args, options: Dict[str, str]) -> Dict[str, Any]:
     cpu = session(["CPUExecutionProvider"])
     opts = {"cores": str(args.cores), "threads": str(args.threads), "log_level": "off"}
     opts.update(options)
-    before = len(nort.partition_reports())
+    before = nort.report_seq()
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     # Raises EpNotUsedError instead of comparing the CPU EP with itself.
     npu = nort.create_session(wide, opts, so)
-    reps = nort.partition_reports()[before:]
+    reps = nort.reports_after(before)
     from nacc.model_report import ort_input_details
 
     details = ort_input_details(cpu)

@@ -422,11 +422,10 @@ def bench_onnx(name: str, model: bytes, threads: int, args) -> Dict[str, Any]:
         set_kernel_path(path)
         for cores in args.cores:
             key = _nacc_key(path, cores)
-            before = len(nort.partition_reports())
+            before = nort.report_seq()
             s, ms = session([(nort.get_ep_name(), {"cores": str(cores), "threads": str(threads)}),
                              "CPUExecutionProvider"])
-            after = nort.partition_reports()
-            reports[key] = after[before:] if len(after) > before else after[-1:]
+            reports[key] = nort.reports_after(before)
             cold = (name, cores) not in _ep_created
             _ep_created.add((name, cores))
             sessions[key] = s

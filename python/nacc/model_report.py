@@ -402,7 +402,7 @@ def onnx_report(path: str, hw: HwOptions, *, check: bool = False, seed: int = 0,
     import nacc.onnxruntime as nort
 
     nort.register()
-    before = len(nort.partition_reports())
+    before = nort.report_seq()
     options = dict(hw.ep_options(), log_level="off")  # the placement messages are in the report
     if dump_dir:
         options["dump_dir"] = dump_dir
@@ -421,10 +421,10 @@ def onnx_report(path: str, hw: HwOptions, *, check: bool = False, seed: int = 0,
         t0 = time.perf_counter()
         want = cpu.run(None, feeds)
         ref_ms = (time.perf_counter() - t0) * 1e3
-    reports = nort.partition_reports()
     # A model with subgraphs gives several reports; this session's are the new ones
     # (when the EP had seen the same graph before it does not log it again: take the last).
-    partitions, declined, total, claimed = ep_partitions(reports[before:] or reports[-1:], hw)
+    partitions, declined, total, claimed = ep_partitions(
+        nort.reports_after(before) or nort.partition_reports()[-1:], hw)
     out = {
         "model": path, "runtime": "onnxruntime", "hardware": hw.as_dict(),
         "summary": f"NACC EP: claimed {claimed} of {total} nodes in {len(partitions)} partitions",

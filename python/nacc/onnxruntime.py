@@ -301,7 +301,10 @@ def _program_op_names(stats: Dict[str, Any]) -> frozenset:
 def partition_reports(stats: Optional[Dict[str, Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
     """nacc's partition reports of this process, oldest first (at most 32).
 
-    Each report is a dict: ``graph``, ``total_nodes``, ``claimed_nodes``,
+    Each report is a dict: ``seq`` (numbers the process's reports from 1, so
+    the reports of a new session are those with a larger ``seq`` than any
+    before it — the list's length stops growing at 32), ``graph``,
+    ``total_nodes``, ``claimed_nodes``,
     ``partitions`` (``nodes``, ``units``, ``ir_ops``, ``macs``) and
     ``host_nodes`` (``name``, ``op_type``, ``reason``). A partition that has
     run also has ``fused_node`` (ORT's fused node name), ``runs``,
@@ -312,6 +315,18 @@ def partition_reports(stats: Optional[Dict[str, Dict[str, Any]]] = None) -> List
     """
     return attach_run_stats(_json_from_library("nacc_ep_reports_json"),
                             run_stats() if stats is None else stats)
+
+
+def report_seq() -> int:
+    """The ``seq`` of this process's newest partition report (0 before any):
+    take it before creating a session, then :func:`reports_after` gives that
+    session's reports, however many older ones the list has dropped."""
+    return max((r["seq"] for r in _json_from_library("nacc_ep_reports_json")), default=0)
+
+
+def reports_after(seq: int, stats: Optional[Dict[str, Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
+    """The partition reports newer than `seq` (see :func:`report_seq`)."""
+    return [r for r in partition_reports(stats) if r["seq"] > seq]
 
 
 def attach_run_stats(reports: List[Dict[str, Any]],
