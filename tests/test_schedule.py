@@ -323,6 +323,44 @@ def test_mode1_streams_its_broadcast_ifm():
     np.testing.assert_array_equal(got[0], want[0])
 
 
+@pytest.mark.parametrize("hw, c_in, c_out, cores, cycles, commands", [
+    (112, 32, 16, 8, 25163, 35),   # MobileNetV2's expanded_conv_project
+    (112, 16, 96, 8, 150736, 35),  # block_1_expand
+    (28, 32, 192, 8, 18983, 69),   # block_4..6_expand (mode 1, 3 groups)
+])
+def test_matrix_rows_ramp(hw, c_in, c_out, cores, cycles, commands):
+    """A 1x1 convolution in matrix mode (M = H*W pixel rows) at 8 cores: the
+    estimate's choice was one pixel row per core per command (1568 commands for
+    a 112x112 map, 2352 for 28x28x192 in three channel groups), because the
+    shortest tiles have the shortest pipeline fill and drain, by a fraction of
+    a percent. The planner now also replays ramped rows (docs/compiler.md §3:
+    per-core shares of 1, 2, 4, .. 32 rows, a middle of up to 64, and back
+    down to 1), the same fill and drain in a few dozen commands, and keeps
+    them when the replay is no slower and they move no more bytes. The
+    device's counters are the old plan's exactly (25163, 150736 and 18983
+    cycles, measured on main f1ad5fb with its 1568, 1568 and 2352 commands);
+    every command count here failed there. The outputs are the 1-core
+    ones."""
+    g = conv1x1_random(hw, c_in, c_out)
+    p = _core.plan_op(g, 0, cores=cores)
+    assert p["lowering"] == "matrix"
+    assert len(p["row_pieces"]) * len(p["groups"]) == commands
+    sizes = [s for _, s in p["row_pieces"]]
+    share = cores if p["mode"] == "SPLIT_HEIGHT" else 1
+    assert sizes[:3] == [share, 2 * share, 4 * share] and sizes[-1] == share
+    rec, got, stats = run(g, cores)
+    assert stats["cycles"] == cycles
+    _, want, _ = run(g, 1)
+    np.testing.assert_array_equal(got[0], want[0])
+    prog = _core.compile(g, cores=cores)
+    info = _core.program_info(prog)
+    xs = [np.random.default_rng(3).integers(-128, 128, t["shape"]).astype(np.int8)
+          for t in info["inputs"]]
+    stepped, sstats = _core.Runtime(cores=cores, execution="step").run(prog, xs)
+    np.testing.assert_array_equal(stepped[0], got[0])
+    assert sstats["cycles"] == cycles
+
+
 def depthwise_random(hw, c, seed=7):
     """A 3x3 SAME depthwise convolution with random per-channel int8 weights and a
     ReLU6 clamp (MobileNetV2's depthwise layers)."""

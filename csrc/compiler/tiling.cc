@@ -1051,6 +1051,140 @@ constexpr int kReplayCandidates = 8;
 constexpr double kReplayWindow = 0.15;
 constexpr int64_t kReplayMaxCommands = 128;
 
+// Rows of a width-1 op (the matrix lowering's H*W pixel rows, NPU_OP_FULLY_CONNECTED
+// over M rows) ramped like with_ramped_ends' columns: row pieces whose per-core
+// share doubles from 1 up to `height`, the middle balanced at that height, the
+// tail halving back to 1. Every read of the ramp is then at most twice the
+// compute it overlaps, and the fill and drain are those of one-row tiles.
+// `per_piece` rows per unit of share (the cores in mode 2). Empty when the
+// ramps leave no middle.
+std::vector<Span> ramped_rows(int oh, int per_piece, int height) {
+  std::vector<int> ramp;
+  for (int k = 1; k < height; k *= 2) ramp.push_back(k * per_piece);
+  int used = 0;
+  for (int r : ramp) used += 2 * r;
+  const int mid = oh - used;
+  if (mid < 1) return {};
+  std::vector<Span> out;
+  int y = 0;
+  for (int r : ramp) {
+    out.push_back({y, r});
+    y += r;
+  }
+  // The middle in whole shares (a piece of the cores' multiple splits evenly),
+  // the remainder on its last piece.
+  const int units = mid / per_piece;
+  if (units < 1) return {};
+  const std::vector<Span> middle = balanced(units, int(ceil_div(units, height)));
+  for (size_t i = 0; i < middle.size(); ++i) {
+    const int size = middle[i].size * per_piece + (i + 1 == middle.size() ? mid % per_piece : 0);
+    out.push_back({y, size});
+    y += size;
+  }
+  for (auto it = ramp.rbegin(); it != ramp.rend(); ++it) {
+    out.push_back({y, *it});
+    y += *it;
+  }
+  return out;
+}
+
+// Heights of the middle of a row ramp: 2^2 .. 2^kRowRampSteps rows per core
+// (the estimate's Runs hold 16 piece sizes: 2 x 6 ramp steps + 2).
+constexpr int kRowRampSteps = 6;
+constexpr int kRowRampConfigs = 8;
+
+// `chosen` (the plan choose_by_replay settled on), or the same work in far
+// fewer commands: for the double-buffered configurations (cores, mode,
+// channel group, order) among `choices` nearest the fewest estimated cycles,
+// the tallest tile that fits with ramped rows (ramped_rows), replayed command
+// by command (replay_timeline); the fastest replaces `chosen` when its replay
+// is no slower than chosen's. Width-1 fully-connected ops with rows to ramp
+// only (the matrix lowering of a 1x1 convolution, docs/compiler.md §3).
+TilePlan with_ramped_rows(const LoweredOp& op, const HwConfig& hw, const SramGeometry& geo,
+                          const std::vector<Choice>& choices, TilePlan chosen, int64_t fastest) {
+  const int oh = op.out_shape.h;
+  if (op.unit != Unit::kFullyConnected || op.out_shape.w != 1 || oh < 8) return chosen;
+  // The double-buffered configurations within the replay window, each by its
+  // fastest estimated choice, fastest first.
+  std::vector<const Choice*> configs;
+  const double window = double(fastest) * (1.0 + kReplayWindow);
+  const auto same_config = [](const Choice& a, const Choice& b) {
+    return a.cores == b.cores && a.mode == b.mode && a.channels_per_core == b.channels_per_core &&
+           a.weights_outer == b.weights_outer && a.k_per_set == b.k_per_set && a.cols == b.cols;
+  };
+  const auto earlier = [](const Choice* a, const Choice* b) {
+    if (a->estimate.cycles != b->estimate.cycles) return a->estimate.cycles < b->estimate.cycles;
+    return a->order < b->order;
+  };
+  for (const Choice& c : choices) {
+    if (!c.double_buffer || double(c.estimate.cycles) > window) continue;
+    auto it = std::find_if(configs.begin(), configs.end(),
+                           [&](const Choice* x) { return same_config(*x, c); });
+    if (it == configs.end()) configs.push_back(&c);
+    else if (earlier(&c, *it)) *it = &c;
+  }
+  std::stable_sort(configs.begin(), configs.end(), earlier);
+  if (configs.size() > size_t(kRowRampConfigs)) configs.resize(size_t(kRowRampConfigs));
+  const double base = replay_timeline(op, hw, chosen);
+  double best = base;
+  const size_t chosen_commands =
+      chosen.row_pieces.size() * chosen.col_pieces.size() * chosen.groups.size();
+  size_t best_commands = chosen_commands;
+  const int64_t chosen_bytes = chosen.estimate.read_bytes + chosen.estimate.write_bytes;
+  std::optional<TilePlan> winner;
+  for (const Choice* c : configs) {
+    const LayoutKind kind = layout_kind(c->double_buffer, c->weights_outer, c->k_per_set);
+    const int hmax = largest(row_cap(op, c->mode), [&](int r) {
+      return make_layout(geo, tile_bytes(op, r, c->cols, c->channels_per_core), kind).has_value();
+    });
+    const bool mode2 = c->mode == BroadcastMode::SPLIT_HEIGHT;
+    // Rows per step of the ramp: one per core in mode 2, else 1, 4 or 16 rows.
+    for (int unit : {1, 4, 16}) {
+      if (mode2 && unit > 1) break;
+      const int per_piece = mode2 ? c->cores : unit;
+      for (int steps = 2; steps <= kRowRampSteps; ++steps) {
+        const int height = 1 << steps;
+        // The SRAM layout of the ramp's tallest share (a remainder of the
+        // step on the last middle piece).
+        const int cap = mode2 ? height + (oh % per_piece ? 1 : 0) : height * unit + unit - 1;
+        if (cap > hmax) break;
+        Choice shorter = *c;
+        shorter.rows_per_core = cap;
+        TilePlan trial = build_plan(op, hw, geo, shorter);
+        trial.row_pieces = ramped_rows(oh, per_piece, height);
+        if (trial.row_pieces.empty()) break;
+        const size_t commands = trial.row_pieces.size() * trial.col_pieces.size() * trial.groups.size();
+        if (commands >= chosen_commands) continue;
+        // Every piece must split as the emitter will split it (command_split).
+        if (mode2) {
+          bool ok = true;
+          for (Span r : trial.row_pieces) {
+            ok = ok && split_across_cores(r.size, trial.cores, trial.rows_per_core, row_avg_cap(op));
+          }
+          if (!ok) continue;
+        }
+        // No more DMA bytes than the chosen plan's (the ramp is for commands).
+        const PlanEstimate e = estimate(op, hw, trial, runs_of(trial.row_pieces),
+                                        runs_of(trial.col_pieces), runs_of(trial.groups));
+        if (e.read_bytes + e.write_bytes > chosen_bytes) continue;
+        const double cycles = replay_timeline(op, hw, trial);
+        if (cycles < best || (cycles <= best && commands < best_commands)) {
+          best = cycles;
+          best_commands = commands;
+          winner = std::move(trial);
+        }
+      }
+    }
+  }
+  if (!winner) return chosen;
+  TilePlan plan = std::move(*winner);
+  plan.estimate = estimate(op, hw, plan, runs_of(plan.row_pieces), runs_of(plan.col_pieces),
+                           runs_of(plan.groups));
+  plan.estimate.cycles = std::max<int64_t>(1, chosen.estimate.cycles - int64_t(base - best + 0.5));
+  return plan;
+}
+
+
 // A lower bound of estimate().cycles of every plan of `op` whose commands use
 // at most `cores` cores (search pruning, search_tiles). Each command costs at
 // least its compute (mac_cycles / act_cycles of its largest core share) and
@@ -1118,7 +1252,9 @@ TilePlan choose_by_replay(const LoweredOp& op, const HwConfig& hw, const SramGeo
                           const std::vector<Choice>& choices, const Choice& best,
                           int64_t fastest) {
   TilePlan chosen = build_plan(op, hw, geo, best);
-  if (chosen.estimate.commands > kReplayMaxCommands) return chosen;
+  if (chosen.estimate.commands > kReplayMaxCommands) {
+    return with_ramped_rows(op, hw, geo, choices, std::move(chosen), fastest);
+  }
   std::vector<const Choice*> rivals;
   const double window = double(fastest) * (1.0 + kReplayWindow);
   for (const Choice& c : choices) {
@@ -1143,13 +1279,13 @@ TilePlan choose_by_replay(const LoweredOp& op, const HwConfig& hw, const SramGeo
   }
   double base = 0;
   chosen = with_ramped_ends(op, hw, std::move(chosen), &base);
-  if (!runner_up) return chosen;
+  if (!runner_up) return with_ramped_rows(op, hw, geo, choices, std::move(chosen), fastest);
   double replayed = 0;
   TilePlan other = with_ramped_ends(op, hw, build_plan(op, hw, geo, *runner_up), &replayed);
-  if (!replay_gain(base, replayed)) return chosen;
+  if (!replay_gain(base, replayed)) return with_ramped_rows(op, hw, geo, choices, std::move(chosen), fastest);
   other.estimate.cycles =
       std::max<int64_t>(1, chosen.estimate.cycles - int64_t(base - replayed + 0.5));
-  return other;
+  return with_ramped_rows(op, hw, geo, choices, std::move(other), fastest);
 }
 
 // The planning key of plan_tiles(op, hw, options): every LoweredOp field the
