@@ -319,3 +319,93 @@ def _run_bytes(program, inputs, cores, kb, execution, threads=1):
     rt = _core.Runtime(cores=cores, sram_kb=kb, threads=threads, execution=execution)
     outs, stats = rt.run(program, [x.view(np.int8) for x in inputs], timeline=True)
     return np.asarray(outs[0]).copy(), stats
+
+
+def _set(field, value):
+    def change(f):
+        f[field] = value
+        return f
+    return change
+
+
+# The element-wise registers of the mode, then the shared tile / address mutations; the
+# third entry: a valid value that may keep the bits (offsets on products scaled by 2^-23).
+EW_MUTATIONS = [
+    ("NACC_ELEMENTWISE", _set("ELEMENTWISE_MODE", 8), False),    # the 16-bit MUL: int16 output
+    ("NACC_ELEMENTWISE", _set("ELEMENTWISE_MODE", 2), False),    # ADD
+    ("NACC_ELEMENTWISE", _set("LEFT_SHIFT", 1), False),
+    ("NACC_ELEMENTWISE", _set("IN_ELEMENT_OFFSET1", 255), True),
+    ("NACC_ELEMENTWISE", _set("IN_ELEMENT_OFFSET2", -256), True),
+    ("NACC_ELEMENT_QUANT1_MULT", _set("IN_ELEMENT_MULT1", 1), False),
+    ("NACC_ELEMENT_QUANT2_SHIFT", _set("IN_ELEMENT_SHIFT2", -1), False),
+    ("NACC_CTRL", _set("DATA_FORM", 0), False),
+    ("NACC_CTRL", _set("ELEMENT_INPUT_QUANT_EN", 1), False),
+    ("NACC_FM_OFFSET", _set("IN_FM_OFFSET", 1), False),
+    ("NACC_FM_OFFSET", _set("OUT_FM_OFFSET", 3), False),
+    ("NACC_ACT_MAX", _set("ACT_MAX", 128), False),
+    # the compiler runs the op as 30 rows of one pixel: the OFM row pitch is C int8 bytes
+    ("NACC_DMA_OFFSET2", lambda f: dict(f, OUT_DMA_OFFSET=f["OUT_DMA_OFFSET"] - 1), False),
+    ("NACC_DMA_OFFSET2", lambda f: dict(f, OUT_DMA_OFFSET=f["OUT_DMA_OFFSET"] * 2), False),
+    ("NACC_DMA_PARAA", lambda f: dict(f, K_TRANS_OFFSET=f["K_TRANS_OFFSET"] - 1), False),
+    ("NACC_QUANT_SHIFT_DMA_ADDR",
+     lambda f: dict(f, QUANT_SHIFT_DMA_ADDR=f["QUANT_SHIFT_DMA_ADDR"] + 4), False),
+]
+
+
+# Registers of the shared list an element-wise command does not read (no window, no bias).
+UNREAD = {"NACC_KERNEL", "NACC_PADDING", "NACC_BIAS_DMA_ADDR"}
+
+
+def _mul_model():
+    """MUL int16 x int16 -> int8, 6 x 5 x 24, output zero point -3, no fused activation."""
+    from delegate_models import ModelBuilder
+    from int16_models import input16
+    from tflite_builder import QTensor
+    m = ModelBuilder(3)
+    a, b = input16(m, (1, 6, 5, 24), 1e-3), input16(m, (1, 6, 5, 24), 3e-4)
+    o = m.tensor(QTensor((1, 6, 5, 24), "int8", scale=0.05, zero_point=-3))
+    m.g.add_op("MUL", [a, b], [o], dict(fused_activation_function="NONE"), version=4)
+    return m.build([o])
+
+
+def test_corrupted_registers_fault_or_change_bits_the_same_both_ways():
+    """Each mutation of the compiled MUL int16 -> int8 stream's first command (its mode
+    registers, then the shared tile / address list of test_compiler) raises DeviceFault or
+    changes the output bits — never passes silently — and replay gives step's fault message,
+    or its bits and counters."""
+    from test_compiler import MUTATIONS, _mutated
+    from test_replay import COUNTERS
+    from test_replay16 import _inputs16
+    (prog,) = _programs(_mul_model(), 4, 16)
+    words = _core.program_info(prog)["commands"]
+    x = _inputs16(prog, 0)
+    good, _ = _run_bytes(prog, x, 4, 16, "step")
+    assert len(np.unique(good)) > 20
+    faults = changed = 0
+    for i, (register, change, may_keep) in enumerate(
+            EW_MUTATIONS + [(r, c, False) for r, c in MUTATIONS if r not in UNREAD]):
+        bad = _core.Program.from_bytes(prog.to_bytes())
+        try:
+            bad.commands = _mutated(words, register, change)
+        except (ValueError, KeyError):  # a field this stream does not use / cannot go below 0
+            continue
+        outcome = []
+        for execution in ("step", "replay"):
+            try:
+                outcome.append(_run_bytes(bad, x, 4, 16, execution))
+            except nacc.DeviceFault as e:
+                outcome.append(str(e))
+        ref, got = outcome
+        if isinstance(ref, str):
+            faults += 1
+            assert got == ref, (register, i, got, ref)
+            continue
+        assert not isinstance(got, str), (register, i, got)
+        assert np.array_equal(ref[0], got[0]), (register, i)
+        for k in COUNTERS:
+            assert ref[1][k] == got[1][k], (register, i, k)
+        if may_keep:
+            continue
+        assert not np.array_equal(ref[0], good), f"{register} (mutation {i}): the change passed silently"
+        changed += 1
+    assert faults >= 10 and changed >= 2, (faults, changed)
