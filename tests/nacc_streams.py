@@ -19,8 +19,9 @@ CONV_MODES = {"conv": 0, "matmul": 1, "rgbconv": 2, "depthwise": 3, "fc": 4}
 OPCODES = {"conv": "NPU_OP_CONV", "depthwise": "NPU_OP_DEPTHWISE", "fc": "NPU_OP_FULLY_CONNECTED",
            "matmul": "NPU_OP_MATMUL", "maxpool": "NPU_OP_POOL", "avgpool": "NPU_OP_POOL",
            "add": "NPU_OP_ELEMENTWISE", "sub": "NPU_OP_ELEMENTWISE", "mul": "NPU_OP_ELEMENTWISE",
-           "act": "NPU_OP_ACTIVATION", "rgbconv": "NPU_OP_CONV", "act_q7": "NPU_OP_ACTIVATION"}
-EW_MODES = {"sub": 1, "add": 2, "mul": 8}
+           "act": "NPU_OP_ACTIVATION", "rgbconv": "NPU_OP_CONV", "act_q7": "NPU_OP_ACTIVATION",
+           "mul_s16_s8": "NPU_OP_ELEMENTWISE"}
+EW_MODES = {"sub": 1, "add": 2, "mul": 8, "mul_s16_s8": 4}
 
 
 def ra(region, offset):
@@ -87,6 +88,11 @@ class Layer:
         """Feature-map bytes per element: 2 for int16 maps (DATA_FORM INT16: x is int16, the
         bias int64, the output int16; NACC_SPEC §9), else 1."""
         return 2 if self.x.dtype == np.int16 else 1
+
+    @property
+    def out_elem(self):
+        """Output bytes per element: 1 for mul_s16_s8 (int16 inputs, an int8 output), else elem."""
+        return 1 if self.op == "mul_s16_s8" else self.elem
 
     @property
     def in_hwc(self):
@@ -162,6 +168,10 @@ class Layer:
             y = _core.mul(self.x, self.x2, output_multiplier=int(self.mult[0]),
                           output_shift=int(self.shift[0]), output_zero_point=self.out_zp,
                           **self.ew, **kw)
+        elif self.op == "mul_s16_s8":
+            y = _core.mul_s16_s8(self.x, self.x2, output_multiplier=int(self.mult[0]),
+                                 output_shift=int(self.shift[0]), output_zero_point=self.out_zp,
+                                 **self.ew, **kw)
         elif self.op == "act":
             extra = {}
             if self.mult is not None:
@@ -240,12 +250,13 @@ class StreamBuilder:
         op = L.op
         window = op in ("conv", "rgbconv", "depthwise", "maxpool", "avgpool")
         e = L.elem
+        oe = L.out_elem
         in_pix, in_row = in_pitch or (C * e, W * C * e)
-        out_pix, out_row = out_pitch or (OC * e, OW * OC * e)
+        out_pix, out_row = out_pitch or (OC * oe, OW * OC * oe)
         # Channel split: depthwise/pool/eltwise/activation also advance the IFM.
         in_c = C
         in_off = 0
-        if op in ("depthwise", "maxpool", "avgpool", "add", "sub", "mul", "act", "act_q7"):
+        if op in ("depthwise", "maxpool", "avgpool", "add", "sub", "mul", "mul_s16_s8", "act", "act_q7"):
             m = L.depth_multiplier if op == "depthwise" else 1
             in_off = t.c0 // m
             in_c = nc // m
@@ -254,7 +265,7 @@ class StreamBuilder:
                      "LUT": 5}[L.act_mode]
         pool_mode = {"maxpool": 0, "avgpool": 1}.get(op, 2)
         act = L.act_mode
-        quant = op in ("conv", "depthwise", "fc", "matmul", "add", "sub", "mul") or (
+        quant = op in ("conv", "depthwise", "fc", "matmul", "add", "sub", "mul", "mul_s16_s8") or (
             op == "act" and L.mult is not None)
         self.reg("NACC_CTRL", CONV_MODE=conv_mode, POOL_MODE=pool_mode, ACT_MODE=act_value,
                  QUANT_EN=int(quant), BIAS_EN=int(L.bias is not None), FM_UPD=t.fm_upd,
@@ -271,7 +282,7 @@ class StreamBuilder:
         self.reg("NACC_ACT_MIN", L.act_min)
         self.reg("NACC_ACT_MAX", L.act_max)
         self.reg("NACC_IN_FM_DMA_ADDR", in_addr + in_off * e)
-        self.reg("NACC_OUT_DMA_ADDR", out_addr + t.c0 * e)
+        self.reg("NACC_OUT_DMA_ADDR", out_addr + t.c0 * oe)
         self.reg("NACC_DMA_PARA2", in_pix)
         self.reg("NACC_DMA_OFFSET1", in_row)
         self.reg("NACC_DMA_OUT_TRANS_LEN", out_pix)
@@ -352,17 +363,17 @@ class StreamBuilder:
         if act == "LUT":
             self.reg("NACC_IN_ACT_DMA_ADDR", ra(CONST, self.const_array(L.lut.astype(np.int8))))
         if op in EW_MODES:
-            e = L.ew
+            ew = L.ew
             self.reg("NACC_ELEMENTWISE", ELEMENTWISE_MODE=EW_MODES[op],
-                     IN_ELEMENT_OFFSET1=e.get("input1_offset", 0),
-                     IN_ELEMENT_OFFSET2=e.get("input2_offset", 0), LEFT_SHIFT=e.get("left_shift", 0))
-            self.reg("NACC_ELEMENT_QUANT1_MULT", e.get("input1_multiplier", 0))
-            self.reg("NACC_ELEMENT_QUANT1_SHIFT", e.get("input1_shift", 0))
-            self.reg("NACC_ELEMENT_QUANT2_MULT", e.get("input2_multiplier", 0))
-            self.reg("NACC_ELEMENT_QUANT2_SHIFT", e.get("input2_shift", 0))
+                     IN_ELEMENT_OFFSET1=ew.get("input1_offset", 0),
+                     IN_ELEMENT_OFFSET2=ew.get("input2_offset", 0), LEFT_SHIFT=ew.get("left_shift", 0))
+            self.reg("NACC_ELEMENT_QUANT1_MULT", ew.get("input1_multiplier", 0))
+            self.reg("NACC_ELEMENT_QUANT1_SHIFT", ew.get("input1_shift", 0))
+            self.reg("NACC_ELEMENT_QUANT2_MULT", ew.get("input2_multiplier", 0))
+            self.reg("NACC_ELEMENT_QUANT2_SHIFT", ew.get("input2_shift", 0))
             broadcast = L.x2.shape[1] * L.x2.shape[2] == 1
-            self.reg("NACC_DMA_PARAA", 0 if broadcast else C)
-            self.reg("NACC_IN_K_DMA_ADDR", x2_addr + in_off)
+            self.reg("NACC_DMA_PARAA", 0 if broadcast else C * e)
+            self.reg("NACC_IN_K_DMA_ADDR", x2_addr + in_off * e)
         for name, value in (patch or {}).items():
             self.reg(name, value)
         self.e.op(OPCODES[op])
@@ -404,8 +415,8 @@ def single_layer(L: Layer, tiles, *, cores=1, sram_kb=64, **kw):
     sb.layer(L, tiles, in_addr=ra(INPUT, 0), out_addr=ra(OUTPUT, 0),
              x2_addr=ra(4, 0) if x2 else None, **kw)
     OH, OW = L.out_hw
-    out_shape = (1, OH, OW, L.out_c * L.elem)  # int16 maps: bytes (view the output as int16)
-    ins = [L.x.view(np.int8)] + x2
+    out_shape = (1, OH, OW, L.out_c * L.out_elem)  # int16 maps: bytes (view the output as int16)
+    ins = [L.x.view(np.int8)] + [a.view(np.int8) for a in x2]
     return program(sb, ins, [out_shape], cores=cores, sram_kb=sram_kb), ins
 
 

@@ -528,6 +528,7 @@ def random_mul_s16_s8_case(seed):
 @pytest.mark.parametrize("seed", range(100))
 def test_mul_int16_to_int8_exact(seed):
     """TFLite 2.21's int16 x int16 -> int8 MUL (the Q0.15 product of its LSTM
-    kernels, scales unused) = clamp(MBQM(a * b, 2^16, -8) + zo): a 16-bit MUL
-    into int16 staging, then the low-byte LUT adding zo."""
+    kernels, scales unused) = clamp(MBQM(a * b, 2^16, -8) + zo): one element-wise
+    command in the MUL_S16_S8 mode (int16 inputs, int8 output; tests/test_mul_s16_s8.py
+    checks the Program has no other pass)."""
     check_claimed_and_exact(*random_mul_s16_s8_case(seed), seed)

@@ -73,6 +73,11 @@ constexpr int64_t window16_mac_cycles(int64_t rows, int64_t cols, int64_t channe
 constexpr int64_t elementwise16_cycles(int64_t elements) {
   return ceil_div(3 * 2 * elements, kBusBeatBytes);
 }
+// MUL_S16_S8: two int16 operands read, one int8 written, 5 bytes an element
+// through the same 16-byte bus.
+constexpr int64_t elementwise_s16_s8_cycles(int64_t elements) {
+  return ceil_div((2 * 2 + 1) * elements, kBusBeatBytes);
+}
 constexpr int64_t matrix_mac_cycles(int64_t m, int64_t n, int64_t k) {
   return m * n * lane_groups(k);
 }

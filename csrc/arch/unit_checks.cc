@@ -297,9 +297,10 @@ void validate_elementwise_params(const ElementwiseParams& p) {
     case ElementwiseMode::MUL:
       break;
     case ElementwiseMode::MUL_S16_S8:
-      throw Unsupported(
-          "elementwise_s8: ELEMENTWISE_MODE MUL_S16_S8 (4'b0100) is not modelled; "
-          "use ADD (4'b0010), SUB (4'b0001) or MUL (4'b1000)");
+      throw InvalidArgument(
+          "elementwise_s8: ELEMENTWISE_MODE MUL_S16_S8 (4'b0100) multiplies int16 inputs "
+          "(NACC_CTRL.DATA_FORM = INT16, elementwise_mul_s16_s8); the 8-bit unit takes "
+          "ADD (4'b0010), SUB (4'b0001) or MUL (4'b1000)");
     default:
       throw InvalidArgument(str_cat("elementwise_s8: ELEMENTWISE_MODE ",
                                     static_cast<int>(p.mode),
@@ -332,6 +333,35 @@ void validate_elementwise_params(const ElementwiseParams& p) {
   detail::check_shift(op, "output_shift", -1, p.output_shift,
                       p.mode == ElementwiseMode::MUL ? limits::kMaxShift : right_only,
                       "QUANT_SHIFT[0]");
+  detail::check_act_range(op, p.act_min, p.act_max);
+}
+
+void validate_mul_s16_s8_params(const ElementwiseParams& p) {
+  const char* op = "elementwise_mul_s16_s8";
+  check_arg(p.mode == ElementwiseMode::MUL_S16_S8, op, ": ELEMENTWISE_MODE ",
+            static_cast<int>(p.mode), " is not MUL_S16_S8 (4)");
+  check_arg(p.float_mode == ElementwiseFloat::kOff, op,
+            ": ELEMENT_FP32 takes 8-bit maps (NACC_ACT_PARA.ELEMENT_FP32 must be 0)");
+  detail::check_offset(op, "input1_offset", p.input1_offset,
+                       "NACC_ELEMENTWISE.IN_ELEMENT_OFFSET1");
+  detail::check_offset(op, "input2_offset", p.input2_offset,
+                       "NACC_ELEMENTWISE.IN_ELEMENT_OFFSET2");
+  detail::check_offset(op, "output_zero_point", p.output_zero_point,
+                       "NACC_FM_OFFSET.OUT_FM_OFFSET");
+  // The product is not rescaled per input and not shifted left before the
+  // output stage: those registers must be 0.
+  check_arg(p.left_shift == 0, op, ": left_shift ", p.left_shift,
+            " must be 0 (NACC_ELEMENTWISE.LEFT_SHIFT; MUL_S16_S8 multiplies the offset inputs "
+            "unscaled)");
+  check_arg(p.input1_multiplier == 0 && p.input1_shift == 0 && p.input2_multiplier == 0 &&
+                p.input2_shift == 0,
+            op, ": input multipliers / shifts ", p.input1_multiplier, "/", p.input1_shift, ", ",
+            p.input2_multiplier, "/", p.input2_shift,
+            " must be 0 (NACC_ELEMENT_QUANT1/2_MULT/SHIFT; MUL_S16_S8 does not rescale its inputs)");
+  detail::check_multiplier(op, "output_multiplier", -1, p.output_multiplier, "QUANT_MUL[0]");
+  // |(x1 + o1)(x2 + o2)| <= 33024^2 > 2^30: a left shift could leave int32.
+  detail::check_shift(op, "output_shift", -1, p.output_shift, limits::kMaxSmallerThanOneShift,
+                      "QUANT_SHIFT[0]; the int32 product is not shifted left");
   detail::check_act_range(op, p.act_min, p.act_max);
 }
 

@@ -22,9 +22,13 @@ int window_output_size(int in, int kernel, int stride, int pad_before, int pad_a
 // Unsupported for the q7 Tanh / Sigmoid modes.
 void validate_activation_params(const ActivationParams& params);
 
-// Throws InvalidArgument (or Unsupported for MUL_S16_S8) naming the first
-// register out of range.
+// Throws InvalidArgument naming the first register out of range (MUL_S16_S8
+// is not a mode of the 8-bit unit: validate_mul_s16_s8_params).
 void validate_elementwise_params(const ElementwiseParams& params);
+
+// ELEMENTWISE_MODE = MUL_S16_S8 (DATA_FORM INT16, unit_params.h): throws
+// InvalidArgument naming the first register out of range.
+void validate_mul_s16_s8_params(const ElementwiseParams& params);
 
 // POOL_FP32 (PoolParams::float32): the two float32 scales and the zero points
 // within their domain; throws InvalidArgument naming the first one out of range.

@@ -193,7 +193,14 @@ struct ActivationParams {
 //   out    = clamp(MultiplyByQuantizedMultiplier((x_1 + input1_offset) * (x_2 + input2_offset),
 //                  output_multiplier, output_shift) + output_zero_point, act_min, act_max)
 //   MUL ignores left_shift and the per-input multipliers (ELEMENT_INPUT_QUANT_EN off).
-// MUL_S16_S8 is listed by the hardware and not modelled (Unsupported).
+// MUL_S16_S8 (NACC_CTRL.DATA_FORM = INT16; CMSIS-NN arm_elementwise_mul_s16_s8,
+// with the input offsets and activation clamp of arm_elementwise_mul_s16):
+// int16 inputs, an int8 output,
+//   out    = clamp(MultiplyByQuantizedMultiplier((x_1 + input1_offset) * (x_2 + input2_offset),
+//                  output_multiplier, output_shift) + output_zero_point, act_min, act_max)
+//   (CMSIS-NN's arm_nn_requantize is this MBQM for multipliers >= 0); the
+//   product is int32 (|.| <= 33024^2), output_shift in [-31, 0], act bounds
+//   int8; left_shift and the per-input multipliers/shifts must be 0.
 //
 // NACC_ACT_PARA.ELEMENT_FP32 (project extension) replaces the fixed-point
 // arithmetic with ONNX Runtime's CPU EP float32 arithmetic (fields below);

@@ -15,6 +15,7 @@
 #include "common/shape.h"
 #include "device/units/activation.h"
 #include "device/units/elementwise.h"
+#include "device/units/fm16.h"
 #include "quant/tflite.h"
 
 namespace py = pybind11;
@@ -189,6 +190,50 @@ NACC_BINDINGS(eltwise_act) {
       "clamp(MultiplyByQuantizedMultiplier((in1 + input1_offset) * (in2 + input2_offset),\n"
       "output_multiplier, output_shift) + output_zero_point). Shift in [-31, 31]; other\n"
       "ranges and broadcasting as add().");
+
+  m.def(
+      "mul_s16_s8",
+      [](const py::array& in1, const py::array& in2, int64_t input1_offset, int64_t input2_offset,
+         int64_t output_multiplier, int64_t output_shift, int64_t output_zero_point,
+         int64_t act_min, int64_t act_max) {
+        const char* op = "mul_s16_s8";
+        nacc::ElementwiseParams p;
+        p.mode = nacc::ElementwiseMode::MUL_S16_S8;
+        p.left_shift = 0;
+        p.input1_offset = to_int32(input1_offset, op, "input1_offset");
+        p.input2_offset = to_int32(input2_offset, op, "input2_offset");
+        p.output_multiplier = to_int32(output_multiplier, op, "output_multiplier");
+        p.output_shift = to_int32(output_shift, op, "output_shift");
+        p.output_zero_point = to_int32(output_zero_point, op, "output_zero_point");
+        p.act_min = to_int32(act_min, op, "act_min");
+        p.act_max = to_int32(act_max, op, "act_max");
+        auto a = nacc::bindings::checked_array<int16_t>(in1, "input1");
+        auto b = nacc::bindings::checked_array<int16_t>(in2, "input2");
+        const nacc::Shape4 sa = operand_shape(a, op, "input1");
+        const nacc::Shape4 sb = operand_shape(b, op, "input2");
+        const nacc::Shape4 so = nacc::broadcast_shape(sa, sb);
+        nacc::validate_mul_s16_s8_params(p);
+        const int ndim = static_cast<int>(std::max(a.ndim(), b.ndim()));
+        const int full[4] = {so.n, so.h, so.w, so.c};
+        std::vector<py::ssize_t> dims(full + 4 - ndim, full + 4);
+        py::array_t<int8_t> out(dims);
+        const int16_t* pa = a.data();
+        const int16_t* pb = b.data();
+        int8_t* po = out.mutable_data();
+        {
+          py::gil_scoped_release release;
+          nacc::elementwise_mul_s16_s8(p, sa, pa, sb, pb, so, po);
+        }
+        return out;
+      },
+      py::arg("in1"), py::arg("in2"), py::kw_only(), py::arg("input1_offset") = 0,
+      py::arg("input2_offset") = 0, py::arg("output_multiplier"), py::arg("output_shift"),
+      py::arg("output_zero_point") = 0, py::arg("act_min") = -128, py::arg("act_max") = 127,
+      "ELEMENTWISE_MODE = MUL_S16_S8 (CMSIS-NN arm_elementwise_mul_s16_s8): int16 operands,\n"
+      "an int8 result clamp(MultiplyByQuantizedMultiplier((in1 + input1_offset) * (in2 +\n"
+      "input2_offset), output_multiplier, output_shift) + output_zero_point, act_min, act_max).\n"
+      "Offsets and output zero point 9-bit; multiplier in [0, 2^31), shift in [-31, 0];\n"
+      "act_min <= act_max in [-128, 127]; broadcasting as add().");
 
   auto tflite_params = [](auto derive, const char* op) {
     return [derive, op](float input1_scale, int32_t input1_zero_point, float input2_scale,

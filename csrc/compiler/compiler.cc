@@ -358,9 +358,10 @@ void set_layer(Context& ctx, const LoweredOp& op, const OpConstants& k, const Co
   const int64_t e = op.elem();
   const int64_t in_row = int64_t(op.in_row_pixels()) * op.in_shape.c * e;
   const int64_t in_origin = op.in_y0 * in_row + int64_t(op.in_x0) * op.in_shape.c * e;
+  const int64_t oe = op.out_elem();  // 1 for MUL_S16_S8 (int16 inputs, int8 output)
   const int64_t out_row =
-      op.out_row_pitch ? op.out_row_pitch : int64_t(op.out_row_pixels()) * op.out_pitch() * e;
-  const int64_t out_origin = op.out_y0 * out_row + int64_t(op.out_x0) * op.out_pitch() * e;
+      op.out_row_pitch ? op.out_row_pitch : int64_t(op.out_row_pixels()) * op.out_pitch() * oe;
+  const int64_t out_origin = op.out_y0 * out_row + int64_t(op.out_x0) * op.out_pitch() * oe;
   em.set_register(Reg::NACC_IN_FM_DMA_ADDR,
                   op.ones_a ? region_address(compiler::kConstantRegion, k.ones)
                             : ctx.address(op.input, in_origin + in_c0 * e + op.in_byte_offset));
@@ -376,10 +377,10 @@ void set_layer(Context& ctx, const LoweredOp& op, const OpConstants& k, const Co
                       .get());
   em.set_register(Reg::NACC_OUT_DMA_ADDR,
                   ctx.address(op.output, out_origin + op.out_byte_offset +
-                                             (op.out_channel_offset + op.out_channels(c.group.start)) * e));
+                                             (op.out_channel_offset + op.out_channels(c.group.start)) * oe));
   em.set_register(
       Reg::NACC_DMA_OUT_TRANS_LEN,
-      Value().set(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN, op.out_pitch() * e).get());
+      Value().set(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN, op.out_pitch() * oe).get());
   em.set_register(Reg::NACC_DMA_OFFSET2,
                   Value().set(fields::NACC_DMA_OFFSET2::OUT_DMA_OFFSET, out_row).get());
 }
@@ -682,7 +683,10 @@ std::pair<uint32_t, Opcode> control(const LoweredOp& op, bool fm_upd, bool k_upd
           .set(fields::NACC_CTRL::ELEMENT_EN, 1)
           .set(fields::NACC_CTRL::QUANT_EN, 1);
       ctrl.set(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN,
-               op.eltwise.mode == ElementwiseMode::MUL ? 0 : 1);
+               op.eltwise.mode == ElementwiseMode::MUL ||
+                       op.eltwise.mode == ElementwiseMode::MUL_S16_S8
+                   ? 0
+                   : 1);
       return {ctrl.get(), Opcode::NPU_OP_ELEMENTWISE};
     case Unit::kActivation:
       ctrl.set(fields::NACC_CTRL::CONV_MODE, value_of(ConvMode::NONE))
@@ -885,7 +889,7 @@ void fill_record(const Context& ctx, const LoweredOp& op, const OpConstants& k, 
   read += op.has_lut ? limits::kLutEntries : 0;                            // LUT
   // A producer writing its slice of a CONCATENATION writes only its own channels.
   const int64_t write = op.out_pixel_pitch
-                            ? int64_t(op.out_shape.h) * op.out_shape.w * op.out_shape.c * op.elem()
+                            ? int64_t(op.out_shape.h) * op.out_shape.w * op.out_shape.c * op.out_elem()
                             : tensor_bytes(ctx.graph.tensor(op.output));
   rec.min_dma_bytes = read + write;
   // NACC_SPEC §8: max(MAC-array cycles, activation cycles, move-once bytes /

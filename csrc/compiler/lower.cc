@@ -1776,30 +1776,33 @@ std::vector<LoweredOp> lower_mul16_to_8(const ir::Graph& graph, int op_index) {
     const FusedActivation act = fused_activation_of(op.attrs.activation, base.label);
     int32_t lo = -128, hi = 127;
     fused_activation_range_int8(act, qo.scale, qo.zero_point, &lo, &hi);
-    std::vector<LoweredOp> parts(2, base);
     // TFLite 2.21's int16 x int16 -> int8 MUL (the LSTM kernels' Q0.15 product,
     // scales unused): zo + RoundingDivideByPOT(SaturatingRoundingDoublingHighMul
     // (a, b), 8) clamped to the fused range, = MBQM(a * b, 2^16, -8) + zo
-    // (docs/compiler.md): the 16-bit MUL with that multiplier, clamped to
-    // [lo - zo, hi - zo], into the int16 staging tensor.
-    LoweredOp& product = parts[0];
-    product.unit = Unit::kElementwise;
-    product.int16_maps = true;
-    product.in_shape = product.out_shape = s;
-    product.output = kStagingTensor;
-    product.staging_shape = s;
-    product.eltwise.mode = ElementwiseMode::MUL;
-    product.eltwise.left_shift = 0;
-    product.eltwise.output_multiplier = int32_t(1) << 16;
-    product.eltwise.output_shift = -8;
-    product.eltwise.act_min = product.act_min = lo - qo.zero_point;
-    product.eltwise.act_max = product.act_max = hi - qo.zero_point;
-    product.act_mode = ActMode::NONE;
-    product.multiplier = {product.eltwise.output_multiplier};
-    product.shift = {product.eltwise.output_shift};
-    product.lowering = "int16_mul_to_int8";
-    low_bytes_part(base, s, qo.zero_point, parts[1]);
-    return parts;
+    // (docs/compiler.md), which is the element-wise unit's MUL_S16_S8 with
+    // input offsets 0, QUANT_MUL 2^16, QUANT_SHIFT -8, OUT_FM_OFFSET zo and
+    // [lo, hi] as the clamp: one command.
+    LoweredOp l = base;
+    l.unit = Unit::kElementwise;
+    l.int16_maps = true;  // DATA_FORM = INT16: 2-byte input elements
+    l.in_shape = l.out_shape = s;
+    l.eltwise = ElementwiseParams{};
+    l.eltwise.mode = ElementwiseMode::MUL_S16_S8;
+    l.eltwise.input1_offset = l.eltwise.input2_offset = 0;
+    l.eltwise.left_shift = 0;
+    l.eltwise.output_multiplier = int32_t(1) << 16;
+    l.eltwise.output_shift = -8;
+    l.eltwise.output_zero_point = qo.zero_point;
+    l.eltwise.act_min = l.act_min = lo;
+    l.eltwise.act_max = l.act_max = hi;
+    validate_mul_s16_s8_params(l.eltwise);
+    l.input_zero_point = 0;
+    l.output_zero_point = qo.zero_point;
+    l.act_mode = ActMode::NONE;
+    l.multiplier = {l.eltwise.output_multiplier};
+    l.shift = {l.eltwise.output_shift};
+    l.lowering = "int16_mul_s16_s8";
+    return {l};
   } catch (const Unsupported&) {
     throw;
   } catch (const InvalidArgument& e) {

@@ -182,6 +182,11 @@ struct LoweredOp {
   // bytes with an 8-bit part.
   Shape4 staging_shape{0, 0, 0, 0};
   int elem() const { return int16_maps ? 2 : 1; }  // feature-map bytes per element
+  // Output bytes per element: 1 for the element-wise MUL_S16_S8 (int16 inputs,
+  // an int8 output), else elem().
+  int out_elem() const {
+    return unit == Unit::kElementwise && eltwise.mode == ElementwiseMode::MUL_S16_S8 ? 1 : elem();
+  }
   bool has_bias() const { return !bias.empty() || !bias64.empty(); }
   int bias_entry_bytes() const { return int16_maps ? 8 : 4; }
 };
@@ -294,11 +299,11 @@ std::vector<LoweredOp> lower_quantize16_to_8(const ir::Graph& graph, int op_inde
 // TFLite 2.21's reference kernel ignores the scales (the LSTM kernels' Q0.15
 // product): zo + RoundingDivideByPOT(SaturatingRoundingDoublingHighMul16(a, b),
 // 8), clamped to the fused activation's int8 range, which equals
-// MBQM(a * b, 2^16, -8) + zo (checked against BUILTIN_REF). Two passes as
-// QUANTIZE int16 -> int8: the 16-bit MUL with (2^16, -8) clamped to [lo - zo,
-// hi - zo] into int16 staging, then the low-byte LUT adding zo. (The NPU's
-// one-command mul_s16_s8 mode, NACC_SPEC §9, is not modelled.) lower_op
-// returns the first part.
+// MBQM(a * b, 2^16, -8) + zo (docs/compiler.md; checked against BUILTIN_REF):
+// one element-wise command in the NPU's MUL_S16_S8 mode (NACC_SPEC §9) with
+// input offsets 0, QUANT_MUL entry 2^16 (the raw Q31 register value, i.e. the
+// real multiplier 2^-15), QUANT_SHIFT -8, OUT_FM_OFFSET zo and the fused range
+// as NACC_ACT_MIN / MAX. One part (a vector for lower_op_parts).
 std::vector<LoweredOp> lower_mul16_to_8(const ir::Graph& graph, int op_index);
 
 // TFLite AVERAGE_POOL_2D other than 2x2 stride 2 with a window of at most 15

@@ -92,7 +92,7 @@ void unpack_int4(const int8_t* packed, int64_t n, int8_t* out) {
 // DMA of the OFM tile out of SRAM, pitched.
 void copy_out(const Setup& s, const CoreWork& c, const uint8_t* sram) {
   const uint8_t* src = sram + c.ofm.lo;
-  const int64_t px = int64_t(c.noc) * s.elem;  // bytes of one output pixel of the tile
+  const int64_t px = int64_t(c.noc) * s.out_elem;  // bytes of one output pixel of the tile
   for (int y = 0; y < c.h; ++y) {
     uint8_t* row = c.ofm_host + uint64_t(y) * s.out_row;
     if (s.out_pix == uint64_t(px)) {

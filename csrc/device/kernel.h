@@ -96,7 +96,11 @@ struct Setup {
   // on the bus; pitches stay in bytes), int8 weights, int64 bias entries,
   // the 16x8 output stage (OutputStageKind::kFixedPoint16x8).
   bool i16 = false;
-  int elem = 1;  // feature-map bytes per element
+  int elem = 1;  // feature-map bytes per element (the IFM and the element-wise operand)
+  // ELEMENTWISE_MODE = MUL_S16_S8 (DATA_FORM = INT16): int16 inputs, an int8
+  // output, so out_elem = 1 while elem = 2.
+  bool mul_s16_s8 = false;
+  int out_elem = 1;  // OFM bytes per element (in SRAM and on the output DMA)
   // The q7 modes (docs/device_model.md §4): NACC_CTRL.CONV_MODE = RGB_CONV,
   // CMSIS-NN's arm_convolve_HWC_q7_RGB with NACC_FULL_CONV_PARA.BIAS_SHIFT /
   // OUT_SHIFT; ACT_MODE TANH / SIGMOID on NPU_OP_ACTIVATION, CMSIS-NN's

@@ -270,6 +270,13 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     s.int4 = form == value_of(DataForm::INT4);
     s.i16 = form == value_of(DataForm::INT16);
     s.elem = s.i16 ? 2 : 1;
+    s.mul_s16_s8 = s.fam == Family::kElementwise &&
+                   r.field(fields::NACC_ELEMENTWISE::ELEMENTWISE_MODE) ==
+                       uint32_t(ElementwiseMode::MUL_S16_S8);
+    // MUL_S16_S8: int16 inputs (DATA_FORM = INT16), an int8 output.
+    require(!s.mul_s16_s8 || s.i16, "NACC_ELEMENTWISE.ELEMENTWISE_MODE = MUL_S16_S8 multiplies ",
+            "int16 inputs: it needs NACC_CTRL.DATA_FORM = INT16, not ", s.int4 ? "INT4" : "INT8");
+    s.out_elem = s.mul_s16_s8 ? 1 : s.elem;
     require(!s.i16 || s.fam != Family::kMatmul,
             "NACC_CTRL.DATA_FORM = INT16 (16-bit feature maps) is modelled for NPU_OP_CONV, ",
             "NPU_OP_DEPTHWISE, NPU_OP_FULLY_CONNECTED, NPU_OP_POOL, NPU_OP_ELEMENTWISE and ",
@@ -403,13 +410,24 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   }
   s.act_min = r.field_signed(fields::NACC_ACT_MIN::ACT_MIN);
   s.act_max = r.field_signed(fields::NACC_ACT_MAX::ACT_MAX);
-  if (s.i16) {
+  if (s.mul_s16_s8) {
+    // The int8 output: an int8 clamp and OUT_FM_OFFSET its zero point; the
+    // input offsets are IN_ELEMENT_OFFSET1/2, IN_FM_OFFSET is unused (0).
+    require(s.act_min >= -128 && s.act_max <= 127 && s.act_min <= s.act_max,
+            "activation clamp [", s.act_min, ", ", s.act_max, "]: ELEMENTWISE_MODE = MUL_S16_S8 ",
+            "writes int8; NACC_ACT_MIN / NACC_ACT_MAX need -128 <= min <= max <= 127");
+    require(s.in_zp == 0, "ELEMENTWISE_MODE = MUL_S16_S8: the input offsets are ",
+            "NACC_ELEMENTWISE.IN_ELEMENT_OFFSET1/2; NACC_FM_OFFSET.IN_FM_OFFSET must be 0, not ",
+            -s.in_zp);
+  } else if (s.i16) {
     require(s.act_min >= -32768 && s.act_max <= 32767 && s.act_min <= s.act_max,
             "activation clamp [", s.act_min, ", ", s.act_max, "]: with DATA_FORM = INT16 ",
             "NACC_ACT_MIN / NACC_ACT_MAX need -32768 <= min <= max <= 32767");
     require(s.in_zp == 0 && s.out_zp == 0, "NACC_CTRL.DATA_FORM = INT16: int16 feature maps ",
             "have zero point 0 (TFLite's 16x8 quantization); NACC_FM_OFFSET must be 0 ",
             "(IN_FM_OFFSET = ", -s.in_zp, ", OUT_FM_OFFSET = ", s.out_zp, ")");
+  }
+  if (s.i16) {
     require(s.act != ActMode::LUT && !s.rgb && !s.im2col && !s.fp32_scale,
             "NACC_CTRL.DATA_FORM = INT16: no LUT, RGB_CONV, IM2COL_EN or float32 stage (the ",
             "256-entry LUT is for 8-bit activations)");
@@ -450,7 +468,7 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
 
   // Pitches (docs/device_model.md §2): pixels and rows must not overlap.
   const uint64_t in_px = uint64_t(s.in_c) * uint64_t(s.elem);   // bytes of one IFM pixel
-  const uint64_t out_px = uint64_t(s.out_c) * uint64_t(s.elem);  // bytes of one OFM pixel
+  const uint64_t out_px = uint64_t(s.out_c) * uint64_t(s.out_elem);  // bytes of one OFM pixel
   if (s.in_w > 1) {
     require(s.in_pix >= in_px, "IFM pixel pitch ",
             path(fields::NACC_DMA_PARA2::FM_TRANS_OFFSET), " = ", s.in_pix,
@@ -464,7 +482,7 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   if (s.out_w > 1) {
     require(s.out_pix >= out_px, "OFM pixel pitch ",
             path(fields::NACC_DMA_OUT_TRANS_LEN::DMA_OUT_TRANS_LEN), " = ", s.out_pix,
-            " is less than OUT_FM_CH = ", s.out_c, s.i16 ? " x 2 bytes" : "");
+            " is less than OUT_FM_CH = ", s.out_c, s.out_elem == 2 ? " x 2 bytes" : "");
   }
   if (s.out_h > 1) {
     const uint64_t need = uint64_t(s.out_w - 1) * s.out_pix + out_px;
@@ -490,18 +508,19 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   if (s.fam == Family::kElementwise) {
     const uint32_t mode = r.field(fields::NACC_ELEMENTWISE::ELEMENTWISE_MODE);
     require(mode == uint32_t(ElementwiseMode::ADD) || mode == uint32_t(ElementwiseMode::SUB) ||
-                mode == uint32_t(ElementwiseMode::MUL),
+                mode == uint32_t(ElementwiseMode::MUL) ||
+                mode == uint32_t(ElementwiseMode::MUL_S16_S8),
             "NACC_ELEMENTWISE.ELEMENTWISE_MODE = ", mode,
-            mode == uint32_t(ElementwiseMode::MUL_S16_S8) ? " (MUL_S16_S8) is not modelled"
-                                                          : " is not a mode (1 SUB, 2 ADD, 8 MUL)");
+            " is not a mode (1 SUB, 2 ADD, 4 MUL_S16_S8, 8 MUL)");
     s.ew.mode = ElementwiseMode(mode);
     // ELEMENT_INPUT_QUANT_EN: ADD and SUB rescale both inputs with
-    // NACC_ELEMENT_QUANT1/2; MUL multiplies the offset inputs unscaled.
+    // NACC_ELEMENT_QUANT1/2; MUL and MUL_S16_S8 multiply the offset inputs unscaled.
     const bool input_quant = r.field(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN) != 0;
-    require(input_quant == (s.ew.mode != ElementwiseMode::MUL),
+    const bool multiplies = s.ew.mode == ElementwiseMode::MUL || s.mul_s16_s8;
+    require(input_quant == !multiplies,
             "NACC_CTRL.ELEMENT_INPUT_QUANT_EN = ", int(input_quant), " with ELEMENTWISE_MODE ",
-            elementwise_mode_name(s.ew.mode), ": ADD and SUB quantize their inputs (1), MUL does "
-            "not (0); the other combinations are not modelled");
+            elementwise_mode_name(s.ew.mode), ": ADD and SUB quantize their inputs (1), MUL and ",
+            "MUL_S16_S8 do not (0); the other combinations are not modelled");
     s.ew.input1_offset = r.field_signed(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET1);
     s.ew.input2_offset = r.field_signed(fields::NACC_ELEMENTWISE::IN_ELEMENT_OFFSET2);
     s.ew.left_shift = int(r.field(fields::NACC_ELEMENTWISE::LEFT_SHIFT));
@@ -512,6 +531,16 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     s.ew.output_zero_point = s.out_zp;
     s.ew.act_min = s.act_min;
     s.ew.act_max = s.act_max;
+    if (s.mul_s16_s8) {
+      // The registers the mode does not read must be 0 (the output multiplier
+      // and shift are QUANT_MUL / QUANT_SHIFT entry 0, checked when read).
+      require(s.ew.left_shift == 0 && s.ew.input1_multiplier == 0 && s.ew.input1_shift == 0 &&
+                  s.ew.input2_multiplier == 0 && s.ew.input2_shift == 0,
+              "ELEMENTWISE_MODE = MUL_S16_S8 multiplies the offset inputs unscaled: ",
+              "NACC_ELEMENTWISE.LEFT_SHIFT (", s.ew.left_shift, ") and NACC_ELEMENT_QUANT1/2_MULT",
+              "/SHIFT (", s.ew.input1_multiplier, "/", s.ew.input1_shift, ", ",
+              s.ew.input2_multiplier, "/", s.ew.input2_shift, ") must be 0");
+    }
   }
   if (s.fam != Family::kElementwise) {
     require(r.field(fields::NACC_CTRL::ELEMENT_INPUT_QUANT_EN) == 0, name,

@@ -53,8 +53,9 @@ void count_work(const Setup& s, CoreWork& c) {
       c.macs = h * c.noc * s.in_c;
       break;
     case Family::kElementwise:
-      c.mac_cycles = s.i16 ? cost::elementwise16_cycles(h * w * s.in_c)
-                           : cost::elementwise_cycles(h * w * s.in_c);
+      c.mac_cycles = s.mul_s16_s8 ? cost::elementwise_s16_s8_cycles(h * w * s.in_c)
+                     : s.i16      ? cost::elementwise16_cycles(h * w * s.in_c)
+                                  : cost::elementwise_cycles(h * w * s.in_c);
       break;
     case Family::kActivation: break;
   }
@@ -189,7 +190,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
           area_overflow(s.im2col ? "im2col rows" : "IFM tile", ifm_bytes, s.ifm_area),
           core_text(s, i));
   c.ifm = {s.ifm_area.lo, s.ifm_area.lo + ifm_bytes};
-  const int64_t ofm_bytes = int64_t(c.h) * s.w * c.noc * s.elem;
+  const int64_t ofm_bytes = int64_t(c.h) * s.w * c.noc * s.out_elem;
   require(s.ofm_area.lo + ofm_bytes <= s.ofm_area.hi, area_overflow("OFM tile", ofm_bytes, s.ofm_area),
           core_text(s, i));
   c.ofm = {s.ofm_area.lo, s.ofm_area.lo + ofm_bytes};
@@ -367,9 +368,9 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   }
   c.ofm_addr = device_address(ctx, s.a_out,
                               uint64_t(c.y0) * s.out_row + uint64_t(s.x0) * s.out_pix +
-                                  uint64_t(c.oc0) * uint64_t(s.elem));
+                                  uint64_t(c.oc0) * uint64_t(s.out_elem));
   c.ofm_span = uint64_t(c.h - 1) * s.out_row + uint64_t(s.w - 1) * s.out_pix +
-               uint64_t(c.noc) * uint64_t(s.elem);
+               uint64_t(c.noc) * uint64_t(s.out_elem);
   const BoundBuffer& ob =
       check_access(env, c.ofm_addr, c.ofm_span, true, [&] {
         return str_cat("OFM tile", core_text(s, i), " (", reg_text(Reg::NACC_OUT_DMA_ADDR, s.a_out),

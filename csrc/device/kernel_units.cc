@@ -167,6 +167,11 @@ void run_unit(const Setup& s, const TileWork& c, const TileBuffers& b) {
       }
       const int8_t* in2 = b.temp;
       const Shape4 in2_shape = s.k_pitch == 0 ? Shape4{1, 1, 1, s.in_c} : in_shape;
+      if (s.mul_s16_s8) {  // DATA_FORM = INT16, MUL_S16_S8: int16 inputs, an int8 output
+        elementwise_mul_s16_s8(ew, in_shape, reinterpret_cast<const int16_t*>(in), in2_shape,
+                               reinterpret_cast<const int16_t*>(in2), out_shape, out);
+        break;
+      }
       if (s.i16) {  // DATA_FORM = INT16: ADD / SUB with LEFT_SHIFT (15 for TFLite)
         elementwise_s16(ew, in_shape, reinterpret_cast<const int16_t*>(in), in2_shape,
                         reinterpret_cast<const int16_t*>(in2), out_shape,

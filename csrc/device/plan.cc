@@ -235,7 +235,8 @@ bool same_layer(const Setup& a, const Setup& b) {
          a.k_pitch == b.k_pitch && a.depth_mult == b.depth_mult && a.needs_bias == b.needs_bias &&
          a.needs_quant == b.needs_quant && a.needs_lut == b.needs_lut &&
          a.real_scale == b.real_scale && a.fp32_scale == b.fp32_scale && a.im2col == b.im2col &&
-         a.mul32 == b.mul32 && a.i16 == b.i16 && a.elem == b.elem &&
+         a.mul32 == b.mul32 && a.i16 == b.i16 && a.elem == b.elem && a.out_elem == b.out_elem &&
+         a.mul_s16_s8 == b.mul_s16_s8 &&
          a.quant_entries == b.quant_entries && a.b_zp == b.b_zp && a.ew_fp32 == b.ew_fp32 &&
          a.pool_fp32 == b.pool_fp32 && a.pool_fp32_mode == b.pool_fp32_mode &&
          a.u8_domain == b.u8_domain && a.int4 == b.int4 &&
@@ -257,10 +258,10 @@ bool channelwise(Family f) {
 
 // A command's output channel offset within its layer: the channel its
 // OUT_DMA_ADDR (pixel (0, 0)) starts at, relative to `base`.
-// In output channels (elements of s.elem bytes); -1 when not a whole channel.
+// In output channels (elements of s.out_elem bytes); -1 when not a whole channel.
 int64_t channel_offset(const Setup& s, uint64_t base) {
   const int64_t bytes = int64_t(region_offset(s.a_out)) - int64_t(base);
-  return bytes % s.elem == 0 ? bytes / s.elem : -1;
+  return bytes % s.out_elem == 0 ? bytes / s.out_elem : -1;
 }
 
 struct Box {
@@ -375,7 +376,7 @@ void group_ranges(const std::vector<KernelTrace>& group, Ranges* reads, Ranges* 
       for (const KernelRead& r : t.k_reads) add_range(*reads, r.src.at, r.src.span());
       const uint64_t out_span = uint64_t(t.work.h - 1) * kt.s.out_row +
                                 uint64_t(kt.s.w - 1) * kt.s.out_pix +
-                                uint64_t(t.work.noc) * uint64_t(kt.s.elem);
+                                uint64_t(t.work.noc) * uint64_t(kt.s.out_elem);
       add_range(*writes, t.out, out_span);
     }
   }
@@ -478,7 +479,7 @@ bool merge_group(const std::vector<KernelTrace>& group, std::vector<KernelData>&
   for (const KernelTrace& kt : group) {
     const Setup& s = kt.s;
     const int64_t c_base = channel_offset(s, out_base);
-    if (c_base < 0 || (s0.out_w > 1 && (c_base + s.out_c) * s0.elem > int64_t(s0.out_pix))) {
+    if (c_base < 0 || (s0.out_w > 1 && (c_base + s.out_c) * s0.out_elem > int64_t(s0.out_pix))) {
       return false;
     }
     if (channelwise(fam)) {
@@ -525,7 +526,7 @@ bool merge_group(const std::vector<KernelTrace>& group, std::vector<KernelData>&
     }
   }
   if (in_base < 0 || !partitions(boxes, s0.out_h, s0.out_w, channels)) return false;
-  if (s0.out_w > 1 && uint64_t(channels) * uint64_t(s0.elem) > s0.out_pix) return false;
+  if (s0.out_w > 1 && uint64_t(channels) * uint64_t(s0.out_elem) > s0.out_pix) return false;
   {
     Ranges reads, writes;
     group_ranges(group, &reads, &writes);
@@ -975,7 +976,7 @@ void run_call(const PlanCall& call, const CallInputs& ci,
     b.lut = c.lut_lo >= 0 ? reinterpret_cast<const int8_t*>(ci.k + c.lut_lo) : nullptr;
   }
   uint8_t* dst = regions[size_t(t.out.region)].data + t.out.offset;
-  const uint64_t px_bytes = uint64_t(c.noc) * uint64_t(s.elem);  // one output pixel
+  const uint64_t px_bytes = uint64_t(c.noc) * uint64_t(s.out_elem);  // one output pixel
   const bool direct = (s.w == 1 || s.out_pix == px_bytes) &&
                       (c.h == 1 || s.out_row == uint64_t(s.w) * px_bytes);
   if (direct) {
@@ -1069,7 +1070,7 @@ void channel_part(const PlanCall& call, int c0, int c1, PlanCall* out) {
   if (p.mul_lo >= 0) p.mul_lo += 4 * c0;
   if (p.shift_lo >= 0) p.shift_lo += 4 * c0;
   if (p.scale_lo >= 0) p.scale_lo += int64_t(s.real_scale ? 8 : 4) * c0;
-  out->t.out.offset += uint64_t(c0) * uint64_t(s.elem);
+  out->t.out.offset += uint64_t(c0) * uint64_t(s.out_elem);
 }
 
 // The parts of a call for `threads` host threads; empty: run it whole.

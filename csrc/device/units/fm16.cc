@@ -7,6 +7,7 @@
 
 #include "arch/fixed_point.h"
 #include "arch/limits.h"
+#include "arch/unit_checks.h"
 #include "common/error.h"
 
 namespace nacc {
@@ -129,7 +130,8 @@ void elementwise_s16(const ElementwiseParams& p, const Shape4& s1, const int16_t
   constexpr const char* kOp = "elementwise_s16";
   check_arg(p.mode == ElementwiseMode::ADD || p.mode == ElementwiseMode::SUB ||
                 p.mode == ElementwiseMode::MUL,
-            kOp, ": 16-bit maps take ADD, SUB and MUL (mul_s16_s8 is not modelled)");
+            kOp, ": 16-bit outputs come from ADD, SUB and MUL (MUL_S16_S8 writes int8: "
+            "elementwise_mul_s16_s8)");
   check_arg(p.float_mode == ElementwiseFloat::kOff, kOp, ": ELEMENT_FP32 takes 8-bit maps");
   check_arg(p.input1_offset == 0 && p.input2_offset == 0 && p.output_zero_point == 0, kOp,
             ": int16 maps have zero offsets");
@@ -174,6 +176,35 @@ void elementwise_s16(const ElementwiseParams& p, const Shape4& s1, const int16_t
         const int32_t v =
             multiply_by_quantized_multiplier_smaller_than_one(raw, p.output_multiplier, p.output_shift);
         out[o++] = clamp16(v, p.act_min, p.act_max);
+      }
+    }
+  }
+}
+
+void elementwise_mul_s16_s8(const ElementwiseParams& p, const Shape4& s1, const int16_t* in1,
+                            const Shape4& s2, const int16_t* in2, const Shape4& so, int8_t* out) {
+  constexpr const char* kOp = "elementwise_mul_s16_s8";
+  validate_mul_s16_s8_params(p);
+  const auto dims_ok = [&](const Shape4& s) {
+    return s.n == 1 && (s.h == so.h || s.h == 1) && (s.w == so.w || s.w == 1) &&
+           (s.c == so.c || s.c == 1);
+  };
+  check_arg(so.n == 1 && dims_ok(s1) && dims_ok(s2), kOp, ": shapes ", s1.str(), " and ",
+            s2.str(), " do not broadcast to ", so.str());
+  const auto index = [](const Shape4& s, int h, int w, int c) {
+    return (int64_t(s.h == 1 ? 0 : h) * s.w + (s.w == 1 ? 0 : w)) * s.c + (s.c == 1 ? 0 : c);
+  };
+  int64_t o = 0;
+  for (int h = 0; h < so.h; ++h) {
+    for (int w = 0; w < so.w; ++w) {
+      for (int c = 0; c < so.c; ++c) {
+        // |x + offset| <= 33024, so the product fits int32 (< 2^31).
+        const int32_t a = int32_t(in1[index(s1, h, w, c)]) + p.input1_offset;
+        const int32_t b = int32_t(in2[index(s2, h, w, c)]) + p.input2_offset;
+        const int32_t v = wrapping_add(
+            multiply_by_quantized_multiplier(a * b, p.output_multiplier, p.output_shift),
+            p.output_zero_point);
+        out[o++] = static_cast<int8_t>(v < p.act_min ? p.act_min : v > p.act_max ? p.act_max : v);
       }
     }
   }

@@ -35,10 +35,20 @@ void avg_pool_s16(const PoolParams& params, const Shape4& input_shape, const int
 
 // ADD / SUB 16x8 (TFLite's general int16 path, pot_scale_int16 = false): the
 // int8 arithmetic with left_shift 15 and zero offsets, on int16 values,
-// broadcasting as elementwise_s8; the clamp within int16. MUL is not modelled.
+// broadcasting as elementwise_s8; the clamp within int16. MUL: the 32-bit
+// MultiplyByQuantizedMultiplier of the int32 product (output shift <= 0).
 void elementwise_s16(const ElementwiseParams& params, const Shape4& in1_shape, const int16_t* in1,
                      const Shape4& in2_shape, const int16_t* in2, const Shape4& out_shape,
                      int16_t* out);
+
+// ELEMENTWISE_MODE = MUL_S16_S8 (unit_params.h; CMSIS-NN
+// arm_elementwise_mul_s16_s8): int16 inputs, int8 output, per element
+//   clamp(MBQM((x1 + input1_offset) * (x2 + input2_offset), output_multiplier,
+//              output_shift) + output_zero_point, act_min, act_max),
+// broadcasting as elementwise_s16. Registers as validate_mul_s16_s8_params.
+void elementwise_mul_s16_s8(const ElementwiseParams& params, const Shape4& in1_shape,
+                            const int16_t* in1, const Shape4& in2_shape, const int16_t* in2,
+                            const Shape4& out_shape, int8_t* out);
 
 // LOGISTIC / TANH 16x8 (TFLite 2.21's reference_integer_ops::Logistic / Tanh
 // for int16; the activation unit's 16-bit Tanh / Sigmoid table modes, NACC_SPEC
