@@ -46,6 +46,7 @@ struct PaddedParams {
   std::vector<double> scale;
   std::vector<float> float_scale;
   std::vector<char> block_left_shift;  // per block: some column shifts left
+  std::vector<char> block_zero_right_shift;  // per block: some column has right shift 0
   OutputStageKind kind = OutputStageKind::kFixedPoint;
 
   PaddedParams(int n, const int32_t* col_off, const OutputStage& rq) : kind(rq.kind) {
@@ -53,6 +54,7 @@ struct PaddedParams {
     col_offset.assign(np, 0);
     if (col_off != nullptr) std::copy(col_off, col_off + n, col_offset.begin());
     block_left_shift.assign(np / kTileCols, 0);
+    block_zero_right_shift.assign(np / kTileCols, 0);
     if (kind == OutputStageKind::kRealScale) {
       scale.assign(np, 0.0);
       std::copy(rq.real_scale, rq.real_scale + n, scale.begin());
@@ -67,12 +69,14 @@ struct PaddedParams {
     left_shift.assign(np, 0);
     right_shift.assign(np, 0);
     remainder_mask.assign(np, 0);
+    for (int c = n; c < np; ++c) right_shift[c] = 1;  // padding lanes: any valid exponent
     for (int c = 0; c < n; ++c) {
       multiplier[c] = rq.multiplier[c];
       left_shift[c] = rq.shift[c] > 0 ? rq.shift[c] : 0;
       right_shift[c] = rq.shift[c] > 0 ? 0 : -rq.shift[c];
       remainder_mask[c] = static_cast<int32_t>((int64_t{1} << right_shift[c]) - 1);
       if (left_shift[c] > 0) block_left_shift[c / kTileCols] = 1;
+      if (right_shift[c] == 0) block_zero_right_shift[c / kTileCols] = 1;
     }
   }
 };
@@ -443,9 +447,11 @@ namespace {
 struct BlockParams512 {
   __m512i col_offset, multiplier, multiplier_odd, left_shift, right_shift, remainder_mask,
       half_mask;
+  __m512i right_shift_m1;  // right_shift - 1 (rounding_divide16 when no lane has 0)
   __m512d scale[2];
   __m512 float_scale;
   bool any_left_shift = false;
+  bool any_zero_right_shift = false;  // some column of the block has right_shift 0
 };
 
 struct StageVectors512 {
@@ -483,10 +489,13 @@ NACC_VNNI512 inline BlockParams512 load_block512(const PaddedParams& p, int n0) 
       b.right_shift = _mm512_loadu_si512(p.right_shift.data() + n0);
       b.remainder_mask = _mm512_loadu_si512(p.remainder_mask.data() + n0);
       b.half_mask = _mm512_srli_epi32(b.remainder_mask, 1);
+      b.right_shift_m1 = _mm512_sub_epi32(b.right_shift, _mm512_set1_epi32(1));
       break;
   }
   b.any_left_shift =
       p.kind == OutputStageKind::kFixedPoint && p.block_left_shift[n0 / kTileCols];
+  b.any_zero_right_shift =
+      p.kind == OutputStageKind::kFixedPoint && p.block_zero_right_shift[n0 / kTileCols];
   return b;
 }
 
@@ -500,6 +509,15 @@ NACC_VNNI512 inline __m512i multiply_by_quantized_multiplier16(__m512i x, const 
   even = _mm512_srli_epi64(even, 31);
   odd = _mm512_slli_epi64(odd, 1);
   const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+  if (!b.any_zero_right_shift) {
+    // RoundingDivideByPOT for exponents e in [1, 31] as floor((h + 2^(e-1) - [h < 0]) / 2^e),
+    // computed without overflow as ((t >> (e - 1)) + 1) >> 1 with t = h - [h < 0]: h is in
+    // [-2^31 + 1, 2^31 - 2] (multiplier < 2^31), so t and t >> (e - 1) plus 1 fit int32.
+    // The same value as gemmlowp's remainder/threshold form (tests: every path, and all
+    // exponents against it in test_unit_conv's requantization sweep).
+    const __m512i t = _mm512_add_epi32(high, _mm512_srai_epi32(high, 31));
+    return _mm512_srai_epi32(_mm512_add_epi32(_mm512_srav_epi32(t, b.right_shift_m1), one), 1);
+  }
   const __m512i remainder = _mm512_and_si512(high, b.remainder_mask);
   const __mmask16 negative = _mm512_cmplt_epi32_mask(high, _mm512_setzero_si512());
   const __m512i threshold = _mm512_mask_add_epi32(b.half_mask, negative, b.half_mask, one);
@@ -518,9 +536,10 @@ NACC_VNNI512 inline __m512d round_half_away8(__m512d x) {
   return _mm512_mask_sub_pd(rounded_up, down, rounded_up, one);
 }
 
+// acc: the accumulator with the column offset already in it (the micro-tile
+// starts from it).
 NACC_VNNI512 inline __m512i requantize16(__m512i acc, const BlockParams512& b,
                                          const StageVectors512& s) {
-  acc = _mm512_add_epi32(acc, b.col_offset);
   if (s.kind == OutputStageKind::kFloat32) {
     __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), b.float_scale);
     v = _mm512_min_ps(_mm512_max_ps(v, s.float_lo), s.float_hi);
@@ -566,7 +585,7 @@ NACC_VNNI512 void tile8_vnni512(const uint8_t* a, int k4, const int8_t* b0, cons
   __m512i c[kVnniRows512][NB];
 #pragma GCC unroll 8
   for (int r = 0; r < kVnniRows512; ++r) {
-    for (int j = 0; j < NB; ++j) c[r][j] = _mm512_setzero_si512();
+    for (int j = 0; j < NB; ++j) c[r][j] = params[j].col_offset;  // the epilogue's offset first
   }
   const int quads = k4 / 4;
   for (int q = 0; q < quads; ++q) {
@@ -709,7 +728,32 @@ const PackedB4& PackedFilter::vnni() const {
   return *vnni_;
 }
 
+namespace {
+
+NACC_AVX2 void flip_s8_to_u8_avx2(const int8_t* src, int count, uint8_t* dst) {
+  const __m256i sign = _mm256_set1_epi8(static_cast<char>(0x80));
+  int i = 0;
+  for (; i + 128 <= count; i += 128) {
+#pragma GCC unroll 4
+    for (int j = 0; j < 128; j += 32) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + j));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + j), _mm256_xor_si256(v, sign));
+    }
+  }
+  for (; i + 32 <= count; i += 32) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_xor_si256(v, sign));
+  }
+  for (; i < count; ++i) dst[i] = static_cast<uint8_t>(src[i]) ^ 0x80u;
+}
+
+}  // namespace
+
 void flip_s8_to_u8(const int8_t* src, int count, uint8_t* dst) {
+  if (count >= 32 && cpu_has_avx2()) {  // the VNNI paths that call this imply AVX2
+    flip_s8_to_u8_avx2(src, count, dst);
+    return;
+  }
   for (int i = 0; i < count; ++i) dst[i] = static_cast<uint8_t>(src[i]) ^ 0x80u;
 }
 
@@ -736,9 +780,18 @@ void gemm_s8_vnni(int m, const PackedB4& b, const FillRowsU8& fill_rows, int32_t
   const PaddedParams padded(n, offset.data(), rq);
   const bool wide = use_avx512_vnni();
   const int tile_rows = wide ? kVnniRows512 : kVnniRows256;
+  // Rows per panel as in gemm_s8_avx2: about kPanelBytes of whole tiles, all of
+  // M when that is at most a quarter more.
+  const int m_tiles = (m + tile_rows - 1) / tile_rows * tile_rows;
   int panel_rows = static_cast<int>(kPanelBytes / std::max(1, b.k4()));
   panel_rows = std::max(tile_rows, std::min(256, panel_rows / tile_rows * tile_rows));
-  std::vector<uint8_t> panel(static_cast<size_t>(panel_rows) * b.k4());
+  if (m_tiles <= panel_rows + panel_rows / 4) panel_rows = m_tiles;
+  // This thread's scratch panel, kept between calls (no allocation or zeroing
+  // per call): fill_rows writes every row it is given; the rows of a last
+  // partial tile past them read earlier bytes whose results are not stored.
+  thread_local std::vector<uint8_t> panel;
+  const size_t panel_size = static_cast<size_t>(panel_rows) * b.k4();
+  if (panel.size() < panel_size) panel.resize(panel_size);
   if (wide) {
     gemm_vnni512(m, b, fill_rows, padded, rq, panel, panel_rows, out,
                  out_row_stride);
