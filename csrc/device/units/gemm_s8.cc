@@ -598,10 +598,18 @@ NACC_VNNI512 void tile8_vnni512(const uint8_t* a, int k4, const int8_t* b0, cons
       if (NB == 2) c[r][NB - 1] = _mm512_dpbusd_epi32(c[r][NB - 1], x, w1);
     }
   }
-  for (int r = 0; r < rows; ++r) {
-    for (int j = 0; j < NB && 16 * j < cols; ++j) {
-      store_row512(c[r][j], params[j], stage, out + r * out_row_stride + 16 * j,
-                   std::min(16, cols - 16 * j));
+  // Constant indices only (unrolled, the row count tested inside): an index
+  // known at run time only would keep the accumulators in memory, and GCC
+  // then copied all 16 of them through the stack in every step of the K loop.
+#pragma GCC unroll 8
+  for (int r = 0; r < kVnniRows512; ++r) {
+    if (r >= rows) break;
+#pragma GCC unroll 2
+    for (int j = 0; j < NB; ++j) {
+      if (16 * j < cols) {
+        store_row512(c[r][j], params[j], stage, out + r * out_row_stride + 16 * j,
+                     std::min(16, cols - 16 * j));
+      }
     }
   }
 }
