@@ -86,3 +86,29 @@ def test_fully_connected_stage_range(seed):
                                      output_zero_point=1)
 
     _check(run, f"fully_connected seed {seed}")
+
+
+@pytest.mark.parametrize("cin,kernel,stride,pad", [
+    (3, 3, 2, (0, 1, 0, 1)),  # the first layer of an image network (TFLite SAME, stride 2)
+    (3, 3, 1, (1, 1, 1, 1)),
+    (7, 5, 2, (2, 2, 2, 2)),
+    (21, 3, 1, (0, 2, 3, 0)),  # 63 bytes per filter row, padding only on some sides
+    (32, 2, 1, (1, 0, 0, 1)),  # exactly 64 bytes
+    (33, 2, 1, (1, 1, 1, 1)),  # 66: the general im2col
+])
+def test_conv_short_filter_rows(cin, kernel, stride, pad):
+    """Convolutions whose filter rows (kernel_w x C_in bytes) fit one 64-byte
+    vector: the AVX-512 im2col with masked loads, padding and the panel's K tail."""
+    rng = np.random.default_rng(cin * 100 + kernel)
+    cout = 24
+    x = rng.integers(-128, 128, (1, 13, 11, cin), dtype=np.int8)
+    f = rng.integers(-127, 128, (cout, kernel, kernel, cin), dtype=np.int8)
+    b = rng.integers(-5000, 5000, cout).astype(np.int32)
+    mult = np.full(cout, 1 << 30, np.int32)
+    shift = np.full(cout, -7, np.int32)
+
+    def run():
+        return _core.conv2d(x, f, b, mult, shift, stride=(stride, stride), padding=pad,
+                            input_zero_point=11, output_zero_point=-4)
+
+    _check(run, f"conv2d cin {cin} k{kernel} s{stride} pad {pad}")
