@@ -112,3 +112,24 @@ def test_conv_short_filter_rows(cin, kernel, stride, pad):
                             input_zero_point=11, output_zero_point=-4)
 
     _check(run, f"conv2d cin {cin} k{kernel} s{stride} pad {pad}")
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1280, 1000), (1, 7, 12), (3, 52, 65), (31, 100, 40)])
+def test_fully_connected_prepacked_rows(m, k, n):
+    """Fewer rows than the GEMM's pack threshold with the weights packed once (the
+    device plan's form): the AVX-512 VNNI GEMV on the packed weights, every path."""
+    rng = np.random.default_rng(m * 7 + k)
+    x = rng.integers(-128, 128, (m, k), dtype=np.int8)
+    w = rng.integers(-127, 128, (n, k), dtype=np.int8)
+    b = rng.integers(-(1 << 16), 1 << 16, n).astype(np.int32)
+    mult, shift = _stage(rng, n)
+    shift = np.clip(shift, -16, -4).astype(np.int32)
+
+    def run(prepacked):
+        return _core.fully_connected(x, w, b, mult, shift, input_zero_point=-9,
+                                     output_zero_point=1, prepacked=prepacked)
+
+    expected = run_path("reference", lambda: run(False))
+    for path in PATHS:
+        assert_same(expected, run_path(path, lambda: run(True)), f"fc {m}x{k}->{n} [{path}]")
+    assert np.mean((expected > -128) & (expected < 127)) > 0.25

@@ -433,10 +433,11 @@ NACC_AVX2 void gemv_s8_avx2(int m, int n, int k, const int8_t* a, int32_t a_zero
 // ---- VNNI (vpdpbusd) ----
 
 // GCC 12 warns that the _mm512_undefined_* placeholders inside its own
-// AVX-512 extract/shuffle intrinsics "may be used uninitialized" (a false
-// positive of the headers, not of this code).
+// AVX-512 extract/shuffle/narrowing intrinsics "may be used" or "is used
+// uninitialized" (a false positive of the headers, not of this code).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace {
 
@@ -639,6 +640,51 @@ NACC_AVXVNNI void tile4_avxvnni(const uint8_t* a, int k4, const int8_t* b, const
   }
 }
 
+// One row of A (u8, k4 bytes) times NB consecutive 16-column blocks of B4
+// from block nb: the broadcast of each quad of A is shared by NB independent
+// accumulators (the GEMV case: no panel of eight rows to fill).
+template <int NB>
+NACC_VNNI512 void row_vnni512(const uint8_t* a, const PackedB4& b, int nb,
+                              const PaddedParams& padded, const StageVectors512& stage,
+                              int8_t* out) {
+  const int k4 = b.k4(), n = b.n();
+  BlockParams512 params[NB];
+  __m512i c[NB];
+#pragma GCC unroll 4
+  for (int j = 0; j < NB; ++j) {
+    params[j] = load_block512(padded, (nb + j) * kTileCols);
+    c[j] = params[j].col_offset;
+  }
+  const int8_t* blocks[NB];
+  for (int j = 0; j < NB; ++j) blocks[j] = b.block(nb + j);
+  for (int q = 0; q < k4 / 4; ++q) {
+    const __m512i x = _mm512_set1_epi32(load_quad(a + 4 * q));
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; ++j) {
+      c[j] = _mm512_dpbusd_epi32(c[j], x, _mm512_loadu_si512(blocks[j] + 64 * q));
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < NB; ++j) {
+    const int n0 = (nb + j) * kTileCols;
+    store_row512(c[j], params[j], stage, out + n0, std::min(kTileCols, n - n0));
+  }
+}
+
+NACC_VNNI512 void gemv_vnni512(int m, const PackedB4& b, const int8_t* a, int k,
+                               const PaddedParams& padded, const OutputStage& rq, int8_t* out) {
+  const StageVectors512 stage = stage_vectors512(rq);
+  thread_local std::vector<uint8_t> row;
+  if (row.size() < static_cast<size_t>(b.k4())) row.resize(b.k4());
+  for (int r = 0; r < m; ++r) {
+    flip_rows_u8(a + static_cast<std::ptrdiff_t>(r) * k, 1, k, b.k4(), row.data());
+    int8_t* o = out + static_cast<std::ptrdiff_t>(r) * b.n();
+    int nb = 0;
+    for (; nb + 4 <= b.blocks(); nb += 4) row_vnni512<4>(row.data(), b, nb, padded, stage, o);
+    for (; nb < b.blocks(); ++nb) row_vnni512<1>(row.data(), b, nb, padded, stage, o);
+  }
+}
+
 NACC_VNNI512 void gemm_vnni512(int m, const PackedB4& b, const FillRowsU8& fill_rows,
                                const PaddedParams& padded, const OutputStage& rq,
                                std::vector<uint8_t>& panel, int panel_rows, int8_t* out,
@@ -793,19 +839,35 @@ void flip_rows_u8(const int8_t* src, int rows, int k, int k4, uint8_t* panel) {
   }
 }
 
-void gemm_s8_vnni(int m, const PackedB4& b, const FillRowsU8& fill_rows, int32_t a_zero_point,
-                  const int32_t* col_offset, const OutputStage& rq, int8_t* out,
-                  std::ptrdiff_t out_row_stride) {
+namespace {
+
+// sum_k (A + 128) B = sum_k (A - zp) B + (zp + 128) col_sum: the second term
+// taken off with the bias, in unsigned (wrapping) arithmetic like the int32
+// accumulator.
+PaddedParams vnni_params(const PackedB4& b, int32_t a_zero_point, const int32_t* col_offset,
+                         const OutputStage& rq) {
   const int n = b.n();
-  // sum_k (A + 128) B = sum_k (A - zp) B + (zp + 128) col_sum: take the second term off with
-  // the bias, in unsigned (wrapping) arithmetic like the int32 accumulator.
   std::vector<int32_t> offset(n);
   const uint32_t lift = static_cast<uint32_t>(a_zero_point + 128);
   for (int c = 0; c < n; ++c) {
     const uint32_t bias = col_offset != nullptr ? static_cast<uint32_t>(col_offset[c]) : 0u;
     offset[c] = static_cast<int32_t>(bias - lift * static_cast<uint32_t>(b.col_sums()[c]));
   }
-  const PaddedParams padded(n, offset.data(), rq);
+  return PaddedParams(n, offset.data(), rq);
+}
+
+}  // namespace
+
+void gemv_s8_vnni(int m, const PackedB4& b, const int8_t* a, int32_t a_zero_point,
+                  const int32_t* col_offset, const OutputStage& rq, int8_t* out) {
+  check_arg(use_avx512_vnni(), "gemv_s8_vnni: AVX-512 VNNI is not in use");
+  gemv_vnni512(m, b, a, b.k(), vnni_params(b, a_zero_point, col_offset, rq), rq, out);
+}
+
+void gemm_s8_vnni(int m, const PackedB4& b, const FillRowsU8& fill_rows, int32_t a_zero_point,
+                  const int32_t* col_offset, const OutputStage& rq, int8_t* out,
+                  std::ptrdiff_t out_row_stride) {
+  const PaddedParams padded = vnni_params(b, a_zero_point, col_offset, rq);
   const bool wide = use_avx512_vnni();
   const int tile_rows = wide ? kVnniRows512 : kVnniRows256;
   // Rows per panel as in gemm_s8_avx2: about kPanelBytes of whole tiles, all of
