@@ -650,6 +650,34 @@ NACC_DW512 void depthwise_vnni512_loop(const DwProblem& p, const Packed512& k) {
       const __mmask32 keep = count == kBlock512 ? ~__mmask32{0} : ((__mmask32{1} << count) - 1);
       const __m512i bias_a = load512(s.bias[0]), bias_b = load512(s.bias[1]);
       int ox = 0;
+      for (; ox + 4 <= p.out_w; ox += 4) {  // four output pixels per step: 8 accumulator chains
+        const int64_t c0 = ox * pixel_step + b * kBlock512;
+        const int64_t c[4] = {c0, c0 + pixel_step, c0 + 2 * pixel_step, c0 + 3 * pixel_step};
+        __m512i acc_a[4] = {bias_a, bias_a, bias_a, bias_a};
+        __m512i acc_b[4] = {bias_b, bias_b, bias_b, bias_b};
+        for (int q = 0; q < pairs; ++q) {
+          const __m512i wa = load512(wq + 2 * q * kBlock512);
+          const __m512i wb = load512(wq + (2 * q + 1) * kBlock512);
+#pragma GCC unroll 4
+          for (int i = 0; i < 4; ++i) {
+            const __m512i x0 = load512(tap0[q] + c[i]), x1 = load512(tap1[q] + c[i]);
+            acc_a[i] = _mm512_dpwssd_epi32(acc_a[i], _mm512_unpacklo_epi16(x0, x1), wa);
+            acc_b[i] = _mm512_dpwssd_epi32(acc_b[i], _mm512_unpackhi_epi16(x0, x1), wb);
+          }
+        }
+        int8_t* out = out_row + static_cast<int64_t>(ox) * out_c + b * kBlock512;
+#pragma GCC unroll 2
+        for (int i = 0; i < 4; i += 2) {
+          const __m512i r0 =
+              requantize_block512<kEpilogue>(acc_a[i], acc_b[i], s, out_zp, float_lo, float_hi);
+          const __m512i r1 = requantize_block512<kEpilogue>(acc_a[i + 1], acc_b[i + 1], s, out_zp,
+                                                            float_lo, float_hi);
+          __m512i r8 = _mm512_permutexvar_epi64(pixel_order, _mm512_packs_epi16(r0, r1));
+          r8 = _mm512_min_epi8(_mm512_max_epi8(r8, act_min), act_max);
+          _mm256_mask_storeu_epi8(out + i * out_c, keep, _mm512_castsi512_si256(r8));
+          _mm256_mask_storeu_epi8(out + (i + 1) * out_c, keep, _mm512_extracti64x4_epi64(r8, 1));
+        }
+      }
       for (; ox + 2 <= p.out_w; ox += 2) {  // two output pixels per step
         const int64_t c0 = ox * pixel_step + b * kBlock512, c1 = c0 + pixel_step;
         __m512i a0 = bias_a, b0 = bias_b, a1 = bias_a, b1 = bias_b;
