@@ -538,9 +538,26 @@ NACC_VNNI512 inline __m512d round_half_away8(__m512d x) {
 }
 
 // acc: the accumulator with the column offset already in it (the micro-tile
-// starts from it).
+// starts from it). kFast: the block is known to be fixed-point without left
+// shifts or exponent 0 (fast_block512), so no test is made per row.
+template <bool kFast = false>
 NACC_VNNI512 inline __m512i requantize16(__m512i acc, const BlockParams512& b,
                                          const StageVectors512& s) {
+  if constexpr (kFast) {
+    const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
+    const __m512i one = _mm512_set1_epi32(1);
+    __m512i even = _mm512_add_epi64(_mm512_mul_epi32(acc, b.multiplier), half);
+    __m512i odd = _mm512_add_epi64(
+        _mm512_mul_epi32(_mm512_srli_epi64(acc, 32), b.multiplier_odd), half);
+    even = _mm512_srli_epi64(even, 31);
+    odd = _mm512_slli_epi64(odd, 1);
+    const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+    const __m512i t = _mm512_add_epi32(high, _mm512_srai_epi32(high, 31));
+    const __m512i q =
+        _mm512_srai_epi32(_mm512_add_epi32(_mm512_srav_epi32(t, b.right_shift_m1), one), 1);
+    return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(q, s.zero_point), s.act_min),
+                            s.act_max);
+  }
   if (s.kind == OutputStageKind::kFloat32) {
     __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), b.float_scale);
     v = _mm512_min_ps(_mm512_max_ps(v, s.float_lo), s.float_hi);
@@ -560,9 +577,15 @@ NACC_VNNI512 inline __m512i requantize16(__m512i acc, const BlockParams512& b,
                           s.act_max);
 }
 
+// True when requantize16<true> gives the block's bits.
+NACC_VNNI512 inline bool fast_block512(const BlockParams512& b, const StageVectors512& s) {
+  return s.kind == OutputStageKind::kFixedPoint && !b.any_left_shift && !b.any_zero_right_shift;
+}
+
+template <bool kFast = false>
 NACC_VNNI512 inline void store_row512(__m512i acc, const BlockParams512& b,
                                       const StageVectors512& s, int8_t* dst, int cols) {
-  const __m128i v = _mm512_cvtsepi32_epi8(requantize16(acc, b, s));  // values in [-128, 127]
+  const __m128i v = _mm512_cvtsepi32_epi8(requantize16<kFast>(acc, b, s));  // in [-128, 127]
   const __mmask16 keep = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
   _mm_mask_storeu_epi8(dst, keep, v);
 }
@@ -579,7 +602,7 @@ inline int32_t load_quad(const uint8_t* p) {
 // `rows` (<= 8) rows of the u8 panel (row stride k4) times NB (1 or 2)
 // 16-column blocks of B4; the epilogue for the first `rows` rows and `cols`
 // columns. Rows past `rows` read stale panel bytes whose results are dropped.
-template <int NB>
+template <int NB, bool kFast>
 NACC_VNNI512 void tile8_vnni512(const uint8_t* a, int k4, const int8_t* b0, const int8_t* b1,
                                 const BlockParams512* params, const StageVectors512& stage,
                                 int8_t* out, std::ptrdiff_t out_row_stride, int rows, int cols) {
@@ -608,8 +631,8 @@ NACC_VNNI512 void tile8_vnni512(const uint8_t* a, int k4, const int8_t* b0, cons
 #pragma GCC unroll 2
     for (int j = 0; j < NB; ++j) {
       if (16 * j < cols) {
-        store_row512(c[r][j], params[j], stage, out + r * out_row_stride + 16 * j,
-                     std::min(16, cols - 16 * j));
+        store_row512<kFast>(c[r][j], params[j], stage, out + r * out_row_stride + 16 * j,
+                            std::min(16, cols - 16 * j));
       }
     }
   }
@@ -700,16 +723,21 @@ NACC_VNNI512 void gemm_vnni512(int m, const PackedB4& b, const FillRowsU8& fill_
       const BlockParams512 params[2] = {
           load_block512(padded, n0),
           nb + 1 < b.blocks() ? load_block512(padded, n0 + kTileCols) : BlockParams512{}};
+      const bool pair = nb + 1 < b.blocks();
+      const bool fast = fast_block512(params[0], stage) && (!pair || fast_block512(params[1], stage));
       for (int r = 0; r < rows; r += kVnniRows512) {
         const uint8_t* a = panel.data() + static_cast<size_t>(r) * k4;
         int8_t* o = out + (m0 + r) * out_row_stride + n0;
         const int tr = std::min(kVnniRows512, rows - r);
-        if (nb + 1 < b.blocks()) {
-          tile8_vnni512<2>(a, k4, b.block(nb), b.block(nb + 1), params, stage, o, out_row_stride,
-                           tr, cols);
+        const int8_t* b1 = pair ? b.block(nb + 1) : nullptr;
+        if (pair && fast) {
+          tile8_vnni512<2, true>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr, cols);
+        } else if (pair) {
+          tile8_vnni512<2, false>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr, cols);
+        } else if (fast) {
+          tile8_vnni512<1, true>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr, cols);
         } else {
-          tile8_vnni512<1>(a, k4, b.block(nb), nullptr, params, stage, o, out_row_stride, tr,
-                           cols);
+          tile8_vnni512<1, false>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr, cols);
         }
       }
     }
