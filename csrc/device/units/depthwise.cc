@@ -598,6 +598,47 @@ NACC_DW512 __attribute__((always_inline)) inline __m512i requantize_block512(
   return _mm512_packs_epi32(ra, rb);
 }
 
+// build_row for depth multiplier 1 with AVX-512: each pixel's channels in
+// 32-channel steps, the last one masked (the channel tail up to Cp becomes 0
+// with a zero-masking subtract), so no per-channel scalar loop is left.
+NACC_DW512 void build_row512(const DwProblem& p, int y, int cp, int16_t* dst) {
+  if (p.depth_multiplier != 1) {
+    build_row(p, y, cp, dst);
+    return;
+  }
+  const int wp = p.in_w + p.window.pad_left + p.window.pad_right;
+  const int iy = y - p.window.pad_top;
+  if (iy < 0 || iy >= p.in_h) {
+    std::memset(dst, 0, sizeof(int16_t) * wp * cp);
+    return;
+  }
+  std::memset(dst, 0, sizeof(int16_t) * p.window.pad_left * cp);
+  std::memset(dst + static_cast<int64_t>(p.window.pad_left + p.in_w) * cp, 0,
+              sizeof(int16_t) * p.window.pad_right * cp);
+  const __m512i zp16 = _mm512_set1_epi16(static_cast<int16_t>(p.input_zero_point));
+  const int8_t* src_row = p.input + static_cast<int64_t>(iy) * p.in_w * p.in_c;
+  const int full = p.in_c / kBlock512 * kBlock512;
+  const int rest = p.in_c - full;
+  const __mmask32 tail = rest == 0 ? __mmask32{0} : (~__mmask32{0}) >> (32 - rest);
+  for (int ix = 0; ix < p.in_w; ++ix) {
+    const int8_t* src = src_row + static_cast<int64_t>(ix) * p.in_c;
+    int16_t* px = dst + static_cast<int64_t>(ix + p.window.pad_left) * cp;
+    int c = 0;
+    for (; c < full; c += kBlock512) {
+      const __m512i v =
+          _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + c)));
+      _mm512_storeu_si512(px + c, _mm512_sub_epi16(v, zp16));
+    }
+    if (c < cp) {  // the channel tail: 0 past in_c up to the block's end
+      const __m512i v = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(tail, src + c));
+      _mm512_storeu_si512(px + c, _mm512_maskz_sub_epi16(tail, v, zp16));
+      for (c += kBlock512; c < cp; c += kBlock512) {
+        _mm512_storeu_si512(px + c, _mm512_setzero_si512());
+      }
+    }
+  }
+}
+
 template <DwEpilogue512 kEpilogue>
 NACC_DW512 void depthwise_vnni512_loop(const DwProblem& p, const Packed512& k) {
   const int out_c = p.out_c;
@@ -631,7 +672,7 @@ NACC_DW512 void depthwise_vnni512_loop(const DwProblem& p, const Packed512& k) {
   for (int oy = 0; oy < p.out_h; ++oy) {
     const int y0 = oy * p.window.stride_h;
     for (int y = std::max(next_row, y0); y < y0 + kh; ++y) {
-      build_row(p, y, cp, ring.get() + (y % kh) * row_stride);
+      build_row512(p, y, cp, ring.get() + (y % kh) * row_stride);
     }
     next_row = y0 + kh;
     auto tap_ptr = [&](int t) {

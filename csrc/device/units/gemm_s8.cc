@@ -724,20 +724,25 @@ NACC_VNNI512 void gemm_vnni512(int m, const PackedB4& b, const FillRowsU8& fill_
           load_block512(padded, n0),
           nb + 1 < b.blocks() ? load_block512(padded, n0 + kTileCols) : BlockParams512{}};
       const bool pair = nb + 1 < b.blocks();
-      const bool fast = fast_block512(params[0], stage) && (!pair || fast_block512(params[1], stage));
+      const bool fast =
+          fast_block512(params[0], stage) && (!pair || fast_block512(params[1], stage));
       for (int r = 0; r < rows; r += kVnniRows512) {
         const uint8_t* a = panel.data() + static_cast<size_t>(r) * k4;
         int8_t* o = out + (m0 + r) * out_row_stride + n0;
         const int tr = std::min(kVnniRows512, rows - r);
         const int8_t* b1 = pair ? b.block(nb + 1) : nullptr;
         if (pair && fast) {
-          tile8_vnni512<2, true>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr, cols);
+          tile8_vnni512<2, true>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr,
+                                 cols);
         } else if (pair) {
-          tile8_vnni512<2, false>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr, cols);
+          tile8_vnni512<2, false>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr,
+                                  cols);
         } else if (fast) {
-          tile8_vnni512<1, true>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr, cols);
+          tile8_vnni512<1, true>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr,
+                                 cols);
         } else {
-          tile8_vnni512<1, false>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr, cols);
+          tile8_vnni512<1, false>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr,
+                                  cols);
         }
       }
     }
