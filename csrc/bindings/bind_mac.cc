@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "device/units/conv.h"
 #include "device/units/fully_connected.h"
+#include "device/units/prepared.h"
 
 namespace py = pybind11;
 using nacc::bindings::checked_array;
@@ -113,7 +114,7 @@ py::array_t<int8_t> fully_connected(const py::array& input_arr, const py::array&
                                     const std::optional<py::array>& shift_arr,
                                     const std::optional<py::array>& scale_arr,
                                     int32_t input_zero_point, int32_t output_zero_point,
-                                    int32_t act_min, int32_t act_max) {
+                                    int32_t act_min, int32_t act_max, bool prepacked) {
   constexpr const char* kOp = "fully_connected";
   auto input = checked_array<int8_t>(input_arr, "input", 2);
   auto weights = checked_array<int8_t>(weights_arr, "weights", 2);
@@ -156,7 +157,10 @@ py::array_t<int8_t> fully_connected(const py::array& input_arr, const py::array&
   int8_t* out_ptr = out.mutable_data();
   {
     py::gil_scoped_release release;
-    nacc::fully_connected_s8(input_zero_point, os, m, k, n, in_ptr, w_ptr, b_ptr, out_ptr);
+    // prepacked: the weights packed once beforehand, as the device's plan does.
+    const auto prepared = prepacked ? nacc::prepare_fully_connected_s8(k, n, w_ptr) : nullptr;
+    nacc::fully_connected_s8(input_zero_point, os, m, k, n, in_ptr, w_ptr, b_ptr, out_ptr,
+                             prepared.get());
   }
   return out;
 }
@@ -223,11 +227,13 @@ NACC_BINDINGS(mac) {
         py::arg("bias"), py::arg("multiplier") = py::none(), py::arg("shift") = py::none(),
         py::kw_only(), py::arg("effective_scale") = py::none(), py::arg("input_zero_point") = 0,
         py::arg("output_zero_point") = 0, py::arg("act_min") = -128, py::arg("act_max") = 127,
+        py::arg("prepacked") = false,
         "MAC unit fully connected: input int8 [M, K], weights int8 [N, K] (zero point 0), bias "
         "int32 [N] or None. Requantization by multiplier/shift int32 [N] "
         "(MultiplyByQuantizedMultiplier), or by effective_scale float64 [N] = "
         "in_scale * w_scale[n] / out_scale in double, which is what TFLite's reference "
-        "FULLY_CONNECTED does (bit-exact to it). Returns int8 [M, N].");
+        "FULLY_CONNECTED does (bit-exact to it). prepacked: pack the weights first, as the "
+        "device's execution plan does (its kernels differ for few rows). Returns int8 [M, N].");
   m.def("matmul", &matmul, py::arg("a"), py::arg("b"), py::arg("multiplier"), py::arg("shift"),
         py::kw_only(), py::arg("a_zero_point") = 0, py::arg("b_zero_point") = 0,
         py::arg("output_zero_point") = 0, py::arg("act_min") = -128, py::arg("act_max") = 127,

@@ -5,6 +5,8 @@
 // (Depthwise convolution is in depthwise.cc.)
 #include "device/units/conv.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -135,6 +137,49 @@ void im2col_rows(const ConvGeometry& g, const int8_t* input, T pad, int kp, int 
   }
 }
 
+// im2col_rows in the unsigned-byte form of gemm_s8_vnni with AVX-512, for
+// windows whose filter rows are at most 64 bytes (kernel_w * C_in <= 64: the
+// first convolution of an image network, 3x3 over 3 channels, has 9): each
+// filter row is one masked load, xor and store, the padding one masked store
+// of pad before it, and the row's position advances without a division.
+__attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni"))) void
+im2col_rows_u8_avx512(const ConvGeometry& g, const int8_t* input, uint8_t pad, int k4, int m0,
+                      int rows, uint8_t* panel) {
+  const int segment = g.kernel_w * g.in_c;  // <= 64
+  const WindowParams& w = g.window;
+  const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i pad_bytes = _mm512_set1_epi8(static_cast<char>(pad));
+  auto first = [](int n) { return n <= 0 ? __mmask64{0} : (~__mmask64{0}) >> (64 - n); };
+  const __mmask64 whole = first(segment);
+  int oy = m0 / g.out_w, ox = m0 % g.out_w;
+  for (int r = 0; r < rows; ++r) {
+    const int iy0 = oy * w.stride_h - w.pad_top;
+    const int ix0 = ox * w.stride_w - w.pad_left;
+    const int kx_lo = std::max(0, -ix0);
+    const int kx_hi = std::min(g.kernel_w, g.in_w - ix0);
+    const bool padded_columns = kx_lo > 0 || kx_hi < g.kernel_w;
+    const __mmask64 inside = first((kx_hi - kx_lo) * g.in_c);
+    uint8_t* dst = panel + static_cast<std::ptrdiff_t>(r) * k4;
+    for (int ky = 0; ky < g.kernel_h; ++ky) {
+      uint8_t* d = dst + ky * segment;
+      const int iy = iy0 + ky;
+      if (iy < 0 || iy >= g.in_h || kx_hi <= kx_lo) {
+        _mm512_mask_storeu_epi8(d, whole, pad_bytes);
+        continue;
+      }
+      if (padded_columns) _mm512_mask_storeu_epi8(d, whole, pad_bytes);
+      const int8_t* src = input + (static_cast<int64_t>(iy) * g.in_w + ix0 + kx_lo) * g.in_c;
+      _mm512_mask_storeu_epi8(d + kx_lo * g.in_c, inside,
+                              _mm512_xor_si512(_mm512_maskz_loadu_epi8(inside, src), sign));
+    }
+    for (int i = g.k(); i < k4; ++i) dst[i] = 0;
+    if (++ox == g.out_w) {
+      ox = 0;
+      ++oy;
+    }
+  }
+}
+
 // AVX2: one GEMM of the im2col rows (x - input_zero_point) with the filter,
 // bias added in the epilogue.
 void conv_avx2(const ConvGeometry& g, int32_t input_zero_point, const OutputStage& os,
@@ -157,9 +202,16 @@ void conv_vnni(const ConvGeometry& g, int32_t input_zero_point, const OutputStag
                const int8_t* input, const detail::PackedB4& packed, const int32_t* bias,
                int8_t* output) {
   const int k4 = packed.k4();
+  const bool pointwise = g.kernel_h == 1 && g.kernel_w == 1 && k4 == g.k();
+  const bool short_rows = !pointwise && g.kernel_w * g.in_c <= 64 && use_avx512_vnni();
   detail::gemm_s8_vnni(
       g.out_h * g.out_w, packed,
       [&](int m0, int rows, uint8_t* panel) {
+        if (short_rows) {
+          im2col_rows_u8_avx512(g, input, static_cast<uint8_t>(input_zero_point + 128), k4, m0,
+                                rows, panel);
+          return;
+        }
         im2col_rows<uint8_t>(g, input, static_cast<uint8_t>(input_zero_point + 128), k4, m0, rows,
                              panel, detail::flip_s8_to_u8);
       },

@@ -53,11 +53,15 @@ void fully_connected_s8(int32_t input_zero_point, const OutputStage& out_stage, 
   }
 
   // AVX2: sum_k (x - input_zero_point) * w on int16 operands, bias in the epilogue.
+  const auto* ready = dynamic_cast<const detail::PackedFilter*>(prepared);
   if (m < kFullyConnectedPackRows) {
+    if (ready && use_avx512_vnni()) {  // weights packed once: vpdpbusd on x + 128
+      detail::gemv_s8_vnni(m, ready->vnni(), input, input_zero_point, bias, out_stage, output);
+      return;
+    }
     detail::gemv_s8_avx2(m, n, k, input, input_zero_point, weights, bias, out_stage, output);
     return;
   }
-  const auto* ready = dynamic_cast<const detail::PackedFilter*>(prepared);
   if (detail::use_vnni()) {  // vpdpbusd on x + 128 (gemm_s8_vnni)
     std::unique_ptr<detail::PackedB4> own4;
     if (!ready) own4 = std::make_unique<detail::PackedB4>(weights, n, k, k, 1);

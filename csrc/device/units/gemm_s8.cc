@@ -46,6 +46,7 @@ struct PaddedParams {
   std::vector<double> scale;
   std::vector<float> float_scale;
   std::vector<char> block_left_shift;  // per block: some column shifts left
+  std::vector<char> block_zero_right_shift;  // per block: some column has right shift 0
   OutputStageKind kind = OutputStageKind::kFixedPoint;
 
   PaddedParams(int n, const int32_t* col_off, const OutputStage& rq) : kind(rq.kind) {
@@ -53,6 +54,7 @@ struct PaddedParams {
     col_offset.assign(np, 0);
     if (col_off != nullptr) std::copy(col_off, col_off + n, col_offset.begin());
     block_left_shift.assign(np / kTileCols, 0);
+    block_zero_right_shift.assign(np / kTileCols, 0);
     if (kind == OutputStageKind::kRealScale) {
       scale.assign(np, 0.0);
       std::copy(rq.real_scale, rq.real_scale + n, scale.begin());
@@ -67,12 +69,14 @@ struct PaddedParams {
     left_shift.assign(np, 0);
     right_shift.assign(np, 0);
     remainder_mask.assign(np, 0);
+    for (int c = n; c < np; ++c) right_shift[c] = 1;  // padding lanes: any valid exponent
     for (int c = 0; c < n; ++c) {
       multiplier[c] = rq.multiplier[c];
       left_shift[c] = rq.shift[c] > 0 ? rq.shift[c] : 0;
       right_shift[c] = rq.shift[c] > 0 ? 0 : -rq.shift[c];
       remainder_mask[c] = static_cast<int32_t>((int64_t{1} << right_shift[c]) - 1);
       if (left_shift[c] > 0) block_left_shift[c / kTileCols] = 1;
+      if (right_shift[c] == 0) block_zero_right_shift[c / kTileCols] = 1;
     }
   }
 };
@@ -429,10 +433,11 @@ NACC_AVX2 void gemv_s8_avx2(int m, int n, int k, const int8_t* a, int32_t a_zero
 // ---- VNNI (vpdpbusd) ----
 
 // GCC 12 warns that the _mm512_undefined_* placeholders inside its own
-// AVX-512 extract/shuffle intrinsics "may be used uninitialized" (a false
-// positive of the headers, not of this code).
+// AVX-512 extract/shuffle/narrowing intrinsics "may be used" or "is used
+// uninitialized" (a false positive of the headers, not of this code).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace {
 
@@ -443,9 +448,11 @@ namespace {
 struct BlockParams512 {
   __m512i col_offset, multiplier, multiplier_odd, left_shift, right_shift, remainder_mask,
       half_mask;
+  __m512i right_shift_m1;  // right_shift - 1 (rounding_divide16 when no lane has 0)
   __m512d scale[2];
   __m512 float_scale;
   bool any_left_shift = false;
+  bool any_zero_right_shift = false;  // some column of the block has right_shift 0
 };
 
 struct StageVectors512 {
@@ -483,10 +490,13 @@ NACC_VNNI512 inline BlockParams512 load_block512(const PaddedParams& p, int n0) 
       b.right_shift = _mm512_loadu_si512(p.right_shift.data() + n0);
       b.remainder_mask = _mm512_loadu_si512(p.remainder_mask.data() + n0);
       b.half_mask = _mm512_srli_epi32(b.remainder_mask, 1);
+      b.right_shift_m1 = _mm512_sub_epi32(b.right_shift, _mm512_set1_epi32(1));
       break;
   }
   b.any_left_shift =
       p.kind == OutputStageKind::kFixedPoint && p.block_left_shift[n0 / kTileCols];
+  b.any_zero_right_shift =
+      p.kind == OutputStageKind::kFixedPoint && p.block_zero_right_shift[n0 / kTileCols];
   return b;
 }
 
@@ -500,6 +510,15 @@ NACC_VNNI512 inline __m512i multiply_by_quantized_multiplier16(__m512i x, const 
   even = _mm512_srli_epi64(even, 31);
   odd = _mm512_slli_epi64(odd, 1);
   const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+  if (!b.any_zero_right_shift) {
+    // RoundingDivideByPOT for exponents e in [1, 31] as floor((h + 2^(e-1) - [h < 0]) / 2^e),
+    // computed without overflow as ((t >> (e - 1)) + 1) >> 1 with t = h - [h < 0]: h is in
+    // [-2^31 + 1, 2^31 - 2] (multiplier < 2^31), so t and t >> (e - 1) plus 1 fit int32.
+    // The same value as gemmlowp's remainder/threshold form (tests: every path, and all
+    // exponents against it in test_unit_conv's requantization sweep).
+    const __m512i t = _mm512_add_epi32(high, _mm512_srai_epi32(high, 31));
+    return _mm512_srai_epi32(_mm512_add_epi32(_mm512_srav_epi32(t, b.right_shift_m1), one), 1);
+  }
   const __m512i remainder = _mm512_and_si512(high, b.remainder_mask);
   const __mmask16 negative = _mm512_cmplt_epi32_mask(high, _mm512_setzero_si512());
   const __m512i threshold = _mm512_mask_add_epi32(b.half_mask, negative, b.half_mask, one);
@@ -518,9 +537,27 @@ NACC_VNNI512 inline __m512d round_half_away8(__m512d x) {
   return _mm512_mask_sub_pd(rounded_up, down, rounded_up, one);
 }
 
+// acc: the accumulator with the column offset already in it (the micro-tile
+// starts from it). kFast: the block is known to be fixed-point without left
+// shifts or exponent 0 (fast_block512), so no test is made per row.
+template <bool kFast = false>
 NACC_VNNI512 inline __m512i requantize16(__m512i acc, const BlockParams512& b,
                                          const StageVectors512& s) {
-  acc = _mm512_add_epi32(acc, b.col_offset);
+  if constexpr (kFast) {
+    const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
+    const __m512i one = _mm512_set1_epi32(1);
+    __m512i even = _mm512_add_epi64(_mm512_mul_epi32(acc, b.multiplier), half);
+    __m512i odd = _mm512_add_epi64(
+        _mm512_mul_epi32(_mm512_srli_epi64(acc, 32), b.multiplier_odd), half);
+    even = _mm512_srli_epi64(even, 31);
+    odd = _mm512_slli_epi64(odd, 1);
+    const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+    const __m512i t = _mm512_add_epi32(high, _mm512_srai_epi32(high, 31));
+    const __m512i q =
+        _mm512_srai_epi32(_mm512_add_epi32(_mm512_srav_epi32(t, b.right_shift_m1), one), 1);
+    return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(q, s.zero_point), s.act_min),
+                            s.act_max);
+  }
   if (s.kind == OutputStageKind::kFloat32) {
     __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), b.float_scale);
     v = _mm512_min_ps(_mm512_max_ps(v, s.float_lo), s.float_hi);
@@ -540,9 +577,15 @@ NACC_VNNI512 inline __m512i requantize16(__m512i acc, const BlockParams512& b,
                           s.act_max);
 }
 
+// True when requantize16<true> gives the block's bits.
+NACC_VNNI512 inline bool fast_block512(const BlockParams512& b, const StageVectors512& s) {
+  return s.kind == OutputStageKind::kFixedPoint && !b.any_left_shift && !b.any_zero_right_shift;
+}
+
+template <bool kFast = false>
 NACC_VNNI512 inline void store_row512(__m512i acc, const BlockParams512& b,
                                       const StageVectors512& s, int8_t* dst, int cols) {
-  const __m128i v = _mm512_cvtsepi32_epi8(requantize16(acc, b, s));  // values in [-128, 127]
+  const __m128i v = _mm512_cvtsepi32_epi8(requantize16<kFast>(acc, b, s));  // in [-128, 127]
   const __mmask16 keep = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
   _mm_mask_storeu_epi8(dst, keep, v);
 }
@@ -559,14 +602,14 @@ inline int32_t load_quad(const uint8_t* p) {
 // `rows` (<= 8) rows of the u8 panel (row stride k4) times NB (1 or 2)
 // 16-column blocks of B4; the epilogue for the first `rows` rows and `cols`
 // columns. Rows past `rows` read stale panel bytes whose results are dropped.
-template <int NB>
+template <int NB, bool kFast>
 NACC_VNNI512 void tile8_vnni512(const uint8_t* a, int k4, const int8_t* b0, const int8_t* b1,
                                 const BlockParams512* params, const StageVectors512& stage,
                                 int8_t* out, std::ptrdiff_t out_row_stride, int rows, int cols) {
   __m512i c[kVnniRows512][NB];
 #pragma GCC unroll 8
   for (int r = 0; r < kVnniRows512; ++r) {
-    for (int j = 0; j < NB; ++j) c[r][j] = _mm512_setzero_si512();
+    for (int j = 0; j < NB; ++j) c[r][j] = params[j].col_offset;  // the epilogue's offset first
   }
   const int quads = k4 / 4;
   for (int q = 0; q < quads; ++q) {
@@ -579,10 +622,18 @@ NACC_VNNI512 void tile8_vnni512(const uint8_t* a, int k4, const int8_t* b0, cons
       if (NB == 2) c[r][NB - 1] = _mm512_dpbusd_epi32(c[r][NB - 1], x, w1);
     }
   }
-  for (int r = 0; r < rows; ++r) {
-    for (int j = 0; j < NB && 16 * j < cols; ++j) {
-      store_row512(c[r][j], params[j], stage, out + r * out_row_stride + 16 * j,
-                   std::min(16, cols - 16 * j));
+  // Constant indices only (unrolled, the row count tested inside): an index
+  // known at run time only would keep the accumulators in memory, and GCC
+  // then copied all 16 of them through the stack in every step of the K loop.
+#pragma GCC unroll 8
+  for (int r = 0; r < kVnniRows512; ++r) {
+    if (r >= rows) break;
+#pragma GCC unroll 2
+    for (int j = 0; j < NB; ++j) {
+      if (16 * j < cols) {
+        store_row512<kFast>(c[r][j], params[j], stage, out + r * out_row_stride + 16 * j,
+                            std::min(16, cols - 16 * j));
+      }
     }
   }
 }
@@ -612,6 +663,51 @@ NACC_AVXVNNI void tile4_avxvnni(const uint8_t* a, int k4, const int8_t* b, const
   }
 }
 
+// One row of A (u8, k4 bytes) times NB consecutive 16-column blocks of B4
+// from block nb: the broadcast of each quad of A is shared by NB independent
+// accumulators (the GEMV case: no panel of eight rows to fill).
+template <int NB>
+NACC_VNNI512 void row_vnni512(const uint8_t* a, const PackedB4& b, int nb,
+                              const PaddedParams& padded, const StageVectors512& stage,
+                              int8_t* out) {
+  const int k4 = b.k4(), n = b.n();
+  BlockParams512 params[NB];
+  __m512i c[NB];
+#pragma GCC unroll 4
+  for (int j = 0; j < NB; ++j) {
+    params[j] = load_block512(padded, (nb + j) * kTileCols);
+    c[j] = params[j].col_offset;
+  }
+  const int8_t* blocks[NB];
+  for (int j = 0; j < NB; ++j) blocks[j] = b.block(nb + j);
+  for (int q = 0; q < k4 / 4; ++q) {
+    const __m512i x = _mm512_set1_epi32(load_quad(a + 4 * q));
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; ++j) {
+      c[j] = _mm512_dpbusd_epi32(c[j], x, _mm512_loadu_si512(blocks[j] + 64 * q));
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < NB; ++j) {
+    const int n0 = (nb + j) * kTileCols;
+    store_row512(c[j], params[j], stage, out + n0, std::min(kTileCols, n - n0));
+  }
+}
+
+NACC_VNNI512 void gemv_vnni512(int m, const PackedB4& b, const int8_t* a, int k,
+                               const PaddedParams& padded, const OutputStage& rq, int8_t* out) {
+  const StageVectors512 stage = stage_vectors512(rq);
+  thread_local std::vector<uint8_t> row;
+  if (row.size() < static_cast<size_t>(b.k4())) row.resize(b.k4());
+  for (int r = 0; r < m; ++r) {
+    flip_rows_u8(a + static_cast<std::ptrdiff_t>(r) * k, 1, k, b.k4(), row.data());
+    int8_t* o = out + static_cast<std::ptrdiff_t>(r) * b.n();
+    int nb = 0;
+    for (; nb + 4 <= b.blocks(); nb += 4) row_vnni512<4>(row.data(), b, nb, padded, stage, o);
+    for (; nb < b.blocks(); ++nb) row_vnni512<1>(row.data(), b, nb, padded, stage, o);
+  }
+}
+
 NACC_VNNI512 void gemm_vnni512(int m, const PackedB4& b, const FillRowsU8& fill_rows,
                                const PaddedParams& padded, const OutputStage& rq,
                                std::vector<uint8_t>& panel, int panel_rows, int8_t* out,
@@ -627,16 +723,26 @@ NACC_VNNI512 void gemm_vnni512(int m, const PackedB4& b, const FillRowsU8& fill_
       const BlockParams512 params[2] = {
           load_block512(padded, n0),
           nb + 1 < b.blocks() ? load_block512(padded, n0 + kTileCols) : BlockParams512{}};
+      const bool pair = nb + 1 < b.blocks();
+      const bool fast =
+          fast_block512(params[0], stage) && (!pair || fast_block512(params[1], stage));
       for (int r = 0; r < rows; r += kVnniRows512) {
         const uint8_t* a = panel.data() + static_cast<size_t>(r) * k4;
         int8_t* o = out + (m0 + r) * out_row_stride + n0;
         const int tr = std::min(kVnniRows512, rows - r);
-        if (nb + 1 < b.blocks()) {
-          tile8_vnni512<2>(a, k4, b.block(nb), b.block(nb + 1), params, stage, o, out_row_stride,
-                           tr, cols);
+        const int8_t* b1 = pair ? b.block(nb + 1) : nullptr;
+        if (pair && fast) {
+          tile8_vnni512<2, true>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr,
+                                 cols);
+        } else if (pair) {
+          tile8_vnni512<2, false>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr,
+                                  cols);
+        } else if (fast) {
+          tile8_vnni512<1, true>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr,
+                                 cols);
         } else {
-          tile8_vnni512<1>(a, k4, b.block(nb), nullptr, params, stage, o, out_row_stride, tr,
-                           cols);
+          tile8_vnni512<1, false>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr,
+                                  cols);
         }
       }
     }
@@ -709,7 +815,52 @@ const PackedB4& PackedFilter::vnni() const {
   return *vnni_;
 }
 
+namespace {
+
+NACC_AVX2 void flip_s8_to_u8_avx2(const int8_t* src, int count, uint8_t* dst) {
+  const __m256i sign = _mm256_set1_epi8(static_cast<char>(0x80));
+  int i = 0;
+  for (; i + 128 <= count; i += 128) {
+#pragma GCC unroll 4
+    for (int j = 0; j < 128; j += 32) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + j));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + j), _mm256_xor_si256(v, sign));
+    }
+  }
+  for (; i + 32 <= count; i += 32) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_xor_si256(v, sign));
+  }
+  for (; i < count; ++i) dst[i] = static_cast<uint8_t>(src[i]) ^ 0x80u;
+}
+
+// Any count in whole 64-byte vectors, the last one masked: short im2col
+// segments (a 3x3 window over 3 channels: 9 bytes) cost one load and store.
+NACC_VNNI512 void flip_s8_to_u8_avx512(const int8_t* src, int count, uint8_t* dst) {
+  const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
+  int i = 0;
+  for (; i + 64 <= count; i += 64) {
+    _mm512_storeu_si512(dst + i, _mm512_xor_si512(_mm512_loadu_si512(src + i), sign));
+  }
+  if (i < count) {
+    const __mmask64 keep = (~__mmask64{0}) >> (64 - (count - i));
+    _mm512_mask_storeu_epi8(dst + i, keep,
+                            _mm512_xor_si512(_mm512_maskz_loadu_epi8(keep, src + i), sign));
+  }
+}
+
+}  // namespace
+
 void flip_s8_to_u8(const int8_t* src, int count, uint8_t* dst) {
+  if (count <= 0) return;
+  if (use_avx512_vnni()) {
+    flip_s8_to_u8_avx512(src, count, dst);
+    return;
+  }
+  if (count >= 32 && cpu_has_avx2()) {  // the VNNI paths that call this imply AVX2
+    flip_s8_to_u8_avx2(src, count, dst);
+    return;
+  }
   for (int i = 0; i < count; ++i) dst[i] = static_cast<uint8_t>(src[i]) ^ 0x80u;
 }
 
@@ -721,24 +872,49 @@ void flip_rows_u8(const int8_t* src, int rows, int k, int k4, uint8_t* panel) {
   }
 }
 
-void gemm_s8_vnni(int m, const PackedB4& b, const FillRowsU8& fill_rows, int32_t a_zero_point,
-                  const int32_t* col_offset, const OutputStage& rq, int8_t* out,
-                  std::ptrdiff_t out_row_stride) {
+namespace {
+
+// sum_k (A + 128) B = sum_k (A - zp) B + (zp + 128) col_sum: the second term
+// taken off with the bias, in unsigned (wrapping) arithmetic like the int32
+// accumulator.
+PaddedParams vnni_params(const PackedB4& b, int32_t a_zero_point, const int32_t* col_offset,
+                         const OutputStage& rq) {
   const int n = b.n();
-  // sum_k (A + 128) B = sum_k (A - zp) B + (zp + 128) col_sum: take the second term off with
-  // the bias, in unsigned (wrapping) arithmetic like the int32 accumulator.
   std::vector<int32_t> offset(n);
   const uint32_t lift = static_cast<uint32_t>(a_zero_point + 128);
   for (int c = 0; c < n; ++c) {
     const uint32_t bias = col_offset != nullptr ? static_cast<uint32_t>(col_offset[c]) : 0u;
     offset[c] = static_cast<int32_t>(bias - lift * static_cast<uint32_t>(b.col_sums()[c]));
   }
-  const PaddedParams padded(n, offset.data(), rq);
+  return PaddedParams(n, offset.data(), rq);
+}
+
+}  // namespace
+
+void gemv_s8_vnni(int m, const PackedB4& b, const int8_t* a, int32_t a_zero_point,
+                  const int32_t* col_offset, const OutputStage& rq, int8_t* out) {
+  check_arg(use_avx512_vnni(), "gemv_s8_vnni: AVX-512 VNNI is not in use");
+  gemv_vnni512(m, b, a, b.k(), vnni_params(b, a_zero_point, col_offset, rq), rq, out);
+}
+
+void gemm_s8_vnni(int m, const PackedB4& b, const FillRowsU8& fill_rows, int32_t a_zero_point,
+                  const int32_t* col_offset, const OutputStage& rq, int8_t* out,
+                  std::ptrdiff_t out_row_stride) {
+  const PaddedParams padded = vnni_params(b, a_zero_point, col_offset, rq);
   const bool wide = use_avx512_vnni();
   const int tile_rows = wide ? kVnniRows512 : kVnniRows256;
+  // Rows per panel as in gemm_s8_avx2: about kPanelBytes of whole tiles, all of
+  // M when that is at most a quarter more.
+  const int m_tiles = (m + tile_rows - 1) / tile_rows * tile_rows;
   int panel_rows = static_cast<int>(kPanelBytes / std::max(1, b.k4()));
   panel_rows = std::max(tile_rows, std::min(256, panel_rows / tile_rows * tile_rows));
-  std::vector<uint8_t> panel(static_cast<size_t>(panel_rows) * b.k4());
+  if (m_tiles <= panel_rows + panel_rows / 4) panel_rows = m_tiles;
+  // This thread's scratch panel, kept between calls (no allocation or zeroing
+  // per call): fill_rows writes every row it is given; the rows of a last
+  // partial tile past them read earlier bytes whose results are not stored.
+  thread_local std::vector<uint8_t> panel;
+  const size_t panel_size = static_cast<size_t>(panel_rows) * b.k4();
+  if (panel.size() < panel_size) panel.resize(panel_size);
   if (wide) {
     gemm_vnni512(m, b, fill_rows, padded, rq, panel, panel_rows, out,
                  out_row_stride);

@@ -109,6 +109,13 @@ void gemm_s8_vnni(int m, const PackedB4& b, const FillRowsU8& fill_rows, int32_t
                   const int32_t* col_offset, const OutputStage& rq, int8_t* out,
                   std::ptrdiff_t out_row_stride);
 
+// The same product for a few rows A [M][K] (row-major int8, zero point
+// a_zero_point) with packed weights, one row at a time, the output rows
+// contiguous (N apart): the fully connected GEMV case when the weights were
+// packed once (prepared). AVX-512 VNNI only (use_avx512_vnni()).
+void gemv_s8_vnni(int m, const PackedB4& b, const int8_t* a, int32_t a_zero_point,
+                  const int32_t* col_offset, const OutputStage& rq, int8_t* out);
+
 // dst[i] = uint8(src[i] + 128), i < count.
 void flip_s8_to_u8(const int8_t* src, int count, uint8_t* dst);
 // `rows` consecutive rows of k int8 values at src as gemm_s8_vnni panel rows

@@ -1,0 +1,135 @@
+"""Every ISA path's output stage against the reference loops over the whole
+requantization range the units accept: per-channel multipliers in [0, 2^31)
+and shifts in [-31, 31] (exponent 0, left shifts whose accumulator shift wraps,
+the deepest right shifts), for the convolution GEMM (pointwise and 3x3), the
+depthwise unit (stride 1 and 2, a channel tail past the 32-channel blocks of
+the AVX-512 path) and the fully connected GEMM. The reference loops are
+themselves checked against TFLite in test_unit_conv / _depthwise /
+_fully_connected; here the fast paths' rounding division and epilogues meet
+stage values no real model produces (reduced case count: three seeds)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nacc import _core
+from unit_check import PATHS, assert_same, run_path
+
+FAST_PATHS = [p for p in PATHS if p != "reference"]
+
+
+def _stage(rng, channels):
+    mult = rng.integers(1 << 30, (1 << 31) - 1, channels, dtype=np.int64)
+    mult[:3] = [0, (1 << 31) - 1, 1 << 30]
+    # Mostly shifts that keep outputs inside int8 (a bias of up to 2^20), plus the extremes.
+    shift = rng.integers(-24, 2, channels)
+    shift[3:10] = [0, 0, -1, 1, -31, 31, 5]
+    rng.shuffle(shift)
+    return mult.astype(np.int32), shift.astype(np.int32)
+
+
+def _check(fn, what):
+    expected = run_path("reference", fn)
+    # Not a stage that saturates everything: most values lie inside the int8 range.
+    assert np.mean((expected > -128) & (expected < 127)) > 0.25, what
+    for path in FAST_PATHS:
+        assert_same(expected, run_path(path, fn), f"{what} [{path} path]")
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("kernel", [1, 3])
+def test_conv_stage_range(seed, kernel):
+    rng = np.random.default_rng(100 + seed)
+    cin, cout = 20, 40
+    x = rng.integers(-128, 128, (1, 9, 11, cin), dtype=np.int8)
+    f = rng.integers(-127, 128, (cout, kernel, kernel, cin), dtype=np.int8)
+    b = rng.integers(-(1 << 20), 1 << 20, cout).astype(np.int32)
+    mult, shift = _stage(rng, cout)
+    pad = (kernel // 2,) * 4
+
+    def run():
+        return _core.conv2d(x, f, b, mult, shift, padding=pad, input_zero_point=-5,
+                            output_zero_point=3)
+
+    _check(run, f"conv2d k{kernel} seed {seed}")
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("stride", [1, 2])
+def test_depthwise_stage_range(seed, stride):
+    rng = np.random.default_rng(200 + seed)
+    c = 40
+    x = rng.integers(-128, 128, (1, 10, 13, c), dtype=np.int8)
+    f = rng.integers(-127, 128, (1, 3, 3, c), dtype=np.int8)
+    b = rng.integers(-(1 << 20), 1 << 20, c).astype(np.int32)
+    mult, shift = _stage(rng, c)
+
+    def run():
+        return _core.depthwise_conv2d(x, f, b, mult, shift, stride=(stride, stride),
+                                      padding=(1, 1, 1, 1), depth_multiplier=1,
+                                      input_zero_point=7, output_zero_point=-2)
+
+    _check(run, f"depthwise s{stride} seed {seed}")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fully_connected_stage_range(seed):
+    rng = np.random.default_rng(300 + seed)
+    k, n = 52, 40
+    x = rng.integers(-128, 128, (9, k), dtype=np.int8)
+    w = rng.integers(-127, 128, (n, k), dtype=np.int8)
+    b = rng.integers(-(1 << 20), 1 << 20, n).astype(np.int32)
+    mult, shift = _stage(rng, n)
+
+    def run():
+        return _core.fully_connected(x, w, b, mult, shift, input_zero_point=-9,
+                                     output_zero_point=1)
+
+    _check(run, f"fully_connected seed {seed}")
+
+
+@pytest.mark.parametrize("cin,kernel,stride,pad", [
+    (3, 3, 2, (0, 1, 0, 1)),  # the first layer of an image network (TFLite SAME, stride 2)
+    (3, 3, 1, (1, 1, 1, 1)),
+    (7, 5, 2, (2, 2, 2, 2)),
+    (21, 3, 1, (0, 2, 3, 0)),  # 63 bytes per filter row, padding only on some sides
+    (32, 2, 1, (1, 0, 0, 1)),  # exactly 64 bytes
+    (33, 2, 1, (1, 1, 1, 1)),  # 66: the general im2col
+])
+def test_conv_short_filter_rows(cin, kernel, stride, pad):
+    """Convolutions whose filter rows (kernel_w x C_in bytes) fit one 64-byte
+    vector: the AVX-512 im2col with masked loads, padding and the panel's K tail."""
+    rng = np.random.default_rng(cin * 100 + kernel)
+    cout = 24
+    x = rng.integers(-128, 128, (1, 13, 11, cin), dtype=np.int8)
+    f = rng.integers(-127, 128, (cout, kernel, kernel, cin), dtype=np.int8)
+    b = rng.integers(-5000, 5000, cout).astype(np.int32)
+    mult = np.full(cout, 1 << 30, np.int32)
+    shift = np.full(cout, -7, np.int32)
+
+    def run():
+        return _core.conv2d(x, f, b, mult, shift, stride=(stride, stride), padding=pad,
+                            input_zero_point=11, output_zero_point=-4)
+
+    _check(run, f"conv2d cin {cin} k{kernel} s{stride} pad {pad}")
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1280, 1000), (1, 7, 12), (3, 52, 65), (31, 100, 40)])
+def test_fully_connected_prepacked_rows(m, k, n):
+    """Fewer rows than the GEMM's pack threshold with the weights packed once (the
+    device plan's form): the AVX-512 VNNI GEMV on the packed weights, every path."""
+    rng = np.random.default_rng(m * 7 + k)
+    x = rng.integers(-128, 128, (m, k), dtype=np.int8)
+    w = rng.integers(-127, 128, (n, k), dtype=np.int8)
+    b = rng.integers(-(1 << 16), 1 << 16, n).astype(np.int32)
+    mult, shift = _stage(rng, n)
+    shift = np.clip(shift, -16, -4).astype(np.int32)
+
+    def run(prepacked):
+        return _core.fully_connected(x, w, b, mult, shift, input_zero_point=-9,
+                                     output_zero_point=1, prepacked=prepacked)
+
+    expected = run_path("reference", lambda: run(False))
+    for path in PATHS:
+        assert_same(expected, run_path(path, lambda: run(True)), f"fc {m}x{k}->{n} [{path}]")
+    assert np.mean((expected > -128) & (expected < 127)) > 0.25
