@@ -19,7 +19,7 @@ import pytest
 
 from fuzz.generate import (DEFAULT_MAC_BUDGET, generate, generate_kinds, make_inputs, remove_op,
                            shrink_candidates)
-from fuzz.ops import BOUNDARIES, KINDS, TABLE
+from fuzz.ops import BOUNDARIES, KINDS, TABLE, weights_of
 from fuzz.runner import Scheduler, Stats, fuzz, job_for, replay, tflite_job
 
 SEED = 20261129
@@ -252,6 +252,37 @@ def test_default_fuzz_16x8(tmp_path, scheduler):
     assert not stats.failures, report
     claimed, total = stats.claim_rate("tflite")
     assert total and claimed / total >= MIN_CLAIM_RATE_16, (claimed, total, report)
+
+
+DEFAULT_INT4 = 60
+
+
+def test_default_fuzz_int4_weights(tmp_path, scheduler):
+    """int8 graphs whose CONV_2D and FULLY_CONNECTED weights are int4
+    (generate fmt "tflite4": TFLite CONV_2D v7 / FULLY_CONNECTED v10, weights in
+    [-8, 7]): zero tolerance against BUILTIN_REF, both kinds reached and
+    claimed."""
+    stats = fuzz(0, SEED, str(tmp_path), log=lambda m: None, scheduler=scheduler,
+                 int4_graphs=DEFAULT_INT4)
+    report = stats.report()
+    print("\n" + report)
+    assert stats.graphs["tflite"] >= DEFAULT_INT4 and not stats.failures, report
+    claimed, total = stats.claim_rate("tflite")
+    assert total and claimed / total >= MIN_CLAIM_RATE, (claimed, total, report)
+    hit = {v for (param, v), _ in stats.boundaries.items() if param == "int4_weights"}
+    assert hit == {"CONV_2D", "FULLY_CONNECTED"}, report
+
+
+def test_int4_generator():
+    specs = [generate(SEED, i, "tflite4") for i in range(60)]
+    assert specs == [generate(SEED, i, "tflite4") for i in range(60)]
+    int4_ops = [op for s in specs for op in s["ops"] if op["p"].get("int4")]
+    assert int4_ops and all(s["weights"] == "int4" and s["format"] == "tflite" for s in specs)
+    assert {op["kind"] for op in int4_ops} == {"CONV_2D", "FULLY_CONNECTED"}
+    spec = next(s for s in specs if any(op["p"].get("int4") for op in s["ops"]))
+    op = next(op for op in spec["ops"] if op["p"].get("int4"))
+    w = weights_of(op, [spec["tensors"][str(t)]["shape"] for t in op["in"]], spec["tensors"])[0]
+    assert w.min() >= -8 and w.max() <= 7
 
 
 def test_16x8_generator_is_int16():

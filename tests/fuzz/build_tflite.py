@@ -49,13 +49,15 @@ def build_tflite(spec: dict) -> bytes:
         if kind in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
             w, scales, bias, in_s = weights_of(op, shapes, ts)
             axis = 3 if kind == "DEPTHWISE_CONV_2D" else 0
-            wid = const(w.shape, "int8", w, scales, [0] * len(scales), axis)
+            wid = const(w.shape, "int4" if p.get("int4") else "int8", w, scales, [0] * len(scales), axis)
             bscales = [in_s * s for s in scales]
             if len(scales) == 1:
                 bscales = [in_s * scales[0]]
             bid = const(bias.shape, "int64" if int16 else "int32",
                         bias.astype(np.int64) if int16 else bias, bscales, [0] * len(bscales), 0)
             ins = [ins[0], wid, bid]
+            if p.get("int4"):  # int4 weights: CONV_2D v7, FULLY_CONNECTED v10
+                version = 10 if kind == "FULLY_CONNECTED" else 7
             if kind == "FULLY_CONNECTED":
                 opts = dict(fused_activation_function=p["act"])
             else:

@@ -12,6 +12,9 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__)
     ap.add_argument("--graphs", type=int, default=300, help="TFLite graphs (default 300)")
     ap.add_argument("--onnx-graphs", type=int, default=60, help="ONNX QDQ graphs (default 60)")
+    ap.add_argument("--int16-graphs", type=int, default=0, help="TFLite 16x8 graphs (default 0)")
+    ap.add_argument("--int4-graphs", type=int, default=0,
+                    help="TFLite graphs with int4 CONV_2D / FULLY_CONNECTED weights (default 0)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--start", type=int, default=0, help="first graph index (resume a long run)")
     ap.add_argument("--out", default=None, help="output directory (reproducers, logs, report)")
@@ -31,7 +34,8 @@ def main(argv=None) -> None:
     t0 = time.monotonic()
     stats = fuzz(args.graphs, args.seed, out, onnx_graphs=args.onnx_graphs, window=args.window,
                  shrink_failures=not args.no_shrink, mac_budget=args.mac_budget,
-                 start_index=args.start, log=lambda m: print(m, flush=True))
+                 start_index=args.start, log=lambda m: print(m, flush=True),
+                 int16_graphs=args.int16_graphs, int4_graphs=args.int4_graphs)
     text = stats.report() + f"\ntotal {time.monotonic() - t0:.1f} s; output in {out}"
     print(text)
     with open(os.path.join(out, "report.txt"), "w") as f:

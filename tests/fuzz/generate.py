@@ -61,12 +61,34 @@ def generate(seed: int, index: int, fmt: str = "tflite", mac_budget: int = DEFAU
     """fmt "tflite", "onnx", or "tflite16": a TFLite 16x8 graph (the kinds of
     ops.INT16_VERSIONS, every tensor int16 with zero point 0 and its int8
     scale / 256, LOGISTIC / TANH outputs 2^-15; spec["dtype"] = "int16",
-    format "tflite")."""
+    format "tflite"), or "tflite4": an int8 graph whose CONV_2D and
+    FULLY_CONNECTED weights are int4 (spec["weights"] = "int4", format
+    "tflite"; see _int4)."""
     if fmt == "tflite16":
         return _int16(generate_kinds(seed, index, "tflite", mac_budget, invalid_rate,
                                      [k for k in TABLE if k.name in INT16_VERSIONS], 2))
+    if fmt == "tflite4":
+        return _int4(generate_kinds(seed, index, "tflite", mac_budget, invalid_rate,
+                                    allowed_kinds("tflite"), 3))
     return generate_kinds(seed, index, fmt, mac_budget, invalid_rate, allowed_kinds(fmt),
                           0 if fmt == "tflite" else 1)
+
+
+def _int4(spec: dict) -> dict:
+    """int4 weights (NACC_SPEC §9 DATA_FORM 10; TFLite CONV_2D version 7,
+    FULLY_CONNECTED version 10) on every ungrouped CONV_2D and every
+    FULLY_CONNECTED: values in [-8, 7] (ops.weights_of), the weight scale
+    multiplied by wmax / 7 so the real weights span what the op's output
+    quantization was drawn for. DEPTHWISE_CONV_2D keeps int8 weights: TFLite
+    2.21 has no reference kernel for int4 depthwise weights."""
+    spec["weights"] = "int4"
+    for op in spec["ops"]:
+        p = op["p"]
+        if op["kind"] == "FULLY_CONNECTED" or (op["kind"] == "CONV_2D" and p.get("groups", 1) == 1):
+            p["int4"] = True
+            p["wscale"] = float(p["wscale"] * p.get("wmax", 127) / 7.0)
+            p["wmax"] = 7
+    return spec
 
 
 def _int16(spec: dict) -> dict:
@@ -384,6 +406,8 @@ def boundary_hits(spec: dict) -> List[tuple]:
                 ("asymmetric", "floor") else "other")
         if p.get("multiplier_gt_1"):
             hit("multiplier_gt_1", True)
+        if p.get("int4"):
+            hit("int4_weights", k)
         # ONNX weight chains (ops.WEIGHT_CHAINS) and FULLY_CONNECTED forms
         for key, name in (("wchain", "weight_chain"), ("fc_form", "fc_form"),
                           ("flatten_op", "flatten_op")):

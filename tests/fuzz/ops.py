@@ -55,6 +55,8 @@ BOUNDARIES: Dict[str, set] = {
     "slice_form": {"qdq", "int8"},
     "slice_extent": {1},
     "resize_mapping": {"asymmetric_floor", "other"},
+    # int4 weights (generate fmt "tflite4"): the kinds that carried them
+    "int4_weights": {"CONV_2D", "FULLY_CONNECTED"},
     # ONNX layout ops: Reshape written as Squeeze / Unsqueeze / Flatten, a
     # Slice written as a Split, the channel shuffle (Reshape -> Transpose ->
     # Reshape), a Transpose in its QDQ or int8 form
@@ -176,7 +178,8 @@ def weights_of(op: dict, in_shapes: Sequence[Sequence[int]], tensors: dict):
         shape = (p["n"], _fc_depth(x) if len(x) > 2 else x[-1])
     n_out = shape[3] if kind == "DEPTHWISE_CONV_2D" else shape[0]
     wmax = p.get("wmax", 127)
-    w = rng.integers(-wmax, wmax + 1, shape).astype(np.int8)
+    lo = -8 if p.get("int4") else -wmax  # int4: the whole [-8, 7]
+    w = rng.integers(lo, wmax + 1, shape).astype(np.int8)
     if p.get("per_channel", True):
         scales = [float(s) for s in p["wscale"] * rng.uniform(0.5, 2.0, n_out)]
     else:

@@ -654,9 +654,11 @@ def save_repro(res: dict, out_dir: str, original: dict) -> str:
 def fuzz(graphs: int, seed: int, out_dir: str, onnx_graphs: int = 0, window: int = 4,
          shrink_failures: bool = True, log=print, mac_budget: Optional[int] = None,
          start_index: int = 0, scheduler: Optional[Scheduler] = None,
-         inject_fault: Optional[str] = None, int16_graphs: int = 0) -> Stats:
-    """Fuzzes `graphs` TFLite, `onnx_graphs` ONNX and `int16_graphs` TFLite
-    16x8 graphs (counted as TFLite graphs) of seed `seed` (graph indices
+         inject_fault: Optional[str] = None, int16_graphs: int = 0,
+         int4_graphs: int = 0) -> Stats:
+    """Fuzzes `graphs` TFLite, `onnx_graphs` ONNX, `int16_graphs` TFLite
+    16x8 and `int4_graphs` TFLite int4-weight graphs (both counted as TFLite
+    graphs) of seed `seed` (graph indices
     start_index, start_index + 1, ...). `scheduler`: reuse running workers
     (tests share one); `inject_fault`: see worker._inject_fault."""
     from .generate import DEFAULT_MAC_BUDGET
@@ -665,7 +667,8 @@ def fuzz(graphs: int, seed: int, out_dir: str, onnx_graphs: int = 0, window: int
     stats = Stats()
     sched = scheduler or Scheduler(os.path.join(out_dir, "logs"))
     try:
-        for fmt, count in (("tflite", graphs), ("onnx", onnx_graphs), ("tflite16", int16_graphs)):
+        for fmt, count in (("tflite", graphs), ("onnx", onnx_graphs), ("tflite16", int16_graphs),
+                           ("tflite4", int4_graphs)):
             if not count:
                 continue
             t0 = time.monotonic()
