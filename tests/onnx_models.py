@@ -65,7 +65,7 @@ def quantize(model: onnx.ModelProto, *, fmt: str = "QDQ", activation: str = "int
             return next(self.it, None)
 
     types = {"int8": QuantType.QInt8, "uint8": QuantType.QUInt8, "int16": QuantType.QInt16,
-             "uint16": QuantType.QUInt16}
+             "uint16": QuantType.QUInt16, "int4": QuantType.QInt4}
     with tempfile.TemporaryDirectory() as d:
         src, dst = os.path.join(d, "f.onnx"), os.path.join(d, "q.onnx")
         onnx.save(model, src)
