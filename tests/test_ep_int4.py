@@ -180,3 +180,25 @@ def test_int4_small_cnn():
           f"({claimed}), {len(rep['partitions'])} partitions; logits differ in "
           f"{int((steps > 0).sum())} of {steps.size}, max {int(steps.max())} steps")
     assert steps.max() <= 2  # two int4 units in series before the logits
+
+
+def test_int4_full_range_weights():
+    """Random INT4 weights over the whole range [-8, 7] (the per-tensor Conv's
+    initializer replaced): -8 sign-extends, the high nibble is element 2i+1."""
+    rng = np.random.default_rng(4)
+    total = differ = 0
+    for seed, dtype in ((0, "int8"), (1, "uint8")):
+        m = onnx.load_from_string(om.qdq_unit(om.conv(c_in=5, c_out=7, hw=(9, 9), k=3),
+                                              dtype=dtype, weight_dtype="int4", seed=seed))
+        init = next(i for i in m.graph.initializer if i.name == "w_q")
+        vals = rng.integers(-8, 8, size=tuple(init.dims))
+        vals.flat[:2] = (-8, 7)
+        init.CopyFrom(onnx.helper.make_tensor("w_q", onnx.TensorProto.INT4, vals.shape,
+                                              vals.ravel().tolist()))
+        model = m.SerializeToString()
+        claimed, steps, rep = _steps(model, ON, seed)
+        assert claimed == ["Conv"], reasons(rep)
+        assert steps.max() <= 1, steps.max()
+        total += steps.size
+        differ += int((steps > 0).sum())
+    print(f"int4 Conv full-range weights: {differ} of {total} elements differ by one step")
