@@ -89,6 +89,11 @@ const std::vector<OptionSpec>& option_specs() {
        "by one quantization step), QDQ Add / Sub / Mul of two int16 maps and Gemm / MatMul with "
        "constant weights (16x8 arithmetic, likewise within one step) and same-quantization "
        "int16 MaxPool / Reshape / Flatten"},
+      {"int4_weights", "0 or 1", "0",
+       "1: claim QDQ Conv units (and Gemm / MatMul with constant weights) whose weights are "
+       "INT4 (QInt4, zero point 0, per tensor or per channel) with int8 / uint8 activations, "
+       "run with int4 weights (DATA_FORM 10; not bit-exact: the CPU EP dequantizes them and "
+       "computes in float, outputs may differ by one quantization step)"},
   };
   return table;
 }
@@ -203,6 +208,12 @@ Config Config::from_pairs(const std::vector<std::pair<std::string, std::string>>
       } else {
         bad(key, value, "must be 0 or 1");
       }
+    } else if (key == "int4_weights") {
+      if (value == "0" || value == "1") {
+        c.int4_weights = value == "1";
+      } else {
+        bad(key, value, "must be 0 or 1");
+      }
     } else {
       std::vector<std::string> known;
       for (const OptionSpec& o : option_specs()) known.emplace_back(o.name);
@@ -248,7 +259,8 @@ std::string Config::summary() const {
                  " log_level=", kLogLevelNames[static_cast<int>(log_level)],
                  " ort_optimization_level=", static_cast<int>(ort_opt_level),
                  " qdqisint8allowed=", int(ort_qdq_int8_allowed),
-                 int16_activations ? " int16_activations=1" : "");
+                 int16_activations ? " int16_activations=1" : "",
+                 int4_weights ? " int4_weights=1" : "");
 }
 
 int Config::log_floor() const {

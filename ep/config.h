@@ -68,6 +68,12 @@ struct Config {
   // EP runs them in float, so outputs may differ from it by one quantization
   // step (docs/onnxruntime_ep.md "16-bit activations").
   bool int16_activations = false;
+  // Option int4_weights: claim QDQ Conv / Gemm / MatMul units whose constant
+  // weights are INT4 (QInt4, zero point 0, per tensor or per channel),
+  // lowered onto DATA_FORM 10 (NACC_SPEC §9). The CPU EP dequantizes them and
+  // runs float, so outputs may differ from it by one quantization step
+  // (docs/onnxruntime_ep.md "4-bit weights").
+  bool int4_weights = false;
   bool ort_qdq_int8_allowed = false;
   // The decision per node unit (keyed by its op's output value name), made on
   // the first, whole-graph GetCapability view and reused by later views and

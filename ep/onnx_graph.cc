@@ -38,6 +38,8 @@ std::vector<double> OnnxValue::numbers() const {
     switch (elem_type) {
       case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8: out[i] = static_cast<int8_t>(*p); break;
       case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8: out[i] = *p; break;
+      case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT4: out[i] = static_cast<int8_t>(*p); break;  // unpacked
+      case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT4: out[i] = *p; break;
       case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16: {
         int16_t v;
         std::memcpy(&v, p, 2);
@@ -467,7 +469,19 @@ OnnxGraph OnnxGraph::read(const Api& api, const OrtGraph* graph) {
         v.is_constant = true;
         v.elem_type = view.elem_type;
         v.shape = view.shape;
-        if (size > 0 && view.data != nullptr) {
+        const bool four_bit = view.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT4 ||
+                              view.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT4;
+        if (four_bit && view.data != nullptr) {
+          // ORT packs 4-bit tensors two per byte, element 2i in the low
+          // nibble; held unpacked (INT4 sign-extended) like ir::DType::kInt4.
+          const auto* p = static_cast<const uint8_t*>(view.data);
+          v.data.resize(static_cast<size_t>(view.elements));
+          for (size_t i = 0; i < view.elements; ++i) {
+            const int nib = (i % 2 ? p[i / 2] >> 4 : p[i / 2]) & 0xF;
+            const bool s4 = view.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT4;
+            v.data[static_cast<size_t>(i)] = static_cast<uint8_t>(s4 && nib >= 8 ? nib - 16 : nib);
+          }
+        } else if (size > 0 && view.data != nullptr) {
           const auto* p = static_cast<const uint8_t*>(view.data);
           v.data.assign(p, p + view.elements * size);
         }

@@ -249,6 +249,10 @@ int onnx_elem_size(int elem_type) {
       return 4;
     case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8:
     case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8:
+    // 4-bit constants are held unpacked, one element per byte (OnnxGraph's
+    // loader unpacks ORT's packed initializers); the EP claims no 4-bit I/O.
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT4:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT4:
       return 1;
     case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16:
     case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16:
@@ -269,6 +273,8 @@ const char* onnx_elem_name(int elem_type) {
     case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16: return "int16";
     case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32: return "int32";
     case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64: return "int64";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT4: return "uint4";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT4: return "int4";
     case 0: return "unknown";
     default: return "other";
   }

@@ -886,6 +886,7 @@ struct Weights {
   std::vector<float> scales;
   std::vector<int32_t> zero_points;  // int8 terms
   int axis = 0;
+  bool int4 = false;  // INT4 weights (values in [-8, 7]): ir::DType::kInt4
 };
 
 }  // namespace
@@ -1074,12 +1075,45 @@ struct UnitTranslator {
   // The weights may reach the op's DequantizeLinear through a constant chain
   // (OnnxGraph::fold_constant); the per-channel axis is the DequantizeLinear's,
   // on the folded tensor.
+  // Constant INT4 weights (held unpacked, OnnxGraph) are read only with the
+  // option int4_weights; `w->int4` says so to the caller.
   std::optional<std::string> read_weights(int value_id, int scale_id, int zp_id, int axis_attr,
-                                          int channel_axis, Weights* w) {
+                                          int channel_axis, Weights* w, int64_t block_size = 0) {
     ConstTensor v;
     const std::string& name = g.value(value_id).name;
+    const int raw_elem = g.value(value_id).elem_type;
+    if (raw_elem == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT4) {
+      return str_cat("weights '", name, "' are uint4 (QUInt4): 4-bit weights need int4 (QInt4) "
+                     "with zero point 0 (the NPU's int4 weights are signed, DATA_FORM 10)");
+    }
+    if (raw_elem == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT4) {
+      if (!b.config_.int4_weights || unit.form != NodeUnit::Form::kQdq) {
+        return str_cat("weights '", name, "' are int4 (QInt4): int4 weights are claimed only with "
+                       "the provider option int4_weights=1 (ONNX Runtime's CPU EP dequantizes them "
+                       "and computes in float, so there is no exact oracle)");
+      }
+      if (block_size != 0) {
+        return str_cat("weights '", name, "' are int4 with blocked quantization (block_size ",
+                       block_size, "): the NPU requantizes per output channel, one scale each");
+      }
+      if (!g.value(value_id).is_constant) {
+        return str_cat("weights '", name, "' are int4 but not an initializer (constant int4 "
+                       "weights only)");
+      }
+      w->int4 = true;
+    }
     if (auto e = g.fold_constant(value_id, &v)) {
       return str_cat("weights '", name, "' are not a constant: ", *e);
+    }
+    if (w->int4) {
+      int elem = v.elem_type;
+      if (auto e = read_qparams(scale_id, zp_id, v.elem_type, &w->scales, &w->zero_points, &elem)) {
+        return str_cat("weights '", name, "': ", *e);
+      }
+      for (int32_t z : w->zero_points) {
+        if (z != 0) return str_cat("int4 weights '", name, "' need zero point 0 (has ", z, ")");
+      }
+      v.elem_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8;  // unpacked values in [-8, 7]
     }
     if (!is_8bit(v.elem_type)) {
       return str_cat("weights '", name, "' are ", onnx_elem_name(v.elem_type),
@@ -1231,6 +1265,7 @@ struct UnitTranslator {
   // Input `i` of the target: (value, scale, zero point) ids of its quantization.
   struct QIn {
     int value = -1, scale = -1, zp = -1, axis = 1;
+    int64_t block_size = 0;  // DequantizeLinear's block_size (blocked quantization)
   };
   // Where the quantization of int8 value `v` is defined: the QuantizeLinear
   // or QOperator op producing it, through any int8-form ops in between.
@@ -1277,6 +1312,7 @@ struct UnitTranslator {
       r.scale = dq.input(1);
       r.zp = dq.input(2);
       r.axis = static_cast<int>(dq.attr_int("axis", 1));
+      r.block_size = dq.attr_int("block_size", 0);
       return r;
     }
     // QOperator: (x, x_scale, x_zp) triples; the op's own layout.
@@ -1432,7 +1468,9 @@ struct UnitTranslator {
     Weights w;
     if (wi.value < 0) return std::string("weights are missing");
     const bool qop = unit.form == NodeUnit::Form::kQOperator;
-    if (auto e = read_weights(wi.value, wi.scale, wi.zp, qop ? 0 : wi.axis, 0, &w)) return e;
+    if (auto e = read_weights(wi.value, wi.scale, wi.zp, qop ? 0 : wi.axis, 0, &w, wi.block_size)) {
+      return e;
+    }
     const auto& xs = g.value(in(0).value).shape;
     if (xs.size() != 4 || w.shape.size() != 4) {
       return str_cat("only 2-D convolutions are supported (input ", shape_str(xs), ", weights ",
@@ -1482,12 +1520,19 @@ struct UnitTranslator {
     }
     if (!wq.per_channel()) wq.axis = 0;
     perturb(&wq);
-    const int wt = constant(g.value(wi.value).name, ir_shape, DType::kInt8, std::move(data), wq);
+    const bool i16 = xq.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16;
+    if (w.int4 && i16) {
+      return std::string("int4 weights with int16 activations are not translated (int4_weights "
+                         "claims int8 / uint8 activations only)");
+    }
+    // int4 weights: the IR's kInt4 (unpacked); the capability rules decline
+    // int4 depthwise with their reason (TFLite has no reference kernel for it).
+    const int wt = constant(g.value(wi.value).name, ir_shape, w.int4 ? DType::kInt4 : DType::kInt8,
+                            std::move(data), wq);
 
     int bt = -1;
     const int bias_input = qop ? 8 : 2;
     const int bias_value = qop ? node.input(bias_input) : in(2).value;
-    const bool i16 = xq.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16;
     if (i16 != (yq.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16)) {
       return str_cat("input is ", onnx_elem_name(xq.elem_type), " and output ",
                      onnx_elem_name(yq.elem_type), " (int16 units need both int16)");
@@ -1611,8 +1656,12 @@ struct UnitTranslator {
     const int b_rank = static_cast<int>(b_shape.size());
     const int channel_axis = trans_b ? 0 : std::max(1, b_rank - 1);
     if (auto e = read_weights(bi.value, bi.scale, bi.zp, qop ? channel_axis : bi.axis,
-                              channel_axis, &w)) {
+                              channel_axis, &w, bi.block_size)) {
       return e;
+    }
+    if (w.int4 && i16) {
+      return std::string("int4 weights with int16 activations are not translated (int4_weights "
+                         "claims int8 / uint8 activations only)");
     }
     const int64_t k = trans_b ? w.shape[1] : b_rank == 1 ? w.shape[0] : w.shape[b_rank - 2];
     const int64_t n = trans_b ? w.shape[0] : b_rank == 1 ? 1 : w.shape[b_rank - 1];
@@ -1628,7 +1677,7 @@ struct UnitTranslator {
     wq.zero_points = w.zero_points;
     wq.axis = 0;
     perturb(&wq);
-    const int wt = constant(bv.name, {n, k}, DType::kInt8, std::move(data), wq);
+    const int wt = constant(bv.name, {n, k}, w.int4 ? DType::kInt4 : DType::kInt8, std::move(data), wq);
     int bt = -1;
     const int bias_value = qop ? (gemm ? node.input(6) : -1) : (gemm ? in(2).value : -1);
     if (i16) {

@@ -65,7 +65,7 @@ def quantize(model: onnx.ModelProto, *, fmt: str = "QDQ", activation: str = "int
             return next(self.it, None)
 
     types = {"int8": QuantType.QInt8, "uint8": QuantType.QUInt8, "int16": QuantType.QInt16,
-             "uint16": QuantType.QUInt16}
+             "uint16": QuantType.QUInt16, "int4": QuantType.QInt4}
     with tempfile.TemporaryDirectory() as d:
         src, dst = os.path.join(d, "f.onnx"), os.path.join(d, "q.onnx")
         onnx.save(model, src)
@@ -350,7 +350,7 @@ def _act_qparams(lo, hi, dtype):
 
 
 def qdq_unit(model: onnx.ModelProto, *, dtype="int8", weight_dtype=None, per_channel=False,
-             seed=0, fixed_output=None, weight_bits=8) -> bytes:
+             seed=0, fixed_output=None, weight_bits=8, int4_zero=None, block_size=0) -> bytes:
     """The one-op float `model` as one QDQ node unit with 8-bit model I/O.
 
     Graph inputs become int8/uint8 inputs dequantized by their own
@@ -406,6 +406,25 @@ def qdq_unit(model: onnx.ModelProto, *, dtype="int8", weight_dtype=None, per_cha
             wq = np.clip(np.round(w / ws.reshape(shape) if per_channel else w / ws), -qw, qw)
             if weight_dtype == "uint8":
                 wq, wz = (wq + 128).astype(np.uint8), np.full(ws.shape, 128, np.uint8)
+            elif weight_dtype in ("int4", "uint4"):
+                # opset-21 INT4 / UINT4 initializers (packed two per byte by
+                # onnx.helper); zero point 0 (int4) or 8 (uint4), `int4_zero`
+                # overrides it (nonzero zero points are declined)
+                qw = 7
+                wq = np.clip(np.round(w / ws.reshape(shape) if per_channel else w / ws), -qw, qw)
+                z = int4_zero if int4_zero is not None else (8 if weight_dtype == "uint4" else 0)
+                et = TensorProto.UINT4 if weight_dtype == "uint4" else TensorProto.INT4
+                weight_scale = ws
+                vals = (wq + (8 if weight_dtype == "uint4" else 0)).astype(np.int64)
+                new_inits += [helper.make_tensor(name + "_q", et, w.shape, vals.ravel().tolist()),
+                              numpy_helper.from_array(ws, name + "_s"),
+                              helper.make_tensor(name + "_z", et, ws.shape, [z] * int(ws.size))]
+                attrs = {"axis": w_axis} if per_channel else {}
+                if block_size:
+                    attrs = {"axis": w_axis, "block_size": block_size}
+                nodes.append(helper.make_node("DequantizeLinear", [name + "_q", name + "_s", name + "_z"],
+                                              [name], name=name + "_dq", **attrs))
+                continue
             else:
                 wq, wz = wq.astype(np.int8), np.zeros(ws.shape, np.int8)
             weight_scale = ws
@@ -442,7 +461,8 @@ def qdq_unit(model: onnx.ModelProto, *, dtype="int8", weight_dtype=None, per_cha
     g = helper.make_graph(nodes, "unit_" + op, inputs,
                           [helper.make_tensor_value_info(y.name + "_q", _onnx_dtype(dtype), shape)],
                           new_inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", max(OPSET, 19 if per_channel else OPSET))],
+    opset = 21 if weight_dtype in ("int4", "uint4") else max(OPSET, 19 if per_channel else OPSET)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
                           ir_version=IR_VERSION)
     onnx.checker.check_model(m)
     return m.SerializeToString()
