@@ -189,8 +189,9 @@ Shape4 window_output_shape(const char* op, const Shape4& in, int kernel_h, int k
 }
 
 void check_output_shape(const char* op, const Shape4& expected, const Shape4& actual) {
-  check_arg(actual == expected, op, ": output shape ", actual.str(), " does not match the ",
-            "expected ", expected.str());
+  if (actual == expected) return;  // the message is formatted only on failure
+  check_arg(false, op, ": output shape ", actual.str(), " does not match the ", "expected ",
+            expected.str());
 }
 
 }  // namespace nacc::detail
