@@ -103,6 +103,16 @@ void check_output_stage(const char* op, const OutputStage& stage, int channels) 
     case OutputStageKind::kFixedPoint:
       check_not_null(op, "multiplier", stage.multiplier);
       check_not_null(op, "shift", stage.shift);
+      {
+        // A branch-free scan first (this runs per replayed layer); the
+        // per-channel checks below name the first bad channel.
+        bool ok = true;
+        for (int c = 0; c < channels; ++c) {
+          ok &= stage.multiplier[c] >= limits::kMinMultiplier &&
+                stage.shift[c] >= limits::kMinShift && stage.shift[c] <= limits::kMaxShift;
+        }
+        if (ok) return;
+      }
       for (int c = 0; c < channels; ++c) {
         check_multiplier(op, "multiplier", c, stage.multiplier[c],
                          "QUANT_MUL array, NACC_SPEC §1");
@@ -189,8 +199,9 @@ Shape4 window_output_shape(const char* op, const Shape4& in, int kernel_h, int k
 }
 
 void check_output_shape(const char* op, const Shape4& expected, const Shape4& actual) {
-  check_arg(actual == expected, op, ": output shape ", actual.str(), " does not match the ",
-            "expected ", expected.str());
+  if (actual == expected) return;  // the message is formatted only on failure
+  check_arg(false, op, ": output shape ", actual.str(), " does not match the ", "expected ",
+            expected.str());
 }
 
 }  // namespace nacc::detail

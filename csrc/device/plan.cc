@@ -1001,8 +1001,13 @@ void run_call(const PlanCall& call, const CallInputs& ci,
 
 namespace {
 
-// Below this much work (MACs, or elements for pointwise units) a call stays
-// on the calling thread: handing it to the pool costs more than it saves.
+// Below this much work a call stays on the calling thread: handing it to the
+// pool costs more than it saves. Work is counted in GEMM MACs (about 4 us of
+// the int8 GEMM here): a depthwise or pooling window term and an element of a
+// pointwise unit cost the host several to many MACs' time (measured on the
+// AVX-512 VNNI path, MobileNetV2: depthwise ~3.5x, pooling ~30x, an int8 ADD
+// ~100x), so their counts are weighted by that cost, and MobileNetV2's small
+// ADDs, its 7x7 depthwise and global pool are split too.
 constexpr int64_t kParallelMinWork = 1 << 18;
 
 int64_t call_work(const PlanCall& call) {
@@ -1011,11 +1016,11 @@ int64_t call_work(const PlanCall& call) {
   const int64_t pixels = int64_t(c.h) * s.w;
   switch (s.fam) {
     case Family::kConv: return pixels * c.noc * s.kx * s.ky * s.in_c;
-    case Family::kDepthwise:
-    case Family::kPool: return pixels * c.noc * s.kx * s.ky;
+    case Family::kDepthwise: return 4 * pixels * c.noc * s.kx * s.ky;
+    case Family::kPool: return 32 * pixels * c.noc * s.kx * s.ky;
     case Family::kFullyConnected: return int64_t(c.h) * c.noc * s.in_c;
     case Family::kMatmul: return pixels * c.noc * s.mat_k;
-    default: return pixels * c.noc;
+    default: return 64 * pixels * c.noc;
   }
 }
 

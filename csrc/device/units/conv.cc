@@ -42,7 +42,8 @@ void validate(const WindowParams& window, int32_t input_zero_point, const Output
   detail::check_not_null(kOp, "output", output);
   detail::check_feature_map(kOp, "input", input_shape);
   detail::check_feature_map_extent(kOp, "output", "channels", filter_shape.n);
-  check_arg(filter_shape.c == input_shape.c, kOp, ": filter ", filter_shape.str(), " has ",
+  if (!(filter_shape.c == input_shape.c))
+      check_arg(false, kOp, ": filter ", filter_shape.str(), " has ",
             filter_shape.c, " input channels, input ", input_shape.str(), " has ", input_shape.c);
   detail::check_window(kOp, window, filter_shape.h, filter_shape.w);
   detail::check_zero_point(kOp, "input_zero_point", input_zero_point,
@@ -50,9 +51,10 @@ void validate(const WindowParams& window, int32_t input_zero_point, const Output
   detail::check_output_stage(kOp, out_stage, filter_shape.n);
   const Shape4 expected = detail::window_output_shape(kOp, input_shape, filter_shape.h,
                                                       filter_shape.w, window, filter_shape.n);
-  check_arg(int64_t{expected.h} * expected.w <= 0x7fffffff, kOp, ": output ", expected.str(),
+  if (!(int64_t{expected.h} * expected.w <= 0x7fffffff))
+      check_arg(false, kOp, ": output ", expected.str(),
             " has more than 2^31 - 1 pixels");
-  check_arg(output_shape == expected, kOp, ": output shape ", output_shape.str(),
+  if (!(output_shape == expected)) check_arg(false, kOp, ": output shape ", output_shape.str(),
             " does not match input ", input_shape.str(), ", filter ", filter_shape.str(),
             ", stride ", window.stride_h, "x", window.stride_w, " and padding (", window.pad_top,
             ",", window.pad_bottom, ",", window.pad_left, ",", window.pad_right, "): expected ",

@@ -67,8 +67,8 @@ void depthwise_conv2d_s16x8(const WindowParams& window, int m, const OutputStage
                             const int8_t* filter, const int64_t* bias, const Shape4& os,
                             int16_t* output) {
   constexpr const char* kOp = "depthwise_conv2d_s16x8";
-  check_arg(m >= 1 && is.n == 1 && os.n == 1 && fs.n == 1 && fs.c == os.c &&
-                int64_t(is.c) * m == os.c,
+  if (!(m >= 1 && is.n == 1 && os.n == 1 && fs.n == 1 && fs.c == os.c &&
+                int64_t(is.c) * m == os.c)) check_arg(false,
             kOp, ": shapes input ", is.str(), ", filter ", fs.str(), ", output ", os.str(),
             " with multiplier ", m, " do not match");
   check_stage(kOp, stage, bias, os.c, /*mul32_allowed=*/true);
@@ -125,7 +125,8 @@ void conv2d_s16x8(const WindowParams& window, const OutputStage& stage, const Sh
                   const int16_t* input, const Shape4& fs, const int8_t* filter,
                   const int64_t* bias, const Shape4& os, int16_t* output) {
   constexpr const char* kOp = "conv2d_s16x8";
-  check_arg(is.n == 1 && os.n == 1 && fs.c == is.c && fs.n == os.c, kOp, ": shapes input ",
+  if (!(is.n == 1 && os.n == 1 && fs.c == is.c && fs.n == os.c))
+      check_arg(false, kOp, ": shapes input ",
             is.str(), ", filter ", fs.str(), ", output ", os.str(), " do not match");
   check_stage(kOp, stage, bias, os.c);
   // The weights widened to int16 once: an int16 x int16 multiply-add into

@@ -819,7 +819,7 @@ void depthwise_conv2d_s8(const WindowParams& window, int depth_multiplier,
   detail::check_not_null(kOp, "filter", filter);
   detail::check_not_null(kOp, "output", output);
   detail::check_feature_map(kOp, "input", input_shape);
-  check_arg(filter_shape.n == 1, kOp, ": filter shape ", filter_shape.str(),
+  if (!(filter_shape.n == 1)) check_arg(false, kOp, ": filter shape ", filter_shape.str(),
             " must be [1, KH, KW, C_in * depth_multiplier]");
   detail::check_window(kOp, window, filter_shape.h, filter_shape.w);
   bool multiplier_ok = false;

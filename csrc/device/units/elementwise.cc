@@ -436,12 +436,22 @@ Shape4 broadcast_shape(const Shape4& a, const Shape4& b) {
   const int ea[4] = {a.n, a.h, a.w, a.c};
   const int eb[4] = {b.n, b.h, b.w, b.c};
   const char* names[4] = {"N", "H", "W", "C"};
-  const std::string shapes = str_cat("shapes ", a.str(), " / ", b.str(), ": dimension");
+  // The message text is built only when an extent is out of range: a replayed
+  // model calls this per layer, and formatting it cost more than the check.
+  const auto in_range = [](int v) { return v >= 1 && v <= limits::kMaxFeatureMapDim; };
+  bool extents_ok = true;
+  for (int d = 0; d < 4; ++d) extents_ok = extents_ok && in_range(ea[d]) && in_range(eb[d]);
+  if (!extents_ok) {
+    const std::string shapes = str_cat("shapes ", a.str(), " / ", b.str(), ": dimension");
+    for (int d = 0; d < 4; ++d) {
+      detail::check_feature_map_extent("elementwise_s8", shapes, names[d], ea[d]);
+      detail::check_feature_map_extent("elementwise_s8", shapes, names[d], eb[d]);
+    }
+  }
   int eo[4];
   for (int d = 0; d < 4; ++d) {
-    detail::check_feature_map_extent("elementwise_s8", shapes, names[d], ea[d]);
-    detail::check_feature_map_extent("elementwise_s8", shapes, names[d], eb[d]);
-    check_arg(ea[d] == eb[d] || ea[d] == 1 || eb[d] == 1, "elementwise_s8: shapes ", a.str(),
+    if (!(ea[d] == eb[d] || ea[d] == 1 || eb[d] == 1))
+        check_arg(false, "elementwise_s8: shapes ", a.str(),
               " and ", b.str(), " do not broadcast: dimension ", names[d], " is ", ea[d],
               " vs ", eb[d], " (each dimension must be equal or 1 on one side)");
     eo[d] = std::max(ea[d], eb[d]);
@@ -455,7 +465,7 @@ void elementwise_s8(const ElementwiseParams& params, const Shape4& in1_shape, co
                     int8_t* out) {
   validate_elementwise_params(params);
   const Shape4 expected = broadcast_shape(in1_shape, in2_shape);
-  check_arg(out_shape == expected, "elementwise_s8: output shape ", out_shape.str(),
+  if (!(out_shape == expected)) check_arg(false, "elementwise_s8: output shape ", out_shape.str(),
             " must be the broadcast shape ", expected.str(), " of ", in1_shape.str(), " and ",
             in2_shape.str());
   detail::check_not_null("elementwise_s8", "input1", in1);

@@ -35,8 +35,8 @@ Window window_at(const PoolParams& p, const Shape4& is, int oy, int ox) {
 }
 
 void check_pool(const char* op, const PoolParams& p, const Shape4& is, const Shape4& os) {
-  check_arg(is.n == 1 && os.n == 1 && is.c == os.c && p.kernel_h >= 1 && p.kernel_w >= 1 &&
-                p.window.stride_h >= 1 && p.window.stride_w >= 1,
+  if (!(is.n == 1 && os.n == 1 && is.c == os.c && p.kernel_h >= 1 && p.kernel_w >= 1 &&
+                p.window.stride_h >= 1 && p.window.stride_w >= 1)) check_arg(false,
             op, ": shapes input ", is.str(), ", output ", os.str(), " do not match");
   check_clamp16(op, p.act_min, p.act_max);
   check_arg(!p.float32, op, ": POOL_FP32 takes 8-bit maps");
@@ -150,7 +150,8 @@ void elementwise_s16(const ElementwiseParams& p, const Shape4& s1, const int16_t
     return s.n == 1 && (s.h == so.h || s.h == 1) && (s.w == so.w || s.w == 1) &&
            (s.c == so.c || s.c == 1);
   };
-  check_arg(so.n == 1 && dims_ok(s1) && dims_ok(s2), kOp, ": shapes ", s1.str(), " and ",
+  if (!(so.n == 1 && dims_ok(s1) && dims_ok(s2)))
+      check_arg(false, kOp, ": shapes ", s1.str(), " and ",
             s2.str(), " do not broadcast to ", so.str());
   const auto index = [](const Shape4& s, int h, int w, int c) {
     return (int64_t(s.h == 1 ? 0 : h) * s.w + (s.w == 1 ? 0 : w)) * s.c + (s.c == 1 ? 0 : c);
@@ -189,7 +190,8 @@ void elementwise_mul_s16_s8(const ElementwiseParams& p, const Shape4& s1, const 
     return s.n == 1 && (s.h == so.h || s.h == 1) && (s.w == so.w || s.w == 1) &&
            (s.c == so.c || s.c == 1);
   };
-  check_arg(so.n == 1 && dims_ok(s1) && dims_ok(s2), kOp, ": shapes ", s1.str(), " and ",
+  if (!(so.n == 1 && dims_ok(s1) && dims_ok(s2)))
+      check_arg(false, kOp, ": shapes ", s1.str(), " and ",
             s2.str(), " do not broadcast to ", so.str());
   const auto index = [](const Shape4& s, int h, int w, int c) {
     return (int64_t(s.h == 1 ? 0 : h) * s.w + (s.w == 1 ? 0 : w)) * s.c + (s.c == 1 ? 0 : c);
