@@ -155,6 +155,19 @@ LoweredOp lowering_base(const ir::Graph& graph, int op_index) {
   return base;
 }
 
+// Runs a multi-pass lowering's `body`: an InvalidArgument one of its checks
+// throws means the op has no such lowering, so it becomes Unsupported (the op
+// is declined with the message), named by `label` unless it already is.
+template <class Body>
+std::vector<LoweredOp> declined_on_invalid(const std::string& label, Body&& body) {
+  try {
+    return body();
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    throw Unsupported(what.rfind(label, 0) == 0 ? what : str_cat(label, ": ", what));
+  }
+}
+
 // The output stage's ACT_MODE for a fused activation: the clamp bounds carry
 // the function (docs/device_model.md §4); the mode states the intent.
 ActMode act_mode_of(FusedActivation act) {
@@ -1476,8 +1489,8 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
   base.output = op.outputs[0];
   const ir::Tensor& in = graph.tensor(base.input);
   const ir::Tensor& out = graph.tensor(base.output);
-  std::vector<LoweredOp> parts;
-  try {
+  return declined_on_invalid(base.label, [&]() -> std::vector<LoweredOp> {
+    std::vector<LoweredOp> parts;
     const Shape4 is = nhwc_of(in.shape), os = nhwc_of(out.shape);
     const Quant qi = per_tensor(in, base.label), qo = per_tensor(out, base.label);
     if (qi.scale != qo.scale || qi.zero_point != qo.zero_point) {
@@ -1572,13 +1585,8 @@ std::vector<LoweredOp> lower_average_pool_regions(const ir::Graph& graph, int op
         parts.push_back(std::move(l));
       }
     }
-  } catch (const Unsupported&) {
-    throw;
-  } catch (const InvalidArgument& e) {
-    const std::string what = e.what();
-    throw Unsupported(what.rfind(base.label, 0) == 0 ? what : str_cat(base.label, ": ", what));
-  }
-  return parts;
+    return parts;
+  });
 }
 
 // LEAKY_RELU on int16 (16x8): TFLite 2.21's reference_ops::QuantizeLeakyRelu,
@@ -1604,7 +1612,7 @@ std::vector<LoweredOp> lower_leaky_relu16(const ir::Graph& graph, int op_index) 
   base.output = op.outputs[0];
   const ir::Tensor& in = graph.tensor(base.input);
   const ir::Tensor& out = graph.tensor(base.output);
-  try {
+  return declined_on_invalid(base.label, [&]() -> std::vector<LoweredOp> {
     base.in_shape = nhwc_of(in.shape);
     base.out_shape = nhwc_of(out.shape);
     check_arg(base.in_shape == base.out_shape, base.label, ": input ", base.in_shape.str(),
@@ -1658,12 +1666,7 @@ std::vector<LoweredOp> lower_leaky_relu16(const ir::Graph& graph, int op_index) 
     sum.shift = {sum.eltwise.output_shift};
     sum.lowering = "leaky_relu_sum";
     return parts;
-  } catch (const Unsupported&) {
-    throw;
-  } catch (const InvalidArgument& e) {
-    const std::string what = e.what();
-    throw Unsupported(what.rfind(base.label, 0) == 0 ? what : str_cat(base.label, ": ", what));
-  }
+  });
 }
 
 namespace {
@@ -1758,7 +1761,7 @@ std::vector<LoweredOp> lower_mul16_to_8(const ir::Graph& graph, int op_index) {
   const ir::Tensor& a = graph.tensor(base.input);
   const ir::Tensor& b = graph.tensor(base.input2);
   const ir::Tensor& out = graph.tensor(base.output);
-  try {
+  return declined_on_invalid(base.label, [&]() -> std::vector<LoweredOp> {
     const Shape4 s = nhwc_of(out.shape);
     if (a.shape != out.shape || b.shape != out.shape) {
       throw Unsupported(str_cat(base.label, ": int16 x int16 -> int8 MUL of ",
@@ -1803,12 +1806,7 @@ std::vector<LoweredOp> lower_mul16_to_8(const ir::Graph& graph, int op_index) {
     l.shift = {l.eltwise.output_shift};
     l.lowering = "int16_mul_s16_s8";
     return {l};
-  } catch (const Unsupported&) {
-    throw;
-  } catch (const InvalidArgument& e) {
-    const std::string what = e.what();
-    throw Unsupported(what.rfind(base.label, 0) == 0 ? what : str_cat(base.label, ": ", what));
-  }
+  });
 }
 
 // See lower.h.
@@ -1821,7 +1819,7 @@ std::vector<LoweredOp> lower_quantize16_to_8(const ir::Graph& graph, int op_inde
   base.output = op.outputs[0];
   const ir::Tensor& in = graph.tensor(base.input);
   const ir::Tensor& out = graph.tensor(base.output);
-  try {
+  return declined_on_invalid(base.label, [&]() -> std::vector<LoweredOp> {
     const Shape4 s = nhwc_of(in.shape);
     check_arg(nhwc_of(out.shape) == s, base.label, ": input ", s.str(), " != output ",
               nhwc_of(out.shape).str());
@@ -1843,12 +1841,7 @@ std::vector<LoweredOp> lower_quantize16_to_8(const ir::Graph& graph, int op_inde
     scaled.lowering = "int16_to_int8_requantize";
     low_bytes_part(base, s, qo.zero_point, parts[1]);
     return parts;
-  } catch (const Unsupported&) {
-    throw;
-  } catch (const InvalidArgument& e) {
-    const std::string what = e.what();
-    throw Unsupported(what.rfind(base.label, 0) == 0 ? what : str_cat(base.label, ": ", what));
-  }
+  });
 }
 
 // See lower.h. T, the op's staging tensor (int16), holds three areas: A = hi
@@ -1863,7 +1856,7 @@ std::vector<LoweredOp> lower_mean16_split(const ir::Graph& graph, int op_index) 
   base.output = op.outputs[0];
   const ir::Tensor& in = graph.tensor(base.input);
   const ir::Tensor& out = graph.tensor(base.output);
-  try {
+  return declined_on_invalid(base.label, [&]() -> std::vector<LoweredOp> {
     const Shape4 s = nhwc_of(in.shape);
     check_arg(in.rank() == 4 && out.elements() == s.c, base.label, ": input ",
               ir::shape_str(in.shape), " / output ", ir::shape_str(out.shape),
@@ -1972,12 +1965,7 @@ std::vector<LoweredOp> lower_mean16_split(const ir::Graph& graph, int op_index) 
     total.act_mode = ActMode::NONE;
     total.lowering = "int16_mean_total";
     return parts;
-  } catch (const Unsupported&) {
-    throw;
-  } catch (const InvalidArgument& e) {
-    const std::string what = e.what();
-    throw Unsupported(what.rfind(base.label, 0) == 0 ? what : str_cat(base.label, ": ", what));
-  }
+  });
 }
 
 std::vector<LoweredOp> lower_op_parts(const ir::Graph& graph, int op_index) {
