@@ -42,6 +42,24 @@ void check_pool(const char* op, const PoolParams& p, const Shape4& is, const Sha
   check_arg(!p.float32, op, ": POOL_FP32 takes 8-bit maps");
 }
 
+// The two operands of a 16-bit element-wise command broadcast to the output
+// (one image; each of H, W, C equal to the output's or 1).
+void check_broadcast(const char* op, const Shape4& s1, const Shape4& s2, const Shape4& so) {
+  const auto dims_ok = [&](const Shape4& s) {
+    return s.n == 1 && (s.h == so.h || s.h == 1) && (s.w == so.w || s.w == 1) &&
+           (s.c == so.c || s.c == 1);
+  };
+  if (!(so.n == 1 && dims_ok(s1) && dims_ok(s2))) {
+    check_arg(false, op, ": shapes ", s1.str(), " and ", s2.str(), " do not broadcast to ",
+              so.str());
+  }
+}
+
+// The element of an operand of shape s that output element (h, w, c) reads.
+int64_t broadcast_index(const Shape4& s, int h, int w, int c) {
+  return (int64_t(s.h == 1 ? 0 : h) * s.w + (s.w == 1 ? 0 : w)) * s.c + (s.c == 1 ? 0 : c);
+}
+
 }  // namespace
 
 void fully_connected_s16x8(const OutputStage& stage, int rows, int k, int n, const int16_t* input,
@@ -146,16 +164,7 @@ void elementwise_s16(const ElementwiseParams& p, const Shape4& s1, const int16_t
                 p.input1_multiplier >= 0 && p.input2_multiplier >= 0 && p.output_multiplier >= 0,
             kOp, ": multipliers must be in [0, 2^31) with shifts in [-31, 0]");
   check_clamp16(kOp, p.act_min, p.act_max);
-  const auto dims_ok = [&](const Shape4& s) {
-    return s.n == 1 && (s.h == so.h || s.h == 1) && (s.w == so.w || s.w == 1) &&
-           (s.c == so.c || s.c == 1);
-  };
-  if (!(so.n == 1 && dims_ok(s1) && dims_ok(s2)))
-      check_arg(false, kOp, ": shapes ", s1.str(), " and ",
-            s2.str(), " do not broadcast to ", so.str());
-  const auto index = [](const Shape4& s, int h, int w, int c) {
-    return (int64_t(s.h == 1 ? 0 : h) * s.w + (s.w == 1 ? 0 : w)) * s.c + (s.c == 1 ? 0 : c);
-  };
+  check_broadcast(kOp, s1, s2, so);
   const auto scale = [&](int32_t x, int32_t m, int sh) {
     return multiply_by_quantized_multiplier_smaller_than_one(wrapping_shift_left(x, p.left_shift),
                                                              m, sh);
@@ -165,14 +174,17 @@ void elementwise_s16(const ElementwiseParams& p, const Shape4& s1, const int16_t
     for (int w = 0; w < so.w; ++w) {
       for (int c = 0; c < so.c; ++c) {
         if (mul) {  // 16x8 MUL: the 32-bit MBQM of the int32 product (|a b| <= 2^30)
-          const int32_t prod = int32_t(in1[index(s1, h, w, c)]) * in2[index(s2, h, w, c)];
+          const int32_t prod =
+              int32_t(in1[broadcast_index(s1, h, w, c)]) * in2[broadcast_index(s2, h, w, c)];
           out[o++] = clamp16(multiply_by_quantized_multiplier(prod, p.output_multiplier,
                                                               p.output_shift),
                              p.act_min, p.act_max);
           continue;
         }
-        const int32_t a = scale(in1[index(s1, h, w, c)], p.input1_multiplier, p.input1_shift);
-        const int32_t b = scale(in2[index(s2, h, w, c)], p.input2_multiplier, p.input2_shift);
+        const int32_t a =
+            scale(in1[broadcast_index(s1, h, w, c)], p.input1_multiplier, p.input1_shift);
+        const int32_t b =
+            scale(in2[broadcast_index(s2, h, w, c)], p.input2_multiplier, p.input2_shift);
         const int32_t raw = p.mode == ElementwiseMode::SUB ? a - b : a + b;
         const int32_t v =
             multiply_by_quantized_multiplier_smaller_than_one(raw, p.output_multiplier, p.output_shift);
@@ -186,23 +198,14 @@ void elementwise_mul_s16_s8(const ElementwiseParams& p, const Shape4& s1, const 
                             const Shape4& s2, const int16_t* in2, const Shape4& so, int8_t* out) {
   constexpr const char* kOp = "elementwise_mul_s16_s8";
   validate_mul_s16_s8_params(p);
-  const auto dims_ok = [&](const Shape4& s) {
-    return s.n == 1 && (s.h == so.h || s.h == 1) && (s.w == so.w || s.w == 1) &&
-           (s.c == so.c || s.c == 1);
-  };
-  if (!(so.n == 1 && dims_ok(s1) && dims_ok(s2)))
-      check_arg(false, kOp, ": shapes ", s1.str(), " and ",
-            s2.str(), " do not broadcast to ", so.str());
-  const auto index = [](const Shape4& s, int h, int w, int c) {
-    return (int64_t(s.h == 1 ? 0 : h) * s.w + (s.w == 1 ? 0 : w)) * s.c + (s.c == 1 ? 0 : c);
-  };
+  check_broadcast(kOp, s1, s2, so);
   int64_t o = 0;
   for (int h = 0; h < so.h; ++h) {
     for (int w = 0; w < so.w; ++w) {
       for (int c = 0; c < so.c; ++c) {
         // |x + offset| <= 33024, so the product fits int32 (< 2^31).
-        const int32_t a = int32_t(in1[index(s1, h, w, c)]) + p.input1_offset;
-        const int32_t b = int32_t(in2[index(s2, h, w, c)]) + p.input2_offset;
+        const int32_t a = int32_t(in1[broadcast_index(s1, h, w, c)]) + p.input1_offset;
+        const int32_t b = int32_t(in2[broadcast_index(s2, h, w, c)]) + p.input2_offset;
         const int32_t v = wrapping_add(
             multiply_by_quantized_multiplier(a * b, p.output_multiplier, p.output_shift),
             p.output_zero_point);
