@@ -59,27 +59,38 @@ nacc::Shape4 operand_shape(const py::array& a, const char* op, const char* name)
   return nacc::Shape4{d[0], d[1], d[2], d[3]};
 }
 
-py::array_t<int8_t> run_elementwise(const nacc::ElementwiseParams& p, const py::array& in1,
-                                    const py::array& in2, const char* op) {
-  auto a = nacc::bindings::checked_array<int8_t>(in1, "input1");
-  auto b = nacc::bindings::checked_array<int8_t>(in2, "input2");
+// A binary element-wise unit with In operands and an int8 output: the
+// operands checked and broadcast, `validate`d parameters, `unit` run without
+// the GIL.
+template <class In, class Unit>
+py::array_t<int8_t> run_binary_to_s8(const nacc::ElementwiseParams& p, const py::array& in1,
+                                     const py::array& in2, const char* op,
+                                     void (*validate)(const nacc::ElementwiseParams&), Unit unit) {
+  auto a = nacc::bindings::checked_array<In>(in1, "input1");
+  auto b = nacc::bindings::checked_array<In>(in2, "input2");
   const nacc::Shape4 sa = operand_shape(a, op, "input1");
   const nacc::Shape4 sb = operand_shape(b, op, "input2");
   const nacc::Shape4 so = nacc::broadcast_shape(sa, sb);
-  nacc::validate_elementwise_params(p);
+  validate(p);
   // The output keeps the larger rank, like numpy / TFLite broadcasting.
   const int ndim = static_cast<int>(std::max(a.ndim(), b.ndim()));
   const int full[4] = {so.n, so.h, so.w, so.c};
   std::vector<py::ssize_t> dims(full + 4 - ndim, full + 4);
   py::array_t<int8_t> out(dims);
-  const int8_t* pa = a.data();
-  const int8_t* pb = b.data();
+  const In* pa = a.data();
+  const In* pb = b.data();
   int8_t* po = out.mutable_data();
   {
     py::gil_scoped_release release;
-    nacc::elementwise_s8(p, sa, pa, sb, pb, so, po);
+    unit(p, sa, pa, sb, pb, so, po);
   }
   return out;
+}
+
+py::array_t<int8_t> run_elementwise(const nacc::ElementwiseParams& p, const py::array& in1,
+                                    const py::array& in2, const char* op) {
+  return run_binary_to_s8<int8_t>(p, in1, in2, op, nacc::validate_elementwise_params,
+                                  nacc::elementwise_s8);
 }
 
 py::dict elementwise_dict(const nacc::ElementwiseParams& p) {
@@ -207,24 +218,8 @@ NACC_BINDINGS(eltwise_act) {
         p.output_zero_point = to_int32(output_zero_point, op, "output_zero_point");
         p.act_min = to_int32(act_min, op, "act_min");
         p.act_max = to_int32(act_max, op, "act_max");
-        auto a = nacc::bindings::checked_array<int16_t>(in1, "input1");
-        auto b = nacc::bindings::checked_array<int16_t>(in2, "input2");
-        const nacc::Shape4 sa = operand_shape(a, op, "input1");
-        const nacc::Shape4 sb = operand_shape(b, op, "input2");
-        const nacc::Shape4 so = nacc::broadcast_shape(sa, sb);
-        nacc::validate_mul_s16_s8_params(p);
-        const int ndim = static_cast<int>(std::max(a.ndim(), b.ndim()));
-        const int full[4] = {so.n, so.h, so.w, so.c};
-        std::vector<py::ssize_t> dims(full + 4 - ndim, full + 4);
-        py::array_t<int8_t> out(dims);
-        const int16_t* pa = a.data();
-        const int16_t* pb = b.data();
-        int8_t* po = out.mutable_data();
-        {
-          py::gil_scoped_release release;
-          nacc::elementwise_mul_s16_s8(p, sa, pa, sb, pb, so, po);
-        }
-        return out;
+        return run_binary_to_s8<int16_t>(p, in1, in2, op, nacc::validate_mul_s16_s8_params,
+                                         nacc::elementwise_mul_s16_s8);
       },
       py::arg("in1"), py::arg("in2"), py::kw_only(), py::arg("input1_offset") = 0,
       py::arg("input2_offset") = 0, py::arg("output_multiplier"), py::arg("output_shift"),
