@@ -1089,6 +1089,7 @@ std::optional<std::string> check_transpose_copy(const Graph& g, const Op& op, co
     return str_cat("an output ", ir::shape_str(out.shape), " of ", out.shape[0],
                    " images (its first axis is a batch)");
   }
+  if (layout_transpose(in.shape, op.attrs.perm)) return std::nullopt;  // the layout unit
   std::string why;
   const auto t = transpose_copy(in.shape, op.attrs.perm, &why);
   if (!t) return why;

@@ -290,7 +290,10 @@ def run_stats() -> Dict[str, Dict[str, Any]]:
     ``macs``, ``mac_cycles``, ``busy_cycles``, ``stall_cycles``,
     ``dma_read_bytes``/``dma_write_bytes``, ``sram_high_water``,
     ``bound_cycles``, ``min_dma_bytes`` and per-core ``cores``; a last ``op``
-    -1 entry holds commands outside every op)."""
+    -1 entry holds commands outside every op), and over all runs
+    ``host_layout_conversions``: the boundary tensors the host converted
+    between NCHW and NHWC (0 when the Programs convert them on the device's
+    layout unit, option ``boundary_layout=device``, the default)."""
     return _json_from_library("nacc_ep_run_stats_json")
 
 

@@ -327,6 +327,15 @@ void scatter_vnchwconv_reverse(const UnifiedBuffer& ub, const VnchwconvParams& p
   run(ub, params, true);
 }
 
+void vnchwconv_iteration(VnchwElem elem, bool reverse, const uint8_t (*src)[32],
+                         uint8_t* const* dst, bool dst_high_half, bool src_high_half) {
+  if (reverse) {
+    reverse_iteration(elem, src, dst, dst_high_half, src_high_half);
+  } else {
+    forward_iteration(elem, src, dst, dst_high_half, src_high_half);
+  }
+}
+
 int nc1hwc0_c0(int elem_bytes) {
   check_arg(elem_bytes == 1 || elem_bytes == 2 || elem_bytes == 4, "nc1hwc0_c0: elem_bytes ",
             elem_bytes, " must be 1, 2 or 4");

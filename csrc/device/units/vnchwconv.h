@@ -83,6 +83,14 @@ void scatter_vnchwconv(const UnifiedBuffer& ub, const VnchwconvParams& params);
 // Operand rules, ordering, bounds and errors as scatter_vnchwconv.
 void scatter_vnchwconv_reverse(const UnifiedBuffer& ub, const VnchwconvParams& params);
 
+// One iteration of the loops above without any check: `src` is the snapshot
+// of the 16 source blocks (read before any write), `dst` the 16 destination
+// block pointers (forward: NC1HWC0 side; reverse: NCHW side). The device's
+// execution plan replays NPU_OP_VNCHWCONV with it directly on device memory
+// (device/plan.cc), after the command's checks passed when it was recorded.
+void vnchwconv_iteration(VnchwElem elem, bool reverse, const uint8_t (*src)[32],
+                         uint8_t* const* dst, bool dst_high_half, bool src_high_half);
+
 // C0 of NC1HWC0 for an element width (NACC_SPEC §7): 32 for 1 byte, 16 for 2 and 4.
 int nc1hwc0_c0(int elem_bytes);
 
