@@ -1193,7 +1193,9 @@ void alias_concat_producers(ir::Graph& g, const std::vector<int>& inputs,
       if (lowered[part].out_byte_offset != 0 || lowered[part].out_row_pitch != 0) continue;
       LoweredOp& lp = lowered[prod];
       const ir::Tensor& tt = g.tensor(t);
-      if (lp.unit == Unit::kView || lp.output != t || lp.out_pixel_pitch != 0 ||
+      // (The layout unit writes whole pixels of its own tensor: no slice.)
+      if (lp.unit == Unit::kView || lp.unit == Unit::kLayout || lp.output != t ||
+          lp.out_pixel_pitch != 0 ||
           lp.out_shape.c != tt.shape.back() ||
           int64_t(lp.out_shape.h) * lp.out_shape.w * lp.out_shape.c != tt.elements()) {
         continue;

@@ -1454,7 +1454,9 @@ std::vector<Rule> build_rules() {
                "tensors (the trailing axes that stay innermost, e.g. the channels of an H/W "
                "swap; else single bytes), a pass's pixels and rows through the DMA pitches "
                "(16-bit sizes and pitch fields), one pass per index of the loops outside; a "
-               "byte copy, as TFLite's kernel copies"),
+               "byte copy, as TFLite's kernel copies; NCHW [1,C,H,W] <-> NHWC (perm 0,2,3,1 "
+               "or 0,3,1,2) with C > 1 and H*W > 1 runs on the layout unit instead "
+               "(NPU_OP_VNCHWCONV, any such shape with C <= 65504)"),
        false, check_transpose_copy},
       {"block_copy", {K::kSpaceToDepth, K::kDepthToSpace},
        str_cat("SPACE_TO_DEPTH and DEPTH_TO_SPACE must move a runtime tensor with a block size of "

@@ -297,8 +297,16 @@ def run_stats() -> Dict[str, Dict[str, Any]]:
     return _json_from_library("nacc_ep_run_stats_json")
 
 
+def _is_boundary_layout_op(o: Dict[str, Any]) -> bool:
+    """A TRANSPOSE the EP put at a partition boundary (NCHW <-> NHWC on the
+    device's layout unit, named "<value>/to_nhwc" or "<value>/to_nchw"): no
+    ONNX node of the partition."""
+    return o.get("kind") == "TRANSPOSE" and o.get("name", "").endswith(("/to_nhwc", "/to_nchw"))
+
+
 def _program_op_names(stats: Dict[str, Any]) -> frozenset:
-    return frozenset(o["name"] for o in stats.get("ops", []) if o.get("op", -1) >= 0)
+    return frozenset(o["name"] for o in stats.get("ops", [])
+                     if o.get("op", -1) >= 0 and not _is_boundary_layout_op(o))
 
 
 def partition_reports(stats: Optional[Dict[str, Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
