@@ -107,27 +107,35 @@ def test_degenerate_shapes_do_not_use_the_unit(nchw):
     ({"DTYPE": 3}, "DTYPE = 3"),
     ({"DTYPE": 1}, "exist only for b8"),
     ("src+8", "multiples of 32"),
+    ("block-stride+1", "multiples of 32"),
     ("repeat-max", "bus read error"),
+    ("dst-stride-max", "bus write error"),
 ])
 def test_corrupted_layout_registers_fault_alike_stepped_and_replayed(edit, match):
     """A corrupted VNCHWCONV_* write of a compiled Program: the same fault (a
     bus error / parameter fault, never a wrong answer) stepped and replayed."""
-    g, _ = _layout_graph((1, 5, 4, 8), True)
+    g, _ = _layout_graph((1, 5, 8, 16), True)  # 4 iterations per command
     prog = _core.compile(g)
     cmds = _core.decode_stream(_core.program_info(prog)["commands"])
     # The first write of the register; for b16, the first with a high half set.
+    reg = {"src+8": "VNCHWCONV_SRC", "block-stride+1": "VNCHWCONV_SRC_BLOCK_STRIDE",
+           "dst-stride-max": "VNCHWCONV_STRIDE"}.get(edit if isinstance(edit, str) else "",
+                                                    "VNCHWCONV_CFG")
     i = next(k for k, c in enumerate(cmds) if c["opcode"] == "NPU_SET_REGISTER" and
-             c["register"] == ("VNCHWCONV_SRC" if edit == "src+8" else "VNCHWCONV_CFG") and
-             (edit != {"DTYPE": 1} or c["payload"] & 0x3000))
+             c["register"] == reg and (edit != {"DTYPE": 1} or c["payload"] & 0x3000))
     value = cmds[i]["payload"]
     if edit == "src+8":
         value += 8
+    elif edit == "block-stride+1":
+        value += 1
+    elif edit == "dst-stride-max":
+        value |= 0xFFFF0000
     elif edit == "repeat-max":
         value = (value & ~0xFF) | 0xFF
     else:
         value = (value & ~0x300) | (edit["DTYPE"] << 8)
     bad = _edited(prog, cmds[:i] + [_write(cmds[i]["register"], value)] + cmds[i + 1:])
-    x = [np.zeros(5 * 4 * 8, np.int8)]
+    x = [np.zeros(5 * 8 * 16, np.int8)]
     for execution in ("step", "replay"):
         with pytest.raises(nacc.DeviceFault, match=match):
             _core.Runtime(execution=execution).run(bad, x)

@@ -1116,6 +1116,14 @@ void fill_region_record(const Context& ctx, const std::vector<const LoweredOp*>&
     reads.insert(p->input);
     writes.insert(p->output);
   }
+  // A layout conversion's staging areas are its own detour, not data the op
+  // must move (docs/compiler.md "Layout conversion").
+  for (const LoweredOp* p : parts) {
+    if (p->unit == Unit::kLayout && p->input2 >= 0) {
+      reads.erase(p->input2);
+      writes.erase(p->input2);
+    }
+  }
   int64_t read = 0, write = 0, mac = 0;
   for (int id : reads) read += tensor_bytes(ctx.graph.tensor(id));
   for (int id : writes) write += tensor_bytes(ctx.graph.tensor(id));
