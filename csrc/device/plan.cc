@@ -1166,6 +1166,18 @@ void replay_plan(const PlanData& plan, const std::array<RegionMemory, limits::kN
       uint8_t* dst = regions[size_t(v.dst.region)].data + v.dst.offset;
       uint8_t snapshot[limits::kVnchwBlocksPerOperand][limits::kUbBlockBytes];
       uint8_t* d[limits::kVnchwBlocksPerOperand];
+      if (v.elem == VnchwElem::kB8) {  // read in place: the transpose loads every row first
+        const uint64_t sh = v.src_high_half ? 16 : 0, dh = v.dst_high_half ? 16 : 0;
+        const uint8_t* rows[limits::kVnchwBlocksPerOperand];
+        for (int r = 0; r < v.repeat; ++r) {
+          for (int k = 0; k < limits::kVnchwBlocksPerOperand; ++k) {
+            rows[k] = src + uint64_t(k) * v.src_block_stride + uint64_t(r) * v.src_step + sh;
+            d[k] = dst + uint64_t(k) * v.dst_block_stride + uint64_t(r) * v.dst_step + dh;
+          }
+          vnchwconv_transpose_b8(rows, d);
+        }
+        continue;
+      }
       for (int r = 0; r < v.repeat; ++r) {
         for (int k = 0; k < limits::kVnchwBlocksPerOperand; ++k) {
           std::memcpy(snapshot[k], src + uint64_t(k) * v.src_block_stride + uint64_t(r) * v.src_step,
