@@ -366,7 +366,8 @@ BoundaryLayout boundary_layout(const IoBinding& b, const Config& config) {
   const std::vector<int64_t>& s = b.onnx_shape;
   if (s[0] != 1) return BoundaryLayout::kHost;
   if (s[1] == 1 || s[2] * s[3] == 1) return BoundaryLayout::kSameBytes;
-  return support::layout_transpose(s, {0, 2, 3, 1}) ? BoundaryLayout::kDevice : BoundaryLayout::kHost;
+  return support::layout_transpose(s, {0, 2, 3, 1}) ? BoundaryLayout::kDevice
+                                                    : BoundaryLayout::kHost;
 }
 
 // The binding's IR tensor `nhwc` becomes internal ("<name>/nhwc"); a new

@@ -207,8 +207,8 @@ def test_ep_host_layout_option_same_bits(registered, dt):
                                        "boundary_layout": where}, opt_level=so_level)
         outs[where] = s.run(None, om.input_feeds(model, seed=4)[0])
         after = nort.run_stats()
-        conv = sum(v["host_layout_conversions"] - before.get(k, {}).get("host_layout_conversions", 0)
-                   for k, v in after.items())
+        conv = sum(v["host_layout_conversions"] -
+                   before.get(k, {}).get("host_layout_conversions", 0) for k, v in after.items())
         assert conv == (0 if where == "device" else 2), (where, conv)
     for a, c in zip(outs["device"], outs["host"]):
         assert np.array_equal(a, c)

@@ -775,10 +775,12 @@ void emit_layout(Context& ctx, const LoweredOp& op) {
   // A part before (scatter) or after (gather) moves pixels of Cp bytes in
   // and out of the staging slab when C % 32 != 0; its own tensor otherwise.
   const auto rows_at = [&](int64_t off) {
-    return L.rows_offset < 0 ? ctx.address(planar, off) : ctx.address(op.input2, L.rows_offset + off);
+    return L.rows_offset < 0 ? ctx.address(planar, off)
+                             : ctx.address(op.input2, L.rows_offset + off);
   };
   const auto slab_at = [&](int64_t off) {
-    return L.slab_offset < 0 ? ctx.address(pixels, off) : ctx.address(op.input2, L.slab_offset + off);
+    return L.slab_offset < 0 ? ctx.address(pixels, off)
+                             : ctx.address(op.input2, L.slab_offset + off);
   };
   Emitter& em = ctx.em;
   em.op(Opcode::NPU_OP_KERNEL_WAIT, 0);
@@ -794,14 +796,15 @@ void emit_layout(Context& ctx, const LoweredOp& op) {
   // The NCHW rows to or from their pitch-P area (one copy when P = H*W).
   const auto move_rows = [&](bool in) {
     if (L.rows_offset < 0) return;
+    const auto move = [&](int64_t c, int64_t len) {  // channel c's row onward
+      const uint32_t tensor = ctx.address(planar, c * HW), area = rows_at(c * P);
+      in ? dma(tensor, area, len) : dma(area, tensor, len);
+    };
     if (P == HW) {
-      in ? dma(ctx.address(planar, 0), rows_at(0), C * HW) : dma(rows_at(0), ctx.address(planar, 0), C * HW);
+      move(0, C * HW);
       return;
     }
-    for (int64_t c = 0; c < C; ++c) {
-      in ? dma(ctx.address(planar, c * HW), rows_at(c * P), HW)
-         : dma(rows_at(c * P), ctx.address(planar, c * HW), HW);
-    }
+    for (int64_t c = 0; c < C; ++c) move(c, HW);
   };
   // The dense pixels to or from the slab when C % 32 == 0 but P > H*W.
   const bool slab_copy = L.slab_offset >= 0 && C % block == 0;
@@ -825,19 +828,23 @@ void emit_layout(Context& ctx, const LoweredOp& op) {
           em.set_register(Reg::VNCHWCONV_DST_BLOCK_STRIDE, uint32_t(L.to_nhwc ? Cp : P));
           // Per iteration: the rows advance one block, the slab 32 pixels.
           const int64_t rows_step = 1, slab_step = Cp;
+          const int64_t src_step = L.to_nhwc ? rows_step : slab_step;
+          const int64_t dst_step = L.to_nhwc ? slab_step : rows_step;
           em.set_register(Reg::VNCHWCONV_STRIDE,
                           Value()
-                              .set(fields::VNCHWCONV_STRIDE::SRC_STRIDE, L.to_nhwc ? rows_step : slab_step)
-                              .set(fields::VNCHWCONV_STRIDE::DST_STRIDE, L.to_nhwc ? slab_step : rows_step)
+                              .set(fields::VNCHWCONV_STRIDE::SRC_STRIDE, src_step)
+                              .set(fields::VNCHWCONV_STRIDE::DST_STRIDE, dst_step)
                               .get());
           // The rows side's half selects pixels 16..31 of a block, the slab
           // side's channels 16..31 of a pixel.
+          const int src_high = L.to_nhwc ? hw_half : ch_half;
+          const int dst_high = L.to_nhwc ? ch_half : hw_half;
           em.set_register(Reg::VNCHWCONV_CFG,
                           Value()
                               .set(fields::VNCHWCONV_CFG::REPEAT, repeat)
                               .set(fields::VNCHWCONV_CFG::DTYPE, int64_t(VnchwconvType::B8))
-                              .set(fields::VNCHWCONV_CFG::SRC_HIGH_HALF, L.to_nhwc ? hw_half : ch_half)
-                              .set(fields::VNCHWCONV_CFG::DST_HIGH_HALF, L.to_nhwc ? ch_half : hw_half)
+                              .set(fields::VNCHWCONV_CFG::SRC_HIGH_HALF, src_high)
+                              .set(fields::VNCHWCONV_CFG::DST_HIGH_HALF, dst_high)
                               .set(fields::VNCHWCONV_CFG::REVERSE, L.to_nhwc ? 0 : 1)
                               .get());
           em.op(Opcode::NPU_OP_VNCHWCONV, 0);

@@ -1446,7 +1446,8 @@ std::optional<std::vector<LoweredOp>> lower_layout_transpose(const ir::Graph& gr
   std::vector<LoweredOp> parts;
   if (C % block != 0) {
     // Pixels of Cp bytes in the staging tensor <-> the dense NHWC tensor.
-    LoweredOp g = copy_pass(base, to_nhwc ? "gather" : "scatter", Shape4{1, int(H), int(W), int(C)});
+    LoweredOp g =
+        copy_pass(base, to_nhwc ? "gather" : "scatter", Shape4{1, int(H), int(W), int(C)});
     g.lowering = "vnchwconv";
     if (to_nhwc) {
       g.input = kStagingTensor;

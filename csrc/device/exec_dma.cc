@@ -140,7 +140,9 @@ void execute_vnchwconv(ExecEnv& env, uint32_t word) {
   pend.reads.push_back(rd);
   pend.writes.push_back(wr);
   check_race(ctx.kernels, pend, "kernel");
-  const VnchwElem elem = dtype == 0 ? VnchwElem::kB8 : dtype == 1 ? VnchwElem::kB16 : VnchwElem::kB32;
+  const VnchwElem elem = dtype == 0   ? VnchwElem::kB8
+                         : dtype == 1 ? VnchwElem::kB16
+                                      : VnchwElem::kB32;
   const bool src_high = r.field(fields::VNCHWCONV_CFG::SRC_HIGH_HALF) != 0;
   const bool dst_high = r.field(fields::VNCHWCONV_CFG::DST_HIGH_HALF) != 0;
   const bool reverse = r.field(fields::VNCHWCONV_CFG::REVERSE) != 0;

@@ -1180,8 +1180,8 @@ void replay_plan(const PlanData& plan, const std::array<RegionMemory, limits::kN
       }
       for (int r = 0; r < v.repeat; ++r) {
         for (int k = 0; k < limits::kVnchwBlocksPerOperand; ++k) {
-          std::memcpy(snapshot[k], src + uint64_t(k) * v.src_block_stride + uint64_t(r) * v.src_step,
-                      limits::kUbBlockBytes);
+          const uint8_t* block = src + uint64_t(k) * v.src_block_stride + uint64_t(r) * v.src_step;
+          std::memcpy(snapshot[k], block, limits::kUbBlockBytes);
           d[k] = dst + uint64_t(k) * v.dst_block_stride + uint64_t(r) * v.dst_step;
         }
         vnchwconv_iteration(v.elem, v.reverse, snapshot, d, v.dst_high_half, v.src_high_half);

@@ -116,7 +116,9 @@ constexpr int kRev4[16] = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15}
 
 void vnchwconv_transpose_b8(const uint8_t* const* rows, uint8_t* const* out) {
   __m128i x[16], y[16];
-  for (int i = 0; i < 16; ++i) x[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[kRev4[i]]));
+  for (int i = 0; i < 16; ++i) {
+    x[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[kRev4[i]]));
+  }
   for (int round = 0; round < 4; ++round) {
     for (int i = 0; i < 8; ++i) {
       y[i] = _mm_unpacklo_epi8(x[2 * i], x[2 * i + 1]);
