@@ -442,6 +442,7 @@ PartitionIr build_partition(const OnnxGraph& g, const std::vector<int>& nodes, c
       switch (boundary_layout(io, config)) {
         case BoundaryLayout::kDevice:
           t = add_layout_transpose(b.graph(), t, io, input);
+          ++p.layout_transposes;
           io.nchw = false;  // the Program reads / writes the NCHW bytes
           io.ir_shape = io.onnx_shape;
           break;
