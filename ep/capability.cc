@@ -18,6 +18,7 @@
 #include "ep/backend.h"
 #include "partition/policy.h"
 #include "support/rules.h"
+#include "support/transpose_copy.h"
 
 namespace nacc::ep {
 
@@ -346,6 +347,54 @@ CapabilityPlan plan_capability(const OnnxGraph& g, const Config& config,
 
 namespace nacc::ep {
 
+namespace {
+
+// How a rank-4 NCHW binding crosses the boundary (docs/onnxruntime_ep.md
+// "Layout and types"): kDevice: a TRANSPOSE inside the Program (the layout
+// unit, compiler/lower.h LoweredOp::LayoutConversion); kSameBytes: C = 1 or
+// H*W = 1 with one image, where NCHW and NHWC hold the same bytes; kHost:
+// converted by the host around each run (int16 tensors, batches above 1, the
+// option boundary_layout=host, shapes the unit does not take).
+enum class BoundaryLayout { kHost, kDevice, kSameBytes };
+
+BoundaryLayout boundary_layout(const IoBinding& b, const Config& config) {
+  if (!b.nchw || !config.device_layout) return BoundaryLayout::kHost;
+  if (b.elem_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8 &&
+      b.elem_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8) {
+    return BoundaryLayout::kHost;
+  }
+  const std::vector<int64_t>& s = b.onnx_shape;
+  if (s[0] != 1) return BoundaryLayout::kHost;
+  if (s[1] == 1 || s[2] * s[3] == 1) return BoundaryLayout::kSameBytes;
+  return support::layout_transpose(s, {0, 2, 3, 1}) ? BoundaryLayout::kDevice
+                                                    : BoundaryLayout::kHost;
+}
+
+// The binding's IR tensor `nhwc` becomes internal ("<name>/nhwc"); a new
+// tensor of the ONNX name and NCHW shape is the Program's input (TRANSPOSE
+// 0,2,3,1 before every op) or output (TRANSPOSE 0,3,1,2 after every op).
+// Returns the new tensor's id.
+int add_layout_transpose(ir::Graph& graph, int nhwc, const IoBinding& b, bool input) {
+  ir::Tensor planar = graph.tensor(nhwc);
+  planar.shape = b.onnx_shape;
+  graph.tensors[size_t(nhwc)].name = str_cat(b.name, "/nhwc");
+  const int id = graph.add_tensor(std::move(planar));
+  ir::Op op;
+  op.kind = ir::OpKind::kTranspose;
+  op.name = str_cat(b.name, input ? "/to_nhwc" : "/to_nchw");
+  op.inputs = {input ? id : nhwc};
+  op.outputs = {input ? nhwc : id};
+  op.attrs.perm = input ? std::vector<int>{0, 2, 3, 1} : std::vector<int>{0, 3, 1, 2};
+  if (input) {
+    graph.ops.insert(graph.ops.begin(), std::move(op));
+  } else {
+    graph.ops.push_back(std::move(op));
+  }
+  return id;
+}
+
+}  // namespace
+
 PartitionIr build_partition(const OnnxGraph& g, const std::vector<int>& nodes, const Config& config) {
   std::vector<bool> in_set(g.nodes.size(), false);
   for (int n : nodes) in_set.at(static_cast<size_t>(n)) = true;
@@ -385,13 +434,27 @@ PartitionIr build_partition(const OnnxGraph& g, const std::vector<int>& nodes, c
   }
   std::sort(ins.begin(), ins.end());
   std::sort(outs.begin(), outs.end());
-  for (const auto& [name, id] : ins) {
-    b.graph().inputs.push_back(b.tensor_of(id));
-    p.inputs.push_back(b.binding(id));
-  }
-  for (const auto& [name, id] : outs) {
-    b.graph().outputs.push_back(b.tensor_of(id));
-    p.outputs.push_back(b.binding(id));
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool input = pass == 0;
+    for (const auto& [name, id] : input ? ins : outs) {
+      IoBinding io = b.binding(id);
+      int t = b.tensor_of(id);
+      switch (boundary_layout(io, config)) {
+        case BoundaryLayout::kDevice:
+          t = add_layout_transpose(b.graph(), t, io, input);
+          ++p.layout_transposes;
+          io.nchw = false;  // the Program reads / writes the NCHW bytes
+          io.ir_shape = io.onnx_shape;
+          break;
+        case BoundaryLayout::kSameBytes:
+          io.nchw = false;  // a plain copy
+          break;
+        case BoundaryLayout::kHost:
+          break;
+      }
+      (input ? b.graph().inputs : b.graph().outputs).push_back(t);
+      (input ? p.inputs : p.outputs).push_back(std::move(io));
+    }
   }
   p.macs = b.macs();
   p.graph = std::move(b.graph());

@@ -68,6 +68,9 @@ struct PartitionIr {
   ir::Graph graph;
   std::vector<IoBinding> inputs, outputs;
   int64_t macs = 0;
+  // Boundary TRANSPOSEs the Program runs on the layout unit (option
+  // boundary_layout=device; docs/onnxruntime_ep.md "Layout and types").
+  int layout_transposes = 0;
 };
 
 // Throws Unsupported naming the unit that does not translate or a node that

@@ -89,6 +89,11 @@ const std::vector<OptionSpec>& option_specs() {
        "by one quantization step), QDQ Add / Sub / Mul of two int16 maps and Gemm / MatMul with "
        "constant weights (16x8 arithmetic, likewise within one step) and same-quantization "
        "int16 MaxPool / Reshape / Flatten"},
+      {"boundary_layout", "device or host", "device",
+       "where rank-4 int8 / uint8 tensors change between ONNX's NCHW and the Program's NHWC at "
+       "a partition boundary: device = inside the Program (NPU_OP_VNCHWCONV, counted in the "
+       "device's cycles and DMA bytes; the host only copies), host = converted by the host "
+       "around each run (int16 tensors and batches above 1 always are)"},
       {"int4_weights", "0 or 1", "0",
        "1: claim QDQ Conv units (and Gemm / MatMul with constant weights) whose weights are "
        "INT4 (QInt4, zero point 0, per tensor or per channel) with int8 / uint8 activations, "
@@ -208,6 +213,12 @@ Config Config::from_pairs(const std::vector<std::pair<std::string, std::string>>
       } else {
         bad(key, value, "must be 0 or 1");
       }
+    } else if (key == "boundary_layout") {
+      if (value == "device" || value == "host") {
+        c.device_layout = value == "device";
+      } else {
+        bad(key, value, "must be device or host");
+      }
     } else if (key == "int4_weights") {
       if (value == "0" || value == "1") {
         c.int4_weights = value == "1";
@@ -260,7 +271,8 @@ std::string Config::summary() const {
                  " ort_optimization_level=", static_cast<int>(ort_opt_level),
                  " qdqisint8allowed=", int(ort_qdq_int8_allowed),
                  int16_activations ? " int16_activations=1" : "",
-                 int4_weights ? " int4_weights=1" : "");
+                 int4_weights ? " int4_weights=1" : "",
+                 device_layout ? "" : " boundary_layout=host");
 }
 
 int Config::log_floor() const {

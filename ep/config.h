@@ -68,6 +68,11 @@ struct Config {
   // EP runs them in float, so outputs may differ from it by one quantization
   // step (docs/onnxruntime_ep.md "16-bit activations").
   bool int16_activations = false;
+  // Option boundary_layout (device / host): rank-4 int8 / uint8 partition
+  // inputs and outputs change between NCHW and NHWC inside the Program (a
+  // TRANSPOSE the compiler runs on the layout unit, NPU_OP_VNCHWCONV) or on
+  // the host around each run (docs/onnxruntime_ep.md "Layout and types").
+  bool device_layout = true;
   // Option int4_weights: claim QDQ Conv / Gemm / MatMul units whose constant
   // weights are INT4 (QInt4, zero point 0, per tensor or per channel),
   // lowered onto DATA_FORM 10 (NACC_SPEC §9). The CPU EP dequantizes them and

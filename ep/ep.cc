@@ -221,11 +221,28 @@ std::shared_ptr<const PartitionBlob> NaccEp::compiled(const PartitionIr& ir, boo
   return blob;
 }
 
+std::shared_ptr<const PartitionBlob> NaccEp::build_and_compile(const OnnxGraph& g,
+                                                               const std::vector<int>& nodes,
+                                                               bool* compiled_now) {
+  const PartitionIr ir = build_partition(g, nodes, config_);
+  try {
+    return compiled(ir, compiled_now);
+  } catch (const nacc::Error& e) {
+    if (ir.layout_transposes == 0) throw;
+    Config host = config_;
+    host.device_layout = false;
+    log_(ORT_LOGGING_LEVEL_INFO,
+         str_cat("NaccExecutionProvider: a partition does not compile with its boundary layout "
+                 "conversion on the device (", e.what(), "); the host converts its boundaries"),
+         "GetCapability");
+    return compiled(build_partition(g, nodes, host), compiled_now);
+  }
+}
+
 std::optional<std::string> NaccEp::try_compile(const OnnxGraph& g, const std::vector<int>& nodes) {
   try {
-    const PartitionIr ir = build_partition(g, nodes, config_);
     bool now = false;
-    compiled(ir, &now);
+    build_and_compile(g, nodes, &now);
     return std::nullopt;
   } catch (const std::exception& e) {
     return std::string(e.what());
@@ -405,9 +422,8 @@ std::unique_ptr<CompiledPartition> NaccEp::compile_one(const OrtGraph* graph,
   } else {
     std::vector<int> all(g.nodes.size());
     for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
-    const PartitionIr ir = build_partition(g, all, config_);
     bool now = false;
-    blob = *compiled(ir, &now);
+    blob = *build_and_compile(g, all, &now);
     if (!config_.dump_dir.empty()) {
       const auto bytes = blob.serialize();
       std::ofstream(config_.dump_dir + "/" + name + ".naccpart", std::ios::binary)

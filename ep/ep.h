@@ -53,6 +53,13 @@ class NaccEp : public OrtEpExtended {
                                                  OrtNode** ep_context_node);
   // The compiled blob of a partition: process cache, then cache_dir, then the compiler.
   std::shared_ptr<const PartitionBlob> compiled(const struct PartitionIr& ir, bool* compiled_now);
+  // The blob of the partition of `nodes` (build_partition, then compiled); when
+  // it fails with boundary TRANSPOSEs on the layout unit, the partition is
+  // built again with the host converting its boundaries (so a shape the
+  // conversion cannot take never declines a node).
+  std::shared_ptr<const PartitionBlob> build_and_compile(const struct OnnxGraph& g,
+                                                         const std::vector<int>& nodes,
+                                                         bool* compiled_now);
   // nullopt when the partition of `nodes` compiles (the Program is then cached), else why not.
   std::optional<std::string> try_compile(const OnnxGraph& g, const std::vector<int>& nodes);
   void fail_if_fallback_error() const;

@@ -14,17 +14,21 @@ namespace {
 
 struct PartitionStats {
   int64_t runs = 0;
+  // Boundary tensors the host converted between NCHW and NHWC, over all runs
+  // (0 when the Programs convert them: docs/onnxruntime_ep.md "Layout and types").
+  int64_t host_layout_conversions = 0;
   RunStats last;                // the last run (its per-op cut as ops_json)
   std::string ops_json = "[]";  // op_counters_json(last.ops)
 };
 std::mutex g_stats_mu;
 std::map<std::string, PartitionStats> g_stats;
 
-void record_run(const std::string& name, const RunStats& s) {
+void record_run(const std::string& name, const RunStats& s, int host_layout_conversions) {
   std::string ops_json = op_counters_json(s.ops);
   std::lock_guard<std::mutex> lock(g_stats_mu);
   PartitionStats& p = g_stats[name];
   ++p.runs;
+  p.host_layout_conversions += host_layout_conversions;
   p.last = s;
   p.last.ops.clear();
   p.ops_json = std::move(ops_json);
@@ -50,7 +54,9 @@ std::string run_stats_json() {
     s += str_cat(first ? "" : ", ", "\"", name, "\": {\"runs\": ", p.runs,
                  ", \"cycles\": ", p.last.cycles, ", \"macs\": ", p.last.macs,
                  ", \"dma_bytes\": ", p.last.dma_bytes,
-                 ", \"sram_high_water\": ", p.last.sram_high_water, ", \"ops\": ", p.ops_json, "}");
+                 ", \"sram_high_water\": ", p.last.sram_high_water,
+                 ", \"host_layout_conversions\": ", p.host_layout_conversions,
+                 ", \"ops\": ", p.ops_json, "}");
     first = false;
   }
   return s + "}";
@@ -93,7 +99,8 @@ void CompiledPartition::compute(const Api& api, OrtKernelContext* context) const
                                         " inputs and ", n_out, " outputs, compiled for ",
                                         blob_.inputs.size(), " and ", blob_.outputs.size()));
   }
-  // Program-side (NHWC int8) buffers, one per Program I/O region.
+  // Program-side (int8) buffers, one per Program I/O region.
+  int host_layout = 0;  // bindings converted here (kernel.h)
   std::vector<std::vector<uint8_t>> in_bufs(program.inputs.size());
   std::vector<std::vector<uint8_t>> out_bufs(program.outputs.size());
   for (size_t i = 0; i < n_in; ++i) {
@@ -112,6 +119,7 @@ void CompiledPartition::compute(const Api& api, OrtKernelContext* context) const
     buf.resize(static_cast<size_t>(b.bytes()));
     const auto* src = static_cast<const uint8_t*>(v.data);
     const bool flip = b.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;
+    host_layout += b.nchw ? 1 : 0;
     if (b.nchw && b.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16) {
       const auto& s = b.onnx_shape;
       nchw_to_nhwc_16bit(s[0], s[1], s[2], s[3], src, buf.data());
@@ -132,7 +140,8 @@ void CompiledPartition::compute(const Api& api, OrtKernelContext* context) const
   const int64_t t0 = steady_now_ns();
   const RunStats stats = executor_->run(program, ins, outs);
   profile_run(name_, t0, steady_now_ns(), stats.cycles, stats.ops);
-  record_run(name_, stats);
+  for (const IoBinding& b : blob_.outputs) host_layout += b.nchw ? 1 : 0;
+  record_run(name_, stats, host_layout);
 
   for (size_t i = 0; i < n_out; ++i) {
     const IoBinding& b = blob_.outputs[i];

@@ -1,7 +1,8 @@
 // One fused partition at inference time: its compiled Program and the
-// binding of ORT's input/output buffers to the Program's NHWC int8 regions.
-// Compiled once (in OrtEp::Compile); Compute only converts layouts and runs
-// the Program on the simulated device. Thread-safe: sessions may Run from
+// binding of ORT's input/output buffers to the Program's int8 regions.
+// Compiled once (in OrtEp::Compile); Compute copies the buffers (converting
+// NCHW <-> NHWC only for the bindings the Program does not convert itself,
+// ep/layout.h) and runs the Program on the simulated device. Thread-safe: sessions may Run from
 // several threads at once.
 #pragma once
 

@@ -1,11 +1,12 @@
 // Boundary layout conversion between ORT's NCHW int8/uint8 tensors and the
 // NHWC feature maps of a Program: one blocked transpose per tensor, no
 // intermediate buffer (the cost of a copy). uint8 tensors are flipped to int8
-// (x ^ 0x80 == x - 128) on the way in and back on the way out. (NACC_SPEC §7
-// has the device's own NCHW -> NC1HWC0 layout unit; running it inside the
-// Program is the EP exactness issue's work. The bytes that reach the compute
-// units are the same either way: NC1HWC0 slabs gathered into NHWC rows are
-// the NHWC transpose.)
+// (x ^ 0x80 == x - 128) on the way in and back on the way out. By default the
+// Programs convert their int8 / uint8 boundary tensors themselves on the
+// device's layout unit (NACC_SPEC §7; ep/capability.cc build_partition,
+// docs/onnxruntime_ep.md "Layout and types") and only copy_8bit runs here;
+// the transposes serve int16 tensors, batches above 1, boundary_layout=host
+// and EP context blobs compiled before.
 #pragma once
 
 #include <cstdint>

@@ -328,8 +328,11 @@ def test_damaged_ep_cache_entries_in_a_fresh_process(tmp_path):
                 pos += 4 + struct.unpack_from("<I", data, pos)[0]
             pos += 4 + struct.unpack_from("<I", data, pos + 4)[0] + 4  # count, name
             pos += 4  # elem type
-            assert data[pos] == 1
-            damaged = data[:pos] + b"\0" + data[pos + 1:]
+            # 0: the Program converts the layout itself (boundary_layout=device,
+            # docs/onnxruntime_ep.md "Layout and types"); 1 would make the host
+            # convert the bytes a second time
+            assert data[pos] == 0
+            damaged = data[:pos] + b"\1" + data[pos + 1:]
         else:
             damaged = _damage(kind, data)
         entry.write_bytes(damaged)

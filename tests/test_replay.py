@@ -182,11 +182,12 @@ def _edited(prog, cmds):
     return bad
 
 
-def test_a_stream_without_a_plan_is_stepped():
-    """A hand-written stream using the layout unit (NPU_OP_VNCHWCONV, which
-    compiled Programs do not use) has no plan: it runs step by step, says why,
-    and gives the interpreter's bits. (repeat = 0 does nothing, so that one
-    replays.)"""
+def test_a_hand_written_layout_stream_replays():
+    """A hand-written stream using the layout unit (NPU_OP_VNCHWCONV; compiled
+    Programs use it for NCHW <-> NHWC, tests/test_layout_unit.py) has a plan:
+    the replay runs the unit's loops on device memory and gives the
+    interpreter's bits and counters. (repeat = 0 does nothing.) A stream the
+    plan refuses is stepped: test_resident_input_rewritten_is_not_replayed_from_memory."""
     prog, cmds, stop, regs = _two_activations()
     layout = [{"opcode": "NPU_OP_KERNEL_WAIT", "param": 0},
               _write("VNCHWCONV_SRC", regs["NACC_IN_FM_DMA_ADDR"]),
@@ -198,9 +199,10 @@ def test_a_stream_without_a_plan_is_stepped():
     assert_equivalent(nothing, 1, 64)
     once = _edited(prog, cmds + layout + [_write("VNCHWCONV_CFG", 1), {"opcode": "NPU_OP_VNCHWCONV"},
                                           {"opcode": "NPU_OP_DMA_WAIT", "param": 0}, stop])
-    assert _core.Runtime().plan_summary(once) == {"plan": False, "why": "NPU_OP_VNCHWCONV"}
+    s = _core.Runtime().plan_summary(once)
+    assert s["plan"] and s["layout_ops"] == 1, s
     _, stats = _core.Runtime().run(once, _inputs(once, 0))
-    assert not stats["replayed"]
+    assert stats["replayed"]
     assert_equivalent(once, 1, 64)
 
 

@@ -62,14 +62,20 @@ def measure(model: bytes, seeds=(5, 6)):
     npu = om.session(model, "nacc", {"cores": 4})
     rep = nort.partition_reports()[-1]
     differ = size = 0
+    before = nort.run_stats()
     for seed in seeds:
         feeds = om.input_feeds(model, seed=seed, n=1)[0]
         for a, b in zip(cpu.run(None, feeds), npu.run(None, feeds)):
             differ += int(np.count_nonzero(a != b))
             size += a.size
+    # Boundary tensors the host converted NCHW <-> NHWC (0: the Programs did,
+    # docs/onnxruntime_ep.md "Layout and types").
+    host_layout = sum(v.get("host_layout_conversions", 0) -
+                      before.get(k, {}).get("host_layout_conversions", 0)
+                      for k, v in nort.run_stats().items())
     return dict(claimed=rep["claimed_nodes"], total=rep["total_nodes"],
                 partitions=len(rep["partitions"]), differ=differ, elements=size,
-                host=sorted({h["op_type"] for h in rep["host_nodes"]}))
+                host_layout=host_layout, host=sorted({h["op_type"] for h in rep["host_nodes"]}))
 
 
 def main():
@@ -89,9 +95,9 @@ def main():
             log.info("%-18s failed: %s", name, str(e).splitlines()[0][:200])
             continue
         res[name] = r
-        log.info("%-18s claimed %3d/%-3d partitions %2d differ %4d/%-5d host %s", name,
-                 r["claimed"], r["total"], r["partitions"], r["differ"], r["elements"],
-                 ",".join(r["host"]))
+        log.info("%-18s claimed %3d/%-3d partitions %2d differ %4d/%-5d host layout %d host %s",
+                 name, r["claimed"], r["total"], r["partitions"], r["differ"], r["elements"],
+                 r["host_layout"], ",".join(r["host"]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=1)

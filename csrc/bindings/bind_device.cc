@@ -457,6 +457,7 @@ py::dict plan_dict(Runtime& rt, const Program& loaded) {
   d["layer_calls"] = s.layer_calls;
   d["tile_calls"] = s.tile_calls;
   d["copies"] = s.copies;
+  d["layout_ops"] = s.layout_ops;
   d["merged_commands"] = s.merged_commands;
   return d;
 }

@@ -12,6 +12,7 @@
 
 #include "arch/command_stream.h"
 #include "arch/cost_model.h"
+#include "arch/field_values.h"
 #include "arch/fields.h"
 #include "arch/limits.h"
 #include "arch/sram.h"
@@ -758,7 +759,112 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
   ctx.kernel_op(opcode);
 }
 
+// Unit::kLayout (LoweredOp::LayoutConversion): the DMA queue's commands,
+// after every kernel and waited for (as Context::copy). The channel rows
+// (pitch P) and the pixels (pitch Cp) are the tensors themselves or areas of
+// the staging tensor; each NPU_OP_VNCHWCONV transposes 16 channels x 16
+// pixels per iteration (a half of each 32-byte block, b8), `repeat` <= 255
+// iterations of 32 pixels each.
+void emit_layout(Context& ctx, const LoweredOp& op) {
+  const LoweredOp::LayoutConversion& L = op.layout;
+  const int64_t block = limits::kUbBlockBytes;
+  const int64_t C = L.c, HW = int64_t(L.h) * L.w;
+  const int64_t Cp = ceil_div(C, block) * block, P = ceil_div(HW, block) * block;
+  const int planar = L.to_nhwc ? op.input : op.output;   // [1, C, H, W]
+  const int pixels = L.to_nhwc ? op.output : op.input;   // [1, H, W, C]
+  // A part before (scatter) or after (gather) moves pixels of Cp bytes in
+  // and out of the staging slab when C % 32 != 0; its own tensor otherwise.
+  const auto rows_at = [&](int64_t off) {
+    return L.rows_offset < 0 ? ctx.address(planar, off)
+                             : ctx.address(op.input2, L.rows_offset + off);
+  };
+  const auto slab_at = [&](int64_t off) {
+    return L.slab_offset < 0 ? ctx.address(pixels, off)
+                             : ctx.address(op.input2, L.slab_offset + off);
+  };
+  Emitter& em = ctx.em;
+  em.op(Opcode::NPU_OP_KERNEL_WAIT, 0);
+  ctx.wait_pending = false;
+  ctx.reads_since_wait.clear();
+  ctx.writes_since_wait.clear();
+  const auto dma = [&](uint32_t src, uint32_t dst, int64_t len) {
+    em.set_register(Reg::DMA_SRC, src);
+    em.set_register(Reg::DMA_DST, dst);
+    em.set_register(Reg::DMA_LEN, uint32_t(len));
+    em.op(Opcode::NPU_OP_DMA_START, 0);
+  };
+  // The NCHW rows to or from their pitch-P area (one copy when P = H*W).
+  const auto move_rows = [&](bool in) {
+    if (L.rows_offset < 0) return;
+    const auto move = [&](int64_t c, int64_t len) {  // channel c's row onward
+      const uint32_t tensor = ctx.address(planar, c * HW), area = rows_at(c * P);
+      in ? dma(tensor, area, len) : dma(area, tensor, len);
+    };
+    if (P == HW) {
+      move(0, C * HW);
+      return;
+    }
+    for (int64_t c = 0; c < C; ++c) move(c, HW);
+  };
+  // The dense pixels to or from the slab when C % 32 == 0 but P > H*W.
+  const bool slab_copy = L.slab_offset >= 0 && C % block == 0;
+  if (L.to_nhwc) {
+    move_rows(true);
+  } else if (slab_copy) {
+    dma(ctx.address(pixels, 0), slab_at(0), HW * C);
+  }
+  const int64_t iterations = P / block;
+  for (int64_t c1 = 0; c1 < Cp / block; ++c1) {
+    for (int ch_half = 0; ch_half < 2; ++ch_half) {
+      if (c1 * block + 16 * ch_half >= C) continue;  // padding channels only
+      for (int hw_half = 0; hw_half < 2; ++hw_half) {
+        for (int64_t it0 = 0; it0 < iterations; it0 += limits::kVnchwMaxRepeat) {
+          const int64_t repeat = std::min<int64_t>(limits::kVnchwMaxRepeat, iterations - it0);
+          const uint32_t rows = rows_at((c1 * block + 16 * ch_half) * P + it0 * block);
+          const uint32_t slab = slab_at((it0 * block + 16 * hw_half) * Cp + c1 * block);
+          em.set_register(Reg::VNCHWCONV_SRC, L.to_nhwc ? rows : slab);
+          em.set_register(Reg::VNCHWCONV_DST, L.to_nhwc ? slab : rows);
+          em.set_register(Reg::VNCHWCONV_SRC_BLOCK_STRIDE, uint32_t(L.to_nhwc ? P : Cp));
+          em.set_register(Reg::VNCHWCONV_DST_BLOCK_STRIDE, uint32_t(L.to_nhwc ? Cp : P));
+          // Per iteration: the rows advance one block, the slab 32 pixels.
+          const int64_t rows_step = 1, slab_step = Cp;
+          const int64_t src_step = L.to_nhwc ? rows_step : slab_step;
+          const int64_t dst_step = L.to_nhwc ? slab_step : rows_step;
+          em.set_register(Reg::VNCHWCONV_STRIDE,
+                          Value()
+                              .set(fields::VNCHWCONV_STRIDE::SRC_STRIDE, src_step)
+                              .set(fields::VNCHWCONV_STRIDE::DST_STRIDE, dst_step)
+                              .get());
+          // The rows side's half selects pixels 16..31 of a block, the slab
+          // side's channels 16..31 of a pixel.
+          const int src_high = L.to_nhwc ? hw_half : ch_half;
+          const int dst_high = L.to_nhwc ? ch_half : hw_half;
+          em.set_register(Reg::VNCHWCONV_CFG,
+                          Value()
+                              .set(fields::VNCHWCONV_CFG::REPEAT, repeat)
+                              .set(fields::VNCHWCONV_CFG::DTYPE, int64_t(VnchwconvType::B8))
+                              .set(fields::VNCHWCONV_CFG::SRC_HIGH_HALF, src_high)
+                              .set(fields::VNCHWCONV_CFG::DST_HIGH_HALF, dst_high)
+                              .set(fields::VNCHWCONV_CFG::REVERSE, L.to_nhwc ? 0 : 1)
+                              .get());
+          em.op(Opcode::NPU_OP_VNCHWCONV, 0);
+        }
+      }
+    }
+  }
+  if (!L.to_nhwc) {
+    move_rows(false);
+  } else if (slab_copy) {
+    dma(slab_at(0), ctx.address(pixels, 0), HW * C);
+  }
+  em.op(Opcode::NPU_OP_DMA_WAIT, 0);
+}
+
 void emit_op(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstants& k) {
+  if (op.unit == Unit::kLayout) {
+    emit_layout(ctx, op);
+    return;
+  }
   // Order the hazard check: this op reads its inputs and writes its output.
   std::vector<Interval> reads = {ctx.interval_of(op.input)};
   if (op.input2 >= 0 && !op.input2_is_constant) reads.push_back(ctx.interval_of(op.input2));
@@ -1017,6 +1123,14 @@ void fill_region_record(const Context& ctx, const std::vector<const LoweredOp*>&
     reads.insert(p->input);
     writes.insert(p->output);
   }
+  // A layout conversion's staging areas are its own detour, not data the op
+  // must move (docs/compiler.md "Layout conversion").
+  for (const LoweredOp* p : parts) {
+    if (p->unit == Unit::kLayout && p->input2 >= 0) {
+      reads.erase(p->input2);
+      writes.erase(p->input2);
+    }
+  }
   int64_t read = 0, write = 0, mac = 0;
   for (int id : reads) read += tensor_bytes(ctx.graph.tensor(id));
   for (int id : writes) write += tensor_bytes(ctx.graph.tensor(id));
@@ -1094,7 +1208,9 @@ void alias_concat_producers(ir::Graph& g, const std::vector<int>& inputs,
       if (lowered[part].out_byte_offset != 0 || lowered[part].out_row_pitch != 0) continue;
       LoweredOp& lp = lowered[prod];
       const ir::Tensor& tt = g.tensor(t);
-      if (lp.unit == Unit::kView || lp.output != t || lp.out_pixel_pitch != 0 ||
+      // (The layout unit writes whole pixels of its own tensor: no slice.)
+      if (lp.unit == Unit::kView || lp.unit == Unit::kLayout || lp.output != t ||
+          lp.out_pixel_pitch != 0 ||
           lp.out_shape.c != tt.shape.back() ||
           int64_t(lp.out_shape.h) * lp.out_shape.w * lp.out_shape.c != tt.elements()) {
         continue;
@@ -1164,13 +1280,15 @@ void add_staging_tensors(ir::Graph& graph, std::vector<LoweredOp>& lowered) {
     const ir::Op& op = graph.ops[reader.op_index];
     ir::Tensor t;
     const bool declared = reader.staging_shape.n != 0;
+    const bool layout = reader.unit == Unit::kLayout;  // int8 bytes (LayoutConversion)
     const Shape4 shape = declared ? reader.staging_shape : reader.in_shape;
-    const char* suffix = !declared ? (first_operand ? "/space_to_depth" : "/leaky_relu_alpha")
+    const char* suffix = layout      ? "/vnchwconv"
+                         : !declared ? (first_operand ? "/space_to_depth" : "/leaky_relu_alpha")
                          : op.kind == ir::OpKind::kMean ? "/mean_split"
                                                         : "/int16_staging";
     t.name = str_cat(graph.tensor(op.outputs[0]).name, suffix);
     t.shape = {1, shape.h, shape.w, shape.c};
-    t.dtype = declared || reader.int16_maps ? ir::DType::kInt16 : ir::DType::kInt8;
+    t.dtype = (declared && !layout) || reader.int16_maps ? ir::DType::kInt16 : ir::DType::kInt8;
     t.quant = graph.tensor(first_operand ? op.inputs[0] : op.outputs[0]).quant;
     const int id = int(graph.tensors.size());
     graph.tensors.push_back(std::move(t));
@@ -1306,7 +1424,7 @@ Program compile(const ir::Graph& partition, const CompileOptions& options) {
   // a CONCATENATION (strided OFM writes are a direct-mode feature).
   std::vector<TilePlan> plans;
   for (LoweredOp& op : lowered) {
-    if (op.unit == Unit::kView) {
+    if (op.unit == Unit::kView || op.unit == Unit::kLayout) {  // no tiles
       plans.emplace_back();
       continue;
     }

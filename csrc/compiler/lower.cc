@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <tuple>
 
 #include "arch/fields.h"
@@ -32,6 +33,7 @@ const char* unit_name(Unit unit) {
     case Unit::kElementwise: return "elementwise";
     case Unit::kActivation: return "activation";
     case Unit::kView: return "view";
+    case Unit::kLayout: return "vnchwconv";
   }
   return "?";
 }
@@ -1386,6 +1388,94 @@ std::vector<LoweredOp> lower_resize_bilinear(const ir::Graph& graph, int op_inde
   return parts;
 }
 
+namespace {
+
+// A TRANSPOSE NCHW [1, C, H, W] -> NHWC (perm 0, 2, 3, 1) or back (perm 0, 3,
+// 1, 2) of int8 with C > 1 and H*W > 1 (otherwise the bytes do not move) as
+// the layout unit's passes (LoweredOp::LayoutConversion), or nothing when
+// the unit cannot express it (the copy passes of transpose_copy then do it):
+//  - P = H*W and Cp = C rounded up to 32: the channel rows are read or
+//    written at pitch P, the pixels at pitch Cp (32-byte blocks, NACC_SPEC
+//    §7); the NCHW tensor is its own rows area when C and H*W are multiples
+//    of 32, the NHWC tensor its own pixel area when C is and P = H*W;
+//    otherwise the staging tensor holds the area (NPU_OP_DMA_START copies
+//    the rows in or out, one per channel when H*W is not a multiple of 32);
+//  - C not a multiple of 32: the pixels of Cp bytes are gathered into (or
+//    scattered from) the dense NHWC tensor by an identity 1x1 pool pass with
+//    pixel pitch Cp, as other copies are (copy_pass).
+// The destination stride of one iteration (32 pixels of Cp bytes) is Cp
+// blocks, a 16-bit field: Cp <= 65535.
+std::optional<std::vector<LoweredOp>> lower_layout_transpose(const ir::Graph& graph,
+                                                             const ir::Op& op, LoweredOp base) {
+  const ir::Tensor& in = graph.tensor(op.inputs[0]);
+  const ir::Tensor& out = graph.tensor(op.outputs[0]);
+  bool to_nhwc = true;
+  if (in.is_constant() || !support::layout_transpose(in.shape, op.attrs.perm, &to_nhwc)) {
+    return std::nullopt;
+  }
+  const ir::Tensor& planar = to_nhwc ? in : out;  // [1, C, H, W]
+  const int64_t C = planar.shape[1], H = planar.shape[2], W = planar.shape[3];
+  const int64_t HW = H * W;
+  const int64_t block = limits::kUbBlockBytes;
+  const int64_t Cp = (C + block - 1) / block * block, P = (HW + block - 1) / block * block;
+  const bool rows_direct = C % block == 0 && HW % block == 0;
+  const bool slab_direct = C % block == 0 && P == HW;
+  LoweredOp l = base;
+  l.unit = Unit::kLayout;
+  l.lowering = "vnchwconv";
+  l.in_shape = nhwc_of(in.shape);
+  l.out_shape = nhwc_of(out.shape);
+  l.layout.to_nhwc = to_nhwc;
+  l.layout.c = int(C);
+  l.layout.h = int(H);
+  l.layout.w = int(W);
+  int64_t staging = 0;
+  if (!slab_direct) {
+    l.layout.slab_offset = 0;
+    staging = P * Cp;  // a multiple of 1024: the rows area after it stays aligned
+  }
+  if (!rows_direct) {
+    l.layout.rows_offset = staging;
+    staging += Cp * P;
+  }
+  if (staging > 0) {
+    l.input2 = kStagingTensor;
+    // int8 bytes of the staging tensor (add_staging_tensors).
+    l.staging_shape = Shape4{1, 1, 1, int(staging)};
+  }
+  std::vector<LoweredOp> parts;
+  if (C % block != 0) {
+    // Pixels of Cp bytes in the staging tensor <-> the dense NHWC tensor.
+    LoweredOp g =
+        copy_pass(base, to_nhwc ? "gather" : "scatter", Shape4{1, int(H), int(W), int(C)});
+    g.lowering = "vnchwconv";
+    if (to_nhwc) {
+      g.input = kStagingTensor;
+      g.in_pixel_pitch = Cp;
+      g.in_row_pitch = W * Cp;
+      g.in_byte_offset = l.layout.slab_offset;
+    } else {
+      g.output = kStagingTensor;
+      g.out_pixel_pitch = int(Cp);
+      g.out_row_pitch = W * Cp;
+      g.out_byte_offset = l.layout.slab_offset;
+    }
+    g.staging_shape = l.staging_shape;
+    if (to_nhwc) {
+      parts.push_back(std::move(l));
+      parts.push_back(std::move(g));
+    } else {
+      parts.push_back(std::move(g));
+      parts.push_back(std::move(l));
+    }
+  } else {
+    parts.push_back(std::move(l));
+  }
+  return parts;
+}
+
+}  // namespace
+
 std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
   LoweredOp base = lowering_base(graph, op_index);
@@ -1401,6 +1491,13 @@ std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index) {
   if (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8) {
     throw Unsupported(str_cat(base.label, ": ", ir::dtype_name(in.dtype), " -> ",
                               ir::dtype_name(out.dtype), " (8-bit copies only)"));
+  }
+  {
+    LoweredOp b = base;
+    b.op_index = op_index;
+    b.input = op.inputs[0];
+    b.output = op.outputs[0];
+    if (auto layout = lower_layout_transpose(graph, op, b)) return *layout;
   }
   std::string why;
   const auto t = support::transpose_copy(in.shape, op.attrs.perm, &why);

@@ -30,6 +30,7 @@ enum class Unit : uint8_t {
   kElementwise,     // NPU_OP_ELEMENTWISE, second operand at IN_K_DMA_ADDR
   kActivation,      // NPU_OP_ACTIVATION, ACT_MODE = LUT
   kView,            // RESHAPE: no command, the output aliases the input's bytes
+  kLayout,          // NPU_OP_VNCHWCONV (+ NPU_OP_DMA_START): NCHW <-> NHWC, see LayoutConversion
 };
 
 const char* unit_name(Unit unit);
@@ -187,6 +188,21 @@ struct LoweredOp {
   int out_elem() const {
     return unit == Unit::kElementwise && eltwise.mode == ElementwiseMode::MUL_S16_S8 ? 1 : elem();
   }
+  // Unit::kLayout: a TRANSPOSE between NCHW [1, C, H, W] and NHWC [1, H, W,
+  // C] of int8 through the layout unit (lower_transpose, docs/compiler.md
+  // "Layout conversion"). The NCHW side is seen as C channel rows of H*W
+  // bytes, the NHWC side as H*W pixels of C bytes; the unit moves 32-byte
+  // blocks, so the rows are taken at a pitch of P = H*W rounded up to 32 and
+  // the pixels at a pitch of Cp = C rounded up to 32 (NC1HWC0 with C1 = 1 is
+  // NHWC of Cp channels). Where a side's tensor has other pitches, that side
+  // is a staging area in `input2` (the op's staging tensor) at rows_offset /
+  // slab_offset (-1: the tensor itself). to_nhwc: NCHW input -> NHWC output.
+  struct LayoutConversion {
+    bool to_nhwc = true;
+    int c = 0, h = 0, w = 0;
+    int64_t rows_offset = -1, slab_offset = -1;
+  };
+  LayoutConversion layout;
   bool has_bias() const { return !bias.empty() || !bias64.empty(); }
   int bias_entry_bytes() const { return int16_maps ? 8 : 4; }
 };

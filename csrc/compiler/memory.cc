@@ -81,7 +81,7 @@ MemoryPlan plan_memory(const ir::Graph& graph, const std::vector<LoweredOp>& low
   // A tensor only the lowered parts of an op use (a space-to-depth staging
   // tensor, compiler/lower.h kStagingTensor): live during that op.
   for (const LoweredOp& l : lowered) {
-    for (int id : {l.input, l.output}) {
+    for (int id : {l.input, l.input2, l.output}) {
       if (id < 0 || graph.tensor(id).is_constant()) continue;
       const int c = uf.find(id);
       first[c] = std::min(first[c], l.op_index);

@@ -140,10 +140,41 @@ void execute_vnchwconv(ExecEnv& env, uint32_t word) {
   pend.reads.push_back(rd);
   pend.writes.push_back(wr);
   check_race(ctx.kernels, pend, "kernel");
+  const VnchwElem elem = dtype == 0   ? VnchwElem::kB8
+                         : dtype == 1 ? VnchwElem::kB16
+                                      : VnchwElem::kB32;
+  const bool src_high = r.field(fields::VNCHWCONV_CFG::SRC_HIGH_HALF) != 0;
+  const bool dst_high = r.field(fields::VNCHWCONV_CFG::DST_HIGH_HALF) != 0;
+  const bool reverse = r.field(fields::VNCHWCONV_CFG::REVERSE) != 0;
   if (env.rec) {
-    // Compiled Programs do not use the layout unit (the EP converts at its
-    // boundary); a stream that does runs step by step.
-    if (env.rec->unsupported.empty()) env.rec->unsupported = "NPU_OP_VNCHWCONV";
+    // The unit's parameter checks, as the run below makes them (no data).
+    VnchwconvParams probe;
+    probe.elem = elem;
+    probe.repeat = 0;
+    probe.src_high_half = src_high;
+    probe.dst_high_half = dst_high;
+    try {
+      if (reverse) {
+        scatter_vnchwconv_reverse(UnifiedBuffer{}, probe);
+      } else {
+        scatter_vnchwconv(UnifiedBuffer{}, probe);
+      }
+    } catch (const Error& e) {
+      throw DeviceFault(str_cat("vnchwconv unit: ", e.what()));
+    }
+    // The plan replays the unit's loops on device memory (plan.cc).
+    VnchwTrace t;
+    t.word = word;
+    t.src_block_stride = sbs;
+    t.dst_block_stride = dbs;
+    t.src_step = src_stride * block;
+    t.dst_step = dst_stride * block;
+    t.repeat = repeat;
+    t.elem = elem;
+    t.src_high_half = src_high;
+    t.dst_high_half = dst_high;
+    t.reverse = reverse;
+    record_vnchwconv(*env.rec, t, s0, d0, rd, wr);
     queue_op(env, std::move(pend), int64_t(repeat) * nb * int64_t(block),
              int64_t(repeat) * nb * int64_t(block));
     return;
@@ -154,16 +185,16 @@ void execute_vnchwconv(ExecEnv& env, uint32_t word) {
     std::memcpy(ub.data() + i * block, slot_buf[i]->data + (slot_addr[i] - slot_buf[i]->address), block);
   }
   VnchwconvParams p;
-  p.elem = dtype == 0 ? VnchwElem::kB8 : dtype == 1 ? VnchwElem::kB16 : VnchwElem::kB32;
+  p.elem = elem;
   p.repeat = 1;
-  p.src_high_half = r.field(fields::VNCHWCONV_CFG::SRC_HIGH_HALF) != 0;
-  p.dst_high_half = r.field(fields::VNCHWCONV_CFG::DST_HIGH_HALF) != 0;
+  p.src_high_half = src_high;
+  p.dst_high_half = dst_high;
   const UnifiedBuffer buf{ub.data(), int64_t(ub.size())};
   try {
     for (int it = 0; it < repeat; ++it) {
       p.src = src_slots[size_t(it)];
       p.dst = dst_slots[size_t(it)];
-      if (r.field(fields::VNCHWCONV_CFG::REVERSE)) {
+      if (reverse) {
         scatter_vnchwconv_reverse(buf, p);
       } else {
         scatter_vnchwconv(buf, p);

@@ -215,6 +215,24 @@ void record_copy(Recorder& rec, uint32_t word, uint64_t src, uint64_t dst, uint6
   rec.plan->steps.push_back(step);
 }
 
+void record_vnchwconv(Recorder& rec, VnchwTrace t, uint64_t s0, uint64_t d0, const Interval& rd,
+                      const Interval& wr) {
+  t.src = rec.ref(s0);
+  t.dst = rec.ref(d0);
+  // Replayed from one base per operand: every block must be in its region.
+  if (t.src.region < 0 || t.dst.region < 0 || rec.ref(rd.hi - 1).region != t.src.region ||
+      rec.ref(wr.hi - 1).region != t.dst.region) {
+    if (rec.unsupported.empty()) rec.unsupported = "an NPU_OP_VNCHWCONV operand across regions";
+  }
+  rec.wrote(wr);
+  flush_group(rec);
+  PlanStep step;
+  step.kind = PlanStep::Kind::kVnchwconv;
+  step.first = int(rec.plan->vnchwconvs.size());
+  rec.plan->vnchwconvs.push_back(t);
+  rec.plan->steps.push_back(step);
+}
+
 // ---------------------------------------------------------------------------
 // Merging the commands of a layer.
 
@@ -835,6 +853,7 @@ std::unique_ptr<PlanData> make_plan(Recorder&& rec) {
   std::unique_ptr<PlanData> plan = std::move(rec.plan);
   plan->kernel_data = std::move(rec.kernel_data);
   plan->summary.copies = int(plan->copies.size());
+  plan->summary.layout_ops = int(plan->vnchwconvs.size());
 
   // Keep only the kernel data the calls use.
   std::vector<int> remap(plan->kernel_data.size(), -1);
@@ -1137,6 +1156,36 @@ void replay_plan(const PlanData& plan, const std::array<RegionMemory, limits::kN
       const CopyTrace& cp = plan.copies[size_t(step.first)];
       std::memmove(regions[size_t(cp.dst.region)].data + cp.dst.offset, host(regions, cp.src),
                    size_t(cp.len));
+      continue;
+    }
+    if (step.kind == PlanStep::Kind::kVnchwconv) {
+      // The unit's loops on device memory: each iteration reads its 16 source
+      // blocks before writing (the interpreter's semantics, exec_dma.cc).
+      const VnchwTrace& v = plan.vnchwconvs[size_t(step.first)];
+      const uint8_t* src = host(regions, v.src);
+      uint8_t* dst = regions[size_t(v.dst.region)].data + v.dst.offset;
+      uint8_t snapshot[limits::kVnchwBlocksPerOperand][limits::kUbBlockBytes];
+      uint8_t* d[limits::kVnchwBlocksPerOperand];
+      if (v.elem == VnchwElem::kB8) {  // read in place: the transpose loads every row first
+        const uint64_t sh = v.src_high_half ? 16 : 0, dh = v.dst_high_half ? 16 : 0;
+        const uint8_t* rows[limits::kVnchwBlocksPerOperand];
+        for (int r = 0; r < v.repeat; ++r) {
+          for (int k = 0; k < limits::kVnchwBlocksPerOperand; ++k) {
+            rows[k] = src + uint64_t(k) * v.src_block_stride + uint64_t(r) * v.src_step + sh;
+            d[k] = dst + uint64_t(k) * v.dst_block_stride + uint64_t(r) * v.dst_step + dh;
+          }
+          vnchwconv_transpose_b8(rows, d);
+        }
+        continue;
+      }
+      for (int r = 0; r < v.repeat; ++r) {
+        for (int k = 0; k < limits::kVnchwBlocksPerOperand; ++k) {
+          const uint8_t* block = src + uint64_t(k) * v.src_block_stride + uint64_t(r) * v.src_step;
+          std::memcpy(snapshot[k], block, limits::kUbBlockBytes);
+          d[k] = dst + uint64_t(k) * v.dst_block_stride + uint64_t(r) * v.dst_step;
+        }
+        vnchwconv_iteration(v.elem, v.reverse, snapshot, d, v.dst_high_half, v.src_high_half);
+      }
       continue;
     }
     if (!step.stage_inputs) {

@@ -53,6 +53,7 @@ class ExecutionPlan {
     int layer_calls = 0;      // host kernel calls that each run a merged layer
     int tile_calls = 0;       // host kernel calls that each run one core's tile
     int copies = 0;           // NPU_OP_DMA_START copies
+    int layout_ops = 0;       // NPU_OP_VNCHWCONV layout conversions
     int merged_commands = 0;  // kernel commands run inside layer calls
   };
   Summary summary() const;

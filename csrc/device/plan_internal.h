@@ -12,6 +12,7 @@
 #include "device/kernel.h"
 #include "device/plan.h"
 #include "device/register_file.h"
+#include "device/units/vnchwconv.h"
 
 namespace nacc::device_detail {
 
@@ -75,6 +76,20 @@ struct CopyTrace {
   uint64_t len = 0;
 };
 
+// One NPU_OP_VNCHWCONV (device/exec_dma.cc), its block pointers resolved to
+// region offsets: source block k of iteration r at src + k * src_block_stride
+// + r * src_step, destination block e at dst + e * dst_block_stride + r *
+// dst_step (bytes). Every block of the command lies in src.region /
+// dst.region (checked when it was recorded).
+struct VnchwTrace {
+  uint32_t word = 0;
+  RegionRef src, dst;
+  uint64_t src_block_stride = 0, dst_block_stride = 0, src_step = 0, dst_step = 0;
+  int repeat = 0;
+  VnchwElem elem = VnchwElem::kB8;
+  bool src_high_half = false, dst_high_half = false, reverse = false;
+};
+
 struct PlanData;
 
 // What execute_kernel / execute_dma_copy report while a plan is built, in
@@ -122,6 +137,11 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
                    std::vector<CoreWork>& work);
 // Records one NPU_OP_DMA_START copy.
 void record_copy(Recorder& rec, uint32_t word, uint64_t src, uint64_t dst, uint64_t len);
+// Records one NPU_OP_VNCHWCONV (after its checks): `t` with src/dst unset,
+// `s0` / `d0` the device addresses of block 0 of iteration 0, `rd` / `wr` the
+// bounding intervals of every block it reads / writes.
+void record_vnchwconv(Recorder& rec, VnchwTrace t, uint64_t s0, uint64_t d0, const Interval& rd,
+                      const Interval& wr);
 
 // ---------------------------------------------------------------------------
 // The plan.
@@ -137,8 +157,9 @@ struct PlanCall {
 };
 
 struct PlanStep {
-  enum class Kind : uint8_t { kCalls, kCopy } kind = Kind::kCalls;
-  int first = 0, count = 0;  // calls [first, first + count), or copies[first]
+  enum class Kind : uint8_t { kCalls, kCopy, kVnchwconv } kind = Kind::kCalls;
+  // calls [first, first + count), or copies[first], or vnchwconvs[first]
+  int first = 0, count = 0;
   // The command's outputs overlap its inputs: read every input before any
   // output is written, as the interpreter's SRAM staging does.
   bool stage_inputs = false;
@@ -152,6 +173,7 @@ struct PlanData {
   std::vector<KernelData> kernel_data;
   std::vector<PlanCall> calls;
   std::vector<CopyTrace> copies;
+  std::vector<VnchwTrace> vnchwconvs;
   std::vector<PlanStep> steps;
   // Each call's parts for `parts_threads` host threads (prepare_parts; empty:
   // the call runs whole), with their own packed weights where they slice them.

@@ -1089,6 +1089,7 @@ std::optional<std::string> check_transpose_copy(const Graph& g, const Op& op, co
     return str_cat("an output ", ir::shape_str(out.shape), " of ", out.shape[0],
                    " images (its first axis is a batch)");
   }
+  if (layout_transpose(in.shape, op.attrs.perm)) return std::nullopt;  // the layout unit
   std::string why;
   const auto t = transpose_copy(in.shape, op.attrs.perm, &why);
   if (!t) return why;
@@ -1453,7 +1454,9 @@ std::vector<Rule> build_rules() {
                "tensors (the trailing axes that stay innermost, e.g. the channels of an H/W "
                "swap; else single bytes), a pass's pixels and rows through the DMA pitches "
                "(16-bit sizes and pitch fields), one pass per index of the loops outside; a "
-               "byte copy, as TFLite's kernel copies"),
+               "byte copy, as TFLite's kernel copies; NCHW [1,C,H,W] <-> NHWC (perm 0,2,3,1 "
+               "or 0,3,1,2) with C > 1 and H*W > 1 runs on the layout unit instead "
+               "(NPU_OP_VNCHWCONV, any such shape with C <= 65504)"),
        false, check_transpose_copy},
       {"block_copy", {K::kSpaceToDepth, K::kDepthToSpace},
        str_cat("SPACE_TO_DEPTH and DEPTH_TO_SPACE must move a runtime tensor with a block size of "

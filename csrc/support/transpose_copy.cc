@@ -106,4 +106,20 @@ std::optional<std::string> transpose_copy_error(const TransposeCopy& t) {
   return std::nullopt;
 }
 
+bool layout_transpose(const std::vector<int64_t>& in_shape, const std::vector<int>& perm,
+                      bool* to_nhwc) {
+  if (in_shape.size() != 4 || in_shape[0] != 1) return false;
+  const bool forward = perm == std::vector<int>{0, 2, 3, 1};
+  if (!forward && perm != std::vector<int>{0, 3, 1, 2}) return false;
+  const int64_t c = forward ? in_shape[1] : in_shape[3];
+  const int64_t hw = forward ? in_shape[2] * in_shape[3] : in_shape[1] * in_shape[2];
+  const int64_t block = limits::kUbBlockBytes;
+  if (c <= 1 || hw <= 1 || (c + block - 1) / block * block > limits::kVnchwMaxStride) return false;
+  // The staging areas (two of padded size) within one region.
+  const int64_t padded = (c + block - 1) / block * block * ((hw + block - 1) / block * block);
+  if (2 * padded > limits::kMaxRegionBytes) return false;
+  if (to_nhwc) *to_nhwc = forward;
+  return true;
+}
+
 }  // namespace nacc::support

@@ -42,4 +42,13 @@ inline constexpr int64_t kMaxTransposePasses = 256;
 // field), or nullopt.
 std::optional<std::string> transpose_copy_error(const TransposeCopy& t);
 
+// Whether a TRANSPOSE of a runtime int8 tensor of `in_shape` by `perm` runs
+// on the layout unit instead (compiler/lower.h LoweredOp::LayoutConversion):
+// NCHW [1, C, H, W] -> NHWC (perm 0, 2, 3, 1; *to_nhwc = true) or NHWC
+// [1, H, W, C] -> NCHW (perm 0, 3, 1, 2), with C > 1 and H*W > 1 (else no
+// byte moves) and C rounded up to 32 at most 65535 (the unit's 16-bit
+// destination stride, NACC_SPEC §7).
+bool layout_transpose(const std::vector<int64_t>& in_shape, const std::vector<int>& perm,
+                      bool* to_nhwc = nullptr);
+
 }  // namespace nacc::support

@@ -290,12 +290,23 @@ def run_stats() -> Dict[str, Dict[str, Any]]:
     ``macs``, ``mac_cycles``, ``busy_cycles``, ``stall_cycles``,
     ``dma_read_bytes``/``dma_write_bytes``, ``sram_high_water``,
     ``bound_cycles``, ``min_dma_bytes`` and per-core ``cores``; a last ``op``
-    -1 entry holds commands outside every op)."""
+    -1 entry holds commands outside every op), and over all runs
+    ``host_layout_conversions``: the boundary tensors the host converted
+    between NCHW and NHWC (0 when the Programs convert them on the device's
+    layout unit, option ``boundary_layout=device``, the default)."""
     return _json_from_library("nacc_ep_run_stats_json")
 
 
+def _is_boundary_layout_op(o: Dict[str, Any]) -> bool:
+    """A TRANSPOSE the EP put at a partition boundary (NCHW <-> NHWC on the
+    device's layout unit, named "<value>/to_nhwc" or "<value>/to_nchw"): no
+    ONNX node of the partition."""
+    return o.get("kind") == "TRANSPOSE" and o.get("name", "").endswith(("/to_nhwc", "/to_nchw"))
+
+
 def _program_op_names(stats: Dict[str, Any]) -> frozenset:
-    return frozenset(o["name"] for o in stats.get("ops", []) if o.get("op", -1) >= 0)
+    return frozenset(o["name"] for o in stats.get("ops", [])
+                     if o.get("op", -1) >= 0 and not _is_boundary_layout_op(o))
 
 
 def partition_reports(stats: Optional[Dict[str, Dict[str, Any]]] = None) -> List[Dict[str, Any]]:

@@ -3,6 +3,8 @@
 // and the whole-tensor NCHW <-> NC1HWC0 conversions tiled through a scratch UB.
 #include "device/units/vnchwconv.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -104,6 +106,31 @@ void check_bounds(const char* op, const UnifiedBuffer& ub, const VnchwconvParams
   }
 }
 
+// bit-reversed 4-bit indices: four rounds of "row 2i and 2i+1 interleaved
+// into rows i and i+8" take element (a, b) to row rev(b), column rev(a)
+// (each round rotates the index bits by one), so the rows go in in rev order
+// and come out in rev order.
+constexpr int kRev4[16] = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
+
+}  // namespace
+
+void vnchwconv_transpose_b8(const uint8_t* const* rows, uint8_t* const* out) {
+  __m128i x[16], y[16];
+  for (int i = 0; i < 16; ++i) {
+    x[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[kRev4[i]]));
+  }
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < 8; ++i) {
+      y[i] = _mm_unpacklo_epi8(x[2 * i], x[2 * i + 1]);
+      y[i + 8] = _mm_unpackhi_epi8(x[2 * i], x[2 * i + 1]);
+    }
+    for (int i = 0; i < 16; ++i) x[i] = y[i];
+  }
+  for (int j = 0; j < 16; ++j) _mm_storeu_si128(reinterpret_cast<__m128i*>(out[j]), x[kRev4[j]]);
+}
+
+namespace {
+
 // One iteration. `s[k]` is source block k (a snapshot), `d[e]` destination
 // block e in the UB. The loops are [V]'s, with the b16 correction of §7.
 void forward_iteration(VnchwElem elem, const uint8_t (*s)[kBlock], uint8_t* const* d,
@@ -125,10 +152,14 @@ void forward_iteration(VnchwElem elem, const uint8_t (*s)[kBlock], uint8_t* cons
       }
       break;
     case VnchwElem::kB8: {
+      // d[e][k + dh] = s[k][e + sh]: a 16 x 16 byte transpose; the half-blocks
+      // are stored in e order (a block listed twice ends with the later e's
+      // bytes, as element by element).
       const int dh = dst_high_half ? 16 : 0, sh = src_high_half ? 16 : 0;
-      for (int e = 0; e < 16; ++e) {
-        for (int k = 0; k < 16; ++k) d[e][k + dh] = s[k][e + sh];
-      }
+      const uint8_t* rows[16];
+      uint8_t* out[16];
+      for (int i = 0; i < 16; ++i) rows[i] = s[i] + sh, out[i] = d[i] + dh;
+      vnchwconv_transpose_b8(rows, out);
       break;
     }
   }
@@ -154,10 +185,14 @@ void reverse_iteration(VnchwElem elem, const uint8_t (*s)[kBlock], uint8_t* cons
       }
       break;
     case VnchwElem::kB8: {
+      // d[k][e + dh] = s[e][k + sh]: the same transpose, the half-blocks stored
+      // in k order (for each byte the loop's last writer of a block listed
+      // twice is the larger k).
       const int dh = dst_high_half ? 16 : 0, sh = src_high_half ? 16 : 0;
-      for (int e = 0; e < 16; ++e) {
-        for (int k = 0; k < 16; ++k) d[k][e + dh] = s[e][k + sh];
-      }
+      const uint8_t* rows[16];
+      uint8_t* out[16];
+      for (int i = 0; i < 16; ++i) rows[i] = s[i] + sh, out[i] = d[i] + dh;
+      vnchwconv_transpose_b8(rows, out);
       break;
     }
   }
@@ -325,6 +360,15 @@ void scatter_vnchwconv(const UnifiedBuffer& ub, const VnchwconvParams& params) {
 
 void scatter_vnchwconv_reverse(const UnifiedBuffer& ub, const VnchwconvParams& params) {
   run(ub, params, true);
+}
+
+void vnchwconv_iteration(VnchwElem elem, bool reverse, const uint8_t (*src)[32],
+                         uint8_t* const* dst, bool dst_high_half, bool src_high_half) {
+  if (reverse) {
+    reverse_iteration(elem, src, dst, dst_high_half, src_high_half);
+  } else {
+    forward_iteration(elem, src, dst, dst_high_half, src_high_half);
+  }
 }
 
 int nc1hwc0_c0(int elem_bytes) {

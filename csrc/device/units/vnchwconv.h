@@ -83,6 +83,22 @@ void scatter_vnchwconv(const UnifiedBuffer& ub, const VnchwconvParams& params);
 // Operand rules, ordering, bounds and errors as scatter_vnchwconv.
 void scatter_vnchwconv_reverse(const UnifiedBuffer& ub, const VnchwconvParams& params);
 
+// One iteration of the loops above without any check: `src` is the snapshot
+// of the 16 source blocks (read before any write), `dst` the 16 destination
+// block pointers (forward: NC1HWC0 side; reverse: NCHW side). The device's
+// execution plan replays NPU_OP_VNCHWCONV with it directly on device memory
+// (device/plan.cc), after the command's checks passed when it was recorded.
+void vnchwconv_iteration(VnchwElem elem, bool reverse, const uint8_t (*src)[32],
+                         uint8_t* const* dst, bool dst_high_half, bool src_high_half);
+
+// The b8 iteration's data movement: out[j][i] = rows[i][j] for i, j < 16
+// (16 rows of 16 bytes; rows[k] = source block k + 16 * src_high_half,
+// out[e] = destination block e + 16 * dst_high_half, in either direction).
+// Every row is read before any byte is written, so the rows may be device
+// memory the outputs overlap (the unit's snapshot); outputs are written in
+// index order.
+void vnchwconv_transpose_b8(const uint8_t* const* rows, uint8_t* const* out);
+
 // C0 of NC1HWC0 for an element width (NACC_SPEC §7): 32 for 1 byte, 16 for 2 and 4.
 int nc1hwc0_c0(int elem_bytes);
 

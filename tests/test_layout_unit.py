@@ -1,0 +1,220 @@
+"""NCHW <-> NHWC inside the Program on the layout unit (issue 14 item 3;
+docs/compiler.md "Layout conversion", docs/onnxruntime_ep.md "Layout and
+types").
+
+A TRANSPOSE between [1, C, H, W] and [1, H, W, C] of int8 (perm 0,2,3,1 and
+0,3,1,2) runs as NPU_OP_VNCHWCONV commands (the scatter_vnchwconv unit of
+NACC_SPEC §7 on device memory), with NPU_OP_DMA_START copies where a tensor's
+pitch is not a multiple of 32 bytes and an identity pool pass gathering (or
+scattering) the pixels when C is not a multiple of 32. The ONNX Runtime EP
+puts one such TRANSPOSE at every rank-4 int8 / uint8 partition input and
+output, so the host only copies the caller's bytes.
+
+- IR level: every output byte is numpy's transpose, at 1 / 8 cores and 16 KB
+  SRAM, for odd channel counts, C not a multiple of 32, C and H*W multiples of
+  32 (no staging at all), H*W not a multiple of 32, more than 255 iterations;
+  stepping and the replay plan agree bit for bit and counter for counter; the
+  degenerate shapes (C = 1, H*W = 1) do not use the unit.
+- Faults: a corrupted VNCHWCONV register of a compiled Program faults the
+  same way stepped and replayed.
+- EP: whole models (Conv / Relu / MaxPool / Add QDQ units, int8 and uint8, C =
+  3, 5, 33, 1x1 maps) bit-exact to the CPU EP with no host layout conversion
+  (run_stats' host_layout_conversions), and the same bits with
+  boundary_layout=host.
+"""
+import numpy as np
+import pytest
+
+import ir_builders as b
+import nacc
+from nacc import _core
+from test_replay import _edited, _write, assert_equivalent
+
+CONFIGS = [(1, 64), (8, 64), (4, 16)]
+
+# (id, NCHW shape): the padded areas each shape needs (docs/compiler.md).
+SHAPES = [
+    ("c3-odd-hw", (1, 3, 5, 7)),          # rows staged per channel, gather
+    ("c5-hw32", (1, 5, 4, 8)),            # rows in one copy, gather
+    ("c33-two-slabs", (1, 33, 3, 11)),    # a second slab of 1 channel
+    ("c17-half", (1, 17, 6, 6)),          # the upper channel half of a slab
+    ("c32-hw64", (1, 32, 8, 8)),          # no staging: rows and pixels direct
+    ("c64-7x7", (1, 64, 7, 7)),           # pixels staged (P > H*W), no gather
+    ("c40-big", (1, 40, 92, 96)),         # 276 iterations: two commands per half
+]
+
+
+def _layout_graph(nchw, to_nhwc):
+    n, c, h, w = nchw
+    return b.transpose(in_shape=nchw if to_nhwc else (n, h, w, c),
+                       perm=(0, 2, 3, 1) if to_nhwc else (0, 3, 1, 2))
+
+
+def _opcodes(prog):
+    return [c["opcode"] for c in _core.decode_stream(_core.program_info(prog)["commands"])]
+
+
+@pytest.mark.parametrize("to_nhwc", [True, False], ids=["to_nhwc", "to_nchw"])
+@pytest.mark.parametrize("name,nchw", SHAPES, ids=[s[0] for s in SHAPES])
+def test_layout_transpose_on_the_unit_exact(name, nchw, to_nhwc):
+    g, _ = _layout_graph(nchw, to_nhwc)
+    rng = np.random.default_rng(sum(nchw))
+    n, c, h, w = nchw
+    x = rng.integers(-128, 128, nchw if to_nhwc else (n, h, w, c), dtype=np.int64).astype(np.int8)
+    want = x.transpose(0, 2, 3, 1) if to_nhwc else x.transpose(0, 3, 1, 2)
+    for cores, kb in CONFIGS:
+        prog = _core.compile(g, cores=cores, sram_kb=kb)
+        ops = _opcodes(prog)
+        assert "NPU_OP_VNCHWCONV" in ops
+        info = _core.program_info(prog)
+        assert {o["lowering"] for o in info["ops"]} == {"vnchwconv"}
+        outs, stats = _core.Runtime(cores=cores, sram_kb=kb).run(prog, [x])
+        got = np.asarray(outs[0]).reshape(want.shape)
+        assert np.array_equal(got, want), (cores, kb, int((got != want).sum()))
+        assert stats["dma_ops"] >= ops.count("NPU_OP_VNCHWCONV")
+        if cores == 1 and kb == 64:
+            s = _core.Runtime(cores=cores, sram_kb=kb).plan_summary(prog)
+            assert s["plan"] and s["layout_ops"] == ops.count("NPU_OP_VNCHWCONV"), s
+            assert_equivalent(prog, cores, kb, threads=(1, 2))
+
+
+def test_staging_only_where_the_pitches_need_it():
+    """C and H*W multiples of 32: the unit reads and writes the tensors
+    themselves (no DMA copy, no pool pass); C = 5 at H*W = 32: the rows in one
+    copy, a pool pass gathers the pixels; C = 64 at H*W = 49: the rows copied
+    one by one to pitch 64, the pixels out of the staging slab in one copy;
+    C = 3 at H*W = 35: three row copies and the gather."""
+    for nchw, copies, kernels in [((1, 32, 8, 8), 0, 0), ((1, 5, 4, 8), 1, 1),
+                                  ((1, 64, 7, 7), 65, 0), ((1, 3, 5, 7), 3, 1)]:
+        g, _ = _layout_graph(nchw, True)
+        ops = _opcodes(_core.compile(g))
+        assert ops.count("NPU_OP_DMA_START") == copies, (nchw, ops)
+        assert (ops.count("NPU_OP_POOL") > 0) == kernels, (nchw, ops)  # a pass per core
+
+
+@pytest.mark.parametrize("nchw", [(1, 1, 5, 7), (1, 40, 1, 1)])
+def test_degenerate_shapes_do_not_use_the_unit(nchw):
+    """C = 1 or H*W = 1: NCHW and NHWC hold the same bytes (the copy passes)."""
+    g, _ = _layout_graph(nchw, True)
+    prog = _core.compile(g)
+    assert "NPU_OP_VNCHWCONV" not in _opcodes(prog)
+    x = np.arange(np.prod(nchw), dtype=np.int64).astype(np.int8).reshape(nchw)
+    outs, _ = _core.Runtime().run(prog, [x])
+    assert np.array_equal(np.asarray(outs[0]).reshape(-1), x.transpose(0, 2, 3, 1).reshape(-1))
+
+
+@pytest.mark.parametrize("edit,match", [
+    ({"DTYPE": 3}, "DTYPE = 3"),
+    ({"DTYPE": 1}, "exist only for b8"),
+    ("src+8", "multiples of 32"),
+    ("block-stride+1", "multiples of 32"),
+    ("repeat-max", "bus read error"),
+    ("dst-stride-max", "bus write error"),
+])
+def test_corrupted_layout_registers_fault_alike_stepped_and_replayed(edit, match):
+    """A corrupted VNCHWCONV_* write of a compiled Program: the same fault (a
+    bus error / parameter fault, never a wrong answer) stepped and replayed."""
+    g, _ = _layout_graph((1, 5, 8, 16), True)  # 4 iterations per command
+    prog = _core.compile(g)
+    cmds = _core.decode_stream(_core.program_info(prog)["commands"])
+    # The first write of the register; for b16, the first with a high half set.
+    reg = {"src+8": "VNCHWCONV_SRC", "block-stride+1": "VNCHWCONV_SRC_BLOCK_STRIDE",
+           "dst-stride-max": "VNCHWCONV_STRIDE"}.get(edit if isinstance(edit, str) else "",
+                                                    "VNCHWCONV_CFG")
+    i = next(k for k, c in enumerate(cmds) if c["opcode"] == "NPU_SET_REGISTER" and
+             c["register"] == reg and (edit != {"DTYPE": 1} or c["payload"] & 0x3000))
+    value = cmds[i]["payload"]
+    if edit == "src+8":
+        value += 8
+    elif edit == "block-stride+1":
+        value += 1
+    elif edit == "dst-stride-max":
+        value |= 0xFFFF0000
+    elif edit == "repeat-max":
+        value = (value & ~0xFF) | 0xFF
+    else:
+        value = (value & ~0x300) | (edit["DTYPE"] << 8)
+    bad = _edited(prog, cmds[:i] + [_write(cmds[i]["register"], value)] + cmds[i + 1:])
+    x = [np.zeros(5 * 8 * 16, np.int8)]
+    for execution in ("step", "replay"):
+        with pytest.raises(nacc.DeviceFault, match=match):
+            _core.Runtime(execution=execution).run(bad, x)
+    assert_equivalent(bad, 1, 64)
+
+
+# ---- the ONNX Runtime EP ----------------------------------------------------------
+
+ort = pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx")
+import nacc.onnxruntime as nort  # noqa: E402
+import onnx_models as om  # noqa: E402
+from test_ep_layout import _G, _quantized  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore:Specified .providers.:UserWarning")
+
+
+def _cnn(c_in, c_mid, hw, one_by_one=False):
+    """Conv -> Relu (-> MaxPool to 1x1) -> Conv with `c_mid` output channels:
+    the partition's input has c_in channels, its output c_mid."""
+    g = _G(7)
+    h, w = hw
+    x = g.conv("x", c_in, c_mid)
+    if one_by_one:
+        x = g.op("MaxPool", [x], kernel_shape=[h, w])
+        h = w = 1
+    y = g.op("Add", [g.conv(x, c_mid, c_mid, k=1), x])
+    return g.model(y, (1, c_in, *hw), (1, c_mid, h, w))
+
+
+EP_CASES = [("c3-to-c5", 3, 5, (7, 9), False), ("c33", 4, 33, (6, 6), False),
+            ("c32-hw64", 32, 32, (8, 8), False), ("c8-to-1x1", 8, 12, (5, 5), True)]
+
+
+@pytest.fixture(scope="module")
+def registered():
+    nort.register()
+
+
+@pytest.mark.parametrize("dt", ["int8", "uint8"])
+@pytest.mark.parametrize("name,c_in,c_mid,hw,one", EP_CASES, ids=[c[0] for c in EP_CASES])
+def test_ep_model_converts_layout_on_the_device(registered, name, c_in, c_mid, hw, one, dt):
+    model = _quantized(_cnn(c_in, c_mid, hw, one), dt)
+    before = nort.run_stats()
+    differ, total, rep = om.compare_with_cpu_ep(model, "all", seeds=(1, 2))
+    assert differ == 0, f"{differ}/{total} elements differ"
+    assert len(rep["partitions"]) == 1, rep["partitions"]
+    after = nort.run_stats()
+    ran = {k: v for k, v in after.items() if v["runs"] != before.get(k, {}).get("runs", 0)}
+    assert ran, after
+    for k, v in ran.items():
+        assert v["host_layout_conversions"] == before.get(k, {}).get("host_layout_conversions", 0)
+        kinds = [o["kind"] for o in v["ops"] if o.get("op", -1) >= 0]
+        # One TRANSPOSE at the input and one at the output; a [1, C, 1, 1]
+        # output holds the same bytes in both layouts and is copied.
+        assert kinds.count("TRANSPOSE") == (1 if one else 2), kinds
+
+
+@pytest.mark.parametrize("dt", ["int8", "uint8"])
+def test_ep_host_layout_option_same_bits(registered, dt):
+    """boundary_layout=host converts on the host (counted) and gives the same
+    bits as the device's conversion."""
+    model = _quantized(_cnn(3, 5, (7, 9)), dt)
+    so_level, ep_level = om.optimization_levels()["all"]
+    outs = {}
+    for where in ("device", "host"):
+        before = nort.run_stats()
+        s = om.session(model, "nacc", {"ort_optimization_level": ep_level, "cores": 2,
+                                       "boundary_layout": where}, opt_level=so_level)
+        outs[where] = s.run(None, om.input_feeds(model, seed=4)[0])
+        after = nort.run_stats()
+        conv = sum(v["host_layout_conversions"] -
+                   before.get(k, {}).get("host_layout_conversions", 0) for k, v in after.items())
+        assert conv == (0 if where == "device" else 2), (where, conv)
+    for a, c in zip(outs["device"], outs["host"]):
+        assert np.array_equal(a, c)
+
+
+def test_ep_option_rejects_bad_value(registered):
+    model = _quantized(_cnn(3, 5, (7, 9)), "int8")
+    with pytest.raises(Exception, match="boundary_layout"):
+        om.session(model, "nacc", {"boundary_layout": "sideways"})
