@@ -119,7 +119,8 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
   HandlerContext& ctx = env.ctx;
   const Setup s = read_setup(ctx.regs, op, env.hw);
   const int n = s.ncores;
-  for (int i = 0; i < n; ++i) {
+  const bool data = env.data();
+  for (int i = 0; i < n && data; ++i) {  // a plan build touches no SRAM (load_kernel)
     auto& sram = ctx.cores[size_t(i)].sram;
     if (sram.empty()) sram.assign(size_t(env.hw.sram_bytes), 0);
   }
@@ -159,12 +160,20 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
 
   // Loads. A broadcast operand (K area in mode 2, IFM in mode 1) is fetched by
   // core 0 and delivered to every core. Building a plan loads only kernel data
-  // from immutable regions (the plan keeps the decoded K area).
-  const bool data = env.data();
-  uint8_t* sram0 = ctx.cores[0].sram.data();
+  // from immutable regions, into the plan's kernel data (load_kernel), and
+  // moves nothing into SRAM.
+  if (!data) {
+    for (const CoreWork& c : work) {
+      if (c.load_k && !(s.mode == value_of(BroadcastMode::SPLIT_HEIGHT) && c.core > 0)) {
+        load_kernel(*env.rec, s, c);
+      }
+    }
+  }
+  uint8_t* sram0 = data ? ctx.cores[0].sram.data() : nullptr;
   for (const CoreWork& c : work) {
+    if (!data) break;
     uint8_t* sram = ctx.cores[size_t(c.core)].sram.data();
-    if (c.load_fm && data) {
+    if (c.load_fm) {
       // Mode 1 broadcasts the IFM, but to a depthwise core its own channels.
       if (s.mode == value_of(BroadcastMode::SPLIT_KERNEL) && s.fam != Family::kDepthwise &&
           c.core > 0) {
@@ -179,17 +188,12 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
       if (s.mode == value_of(BroadcastMode::SPLIT_HEIGHT) && c.core > 0) {
         std::memcpy(sram + c.kern.lo, sram0 + work[0].kern.lo, size_t(c.kern.hi - c.kern.lo));
       } else {
-        auto loads = [&](const Read& r) { return data || env.rec->immutable(env.rec->ref(r.addr)); };
-        if (c.wblock.host && loads(c.wblock)) {
-          load_weights(s, c, reinterpret_cast<int8_t*>(sram + c.w_lo));
-        }
-        if (c.b_read.host && loads(c.b_read)) copy_in(c.b_read, sram);
-        for (const Read& r : c.small_reads) {
-          if (loads(r)) copy_in(r, sram);
-        }
+        if (c.wblock.host) load_weights(s, c, reinterpret_cast<int8_t*>(sram + c.w_lo));
+        if (c.b_read.host) copy_in(c.b_read, sram);
+        for (const Read& r : c.small_reads) copy_in(r, sram);
       }
     }
-    if (c.load_temp && data) copy_in(c.temp_read, sram);
+    if (c.load_temp) copy_in(c.temp_read, sram);
   }
   if (env.rec) record_kernel(*env.rec, env, s, work);
 

@@ -114,12 +114,46 @@ void flush_group(Recorder& rec);
 Recorder::Recorder() : plan(std::make_unique<PlanData>()) {}
 Recorder::~Recorder() = default;
 
+void load_kernel(Recorder& rec, const Setup& s, const CoreWork& c) {
+  if (rec.cores.size() <= size_t(c.core)) rec.cores.resize(size_t(c.core) + 1);
+  // The K area [kern.lo, kern.hi), zeroed, then the parts from immutable sources.
+  const int64_t lo = c.kern.lo;
+  std::vector<uint8_t> area(size_t(c.kern.hi - lo), 0);
+  auto loads = [&](const Read& r) { return rec.immutable(rec.ref(r.addr)); };
+  auto copy = [&](const Read& r) {
+    if (!loads(r)) return;
+    Read in_area = r;
+    in_area.sram = r.sram - lo;
+    copy_in(in_area, area.data());
+  };
+  if (c.wblock.host && loads(c.wblock)) {
+    load_weights(s, c, reinterpret_cast<int8_t*>(area.data() + (c.w_lo - lo)));
+  }
+  if (c.b_read.host) copy(c.b_read);
+  for (const Read& r : c.small_reads) copy(r);
+  // Identical K areas (the row bands of a layer that reload its kernel) share one copy.
+  const uint64_t d = digest(area.data(), area.size());
+  int index = -1;
+  auto range = rec.by_digest.equal_range(d);
+  for (auto it = range.first; it != range.second; ++it) {
+    const KernelData& kd = rec.kernel_data[size_t(it->second)];
+    if (kd.lo == lo && kd.bytes == area) {
+      index = it->second;
+      break;
+    }
+  }
+  if (index < 0) {
+    index = int(rec.kernel_data.size());
+    rec.kernel_data.push_back(KernelData{lo, std::move(area)});
+    rec.by_digest.emplace(d, index);
+  }
+  rec.cores[size_t(c.core)].loaded = index;
+}
+
 void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
                    std::vector<CoreWork>& work) {
   const HandlerContext& ctx = env.ctx;
   if (rec.cores.size() < ctx.cores.size()) rec.cores.resize(ctx.cores.size());
-  static thread_local std::unordered_multimap<uint64_t, int> by_digest;
-  if (rec.kernel_data.empty()) by_digest.clear();
   if (!rec.group.empty() && !same_layer(rec.group.back().s, s)) flush_group(rec);
   KernelTrace kt;
   kt.word = uint32_t(ctx.pc);
@@ -163,25 +197,8 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
         }
         if (c.b_read.host) part(c.b_read);
         for (const Read& r : c.small_reads) part(r);
-        const uint8_t* sram = ctx.cores[size_t(c.core)].sram.data();
-        const uint8_t* lo = sram + c.kern.lo;
-        const size_t n = size_t(c.kern.hi - c.kern.lo);
-        const uint64_t h = digest(lo, n);
-        int index = -1;
-        auto range = by_digest.equal_range(h);
-        for (auto it = range.first; it != range.second; ++it) {
-          const KernelData& kd = rec.kernel_data[size_t(it->second)];
-          if (kd.lo == c.kern.lo && kd.bytes.size() == n && std::memcmp(kd.bytes.data(), lo, n) == 0) {
-            index = it->second;
-            break;
-          }
-        }
-        if (index < 0) {
-          index = int(rec.kernel_data.size());
-          rec.kernel_data.push_back(KernelData{c.kern.lo, std::vector<uint8_t>(lo, lo + n)});
-          by_digest.emplace(h, index);
-        }
-        res.kdata = index;
+        res.kdata = res.loaded;  // load_kernel's, for this command
+        res.loaded = -1;
         res.k_reads = std::move(k_reads);
         res.k_src = std::move(src);
         res.k_dirty = false;
@@ -343,6 +360,7 @@ class Assembly {
     return true;
   }
   const std::vector<uint8_t>& data() const { return data_; }
+  std::vector<uint8_t> take() { return std::move(data_); }
 
  private:
   size_t entry_;
@@ -711,7 +729,7 @@ bool merge_group(const std::vector<KernelTrace>& group, std::vector<KernelData>&
     pos += int64_t(bytes.size());
   };
   if (wbytes > 0) {
-    std::vector<uint8_t> wv = weights.data();  // the one copy: the rest moves it
+    std::vector<uint8_t> wv = weights.take();
     if (fam == Family::kDepthwise) {
       // Back to [ky, kx, C].
       std::vector<uint8_t> t2(wv.size());
