@@ -241,6 +241,21 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
   rec.ext_read_bytes = ext_rd;
   rec.ext_write_bytes = ext_wr;
   rec.cores.reserve(work.size());
+  // transfer_cycles of each core's bytes, computed again only when they
+  // differ from the last core's (the cores of a split move the same bytes).
+  struct Transfer {
+    int64_t ext;
+    const HwConfig& hw;
+    int64_t bytes = -1, cycles = 0;
+    int64_t operator()(int64_t b) {
+      if (b != bytes) {
+        bytes = b;
+        cycles = cost::transfer_cycles(b, ext, hw);
+      }
+      return cycles;
+    }
+  };
+  Transfer read_cycles{ext_rd, env.hw}, write_cycles{ext_wr, env.hw};
   for (const CoreWork& c : work) {
     CoreState& cs = ctx.cores[size_t(c.core)];
     if (c.load_fm) cs.fm = Resident{true, c.ifm, c.fm_key};
@@ -270,7 +285,7 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
       if (c.load_k) ready = std::max(ready, busy_until(c.kern));
       if (c.load_temp) ready = std::max(ready, busy_until(c.temp));
       sp.read_start = ready;
-      sp.read_end = ready + cost::transfer_cycles(sp.read_bytes, ext_rd, env.hw);
+      sp.read_end = ready + read_cycles(sp.read_bytes);
       cs.rd_free = sp.read_end;
     } else {
       sp.read_start = sp.read_end = ctx.cp_time;
@@ -280,7 +295,7 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
     sp.stall_cycles = std::max<int64_t>(0, sp.read_end - compute_ready);
     sp.compute_end = sp.compute_start + std::max(c.mac_cycles, c.act_cycles);
     sp.write_start = std::max(sp.compute_end, cs.wr_free);
-    sp.write_end = sp.write_start + cost::transfer_cycles(sp.write_bytes, ext_wr, env.hw);
+    sp.write_end = sp.write_start + write_cycles(sp.write_bytes);
     cs.mac_free = sp.compute_end;
     cs.wr_free = sp.write_end;
     cs.busy.push_back(Busy{c.ifm, sp.compute_end});

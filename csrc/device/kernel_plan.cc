@@ -481,9 +481,10 @@ bool derive_middle_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWor
   affine_fields(b, [&](const auto& v) { last[m++] = uint64_t(v); });
   const int64_t steps = n - 3;
   for (int k = 0; k < nf; ++k) {
+    // Most fields do not change along the cores: no division for them.
     const int64_t d = int64_t(last[k] - base[k]);
-    if (d % steps != 0) fits = false;
-    slope[k] = d / steps;
+    slope[k] = d == 0 ? 0 : d / steps;
+    if (slope[k] * steps != d) fits = false;
   }
   if (!fits) return false;
   // The buffers of the accesses.

@@ -162,7 +162,7 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
   const bool k_broadcast = s.mode == value_of(BroadcastMode::SPLIT_HEIGHT);
   for (CoreWork& c : work) {
     Recorder::CoreResidency& res = rec.cores[size_t(c.core)];
-    TileTrace t;
+    TileTrace& t = kt.tiles.emplace_back();
     t.work = c;  // the tile's part: no host pointers, no allocation
     t.fm = rec.ref(c.fm_read);
     if (c.load_temp) t.temp = rec.ref(c.temp_read);
@@ -206,9 +206,8 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
         unsupported(rec, "a resident K area whose source bytes were written after it was loaded");
       }
       t.kdata = res.kdata;
-      t.k_reads = res.k_reads;
+      if (!res.k_reads.empty()) t.k_reads = res.k_reads;
     }
-    kt.tiles.push_back(std::move(t));
   }
   std::vector<Interval> writes;
   writes.reserve(work.size());
