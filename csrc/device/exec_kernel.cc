@@ -67,10 +67,12 @@ void gather_im2col(const Setup& s, const CoreWork& c, uint8_t* sram) {
 void load_weights(const Setup& s, const CoreWork& c, int8_t* dst) {
   const uint8_t* p = c.wblock.host;
   const uint32_t len = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
-  require(int64_t(len) <= s.k_block - kWeightLengthBytes, "weight block", core_text(s, c.core),
-          " at ", hex(c.wblock.addr), " says its stream is ", len,
-          " bytes; the block (K_TRANS_LEN x 16 = ", s.k_block, " bytes) holds at most ",
-          s.k_block - kWeightLengthBytes, " after the 4-byte length");
+  if (int64_t(len) > s.k_block - kWeightLengthBytes) {  // the message only on a fault
+    throw DeviceFault(str_cat("weight block", core_text(s, c.core), " at ", hex(c.wblock.addr),
+                              " says its stream is ", len, " bytes; the block (K_TRANS_LEN x 16 = ",
+                              s.k_block, " bytes) holds at most ", s.k_block - kWeightLengthBytes,
+                              " after the 4-byte length"));
+  }
   try {
     weight_codec::decode(p + kWeightLengthBytes, len, dst, size_t(c.weight_bytes()));
   } catch (const Error& e) {

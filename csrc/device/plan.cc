@@ -30,9 +30,15 @@ namespace device_detail {
 // Recording.
 
 RegionRef Recorder::ref(uint64_t addr) {
+  // Most accesses fall in the region of the last one.
+  const size_t l = size_t(last_region);
+  if (region_size[l] > 0 && addr >= region_base[l] && addr - region_base[l] < region_size[l]) {
+    return RegionRef{last_region, addr - region_base[l]};
+  }
   for (int i = 0; i < limits::kNumRegions; ++i) {
     if (region_size[size_t(i)] > 0 && addr >= region_base[size_t(i)] &&
         addr - region_base[size_t(i)] < region_size[size_t(i)]) {
+      last_region = i;
       return RegionRef{i, addr - region_base[size_t(i)]};
     }
   }
@@ -80,6 +86,7 @@ void Recorder::wrote(std::vector<Interval>& ws) {
   };
   for (CoreResidency& r : cores) {
     for (size_t i = 0; !r.fm_dirty && i < r.fm_src.size(); ++i) r.fm_dirty = hit(r.fm_src[i]);
+    if (r.k_dirty || !all.overlaps(r.k_hull)) continue;  // no write reaches the K sources
     for (size_t i = 0; !r.k_dirty && i < r.k_src.size(); ++i) r.k_dirty = hit(r.k_src[i]);
   }
 }
@@ -180,6 +187,7 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
         res.kdata = r0.kdata;
         res.k_reads = r0.k_reads;
         res.k_src = r0.k_src;
+        res.k_hull = r0.k_hull;
         res.k_dirty = false;
       } else if (c.load_k) {
         std::vector<KernelRead> k_reads;
@@ -201,6 +209,13 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
         res.loaded = -1;
         res.k_reads = std::move(k_reads);
         res.k_src = std::move(src);
+        res.k_hull = Interval{};
+        for (const Interval& i : res.k_src) {
+          if (i.hi <= i.lo) continue;
+          res.k_hull = res.k_hull.hi <= res.k_hull.lo
+                           ? i
+                           : Interval{std::min(res.k_hull.lo, i.lo), std::max(res.k_hull.hi, i.hi)};
+        }
         res.k_dirty = false;
       } else if (res.k_dirty) {
         unsupported(rec, "a resident K area whose source bytes were written after it was loaded");

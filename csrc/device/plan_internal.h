@@ -91,6 +91,7 @@ struct Recorder {
   uint32_t immutable_regions = 0;  // bit i: region i's bytes never change
   std::array<uint64_t, limits::kNumRegions> region_base{};
   std::array<uint64_t, limits::kNumRegions> region_size{};
+  int last_region = 0;  // ref(): the region of the last address found
   std::vector<KernelTrace> group;  // the commands of the current layer, in stream order
   std::vector<KernelData> kernel_data;
   std::unique_ptr<PlanData> plan;  // the steps so far
@@ -100,6 +101,7 @@ struct Recorder {
     int kdata = -1;                       // the K area's contents
     std::vector<KernelRead> k_reads;      // its run-time parts
     std::vector<Interval> fm_src, k_src;  // the external bytes each was loaded from
+    Interval k_hull{};                    // [min lo, max hi) of k_src (empty: none)
     bool fm_dirty = false, k_dirty = false;  // a later write overlapped them
   };
   std::vector<CoreResidency> cores;
