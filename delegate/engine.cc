@@ -61,8 +61,7 @@ struct Executor::Impl {
 };
 
 Executor::Executor(std::shared_ptr<const Program> program, const DelegateOptions& options,
-                   int host_threads,
-                   const std::string& dump_prefix, const std::string& dump_label)
+                   int host_threads, const std::string& dump_prefix, const std::string& dump_label)
     : impl_(std::make_unique<Impl>(host_threads)) {
   if (!options.debug_dump_dir.empty()) set_dump_hook(options, dump_prefix, dump_label);
   impl_->program = impl_->executor.load(std::move(program));

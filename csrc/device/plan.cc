@@ -98,8 +98,8 @@ namespace {
 // (32-byte stripes: ResNet50's 25 MB of weights hash at several bytes per
 // cycle, not at one multiply chain's pace), the tail bytewise.
 uint64_t digest(const uint8_t* p, size_t n) {
-  uint64_t lane[4] = {1469598103934665603ull, 1469598103934665603ull ^ 1, 1469598103934665603ull ^ 2,
-                      1469598103934665603ull ^ 3};
+  uint64_t lane[4];
+  for (int k = 0; k < 4; ++k) lane[k] = 1469598103934665603ull ^ uint64_t(k);
   size_t i = 0;
   for (; i + 32 <= n; i += 32) {
     for (int k = 0; k < 4; ++k) {
