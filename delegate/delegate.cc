@@ -125,7 +125,7 @@ class PartitionKernel {
                           : ctx->recommended_num_threads > 0 ? ctx->recommended_num_threads
                                                              : 1;
       executor_ = std::make_unique<Executor>(
-          *part_.program, options_, threads,
+          part_.program, options_, threads,
           str_cat("nacc_", part_.report->cache_key.substr(0, 16)), part_.label);
     }
     return kTfLiteOk;

@@ -60,11 +60,11 @@ struct Executor::Impl {
   explicit Impl(int threads) : executor(threads) {}
 };
 
-Executor::Executor(const Program& program, const DelegateOptions& options, int host_threads,
-                   const std::string& dump_prefix, const std::string& dump_label)
+Executor::Executor(std::shared_ptr<const Program> program, const DelegateOptions& options,
+                   int host_threads, const std::string& dump_prefix, const std::string& dump_label)
     : impl_(std::make_unique<Impl>(host_threads)) {
   if (!options.debug_dump_dir.empty()) set_dump_hook(options, dump_prefix, dump_label);
-  impl_->program = impl_->executor.load(program);
+  impl_->program = impl_->executor.load(std::move(program));
 }
 
 void Executor::set_dump_hook(const DelegateOptions& options, const std::string& dump_prefix,

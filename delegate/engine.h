@@ -59,7 +59,8 @@ class Executor {
   // as the device left it, to <debug_dump_dir>/<dump_prefix>_op<NNN>.bin (raw
   // int8, IR layout) and a .json beside it (tensor name, shape, op, partition
   // label, invocation); see docs/tflite_delegate.md "Debug dumps".
-  Executor(const Program& program, const DelegateOptions& options, int host_threads,
+  // `program` is loaded as it is (shared, not copied): it must not change.
+  Executor(std::shared_ptr<const Program> program, const DelegateOptions& options, int host_threads,
            const std::string& dump_prefix = "partition", const std::string& dump_label = "");
   ~Executor();
   // inputs[i] / outputs[i]: buffers of program.inputs[i].size / outputs[i].size bytes.

@@ -67,10 +67,12 @@ void gather_im2col(const Setup& s, const CoreWork& c, uint8_t* sram) {
 void load_weights(const Setup& s, const CoreWork& c, int8_t* dst) {
   const uint8_t* p = c.wblock.host;
   const uint32_t len = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
-  require(int64_t(len) <= s.k_block - kWeightLengthBytes, "weight block", core_text(s, c.core),
-          " at ", hex(c.wblock.addr), " says its stream is ", len,
-          " bytes; the block (K_TRANS_LEN x 16 = ", s.k_block, " bytes) holds at most ",
-          s.k_block - kWeightLengthBytes, " after the 4-byte length");
+  if (int64_t(len) > s.k_block - kWeightLengthBytes) {  // the message only on a fault
+    throw DeviceFault(str_cat("weight block", core_text(s, c.core), " at ", hex(c.wblock.addr),
+                              " says its stream is ", len, " bytes; the block (K_TRANS_LEN x 16 = ",
+                              s.k_block, " bytes) holds at most ", s.k_block - kWeightLengthBytes,
+                              " after the 4-byte length"));
+  }
   try {
     weight_codec::decode(p + kWeightLengthBytes, len, dst, size_t(c.weight_bytes()));
   } catch (const Error& e) {
@@ -119,7 +121,8 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
   HandlerContext& ctx = env.ctx;
   const Setup s = read_setup(ctx.regs, op, env.hw);
   const int n = s.ncores;
-  for (int i = 0; i < n; ++i) {
+  const bool data = env.data();
+  for (int i = 0; i < n && data; ++i) {  // a plan build touches no SRAM (load_kernel)
     auto& sram = ctx.cores[size_t(i)].sram;
     if (sram.empty()) sram.assign(size_t(env.hw.sram_bytes), 0);
   }
@@ -159,12 +162,20 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
 
   // Loads. A broadcast operand (K area in mode 2, IFM in mode 1) is fetched by
   // core 0 and delivered to every core. Building a plan loads only kernel data
-  // from immutable regions (the plan keeps the decoded K area).
-  const bool data = env.data();
-  uint8_t* sram0 = ctx.cores[0].sram.data();
+  // from immutable regions, into the plan's kernel data (load_kernel), and
+  // moves nothing into SRAM.
+  if (!data) {
+    for (const CoreWork& c : work) {
+      if (c.load_k && !(s.mode == value_of(BroadcastMode::SPLIT_HEIGHT) && c.core > 0)) {
+        load_kernel(*env.rec, s, c);
+      }
+    }
+  }
+  uint8_t* sram0 = data ? ctx.cores[0].sram.data() : nullptr;
   for (const CoreWork& c : work) {
+    if (!data) break;
     uint8_t* sram = ctx.cores[size_t(c.core)].sram.data();
-    if (c.load_fm && data) {
+    if (c.load_fm) {
       // Mode 1 broadcasts the IFM, but to a depthwise core its own channels.
       if (s.mode == value_of(BroadcastMode::SPLIT_KERNEL) && s.fam != Family::kDepthwise &&
           c.core > 0) {
@@ -179,17 +190,12 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
       if (s.mode == value_of(BroadcastMode::SPLIT_HEIGHT) && c.core > 0) {
         std::memcpy(sram + c.kern.lo, sram0 + work[0].kern.lo, size_t(c.kern.hi - c.kern.lo));
       } else {
-        auto loads = [&](const Read& r) { return data || env.rec->immutable(env.rec->ref(r.addr)); };
-        if (c.wblock.host && loads(c.wblock)) {
-          load_weights(s, c, reinterpret_cast<int8_t*>(sram + c.w_lo));
-        }
-        if (c.b_read.host && loads(c.b_read)) copy_in(c.b_read, sram);
-        for (const Read& r : c.small_reads) {
-          if (loads(r)) copy_in(r, sram);
-        }
+        if (c.wblock.host) load_weights(s, c, reinterpret_cast<int8_t*>(sram + c.w_lo));
+        if (c.b_read.host) copy_in(c.b_read, sram);
+        for (const Read& r : c.small_reads) copy_in(r, sram);
       }
     }
-    if (c.load_temp && data) copy_in(c.temp_read, sram);
+    if (c.load_temp) copy_in(c.temp_read, sram);
   }
   if (env.rec) record_kernel(*env.rec, env, s, work);
 
@@ -237,6 +243,21 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
   rec.ext_read_bytes = ext_rd;
   rec.ext_write_bytes = ext_wr;
   rec.cores.reserve(work.size());
+  // transfer_cycles of each core's bytes, computed again only when they
+  // differ from the last core's (the cores of a split move the same bytes).
+  struct Transfer {
+    int64_t ext;
+    const HwConfig& hw;
+    int64_t bytes = -1, cycles = 0;
+    int64_t operator()(int64_t b) {
+      if (b != bytes) {
+        bytes = b;
+        cycles = cost::transfer_cycles(b, ext, hw);
+      }
+      return cycles;
+    }
+  };
+  Transfer read_cycles{ext_rd, env.hw}, write_cycles{ext_wr, env.hw};
   for (const CoreWork& c : work) {
     CoreState& cs = ctx.cores[size_t(c.core)];
     if (c.load_fm) cs.fm = Resident{true, c.ifm, c.fm_key};
@@ -266,7 +287,7 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
       if (c.load_k) ready = std::max(ready, busy_until(c.kern));
       if (c.load_temp) ready = std::max(ready, busy_until(c.temp));
       sp.read_start = ready;
-      sp.read_end = ready + cost::transfer_cycles(sp.read_bytes, ext_rd, env.hw);
+      sp.read_end = ready + read_cycles(sp.read_bytes);
       cs.rd_free = sp.read_end;
     } else {
       sp.read_start = sp.read_end = ctx.cp_time;
@@ -276,7 +297,7 @@ void execute_kernel(ExecEnv& env, Opcode op, uint32_t word) {
     sp.stall_cycles = std::max<int64_t>(0, sp.read_end - compute_ready);
     sp.compute_end = sp.compute_start + std::max(c.mac_cycles, c.act_cycles);
     sp.write_start = std::max(sp.compute_end, cs.wr_free);
-    sp.write_end = sp.write_start + cost::transfer_cycles(sp.write_bytes, ext_wr, env.hw);
+    sp.write_end = sp.write_start + write_cycles(sp.write_bytes);
     cs.mac_free = sp.compute_end;
     cs.wr_free = sp.write_end;
     cs.busy.push_back(Busy{c.ifm, sp.compute_end});

@@ -2,6 +2,7 @@
 // halo, SRAM layout, bounds-checked external accesses, residency of its IFM
 // and K areas, and its work (docs/device_model.md §1, §3, §5, §6).
 #include <algorithm>
+#include <cstring>
 
 #include "arch/limits.h"
 #include "arch/sram.h"
@@ -470,10 +471,18 @@ bool derive_middle_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWor
   constexpr int kMaxFields = 64;
   uint64_t base[kMaxFields], last[kMaxFields];
   int64_t slope[kMaxFields];
+  // Where each field sits in a CoreWork and its size: the middle cores, copies
+  // of core 1, are written only in the fields that change along the cores.
+  size_t at[kMaxFields], size[kMaxFields];
   int nf = 0;
   bool fits = true;
   affine_fields(a, [&](const auto& v) {
-    if (nf < kMaxFields) base[nf] = uint64_t(v);
+    static_assert(sizeof(v) == 8 || sizeof(v) == 4, "an int or a 64-bit field");
+    if (nf < kMaxFields) {
+      base[nf] = uint64_t(v);
+      at[nf] = size_t(reinterpret_cast<const char*>(&v) - reinterpret_cast<const char*>(&a));
+      size[nf] = sizeof(v);
+    }
     ++nf;
   });
   if (nf > kMaxFields) return false;
@@ -481,9 +490,10 @@ bool derive_middle_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWor
   affine_fields(b, [&](const auto& v) { last[m++] = uint64_t(v); });
   const int64_t steps = n - 3;
   for (int k = 0; k < nf; ++k) {
+    // Most fields do not change along the cores: no division for them.
     const int64_t d = int64_t(last[k] - base[k]);
-    if (d % steps != 0) fits = false;
-    slope[k] = d / steps;
+    slope[k] = d == 0 ? 0 : d / steps;
+    if (slope[k] * steps != d) fits = false;
   }
   if (!fits) return false;
   // The buffers of the accesses.
@@ -508,15 +518,25 @@ bool derive_middle_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWor
   }
   const BoundBuffer* out = hull_buffer(env, a.ofm_addr, b.ofm_addr, a.ofm_span, true);
   if (!out) return false;
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "a field's low bytes come first");
+  int moving[kMaxFields], nm = 0;  // the fields whose slope is not 0
+  for (int k = 0; k < nf; ++k) {
+    if (slope[k] != 0) moving[nm++] = k;
+  }
   for (int i = 2; i <= n - 3; ++i) {
-    CoreWork& c = work[size_t(i)];  // a copy of core 1
+    CoreWork& c = work[size_t(i)];  // a copy of core 1: the other fields hold base[k] already
     c.core = i;
-    int k = 0;
-    affine_fields(c, [&](auto& v) {
-      using T = std::decay_t<decltype(v)>;
-      v = T(base[k] + uint64_t(slope[k]) * uint64_t(i - 1));
-      ++k;
-    });
+    char* bytes = reinterpret_cast<char*>(&c);
+    for (int j = 0; j < nm; ++j) {
+      const int k = moving[j];
+      // The field's T(base + slope * (i - 1)): its low bytes.
+      const uint64_t v = base[k] + uint64_t(slope[k]) * uint64_t(i - 1);
+      if (size[k] == 8) {
+        std::memcpy(bytes + at[k], &v, 8);
+      } else {
+        std::memcpy(bytes + at[k], &v, 4);
+      }
+    }
     auto rebase = [](Read& r, const BoundBuffer* buf) { r.host = buf->data + (r.addr - buf->address); };
     int j = 0;
     for (Read* r : {&c.fm_read, &c.temp_read, &c.b_read, &c.wblock}) {

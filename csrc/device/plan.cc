@@ -30,9 +30,15 @@ namespace device_detail {
 // Recording.
 
 RegionRef Recorder::ref(uint64_t addr) {
+  // Most accesses fall in the region of the last one.
+  const size_t l = size_t(last_region);
+  if (region_size[l] > 0 && addr >= region_base[l] && addr - region_base[l] < region_size[l]) {
+    return RegionRef{last_region, addr - region_base[l]};
+  }
   for (int i = 0; i < limits::kNumRegions; ++i) {
     if (region_size[size_t(i)] > 0 && addr >= region_base[size_t(i)] &&
         addr - region_base[size_t(i)] < region_size[size_t(i)]) {
+      last_region = i;
       return RegionRef{i, addr - region_base[size_t(i)]};
     }
   }
@@ -80,6 +86,7 @@ void Recorder::wrote(std::vector<Interval>& ws) {
   };
   for (CoreResidency& r : cores) {
     for (size_t i = 0; !r.fm_dirty && i < r.fm_src.size(); ++i) r.fm_dirty = hit(r.fm_src[i]);
+    if (r.k_dirty || !all.overlaps(r.k_hull)) continue;  // no write reaches the K sources
     for (size_t i = 0; !r.k_dirty && i < r.k_src.size(); ++i) r.k_dirty = hit(r.k_src[i]);
   }
 }
@@ -87,16 +94,23 @@ void Recorder::wrote(std::vector<Interval>& ws) {
 namespace {
 
 // A hash of a K area, for finding identical loads (a match is then compared
-// byte for byte): FNV-1a's step over 8-byte words, the tail bytewise.
+// byte for byte): FNV-1a's step over 8-byte words in four independent lanes
+// (32-byte stripes: ResNet50's 25 MB of weights hash at several bytes per
+// cycle, not at one multiply chain's pace), the tail bytewise.
 uint64_t digest(const uint8_t* p, size_t n) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t lane[4];
+  for (int k = 0; k < 4; ++k) lane[k] = 1469598103934665603ull ^ uint64_t(k);
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t v;
-    std::memcpy(&v, p + i, 8);
-    h = (h ^ v) * 1099511628211ull;
-    h ^= h >> 29;
+  for (; i + 32 <= n; i += 32) {
+    for (int k = 0; k < 4; ++k) {
+      uint64_t v;
+      std::memcpy(&v, p + i + 8 * k, 8);
+      lane[k] = (lane[k] ^ v) * 1099511628211ull;
+      lane[k] ^= lane[k] >> 29;
+    }
   }
+  uint64_t h = lane[0];
+  for (int k = 1; k < 4; ++k) h = (h ^ lane[k]) * 1099511628211ull;
   for (; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
   return h ^ n;
 }
@@ -114,12 +128,46 @@ void flush_group(Recorder& rec);
 Recorder::Recorder() : plan(std::make_unique<PlanData>()) {}
 Recorder::~Recorder() = default;
 
+void load_kernel(Recorder& rec, const Setup& s, const CoreWork& c) {
+  if (rec.cores.size() <= size_t(c.core)) rec.cores.resize(size_t(c.core) + 1);
+  // The K area [kern.lo, kern.hi), zeroed, then the parts from immutable sources.
+  const int64_t lo = c.kern.lo;
+  std::vector<uint8_t> area(size_t(c.kern.hi - lo), 0);
+  auto loads = [&](const Read& r) { return rec.immutable(rec.ref(r.addr)); };
+  auto copy = [&](const Read& r) {
+    if (!loads(r)) return;
+    Read in_area = r;
+    in_area.sram = r.sram - lo;
+    copy_in(in_area, area.data());
+  };
+  if (c.wblock.host && loads(c.wblock)) {
+    load_weights(s, c, reinterpret_cast<int8_t*>(area.data() + (c.w_lo - lo)));
+  }
+  if (c.b_read.host) copy(c.b_read);
+  for (const Read& r : c.small_reads) copy(r);
+  // Identical K areas (the row bands of a layer that reload its kernel) share one copy.
+  const uint64_t d = digest(area.data(), area.size());
+  int index = -1;
+  auto range = rec.by_digest.equal_range(d);
+  for (auto it = range.first; it != range.second; ++it) {
+    const KernelData& kd = rec.kernel_data[size_t(it->second)];
+    if (kd.lo == lo && kd.bytes == area) {
+      index = it->second;
+      break;
+    }
+  }
+  if (index < 0) {
+    index = int(rec.kernel_data.size());
+    rec.kernel_data.push_back(KernelData{lo, std::move(area)});
+    rec.by_digest.emplace(d, index);
+  }
+  rec.cores[size_t(c.core)].loaded = index;
+}
+
 void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
                    std::vector<CoreWork>& work) {
   const HandlerContext& ctx = env.ctx;
   if (rec.cores.size() < ctx.cores.size()) rec.cores.resize(ctx.cores.size());
-  static thread_local std::unordered_multimap<uint64_t, int> by_digest;
-  if (rec.kernel_data.empty()) by_digest.clear();
   if (!rec.group.empty() && !same_layer(rec.group.back().s, s)) flush_group(rec);
   KernelTrace kt;
   kt.word = uint32_t(ctx.pc);
@@ -128,7 +176,7 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
   const bool k_broadcast = s.mode == value_of(BroadcastMode::SPLIT_HEIGHT);
   for (CoreWork& c : work) {
     Recorder::CoreResidency& res = rec.cores[size_t(c.core)];
-    TileTrace t;
+    TileTrace& t = kt.tiles.emplace_back();
     t.work = c;  // the tile's part: no host pointers, no allocation
     t.fm = rec.ref(c.fm_read);
     if (c.load_temp) t.temp = rec.ref(c.temp_read);
@@ -146,6 +194,7 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
         res.kdata = r0.kdata;
         res.k_reads = r0.k_reads;
         res.k_src = r0.k_src;
+        res.k_hull = r0.k_hull;
         res.k_dirty = false;
       } else if (c.load_k) {
         std::vector<KernelRead> k_reads;
@@ -163,35 +212,24 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
         }
         if (c.b_read.host) part(c.b_read);
         for (const Read& r : c.small_reads) part(r);
-        const uint8_t* sram = ctx.cores[size_t(c.core)].sram.data();
-        const uint8_t* lo = sram + c.kern.lo;
-        const size_t n = size_t(c.kern.hi - c.kern.lo);
-        const uint64_t h = digest(lo, n);
-        int index = -1;
-        auto range = by_digest.equal_range(h);
-        for (auto it = range.first; it != range.second; ++it) {
-          const KernelData& kd = rec.kernel_data[size_t(it->second)];
-          if (kd.lo == c.kern.lo && kd.bytes.size() == n && std::memcmp(kd.bytes.data(), lo, n) == 0) {
-            index = it->second;
-            break;
-          }
-        }
-        if (index < 0) {
-          index = int(rec.kernel_data.size());
-          rec.kernel_data.push_back(KernelData{c.kern.lo, std::vector<uint8_t>(lo, lo + n)});
-          by_digest.emplace(h, index);
-        }
-        res.kdata = index;
+        res.kdata = res.loaded;  // load_kernel's, for this command
+        res.loaded = -1;
         res.k_reads = std::move(k_reads);
         res.k_src = std::move(src);
+        res.k_hull = Interval{};
+        for (const Interval& i : res.k_src) {
+          if (i.hi <= i.lo) continue;
+          res.k_hull = res.k_hull.hi <= res.k_hull.lo
+                           ? i
+                           : Interval{std::min(res.k_hull.lo, i.lo), std::max(res.k_hull.hi, i.hi)};
+        }
         res.k_dirty = false;
       } else if (res.k_dirty) {
         unsupported(rec, "a resident K area whose source bytes were written after it was loaded");
       }
       t.kdata = res.kdata;
-      t.k_reads = res.k_reads;
+      if (!res.k_reads.empty()) t.k_reads = res.k_reads;
     }
-    kt.tiles.push_back(std::move(t));
   }
   std::vector<Interval> writes;
   writes.reserve(work.size());
@@ -361,6 +399,7 @@ class Assembly {
     return true;
   }
   const std::vector<uint8_t>& data() const { return data_; }
+  std::vector<uint8_t> take() { return std::move(data_); }
 
  private:
   size_t entry_;
@@ -729,7 +768,7 @@ bool merge_group(const std::vector<KernelTrace>& group, std::vector<KernelData>&
     pos += int64_t(bytes.size());
   };
   if (wbytes > 0) {
-    std::vector<uint8_t> wv = weights.data();  // the one copy: the rest moves it
+    std::vector<uint8_t> wv = weights.take();
     if (fam == Family::kDepthwise) {
       // Back to [ky, kx, C].
       std::vector<uint8_t> t2(wv.size());

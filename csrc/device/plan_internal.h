@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "device/kernel.h"
@@ -105,18 +106,23 @@ struct Recorder {
   uint32_t immutable_regions = 0;  // bit i: region i's bytes never change
   std::array<uint64_t, limits::kNumRegions> region_base{};
   std::array<uint64_t, limits::kNumRegions> region_size{};
+  int last_region = 0;  // ref(): the region of the last address found
   std::vector<KernelTrace> group;  // the commands of the current layer, in stream order
   std::vector<KernelData> kernel_data;
   std::unique_ptr<PlanData> plan;  // the steps so far
 
   struct CoreResidency {
+    int loaded = -1;                      // load_kernel's K area of the current command
     int kdata = -1;                       // the K area's contents
     std::vector<KernelRead> k_reads;      // its run-time parts
     std::vector<Interval> fm_src, k_src;  // the external bytes each was loaded from
+    Interval k_hull{};                    // [min lo, max hi) of k_src (empty: none)
     bool fm_dirty = false, k_dirty = false;  // a later write overlapped them
   };
   std::vector<CoreResidency> cores;
   std::string unsupported;  // non-empty: the stream cannot be replayed, and why
+
+  std::unordered_multimap<uint64_t, int> by_digest;  // kernel_data by content digest
 
   // (region, offset) of a device address inside a region's buffer; records
   // `unsupported` and returns region -1 when it is in no region.
@@ -131,8 +137,18 @@ struct Recorder {
   void wrote(std::vector<Interval>& ws);
 };
 
-// Records one kernel command (called by execute_kernel after every check,
-// before its data effects; `sram` are the cores' SRAMs after the K loads).
+// While a plan is built, the K load of core c of a command (c.load_k; every
+// core but 1..n-1 of a mode-2 broadcast, which receive core 0's): decodes the
+// weight block and copies the other parts from the immutable regions into the
+// recorder's kernel data, not into SRAM — a plan build never runs a unit, so
+// no SRAM byte is read; the bytes of mutable parts and the alignment gaps are
+// zero (the units read neither: the replay loads the mutable parts), so the
+// kernel data depends on nothing but what the load reads. Identical contents
+// share one kernel data. DeviceFault as the interpreter's load (a bad weight
+// block).
+void load_kernel(Recorder& rec, const Setup& s, const CoreWork& c);
+// Records one kernel command (called by execute_kernel after every check and
+// load_kernel, before its data effects).
 void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
                    std::vector<CoreWork>& work);
 // Records one NPU_OP_DMA_START copy.

@@ -113,6 +113,12 @@ std::shared_ptr<const Program> Executor::load(const Program& program) {
   return impl_->runtime_for(program.hw).load(program);
 }
 
+std::shared_ptr<const Program> Executor::load(std::shared_ptr<const Program> program) {
+  check_arg(program != nullptr, "Executor::load: no Program");
+  Runtime& rt = impl_->runtime_for(program->hw);
+  return rt.load(std::move(program));
+}
+
 RunStats Executor::run(const Program& program, const std::vector<const void*>& inputs,
                        const std::vector<void*>& outputs) {
   check_arg(inputs.size() == program.inputs.size() && outputs.size() == program.outputs.size(),

@@ -58,6 +58,9 @@ class Executor {
   // execution plan; run() the returned copy (it then skips the check and
   // replays the plan). Throws InvalidArgument.
   std::shared_ptr<const Program> load(const Program& program);
+  // The same without the copy, for a Program the caller shares immutably
+  // (Runtime::load(std::shared_ptr<const Program>)); returns `program`.
+  std::shared_ptr<const Program> load(std::shared_ptr<const Program> program);
   // inputs[i] / outputs[i]: buffers of program.inputs[i] / outputs[i].size
   // bytes. Throws nacc::DeviceFault or nacc::Error.
   RunStats run(const Program& program, const std::vector<const void*>& inputs,

@@ -108,7 +108,16 @@ void Runtime::check_program(const Program& program) const {
 
 std::shared_ptr<const Program> Runtime::load(Program program) {
   check_program(program);
-  auto loaded = std::make_shared<const Program>(std::move(program));
+  return load_checked(std::make_shared<const Program>(std::move(program)));
+}
+
+std::shared_ptr<const Program> Runtime::load(std::shared_ptr<const Program> program) {
+  check_arg(program != nullptr, "Runtime::load: no Program");
+  check_program(*program);
+  return load_checked(std::move(program));
+}
+
+std::shared_ptr<const Program> Runtime::load_checked(std::shared_ptr<const Program> loaded) {
   PlanEntry entry = build_plan(loaded);
   std::lock_guard<std::mutex> lk(plans_mu_);
   for (auto it = plans_.begin(); it != plans_.end();) {  // forget unloaded Programs

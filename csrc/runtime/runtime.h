@@ -76,6 +76,10 @@ class Runtime {
   // plan built (the stream decoded and checked once; a stream that faults
   // keeps no plan and faults again on every run).
   std::shared_ptr<const Program> load(Program program);
+  // The same for a Program the caller already shares immutably: loaded as
+  // it is, not copied (a cached ResNet50's constants are 25 MB). Returns
+  // `program`.
+  std::shared_ptr<const Program> load(std::shared_ptr<const Program> program);
 
   // Execution mode of run() (default kReplay); the debug hook and the test
   // fault injection always step.
@@ -136,6 +140,7 @@ class Runtime {
   std::vector<uint8_t>& stage_inputs(const Program& program, int b, int region,
                                      const std::vector<InputBuffer>& inputs);
   void unstage_outputs(const Program& program, int b, const std::vector<OutputBuffer>& outputs);
+  std::shared_ptr<const Program> load_checked(std::shared_ptr<const Program> loaded);
   PlanEntry build_plan(const std::shared_ptr<const Program>& program);
 
   int acquire();
