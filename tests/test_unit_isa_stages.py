@@ -133,3 +133,43 @@ def test_fully_connected_prepacked_rows(m, k, n):
     for path in PATHS:
         assert_same(expected, run_path(path, lambda: run(True)), f"fc {m}x{k}->{n} [{path}]")
     assert np.mean((expected > -128) & (expected < 127)) > 0.25
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("zp,act", [(0, (-128, 127)), (-128, (-128, 127)), (127, (-128, 127)),
+                                    (-128, (-128, 40)), (5, (-3, 127))])
+def test_conv_fused_epilogue(seed, zp, act):
+    """Blocks of 16 channels whose exponents all lie in [1, 23] without left
+    shifts: the AVX-512 path's int64 epilogue (rounding fused into one shift,
+    the zero point in the addend), with and without the activation clamp.
+    Accumulators reach both ends of int32; exponents 1..3 with multiplier
+    2^30 make rounding ties of both signs common, in even and odd lanes."""
+    rng = np.random.default_rng(400 + seed)
+    cin, cout = 4, 80  # five 16-channel blocks, the last one without a pair
+    x = rng.integers(-128, 128, (1, 8, 9, cin), dtype=np.int8)  # 72 rows: 8-row tiles
+    f = rng.integers(-127, 128, (cout, 1, 1, cin), dtype=np.int8)
+    f[:16] = rng.integers(-1, 2, (16, 1, 1, cin))  # small sums: the ties stay inside int8
+    big = (1 << 31) - (1 << 18)  # |x - zp| w summed over cin stays below 2^18
+    b = np.concatenate([
+        rng.integers(-256, 256, 16),                       # e 1..3, m 2^30: ties
+        rng.integers(-big, big, 16),                       # e 21..23, int32 extremes
+        rng.integers(-(1 << 24), 1 << 24, 16),             # e and m random
+        np.array([-big, big, -big + 1, big - 1] * 4),      # e 23 at the extremes
+        rng.integers(-(1 << 14), 1 << 14, 16)]).astype(np.int64)
+    mult = np.concatenate([
+        np.full(16, 1 << 30), rng.integers(1 << 28, 1 << 30, 16),
+        rng.integers(0, (1 << 31) - 1, 16), (1 << 29) + rng.integers(0, 1 << 20, 16),
+        np.array([0, 1, (1 << 31) - 1, 1 << 30] * 4)]).astype(np.int64)
+    shift = np.concatenate([
+        -rng.integers(1, 4, 16), -rng.integers(21, 24, 16), -rng.integers(1, 24, 16),
+        np.full(16, -23), -rng.integers(1, 6, 16)])
+
+    def run():
+        return _core.conv2d(x, f, b.astype(np.int32), mult.astype(np.int32),
+                            shift.astype(np.int32), input_zero_point=-7, output_zero_point=zp,
+                            act_min=act[0], act_max=act[1])
+
+    expected = run_path("reference", run)
+    assert np.mean((expected > act[0]) & (expected < act[1])) > 0.25
+    for path in FAST_PATHS:
+        assert_same(expected, run_path(path, run), f"fused epilogue zp {zp} act {act} [{path}]")

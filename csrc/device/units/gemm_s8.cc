@@ -48,8 +48,10 @@ struct PaddedParams {
   std::vector<char> block_left_shift;  // per block: some column shifts left
   std::vector<char> block_zero_right_shift;  // per block: some column has right shift 0
   OutputStageKind kind = OutputStageKind::kFixedPoint;
+  int32_t output_zero_point = 0;
 
-  PaddedParams(int n, const int32_t* col_off, const OutputStage& rq) : kind(rq.kind) {
+  PaddedParams(int n, const int32_t* col_off, const OutputStage& rq)
+      : kind(rq.kind), output_zero_point(rq.output_zero_point) {
     const int np = (n + kTileCols - 1) / kTileCols * kTileCols;
     col_offset.assign(np, 0);
     if (col_off != nullptr) std::copy(col_off, col_off + n, col_offset.begin());
@@ -449,16 +451,27 @@ struct BlockParams512 {
   __m512i col_offset, multiplier, multiplier_odd, left_shift, right_shift, remainder_mask,
       half_mask;
   __m512i right_shift_m1;  // right_shift - 1 (rounding_divide16 when no lane has 0)
+  // requantize16_fused's per-column constants, [0] for the even columns and
+  // [1] for the odd ones (one int64 lane each): the addend
+  // 2^30 + 2^(30 + e) + zp * 2^(31 + e) and the shifts 31 + e and e - 1.
+  __m512i fused_add[2], fused_shift[2];
   __m512d scale[2];
   __m512 float_scale;
   bool any_left_shift = false;
   bool any_zero_right_shift = false;  // some column of the block has right_shift 0
+  bool any_deep_right_shift = false;  // some column has right_shift > kFusedMaxShift
 };
+
+// The deepest right shift requantize16_fused takes: its int64 sum
+// x * m + 2^30 + 2^(30 + e) + zp * 2^(31 + e) - 2^31 stays inside int64 for
+// |x|, m <= 2^31 and |zp| <= 128 while e <= 23 (2^62 + 2^61 * (1 + 2^-8) < 2^63).
+constexpr int kFusedMaxShift = 23;
 
 struct StageVectors512 {
   OutputStageKind kind;
   __m512i zero_point, act_min, act_max;
   __m512 float_lo, float_hi;
+  bool full_range = false;  // act_min <= -128 and act_max >= 127: no clamp before the narrow
 };
 
 NACC_VNNI512 inline StageVectors512 stage_vectors512(const OutputStage& s) {
@@ -469,6 +482,7 @@ NACC_VNNI512 inline StageVectors512 stage_vectors512(const OutputStage& s) {
   v.act_max = _mm512_set1_epi32(s.act_max);
   v.float_lo = _mm512_set1_ps(static_cast<float>(s.act_min - s.output_zero_point));
   v.float_hi = _mm512_set1_ps(static_cast<float>(s.act_max - s.output_zero_point));
+  v.full_range = s.act_min <= -128 && s.act_max >= 127;
   return v;
 }
 
@@ -491,6 +505,24 @@ NACC_VNNI512 inline BlockParams512 load_block512(const PaddedParams& p, int n0) 
       b.remainder_mask = _mm512_loadu_si512(p.remainder_mask.data() + n0);
       b.half_mask = _mm512_srli_epi32(b.remainder_mask, 1);
       b.right_shift_m1 = _mm512_sub_epi32(b.right_shift, _mm512_set1_epi32(1));
+      {
+        const __m512i e[2] = {_mm512_and_si512(b.right_shift, _mm512_set1_epi64(0xFFFFFFFF)),
+                              _mm512_srli_epi64(b.right_shift, 32)};
+        const __m512i zp = _mm512_set1_epi64(p.output_zero_point);
+        for (int h = 0; h < 2; ++h) {
+          const __m512i shift = _mm512_add_epi64(e[h], _mm512_set1_epi64(31));
+          b.fused_add[h] = _mm512_add_epi64(
+              _mm512_add_epi64(_mm512_set1_epi64(int64_t{1} << 30),
+                               _mm512_sllv_epi64(_mm512_set1_epi64(1),
+                                                 _mm512_sub_epi64(shift, _mm512_set1_epi64(1)))),
+              _mm512_sllv_epi64(zp, shift));
+          b.fused_shift[h] = h == 0 ? shift : _mm512_sub_epi64(e[h], _mm512_set1_epi64(1));
+        }
+        // (A zero point outside int8's range takes the general epilogue too.)
+        b.any_deep_right_shift =
+            _mm512_cmpgt_epi32_mask(b.right_shift, _mm512_set1_epi32(kFusedMaxShift)) != 0 ||
+            p.output_zero_point < -128 || p.output_zero_point > 128;
+      }
       break;
   }
   b.any_left_shift =
@@ -538,26 +570,9 @@ NACC_VNNI512 inline __m512d round_half_away8(__m512d x) {
 }
 
 // acc: the accumulator with the column offset already in it (the micro-tile
-// starts from it). kFast: the block is known to be fixed-point without left
-// shifts or exponent 0 (fast_block512), so no test is made per row.
-template <bool kFast = false>
+// starts from it).
 NACC_VNNI512 inline __m512i requantize16(__m512i acc, const BlockParams512& b,
                                          const StageVectors512& s) {
-  if constexpr (kFast) {
-    const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
-    const __m512i one = _mm512_set1_epi32(1);
-    __m512i even = _mm512_add_epi64(_mm512_mul_epi32(acc, b.multiplier), half);
-    __m512i odd = _mm512_add_epi64(
-        _mm512_mul_epi32(_mm512_srli_epi64(acc, 32), b.multiplier_odd), half);
-    even = _mm512_srli_epi64(even, 31);
-    odd = _mm512_slli_epi64(odd, 1);
-    const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
-    const __m512i t = _mm512_add_epi32(high, _mm512_srai_epi32(high, 31));
-    const __m512i q =
-        _mm512_srai_epi32(_mm512_add_epi32(_mm512_srav_epi32(t, b.right_shift_m1), one), 1);
-    return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(q, s.zero_point), s.act_min),
-                            s.act_max);
-  }
   if (s.kind == OutputStageKind::kFloat32) {
     __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), b.float_scale);
     v = _mm512_min_ps(_mm512_max_ps(v, s.float_lo), s.float_hi);
@@ -577,15 +592,56 @@ NACC_VNNI512 inline __m512i requantize16(__m512i acc, const BlockParams512& b,
                           s.act_max);
 }
 
-// True when requantize16<true> gives the block's bits.
-NACC_VNNI512 inline bool fast_block512(const BlockParams512& b, const StageVectors512& s) {
-  return s.kind == OutputStageKind::kFixedPoint && !b.any_left_shift && !b.any_zero_right_shift;
+// MultiplyByQuantizedMultiplier plus the output zero point for a block whose
+// exponents e are all in [1, kFusedMaxShift] with no left shift, on int64
+// products. With B = x * m + 2^30, SaturatingRoundingDoublingHighMul is
+// floor(B / 2^31) (its nudge and truncating division agree with that floor
+// for either sign; m < 2^31 never saturates), and RoundingDivideByPOT(h, e) is
+// floor((h + 2^(e-1) - [h < 0]) / 2^e). Nested floor divisions compose, so
+//   q + zp = floor((B + 2^(30+e) - [x < 0] 2^31 + zp 2^(31+e)) / 2^(31+e))
+// (x < 0 and h >= 0 only when h = 0, where both corrections give 0). The even
+// columns shift by 31 + e and keep the low dword; the odd ones shift by e - 1
+// so that their result is the high dword, and one blend interleaves them.
+// `tests/test_unit_isa_stages.py` checks it against the reference over the
+// stage's range, ties and the int32 extremes.
+NACC_VNNI512 inline __m512i requantize16_fused(__m512i acc, const BlockParams512& b) {
+  const __m512i two31 = _mm512_set1_epi64(int64_t{1} << 31);
+  __m512i even = _mm512_add_epi64(_mm512_mul_epi32(acc, b.multiplier), b.fused_add[0]);
+  __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(acc, 32), b.multiplier_odd),
+                                 b.fused_add[1]);
+  even = _mm512_mask_sub_epi64(even, _mm512_test_epi64_mask(acc, _mm512_set1_epi64(0x80000000)),
+                               even, two31);
+  odd = _mm512_mask_sub_epi64(odd, _mm512_movepi64_mask(acc), odd, two31);
+  return _mm512_mask_blend_epi32(0xAAAA, _mm512_srav_epi64(even, b.fused_shift[0]),
+                                 _mm512_srav_epi64(odd, b.fused_shift[1]));
 }
 
-template <bool kFast = false>
+// The epilogue a block takes: the general one, or requantize16_fused with the
+// activation clamp, or without it when the bounds are int8's own (the
+// saturating narrow to int8 is then the clamp).
+enum class Epilogue512 { kGeneral, kFusedClamp, kFused };
+
+NACC_VNNI512 inline Epilogue512 block_epilogue512(const BlockParams512& b,
+                                                  const StageVectors512& s) {
+  if (s.kind != OutputStageKind::kFixedPoint || b.any_left_shift || b.any_zero_right_shift ||
+      b.any_deep_right_shift) {
+    return Epilogue512::kGeneral;
+  }
+  return s.full_range ? Epilogue512::kFused : Epilogue512::kFusedClamp;
+}
+
+template <Epilogue512 kMode = Epilogue512::kGeneral>
 NACC_VNNI512 inline void store_row512(__m512i acc, const BlockParams512& b,
                                       const StageVectors512& s, int8_t* dst, int cols) {
-  const __m128i v = _mm512_cvtsepi32_epi8(requantize16<kFast>(acc, b, s));  // in [-128, 127]
+  __m512i q;
+  if constexpr (kMode == Epilogue512::kGeneral) {
+    q = requantize16(acc, b, s);
+  } else if constexpr (kMode == Epilogue512::kFusedClamp) {
+    q = _mm512_min_epi32(_mm512_max_epi32(requantize16_fused(acc, b), s.act_min), s.act_max);
+  } else {
+    q = requantize16_fused(acc, b);
+  }
+  const __m128i v = _mm512_cvtsepi32_epi8(q);  // in [-128, 127]
   const __mmask16 keep = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
   _mm_mask_storeu_epi8(dst, keep, v);
 }
@@ -602,7 +658,7 @@ inline int32_t load_quad(const uint8_t* p) {
 // `rows` (<= 8) rows of the u8 panel (row stride k4) times NB (1 or 2)
 // 16-column blocks of B4; the epilogue for the first `rows` rows and `cols`
 // columns. Rows past `rows` read stale panel bytes whose results are dropped.
-template <int NB, bool kFast>
+template <int NB, Epilogue512 kMode>
 NACC_VNNI512 void tile8_vnni512(const uint8_t* a, int k4, const int8_t* b0, const int8_t* b1,
                                 const BlockParams512* params, const StageVectors512& stage,
                                 int8_t* out, std::ptrdiff_t out_row_stride, int rows, int cols) {
@@ -631,7 +687,7 @@ NACC_VNNI512 void tile8_vnni512(const uint8_t* a, int k4, const int8_t* b0, cons
 #pragma GCC unroll 2
     for (int j = 0; j < NB; ++j) {
       if (16 * j < cols) {
-        store_row512<kFast>(c[r][j], params[j], stage, out + r * out_row_stride + 16 * j,
+        store_row512<kMode>(c[r][j], params[j], stage, out + r * out_row_stride + 16 * j,
                             std::min(16, cols - 16 * j));
       }
     }
@@ -724,26 +780,21 @@ NACC_VNNI512 void gemm_vnni512(int m, const PackedB4& b, const FillRowsU8& fill_
           load_block512(padded, n0),
           nb + 1 < b.blocks() ? load_block512(padded, n0 + kTileCols) : BlockParams512{}};
       const bool pair = nb + 1 < b.blocks();
-      const bool fast =
-          fast_block512(params[0], stage) && (!pair || fast_block512(params[1], stage));
+      Epilogue512 mode = block_epilogue512(params[0], stage);
+      if (pair && block_epilogue512(params[1], stage) != mode) mode = Epilogue512::kGeneral;
+      const int8_t* b1 = pair ? b.block(nb + 1) : nullptr;
+      using Tile = decltype(&tile8_vnni512<1, Epilogue512::kGeneral>);
+      const Tile tiles[2][3] = {
+          {tile8_vnni512<1, Epilogue512::kGeneral>, tile8_vnni512<1, Epilogue512::kFusedClamp>,
+           tile8_vnni512<1, Epilogue512::kFused>},
+          {tile8_vnni512<2, Epilogue512::kGeneral>, tile8_vnni512<2, Epilogue512::kFusedClamp>,
+           tile8_vnni512<2, Epilogue512::kFused>}};
+      const Tile tile = tiles[pair ? 1 : 0][static_cast<int>(mode)];
       for (int r = 0; r < rows; r += kVnniRows512) {
         const uint8_t* a = panel.data() + static_cast<size_t>(r) * k4;
         int8_t* o = out + (m0 + r) * out_row_stride + n0;
         const int tr = std::min(kVnniRows512, rows - r);
-        const int8_t* b1 = pair ? b.block(nb + 1) : nullptr;
-        if (pair && fast) {
-          tile8_vnni512<2, true>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr,
-                                 cols);
-        } else if (pair) {
-          tile8_vnni512<2, false>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr,
-                                  cols);
-        } else if (fast) {
-          tile8_vnni512<1, true>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr,
-                                 cols);
-        } else {
-          tile8_vnni512<1, false>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr,
-                                  cols);
-        }
+        tile(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr, cols);
       }
     }
   }
