@@ -135,21 +135,12 @@ def test_fully_connected_prepacked_rows(m, k, n):
     assert np.mean((expected > -128) & (expected < 127)) > 0.25
 
 
-@pytest.mark.parametrize("seed", range(2))
-@pytest.mark.parametrize("zp,act", [(0, (-128, 127)), (-128, (-128, 127)), (127, (-128, 127)),
-                                    (-128, (-128, 40)), (5, (-3, 127))])
-def test_conv_fused_epilogue(seed, zp, act):
-    """Blocks of 16 channels whose exponents all lie in [1, 23] without left
-    shifts: the AVX-512 path's int64 epilogue (rounding fused into one shift,
-    the zero point in the addend), with and without the activation clamp.
-    Accumulators reach both ends of int32; exponents 1..3 with multiplier
-    2^30 make rounding ties of both signs common, in even and odd lanes."""
-    rng = np.random.default_rng(400 + seed)
-    cin, cout = 4, 80  # five 16-channel blocks, the last one without a pair
-    x = rng.integers(-128, 128, (1, 8, 9, cin), dtype=np.int8)  # 72 rows: 8-row tiles
-    f = rng.integers(-127, 128, (cout, 1, 1, cin), dtype=np.int8)
-    f[:16] = rng.integers(-1, 2, (16, 1, 1, cin))  # small sums: the ties stay inside int8
-    big = (1 << 31) - (1 << 18)  # |x - zp| w summed over cin stays below 2^18
+def _fused_stage(rng, f, small):
+    """Bias, multiplier and shift of five 16-channel groups whose exponents all
+    lie in [1, 23] (the AVX-512 fused epilogue); `f` [..., C] gets small
+    weights in the first group so that its rounding ties stay inside int8."""
+    f[..., :16] = rng.integers(-1, 2, f[..., :16].shape)
+    big = (1 << 31) - small  # |x - zp| w summed over the filter stays below `small`
     b = np.concatenate([
         rng.integers(-256, 256, 16),                       # e 1..3, m 2^30: ties
         rng.integers(-big, big, 16),                       # e 21..23, int32 extremes
@@ -163,13 +154,57 @@ def test_conv_fused_epilogue(seed, zp, act):
     shift = np.concatenate([
         -rng.integers(1, 4, 16), -rng.integers(21, 24, 16), -rng.integers(1, 24, 16),
         np.full(16, -23), -rng.integers(1, 6, 16)])
+    return b.astype(np.int32), mult.astype(np.int32), shift.astype(np.int32)
+
+
+FUSED_CASES = [(0, (-128, 127)), (-128, (-128, 127)), (127, (-128, 127)), (-128, (-128, 40)),
+               (5, (-3, 127))]
+
+
+def _check_fused(run, act, what):
+    expected = run_path("reference", run)
+    assert np.mean((expected > act[0]) & (expected < act[1])) > 0.25, what
+    for path in FAST_PATHS:
+        assert_same(expected, run_path(path, run), f"{what} [{path}]")
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("zp,act", FUSED_CASES)
+def test_conv_fused_epilogue(seed, zp, act):
+    """Blocks of 16 channels whose exponents all lie in [1, 23] without left
+    shifts: the AVX-512 path's int64 epilogue (rounding fused into one shift,
+    the zero point in the addend), with and without the activation clamp.
+    Accumulators reach both ends of int32; exponents 1..3 with multiplier
+    2^30 make rounding ties of both signs common, in even and odd lanes."""
+    rng = np.random.default_rng(400 + seed)
+    cin, cout = 4, 80  # five 16-channel blocks, the last one without a pair
+    x = rng.integers(-128, 128, (1, 8, 9, cin), dtype=np.int8)  # 72 rows: 8-row tiles
+    f = rng.integers(-127, 128, (cin, cout), dtype=np.int8)
+    b, mult, shift = _fused_stage(rng, f, 1 << 18)
+    f = np.ascontiguousarray(f.T.reshape(cout, 1, 1, cin))
 
     def run():
-        return _core.conv2d(x, f, b.astype(np.int32), mult.astype(np.int32),
-                            shift.astype(np.int32), input_zero_point=-7, output_zero_point=zp,
+        return _core.conv2d(x, f, b, mult, shift, input_zero_point=-7, output_zero_point=zp,
                             act_min=act[0], act_max=act[1])
 
-    expected = run_path("reference", run)
-    assert np.mean((expected > act[0]) & (expected < act[1])) > 0.25
-    for path in FAST_PATHS:
-        assert_same(expected, run_path(path, run), f"fused epilogue zp {zp} act {act} [{path}]")
+    _check_fused(run, act, f"conv fused epilogue zp {zp} act {act}")
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("zp,act", FUSED_CASES)
+def test_depthwise_fused_epilogue(stride, zp, act):
+    """The same stage through the depthwise unit (32-channel blocks with
+    permuted lanes, a 16-channel tail; 4-, 2- and 1-pixel steps)."""
+    rng = np.random.default_rng(500 + stride)
+    c = 80
+    x = rng.integers(-128, 128, (1, 9, 15, c), dtype=np.int8)
+    f = rng.integers(-127, 128, (1, 3, 3, c), dtype=np.int8)
+    b, mult, shift = _fused_stage(rng, f, 1 << 19)
+
+    def run():
+        return _core.depthwise_conv2d(x, f, b, mult, shift, stride=(stride, stride),
+                                      padding=(1, 1, 1, 1), depth_multiplier=1,
+                                      input_zero_point=7, output_zero_point=zp,
+                                      act_min=act[0], act_max=act[1])
+
+    _check_fused(run, act, f"depthwise fused epilogue s{stride} zp {zp} act {act}")

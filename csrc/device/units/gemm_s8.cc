@@ -11,6 +11,7 @@
 
 #include "common/cpu.h"
 #include "common/error.h"
+#include "device/units/requant512.h"
 
 #define NACC_AVX2 NACC_AVX2_TARGET
 // AVX-512 VNNI with the 256-bit forms (the AVX2 epilogue inlines into it).
@@ -47,11 +48,14 @@ struct PaddedParams {
   std::vector<float> float_scale;
   std::vector<char> block_left_shift;  // per block: some column shifts left
   std::vector<char> block_zero_right_shift;  // per block: some column has right shift 0
+  // The AVX-512 epilogue's int64 constants (requant512.h), per 16-column
+  // block the even columns' 8 lanes, then the odd ones'; and per block
+  // whether every column takes that epilogue.
+  std::vector<int64_t> fused_add, fused_shift;
+  std::vector<char> block_fused;
   OutputStageKind kind = OutputStageKind::kFixedPoint;
-  int32_t output_zero_point = 0;
 
-  PaddedParams(int n, const int32_t* col_off, const OutputStage& rq)
-      : kind(rq.kind), output_zero_point(rq.output_zero_point) {
+  PaddedParams(int n, const int32_t* col_off, const OutputStage& rq) : kind(rq.kind) {
     const int np = (n + kTileCols - 1) / kTileCols * kTileCols;
     col_offset.assign(np, 0);
     if (col_off != nullptr) std::copy(col_off, col_off + n, col_offset.begin());
@@ -79,6 +83,19 @@ struct PaddedParams {
       remainder_mask[c] = static_cast<int32_t>((int64_t{1} << right_shift[c]) - 1);
       if (left_shift[c] > 0) block_left_shift[c / kTileCols] = 1;
       if (right_shift[c] == 0) block_zero_right_shift[c / kTileCols] = 1;
+    }
+    fused_add.assign(np, 0);
+    fused_shift.assign(np, 0);
+    block_fused.assign(np / kTileCols, 1);
+    for (int c = 0; c < np; ++c) {
+      const int e = right_shift[c];
+      const int lane = c / kTileCols * kTileCols + (c % 2) * 8 + (c % kTileCols) / 2;
+      if (left_shift[c] > 0 || !detail::fused_requant_ok(e, rq.output_zero_point)) {
+        block_fused[c / kTileCols] = 0;
+        continue;
+      }
+      fused_add[lane] = detail::fused_requant_add(e, rq.output_zero_point);
+      fused_shift[lane] = detail::fused_requant_shift(e, c % 2 == 1);
     }
   }
 };
@@ -451,21 +468,15 @@ struct BlockParams512 {
   __m512i col_offset, multiplier, multiplier_odd, left_shift, right_shift, remainder_mask,
       half_mask;
   __m512i right_shift_m1;  // right_shift - 1 (rounding_divide16 when no lane has 0)
-  // requantize16_fused's per-column constants, [0] for the even columns and
-  // [1] for the odd ones (one int64 lane each): the addend
-  // 2^30 + 2^(30 + e) + zp * 2^(31 + e) and the shifts 31 + e and e - 1.
+  // requantize16_fused's int64 constants, [0] for the even columns, [1] for
+  // the odd ones.
   __m512i fused_add[2], fused_shift[2];
   __m512d scale[2];
   __m512 float_scale;
   bool any_left_shift = false;
   bool any_zero_right_shift = false;  // some column of the block has right_shift 0
-  bool any_deep_right_shift = false;  // some column has right_shift > kFusedMaxShift
+  bool fused = false;  // every column takes requantize16_fused
 };
-
-// The deepest right shift requantize16_fused takes: its int64 sum
-// x * m + 2^30 + 2^(30 + e) + zp * 2^(31 + e) - 2^31 stays inside int64 for
-// |x|, m <= 2^31 and |zp| <= 128 while e <= 23 (2^62 + 2^61 * (1 + 2^-8) < 2^63).
-constexpr int kFusedMaxShift = 23;
 
 struct StageVectors512 {
   OutputStageKind kind;
@@ -505,24 +516,11 @@ NACC_VNNI512 inline BlockParams512 load_block512(const PaddedParams& p, int n0) 
       b.remainder_mask = _mm512_loadu_si512(p.remainder_mask.data() + n0);
       b.half_mask = _mm512_srli_epi32(b.remainder_mask, 1);
       b.right_shift_m1 = _mm512_sub_epi32(b.right_shift, _mm512_set1_epi32(1));
-      {
-        const __m512i e[2] = {_mm512_and_si512(b.right_shift, _mm512_set1_epi64(0xFFFFFFFF)),
-                              _mm512_srli_epi64(b.right_shift, 32)};
-        const __m512i zp = _mm512_set1_epi64(p.output_zero_point);
-        for (int h = 0; h < 2; ++h) {
-          const __m512i shift = _mm512_add_epi64(e[h], _mm512_set1_epi64(31));
-          b.fused_add[h] = _mm512_add_epi64(
-              _mm512_add_epi64(_mm512_set1_epi64(int64_t{1} << 30),
-                               _mm512_sllv_epi64(_mm512_set1_epi64(1),
-                                                 _mm512_sub_epi64(shift, _mm512_set1_epi64(1)))),
-              _mm512_sllv_epi64(zp, shift));
-          b.fused_shift[h] = h == 0 ? shift : _mm512_sub_epi64(e[h], _mm512_set1_epi64(1));
-        }
-        // (A zero point outside int8's range takes the general epilogue too.)
-        b.any_deep_right_shift =
-            _mm512_cmpgt_epi32_mask(b.right_shift, _mm512_set1_epi32(kFusedMaxShift)) != 0 ||
-            p.output_zero_point < -128 || p.output_zero_point > 128;
+      for (int h = 0; h < 2; ++h) {
+        b.fused_add[h] = _mm512_loadu_si512(p.fused_add.data() + n0 + 8 * h);
+        b.fused_shift[h] = _mm512_loadu_si512(p.fused_shift.data() + n0 + 8 * h);
       }
+      b.fused = p.block_fused[n0 / kTileCols] != 0;
       break;
   }
   b.any_left_shift =
@@ -592,28 +590,9 @@ NACC_VNNI512 inline __m512i requantize16(__m512i acc, const BlockParams512& b,
                           s.act_max);
 }
 
-// MultiplyByQuantizedMultiplier plus the output zero point for a block whose
-// exponents e are all in [1, kFusedMaxShift] with no left shift, on int64
-// products. With B = x * m + 2^30, SaturatingRoundingDoublingHighMul is
-// floor(B / 2^31) (its nudge and truncating division agree with that floor
-// for either sign; m < 2^31 never saturates), and RoundingDivideByPOT(h, e) is
-// floor((h + 2^(e-1) - [h < 0]) / 2^e). Nested floor divisions compose, so
-//   q + zp = floor((B + 2^(30+e) - [x < 0] 2^31 + zp 2^(31+e)) / 2^(31+e))
-// (x < 0 and h >= 0 only when h = 0, where both corrections give 0). The even
-// columns shift by 31 + e and keep the low dword; the odd ones shift by e - 1
-// so that their result is the high dword, and one blend interleaves them.
-// `tests/test_unit_isa_stages.py` checks it against the reference over the
-// stage's range, ties and the int32 extremes.
-NACC_VNNI512 inline __m512i requantize16_fused(__m512i acc, const BlockParams512& b) {
-  const __m512i two31 = _mm512_set1_epi64(int64_t{1} << 31);
-  __m512i even = _mm512_add_epi64(_mm512_mul_epi32(acc, b.multiplier), b.fused_add[0]);
-  __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(acc, 32), b.multiplier_odd),
-                                 b.fused_add[1]);
-  even = _mm512_mask_sub_epi64(even, _mm512_test_epi64_mask(acc, _mm512_set1_epi64(0x80000000)),
-                               even, two31);
-  odd = _mm512_mask_sub_epi64(odd, _mm512_movepi64_mask(acc), odd, two31);
-  return _mm512_mask_blend_epi32(0xAAAA, _mm512_srav_epi64(even, b.fused_shift[0]),
-                                 _mm512_srav_epi64(odd, b.fused_shift[1]));
+NACC_VNNI512 inline __m512i fused16(__m512i acc, const BlockParams512& b) {
+  return detail::requantize16_fused(acc, b.multiplier, b.multiplier_odd, b.fused_add[0], b.fused_add[1],
+                            b.fused_shift[0], b.fused_shift[1]);
 }
 
 // The epilogue a block takes: the general one, or requantize16_fused with the
@@ -623,10 +602,7 @@ enum class Epilogue512 { kGeneral, kFusedClamp, kFused };
 
 NACC_VNNI512 inline Epilogue512 block_epilogue512(const BlockParams512& b,
                                                   const StageVectors512& s) {
-  if (s.kind != OutputStageKind::kFixedPoint || b.any_left_shift || b.any_zero_right_shift ||
-      b.any_deep_right_shift) {
-    return Epilogue512::kGeneral;
-  }
+  if (s.kind != OutputStageKind::kFixedPoint || !b.fused) return Epilogue512::kGeneral;
   return s.full_range ? Epilogue512::kFused : Epilogue512::kFusedClamp;
 }
 
@@ -637,9 +613,9 @@ NACC_VNNI512 inline void store_row512(__m512i acc, const BlockParams512& b,
   if constexpr (kMode == Epilogue512::kGeneral) {
     q = requantize16(acc, b, s);
   } else if constexpr (kMode == Epilogue512::kFusedClamp) {
-    q = _mm512_min_epi32(_mm512_max_epi32(requantize16_fused(acc, b), s.act_min), s.act_max);
+    q = _mm512_min_epi32(_mm512_max_epi32(fused16(acc, b), s.act_min), s.act_max);
   } else {
-    q = requantize16_fused(acc, b);
+    q = fused16(acc, b);
   }
   const __m128i v = _mm512_cvtsepi32_epi8(q);  // in [-128, 127]
   const __mmask16 keep = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
