@@ -55,7 +55,13 @@ struct PaddedParams {
   std::vector<char> block_fused;
   OutputStageKind kind = OutputStageKind::kFixedPoint;
 
-  PaddedParams(int n, const int32_t* col_off, const OutputStage& rq) : kind(rq.kind) {
+  PaddedParams() = default;
+  PaddedParams(int n, const int32_t* col_off, const OutputStage& rq) { reset(n, col_off, rq); }
+
+  // Refills every array for n columns (reusing their storage: the VNNI GEMM
+  // keeps one per thread, so a replayed layer allocates nothing here).
+  void reset(int n, const int32_t* col_off, const OutputStage& rq) {
+    kind = rq.kind;
     const int np = (n + kTileCols - 1) / kTileCols * kTileCols;
     col_offset.assign(np, 0);
     if (col_off != nullptr) std::copy(col_off, col_off + n, col_offset.begin());
@@ -914,16 +920,20 @@ namespace {
 // sum_k (A + 128) B = sum_k (A - zp) B + (zp + 128) col_sum: the second term
 // taken off with the bias, in unsigned (wrapping) arithmetic like the int32
 // accumulator.
-PaddedParams vnni_params(const PackedB4& b, int32_t a_zero_point, const int32_t* col_offset,
-                         const OutputStage& rq) {
+// This thread's parameters of the call (kept between calls, see PaddedParams::reset).
+const PaddedParams& vnni_params(const PackedB4& b, int32_t a_zero_point, const int32_t* col_offset,
+                                const OutputStage& rq) {
   const int n = b.n();
-  std::vector<int32_t> offset(n);
+  thread_local std::vector<int32_t> offset;
+  thread_local PaddedParams padded;
+  offset.resize(n);
   const uint32_t lift = static_cast<uint32_t>(a_zero_point + 128);
   for (int c = 0; c < n; ++c) {
     const uint32_t bias = col_offset != nullptr ? static_cast<uint32_t>(col_offset[c]) : 0u;
     offset[c] = static_cast<int32_t>(bias - lift * static_cast<uint32_t>(b.col_sums()[c]));
   }
-  return PaddedParams(n, offset.data(), rq);
+  padded.reset(n, offset.data(), rq);
+  return padded;
 }
 
 }  // namespace
@@ -937,7 +947,7 @@ void gemv_s8_vnni(int m, const PackedB4& b, const int8_t* a, int32_t a_zero_poin
 void gemm_s8_vnni(int m, const PackedB4& b, const FillRowsU8& fill_rows, int32_t a_zero_point,
                   const int32_t* col_offset, const OutputStage& rq, int8_t* out,
                   std::ptrdiff_t out_row_stride) {
-  const PaddedParams padded = vnni_params(b, a_zero_point, col_offset, rq);
+  const PaddedParams& padded = vnni_params(b, a_zero_point, col_offset, rq);
   const bool wide = use_avx512_vnni();
   const int tile_rows = wide ? kVnniRows512 : kVnniRows256;
   // Rows per panel as in gemm_s8_avx2: about kPanelBytes of whole tiles, all of
