@@ -48,12 +48,8 @@ struct PaddedParams {
   std::vector<float> float_scale;
   std::vector<char> block_left_shift;  // per block: some column shifts left
   std::vector<char> block_zero_right_shift;  // per block: some column has right shift 0
-  // The AVX-512 epilogue's int64 constants (requant512.h), per 16-column
-  // block the even columns' 8 lanes, then the odd ones'; and per block
-  // whether every column takes that epilogue.
-  std::vector<int64_t> fused_add, fused_shift;
-  std::vector<char> block_fused;
   OutputStageKind kind = OutputStageKind::kFixedPoint;
+  int32_t output_zero_point = 0;
 
   PaddedParams() = default;
   PaddedParams(int n, const int32_t* col_off, const OutputStage& rq) { reset(n, col_off, rq); }
@@ -62,6 +58,7 @@ struct PaddedParams {
   // keeps one per thread, so a replayed layer allocates nothing here).
   void reset(int n, const int32_t* col_off, const OutputStage& rq) {
     kind = rq.kind;
+    output_zero_point = rq.output_zero_point;
     const int np = (n + kTileCols - 1) / kTileCols * kTileCols;
     col_offset.assign(np, 0);
     if (col_off != nullptr) std::copy(col_off, col_off + n, col_offset.begin());
@@ -82,26 +79,22 @@ struct PaddedParams {
     right_shift.assign(np, 0);
     remainder_mask.assign(np, 0);
     for (int c = n; c < np; ++c) right_shift[c] = 1;  // padding lanes: any valid exponent
+    // Branch-free (GCC vectorises it): a replayed model runs this per layer.
     for (int c = 0; c < n; ++c) {
+      const int32_t sh = rq.shift[c];  // in [-31, 31] (check_output_stage)
       multiplier[c] = rq.multiplier[c];
-      left_shift[c] = rq.shift[c] > 0 ? rq.shift[c] : 0;
-      right_shift[c] = rq.shift[c] > 0 ? 0 : -rq.shift[c];
-      remainder_mask[c] = static_cast<int32_t>((int64_t{1} << right_shift[c]) - 1);
-      if (left_shift[c] > 0) block_left_shift[c / kTileCols] = 1;
-      if (right_shift[c] == 0) block_zero_right_shift[c / kTileCols] = 1;
+      left_shift[c] = std::max(sh, 0);
+      right_shift[c] = std::max(-sh, 0);
+      remainder_mask[c] = static_cast<int32_t>((1u << right_shift[c]) - 1u);
     }
-    fused_add.assign(np, 0);
-    fused_shift.assign(np, 0);
-    block_fused.assign(np / kTileCols, 1);
-    for (int c = 0; c < np; ++c) {
-      const int e = right_shift[c];
-      const int lane = c / kTileCols * kTileCols + (c % 2) * 8 + (c % kTileCols) / 2;
-      if (left_shift[c] > 0 || !detail::fused_requant_ok(e, rq.output_zero_point)) {
-        block_fused[c / kTileCols] = 0;
-        continue;
+    for (int blk = 0; blk < np / kTileCols; ++blk) {
+      int any_left = 0, any_zero = 0;
+      for (int j = 0; j < kTileCols; ++j) {
+        any_left |= left_shift[blk * kTileCols + j];
+        any_zero |= right_shift[blk * kTileCols + j] == 0 ? 1 : 0;
       }
-      fused_add[lane] = detail::fused_requant_add(e, rq.output_zero_point);
-      fused_shift[lane] = detail::fused_requant_shift(e, c % 2 == 1);
+      block_left_shift[blk] = any_left != 0;
+      block_zero_right_shift[blk] = any_zero;
     }
   }
 };
@@ -475,7 +468,7 @@ struct BlockParams512 {
       half_mask;
   __m512i right_shift_m1;  // right_shift - 1 (rounding_divide16 when no lane has 0)
   // requantize16_fused's int64 constants, [0] for the even columns, [1] for
-  // the odd ones.
+  // the odd ones (made from right_shift and the zero point per block).
   __m512i fused_add[2], fused_shift[2];
   __m512d scale[2];
   __m512 float_scale;
@@ -522,11 +515,28 @@ NACC_VNNI512 inline BlockParams512 load_block512(const PaddedParams& p, int n0) 
       b.remainder_mask = _mm512_loadu_si512(p.remainder_mask.data() + n0);
       b.half_mask = _mm512_srli_epi32(b.remainder_mask, 1);
       b.right_shift_m1 = _mm512_sub_epi32(b.right_shift, _mm512_set1_epi32(1));
-      for (int h = 0; h < 2; ++h) {
-        b.fused_add[h] = _mm512_loadu_si512(p.fused_add.data() + n0 + 8 * h);
-        b.fused_shift[h] = _mm512_loadu_si512(p.fused_shift.data() + n0 + 8 * h);
+      {
+        // requantize16_fused's constants (requant512.h's fused_requant_add and
+        // _shift on the even and the odd columns' int64 lanes).
+        const __m512i e[2] = {_mm512_and_si512(b.right_shift, _mm512_set1_epi64(0xFFFFFFFF)),
+                              _mm512_srli_epi64(b.right_shift, 32)};
+        const __m512i one = _mm512_set1_epi64(1);
+        const __m512i zp = _mm512_set1_epi64(p.output_zero_point);
+        for (int h = 0; h < 2; ++h) {
+          const __m512i shift = _mm512_add_epi64(e[h], _mm512_set1_epi64(31));
+          b.fused_add[h] = _mm512_add_epi64(
+              _mm512_add_epi64(_mm512_set1_epi64(int64_t{1} << 30),
+                               _mm512_sllv_epi64(one, _mm512_sub_epi64(shift, one))),
+              _mm512_sllv_epi64(zp, shift));
+          b.fused_shift[h] = h == 0 ? shift : _mm512_sub_epi64(e[h], one);
+        }
+        // Every column's exponent in [1, kFusedMaxShift] (no left shift is tested below).
+        const __mmask16 in_range = _mm512_mask_cmple_epi32_mask(
+            _mm512_cmpge_epi32_mask(b.right_shift, _mm512_set1_epi32(1)), b.right_shift,
+            _mm512_set1_epi32(detail::kFusedMaxShift));
+        b.fused = in_range == 0xFFFF && detail::fused_requant_ok(1, p.output_zero_point) &&
+                  !p.block_left_shift[n0 / kTileCols];
       }
-      b.fused = p.block_fused[n0 / kTileCols] != 0;
       break;
   }
   b.any_left_shift =
