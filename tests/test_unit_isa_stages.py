@@ -91,6 +91,8 @@ def test_fully_connected_stage_range(seed):
 @pytest.mark.parametrize("cin,kernel,stride,pad", [
     (3, 3, 2, (0, 1, 0, 1)),  # the first layer of an image network (TFLite SAME, stride 2)
     (3, 3, 1, (1, 1, 1, 1)),
+    (2, 3, 1, (1, 1, 1, 1)),  # 6-byte filter rows: interior rows with 16-byte stores
+    (4, 4, 2, (1, 2, 1, 2)),  # 16 bytes, K = 64 with no tail
     (7, 5, 2, (2, 2, 2, 2)),
     (21, 3, 1, (0, 2, 3, 0)),  # 63 bytes per filter row, padding only on some sides
     (32, 2, 1, (1, 0, 0, 1)),  # exactly 64 bytes
@@ -98,7 +100,8 @@ def test_fully_connected_stage_range(seed):
 ])
 def test_conv_short_filter_rows(cin, kernel, stride, pad):
     """Convolutions whose filter rows (kernel_w x C_in bytes) fit one 64-byte
-    vector: the AVX-512 im2col with masked loads, padding and the panel's K tail."""
+    vector: the AVX-512 im2col with masked loads, padding and the panel's K tail
+    (up to 16 bytes: unmasked overlapping stores on interior rows)."""
     rng = np.random.default_rng(cin * 100 + kernel)
     cout = 24
     x = rng.integers(-128, 128, (1, 13, 11, cin), dtype=np.int8)
