@@ -140,7 +140,7 @@ def test_fully_connected_prepacked_rows(m, k, n):
 
 def _fused_stage(rng, f, small):
     """Bias, multiplier and shift of five 16-channel groups whose exponents all
-    lie in [1, 23] (the AVX-512 fused epilogue); `f` [..., C] gets small
+    lie in [1, 23] (the AVX-512 GEMM's fused epilogue); `f` [..., C] gets small
     weights in the first group so that its rounding ties stay inside int8."""
     f[..., :16] = rng.integers(-1, 2, f[..., :16].shape)
     big = (1 << 31) - small  # |x - zp| w summed over the filter stays below `small`
@@ -196,8 +196,9 @@ def test_conv_fused_epilogue(seed, zp, act):
 @pytest.mark.parametrize("stride", [1, 2])
 @pytest.mark.parametrize("zp,act", FUSED_CASES)
 def test_depthwise_fused_epilogue(stride, zp, act):
-    """The same stage through the depthwise unit (32-channel blocks with
-    permuted lanes, a 16-channel tail; 4-, 2- and 1-pixel steps)."""
+    """The same stage through the depthwise unit (its AVX-512 path's int32
+    rounding division for exponents >= 1; 32-channel blocks with permuted
+    lanes, a 16-channel tail; 4-, 2- and 1-pixel steps)."""
     rng = np.random.default_rng(500 + stride)
     c = 80
     x = rng.integers(-128, 128, (1, 9, 15, c), dtype=np.int8)

@@ -9,14 +9,12 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <vector>
 
 #include "arch/fixed_point.h"
 #include "arch/limits.h"
 #include "arch/unit_checks.h"
 #include "common/cpu.h"
 #include "common/error.h"
-#include "device/units/requant512.h"
 #include "device/units/conv.h"
 
 namespace nacc {
@@ -480,23 +478,11 @@ struct alignas(64) BlockStage512 {
   int32_t round_mask[2][16];
   int32_t round_half[2][16];
   float float_scale[2][16];
-  // requantize16_fused's int64 shifts (requant512.h): [half][even, odd lanes][8].
-  // Its addends depend on the output zero point, which the plan's prepared
-  // stage does not fix: each call makes them (FusedAdd512).
-  int64_t fused_shift[2][2][8];
 };
 
-// One block's requantize16_fused addends for this call's zero point.
-struct alignas(64) FusedAdd512 {
-  int64_t add[2][2][8];  // [half][even, odd lanes][8]
-};
-
-// kFixedPointFused: every exponent in [1, kFusedMaxShift], no left shift
-// (requantize16_fused, the zero point included; kFixedPoint when the call's
-// zero point is outside [-128, 128]); kFixedPoint: no left shift
-// and every exponent >= 1 (the fast division); kFixedPointGeneral: left
-// shifts or exponent 0 somewhere; kFloat32.
-enum class DwEpilogue512 { kFixedPointFused, kFixedPoint, kFixedPointGeneral, kFloat32 };
+// kFixedPoint: no left shift and every exponent >= 1 (the fast division);
+// kFixedPointGeneral: left shifts or exponent 0 somewhere; kFloat32.
+enum class DwEpilogue512 { kFixedPoint, kFixedPointGeneral, kFloat32 };
 
 struct Packed512 {
   int blocks = 0, cp = 0, taps = 0, pairs = 0;
@@ -532,7 +518,7 @@ NACC_DW512 Packed512 pack512(const DwProblem& p) {
     }
   }
   const bool fixed = p.stage.kind == OutputStageKind::kFixedPoint;
-  bool general = false, fused = fixed;
+  bool general = false;
   k.stage.reset(new BlockStage512[k.blocks]);
   for (int b = 0; b < k.blocks; ++b) {
     BlockStage512& s = k.stage[b];
@@ -552,8 +538,6 @@ NACC_DW512 Packed512 pack512(const DwProblem& p) {
         s.round_mask[half][j] = static_cast<int32_t>((int64_t{1} << right) - 1);
         s.round_half[half][j] = s.round_mask[half][j] >> 1;
         general = general || (real && fixed && right == 0);
-        fused = fused && shift <= 0 && detail::fused_requant_ok(right, 0);
-        s.fused_shift[half][j % 2][j / 2] = detail::fused_requant_shift(right, j % 2 == 1);
       }
       for (int j = 0; j < 16; j += 2) {
         s.multiplier_odd[half][j] = s.multiplier[half][j + 1];
@@ -563,7 +547,6 @@ NACC_DW512 Packed512 pack512(const DwProblem& p) {
   }
   k.epilogue = !fixed ? DwEpilogue512::kFloat32
                : general ? DwEpilogue512::kFixedPointGeneral
-               : fused   ? DwEpilogue512::kFixedPointFused
                          : DwEpilogue512::kFixedPoint;
   return k;
 }
@@ -607,21 +590,9 @@ NACC_DW512 __attribute__((always_inline)) inline __m512i requantize_half512(
 
 // One pixel's 32 channels as int16 in channel order (zero point added,
 // saturated to int16).
-// fa: the block's FusedAdd512 (kFixedPointFused only).
 template <DwEpilogue512 kEpilogue>
 NACC_DW512 __attribute__((always_inline)) inline __m512i requantize_block512(
-    __m512i acc_a, __m512i acc_b, const BlockStage512& s, const FusedAdd512* fa, __m512i out_zp,
-    __m512 lo, __m512 hi) {
-  if constexpr (kEpilogue == DwEpilogue512::kFixedPointFused) {
-    __m512i r[2];
-    for (int h = 0; h < 2; ++h) {
-      r[h] = detail::requantize16_fused(h == 0 ? acc_a : acc_b, load512(s.multiplier[h]),
-                                        load512(s.multiplier_odd[h]), load512(fa->add[h][0]),
-                                        load512(fa->add[h][1]), load512(s.fused_shift[h][0]),
-                                        load512(s.fused_shift[h][1]));
-    }
-    return _mm512_packs_epi32(r[0], r[1]);
-  }
+    __m512i acc_a, __m512i acc_b, const BlockStage512& s, __m512i out_zp, __m512 lo, __m512 hi) {
   const __m512i ra = _mm512_add_epi32(requantize_half512<kEpilogue>(acc_a, s, 0, lo, hi), out_zp);
   const __m512i rb = _mm512_add_epi32(requantize_half512<kEpilogue>(acc_b, s, 1, lo, hi), out_zp);
   return _mm512_packs_epi32(ra, rb);
@@ -696,19 +667,6 @@ NACC_DW512 void depthwise_vnni512_loop(const DwProblem& p, const Packed512& k) {
   const __m512 float_lo = _mm512_set1_ps(static_cast<float>(p.stage.act_min - zp));
   const __m512 float_hi = _mm512_set1_ps(static_cast<float>(p.stage.act_max - zp));
   const __m512i pixel_order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
-  // This call's requantize16_fused addends, per block.
-  thread_local std::vector<FusedAdd512> fused;
-  if (kEpilogue == DwEpilogue512::kFixedPointFused) {
-    fused.resize(blocks);
-    for (int b = 0; b < blocks; ++b) {
-      for (int h = 0; h < 2; ++h) {
-        for (int j = 0; j < 16; ++j) {
-          fused[b].add[h][j % 2][j / 2] =
-              detail::fused_requant_add(k.stage[b].right_shift[h][j], zp);
-        }
-      }
-    }
-  }
   const int64_t pixel_step = static_cast<int64_t>(p.window.stride_w) * cp;
 
   for (int oy = 0; oy < p.out_h; ++oy) {
@@ -728,7 +686,6 @@ NACC_DW512 void depthwise_vnni512_loop(const DwProblem& p, const Packed512& k) {
 
     for (int b = 0; b < blocks; ++b) {
       const BlockStage512& s = k.stage[b];
-      const FusedAdd512* fa = kEpilogue == DwEpilogue512::kFixedPointFused ? &fused[b] : nullptr;
       const int16_t* wq = k.filter.get() + static_cast<size_t>(b) * pairs * 2 * kBlock512;
       const int count = std::min(kBlock512, out_c - b * kBlock512);
       const __mmask32 keep = count == kBlock512 ? ~__mmask32{0} : ((__mmask32{1} << count) - 1);
@@ -753,9 +710,8 @@ NACC_DW512 void depthwise_vnni512_loop(const DwProblem& p, const Packed512& k) {
 #pragma GCC unroll 2
         for (int i = 0; i < 4; i += 2) {
           const __m512i r0 =
-              requantize_block512<kEpilogue>(acc_a[i], acc_b[i], s, fa, out_zp,
-                                                            float_lo, float_hi);
-          const __m512i r1 = requantize_block512<kEpilogue>(acc_a[i + 1], acc_b[i + 1], s, fa, out_zp,
+              requantize_block512<kEpilogue>(acc_a[i], acc_b[i], s, out_zp, float_lo, float_hi);
+          const __m512i r1 = requantize_block512<kEpilogue>(acc_a[i + 1], acc_b[i + 1], s, out_zp,
                                                             float_lo, float_hi);
           __m512i r8 = _mm512_permutexvar_epi64(pixel_order, _mm512_packs_epi16(r0, r1));
           r8 = _mm512_min_epi8(_mm512_max_epi8(r8, act_min), act_max);
@@ -776,8 +732,8 @@ NACC_DW512 void depthwise_vnni512_loop(const DwProblem& p, const Packed512& k) {
           a1 = _mm512_dpwssd_epi32(a1, _mm512_unpacklo_epi16(x10, x11), wa);
           b1 = _mm512_dpwssd_epi32(b1, _mm512_unpackhi_epi16(x10, x11), wb);
         }
-        const __m512i r0 = requantize_block512<kEpilogue>(a0, b0, s, fa, out_zp, float_lo, float_hi);
-        const __m512i r1 = requantize_block512<kEpilogue>(a1, b1, s, fa, out_zp, float_lo, float_hi);
+        const __m512i r0 = requantize_block512<kEpilogue>(a0, b0, s, out_zp, float_lo, float_hi);
+        const __m512i r1 = requantize_block512<kEpilogue>(a1, b1, s, out_zp, float_lo, float_hi);
         // Saturating packs keep order, so the int8 clamp after them equals the int32 one.
         __m512i r8 = _mm512_permutexvar_epi64(pixel_order, _mm512_packs_epi16(r0, r1));
         r8 = _mm512_min_epi8(_mm512_max_epi8(r8, act_min), act_max);
@@ -795,7 +751,7 @@ NACC_DW512 void depthwise_vnni512_loop(const DwProblem& p, const Packed512& k) {
           b0 = _mm512_dpwssd_epi32(b0, _mm512_unpackhi_epi16(x00, x01),
                                    load512(wq + (2 * q + 1) * kBlock512));
         }
-        const __m512i r0 = requantize_block512<kEpilogue>(a0, b0, s, fa, out_zp, float_lo, float_hi);
+        const __m512i r0 = requantize_block512<kEpilogue>(a0, b0, s, out_zp, float_lo, float_hi);
         __m512i r8 = _mm512_permutexvar_epi64(pixel_order, _mm512_packs_epi16(r0, r0));
         r8 = _mm512_min_epi8(_mm512_max_epi8(r8, act_min), act_max);
         _mm256_mask_storeu_epi8(out_row + static_cast<int64_t>(ox) * out_c + b * kBlock512, keep,
@@ -817,13 +773,6 @@ void depthwise_vnni512(const DwProblem& p, const Packed512& k) {
       break;
     case DwEpilogue512::kFixedPoint:
       depthwise_vnni512_loop<DwEpilogue512::kFixedPoint>(p, k);
-      break;
-    case DwEpilogue512::kFixedPointFused:
-      if (detail::fused_requant_ok(1, p.stage.output_zero_point)) {
-        depthwise_vnni512_loop<DwEpilogue512::kFixedPointFused>(p, k);
-      } else {
-        depthwise_vnni512_loop<DwEpilogue512::kFixedPoint>(p, k);
-      }
       break;
   }
 }
