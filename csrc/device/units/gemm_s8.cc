@@ -622,9 +622,14 @@ NACC_VNNI512 inline Epilogue512 block_epilogue512(const BlockParams512& b,
   return s.full_range ? Epilogue512::kFused : Epilogue512::kFusedClamp;
 }
 
+NACC_VNNI512 inline __mmask16 keep_mask16(int cols) {
+  return cols >= 16 ? __mmask16(0xFFFF) : cols <= 0 ? __mmask16(0) : __mmask16((1u << cols) - 1);
+}
+
+// keep: the columns of the 16 to store (keep_mask16).
 template <Epilogue512 kMode = Epilogue512::kGeneral>
 NACC_VNNI512 inline void store_row512(__m512i acc, const BlockParams512& b,
-                                      const StageVectors512& s, int8_t* dst, int cols) {
+                                      const StageVectors512& s, int8_t* dst, __mmask16 keep) {
   __m512i q;
   if constexpr (kMode == Epilogue512::kGeneral) {
     q = requantize16(acc, b, s);
@@ -633,9 +638,7 @@ NACC_VNNI512 inline void store_row512(__m512i acc, const BlockParams512& b,
   } else {
     q = fused16(acc, b);
   }
-  const __m128i v = _mm512_cvtsepi32_epi8(q);  // in [-128, 127]
-  const __mmask16 keep = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
-  _mm_mask_storeu_epi8(dst, keep, v);
+  _mm_mask_storeu_epi8(dst, keep, _mm512_cvtsepi32_epi8(q));  // in [-128, 127]
 }
 
 constexpr int kVnniRows512 = 8;  // rows per micro-tile: 8 x 32 columns = 16 zmm accumulators
@@ -673,15 +676,14 @@ NACC_VNNI512 void tile8_vnni512(const uint8_t* a, int k4, const int8_t* b0, cons
   // Constant indices only (unrolled, the row count tested inside): an index
   // known at run time only would keep the accumulators in memory, and GCC
   // then copied all 16 of them through the stack in every step of the K loop.
+  // The column masks once per tile (cols > 16 * (NB - 1): every block has a column).
+  const __mmask16 keep[2] = {keep_mask16(cols), keep_mask16(cols - 16)};
 #pragma GCC unroll 8
   for (int r = 0; r < kVnniRows512; ++r) {
     if (r >= rows) break;
 #pragma GCC unroll 2
     for (int j = 0; j < NB; ++j) {
-      if (16 * j < cols) {
-        store_row512<kMode>(c[r][j], params[j], stage, out + r * out_row_stride + 16 * j,
-                            std::min(16, cols - 16 * j));
-      }
+      store_row512<kMode>(c[r][j], params[j], stage, out + r * out_row_stride + 16 * j, keep[j]);
     }
   }
 }
@@ -738,7 +740,7 @@ NACC_VNNI512 void row_vnni512(const uint8_t* a, const PackedB4& b, int nb,
 #pragma GCC unroll 4
   for (int j = 0; j < NB; ++j) {
     const int n0 = (nb + j) * kTileCols;
-    store_row512(c[j], params[j], stage, out + n0, std::min(kTileCols, n - n0));
+    store_row512(c[j], params[j], stage, out + n0, keep_mask16(n - n0));
   }
 }
 
