@@ -497,7 +497,10 @@ NACC_VNNI512 inline StageVectors512 stage_vectors512(const OutputStage& s) {
 }
 
 NACC_VNNI512 inline BlockParams512 load_block512(const PaddedParams& p, int n0) {
-  BlockParams512 b{};
+  // Not value-initialised: zeroing the whole struct (about 1 KB) per block was
+  // a `rep stos` costing as much as the rest of gemm_vnni512; each kind sets
+  // the members its epilogue reads.
+  BlockParams512 b;
   b.col_offset = _mm512_loadu_si512(p.col_offset.data() + n0);
   switch (p.kind) {
     case OutputStageKind::kRealScale:
@@ -772,7 +775,8 @@ NACC_VNNI512 void gemm_vnni512(int m, const PackedB4& b, const FillRowsU8& fill_
       const int cols = std::min(2 * kTileCols, n - n0);
       const BlockParams512 params[2] = {
           load_block512(padded, n0),
-          nb + 1 < b.blocks() ? load_block512(padded, n0 + kTileCols) : BlockParams512{}};
+          nb + 1 < b.blocks() ? load_block512(padded, n0 + kTileCols)
+                              : load_block512(padded, n0)};  // unread: no second block
       const bool pair = nb + 1 < b.blocks();
       Epilogue512 mode = block_epilogue512(params[0], stage);
       if (pair && block_epilogue512(params[1], stage) != mode) mode = Epilogue512::kGeneral;
