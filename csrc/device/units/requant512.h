@@ -11,7 +11,9 @@
 // floor for either sign; m < 2^31 never saturates) and RoundingDivideByPOT(h, e)
 // is floor((h + 2^(e-1) - [h < 0]) / 2^e). Nested floor divisions compose, so
 //   q + zp = floor((x * m + 2^30 + 2^(30+e) + zp * 2^(31+e) - [x < 0] * 2^31) / 2^(31+e))
-// (x < 0 with h >= 0 only when h = 0, where both corrections give 0). The sum
+// (x < 0 with h >= 0 only when h = 0, where both corrections give 0); the
+// correction is bit 31 of each int64 lane, an and and a subtract (a sign mask
+// and a masked subtract measured about 2% slower in the GEMM). The sum
 // stays inside int64 for |x| <= 2^31, |zp| <= 128 and e <= 23. Even lanes
 // shift by 31 + e and keep the low dword; odd lanes shift by e - 1 so that
 // their result is the high dword, and one blend interleaves them: 12
@@ -52,13 +54,14 @@ __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni"),
                always_inline)) inline __m512i
 requantize16_fused(__m512i acc, __m512i multiplier, __m512i multiplier_odd, __m512i add_even,
                    __m512i add_odd, __m512i shift_even, __m512i shift_odd) {
-  const __m512i two31 = _mm512_set1_epi64(int64_t{1} << 31);
+  // Bit 31 of an int64 lane: the sign of its low int32 lane, which is 2^31
+  // exactly when that lane is negative (the odd lanes' after the shift down).
+  const __m512i bit31 = _mm512_set1_epi64(int64_t{1} << 31);
+  const __m512i hi = _mm512_srli_epi64(acc, 32);
   __m512i even = _mm512_add_epi64(_mm512_mul_epi32(acc, multiplier), add_even);
-  __m512i odd =
-      _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(acc, 32), multiplier_odd), add_odd);
-  even = _mm512_mask_sub_epi64(even, _mm512_test_epi64_mask(acc, _mm512_set1_epi64(0x80000000)),
-                               even, two31);
-  odd = _mm512_mask_sub_epi64(odd, _mm512_movepi64_mask(acc), odd, two31);
+  __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(hi, multiplier_odd), add_odd);
+  even = _mm512_sub_epi64(even, _mm512_and_si512(acc, bit31));
+  odd = _mm512_sub_epi64(odd, _mm512_and_si512(hi, bit31));
   return _mm512_mask_blend_epi32(0xAAAA, _mm512_srav_epi64(even, shift_even),
                                  _mm512_srav_epi64(odd, shift_odd));
 }
