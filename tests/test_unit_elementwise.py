@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from nacc import _core
+from unit_check import PATHS
 from tflite_builder import QTensor, build_model, run_tflite
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*tf.lite.Interpreter is deprecated")
@@ -183,10 +184,10 @@ def nacc_params(case: Case) -> dict:
 
 
 def on_both_paths(fn):
-    """{path: fn()} for the reference loops and the auto (AVX2) path."""
+    """{path: fn()} for the reference loops and every ISA path this CPU has."""
     results = {}
     try:
-        for path in ("reference", "auto"):
+        for path in PATHS:
             _core.set_kernel_path(path)
             results[path] = fn()
     finally:
@@ -254,7 +255,42 @@ def test_fast_path_equals_reference_on_any_registers(op):
         b = rng.integers(-128, 128, sh2, dtype=np.int8)
         regs = random_registers(op, rng)
         res = on_both_paths(lambda: fn(a, b, **regs))
-        assert_same(res["auto"], res["reference"], f"{op} trial {trial} {regs}")
+        for path in PATHS:
+            assert_same(res[path], res["reference"], f"{op} trial {trial} {regs} [{path}]")
+
+
+@pytest.mark.parametrize("op", ["ADD", "SUB"])
+def test_add_sub_int64_epilogue_registers(op):
+    """Registers inside the AVX-512 ADD/SUB path's range (input exponents 0..23,
+    0 often; output exponent 1..23; zero point in [-128, 128]; small exponents
+    make rounding ties common), runs with 16-lane tails and broadcast operands:
+    every path equals the reference loops."""
+    rng = np.random.default_rng(11)
+    fn = getattr(_core, op.lower())
+    shapes = [((1, 5, 7, 37), (1, 5, 7, 37)), ((1, 5, 7, 37), (1, 1, 1, 37)),
+              ((1, 1, 1, 37), (1, 5, 7, 37)), ((1, 5, 7, 1), (1, 5, 7, 16)),
+              ((1, 2, 3, 48), (1, 2, 3, 48))]
+    for trial in range(40):
+        sh1, sh2 = shapes[trial % len(shapes)]
+        a = rng.integers(-128, 128, sh1, dtype=np.int8)
+        b = rng.integers(-128, 128, sh2, dtype=np.int8)
+        in_shift = [0 if rng.random() < 0.4 else -int(rng.integers(1, 24)) for _ in range(2)]
+        left = 0 if rng.random() < 0.3 else int(rng.integers(0, 22))
+        # Multipliers 2^30 (and near it) with left shift 0 make the high multiply tie.
+        mults = [int(rng.choice([rng.integers(0, 2**31), 1 << 30, (1 << 30) + (1 << 12)]))
+                 for _ in range(2)]
+        out_shift = -int(rng.integers(1, 4)) if trial % 2 else -int(rng.integers(1, 24))
+        regs = dict(input1_offset=int(rng.integers(-256, 256)),
+                    input2_offset=int(rng.integers(-256, 256)), left_shift=left,
+                    input1_multiplier=mults[0], input1_shift=in_shift[0],
+                    input2_multiplier=mults[1], input2_shift=in_shift[1],
+                    output_multiplier=int(rng.integers(1 << 30, 2**31)),
+                    output_shift=out_shift, output_zero_point=int(rng.integers(-128, 129)))
+        # An output scale that keeps most results inside int8: about 2^(left - 1) per unit.
+        regs["output_shift"] = max(-23, min(-1, out_shift - max(left - 8, 0)))
+        res = on_both_paths(lambda: fn(a, b, **regs))
+        for path in PATHS:
+            assert_same(res[path], res["reference"], f"{op} trial {trial} {regs} [{path}]")
 
 
 # ---------------------------------------------------------------------------
@@ -309,7 +345,8 @@ def test_register_limits(op, override, error, fragment):
     fn = getattr(_core, op.lower())
     if error is None:
         res = on_both_paths(lambda: fn(a, a[:, :, :, ::-1].copy(), **regs))
-        assert_same(res["auto"], res["reference"], f"{op} {override}")
+        for path in PATHS:
+            assert_same(res[path], res["reference"], f"{op} {override} [{path}]")
     else:
         with pytest.raises(error, match=None) as info:
             fn(a, a, **regs)

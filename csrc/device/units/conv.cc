@@ -153,6 +153,18 @@ im2col_rows_u8_avx512(const ConvGeometry& g, const int8_t* input, uint8_t pad, i
   const __m512i pad_bytes = _mm512_set1_epi8(static_cast<char>(pad));
   auto first = [](int n) { return n <= 0 ? __mmask64{0} : (~__mmask64{0}) >> (64 - n); };
   const __mmask64 whole = first(segment);
+  // Rows with every filter row inside the image, when a filter row fits 16
+  // bytes and a 16-byte store at the last filter row covers the K tail:
+  // unmasked 16-byte stores in order, each overwriting the previous one's
+  // excess, zeros past the filter row (the masked load zero-fills and
+  // `sign16` flips only the filter row's bytes). The last store reaches up to
+  // `over` bytes into the next row, which is written after it; the call's
+  // last row takes the masked form below.
+  const int last_store = (g.kernel_h - 1) * segment;
+  const bool short16 = segment <= 16 && last_store + 16 >= k4 && last_store + 16 - k4 <= k4;
+  const __mmask16 seg16 = static_cast<__mmask16>(first(std::min(segment, 16)));
+  const __m128i sign16 = _mm_maskz_mov_epi8(seg16, _mm_set1_epi8(static_cast<char>(0x80)));
+  const int64_t row_bytes = static_cast<int64_t>(g.in_w) * g.in_c;
   int oy = m0 / g.out_w, ox = m0 % g.out_w;
   for (int r = 0; r < rows; ++r) {
     const int iy0 = oy * w.stride_h - w.pad_top;
@@ -160,8 +172,20 @@ im2col_rows_u8_avx512(const ConvGeometry& g, const int8_t* input, uint8_t pad, i
     const int kx_lo = std::max(0, -ix0);
     const int kx_hi = std::min(g.kernel_w, g.in_w - ix0);
     const bool padded_columns = kx_lo > 0 || kx_hi < g.kernel_w;
-    const __mmask64 inside = first((kx_hi - kx_lo) * g.in_c);
     uint8_t* dst = panel + static_cast<std::ptrdiff_t>(r) * k4;
+    if (short16 && !padded_columns && iy0 >= 0 && iy0 + g.kernel_h <= g.in_h && r + 1 < rows) {
+      const int8_t* src = input + (static_cast<int64_t>(iy0) * g.in_w + ix0) * g.in_c;
+      for (int ky = 0; ky < g.kernel_h; ++ky) {
+        const __m128i v = _mm_maskz_loadu_epi8(seg16, src + ky * row_bytes);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + ky * segment), _mm_xor_si128(v, sign16));
+      }
+      if (++ox == g.out_w) {
+        ox = 0;
+        ++oy;
+      }
+      continue;
+    }
+    const __mmask64 inside = first((kx_hi - kx_lo) * g.in_c);
     for (int ky = 0; ky < g.kernel_h; ++ky) {
       uint8_t* d = dst + ky * segment;
       const int iy = iy0 + ky;

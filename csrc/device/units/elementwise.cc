@@ -14,6 +14,7 @@
 #include "arch/unit_checks.h"
 #include "common/cpu.h"
 #include "common/error.h"
+#include "device/units/requant512.h"
 
 namespace nacc {
 
@@ -265,6 +266,107 @@ NACC_AVX2 void run_avx2(const ElementwiseParams& p, const Run& r) {
   run_scalar<kMode>(p, r, i);
 }
 
+// ADD and SUB with AVX-512, 16 lanes at a time: each input's
+// MultiplyByQuantizedMultiplierSmallerThanOneExp and the output's (with the
+// zero point) as requant512.h's int64 form; the tail of a run masked, so no
+// scalar loop is left. The path takes parameters whose shifted inputs fit
+// int32 without wrapping (|x + offset| < 2^9, left_shift <= 21 < 22), input
+// exponents in [0, kFusedMaxShift] (0: SaturatingRoundingDoublingHighMul
+// alone), an output exponent in [1, kFusedMaxShift] and a zero point in
+// [-128, 128]; other parameters take run_avx2.
+#define NACC_AVX512 \
+  __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+
+// GCC 12 warns that the _mm512_undefined_* placeholders inside its own
+// AVX-512 intrinsics "may be used uninitialized" (a false positive of the
+// headers, as in gemm_s8.cc).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+// One scaling's vectors: the multiplier (every lane) and requantize16_fused's
+// constants, the same for every lane; exponent 0 uses the plain high multiply.
+struct Scale512 {
+  __m512i multiplier, add, shift_even, shift_odd;
+  bool exponent0 = false;
+};
+
+struct Add512 {
+  Scale512 in1, in2, out;
+  __m512i off1, off2, act_min, act_max;
+  __m128i left_shift;
+};
+
+inline bool add512_ok(const ElementwiseParams& p) {
+  const auto in_ok = [](int shift) { return shift <= 0 && -shift <= detail::kFusedMaxShift; };
+  return p.left_shift <= 21 && in_ok(p.input1_shift) && in_ok(p.input2_shift) &&
+         detail::fused_requant_ok(-p.output_shift, p.output_zero_point);
+}
+
+NACC_AVX512 inline Scale512 make_scale512(int32_t multiplier, int right_shift, int32_t zp) {
+  Scale512 s;
+  s.multiplier = _mm512_set1_epi32(multiplier);
+  s.exponent0 = right_shift == 0;
+  if (!s.exponent0) {
+    s.add = _mm512_set1_epi64(detail::fused_requant_add(right_shift, zp));
+    s.shift_even = _mm512_set1_epi64(detail::fused_requant_shift(right_shift, false));
+    s.shift_odd = _mm512_set1_epi64(detail::fused_requant_shift(right_shift, true));
+  }
+  return s;
+}
+
+NACC_AVX512 void make_add512(const ElementwiseParams& p, Add512* out) {
+  Add512& c = *out;
+  c.in1 = make_scale512(p.input1_multiplier, -p.input1_shift, 0);
+  c.in2 = make_scale512(p.input2_multiplier, -p.input2_shift, 0);
+  c.out = make_scale512(p.output_multiplier, -p.output_shift, p.output_zero_point);
+  c.off1 = _mm512_set1_epi32(p.input1_offset);
+  c.off2 = _mm512_set1_epi32(p.input2_offset);
+  c.act_min = _mm512_set1_epi32(p.act_min);
+  c.act_max = _mm512_set1_epi32(p.act_max);
+  c.left_shift = _mm_cvtsi32_si128(p.left_shift);
+}
+
+NACC_AVX512 inline __m512i scale512(__m512i x, const Scale512& s) {
+  if (s.exponent0) {  // floor((x * m + 2^30) / 2^31), as srdhm_avx2
+    const __m512i nudge = _mm512_set1_epi64(int64_t{1} << 30);
+    const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, s.multiplier), nudge);
+    const __m512i odd =
+        _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), s.multiplier), nudge);
+    return _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 31), _mm512_slli_epi64(odd, 1));
+  }
+  return detail::requantize16_fused(x, s.multiplier, s.multiplier, s.add, s.add, s.shift_even,
+                                    s.shift_odd);
+}
+
+// One input's 16 (or `keep`) int8 values scaled: (x + offset) << left_shift, then its scaling.
+NACC_AVX512 inline __m512i scale_input512(const int8_t* p, __mmask16 keep, __m512i offset,
+                                          const Add512& c, const Scale512& s) {
+  const __m512i x = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(keep, p));
+  return scale512(_mm512_sll_epi32(_mm512_add_epi32(x, offset), c.left_shift), s);
+}
+
+template <ElementwiseMode kMode>
+NACC_AVX512 void run_add512(const ElementwiseParams& p, const Run& r, const Add512& c) {
+  // A constant operand: its scaled value, once per run.
+  const __m512i a_scaled = _mm512_set1_epi32(
+      scale_input(r.a[0], p.input1_offset, p.left_shift, p.input1_multiplier, p.input1_shift));
+  const __m512i b_scaled = _mm512_set1_epi32(
+      scale_input(r.b[0], p.input2_offset, p.left_shift, p.input2_multiplier, p.input2_shift));
+  for (int64_t i = 0; i < r.n; i += 16) {
+    const __mmask16 keep = r.n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (r.n - i)) - 1);
+    const __m512i a = r.a_const ? a_scaled : scale_input512(r.a + i, keep, c.off1, c, c.in1);
+    const __m512i b = r.b_const ? b_scaled : scale_input512(r.b + i, keep, c.off2, c, c.in2);
+    const __m512i raw = kMode == ElementwiseMode::SUB ? _mm512_sub_epi32(a, b)
+                                                       : _mm512_add_epi32(a, b);
+    const __m512i q = _mm512_min_epi32(_mm512_max_epi32(scale512(raw, c.out), c.act_min),
+                                       c.act_max);
+    _mm_mask_storeu_epi8(r.out + i, keep, _mm512_cvtsepi32_epi8(q));
+  }
+}
+
+#pragma GCC diagnostic pop
+
 // The float32 modes, 8 lanes at a time: the same operations as
 // compute_float_one in the same order (fused multiply-adds only where it
 // has std::fmaf; the build passes -ffp-contract=off).
@@ -325,7 +427,13 @@ NACC_AVX2_FMA void run_float_avx2(const ElementwiseParams& p, const Run& r) {
 }
 
 template <ElementwiseMode kMode, ElementwiseFloat kFloat>
-void run_fast(const ElementwiseParams& p, const Run& r, bool use_vector) {
+void run_fast(const ElementwiseParams& p, const Run& r, bool use_vector, const Add512* add512) {
+  if constexpr (kFloat == ElementwiseFloat::kOff && kMode != ElementwiseMode::MUL) {
+    if (add512 != nullptr) {
+      run_add512<kMode>(p, r, *add512);
+      return;
+    }
+  }
   if constexpr (kFloat == ElementwiseFloat::kOff) {
     if (use_vector) {
       run_avx2<kMode>(p, r);
@@ -389,6 +497,11 @@ void elementwise_fast(const ElementwiseParams& p, const Shape4& s1, const int8_t
   // project targets has it; without it, the scalar std::fmaf path).
   const bool use_vector =
       use_avx2() && (kFloat == ElementwiseFloat::kOff || cpu_features().fma);
+  // ADD/SUB on the AVX-512 path: its constants once per call.
+  Add512 add512;
+  const bool use512 = kFloat == ElementwiseFloat::kOff && kMode != ElementwiseMode::MUL &&
+                      use_avx512_vnni() && add512_ok(p);
+  if (use512) make_add512(p, &add512);
   int8_t* dst = out;
   for (int64_t i0 = 0; i0 < loop[0].extent; ++i0) {
     for (int64_t i1 = 0; i1 < loop[1].extent; ++i1) {
@@ -397,7 +510,7 @@ void elementwise_fast(const ElementwiseParams& p, const Shape4& s1, const int8_t
         const int64_t o2 = i0 * loop[0].stride2 + i1 * loop[1].stride2 + i2 * loop[2].stride2;
         const Run r{in1 + o1, in2 + o2, inner.stride1 == 0, inner.stride2 == 0, dst,
                     inner.extent};
-        run_fast<kMode, kFloat>(p, r, use_vector);
+        run_fast<kMode, kFloat>(p, r, use_vector, use512 ? &add512 : nullptr);
         dst += inner.extent;
       }
     }

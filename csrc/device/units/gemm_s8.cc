@@ -11,6 +11,7 @@
 
 #include "common/cpu.h"
 #include "common/error.h"
+#include "device/units/requant512.h"
 
 #define NACC_AVX2 NACC_AVX2_TARGET
 // AVX-512 VNNI with the 256-bit forms (the AVX2 epilogue inlines into it).
@@ -48,8 +49,16 @@ struct PaddedParams {
   std::vector<char> block_left_shift;  // per block: some column shifts left
   std::vector<char> block_zero_right_shift;  // per block: some column has right shift 0
   OutputStageKind kind = OutputStageKind::kFixedPoint;
+  int32_t output_zero_point = 0;
 
-  PaddedParams(int n, const int32_t* col_off, const OutputStage& rq) : kind(rq.kind) {
+  PaddedParams() = default;
+  PaddedParams(int n, const int32_t* col_off, const OutputStage& rq) { reset(n, col_off, rq); }
+
+  // Refills every array for n columns (reusing their storage: the VNNI GEMM
+  // keeps one per thread, so a replayed layer allocates nothing here).
+  void reset(int n, const int32_t* col_off, const OutputStage& rq) {
+    kind = rq.kind;
+    output_zero_point = rq.output_zero_point;
     const int np = (n + kTileCols - 1) / kTileCols * kTileCols;
     col_offset.assign(np, 0);
     if (col_off != nullptr) std::copy(col_off, col_off + n, col_offset.begin());
@@ -70,13 +79,22 @@ struct PaddedParams {
     right_shift.assign(np, 0);
     remainder_mask.assign(np, 0);
     for (int c = n; c < np; ++c) right_shift[c] = 1;  // padding lanes: any valid exponent
+    // Branch-free (GCC vectorises it): a replayed model runs this per layer.
     for (int c = 0; c < n; ++c) {
+      const int32_t sh = rq.shift[c];  // in [-31, 31] (check_output_stage)
       multiplier[c] = rq.multiplier[c];
-      left_shift[c] = rq.shift[c] > 0 ? rq.shift[c] : 0;
-      right_shift[c] = rq.shift[c] > 0 ? 0 : -rq.shift[c];
-      remainder_mask[c] = static_cast<int32_t>((int64_t{1} << right_shift[c]) - 1);
-      if (left_shift[c] > 0) block_left_shift[c / kTileCols] = 1;
-      if (right_shift[c] == 0) block_zero_right_shift[c / kTileCols] = 1;
+      left_shift[c] = std::max(sh, 0);
+      right_shift[c] = std::max(-sh, 0);
+      remainder_mask[c] = static_cast<int32_t>((1u << right_shift[c]) - 1u);
+    }
+    for (int blk = 0; blk < np / kTileCols; ++blk) {
+      int any_left = 0, any_zero = 0;
+      for (int j = 0; j < kTileCols; ++j) {
+        any_left |= left_shift[blk * kTileCols + j];
+        any_zero |= right_shift[blk * kTileCols + j] == 0 ? 1 : 0;
+      }
+      block_left_shift[blk] = any_left != 0;
+      block_zero_right_shift[blk] = any_zero;
     }
   }
 };
@@ -449,16 +467,21 @@ struct BlockParams512 {
   __m512i col_offset, multiplier, multiplier_odd, left_shift, right_shift, remainder_mask,
       half_mask;
   __m512i right_shift_m1;  // right_shift - 1 (rounding_divide16 when no lane has 0)
+  // requantize16_fused's int64 constants, [0] for the even columns, [1] for
+  // the odd ones (made from right_shift and the zero point per block).
+  __m512i fused_add[2], fused_shift[2];
   __m512d scale[2];
   __m512 float_scale;
   bool any_left_shift = false;
   bool any_zero_right_shift = false;  // some column of the block has right_shift 0
+  bool fused = false;  // every column takes requantize16_fused
 };
 
 struct StageVectors512 {
   OutputStageKind kind;
   __m512i zero_point, act_min, act_max;
   __m512 float_lo, float_hi;
+  bool full_range = false;  // act_min <= -128 and act_max >= 127: no clamp before the narrow
 };
 
 NACC_VNNI512 inline StageVectors512 stage_vectors512(const OutputStage& s) {
@@ -469,11 +492,15 @@ NACC_VNNI512 inline StageVectors512 stage_vectors512(const OutputStage& s) {
   v.act_max = _mm512_set1_epi32(s.act_max);
   v.float_lo = _mm512_set1_ps(static_cast<float>(s.act_min - s.output_zero_point));
   v.float_hi = _mm512_set1_ps(static_cast<float>(s.act_max - s.output_zero_point));
+  v.full_range = s.act_min <= -128 && s.act_max >= 127;
   return v;
 }
 
 NACC_VNNI512 inline BlockParams512 load_block512(const PaddedParams& p, int n0) {
-  BlockParams512 b{};
+  // Not value-initialised: zeroing the whole struct (about 1 KB) per block was
+  // a `rep stos` costing as much as the rest of gemm_vnni512; each kind sets
+  // the members its epilogue reads.
+  BlockParams512 b;
   b.col_offset = _mm512_loadu_si512(p.col_offset.data() + n0);
   switch (p.kind) {
     case OutputStageKind::kRealScale:
@@ -491,6 +518,28 @@ NACC_VNNI512 inline BlockParams512 load_block512(const PaddedParams& p, int n0) 
       b.remainder_mask = _mm512_loadu_si512(p.remainder_mask.data() + n0);
       b.half_mask = _mm512_srli_epi32(b.remainder_mask, 1);
       b.right_shift_m1 = _mm512_sub_epi32(b.right_shift, _mm512_set1_epi32(1));
+      {
+        // requantize16_fused's constants (requant512.h's fused_requant_add and
+        // _shift on the even and the odd columns' int64 lanes).
+        const __m512i e[2] = {_mm512_and_si512(b.right_shift, _mm512_set1_epi64(0xFFFFFFFF)),
+                              _mm512_srli_epi64(b.right_shift, 32)};
+        const __m512i one = _mm512_set1_epi64(1);
+        const __m512i zp = _mm512_set1_epi64(p.output_zero_point);
+        for (int h = 0; h < 2; ++h) {
+          const __m512i shift = _mm512_add_epi64(e[h], _mm512_set1_epi64(31));
+          b.fused_add[h] = _mm512_add_epi64(
+              _mm512_add_epi64(_mm512_set1_epi64(int64_t{1} << 30),
+                               _mm512_sllv_epi64(one, _mm512_sub_epi64(shift, one))),
+              _mm512_sllv_epi64(zp, shift));
+          b.fused_shift[h] = h == 0 ? shift : _mm512_sub_epi64(e[h], one);
+        }
+        // Every column's exponent in [1, kFusedMaxShift] (no left shift is tested below).
+        const __mmask16 in_range = _mm512_mask_cmple_epi32_mask(
+            _mm512_cmpge_epi32_mask(b.right_shift, _mm512_set1_epi32(1)), b.right_shift,
+            _mm512_set1_epi32(detail::kFusedMaxShift));
+        b.fused = in_range == 0xFFFF && detail::fused_requant_ok(1, p.output_zero_point) &&
+                  !p.block_left_shift[n0 / kTileCols];
+      }
       break;
   }
   b.any_left_shift =
@@ -538,26 +587,9 @@ NACC_VNNI512 inline __m512d round_half_away8(__m512d x) {
 }
 
 // acc: the accumulator with the column offset already in it (the micro-tile
-// starts from it). kFast: the block is known to be fixed-point without left
-// shifts or exponent 0 (fast_block512), so no test is made per row.
-template <bool kFast = false>
+// starts from it).
 NACC_VNNI512 inline __m512i requantize16(__m512i acc, const BlockParams512& b,
                                          const StageVectors512& s) {
-  if constexpr (kFast) {
-    const __m512i half = _mm512_set1_epi64(int64_t{1} << 30);
-    const __m512i one = _mm512_set1_epi32(1);
-    __m512i even = _mm512_add_epi64(_mm512_mul_epi32(acc, b.multiplier), half);
-    __m512i odd = _mm512_add_epi64(
-        _mm512_mul_epi32(_mm512_srli_epi64(acc, 32), b.multiplier_odd), half);
-    even = _mm512_srli_epi64(even, 31);
-    odd = _mm512_slli_epi64(odd, 1);
-    const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, odd);
-    const __m512i t = _mm512_add_epi32(high, _mm512_srai_epi32(high, 31));
-    const __m512i q =
-        _mm512_srai_epi32(_mm512_add_epi32(_mm512_srav_epi32(t, b.right_shift_m1), one), 1);
-    return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(q, s.zero_point), s.act_min),
-                            s.act_max);
-  }
   if (s.kind == OutputStageKind::kFloat32) {
     __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), b.float_scale);
     v = _mm512_min_ps(_mm512_max_ps(v, s.float_lo), s.float_hi);
@@ -577,17 +609,39 @@ NACC_VNNI512 inline __m512i requantize16(__m512i acc, const BlockParams512& b,
                           s.act_max);
 }
 
-// True when requantize16<true> gives the block's bits.
-NACC_VNNI512 inline bool fast_block512(const BlockParams512& b, const StageVectors512& s) {
-  return s.kind == OutputStageKind::kFixedPoint && !b.any_left_shift && !b.any_zero_right_shift;
+NACC_VNNI512 inline __m512i fused16(__m512i acc, const BlockParams512& b) {
+  return detail::requantize16_fused(acc, b.multiplier, b.multiplier_odd, b.fused_add[0], b.fused_add[1],
+                            b.fused_shift[0], b.fused_shift[1]);
 }
 
-template <bool kFast = false>
+// The epilogue a block takes: the general one, or requantize16_fused with the
+// activation clamp, or without it when the bounds are int8's own (the
+// saturating narrow to int8 is then the clamp).
+enum class Epilogue512 { kGeneral, kFusedClamp, kFused };
+
+NACC_VNNI512 inline Epilogue512 block_epilogue512(const BlockParams512& b,
+                                                  const StageVectors512& s) {
+  if (s.kind != OutputStageKind::kFixedPoint || !b.fused) return Epilogue512::kGeneral;
+  return s.full_range ? Epilogue512::kFused : Epilogue512::kFusedClamp;
+}
+
+NACC_VNNI512 inline __mmask16 keep_mask16(int cols) {
+  return cols >= 16 ? __mmask16(0xFFFF) : cols <= 0 ? __mmask16(0) : __mmask16((1u << cols) - 1);
+}
+
+// keep: the columns of the 16 to store (keep_mask16).
+template <Epilogue512 kMode = Epilogue512::kGeneral>
 NACC_VNNI512 inline void store_row512(__m512i acc, const BlockParams512& b,
-                                      const StageVectors512& s, int8_t* dst, int cols) {
-  const __m128i v = _mm512_cvtsepi32_epi8(requantize16<kFast>(acc, b, s));  // in [-128, 127]
-  const __mmask16 keep = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
-  _mm_mask_storeu_epi8(dst, keep, v);
+                                      const StageVectors512& s, int8_t* dst, __mmask16 keep) {
+  __m512i q;
+  if constexpr (kMode == Epilogue512::kGeneral) {
+    q = requantize16(acc, b, s);
+  } else if constexpr (kMode == Epilogue512::kFusedClamp) {
+    q = _mm512_min_epi32(_mm512_max_epi32(fused16(acc, b), s.act_min), s.act_max);
+  } else {
+    q = fused16(acc, b);
+  }
+  _mm_mask_storeu_epi8(dst, keep, _mm512_cvtsepi32_epi8(q));  // in [-128, 127]
 }
 
 constexpr int kVnniRows512 = 8;  // rows per micro-tile: 8 x 32 columns = 16 zmm accumulators
@@ -602,7 +656,7 @@ inline int32_t load_quad(const uint8_t* p) {
 // `rows` (<= 8) rows of the u8 panel (row stride k4) times NB (1 or 2)
 // 16-column blocks of B4; the epilogue for the first `rows` rows and `cols`
 // columns. Rows past `rows` read stale panel bytes whose results are dropped.
-template <int NB, bool kFast>
+template <int NB, Epilogue512 kMode>
 NACC_VNNI512 void tile8_vnni512(const uint8_t* a, int k4, const int8_t* b0, const int8_t* b1,
                                 const BlockParams512* params, const StageVectors512& stage,
                                 int8_t* out, std::ptrdiff_t out_row_stride, int rows, int cols) {
@@ -625,15 +679,14 @@ NACC_VNNI512 void tile8_vnni512(const uint8_t* a, int k4, const int8_t* b0, cons
   // Constant indices only (unrolled, the row count tested inside): an index
   // known at run time only would keep the accumulators in memory, and GCC
   // then copied all 16 of them through the stack in every step of the K loop.
+  // The column masks once per tile (cols > 16 * (NB - 1): every block has a column).
+  const __mmask16 keep[2] = {keep_mask16(cols), keep_mask16(cols - 16)};
 #pragma GCC unroll 8
   for (int r = 0; r < kVnniRows512; ++r) {
     if (r >= rows) break;
 #pragma GCC unroll 2
     for (int j = 0; j < NB; ++j) {
-      if (16 * j < cols) {
-        store_row512<kFast>(c[r][j], params[j], stage, out + r * out_row_stride + 16 * j,
-                            std::min(16, cols - 16 * j));
-      }
+      store_row512<kMode>(c[r][j], params[j], stage, out + r * out_row_stride + 16 * j, keep[j]);
     }
   }
 }
@@ -690,7 +743,7 @@ NACC_VNNI512 void row_vnni512(const uint8_t* a, const PackedB4& b, int nb,
 #pragma GCC unroll 4
   for (int j = 0; j < NB; ++j) {
     const int n0 = (nb + j) * kTileCols;
-    store_row512(c[j], params[j], stage, out + n0, std::min(kTileCols, n - n0));
+    store_row512(c[j], params[j], stage, out + n0, keep_mask16(n - n0));
   }
 }
 
@@ -722,28 +775,24 @@ NACC_VNNI512 void gemm_vnni512(int m, const PackedB4& b, const FillRowsU8& fill_
       const int cols = std::min(2 * kTileCols, n - n0);
       const BlockParams512 params[2] = {
           load_block512(padded, n0),
-          nb + 1 < b.blocks() ? load_block512(padded, n0 + kTileCols) : BlockParams512{}};
+          nb + 1 < b.blocks() ? load_block512(padded, n0 + kTileCols)
+                              : load_block512(padded, n0)};  // unread: no second block
       const bool pair = nb + 1 < b.blocks();
-      const bool fast =
-          fast_block512(params[0], stage) && (!pair || fast_block512(params[1], stage));
+      Epilogue512 mode = block_epilogue512(params[0], stage);
+      if (pair && block_epilogue512(params[1], stage) != mode) mode = Epilogue512::kGeneral;
+      const int8_t* b1 = pair ? b.block(nb + 1) : nullptr;
+      using Tile = decltype(&tile8_vnni512<1, Epilogue512::kGeneral>);
+      const Tile tiles[2][3] = {
+          {tile8_vnni512<1, Epilogue512::kGeneral>, tile8_vnni512<1, Epilogue512::kFusedClamp>,
+           tile8_vnni512<1, Epilogue512::kFused>},
+          {tile8_vnni512<2, Epilogue512::kGeneral>, tile8_vnni512<2, Epilogue512::kFusedClamp>,
+           tile8_vnni512<2, Epilogue512::kFused>}};
+      const Tile tile = tiles[pair ? 1 : 0][static_cast<int>(mode)];
       for (int r = 0; r < rows; r += kVnniRows512) {
         const uint8_t* a = panel.data() + static_cast<size_t>(r) * k4;
         int8_t* o = out + (m0 + r) * out_row_stride + n0;
         const int tr = std::min(kVnniRows512, rows - r);
-        const int8_t* b1 = pair ? b.block(nb + 1) : nullptr;
-        if (pair && fast) {
-          tile8_vnni512<2, true>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr,
-                                 cols);
-        } else if (pair) {
-          tile8_vnni512<2, false>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr,
-                                  cols);
-        } else if (fast) {
-          tile8_vnni512<1, true>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr,
-                                 cols);
-        } else {
-          tile8_vnni512<1, false>(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr,
-                                  cols);
-        }
+        tile(a, k4, b.block(nb), b1, params, stage, o, out_row_stride, tr, cols);
       }
     }
   }
@@ -887,16 +936,20 @@ namespace {
 // sum_k (A + 128) B = sum_k (A - zp) B + (zp + 128) col_sum: the second term
 // taken off with the bias, in unsigned (wrapping) arithmetic like the int32
 // accumulator.
-PaddedParams vnni_params(const PackedB4& b, int32_t a_zero_point, const int32_t* col_offset,
-                         const OutputStage& rq) {
+// This thread's parameters of the call (kept between calls, see PaddedParams::reset).
+const PaddedParams& vnni_params(const PackedB4& b, int32_t a_zero_point, const int32_t* col_offset,
+                                const OutputStage& rq) {
   const int n = b.n();
-  std::vector<int32_t> offset(n);
+  thread_local std::vector<int32_t> offset;
+  thread_local PaddedParams padded;
+  offset.resize(n);
   const uint32_t lift = static_cast<uint32_t>(a_zero_point + 128);
   for (int c = 0; c < n; ++c) {
     const uint32_t bias = col_offset != nullptr ? static_cast<uint32_t>(col_offset[c]) : 0u;
     offset[c] = static_cast<int32_t>(bias - lift * static_cast<uint32_t>(b.col_sums()[c]));
   }
-  return PaddedParams(n, offset.data(), rq);
+  padded.reset(n, offset.data(), rq);
+  return padded;
 }
 
 }  // namespace
@@ -910,7 +963,7 @@ void gemv_s8_vnni(int m, const PackedB4& b, const int8_t* a, int32_t a_zero_poin
 void gemm_s8_vnni(int m, const PackedB4& b, const FillRowsU8& fill_rows, int32_t a_zero_point,
                   const int32_t* col_offset, const OutputStage& rq, int8_t* out,
                   std::ptrdiff_t out_row_stride) {
-  const PaddedParams padded = vnni_params(b, a_zero_point, col_offset, rq);
+  const PaddedParams& padded = vnni_params(b, a_zero_point, col_offset, rq);
   const bool wide = use_avx512_vnni();
   const int tile_rows = wide ? kVnniRows512 : kVnniRows256;
   // Rows per panel as in gemm_s8_avx2: about kPanelBytes of whole tiles, all of
