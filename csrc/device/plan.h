@@ -54,6 +54,11 @@ class ExecutionPlan {
     int tile_calls = 0;       // host kernel calls that each run one core's tile
     int copies = 0;           // NPU_OP_DMA_START copies
     int merged_commands = 0;  // kernel commands run inside layer calls
+    // Calls split across the device's host threads (one part per thread), by
+    // output rows and by output channels (docs/host_speed.md "Host threads").
+    int row_split_calls = 0;
+    int channel_split_calls = 0;
+    int parallel_tile_steps = 0;  // commands whose core tiles run side by side
   };
   Summary summary() const;
 
