@@ -84,8 +84,8 @@ void ThreadPool::worker() {
 
 void ThreadPool::run(int n, Task task, void* ctx) {
   if (n <= 0) return;
-  std::unique_lock<std::mutex> busy(busy_, std::defer_lock);
-  if (workers_.empty() || n == 1 || !busy.try_lock()) {
+  bool idle = false;
+  if (workers_.empty() || n == 1 || !busy_.compare_exchange_strong(idle, true)) {
     for (int i = 0; i < n; ++i) task(ctx, i);
     return;
   }
@@ -109,6 +109,7 @@ void ThreadPool::run(int n, Task task, void* ctx) {
   if (!spin_until(quiet, kFinishSpinMicros, false)) {
     while (!quiet()) std::this_thread::yield();
   }
+  busy_.store(false, std::memory_order_release);
 }
 
 }  // namespace nacc

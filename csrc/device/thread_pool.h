@@ -73,7 +73,8 @@ class ThreadPool {
   std::atomic<int> active_{0};           // workers that may be inside current_
   std::atomic<int> sleepers_{0};         // workers waiting on wake_cv_
   std::atomic<bool> stop_{false};
-  std::mutex busy_;  // held by the one caller whose job is published
+  std::atomic<bool> busy_{false};  // a caller's job is published (a flag, not a mutex:
+                                  // a task may call parallel_for on its own thread)
   std::mutex mu_;    // guards the sleep of the workers
   std::condition_variable wake_cv_;
   std::vector<std::thread> workers_;
