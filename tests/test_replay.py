@@ -277,3 +277,49 @@ def test_resident_input_rewritten_is_not_replayed_from_memory():
     s = _core.Runtime().plan_summary(bad)
     assert s["plan"] is False and "resident IFM" in s["why"], s
     assert_equivalent(bad, 1, 64)
+
+
+def _split_net():
+    """Layers small in height, as MobileNetV2's last blocks: a 1x1 convolution
+    and a depthwise one on a 7x7 map (channel parts balance better than 4 + 3
+    rows), the global average pool (MEAN: a 7x7 depthwise window on one output
+    pixel; at 8 cores a matrix product with a ones operand per core, whose
+    core tiles run side by side), a fully connected layer (one row: channel
+    parts) and an ADD (rows)."""
+    from test_compiler import Net
+
+    n = Net(5)
+    x = n.input((1, 7, 7, 96))
+    a = n.conv(x, 512, k=1, act="RELU6")
+    b = n.conv(a, 0, k=3, depthwise=True, act="RELU6")
+    s = n.binary("ADD", a, b)
+    m = n.tensor((1, 1, 1, 512), 0.04, 3)
+    n.g.add_op("MEAN", [n.ids[s][0]], [n.ids[m][0]], axes=[1, 2], keep_dims=True)
+    f = n.fully_connected(n.reshape(m, (1, 512)), 1000)
+    n.finish(f)
+    return n
+
+
+@pytest.mark.parametrize("cores, kb", [(1, 256), (8, 32)])
+def test_host_thread_splits_replay_as_they_step(cores, kb):
+    """A merged layer splits across host threads by output rows or by output
+    channels, whichever balances the parts better (plan.cc choose_split); a
+    depthwise channel part has a K area of its own and gathers its input
+    channels; the core tiles of a command that did not merge run side by side.
+    At 2 and 4 threads each kind is made, and the replay gives the stepped
+    run's bits and counters."""
+    net = _split_net()
+    prog = _core.compile(net.g, cores=cores, sram_kb=kb)
+    for threads in (2, 4):
+        s = _core.Runtime(cores=cores, sram_kb=kb, threads=threads).plan_summary(prog)
+        assert s["plan"], (threads, s)
+        # The ADD splits by rows at 2 threads (at 4, 7 rows may be too few).
+        assert s["row_split_calls"] >= (threads == 2), (threads, s)
+        if cores == 1:  # the 1x1 and depthwise convolutions, the MEAN, the FC
+            assert s["channel_split_calls"] == 4 and s["parallel_tile_steps"] == 0, (threads, s)
+        else:  # the MEAN's matrix products run core tile by core tile
+            assert s["channel_split_calls"] == 3 and s["parallel_tile_steps"] >= 1, (threads, s)
+    one = _core.Runtime(cores=cores, sram_kb=kb).plan_summary(prog)
+    assert one["row_split_calls"] == one["channel_split_calls"] == one["parallel_tile_steps"] == 0, one
+    for seed in range(3):
+        assert_equivalent(prog, cores, kb, seed, threads=(1, 2, 4))

@@ -459,6 +459,9 @@ py::dict plan_dict(Runtime& rt, const Program& loaded) {
   d["copies"] = s.copies;
   d["layout_ops"] = s.layout_ops;
   d["merged_commands"] = s.merged_commands;
+  d["row_split_calls"] = s.row_split_calls;
+  d["channel_split_calls"] = s.channel_split_calls;
+  d["parallel_tile_steps"] = s.parallel_tile_steps;
   return d;
 }
 

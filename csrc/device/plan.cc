@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <tuple>
 #include <unordered_map>
 
 #include "arch/limits.h"
@@ -1065,7 +1066,9 @@ namespace {
 // pointwise unit cost the host several to many MACs' time (measured on the
 // AVX-512 VNNI path, MobileNetV2: depthwise ~3.5x, pooling ~30x, an int8 ADD
 // ~100x), so their counts are weighted by that cost, and MobileNetV2's small
-// ADDs, its 7x7 depthwise and global pool are split too.
+// ADDs, its 7x7 depthwise and global pool are split too. The depthwise unit
+// computes 4 pixels of a row at once, so a row's pixels count in fours (the
+// global average pool, a 7x7 window on one output pixel, costs as much as 4).
 constexpr int64_t kParallelMinWork = 1 << 18;
 
 int64_t call_work(const PlanCall& call) {
@@ -1074,13 +1077,20 @@ int64_t call_work(const PlanCall& call) {
   const int64_t pixels = int64_t(c.h) * s.w;
   switch (s.fam) {
     case Family::kConv: return pixels * c.noc * s.kx * s.ky * s.in_c;
-    case Family::kDepthwise: return 4 * pixels * c.noc * s.kx * s.ky;
+    case Family::kDepthwise: return 4 * int64_t(c.h) * align_up(s.w, 4) * c.noc * s.kx * s.ky;
     case Family::kPool: return 32 * pixels * c.noc * s.kx * s.ky;
     case Family::kFullyConnected: return int64_t(c.h) * c.noc * s.in_c;
-    case Family::kMatmul: return pixels * c.noc * s.mat_k;
+    case Family::kMatmul: return pixels * c.noc * (s.im2col ? s.mat_k : s.in_c);
     default: return 64 * pixels * c.noc;
   }
 }
+
+// A call's fixed host cost (resolving and gathering its inputs, the unit's
+// checks and set-up: about 1-2 us), in the same units: the core tiles of a
+// command that did not merge into one layer call (MobileNetV2's global
+// average pool at 8 cores runs as 32 tiny matrix products) are worth
+// spreading over the threads although each is small.
+constexpr int64_t kCallWork = 1 << 16;
 
 // Output rows [r0, r1) of a merged (single-core, whole-layer) call: the tile
 // a command for those rows would have, its input rows and padding derived as
@@ -1136,46 +1146,193 @@ void channel_part(const PlanCall& call, int c0, int c1, PlanCall* out) {
   out->t.out.offset += uint64_t(c0) * uint64_t(s.out_elem);
 }
 
-// The parts of a call for `threads` host threads; empty: run it whole.
-std::vector<PlanCall> parallel_parts(const PlanCall& call, int threads) {
-  std::vector<PlanCall> parts;
+// Channels [c0, c1) of a merged int8 depthwise call with channel multiplier
+// 1: its input channels [c0, c1) (gathered by the replay, the pixels being
+// wider), and a K area of its own in `plan` (the weights [ky, kx, C] of the
+// call interleave the channels, so no offset selects a slice).
+void depthwise_channel_part(PlanData& plan, const PlanCall& call, int c0, int c1, PlanCall* out) {
   const Setup& s = call.s;
   const TileWork& c = call.t.work;
-  if (threads <= 1 || s.ncores != 1 || call_work(call) < kParallelMinWork) return parts;
-  if (c.h >= 2 * threads && (is_window(s.fam) || s.fam != Family::kMatmul)) {
-    for (int i = 0; i < threads; ++i) {
-      const int r0 = int(int64_t(c.h) * i / threads), r1 = int(int64_t(c.h) * (i + 1) / threads);
-      PlanCall part;
-      if (!row_part(call, r0, r1, &part)) return {};
-      parts.push_back(std::move(part));
+  *out = call;
+  TileWork& p = out->t.work;
+  out->prepared = nullptr;
+  const int nc = c1 - c0;
+  KernelData kd;  // copied before plan.kernel_data grows
+  const KernelData& src = plan.kernel_data[size_t(call.t.kdata)];
+  auto at = [&](int64_t lo) { return src.bytes.data() + (lo - src.lo); };
+  auto place = [&](int64_t* lo, const uint8_t* from, int64_t bytes) {
+    const int64_t pos = align64(int64_t(kd.bytes.size()));
+    kd.bytes.resize(size_t(pos));
+    kd.bytes.insert(kd.bytes.end(), from, from + bytes);
+    *lo = pos;
+  };
+  const int64_t taps = int64_t(s.ky) * s.kx;
+  std::vector<uint8_t> w(size_t(taps * nc));
+  const uint8_t* wsrc = at(c.w_lo);
+  for (int64_t t = 0; t < taps; ++t) {
+    std::memcpy(w.data() + t * nc, wsrc + t * c.noc + c0, size_t(nc));
+  }
+  place(&p.w_lo, w.data(), int64_t(w.size()));
+  p.weight_count = taps * nc;
+  if (c.bias_lo >= 0) place(&p.bias_lo, at(c.bias_lo + 4 * c0), 4 * nc);
+  if (c.mul_lo >= 0) place(&p.mul_lo, at(c.mul_lo + 4 * c0), 4 * nc);
+  if (c.shift_lo >= 0) place(&p.shift_lo, at(c.shift_lo + 4 * c0), 4 * nc);
+  const int64_t scale_bytes = s.real_scale ? 8 : 4;
+  if (c.scale_lo >= 0) place(&p.scale_lo, at(c.scale_lo + scale_bytes * c0), scale_bytes * nc);
+  if (c.lut_lo >= 0) place(&p.lut_lo, at(c.lut_lo), limits::kLutEntries);
+  p.kern = SramRange{0, int64_t(kd.bytes.size())};
+  p.quant_count = nc;
+  p.noc = nc;
+  p.oc0 += c0;
+  out->t.kdata = int(plan.kernel_data.size());
+  plan.kernel_data.push_back(std::move(kd));
+  out->t.fm.at.offset += uint64_t(c0) * uint64_t(s.elem);  // the pitches stay the map's
+  out->t.fm.bytes = int64_t(nc) * s.elem;
+  out->t.out.offset += uint64_t(c0) * uint64_t(s.out_elem);
+}
+
+// How a call is split for `threads` host threads (one part each: a part's
+// fixed costs and the GEMM's 8-row tiles make finer parts slower).
+struct Split {
+  enum class Kind { kNone, kRows, kChannels, kDepthwiseChannels } kind = Kind::kNone;
+  std::vector<std::pair<int, int>> ranges;  // rows or channels [first, second) per part
+};
+
+// `n` units in `parts` near-equal ranges of whole blocks of `block` units.
+std::vector<std::pair<int, int>> even_ranges(int n, int parts, int block) {
+  std::vector<std::pair<int, int>> r;
+  const int blocks = (n + block - 1) / block;
+  for (int i = 0; i < parts; ++i) {
+    const int b0 = int(int64_t(blocks) * i / parts), b1 = int(int64_t(blocks) * (i + 1) / parts);
+    const int c0 = b0 * block, c1 = std::min(n, b1 * block);
+    if (c1 > c0) r.emplace_back(c0, c1);
+  }
+  return r;
+}
+
+// The split whose largest part costs least. A part's cost is modelled in the
+// units' own blocks: the GEMM's tiles of 8 output pixels by 16 channels, the
+// depthwise unit's 4 pixels of a row by 32 channels, rows elsewhere. Ties
+// keep rows (parts that share the call's packed weights and read only their
+// own input rows). `depthwise_channels`: the caller can give a depthwise
+// part its own K area (prepare_parts).
+Split choose_split(const PlanCall& call, int threads, bool depthwise_channels) {
+  Split best;
+  const Setup& s = call.s;
+  const TileWork& c = call.t.work;
+  if (threads <= 1 || s.ncores != 1 || call_work(call) < kParallelMinWork) return best;
+  const bool gemm = s.fam == Family::kConv || s.fam == Family::kFullyConnected;
+  const bool dw = s.fam == Family::kDepthwise;
+  auto rows_cost = [&](int h, int noc) -> int64_t {
+    if (gemm) return ceil_div(int64_t(h) * s.w, 8) * ceil_div(int64_t(noc), 16);
+    if (dw) return int64_t(h) * ceil_div(int64_t(s.w), 4) * ceil_div(int64_t(noc), 32);
+    return int64_t(h) * noc;
+  };
+  int64_t best_cost = INT64_MAX;
+  auto consider = [&](Split::Kind kind, std::vector<std::pair<int, int>> ranges) {
+    if (ranges.size() < 2) return;
+    int64_t worst = 0;
+    for (const auto& [a, b] : ranges) {
+      worst = std::max(worst, kind == Split::Kind::kRows ? rows_cost(b - a, c.noc) : rows_cost(c.h, b - a));
     }
-    return parts;
+    if (worst < best_cost) {
+      best_cost = worst;
+      best.kind = kind;
+      best.ranges = std::move(ranges);
+    }
+  };
+  if (c.h >= 2 * threads && s.fam != Family::kMatmul) {
+    consider(Split::Kind::kRows, even_ranges(c.h, threads, 1));
   }
   // Channel parts slice the weights at byte offsets: not for packed int4
   // weights (a merged call holds them unpacked, s.int4 = false).
-  const bool per_channel = (s.fam == Family::kConv || s.fam == Family::kFullyConnected) && !s.int4;
-  if (per_channel && c.noc >= 32 * threads) {
-    // Blocks of 16 channels (the GEMM's column block), shared out evenly.
-    const int blocks = (c.noc + 15) / 16;
-    for (int i = 0; i < threads; ++i) {
-      const int b0 = blocks * i / threads, b1 = blocks * (i + 1) / threads;
-      const int c0 = b0 * 16, c1 = std::min(c.noc, b1 * 16);
-      if (c1 <= c0) continue;
-      PlanCall part;
-      channel_part(call, c0, c1, &part);
-      parts.push_back(std::move(part));
+  if (gemm && !s.int4 && c.noc >= 32 * threads) {
+    consider(Split::Kind::kChannels, even_ranges(c.noc, threads, 16));
+  }
+  if (dw && depthwise_channels && !s.i16 && !s.int4 && s.depth_mult == 1 && call.t.kdata >= 0 &&
+      call.t.k_reads.empty() && c.noc >= 32 * threads) {
+    consider(Split::Kind::kDepthwiseChannels, even_ranges(c.noc, threads, 32));
+  }
+  return best;
+}
+
+// The parts of a call for `threads` host threads; empty: run it whole. With
+// `plan`, depthwise calls may split by channels (their parts get K areas of
+// their own in it).
+std::vector<PlanCall> parallel_parts(const PlanCall& call, int threads, PlanData* plan = nullptr) {
+  std::vector<PlanCall> parts;
+  const Split split = choose_split(call, threads, plan != nullptr);
+  for (const auto& [a, b] : split.ranges) {
+    PlanCall part;
+    switch (split.kind) {
+      case Split::Kind::kRows:
+        if (!row_part(call, a, b, &part)) return {};
+        break;
+      case Split::Kind::kChannels: channel_part(call, a, b, &part); break;
+      case Split::Kind::kDepthwiseChannels: depthwise_channel_part(*plan, call, a, b, &part); break;
+      case Split::Kind::kNone: return {};
     }
+    parts.push_back(std::move(part));
+  }
+  if (plan && !parts.empty()) {
+    (split.kind == Split::Kind::kRows ? plan->summary.row_split_calls
+                                      : plan->summary.channel_split_calls) += 1;
   }
   return parts;
 }
 
 }  // namespace
 
+namespace {
+
+// The bytes [first, second) of its region that a call writes.
+std::pair<uint64_t, uint64_t> out_span(const PlanCall& call) {
+  const Setup& s = call.s;
+  const TileWork& c = call.t.work;
+  const uint64_t lo = call.t.out.offset;
+  return {lo, lo + uint64_t(std::max(c.h - 1, 0)) * s.out_row + uint64_t(std::max(s.w - 1, 0)) * s.out_pix +
+                  uint64_t(c.noc) * uint64_t(s.out_elem)};
+}
+
+// The calls of an unstaged step can run side by side: more than one, no two
+// writing the same bytes (the order of the writes would decide the result),
+// and enough work for the pool.
+bool calls_in_parallel(const PlanData& plan, const PlanStep& step, int threads) {
+  if (threads <= 1 || step.kind != PlanStep::Kind::kCalls || step.stage_inputs || step.count < 2) {
+    return false;
+  }
+  int64_t work = 0;
+  std::vector<std::tuple<int, uint64_t, uint64_t>> spans;
+  for (int i = step.first; i < step.first + step.count; ++i) {
+    const PlanCall& call = plan.calls[size_t(i)];
+    work += std::max(call_work(call), kCallWork);
+    const auto [lo, hi] = out_span(call);
+    spans.emplace_back(call.t.out.region, lo, hi);
+  }
+  if (work < kParallelMinWork) return false;
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i) {
+    if (std::get<0>(spans[i]) == std::get<0>(spans[i - 1]) &&
+        std::get<1>(spans[i]) < std::get<2>(spans[i - 1])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 void prepare_parts(PlanData& plan, int threads) {
   plan.parts_threads = threads;
+  plan.summary.row_split_calls = plan.summary.channel_split_calls = 0;
+  plan.summary.parallel_tile_steps = 0;
+  for (PlanStep& step : plan.steps) {
+    step.parallel_calls = calls_in_parallel(plan, step, threads);
+    plan.summary.parallel_tile_steps += step.parallel_calls ? 1 : 0;
+  }
   plan.parts.assign(plan.calls.size(), {});
   for (size_t i = 0; i < plan.calls.size(); ++i) {
-    std::vector<PlanCall> parts = parallel_parts(plan.calls[i], threads);
+    std::vector<PlanCall> parts = parallel_parts(plan.calls[i], threads, &plan);
     // A channel part holds a slice of the weights: packed here, once, like
     // the whole call's (a row part shares the call's packing).
     for (PlanCall& part : parts) {
@@ -1184,6 +1341,31 @@ void prepare_parts(PlanData& plan, int threads) {
     plan.parts[i] = std::move(parts);
   }
 }
+
+namespace {
+
+// Runs calls[0, n) on the pool's threads; they write disjoint outputs and
+// read no bytes any of them writes. A unit's error is rethrown after all
+// have run, the first in call order (the one a serial run raises).
+void run_side_by_side(const PlanData& plan, const PlanCall* calls, int n,
+                      const std::array<RegionMemory, limits::kNumRegions>& regions, ThreadPool& pool) {
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
+  pool.parallel_for(n, [&](int k) {
+    try {
+      Scratch& own = scratch();
+      CallInputs ci;
+      resolve_inputs(plan, calls[k], regions, false, ci, own);
+      run_call(calls[k], ci, regions, own);
+    } catch (...) {
+      errors[size_t(k)] = std::current_exception();
+    }
+  });
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+}  // namespace
 
 void replay_plan(const PlanData& plan, const std::array<RegionMemory, limits::kNumRegions>& regions,
                  ThreadPool& pool) {
@@ -1227,6 +1409,11 @@ void replay_plan(const PlanData& plan, const std::array<RegionMemory, limits::kN
       }
       continue;
     }
+    if (step.parallel_calls && have_parts) {
+      // One command's core tiles, side by side (prepare_parts: disjoint outputs).
+      run_side_by_side(plan, &plan.calls[size_t(step.first)], step.count, regions, pool);
+      continue;
+    }
     if (!step.stage_inputs) {
       for (int i = step.first; i < step.first + step.count; ++i) {
         const PlanCall& call = plan.calls[size_t(i)];
@@ -1241,20 +1428,7 @@ void replay_plan(const PlanData& plan, const std::array<RegionMemory, limits::kN
         }
         // Parts write disjoint outputs and read inputs no part writes (the
         // call's inputs and outputs do not overlap: the step is not staged).
-        std::vector<std::exception_ptr> errors(parts.size());
-        pool.parallel_for(int(parts.size()), [&](int k) {
-          try {
-            Scratch& own = scratch();
-            CallInputs ci;
-            resolve_inputs(plan, parts[size_t(k)], regions, false, ci, own);
-            run_call(parts[size_t(k)], ci, regions, own);
-          } catch (...) {
-            errors[size_t(k)] = std::current_exception();
-          }
-        });
-        for (const std::exception_ptr& e : errors) {
-          if (e) std::rethrow_exception(e);
-        }
+        run_side_by_side(plan, parts.data(), int(parts.size()), regions, pool);
       }
       continue;
     }

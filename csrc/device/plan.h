@@ -55,6 +55,11 @@ class ExecutionPlan {
     int copies = 0;           // NPU_OP_DMA_START copies
     int layout_ops = 0;       // NPU_OP_VNCHWCONV layout conversions
     int merged_commands = 0;  // kernel commands run inside layer calls
+    // Calls split across the device's host threads (one part per thread), by
+    // output rows and by output channels (docs/host_speed.md "Host threads").
+    int row_split_calls = 0;
+    int channel_split_calls = 0;
+    int parallel_tile_steps = 0;  // commands whose core tiles run side by side
   };
   Summary summary() const;
 

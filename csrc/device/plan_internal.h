@@ -179,6 +179,9 @@ struct PlanStep {
   // The command's outputs overlap its inputs: read every input before any
   // output is written, as the interpreter's SRAM staging does.
   bool stage_inputs = false;
+  // The calls (one command's core tiles) run on the host threads side by side
+  // (prepare_parts: their outputs are disjoint and together worth it).
+  bool parallel_calls = false;
 };
 
 struct PlanData {
