@@ -363,13 +363,15 @@ def test_missing_optional_module_names_the_extra(monkeypatch, capsys):
     assert "needs the Python module 'sklearn'" in err and "scikit-learn" in err, err
 
 
-def test_console_script_exit_status_and_one_line(tmp_path):
-    """The real process: exit status and a single stderr line (no TensorFlow import needed)."""
+@pytest.mark.parametrize("module", ["nacc.cli", "nacc"])
+def test_console_script_exit_status_and_one_line(tmp_path, module):
+    """The real process (`python -m nacc.cli` and `python -m nacc`): exit status and a
+    single stderr line (no TensorFlow import needed)."""
     import subprocess
 
     # the nacc this test process imported (installed package in CI, python/ in a dev tree)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    p = subprocess.run([sys.executable, "-m", "nacc.cli", "report", str(tmp_path / "x.tflite")],
+    p = subprocess.run([sys.executable, "-m", module, "report", str(tmp_path / "x.tflite")],
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 1
     assert p.stderr.strip().splitlines() == [f"nacc report: {tmp_path / 'x.tflite'}: no such file"]
