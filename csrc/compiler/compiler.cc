@@ -860,6 +860,34 @@ void emit_layout(Context& ctx, const LoweredOp& op) {
   em.op(Opcode::NPU_OP_DMA_WAIT, 0);
 }
 
+// The device cycles of emit_layout's commands: the DMA queue runs them one
+// after another, each moving its bytes in and out through one port
+// (exec_dma.cc queue_op): the row copies (one, or one per channel when P >
+// H*W), the slab copy, and one NPU_OP_VNCHWCONV per (slab, channel half,
+// pixel half, <= 255 iterations) of 512 bytes each way — the same loops as
+// emit_layout, counted instead of written.
+int64_t layout_unit_cycles(const LoweredOp& op, const HwConfig& hw) {
+  const LoweredOp::LayoutConversion& L = op.layout;
+  const int64_t block = limits::kUbBlockBytes;
+  const int64_t C = L.c, HW = int64_t(L.h) * L.w;
+  const int64_t Cp = ceil_div(C, block) * block, P = ceil_div(HW, block) * block;
+  const auto transfer = [&](int64_t bytes) { return cost::transfer_cycles(2 * bytes, 2 * bytes, hw); };
+  int64_t cycles = 0;
+  if (L.rows_offset >= 0) cycles += P == HW ? transfer(C * HW) : C * transfer(HW);
+  if (L.slab_offset >= 0 && C % block == 0) cycles += transfer(HW * C);
+  const int64_t iterations = P / block;
+  const int64_t per_operand = limits::kVnchwBlocksPerOperand * block;
+  int64_t halves = 0;  // channel halves holding a real channel
+  for (int64_t c1 = 0; c1 < Cp / block; ++c1) {
+    for (int ch_half = 0; ch_half < 2; ++ch_half) halves += c1 * block + 16 * ch_half < C;
+  }
+  for (int64_t it0 = 0; it0 < iterations; it0 += limits::kVnchwMaxRepeat) {
+    const int64_t repeat = std::min<int64_t>(limits::kVnchwMaxRepeat, iterations - it0);
+    cycles += 2 * halves * transfer(repeat * per_operand);
+  }
+  return cycles;
+}
+
 void emit_op(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstants& k) {
   if (op.unit == Unit::kLayout) {
     emit_layout(ctx, op);
@@ -1307,10 +1335,53 @@ void add_staging_tensors(ir::Graph& graph, std::vector<LoweredOp>& lowered) {
 // a PAD folded into its consumer, one part per input for a CONCATENATION
 // (lower.h lower_concatenation), one per output for a SLICE (lower_slice), one
 // otherwise (a view included).
+// The estimated cycles of an op's parts: the layout unit's commands counted
+// (layout_unit_cycles), every other part's chosen tile plan.
+int64_t parts_cycles(const std::vector<LoweredOp>& parts, const CompileOptions& options) {
+  int64_t cycles = 0;
+  for (const LoweredOp& p : parts) {
+    cycles += p.unit == Unit::kLayout
+                  ? layout_unit_cycles(p, options.hw)
+                  : compiler::choose_lowering(p, options.hw, plan_options(options),
+                                              compiler::ConvLowering::kAuto)
+                        .plan.estimate.cycles;
+  }
+  return cycles;
+}
+
+// An NCHW <-> NHWC TRANSPOSE: the layout unit's passes or the DMA copy
+// passes, whichever the estimate prices lower (a tie keeps the unit), or
+// the one options.layout_lowering forces (docs/compiler.md "Layout
+// conversion"). Both are device work; the unit pays for 16 channels per
+// pixel and 512 bytes each way per iteration, the copy passes per byte.
+std::vector<LoweredOp> lower_transpose_cheaper(const ir::Graph& graph, int i,
+                                               const CompileOptions& options) {
+  using LL = CompileOptions::LayoutLowering;
+  std::vector<LoweredOp> unit = check_and_lower_parts(graph, i, options);
+  const bool on_unit = std::any_of(unit.begin(), unit.end(),
+                                   [](const LoweredOp& p) { return p.unit == Unit::kLayout; });
+  if (!on_unit || options.layout_lowering == LL::kUnit) return unit;
+  std::vector<LoweredOp> copy;
+  try {
+    copy = compiler::lower_transpose(graph, i, /*layout_unit=*/false);
+  } catch (const Unsupported&) {
+    if (options.layout_lowering == LL::kCopy) throw;
+    return unit;  // the copy passes cannot express it (pitches, pass count)
+  }
+  if (options.layout_lowering == LL::kCopy) return copy;
+  return parts_cycles(copy, options) < parts_cycles(unit, options) ? copy : unit;
+}
+
 void lower_into(const ir::Graph& graph, int i, bool folded, const CompileOptions& options,
                 std::vector<LoweredOp>* lowered) {
   if (folded) return;
   const ir::OpKind kind = graph.ops[i].kind;
+  if (kind == ir::OpKind::kTranspose) {
+    for (LoweredOp& part : lower_transpose_cheaper(graph, i, options)) {
+      lowered->push_back(std::move(part));
+    }
+    return;
+  }
   if (kind == ir::OpKind::kConcatenation || kind == ir::OpKind::kAveragePool2D ||
       kind == ir::OpKind::kConv2D || kind == ir::OpKind::kDepthwiseConv2D ||
       kind == ir::OpKind::kSlice || kind == ir::OpKind::kResizeNearest ||

@@ -1476,7 +1476,7 @@ std::optional<std::vector<LoweredOp>> lower_layout_transpose(const ir::Graph& gr
 
 }  // namespace
 
-std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index) {
+std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index, bool layout_unit) {
   const ir::Op& op = graph.op(op_index);
   LoweredOp base = lowering_base(graph, op_index);
   check_arg(op.kind == OpKind::kTranspose && op.inputs.size() == 1 && op.inputs[0] >= 0 &&
@@ -1492,7 +1492,7 @@ std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index) {
     throw Unsupported(str_cat(base.label, ": ", ir::dtype_name(in.dtype), " -> ",
                               ir::dtype_name(out.dtype), " (8-bit copies only)"));
   }
-  {
+  if (layout_unit) {
     LoweredOp b = base;
     b.op_index = op_index;
     b.input = op.inputs[0];
