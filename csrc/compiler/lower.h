@@ -197,9 +197,12 @@ struct LoweredOp {
   // NHWC of Cp channels). Where a side's tensor has other pitches, that side
   // is a staging area in `input2` (the op's staging tensor) at rows_offset /
   // slab_offset (-1: the tensor itself). to_nhwc: NCHW input -> NHWC output.
+  // elem: bytes per element, 1 (int8, the unit's b8 form, C0 = 32) or 2
+  // (int16, b16, C0 = 16: rows and pixels padded to 16 elements); c, h, w
+  // and the padded sizes count elements, the offsets bytes.
   struct LayoutConversion {
     bool to_nhwc = true;
-    int c = 0, h = 0, w = 0;
+    int c = 0, h = 0, w = 0, elem = 1;
     int64_t rows_offset = -1, slab_offset = -1;
   };
   LayoutConversion layout;
