@@ -94,9 +94,13 @@ def test_staging_only_where_the_pitches_need_it():
 
 # (NCHW shape, cores, the path the estimate must choose): few channels pay
 # the unit's 16-channel iterations for little data, the copy passes move each
-# byte alone (docs/compiler.md "Layout conversion").
+# byte alone, a pass per channel or per loop of the TRANSPOSE
+# (docs/compiler.md "Layout conversion").
+# The copy passes use every core's DMA port, the unit one queue: on 4 cores
+# they win up to a few hundred channels.
 CHOICES = [((1, 3, 56, 56), 4, "transpose_copy"), ((1, 3, 5, 7), 1, "transpose_copy"),
-           ((1, 16, 28, 28), 4, "vnchwconv"), ((1, 33, 6, 6), 1, "vnchwconv")]
+           ((1, 64, 28, 28), 4, "transpose_copy"), ((1, 16, 28, 28), 1, "vnchwconv"),
+           ((1, 33, 6, 6), 1, "vnchwconv"), ((1, 512, 7, 7), 4, "vnchwconv")]
 
 
 @pytest.mark.parametrize("to_nhwc", [True, False], ids=["to_nhwc", "to_nchw"])

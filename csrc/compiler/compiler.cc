@@ -1368,15 +1368,23 @@ std::vector<LoweredOp> lower_transpose_cheaper(const ir::Graph& graph, int i,
   const bool on_unit = std::any_of(unit.begin(), unit.end(),
                                    [](const LoweredOp& p) { return p.unit == Unit::kLayout; });
   if (!on_unit || options.layout_lowering == LL::kUnit) return unit;
-  std::vector<LoweredOp> copy;
-  try {
-    copy = compiler::lower_transpose(graph, i, /*layout_unit=*/false);
-  } catch (const Unsupported&) {
-    if (options.layout_lowering == LL::kCopy) throw;
-    return unit;  // the copy passes cannot express it (pitches, pass count)
+  // The copy passes: the TRANSPOSE's loops, or one pass per channel.
+  std::vector<LoweredOp> best = unit;
+  int64_t best_cycles = options.layout_lowering == LL::kCopy ? -1 : parts_cycles(unit, options);
+  for (const auto form : {compiler::TransposeForm::kCopy, compiler::TransposeForm::kChannelCopies}) {
+    std::vector<LoweredOp> copy;
+    try {
+      copy = compiler::lower_transpose(graph, i, form);
+    } catch (const Unsupported&) {
+      continue;  // this form cannot express it (pitches, pass count)
+    }
+    const int64_t cycles = parts_cycles(copy, options);
+    if (best_cycles < 0 || cycles < best_cycles) {
+      best = std::move(copy);
+      best_cycles = cycles;
+    }
   }
-  if (options.layout_lowering == LL::kCopy) return copy;
-  return parts_cycles(copy, options) < parts_cycles(unit, options) ? copy : unit;
+  return best;
 }
 
 void lower_into(const ir::Graph& graph, int i, bool folded, const CompileOptions& options,

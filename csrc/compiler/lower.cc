@@ -1485,7 +1485,7 @@ std::optional<std::vector<LoweredOp>> lower_layout_transpose(const ir::Graph& gr
 
 }  // namespace
 
-std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index, bool layout_unit) {
+std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index, TransposeForm form) {
   const ir::Op& op = graph.op(op_index);
   LoweredOp base = lowering_base(graph, op_index);
   check_arg(op.kind == OpKind::kTranspose && op.inputs.size() == 1 && op.inputs[0] >= 0 &&
@@ -1506,7 +1506,7 @@ std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index, boo
                               ir::dtype_name(out.dtype),
                               " (8-bit copies, or an int16 NCHW <-> NHWC conversion)"));
   }
-  if (layout_unit) {
+  if (form == TransposeForm::kLayoutUnit) {
     LoweredOp b = base;
     b.op_index = op_index;
     b.input = op.inputs[0];
@@ -1521,8 +1521,28 @@ std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index, boo
     byte_shape.push_back(2);
     byte_perm.push_back(int(byte_perm.size()));
   }
-  const auto t = support::transpose_copy(byte_shape, byte_perm, &why);
-  if (!t) throw Unsupported(str_cat(base.label, ": ", why));
+  bool to_nhwc = true;
+  std::optional<support::TransposeCopy> t;
+  if (form == TransposeForm::kChannelCopies) {
+    // One pass per channel: its row of H*W elements <-> every C-th element
+    // of the pixels (rows and pixels through the DMA pitches).
+    if (!support::layout_transpose(in.shape, op.attrs.perm, &to_nhwc, ir::dtype_size(in.dtype))) {
+      throw Unsupported(str_cat(base.label, ": not an NCHW <-> NHWC TRANSPOSE"));
+    }
+    const ir::Tensor& planar = to_nhwc ? in : out;
+    const int64_t e = ir::dtype_size(in.dtype);
+    const int64_t C = planar.shape[1], H = planar.shape[2], W = planar.shape[3];
+    const support::CopyDim chan{C, H * W * e, e}, rows{H, W * e, W * C * e}, cols{W, e, C * e};
+    const auto swap = [](support::CopyDim d) { return support::CopyDim{d.size, d.out_stride, d.in_stride}; };
+    t.emplace();
+    t->run = e;
+    t->outer = {to_nhwc ? chan : swap(chan)};
+    t->rows = to_nhwc ? rows : swap(rows);
+    t->cols = to_nhwc ? cols : swap(cols);
+  } else {
+    t = support::transpose_copy(byte_shape, byte_perm, &why);
+    if (!t) throw Unsupported(str_cat(base.label, ": ", why));
+  }
   if (auto e = support::transpose_copy_error(*t)) throw Unsupported(str_cat(base.label, ": ", *e));
   base.op_index = op_index;
   base.input = op.inputs[0];

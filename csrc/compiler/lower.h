@@ -261,13 +261,16 @@ std::vector<LoweredOp> lower_space_depth(const ir::Graph& graph, int op_index);
 // contiguous bytes from the input through its pitches (FM_TRANS_OFFSET,
 // IN_DMA_ROW_OFFSET) to the output through its pitches (DMA_OUT_TRANS_LEN,
 // OUT_DMA_OFFSET): every output byte is the input byte the permutation puts
-// there, as TFLite's kernel copies. An NCHW <-> NHWC TRANSPOSE the layout
-// unit can express (support::layout_transpose) is its passes instead
-// (LoweredOp::LayoutConversion) unless `layout_unit` is false; compile()
-// lowers it both ways and keeps the cheaper by its estimate (docs/compiler.md
-// "Layout conversion"). lower_op returns the first part.
+// there, as TFLite's kernel copies. An NCHW <-> NHWC TRANSPOSE
+// (support::layout_transpose) has two more forms: kLayoutUnit, the layout
+// unit's passes (LoweredOp::LayoutConversion; the copy passes where the unit
+// cannot express it), and kChannelCopies, one copy pass per channel (C <=
+// kMaxTransposePasses, else Unsupported); compile() lowers it every way and
+// keeps the cheapest by its estimate (docs/compiler.md "Layout conversion").
+// lower_op returns the first part of kLayoutUnit.
+enum class TransposeForm { kLayoutUnit, kCopy, kChannelCopies };
 std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index,
-                                       bool layout_unit = true);
+                                       TransposeForm form = TransposeForm::kLayoutUnit);
 
 // RESIZE_BILINEAR by whole factors (support/resize_nearest.h bilinear_axis):
 // TFLite's int8 kernel sums the raw values of (at most) 2 x 2 inputs with
