@@ -130,10 +130,21 @@ NACC_BINDINGS(compiler) {
       [](const nacc::ir::Graph& graph, int cores, std::optional<int64_t> sram_kb,
          std::optional<int64_t> sram_bytes, int ext_bytes_per_cycle, int dma_bytes_per_cycle,
          bool double_buffer, int force_cores, const std::optional<std::string>& force_mode,
-         const std::string& conv_lowering) {
-        const auto o = make_options(cores, sram_kb, sram_bytes, ext_bytes_per_cycle,
-                                    dma_bytes_per_cycle, double_buffer, force_cores, force_mode,
-                                    conv_lowering);
+         const std::string& conv_lowering, const std::string& layout_lowering) {
+        auto o = make_options(cores, sram_kb, sram_bytes, ext_bytes_per_cycle,
+                              dma_bytes_per_cycle, double_buffer, force_cores, force_mode,
+                              conv_lowering);
+        using LL = nacc::CompileOptions::LayoutLowering;
+        if (layout_lowering == "auto") {
+          o.layout_lowering = LL::kAuto;
+        } else if (layout_lowering == "vnchwconv") {
+          o.layout_lowering = LL::kUnit;
+        } else if (layout_lowering == "transpose_copy") {
+          o.layout_lowering = LL::kCopy;
+        } else {
+          throw py::value_error(nacc::str_cat("layout_lowering '", layout_lowering,
+                                              "' is not auto, vnchwconv or transpose_copy"));
+        }
         py::gil_scoped_release release;
         return nacc::compile(graph, o);
       },
@@ -141,14 +152,16 @@ NACC_BINDINGS(compiler) {
       py::arg("sram_bytes") = py::none(), py::arg("ext_bytes_per_cycle") = 64,
       py::arg("dma_bytes_per_cycle") = 16, py::arg("double_buffer") = true,
       py::arg("force_cores") = 0, py::arg("force_mode") = py::none(),
-      py::arg("conv_lowering") = "auto",
+      py::arg("conv_lowering") = "auto", py::arg("layout_lowering") = "auto",
       "Compiles a partition (every op of `graph`, in order; its inputs/outputs become the "
       "Program's I/O regions) for `cores` cores (1..32, a power of two) with `sram_kb` KB (or "
       "`sram_bytes`, a multiple of 1024; default 64 KB) of SRAM per core. Raises "
       "nacc.UnsupportedError naming an op it cannot compile exactly, ValueError for bad "
       "arguments. force_cores / force_mode ('NONE', 'SPLIT_KERNEL', 'SPLIT_HEIGHT') restrict "
       "the tile search (tests); conv_lowering ('auto', 'direct', 'matrix', 'im2col') the CONV_2D "
-      "lowering (auto: the cheapest by the planner's estimate; the others where they apply).");
+      "lowering (auto: the cheapest by the planner's estimate; the others where they apply); "
+      "layout_lowering ('auto', 'vnchwconv', 'transpose_copy') an NCHW <-> NHWC TRANSPOSE's "
+      "(auto: the cheaper by the compiler's estimate; vnchwconv where the layout unit applies).");
   m.def(
       "plan_op",
       [](const nacc::ir::Graph& graph, int op_index, int cores, std::optional<int64_t> sram_kb,

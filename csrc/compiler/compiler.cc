@@ -767,20 +767,21 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
 // iterations of 32 pixels each.
 void emit_layout(Context& ctx, const LoweredOp& op) {
   const LoweredOp::LayoutConversion& L = op.layout;
-  const int64_t block = limits::kUbBlockBytes;
+  const int64_t e = L.elem, c0 = limits::kUbBlockBytes / e;  // C0 elements a block
   const int64_t C = L.c, HW = int64_t(L.h) * L.w;
-  const int64_t Cp = ceil_div(C, block) * block, P = ceil_div(HW, block) * block;
+  const int64_t Cp = ceil_div(C, c0) * c0, P = ceil_div(HW, c0) * c0;
   const int planar = L.to_nhwc ? op.input : op.output;   // [1, C, H, W]
   const int pixels = L.to_nhwc ? op.output : op.input;   // [1, H, W, C]
-  // A part before (scatter) or after (gather) moves pixels of Cp bytes in
-  // and out of the staging slab when C % 32 != 0; its own tensor otherwise.
+  // A part before (scatter) or after (gather) moves pixels of Cp elements in
+  // and out of the staging slab when C % C0 != 0; its own tensor otherwise.
+  // Offsets in elements.
   const auto rows_at = [&](int64_t off) {
-    return L.rows_offset < 0 ? ctx.address(planar, off)
-                             : ctx.address(op.input2, L.rows_offset + off);
+    return L.rows_offset < 0 ? ctx.address(planar, off * e)
+                             : ctx.address(op.input2, L.rows_offset + off * e);
   };
   const auto slab_at = [&](int64_t off) {
-    return L.slab_offset < 0 ? ctx.address(pixels, off)
-                             : ctx.address(op.input2, L.slab_offset + off);
+    return L.slab_offset < 0 ? ctx.address(pixels, off * e)
+                             : ctx.address(op.input2, L.slab_offset + off * e);
   };
   Emitter& em = ctx.em;
   em.op(Opcode::NPU_OP_KERNEL_WAIT, 0);
@@ -796,9 +797,9 @@ void emit_layout(Context& ctx, const LoweredOp& op) {
   // The NCHW rows to or from their pitch-P area (one copy when P = H*W).
   const auto move_rows = [&](bool in) {
     if (L.rows_offset < 0) return;
-    const auto move = [&](int64_t c, int64_t len) {  // channel c's row onward
-      const uint32_t tensor = ctx.address(planar, c * HW), area = rows_at(c * P);
-      in ? dma(tensor, area, len) : dma(area, tensor, len);
+    const auto move = [&](int64_t c, int64_t len) {  // channel c's row onward, len elements
+      const uint32_t tensor = ctx.address(planar, c * HW * e), area = rows_at(c * P);
+      in ? dma(tensor, area, len * e) : dma(area, tensor, len * e);
     };
     if (P == HW) {
       move(0, C * HW);
@@ -806,27 +807,31 @@ void emit_layout(Context& ctx, const LoweredOp& op) {
     }
     for (int64_t c = 0; c < C; ++c) move(c, HW);
   };
-  // The dense pixels to or from the slab when C % 32 == 0 but P > H*W.
-  const bool slab_copy = L.slab_offset >= 0 && C % block == 0;
+  // The dense pixels to or from the slab when C % C0 == 0 but P > H*W.
+  const bool slab_copy = L.slab_offset >= 0 && C % c0 == 0;
   if (L.to_nhwc) {
     move_rows(true);
   } else if (slab_copy) {
-    dma(ctx.address(pixels, 0), slab_at(0), HW * C);
+    dma(ctx.address(pixels, 0), slab_at(0), HW * C * e);
   }
-  const int64_t iterations = P / block;
-  for (int64_t c1 = 0; c1 < Cp / block; ++c1) {
-    for (int ch_half = 0; ch_half < 2; ++ch_half) {
-      if (c1 * block + 16 * ch_half >= C) continue;  // padding channels only
-      for (int hw_half = 0; hw_half < 2; ++hw_half) {
+  // b8: a command moves 16 channels x 16 pixels, half of each block (two
+  // halves per side); b16: 16 x 16 elements, whole blocks.
+  const int halves = e == 1 ? 2 : 1;
+  const int64_t iterations = P / c0;
+  for (int64_t c1 = 0; c1 < Cp / c0; ++c1) {
+    for (int ch_half = 0; ch_half < halves; ++ch_half) {
+      if (c1 * c0 + 16 * ch_half >= C) continue;  // padding channels only
+      for (int hw_half = 0; hw_half < halves; ++hw_half) {
         for (int64_t it0 = 0; it0 < iterations; it0 += limits::kVnchwMaxRepeat) {
           const int64_t repeat = std::min<int64_t>(limits::kVnchwMaxRepeat, iterations - it0);
-          const uint32_t rows = rows_at((c1 * block + 16 * ch_half) * P + it0 * block);
-          const uint32_t slab = slab_at((it0 * block + 16 * hw_half) * Cp + c1 * block);
+          const uint32_t rows = rows_at((c1 * c0 + 16 * ch_half) * P + it0 * c0);
+          const uint32_t slab = slab_at((it0 * c0 + 16 * hw_half) * Cp + c1 * c0);
           em.set_register(Reg::VNCHWCONV_SRC, L.to_nhwc ? rows : slab);
           em.set_register(Reg::VNCHWCONV_DST, L.to_nhwc ? slab : rows);
-          em.set_register(Reg::VNCHWCONV_SRC_BLOCK_STRIDE, uint32_t(L.to_nhwc ? P : Cp));
-          em.set_register(Reg::VNCHWCONV_DST_BLOCK_STRIDE, uint32_t(L.to_nhwc ? Cp : P));
-          // Per iteration: the rows advance one block, the slab 32 pixels.
+          em.set_register(Reg::VNCHWCONV_SRC_BLOCK_STRIDE, uint32_t((L.to_nhwc ? P : Cp) * e));
+          em.set_register(Reg::VNCHWCONV_DST_BLOCK_STRIDE, uint32_t((L.to_nhwc ? Cp : P) * e));
+          // Per iteration: the rows advance one block, the slab C0 pixels
+          // (C0 * Cp * e bytes = Cp blocks).
           const int64_t rows_step = 1, slab_step = Cp;
           const int64_t src_step = L.to_nhwc ? rows_step : slab_step;
           const int64_t dst_step = L.to_nhwc ? slab_step : rows_step;
@@ -842,7 +847,8 @@ void emit_layout(Context& ctx, const LoweredOp& op) {
           em.set_register(Reg::VNCHWCONV_CFG,
                           Value()
                               .set(fields::VNCHWCONV_CFG::REPEAT, repeat)
-                              .set(fields::VNCHWCONV_CFG::DTYPE, int64_t(VnchwconvType::B8))
+                              .set(fields::VNCHWCONV_CFG::DTYPE,
+                                   int64_t(e == 1 ? VnchwconvType::B8 : VnchwconvType::B16))
                               .set(fields::VNCHWCONV_CFG::SRC_HIGH_HALF, src_high)
                               .set(fields::VNCHWCONV_CFG::DST_HIGH_HALF, dst_high)
                               .set(fields::VNCHWCONV_CFG::REVERSE, L.to_nhwc ? 0 : 1)
@@ -855,9 +861,38 @@ void emit_layout(Context& ctx, const LoweredOp& op) {
   if (!L.to_nhwc) {
     move_rows(false);
   } else if (slab_copy) {
-    dma(slab_at(0), ctx.address(pixels, 0), HW * C);
+    dma(slab_at(0), ctx.address(pixels, 0), HW * C * e);
   }
   em.op(Opcode::NPU_OP_DMA_WAIT, 0);
+}
+
+// The device cycles of emit_layout's commands: the DMA queue runs them one
+// after another, each moving its bytes in and out through one port
+// (exec_dma.cc queue_op): the row copies (one, or one per channel when P >
+// H*W), the slab copy, and one NPU_OP_VNCHWCONV per (slab, channel half,
+// pixel half (b8; one pair for b16), <= 255 iterations) of 512 bytes each way — the same loops as
+// emit_layout, counted instead of written.
+int64_t layout_unit_cycles(const LoweredOp& op, const HwConfig& hw) {
+  const LoweredOp::LayoutConversion& L = op.layout;
+  const int64_t block = limits::kUbBlockBytes, e = L.elem, c0 = block / e;
+  const int64_t C = L.c, HW = int64_t(L.h) * L.w;
+  const int64_t Cp = ceil_div(C, c0) * c0, P = ceil_div(HW, c0) * c0;
+  const auto transfer = [&](int64_t bytes) { return cost::transfer_cycles(2 * bytes, 2 * bytes, hw); };
+  int64_t cycles = 0;
+  if (L.rows_offset >= 0) cycles += P == HW ? transfer(C * HW * e) : C * transfer(HW * e);
+  if (L.slab_offset >= 0 && C % c0 == 0) cycles += transfer(HW * C * e);
+  const int halves = e == 1 ? 2 : 1;
+  const int64_t iterations = P / c0;
+  const int64_t per_operand = limits::kVnchwBlocksPerOperand * block;
+  int64_t commands = 0;  // per run of iterations: (channel half, pixel half) pairs holding a real channel
+  for (int64_t c1 = 0; c1 < Cp / c0; ++c1) {
+    for (int ch_half = 0; ch_half < halves; ++ch_half) commands += (c1 * c0 + 16 * ch_half < C) * halves;
+  }
+  for (int64_t it0 = 0; it0 < iterations; it0 += limits::kVnchwMaxRepeat) {
+    const int64_t repeat = std::min<int64_t>(limits::kVnchwMaxRepeat, iterations - it0);
+    cycles += commands * transfer(repeat * per_operand);
+  }
+  return cycles;
 }
 
 void emit_op(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstants& k) {
@@ -1307,10 +1342,61 @@ void add_staging_tensors(ir::Graph& graph, std::vector<LoweredOp>& lowered) {
 // a PAD folded into its consumer, one part per input for a CONCATENATION
 // (lower.h lower_concatenation), one per output for a SLICE (lower_slice), one
 // otherwise (a view included).
+// The estimated cycles of an op's parts: the layout unit's commands counted
+// (layout_unit_cycles), every other part's chosen tile plan.
+int64_t parts_cycles(const std::vector<LoweredOp>& parts, const CompileOptions& options) {
+  int64_t cycles = 0;
+  for (const LoweredOp& p : parts) {
+    cycles += p.unit == Unit::kLayout
+                  ? layout_unit_cycles(p, options.hw)
+                  : compiler::choose_lowering(p, options.hw, plan_options(options),
+                                              compiler::ConvLowering::kAuto)
+                        .plan.estimate.cycles;
+  }
+  return cycles;
+}
+
+// An NCHW <-> NHWC TRANSPOSE: the layout unit's passes or the DMA copy
+// passes, whichever the estimate prices lower (a tie keeps the unit), or
+// the one options.layout_lowering forces (docs/compiler.md "Layout
+// conversion"). Both are device work; the unit pays for 16 channels per
+// pixel and 512 bytes each way per iteration, the copy passes per byte.
+std::vector<LoweredOp> lower_transpose_cheaper(const ir::Graph& graph, int i,
+                                               const CompileOptions& options) {
+  using LL = CompileOptions::LayoutLowering;
+  std::vector<LoweredOp> unit = check_and_lower_parts(graph, i, options);
+  const bool on_unit = std::any_of(unit.begin(), unit.end(),
+                                   [](const LoweredOp& p) { return p.unit == Unit::kLayout; });
+  if (!on_unit || options.layout_lowering == LL::kUnit) return unit;
+  // The copy passes: the TRANSPOSE's loops, or one pass per channel.
+  std::vector<LoweredOp> best = unit;
+  int64_t best_cycles = options.layout_lowering == LL::kCopy ? -1 : parts_cycles(unit, options);
+  for (const auto form : {compiler::TransposeForm::kCopy, compiler::TransposeForm::kChannelCopies}) {
+    std::vector<LoweredOp> copy;
+    try {
+      copy = compiler::lower_transpose(graph, i, form);
+    } catch (const Unsupported&) {
+      continue;  // this form cannot express it (pitches, pass count)
+    }
+    const int64_t cycles = parts_cycles(copy, options);
+    if (best_cycles < 0 || cycles < best_cycles) {
+      best = std::move(copy);
+      best_cycles = cycles;
+    }
+  }
+  return best;
+}
+
 void lower_into(const ir::Graph& graph, int i, bool folded, const CompileOptions& options,
                 std::vector<LoweredOp>* lowered) {
   if (folded) return;
   const ir::OpKind kind = graph.ops[i].kind;
+  if (kind == ir::OpKind::kTranspose) {
+    for (LoweredOp& part : lower_transpose_cheaper(graph, i, options)) {
+      lowered->push_back(std::move(part));
+    }
+    return;
+  }
   if (kind == ir::OpKind::kConcatenation || kind == ir::OpKind::kAveragePool2D ||
       kind == ir::OpKind::kConv2D || kind == ir::OpKind::kDepthwiseConv2D ||
       kind == ir::OpKind::kSlice || kind == ir::OpKind::kResizeNearest ||
