@@ -910,34 +910,35 @@ bool tile_copy(const Setup& s, const TileTrace& t, StridedCopy* d) {
   return true;
 }
 
-bool same_shape(const StridedCopy& a, const StridedCopy& b) {
-  return a.src.region == b.src.region && a.dst.region == b.dst.region && a.run == b.run &&
-         a.n[1] == b.n[1] && a.n[2] == b.n[2] && a.ss[1] == b.ss[1] && a.ss[2] == b.ss[2] &&
-         a.ds[1] == b.ds[1] && a.ds[2] == b.ds[2];
-}
-
-// Joins `b` (the next tile in stream order) into `a` where the two are one
-// copy: the rows after a's (a height split), or the next of a progression
-// along dimension 0 (the passes of a layer, each channel's bases moved).
+// Joins `b` (the next copy in stream order) into `a` where the two are one
+// copy: `b` continues one dimension of `a` (the next rows of a height split,
+// the next column blocks, the next pass of a progression whose bases move by
+// the same amount, e.g. one channel each), or `b` is `a` moved (a new
+// dimension in a free slot). Both normalized (a count of 1 has stride 0).
 bool join(StridedCopy& a, const StridedCopy& b) {
+  if (a.src.region != b.src.region || a.dst.region != b.dst.region || a.run != b.run) return false;
   const int64_t dsrc = int64_t(b.src.offset) - int64_t(a.src.offset);
   const int64_t ddst = int64_t(b.dst.offset) - int64_t(a.dst.offset);
-  if (a.n[0] == 1 && b.n[0] == 1 && a.src.region == b.src.region &&
-      a.dst.region == b.dst.region && a.run == b.run && a.n[2] == b.n[2] && a.ss[1] == b.ss[1] &&
-      a.ss[2] == b.ss[2] && a.ds[1] == b.ds[1] && a.ds[2] == b.ds[2] &&
-      dsrc == a.n[1] * a.ss[1] && ddst == a.n[1] * a.ds[1]) {
-    a.n[1] += b.n[1];
-    return true;
+  auto same_dim = [&](size_t j) {
+    return a.n[j] == b.n[j] && a.ss[j] == b.ss[j] && a.ds[j] == b.ds[j];
+  };
+  for (size_t k = 0; k < 3; ++k) {
+    if (a.n[k] == 1) continue;  // continuing a dimension `a` has
+    bool others = true;
+    for (size_t j = 0; j < 3; ++j) others = others && (j == k || same_dim(j));
+    if (!others) continue;
+    if (b.n[k] > 1 && (b.ss[k] != a.ss[k] || b.ds[k] != a.ds[k])) continue;
+    if (dsrc == a.n[k] * a.ss[k] && ddst == a.n[k] * a.ds[k]) {
+      a.n[k] += b.n[k];
+      return true;
+    }
   }
-  if (b.n[0] != 1 || !same_shape(a, b)) return false;
-  if (a.n[0] == 1) {
-    a.n[0] = 2;
-    a.ss[0] = dsrc;
-    a.ds[0] = ddst;
-    return true;
-  }
-  if (dsrc == a.n[0] * a.ss[0] && ddst == a.n[0] * a.ds[0]) {
-    a.n[0] += 1;
+  if (!(same_dim(0) && same_dim(1) && same_dim(2))) return false;
+  for (size_t k = 0; k < 3; ++k) {
+    if (a.n[k] != 1) continue;
+    a.n[k] = 2;
+    a.ss[k] = dsrc;
+    a.ds[k] = ddst;
     return true;
   }
   return false;
@@ -997,8 +998,23 @@ bool copy_group(Recorder& rec) {
     for (const TileTrace& t : kt.tiles) {
       StridedCopy d;
       if (!tile_copy(kt.s, t, &d)) return false;
-      if (copies.empty() || !join(copies.back(), d)) copies.push_back(d);
+      normalize(d);
+      copies.push_back(d);
     }
+  }
+  // Joined level by level (core rows, column blocks, row bands, passes)
+  // while that makes fewer copies.
+  for (size_t before = copies.size() + 1; copies.size() < before;) {
+    before = copies.size();
+    size_t n = 0;
+    for (size_t i = 0; i < copies.size(); ++i) {
+      if (n > 0 && join(copies[n - 1], copies[i])) {
+        normalize(copies[n - 1]);
+      } else {
+        copies[n++] = copies[i];
+      }
+    }
+    copies.resize(n);
   }
   {
     Ranges reads, writes;
@@ -1039,10 +1055,7 @@ bool copy_group(Recorder& rec) {
   step.kind = PlanStep::Kind::kStridedCopy;
   step.first = int(plan.strided_copies.size());
   step.count = int(copies.size());
-  for (StridedCopy& d : copies) {
-    normalize(d);
-    plan.strided_copies.push_back(d);
-  }
+  for (const StridedCopy& d : copies) plan.strided_copies.push_back(d);
   plan.steps.push_back(step);
   plan.summary.kernel_commands += int(group.size());
   plan.summary.copy_pass_commands += int(group.size());
