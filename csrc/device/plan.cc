@@ -2,6 +2,7 @@
 // interpreter checks it, merging the commands of a layer into one host call
 // where that is proven exact, and replaying the data effects.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -915,21 +916,25 @@ bool tile_copy(const Setup& s, const TileTrace& t, StridedCopy* d) {
 // the next column blocks, the next pass of a progression whose bases move by
 // the same amount, e.g. one channel each), or `b` is `a` moved (a new
 // dimension in a free slot). Both normalized (a count of 1 has stride 0).
-bool join(StridedCopy& a, const StridedCopy& b) {
-  if (a.src.region != b.src.region || a.dst.region != b.dst.region || a.run != b.run) return false;
+bool join_as_is(StridedCopy& a, const StridedCopy& b) {
   const int64_t dsrc = int64_t(b.src.offset) - int64_t(a.src.offset);
   const int64_t ddst = int64_t(b.dst.offset) - int64_t(a.dst.offset);
   auto same_dim = [&](size_t j) {
     return a.n[j] == b.n[j] && a.ss[j] == b.ss[j] && a.ds[j] == b.ds[j];
   };
   for (size_t k = 0; k < 3; ++k) {
-    if (a.n[k] == 1) continue;  // continuing a dimension `a` has
+    // Continuing dimension k (one of `a` has, or one `b` has and `a` is one
+    // element of: a block of one column before blocks of several).
+    if (a.n[k] == 1 && b.n[k] == 1) continue;
     bool others = true;
     for (size_t j = 0; j < 3; ++j) others = others && (j == k || same_dim(j));
     if (!others) continue;
-    if (b.n[k] > 1 && (b.ss[k] != a.ss[k] || b.ds[k] != a.ds[k])) continue;
-    if (dsrc == a.n[k] * a.ss[k] && ddst == a.n[k] * a.ds[k]) {
+    const int64_t sk = a.n[k] > 1 ? a.ss[k] : b.ss[k], dk = a.n[k] > 1 ? a.ds[k] : b.ds[k];
+    if (b.n[k] > 1 && (b.ss[k] != sk || b.ds[k] != dk)) continue;
+    if (dsrc == a.n[k] * sk && ddst == a.n[k] * dk) {
       a.n[k] += b.n[k];
+      a.ss[k] = sk;
+      a.ds[k] = dk;
       return true;
     }
   }
@@ -941,6 +946,31 @@ bool join(StridedCopy& a, const StridedCopy& b) {
     a.ds[k] = ddst;
     return true;
   }
+  return false;
+}
+
+// join_as_is with b's dimensions in any order (the loop order of a copy is
+// free: its writes are disjoint and it reads none of them), so that a tile
+// of one row joins a copy whose rows run in another slot.
+bool join(StridedCopy& a, const StridedCopy& b) {
+  if (a.src.region != b.src.region || a.dst.region != b.dst.region) return false;
+  auto one_run = [](const StridedCopy& d) { return d.n[0] == 1 && d.n[1] == 1 && d.n[2] == 1; };
+  if (one_run(a) && one_run(b) && b.src.offset == a.src.offset + uint64_t(a.run) &&
+      b.dst.offset == a.dst.offset + uint64_t(a.run)) {
+    a.run += b.run;  // the bytes after a's on both sides
+    return true;
+  }
+  if (a.run != b.run) return false;
+  std::array<size_t, 3> perm{0, 1, 2};
+  do {
+    StridedCopy c = b;
+    for (size_t j = 0; j < 3; ++j) {
+      c.n[j] = b.n[perm[j]];
+      c.ss[j] = b.ss[perm[j]];
+      c.ds[j] = b.ds[perm[j]];
+    }
+    if (join_as_is(a, c)) return true;
+  } while (std::next_permutation(perm.begin(), perm.end()));
   return false;
 }
 
@@ -1231,6 +1261,41 @@ void run_strided_copy(const StridedCopy& d, const std::array<RegionMemory, limit
   if (d.n[0] == 1 && d.n[1] == 1 && d.n[2] == 1) {
     std::memcpy(dst, src, size_t(d.run));
     return;
+  }
+  if (d.run == 1) {
+    // A byte-matrix transpose (two dimensions, one contiguous in the source,
+    // the other in the destination): 16 x 16 blocks through the layout
+    // unit's transpose, the edges byte by byte.
+    int p = -1, q = -1, dims = 0;
+    for (int j = 0; j < 3; ++j) {
+      if (d.n[size_t(j)] == 1) continue;
+      ++dims;
+      if (d.ds[size_t(j)] == 1) p = j;
+      if (d.ss[size_t(j)] == 1) q = j;
+    }
+    if (dims == 2 && p >= 0 && q >= 0 && p != q && d.n[size_t(p)] >= 16 && d.n[size_t(q)] >= 16) {
+      const size_t P = size_t(p), Q = size_t(q);
+      const int64_t np = d.n[P] / 16 * 16, nq = d.n[Q] / 16 * 16;
+      const uint8_t* rows[16];
+      uint8_t* out[16];
+      for (int64_t p0 = 0; p0 < np; p0 += 16) {
+        for (int64_t q0 = 0; q0 < nq; q0 += 16) {
+          for (int i = 0; i < 16; ++i) {
+            rows[i] = src + (p0 + i) * d.ss[P] + q0;
+            out[i] = dst + (q0 + i) * d.ds[Q] + p0;
+          }
+          vnchwconv_transpose_b8(rows, out);
+        }
+      }
+      StridedCopy edge = d;  // p in [np, n[p]), every q
+      edge.n[P] = d.n[P] - np;
+      if (edge.n[P] > 0) strided_loops<1>(edge, src + np * d.ss[P], dst + np * d.ds[P]);
+      edge = d;  // p in [0, np), q in [nq, n[q])
+      edge.n[P] = np;
+      edge.n[Q] = d.n[Q] - nq;
+      if (edge.n[Q] > 0) strided_loops<1>(edge, src + nq * d.ss[Q], dst + nq * d.ds[Q]);
+      return;
+    }
   }
   switch (d.run) {
     case 1: strided_loops<1>(d, src, dst); break;
