@@ -977,16 +977,13 @@ bool join(StridedCopy& a, const StridedCopy& b) {
 // Folds dimensions whose bytes continue the run or the next dimension, and
 // picks the innermost loop.
 void normalize(StridedCopy& d) {
-  for (int k = 2; k >= 0; --k) {  // a dimension whose elements continue the run
-    bool folded = true;
-    while (folded) {
-      folded = false;
-      for (int j = 0; j < 3; ++j) {
-        if (d.n[size_t(j)] > 1 && d.ss[size_t(j)] == d.run && d.ds[size_t(j)] == d.run) {
-          d.run *= d.n[size_t(j)];
-          d.n[size_t(j)] = 1;
-          folded = true;
-        }
+  for (bool folded = true; folded;) {  // a dimension whose elements continue the run
+    folded = false;
+    for (int j = 0; j < 3; ++j) {
+      if (d.n[size_t(j)] > 1 && d.ss[size_t(j)] == d.run && d.ds[size_t(j)] == d.run) {
+        d.run *= d.n[size_t(j)];
+        d.n[size_t(j)] = 1;
+        folded = true;
       }
     }
   }
@@ -1023,8 +1020,14 @@ bool copy_group(Recorder& rec) {
   const std::vector<KernelTrace>& group = rec.group;
   if (!identity_copy(group[0].s)) return false;
   std::vector<StridedCopy> copies;
+  // The commands of a layer agree on every field the unit reads but their
+  // channels (same_layer): a command of the channels last checked is checked.
+  int checked_c = group[0].s.in_c;
   for (const KernelTrace& kt : group) {
-    if (&kt != &group[0] && !identity_copy(kt.s)) return false;
+    if (kt.s.in_c != checked_c || kt.s.out_c != kt.s.in_c) {
+      if (!identity_copy(kt.s)) return false;
+      checked_c = kt.s.in_c;
+    }
     for (const TileTrace& t : kt.tiles) {
       StridedCopy d;
       if (!tile_copy(kt.s, t, &d)) return false;
