@@ -342,3 +342,22 @@ def test_unmerged_core_tiles_run_side_by_side():
     assert s["plan"] and s["layer_calls"] == 0 and s["tile_calls"] == 16, s
     assert s["parallel_tile_steps"] == 2, s
     assert_equivalent(prog, 8, 64, threads=(1, 2, 4))
+
+
+@pytest.mark.parametrize("split", ["tiles", "mode1"])
+def test_matmul_with_constant_b_merges(split):
+    """A hand-written NPU_OP_MATMUL whose B lies in the constants, as row bands
+    and channel groups on one core or split over 4 cores by columns (mode 1):
+    the plan assembles B's columns [K, N] from the tiles' kernel data and runs
+    the layer as one call, with the stepped run's bits and counters."""
+    import nacc_streams as ns
+    from test_device import matmul, rng_for, tiles_for
+
+    L = matmul(rng_for("matmul-merge", split), 9, 75, 21)
+    cores = 4 if split == "mode1" else 1
+    tiles = (tiles_for(L, 4, 1, 3) if split == "tiles"
+             else [ns.Tile(0, 9, 0, 1, mode=1, cores=4)])
+    prog, _ = ns.single_layer(L, tiles, cores=cores)
+    s = _core.Runtime(cores=cores).plan_summary(prog)
+    assert s["plan"] and s["layer_calls"] == 1 and s["tile_calls"] == 0, s
+    assert_equivalent(prog, cores, 64, threads=(1, 2))
