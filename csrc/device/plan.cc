@@ -821,7 +821,9 @@ bool merge_group(const std::vector<KernelTrace>& group, std::vector<KernelData>&
       // Back to B's [K, C].
       std::vector<uint8_t> t2(wv.size());
       for (int64_t ch = 0; ch < channels; ++ch) {
-        for (int64_t kk = 0; kk < wbytes; ++kk) t2[size_t(kk * channels + ch)] = wv[size_t(ch * wbytes + kk)];
+        for (int64_t kk = 0; kk < wbytes; ++kk) {
+          t2[size_t(kk * channels + ch)] = wv[size_t(ch * wbytes + kk)];
+        }
       }
       wv.swap(t2);
     }

@@ -38,7 +38,8 @@ __attribute__((target("avx2"))) void add_scaled_row_avx2(int32_t a, const int8_t
   const __m256i vz = _mm256_set1_epi32(b_zero_point);
   int c = 0;
   for (; c + 8 <= n; c += 8) {
-    const __m256i bv = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + c)));
+    const __m256i bv =
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + c)));
     const __m256i p = _mm256_mullo_epi32(_mm256_sub_epi32(bv, vz), va);
     auto* dst = reinterpret_cast<__m256i*>(acc + c);
     _mm256_storeu_si256(dst, _mm256_add_epi32(_mm256_loadu_si256(dst), p));
@@ -167,7 +168,9 @@ void matmul_s8(int32_t a_zero_point, int32_t b_zero_point, const OutputStage& ou
       std::fill(acc.begin(), acc.end(), 0u);
       for (int i = 0; i < k; ++i) {
         const int32_t av = int32_t{a[static_cast<int64_t>(row) * k + i]} - a_zero_point;
-        if (av != 0) add_scaled_row_avx2(av, b + static_cast<int64_t>(i) * n, b_zero_point, n, acc.data());
+        if (av != 0) {
+          add_scaled_row_avx2(av, b + static_cast<int64_t>(i) * n, b_zero_point, n, acc.data());
+        }
       }
       int8_t* out = output + static_cast<int64_t>(row) * n;
       for (int col = 0; col < n; ++col) {
