@@ -52,7 +52,8 @@ std::string run_stats_json() {
                  ", \"dma_bytes\": ", p.last.dma_bytes,
                  ", \"sram_high_water\": ", p.last.sram_high_water,
                  ", \"host_layout_conversions\": ", p.host_layout_conversions,
-                 ", \"ops\": ", p.last.ops ? op_counters_json(*p.last.ops) : std::string("[]"), "}");
+                 ", \"ops\": ",
+                 p.last.ops ? op_counters_json(*p.last.ops) : std::string("[]"), "}");
     first = false;
   }
   return s + "}";
