@@ -87,7 +87,8 @@ def test_split_2d_golden_7x7x960_at_32_cores():
     plan = _core.plan_op(g, 0, cores=32)
     assert (plan["mode"], plan["cores"], plan["groups2d"]) == ("SPLIT_2D", 8, 4), plan["describe"]
     assert len(plan["groups"]) == 4 and len(plan["row_pieces"]) == 1
-    assert plan["estimate"]["cycles"] == 1723
+    # The estimate of the mode 0-2 plan less what the replay saves (docs/compiler.md "Choice").
+    assert plan["estimate"]["cycles"] == 1671
     stats = {}
     for mode in (None, "SPLIT_KERNEL", "SPLIT_HEIGHT"):
         opts = dict(force_mode=mode) if mode else {}

@@ -75,8 +75,8 @@ struct Setup {
   // groups * row_pieces (the cores that work), at most BROADCAST_NUM + 1.
   int groups = 1, row_pieces = 1;
   // The core's row piece and channel group (mode 3); its index otherwise.
-  int row_index(int i) const { return mode == 3u ? i % row_pieces : i; }
-  int group_index(int i) const { return mode == 3u ? i / row_pieces : i; }
+  int row_index(int i) const { return mode == value_of(BroadcastMode::SPLIT_2D) ? i % row_pieces : i; }
+  int group_index(int i) const { return mode == value_of(BroadcastMode::SPLIT_2D) ? i / row_pieces : i; }
   // SRAM areas.
   SramRange ifm_area, k_area, ofm_area, temp_area;
   bool needs_bias = false, needs_quant = false, needs_lut = false;
