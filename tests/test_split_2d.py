@@ -1,7 +1,8 @@
-"""Mode 3, channel groups x row pieces in one depthwise command (a project
-extension, docs/device_model.md §5 "Mode 3"): bit-exact against one core at 8
-and 32 cores, replayed and stepped alike (bits and counters), and a corrupted
-split field faults or changes the output, both ways."""
+"""Mode 3, channel groups x row pieces in one depthwise or fully-connected
+command (a project extension, docs/device_model.md §5 "Mode 3"): bit-exact
+against one core at 8 and 32 cores, replayed and stepped alike (bits and
+counters), and a corrupted split field faults or changes the output, both
+ways."""
 from __future__ import annotations
 
 import numpy as np
@@ -156,7 +157,8 @@ def test_split_2d_fields_must_be_zero_in_other_modes():
 
 
 def test_split_2d_on_a_convolution_faults():
-    """Mode 3 is for depthwise convolution only (docs/device_model.md §5)."""
+    """Mode 3 is for depthwise convolution and fully connected only
+    (docs/device_model.md §5): a direct convolution faults."""
     g, _ = irb.conv(in_hw=(16, 16), c_in=8, c_out=8, kernel=(3, 3), padding="SAME",
                     weights_axis=0)
     prog = _core.compile(g, cores=8, force_cores=8, force_mode="SPLIT_HEIGHT")
@@ -166,5 +168,95 @@ def test_split_2d_on_a_convolution_faults():
         return f
     bad = _core.Program.from_bytes(prog.to_bytes())
     bad.commands = _mutated(_core.program_info(prog)["commands"], "NACC_BROADCAST_CTRL", to_2d)
-    with pytest.raises(nacc.DeviceFault, match="depthwise convolution only"):
+    with pytest.raises(nacc.DeviceFault, match="depthwise convolution and fully connected only"):
         _core.Runtime(cores=8).run(bad, _inputs(bad, 0))
+
+
+def conv1x1(hw, c_in, c_out):
+    from test_schedule import conv1x1_random
+    return conv1x1_random(hw, c_in, c_out)
+
+
+FC_SHAPES = [(14, 384, 64), (7, 960, 160), (14, 100, 37)]
+
+
+@pytest.mark.parametrize("shape", FC_SHAPES, ids=["14x384-64", "7x960-160", "14x100-37"])
+@pytest.mark.parametrize("cores,kb", [(8, 64), (32, 64), (32, 16)])
+def test_split_2d_fully_connected_is_bit_exact(shape, cores, kb):
+    """A 1x1 convolution as matrix rows (the fully-connected unit) in mode 3:
+    each core computes its row piece's rows (all input channels, broadcast to
+    the piece's cores) for its group's output channels, with the group's
+    weight stream: the one-core result, replayed and stepped alike."""
+    g = conv1x1(*shape)
+    opts = dict(force_mode="SPLIT_2D", conv_lowering="matrix")
+    plan = _core.plan_op(g, 0, cores=cores, sram_kb=kb, **opts)
+    assert plan["mode"] == "SPLIT_2D" and plan["lowering"] == "matrix"
+    one = _core.compile(g, cores=1, sram_kb=kb)
+    prog = _core.compile(g, cores=cores, sram_kb=kb, **opts)
+    x = _inputs(prog, 0)
+    want, _ = _run(one, x, 1, kb, "step")
+    ref, ref_stats = _run(prog, x, cores, kb, "step")
+    got, stats = _run(prog, x, cores, kb, "replay")
+    assert stats["replayed"]
+    np.testing.assert_array_equal(ref[0], want[0])
+    np.testing.assert_array_equal(got[0], want[0])
+    for key in COUNTERS:
+        assert stats[key] == ref_stats[key], key
+
+
+def test_split_2d_golden_fully_connected_14x14x384_to_64_at_32_cores():
+    """MobileNetV2's block_7..9 projection (14x14x384 -> 64, 1x1) at 32 cores,
+    as 196 matrix rows of K = 384 (6 passes of 64) on the fully-connected
+    unit; the §8 bound's MAC term is 196 x 64 x 6 / 32 = 2352 cycles. Mode 2
+    leaves the busiest core 7 of the 196 rows (7 x 64 x 6 = 2688 MAC cycles;
+    4328 device cycles forced) and mode 1 (the direct convolution on 16 cores,
+    4 of the 64 channels each) sends the whole input through every core's
+    16-byte port (5468 forced). Mode 3 chose 16 channel groups of 4 channels x
+    2 row pieces in 98 commands of 2 rows: every core computes 98 x 1 row x 4
+    channels x 6 passes = 2352 MAC cycles, exactly the bound's term; each
+    command's two input rows are read once and broadcast to their 16 cores,
+    each group's weights once to its 2 cores (resident over the commands), so
+    the external reads are the input once (75264 bytes) and the 16 weight
+    blocks with bias and quantization once (25600): 100864. The device: 2793
+    cycles, the 2352 plus the first command's read and the pipeline's drain."""
+    g = conv1x1(14, 384, 64)
+    plan = _core.plan_op(g, 0, cores=32)
+    assert (plan["mode"], plan["cores"], plan["groups2d"]) == ("SPLIT_2D", 32, 16), plan["describe"]
+    cycles = {}
+    for mode in (None, "SPLIT_KERNEL", "SPLIT_HEIGHT"):
+        opts = dict(force_mode=mode) if mode else {}
+        prog = _core.compile(g, cores=32, **opts)
+        _, ref, st, got, _ = _step_and_replay(prog, 32, 64)
+        np.testing.assert_array_equal(got[0], ref[0])
+        cycles[mode] = st["cycles"]
+        if mode is None:
+            two_d = st
+    assert cycles == {None: 2793, "SPLIT_KERNEL": 5468, "SPLIT_HEIGHT": 4328}
+    assert two_d["dma_read_bytes"] == 100864 and two_d["kernels"] == 98
+    assert max(c["mac_cycles"] for c in two_d["cores"]) == 2352
+
+
+@pytest.mark.parametrize("register, change", MUTATIONS_2D,
+                         ids=[f"{m[0]}-{i}" for i, m in enumerate(MUTATIONS_2D)])
+def test_corrupted_split_2d_fully_connected_faults_or_changes_the_output(register, change):
+    """The mutations of the depthwise test on a mode 3 fully-connected stream:
+    a fault or other bits, replayed as stepped."""
+    g = conv1x1(14, 100, 37)
+    prog = _core.compile(g, cores=32, force_mode="SPLIT_2D", conv_lowering="matrix")
+    x = _inputs(prog, 0)
+    good, _ = _run(prog, x, 32, 64, "step")
+    bad = _core.Program.from_bytes(prog.to_bytes())
+    try:
+        bad.commands = _mutated(_core.program_info(prog)["commands"], register, change)
+    except ValueError:  # the field is 0 and cannot go below
+        pytest.skip(f"{register}: field at 0")
+    ref, ref_stats = _run(bad, x, 32, 64, "step")
+    got, stats = _run(bad, x, 32, 64, "replay")
+    if ref_stats is None:
+        assert got == ref
+        return
+    assert stats is not None
+    np.testing.assert_array_equal(got[0], ref[0])
+    for key in COUNTERS:
+        assert stats[key] == ref_stats[key], key
+    assert not np.array_equal(ref[0], good[0]), f"{register} corrupted, output unchanged"

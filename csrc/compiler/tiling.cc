@@ -1487,8 +1487,9 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
         modes.push_back(BroadcastMode::SPLIT_KERNEL);
       }
       // Mode 3 (project extension, docs/device_model.md §5): channel groups x
-      // row pieces, for depthwise maps with fewer rows than the cores need.
-      if (op.unit == Unit::kDepthwise && n >= 4 && channels >= 2 && !op.int16_maps) {
+      // row pieces, for depthwise maps and matrix rows too few for the cores.
+      if ((op.unit == Unit::kDepthwise || op.unit == Unit::kFullyConnected) && n >= 4 &&
+          channels >= 2 && !op.int16_maps) {
         modes.push_back(BroadcastMode::SPLIT_2D);
       }
     }
@@ -1514,6 +1515,10 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
             if (gc > group_avg_cap(op)) continue;
             for (int variant = 0; variant < 3; ++variant) {
               if (variant > 0 && !options.allow_double_buffer) continue;
+              // A K area per set only for depthwise (a few hundred bytes per
+              // group; a weight matrix reloaded with every tile would multiply
+              // the weight traffic).
+              if (variant == 1 && op.unit != Unit::kDepthwise) continue;
               Choice c;
               c.cores = n;
               c.mode = mode;

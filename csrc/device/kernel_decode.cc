@@ -183,9 +183,9 @@ void read_multicore(const RegisterFile& r, const HwConfig& hw, Setup& s) {
     // Mode 3 (project extension, docs/device_model.md §5): G channel groups
     // (mode 1's per-core channel offset) x R row pieces (mode 2's AVG / OV
     // rows) on G * R <= BROADCAST_NUM + 1 cores, core g * R + r.
-    require(s.fam == Family::kDepthwise,
+    require(s.fam == Family::kDepthwise || s.fam == Family::kFullyConnected,
             "BROADCAST_MODE SPLIT_2D (mode 3, project extension) is for depthwise convolution "
-            "only, not ", opcode_name(s.op), " (docs/device_model.md §5)");
+            "and fully connected only, not ", opcode_name(s.op), " (docs/device_model.md §5)");
     s.groups = int(g_field) + 1;
     s.row_pieces = int(r_field) + 1;
     require(s.groups * s.row_pieces <= n, "mode 3: ",

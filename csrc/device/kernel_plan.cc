@@ -280,7 +280,10 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   // Mode 3: a channel group's kernel is read once, by its first row piece's
   // core, and delivered to the group's other cores (broadcast within the group).
   const bool k_broadcast = s.mode == value_of(BroadcastMode::SPLIT_HEIGHT) || (two_d && ri > 0);
-  const bool fm_broadcast = s.mode == value_of(BroadcastMode::SPLIT_KERNEL) && !dw_split;
+  // Mode 3 fully connected: a row piece's input rows are read once, by its
+  // group-0 core, and delivered to the row piece's other cores.
+  const bool fm_broadcast = (s.mode == value_of(BroadcastMode::SPLIT_KERNEL) && !dw_split) ||
+                            (two_d && !dw_split && gi > 0);
   if (c.load_fm) {
     resolve(env, c.fm_read, [&] {
       return str_cat("IFM tile", core_text(s, i), " (", reg_text(Reg::NACC_IN_FM_DMA_ADDR, s.a_in),
