@@ -1110,7 +1110,8 @@ constexpr int kReplayCandidates = 8;
 constexpr double kReplayWindow = 0.15;
 constexpr int64_t kReplayMaxCommands = 128;
 // Mode 3 plans replayed per op (search_tiles).
-constexpr int kSplit2dRivals = 24;
+constexpr int kSplit2dRivals = 8;
+constexpr int64_t kSplit2dMaxCommands = 32;
 
 // Rows of a width-1 op (the matrix lowering's H*W pixel rows, NPU_OP_FULLY_CONNECTED
 // over M rows) ramped like with_ramped_ends' columns: row pieces whose per-core
@@ -1605,6 +1606,12 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
     if (a.estimate.cycles != b.estimate.cycles) return a.estimate.cycles < b.estimate.cycles;
     return a.order < b.order;
   });
+  // At most kSplit2dMaxCommands commands: every core of a mode 3 command is
+  // planned in full when the device builds its execution plan (no middle
+  // cores derived), so many small commands on 32 cores cost load time.
+  two_d.erase(std::remove_if(two_d.begin(), two_d.end(),
+                             [](const Choice& c) { return c.estimate.commands > kSplit2dMaxCommands; }),
+              two_d.end());
   if (two_d.size() > size_t(kSplit2dRivals)) two_d.resize(size_t(kSplit2dRivals));
   std::optional<TilePlan> with;
   double rw = 0;
