@@ -352,22 +352,26 @@ namespace {
 // How a rank-4 NCHW binding crosses the boundary (docs/onnxruntime_ep.md
 // "Layout and types"): kDevice: a TRANSPOSE inside the Program (the layout
 // unit, compiler/lower.h LoweredOp::LayoutConversion); kSameBytes: C = 1 or
-// H*W = 1 with one image, where NCHW and NHWC hold the same bytes; kHost:
-// converted by the host around each run (int16 tensors, batches above 1, the
-// option boundary_layout=host, shapes the unit does not take).
+// H*W = 1, where NCHW and NHWC hold the same bytes (any batch); kHost:
+// converted by the host around each run (the option boundary_layout=host,
+// shapes the unit does not take: C rounded up to C0 above 65535).
 enum class BoundaryLayout { kHost, kDevice, kSameBytes };
 
 BoundaryLayout boundary_layout(const IoBinding& b, const Config& config) {
   if (!b.nchw || !config.device_layout) return BoundaryLayout::kHost;
-  if (b.elem_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8 &&
+  const bool i16 = b.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16;
+  if (!i16 && b.elem_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8 &&
       b.elem_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8) {
     return BoundaryLayout::kHost;
   }
+  // A batch of N is N consecutive images in both layouts, and a batched
+  // Program runs image by image (docs/device_model.md "Batches"): the
+  // TRANSPOSE of [N, C, H, W] is compiled as one image's.
   const std::vector<int64_t>& s = b.onnx_shape;
-  if (s[0] != 1) return BoundaryLayout::kHost;
   if (s[1] == 1 || s[2] * s[3] == 1) return BoundaryLayout::kSameBytes;
-  return support::layout_transpose(s, {0, 2, 3, 1}) ? BoundaryLayout::kDevice
-                                                    : BoundaryLayout::kHost;
+  return support::layout_transpose({1, s[1], s[2], s[3]}, {0, 2, 3, 1}, nullptr, i16 ? 2 : 1)
+             ? BoundaryLayout::kDevice
+             : BoundaryLayout::kHost;
 }
 
 // The binding's IR tensor `nhwc` becomes internal ("<name>/nhwc"); a new

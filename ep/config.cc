@@ -90,10 +90,11 @@ const std::vector<OptionSpec>& option_specs() {
        "constant weights (16x8 arithmetic, likewise within one step) and same-quantization "
        "int16 MaxPool / Reshape / Flatten"},
       {"boundary_layout", "device or host", "device",
-       "where rank-4 int8 / uint8 tensors change between ONNX's NCHW and the Program's NHWC at "
-       "a partition boundary: device = inside the Program (NPU_OP_VNCHWCONV, counted in the "
-       "device's cycles and DMA bytes; the host only copies), host = converted by the host "
-       "around each run (int16 tensors and batches above 1 always are)"},
+       "where rank-4 int8 / uint8 / int16 tensors (any batch) change between ONNX's NCHW and "
+       "the Program's NHWC at a partition boundary: device = inside the Program, on the layout "
+       "unit (NPU_OP_VNCHWCONV) or as DMA copy passes, whichever the compiler estimates "
+       "cheaper (counted in the device's cycles and DMA bytes; the host only copies), host = "
+       "converted by the host around each run"},
       {"int4_weights", "0 or 1", "0",
        "1: claim QDQ Conv units (and Gemm / MatMul with constant weights) whose weights are "
        "INT4 (QInt4, zero point 0, per tensor or per channel) with int8 / uint8 activations, "

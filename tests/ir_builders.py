@@ -227,10 +227,11 @@ def transpose_conv(*, name="tconv", in_hw=(4, 4), c_in=4, c_out=4, kernel=(3, 3)
                        stride_w=stride[1], pad_top=pads[0], pad_left=pads[1])
 
 
-def transpose(*, name="transpose", in_shape=(1, 4, 6, 8), perm=(0, 2, 1, 3)):
+def transpose(*, name="transpose", in_shape=(1, 4, 6, 8), perm=(0, 2, 1, 3), dtype="int8"):
     g = _core.Graph()
-    x = activation(g, "x", list(in_shape))
-    y = activation(g, "y", [in_shape[p] for p in perm])
+    zp = 0 if dtype == "int16" else IN_ZP
+    x = activation(g, "x", list(in_shape), dtype, zero_point=zp)
+    y = activation(g, "y", [in_shape[p] for p in perm], dtype, zero_point=zp)
     return g, g.add_op("TRANSPOSE", [x], [y], name=name, perm=list(perm))
 
 

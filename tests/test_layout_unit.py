@@ -44,10 +44,10 @@ SHAPES = [
 ]
 
 
-def _layout_graph(nchw, to_nhwc):
+def _layout_graph(nchw, to_nhwc, dtype="int8"):
     n, c, h, w = nchw
     return b.transpose(in_shape=nchw if to_nhwc else (n, h, w, c),
-                       perm=(0, 2, 3, 1) if to_nhwc else (0, 3, 1, 2))
+                       perm=(0, 2, 3, 1) if to_nhwc else (0, 3, 1, 2), dtype=dtype)
 
 
 def _opcodes(prog):
@@ -63,7 +63,7 @@ def test_layout_transpose_on_the_unit_exact(name, nchw, to_nhwc):
     x = rng.integers(-128, 128, nchw if to_nhwc else (n, h, w, c), dtype=np.int64).astype(np.int8)
     want = x.transpose(0, 2, 3, 1) if to_nhwc else x.transpose(0, 3, 1, 2)
     for cores, kb in CONFIGS:
-        prog = _core.compile(g, cores=cores, sram_kb=kb)
+        prog = _core.compile(g, cores=cores, sram_kb=kb, layout_lowering="vnchwconv")
         ops = _opcodes(prog)
         assert "NPU_OP_VNCHWCONV" in ops
         info = _core.program_info(prog)
@@ -87,9 +87,89 @@ def test_staging_only_where_the_pitches_need_it():
     for nchw, copies, kernels in [((1, 32, 8, 8), 0, 0), ((1, 5, 4, 8), 1, 1),
                                   ((1, 64, 7, 7), 65, 0), ((1, 3, 5, 7), 3, 1)]:
         g, _ = _layout_graph(nchw, True)
-        ops = _opcodes(_core.compile(g))
+        ops = _opcodes(_core.compile(g, layout_lowering="vnchwconv"))
         assert ops.count("NPU_OP_DMA_START") == copies, (nchw, ops)
         assert (ops.count("NPU_OP_POOL") > 0) == kernels, (nchw, ops)  # a pass per core
+
+
+# (NCHW shape, cores, the path the estimate must choose): few channels pay
+# the unit's 16-channel iterations for little data, the copy passes move each
+# byte alone, a pass per channel or per loop of the TRANSPOSE
+# (docs/compiler.md "Layout conversion").
+# The copy passes use every core's DMA port, the unit one queue: on 4 cores
+# they win up to a few hundred channels.
+CHOICES = [((1, 3, 56, 56), 4, "transpose_copy"), ((1, 3, 5, 7), 1, "transpose_copy"),
+           ((1, 64, 28, 28), 4, "transpose_copy"), ((1, 16, 28, 28), 1, "vnchwconv"),
+           ((1, 33, 6, 6), 1, "vnchwconv"), ((1, 512, 7, 7), 4, "vnchwconv")]
+
+
+@pytest.mark.parametrize("to_nhwc", [True, False], ids=["to_nhwc", "to_nchw"])
+@pytest.mark.parametrize("nchw,cores,cheaper", CHOICES, ids=[str(c[0][1]) + "ch-" + str(c[0][2]) for c in CHOICES])
+def test_layout_takes_the_cheaper_device_path(nchw, cores, cheaper, to_nhwc):
+    """Both device paths are numpy's transpose, stepped = replayed; the
+    compiler's choice (auto) is the path with the fewer device cycles."""
+    g, _ = _layout_graph(nchw, to_nhwc)
+    n, c, h, w = nchw
+    x = np.random.default_rng(c * h).integers(-128, 128, nchw if to_nhwc else (n, h, w, c),
+                                              dtype=np.int64).astype(np.int8)
+    want = x.transpose(0, 2, 3, 1) if to_nhwc else x.transpose(0, 3, 1, 2)
+    cycles = {}
+    for kind in ("vnchwconv", "transpose_copy", "auto"):
+        prog = _core.compile(g, cores=cores, layout_lowering=kind)
+        lowering = {o["lowering"] for o in _core.program_info(prog)["ops"]}
+        assert lowering == ({cheaper} if kind == "auto" else {kind}), (kind, lowering)
+        assert ("NPU_OP_VNCHWCONV" in _opcodes(prog)) == (lowering == {"vnchwconv"})
+        outs, stats = _core.Runtime(cores=cores).run(prog, [x])
+        assert np.array_equal(np.asarray(outs[0]).reshape(want.shape), want), kind
+        cycles[kind] = stats["cycles"]
+        if kind != "auto":
+            assert_equivalent(prog, cores, 64)
+    assert cycles["auto"] == cycles[cheaper] < cycles[
+        "vnchwconv" if cheaper == "transpose_copy" else "transpose_copy"], cycles
+
+
+# int16 (C0 = 16, the unit's b16 form): (NCHW shape, what it exercises).
+SHAPES16 = [
+    ((1, 3, 5, 7), "rows staged per channel, gather"),
+    ((1, 16, 4, 4), "no staging: C and H*W multiples of 16"),
+    ((1, 24, 6, 6), "a second slab of 8 channels, pixels and rows staged"),
+    ((1, 20, 40, 112), "280 iterations: two commands per slab"),
+]
+
+
+@pytest.mark.parametrize("to_nhwc", [True, False], ids=["to_nhwc", "to_nchw"])
+@pytest.mark.parametrize("nchw,what", SHAPES16, ids=["x".join(map(str, s[0][1:])) for s in SHAPES16])
+def test_int16_layout_both_paths_exact(nchw, what, to_nhwc):
+    """int16 NCHW <-> NHWC: the unit's b16 form and the copy passes over each
+    element's two bytes are numpy's transpose (full int16 range) at 1 / 8
+    cores and 16 KB, stepped = replayed."""
+    g, _ = _layout_graph(nchw, to_nhwc, "int16")
+    n, c, h, w = nchw
+    x = np.random.default_rng(c + h).integers(-32768, 32768, nchw if to_nhwc else (n, h, w, c),
+                                              dtype=np.int64).astype(np.int16)
+    x.reshape(-1)[:2] = (-32768, 32767)
+    want = x.transpose(0, 2, 3, 1) if to_nhwc else x.transpose(0, 3, 1, 2)
+    for kind in ("vnchwconv", "transpose_copy", "auto"):
+        for cores, kb in CONFIGS:
+            prog = _core.compile(g, cores=cores, sram_kb=kb, layout_lowering=kind)
+            ops = _opcodes(prog)
+            if kind == "vnchwconv":
+                cfg = [c["payload"] for c in _core.decode_stream(_core.program_info(prog)["commands"])
+                       if c["opcode"] == "NPU_SET_REGISTER" and c["register"] == "VNCHWCONV_CFG"]
+                assert cfg and all((v >> 8) & 3 == 1 for v in cfg), what  # DTYPE = b16
+            else:
+                assert kind == "auto" or "NPU_OP_VNCHWCONV" not in ops
+            outs, _ = _core.Runtime(cores=cores, sram_kb=kb).run(prog, [x.view(np.int8)])
+            got = np.asarray(outs[0]).reshape(want.shape)
+            assert np.array_equal(got, want), (kind, cores, kb, what)
+            if cores == 1 and kb == 64 and kind != "auto":
+                assert_equivalent(prog, cores, kb)
+
+
+def test_layout_lowering_option_rejects_bad_value():
+    g, _ = _layout_graph((1, 3, 5, 7), True)
+    with pytest.raises(ValueError, match="layout_lowering"):
+        _core.compile(g, layout_lowering="sideways")
 
 
 @pytest.mark.parametrize("nchw", [(1, 1, 5, 7), (1, 40, 1, 1)])
@@ -115,7 +195,7 @@ def test_corrupted_layout_registers_fault_alike_stepped_and_replayed(edit, match
     """A corrupted VNCHWCONV_* write of a compiled Program: the same fault (a
     bus error / parameter fault, never a wrong answer) stepped and replayed."""
     g, _ = _layout_graph((1, 5, 8, 16), True)  # 4 iterations per command
-    prog = _core.compile(g)
+    prog = _core.compile(g, layout_lowering="vnchwconv")
     cmds = _core.decode_stream(_core.program_info(prog)["commands"])
     # The first write of the register; for b16, the first with a high half set.
     reg = {"src+8": "VNCHWCONV_SRC", "block-stride+1": "VNCHWCONV_SRC_BLOCK_STRIDE",
@@ -153,7 +233,7 @@ from test_ep_layout import _G, _quantized  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:Specified .providers.:UserWarning")
 
 
-def _cnn(c_in, c_mid, hw, one_by_one=False):
+def _cnn(c_in, c_mid, hw, one_by_one=False, batch=1):
     """Conv -> Relu (-> MaxPool to 1x1) -> Conv with `c_mid` output channels:
     the partition's input has c_in channels, its output c_mid."""
     g = _G(7)
@@ -163,11 +243,12 @@ def _cnn(c_in, c_mid, hw, one_by_one=False):
         x = g.op("MaxPool", [x], kernel_shape=[h, w])
         h = w = 1
     y = g.op("Add", [g.conv(x, c_mid, c_mid, k=1), x])
-    return g.model(y, (1, c_in, *hw), (1, c_mid, h, w))
+    return g.model(y, (batch, c_in, *hw), (batch, c_mid, h, w))
 
 
-EP_CASES = [("c3-to-c5", 3, 5, (7, 9), False), ("c33", 4, 33, (6, 6), False),
-            ("c32-hw64", 32, 32, (8, 8), False), ("c8-to-1x1", 8, 12, (5, 5), True)]
+EP_CASES = [("c3-to-c5", 3, 5, (7, 9), False, 1), ("c33", 4, 33, (6, 6), False, 1),
+            ("c32-hw64", 32, 32, (8, 8), False, 1), ("c8-to-1x1", 8, 12, (5, 5), True, 1),
+            ("batch2-c3-to-c20", 3, 20, (8, 8), False, 2), ("batch2-c8-to-1x1", 8, 12, (5, 5), True, 2)]
 
 
 @pytest.fixture(scope="module")
@@ -176,9 +257,11 @@ def registered():
 
 
 @pytest.mark.parametrize("dt", ["int8", "uint8"])
-@pytest.mark.parametrize("name,c_in,c_mid,hw,one", EP_CASES, ids=[c[0] for c in EP_CASES])
-def test_ep_model_converts_layout_on_the_device(registered, name, c_in, c_mid, hw, one, dt):
-    model = _quantized(_cnn(c_in, c_mid, hw, one), dt)
+@pytest.mark.parametrize("name,c_in,c_mid,hw,one,batch", EP_CASES, ids=[c[0] for c in EP_CASES])
+def test_ep_model_converts_layout_on_the_device(registered, name, c_in, c_mid, hw, one, batch, dt):
+    """Bit-exact to the CPU EP with every boundary converted inside the
+    Program (a batch: per image, the batched Program's images)."""
+    model = _quantized(_cnn(c_in, c_mid, hw, one, batch), dt)
     before = nort.run_stats()
     differ, total, rep = om.compare_with_cpu_ep(model, "all", seeds=(1, 2))
     assert differ == 0, f"{differ}/{total} elements differ"
@@ -212,6 +295,36 @@ def test_ep_host_layout_option_same_bits(registered, dt):
         assert conv == (0 if where == "device" else 2), (where, conv)
     for a, c in zip(outs["device"], outs["host"]):
         assert np.array_equal(a, c)
+
+
+def test_ep_int16_boundaries_on_the_device(registered):
+    """int16_activations=1, batch 2: the int16 Conv and MaxPool partitions
+    convert their int16 NCHW boundaries inside the Program (b16 layout unit
+    or copy passes, by the estimate), with the same bits as the host's
+    conversion (the int16 Conv itself is within one step of the CPU EP by
+    design, docs/onnxruntime_ep.md "16-bit activations", tested there)."""
+    g = _G(34)
+    x = g.conv("x", 3, 20, k=1)
+    y = g.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    m = om.quantize(g.model(y, (2, 3, 8, 6), (2, 20, 4, 3)), activation="int16", weight="int8",
+                    extra_options={"ActivationSymmetric": True})
+    feeds = om.input_feeds(m, seed=1)[0]
+    want = om.session(m, ["CPUExecutionProvider"]).run(None, feeds)[0]
+    got = {}
+    for where in ("device", "host"):
+        before = nort.run_stats()
+        s = om.session(m, "nacc", {"int16_activations": "1", "min_partition_macs": "0",
+                                   "boundary_layout": where})
+        got[where] = s.run(None, feeds)[0]
+        after = nort.run_stats()
+        ran = [v for k, v in after.items() if v["runs"] != before.get(k, {}).get("runs", 0)]
+        assert len(ran) == 2, after
+        for v in ran:
+            kinds = [o["kind"] for o in v["ops"] if o.get("op", -1) >= 0]
+            assert v["host_layout_conversions"] == (0 if where == "device" else 2), (where, v)
+            assert kinds.count("TRANSPOSE") == (2 if where == "device" else 0), kinds
+    assert got["device"].shape == want.shape
+    assert np.array_equal(got["device"], got["host"])
 
 
 def test_ep_option_rejects_bad_value(registered):

@@ -23,8 +23,9 @@ int parse_mode(const std::optional<std::string>& mode) {
   if (*mode == "NONE") return 0;
   if (*mode == "SPLIT_KERNEL") return 1;
   if (*mode == "SPLIT_HEIGHT") return 2;
+  if (*mode == "SPLIT_2D") return 3;
   throw py::value_error(nacc::str_cat("force_mode '", *mode,
-                                      "' is not NONE, SPLIT_KERNEL or SPLIT_HEIGHT"));
+                                      "' is not NONE, SPLIT_KERNEL, SPLIT_HEIGHT or SPLIT_2D"));
 }
 
 nacc::CompileOptions make_options(int cores, std::optional<int64_t> sram_kb,
@@ -67,7 +68,8 @@ py::dict plan_dict(const nacc::compiler::TilePlan& p) {
                   "weights_outer"_a = p.weights_outer, "double_buffer"_a = p.double_buffer,
                   "k_per_set"_a = p.k_per_set,
                   "rows_per_core"_a = p.rows_per_core, "cols"_a = p.cols,
-                  "channels_per_core"_a = p.channels_per_core, "row_pieces"_a = spans(p.row_pieces),
+                  "channels_per_core"_a = p.channels_per_core, "groups2d"_a = p.groups2d,
+                  "row_pieces"_a = spans(p.row_pieces),
                   "col_pieces"_a = spans(p.col_pieces), "groups"_a = spans(p.groups),
                   "layout"_a = layout, "estimate"_a = est, "describe"_a = p.describe(),
                   "lowering"_a = p.lowering);
@@ -130,10 +132,21 @@ NACC_BINDINGS(compiler) {
       [](const nacc::ir::Graph& graph, int cores, std::optional<int64_t> sram_kb,
          std::optional<int64_t> sram_bytes, int ext_bytes_per_cycle, int dma_bytes_per_cycle,
          bool double_buffer, int force_cores, const std::optional<std::string>& force_mode,
-         const std::string& conv_lowering) {
-        const auto o = make_options(cores, sram_kb, sram_bytes, ext_bytes_per_cycle,
-                                    dma_bytes_per_cycle, double_buffer, force_cores, force_mode,
-                                    conv_lowering);
+         const std::string& conv_lowering, const std::string& layout_lowering) {
+        auto o = make_options(cores, sram_kb, sram_bytes, ext_bytes_per_cycle,
+                              dma_bytes_per_cycle, double_buffer, force_cores, force_mode,
+                              conv_lowering);
+        using LL = nacc::CompileOptions::LayoutLowering;
+        if (layout_lowering == "auto") {
+          o.layout_lowering = LL::kAuto;
+        } else if (layout_lowering == "vnchwconv") {
+          o.layout_lowering = LL::kUnit;
+        } else if (layout_lowering == "transpose_copy") {
+          o.layout_lowering = LL::kCopy;
+        } else {
+          throw py::value_error(nacc::str_cat("layout_lowering '", layout_lowering,
+                                              "' is not auto, vnchwconv or transpose_copy"));
+        }
         py::gil_scoped_release release;
         return nacc::compile(graph, o);
       },
@@ -141,14 +154,16 @@ NACC_BINDINGS(compiler) {
       py::arg("sram_bytes") = py::none(), py::arg("ext_bytes_per_cycle") = 64,
       py::arg("dma_bytes_per_cycle") = 16, py::arg("double_buffer") = true,
       py::arg("force_cores") = 0, py::arg("force_mode") = py::none(),
-      py::arg("conv_lowering") = "auto",
+      py::arg("conv_lowering") = "auto", py::arg("layout_lowering") = "auto",
       "Compiles a partition (every op of `graph`, in order; its inputs/outputs become the "
       "Program's I/O regions) for `cores` cores (1..32, a power of two) with `sram_kb` KB (or "
       "`sram_bytes`, a multiple of 1024; default 64 KB) of SRAM per core. Raises "
       "nacc.UnsupportedError naming an op it cannot compile exactly, ValueError for bad "
       "arguments. force_cores / force_mode ('NONE', 'SPLIT_KERNEL', 'SPLIT_HEIGHT') restrict "
       "the tile search (tests); conv_lowering ('auto', 'direct', 'matrix', 'im2col') the CONV_2D "
-      "lowering (auto: the cheapest by the planner's estimate; the others where they apply).");
+      "lowering (auto: the cheapest by the planner's estimate; the others where they apply); "
+      "layout_lowering ('auto', 'vnchwconv', 'transpose_copy') an NCHW <-> NHWC TRANSPOSE's "
+      "(auto: the cheaper by the compiler's estimate; vnchwconv where the layout unit applies).");
   m.def(
       "plan_op",
       [](const nacc::ir::Graph& graph, int op_index, int cores, std::optional<int64_t> sram_kb,

@@ -283,7 +283,9 @@ struct Residency {
 // gives every core its own slice (the whole NACC_BROADCAST_CTRL counts); mode
 // 2 and one core hold the same kernel on every core (nothing: Residency::k_cores).
 uint32_t kernel_cores_key(const Emitter& em, BroadcastMode mode) {
-  return mode == BroadcastMode::SPLIT_KERNEL ? em.shadow(Reg::NACC_BROADCAST_CTRL) : 0u;
+  return mode == BroadcastMode::SPLIT_KERNEL || mode == BroadcastMode::SPLIT_2D
+             ? em.shadow(Reg::NACC_BROADCAST_CTRL)
+             : 0u;
 }
 
 int log2_exact(int v) {
@@ -391,7 +393,8 @@ void set_layer(Context& ctx, const LoweredOp& op, const OpConstants& k, const Co
 void set_tile(Context& ctx, const LoweredOp& op, const CommandShape& c) {
   Emitter& em = ctx.em;
   const CoreSplit& s = c.split;
-  const int core_rows = c.mode == BroadcastMode::SPLIT_HEIGHT ? s.avg : c.rows.size;
+  const bool two_d = c.mode == BroadcastMode::SPLIT_2D;
+  const int core_rows = c.mode == BroadcastMode::SPLIT_HEIGHT || two_d ? s.avg : c.rows.size;
   em.set_register(
       Reg::NACC_OUT_FM_SPLIT_H_OFFSET,
       Value()
@@ -424,13 +427,15 @@ void set_tile(Context& ctx, const LoweredOp& op, const CommandShape& c) {
   em.set_register(Reg::NACC_BROADCAST_CTRL,
                   Value()
                       .set(fields::NACC_BROADCAST_CTRL::BROADCAST_MODE, int(c.mode))
-                      .set(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM, s.cores - 1)
+                      .set(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM, s.total() - 1)
+                      .set(fields::NACC_BROADCAST_CTRL::SPLIT_2D_GROUPS, two_d ? s.groups - 1 : 0)
+                      .set(fields::NACC_BROADCAST_CTRL::SPLIT_2D_ROWS, two_d ? s.cores - 1 : 0)
                       .get());
   if (c.mode == BroadcastMode::NONE) return;
   em.set_register(
       Reg::NACC_BROADCAST_CTRL1,
       Value().set(fields::NACC_BROADCAST_CTRL1::BROADCAST_OVER_EN, s.avg != s.last ? 1 : 0).get());
-  if (c.mode == BroadcastMode::SPLIT_HEIGHT) {
+  if (c.mode == BroadcastMode::SPLIT_HEIGHT || two_d) {
     em.set_register(Reg::NACC_BROADCAST_SPLIT,
                     Value()
                         .set(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_OV_HEIGHT, s.last)
@@ -442,7 +447,8 @@ void set_tile(Context& ctx, const LoweredOp& op, const CommandShape& c) {
             .set(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_OV_OFFSET,
                  compiler::input_extent(s.last, op.stride_h, op.kernel_h))
             .set(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_AVG_OFFSET, s.avg * op.stride_h)
-            .set(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET, 0)
+            .set(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET,
+                 two_d ? op.out_channels(s.gavg) : 0)
             .get());
   } else {
     em.set_register(Reg::NACC_BROADCAST_DMA,
@@ -465,8 +471,12 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
     case Unit::kConv:
     case Unit::kDepthwise:
     case Unit::kFullyConnected: {
-      const WeightStream& ws = weight_stream(ctx, op, k, c.group.start, c.group.size, c.split,
-                                             c.mode == BroadcastMode::SPLIT_KERNEL);
+      // Mode 3: one weight block per channel group (its row pieces share it).
+      const CoreSplit groups{c.split.groups, c.split.gavg, c.split.glast};
+      const bool two_d = c.mode == BroadcastMode::SPLIT_2D;
+      const WeightStream& ws = weight_stream(ctx, op, k, c.group.start, c.group.size,
+                                             two_d ? groups : c.split,
+                                             c.mode == BroadcastMode::SPLIT_KERNEL || two_d);
       k_addr = constant(ws.offset);
       k_trans_len = ws.k_trans_len;
       em.set_register(Reg::NACC_IN_K_DMA_ADDR, k_addr);
@@ -552,7 +562,8 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
               em.shadow(Reg::NACC_QUANT_SHIFT_DMA_ADDR),
               uint32_t(op.out_channels(c.group.size)),
               kernel_cores_key(em, c.mode),
-              uint32_t(c.mode == BroadcastMode::SPLIT_KERNEL ? c.split.avg : 0)};
+              uint32_t(c.mode == BroadcastMode::SPLIT_KERNEL ? c.split.avg
+                   : c.mode == BroadcastMode::SPLIT_2D ? c.split.gavg : 0)};
     }
     case Unit::kElementwise: {
       // The output multiplier and shift (K area); the second operand (TEMP
@@ -632,7 +643,8 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
           em.shadow(Reg::NACC_IN_ACT_DMA_ADDR),
           uint32_t(op.out_channels(c.group.size)),
           kernel_cores_key(em, c.mode),
-          uint32_t(c.mode == BroadcastMode::SPLIT_KERNEL ? c.split.avg : 0)};
+          uint32_t(c.mode == BroadcastMode::SPLIT_KERNEL ? c.split.avg
+                   : c.mode == BroadcastMode::SPLIT_2D ? c.split.gavg : 0)};
 }
 
 // NACC_CTRL with every mode field explicit (NACC_SPEC §1: never rely on reset
@@ -735,6 +747,7 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
   // (the split registers count); mode 1 otherwise and one core hold the same
   // tile on every core (Residency::fm_cores).
   const bool fm_per_core = c.mode == BroadcastMode::SPLIT_HEIGHT ||
+                           c.mode == BroadcastMode::SPLIT_2D ||
                            (c.mode == BroadcastMode::SPLIT_KERNEL && op.unit == Unit::kDepthwise);
   if (fm_per_core) {
     for (Reg r : {Reg::NACC_BROADCAST_CTRL, Reg::NACC_BROADCAST_DMA, Reg::NACC_BROADCAST_SPLIT}) {
@@ -742,9 +755,10 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
     }
   }
   fm_sig.push_back(uint32_t(fm_per_core));
-  const int cores = c.split.cores;
+  const int cores = c.split.total();
   const bool k_resident = !k_sig.empty() && res.k == k_sig &&
-                          (c.mode == BroadcastMode::SPLIT_KERNEL || cores <= res.k_cores);
+                          (c.mode == BroadcastMode::SPLIT_KERNEL ||
+                           c.mode == BroadcastMode::SPLIT_2D || cores <= res.k_cores);
   const bool fm_resident = op.unit != Unit::kElementwise && res.fm == fm_sig &&
                            (fm_per_core || cores <= res.fm_cores);
   if (!k_sig.empty()) {
@@ -767,20 +781,21 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
 // iterations of 32 pixels each.
 void emit_layout(Context& ctx, const LoweredOp& op) {
   const LoweredOp::LayoutConversion& L = op.layout;
-  const int64_t block = limits::kUbBlockBytes;
+  const int64_t e = L.elem, c0 = limits::kUbBlockBytes / e;  // C0 elements a block
   const int64_t C = L.c, HW = int64_t(L.h) * L.w;
-  const int64_t Cp = ceil_div(C, block) * block, P = ceil_div(HW, block) * block;
+  const int64_t Cp = ceil_div(C, c0) * c0, P = ceil_div(HW, c0) * c0;
   const int planar = L.to_nhwc ? op.input : op.output;   // [1, C, H, W]
   const int pixels = L.to_nhwc ? op.output : op.input;   // [1, H, W, C]
-  // A part before (scatter) or after (gather) moves pixels of Cp bytes in
-  // and out of the staging slab when C % 32 != 0; its own tensor otherwise.
+  // A part before (scatter) or after (gather) moves pixels of Cp elements in
+  // and out of the staging slab when C % C0 != 0; its own tensor otherwise.
+  // Offsets in elements.
   const auto rows_at = [&](int64_t off) {
-    return L.rows_offset < 0 ? ctx.address(planar, off)
-                             : ctx.address(op.input2, L.rows_offset + off);
+    return L.rows_offset < 0 ? ctx.address(planar, off * e)
+                             : ctx.address(op.input2, L.rows_offset + off * e);
   };
   const auto slab_at = [&](int64_t off) {
-    return L.slab_offset < 0 ? ctx.address(pixels, off)
-                             : ctx.address(op.input2, L.slab_offset + off);
+    return L.slab_offset < 0 ? ctx.address(pixels, off * e)
+                             : ctx.address(op.input2, L.slab_offset + off * e);
   };
   Emitter& em = ctx.em;
   em.op(Opcode::NPU_OP_KERNEL_WAIT, 0);
@@ -796,9 +811,9 @@ void emit_layout(Context& ctx, const LoweredOp& op) {
   // The NCHW rows to or from their pitch-P area (one copy when P = H*W).
   const auto move_rows = [&](bool in) {
     if (L.rows_offset < 0) return;
-    const auto move = [&](int64_t c, int64_t len) {  // channel c's row onward
-      const uint32_t tensor = ctx.address(planar, c * HW), area = rows_at(c * P);
-      in ? dma(tensor, area, len) : dma(area, tensor, len);
+    const auto move = [&](int64_t c, int64_t len) {  // channel c's row onward, len elements
+      const uint32_t tensor = ctx.address(planar, c * HW * e), area = rows_at(c * P);
+      in ? dma(tensor, area, len * e) : dma(area, tensor, len * e);
     };
     if (P == HW) {
       move(0, C * HW);
@@ -806,27 +821,31 @@ void emit_layout(Context& ctx, const LoweredOp& op) {
     }
     for (int64_t c = 0; c < C; ++c) move(c, HW);
   };
-  // The dense pixels to or from the slab when C % 32 == 0 but P > H*W.
-  const bool slab_copy = L.slab_offset >= 0 && C % block == 0;
+  // The dense pixels to or from the slab when C % C0 == 0 but P > H*W.
+  const bool slab_copy = L.slab_offset >= 0 && C % c0 == 0;
   if (L.to_nhwc) {
     move_rows(true);
   } else if (slab_copy) {
-    dma(ctx.address(pixels, 0), slab_at(0), HW * C);
+    dma(ctx.address(pixels, 0), slab_at(0), HW * C * e);
   }
-  const int64_t iterations = P / block;
-  for (int64_t c1 = 0; c1 < Cp / block; ++c1) {
-    for (int ch_half = 0; ch_half < 2; ++ch_half) {
-      if (c1 * block + 16 * ch_half >= C) continue;  // padding channels only
-      for (int hw_half = 0; hw_half < 2; ++hw_half) {
+  // b8: a command moves 16 channels x 16 pixels, half of each block (two
+  // halves per side); b16: 16 x 16 elements, whole blocks.
+  const int halves = e == 1 ? 2 : 1;
+  const int64_t iterations = P / c0;
+  for (int64_t c1 = 0; c1 < Cp / c0; ++c1) {
+    for (int ch_half = 0; ch_half < halves; ++ch_half) {
+      if (c1 * c0 + 16 * ch_half >= C) continue;  // padding channels only
+      for (int hw_half = 0; hw_half < halves; ++hw_half) {
         for (int64_t it0 = 0; it0 < iterations; it0 += limits::kVnchwMaxRepeat) {
           const int64_t repeat = std::min<int64_t>(limits::kVnchwMaxRepeat, iterations - it0);
-          const uint32_t rows = rows_at((c1 * block + 16 * ch_half) * P + it0 * block);
-          const uint32_t slab = slab_at((it0 * block + 16 * hw_half) * Cp + c1 * block);
+          const uint32_t rows = rows_at((c1 * c0 + 16 * ch_half) * P + it0 * c0);
+          const uint32_t slab = slab_at((it0 * c0 + 16 * hw_half) * Cp + c1 * c0);
           em.set_register(Reg::VNCHWCONV_SRC, L.to_nhwc ? rows : slab);
           em.set_register(Reg::VNCHWCONV_DST, L.to_nhwc ? slab : rows);
-          em.set_register(Reg::VNCHWCONV_SRC_BLOCK_STRIDE, uint32_t(L.to_nhwc ? P : Cp));
-          em.set_register(Reg::VNCHWCONV_DST_BLOCK_STRIDE, uint32_t(L.to_nhwc ? Cp : P));
-          // Per iteration: the rows advance one block, the slab 32 pixels.
+          em.set_register(Reg::VNCHWCONV_SRC_BLOCK_STRIDE, uint32_t((L.to_nhwc ? P : Cp) * e));
+          em.set_register(Reg::VNCHWCONV_DST_BLOCK_STRIDE, uint32_t((L.to_nhwc ? Cp : P) * e));
+          // Per iteration: the rows advance one block, the slab C0 pixels
+          // (C0 * Cp * e bytes = Cp blocks).
           const int64_t rows_step = 1, slab_step = Cp;
           const int64_t src_step = L.to_nhwc ? rows_step : slab_step;
           const int64_t dst_step = L.to_nhwc ? slab_step : rows_step;
@@ -842,7 +861,8 @@ void emit_layout(Context& ctx, const LoweredOp& op) {
           em.set_register(Reg::VNCHWCONV_CFG,
                           Value()
                               .set(fields::VNCHWCONV_CFG::REPEAT, repeat)
-                              .set(fields::VNCHWCONV_CFG::DTYPE, int64_t(VnchwconvType::B8))
+                              .set(fields::VNCHWCONV_CFG::DTYPE,
+                                   int64_t(e == 1 ? VnchwconvType::B8 : VnchwconvType::B16))
                               .set(fields::VNCHWCONV_CFG::SRC_HIGH_HALF, src_high)
                               .set(fields::VNCHWCONV_CFG::DST_HIGH_HALF, dst_high)
                               .set(fields::VNCHWCONV_CFG::REVERSE, L.to_nhwc ? 0 : 1)
@@ -855,9 +875,38 @@ void emit_layout(Context& ctx, const LoweredOp& op) {
   if (!L.to_nhwc) {
     move_rows(false);
   } else if (slab_copy) {
-    dma(slab_at(0), ctx.address(pixels, 0), HW * C);
+    dma(slab_at(0), ctx.address(pixels, 0), HW * C * e);
   }
   em.op(Opcode::NPU_OP_DMA_WAIT, 0);
+}
+
+// The device cycles of emit_layout's commands: the DMA queue runs them one
+// after another, each moving its bytes in and out through one port
+// (exec_dma.cc queue_op): the row copies (one, or one per channel when P >
+// H*W), the slab copy, and one NPU_OP_VNCHWCONV per (slab, channel half,
+// pixel half (b8; one pair for b16), <= 255 iterations) of 512 bytes each way — the same loops as
+// emit_layout, counted instead of written.
+int64_t layout_unit_cycles(const LoweredOp& op, const HwConfig& hw) {
+  const LoweredOp::LayoutConversion& L = op.layout;
+  const int64_t block = limits::kUbBlockBytes, e = L.elem, c0 = block / e;
+  const int64_t C = L.c, HW = int64_t(L.h) * L.w;
+  const int64_t Cp = ceil_div(C, c0) * c0, P = ceil_div(HW, c0) * c0;
+  const auto transfer = [&](int64_t bytes) { return cost::transfer_cycles(2 * bytes, 2 * bytes, hw); };
+  int64_t cycles = 0;
+  if (L.rows_offset >= 0) cycles += P == HW ? transfer(C * HW * e) : C * transfer(HW * e);
+  if (L.slab_offset >= 0 && C % c0 == 0) cycles += transfer(HW * C * e);
+  const int halves = e == 1 ? 2 : 1;
+  const int64_t iterations = P / c0;
+  const int64_t per_operand = limits::kVnchwBlocksPerOperand * block;
+  int64_t commands = 0;  // per run of iterations: (channel half, pixel half) pairs holding a real channel
+  for (int64_t c1 = 0; c1 < Cp / c0; ++c1) {
+    for (int ch_half = 0; ch_half < halves; ++ch_half) commands += (c1 * c0 + 16 * ch_half < C) * halves;
+  }
+  for (int64_t it0 = 0; it0 < iterations; it0 += limits::kVnchwMaxRepeat) {
+    const int64_t repeat = std::min<int64_t>(limits::kVnchwMaxRepeat, iterations - it0);
+    cycles += commands * transfer(repeat * per_operand);
+  }
+  return cycles;
 }
 
 void emit_op(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstants& k) {
@@ -879,7 +928,7 @@ void emit_op(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstant
     shape.group = g;
     shape.split = compiler::command_split(op, plan, r.size, g.size);
     shape.mode =
-        shape.split.cores > 1 ? plan.mode : BroadcastMode::NONE;  // a short tile may use one core
+        shape.split.total() > 1 ? plan.mode : BroadcastMode::NONE;  // a short tile may use one core
     shape.set = plan.double_buffer ? index++ % 2 : 0;
     emit_command(ctx, op, plan, k, res, shape);
   };
@@ -1014,8 +1063,8 @@ void check_options(const CompileOptions& o) {
   const int cores = o.hw.cores;
   check_arg(o.force_cores == 0 || (o.force_cores <= cores && (o.force_cores & (o.force_cores - 1)) == 0),
             "compile: force_cores ", o.force_cores, " must be 0 or a power of two <= cores ", cores);
-  check_arg(o.force_mode >= -1 && o.force_mode <= 2, "compile: force_mode ", o.force_mode,
-            " must be -1, 0, 1 or 2");
+  check_arg(o.force_mode >= -1 && o.force_mode <= 3, "compile: force_mode ", o.force_mode,
+            " must be -1, 0, 1, 2 or 3");
 }
 
 compiler::PlanOptions plan_options(const CompileOptions& o) {
@@ -1307,10 +1356,61 @@ void add_staging_tensors(ir::Graph& graph, std::vector<LoweredOp>& lowered) {
 // a PAD folded into its consumer, one part per input for a CONCATENATION
 // (lower.h lower_concatenation), one per output for a SLICE (lower_slice), one
 // otherwise (a view included).
+// The estimated cycles of an op's parts: the layout unit's commands counted
+// (layout_unit_cycles), every other part's chosen tile plan.
+int64_t parts_cycles(const std::vector<LoweredOp>& parts, const CompileOptions& options) {
+  int64_t cycles = 0;
+  for (const LoweredOp& p : parts) {
+    cycles += p.unit == Unit::kLayout
+                  ? layout_unit_cycles(p, options.hw)
+                  : compiler::choose_lowering(p, options.hw, plan_options(options),
+                                              compiler::ConvLowering::kAuto)
+                        .plan.estimate.cycles;
+  }
+  return cycles;
+}
+
+// An NCHW <-> NHWC TRANSPOSE: the layout unit's passes or the DMA copy
+// passes, whichever the estimate prices lower (a tie keeps the unit), or
+// the one options.layout_lowering forces (docs/compiler.md "Layout
+// conversion"). Both are device work; the unit pays for 16 channels per
+// pixel and 512 bytes each way per iteration, the copy passes per byte.
+std::vector<LoweredOp> lower_transpose_cheaper(const ir::Graph& graph, int i,
+                                               const CompileOptions& options) {
+  using LL = CompileOptions::LayoutLowering;
+  std::vector<LoweredOp> unit = check_and_lower_parts(graph, i, options);
+  const bool on_unit = std::any_of(unit.begin(), unit.end(),
+                                   [](const LoweredOp& p) { return p.unit == Unit::kLayout; });
+  if (!on_unit || options.layout_lowering == LL::kUnit) return unit;
+  // The copy passes: the TRANSPOSE's loops, or one pass per channel.
+  std::vector<LoweredOp> best = unit;
+  int64_t best_cycles = options.layout_lowering == LL::kCopy ? -1 : parts_cycles(unit, options);
+  for (const auto form : {compiler::TransposeForm::kCopy, compiler::TransposeForm::kChannelCopies}) {
+    std::vector<LoweredOp> copy;
+    try {
+      copy = compiler::lower_transpose(graph, i, form);
+    } catch (const Unsupported&) {
+      continue;  // this form cannot express it (pitches, pass count)
+    }
+    const int64_t cycles = parts_cycles(copy, options);
+    if (best_cycles < 0 || cycles < best_cycles) {
+      best = std::move(copy);
+      best_cycles = cycles;
+    }
+  }
+  return best;
+}
+
 void lower_into(const ir::Graph& graph, int i, bool folded, const CompileOptions& options,
                 std::vector<LoweredOp>* lowered) {
   if (folded) return;
   const ir::OpKind kind = graph.ops[i].kind;
+  if (kind == ir::OpKind::kTranspose) {
+    for (LoweredOp& part : lower_transpose_cheaper(graph, i, options)) {
+      lowered->push_back(std::move(part));
+    }
+    return;
+  }
   if (kind == ir::OpKind::kConcatenation || kind == ir::OpKind::kAveragePool2D ||
       kind == ir::OpKind::kConv2D || kind == ir::OpKind::kDepthwiseConv2D ||
       kind == ir::OpKind::kSlice || kind == ir::OpKind::kResizeNearest ||

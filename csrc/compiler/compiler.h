@@ -24,6 +24,12 @@ struct CompileOptions {
   // CONV_2D lowering (docs/compiler.md §2): the cheapest of direct, matrix
   // (1x1) and im2col by the planner's estimate, or one forced where it applies.
   compiler::ConvLowering conv_lowering = compiler::ConvLowering::kAuto;
+  // An NCHW <-> NHWC TRANSPOSE (docs/compiler.md "Layout conversion"): the
+  // cheaper by the compiler's estimate of the layout unit (NPU_OP_VNCHWCONV)
+  // and the DMA copy passes, or one forced (tests; "unit" only where the unit
+  // applies).
+  enum class LayoutLowering { kAuto, kUnit, kCopy };
+  LayoutLowering layout_lowering = LayoutLowering::kAuto;
 };
 
 // Compiles `partition`. Its graph inputs / outputs (graph.inputs / outputs; when

@@ -1265,9 +1265,14 @@ void copy_io(const ir::Graph& graph, const ir::Op& op, LoweredOp& base) {
   if (in.is_constant()) {
     throw Unsupported(str_cat(base.label, ": its input '", in.name, "' is a constant (fold it on the host)"));
   }
-  if (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8) {
+  // int16: an NCHW <-> NHWC one only (the layout unit's b16 form, or the
+  // copy passes over the bytes of each element).
+  const bool int16_layout = in.dtype == ir::DType::kInt16 && out.dtype == ir::DType::kInt16 &&
+                            support::layout_transpose(in.shape, op.attrs.perm, nullptr, 2);
+  if (!int16_layout && (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8)) {
     throw Unsupported(str_cat(base.label, ": ", ir::dtype_name(in.dtype), " -> ",
-                              ir::dtype_name(out.dtype), " (8-bit copies only)"));
+                              ir::dtype_name(out.dtype),
+                              " (8-bit copies, or an int16 NCHW <-> NHWC conversion)"));
   }
   if (in.rank() != 4 || out.rank() != 4 || in.shape[0] != 1 || out.shape[0] != 1) {
     throw Unsupported(str_cat(base.label, ": ", ir::shape_str(in.shape), " -> ",
@@ -1410,16 +1415,18 @@ std::optional<std::vector<LoweredOp>> lower_layout_transpose(const ir::Graph& gr
   const ir::Tensor& in = graph.tensor(op.inputs[0]);
   const ir::Tensor& out = graph.tensor(op.outputs[0]);
   bool to_nhwc = true;
-  if (in.is_constant() || !support::layout_transpose(in.shape, op.attrs.perm, &to_nhwc)) {
+  if (in.is_constant() || !support::layout_transpose(in.shape, op.attrs.perm, &to_nhwc,
+                                                     ir::dtype_size(in.dtype))) {
     return std::nullopt;
   }
   const ir::Tensor& planar = to_nhwc ? in : out;  // [1, C, H, W]
   const int64_t C = planar.shape[1], H = planar.shape[2], W = planar.shape[3];
   const int64_t HW = H * W;
-  const int64_t block = limits::kUbBlockBytes;
-  const int64_t Cp = (C + block - 1) / block * block, P = (HW + block - 1) / block * block;
-  const bool rows_direct = C % block == 0 && HW % block == 0;
-  const bool slab_direct = C % block == 0 && P == HW;
+  // C0: the elements of one 32-byte block (32 int8, b8; 16 int16, b16).
+  const int64_t e = ir::dtype_size(in.dtype), c0 = limits::kUbBlockBytes / e;
+  const int64_t Cp = (C + c0 - 1) / c0 * c0, P = (HW + c0 - 1) / c0 * c0;
+  const bool rows_direct = C % c0 == 0 && HW % c0 == 0;
+  const bool slab_direct = C % c0 == 0 && P == HW;
   LoweredOp l = base;
   l.unit = Unit::kLayout;
   l.lowering = "vnchwconv";
@@ -1429,14 +1436,15 @@ std::optional<std::vector<LoweredOp>> lower_layout_transpose(const ir::Graph& gr
   l.layout.c = int(C);
   l.layout.h = int(H);
   l.layout.w = int(W);
-  int64_t staging = 0;
+  l.layout.elem = int(e);
+  int64_t staging = 0;  // bytes
   if (!slab_direct) {
     l.layout.slab_offset = 0;
-    staging = P * Cp;  // a multiple of 1024: the rows area after it stays aligned
+    staging = P * Cp * e;  // a multiple of 512: the rows area after it stays aligned
   }
   if (!rows_direct) {
     l.layout.rows_offset = staging;
-    staging += Cp * P;
+    staging += Cp * P * e;
   }
   if (staging > 0) {
     l.input2 = kStagingTensor;
@@ -1444,20 +1452,21 @@ std::optional<std::vector<LoweredOp>> lower_layout_transpose(const ir::Graph& gr
     l.staging_shape = Shape4{1, 1, 1, int(staging)};
   }
   std::vector<LoweredOp> parts;
-  if (C % block != 0) {
-    // Pixels of Cp bytes in the staging tensor <-> the dense NHWC tensor.
+  if (C % c0 != 0) {
+    // Pixels of Cp elements in the staging tensor <-> the dense NHWC tensor,
+    // an 8-bit copy of the C * e bytes of each pixel.
     LoweredOp g =
-        copy_pass(base, to_nhwc ? "gather" : "scatter", Shape4{1, int(H), int(W), int(C)});
+        copy_pass(base, to_nhwc ? "gather" : "scatter", Shape4{1, int(H), int(W), int(C * e)});
     g.lowering = "vnchwconv";
     if (to_nhwc) {
       g.input = kStagingTensor;
-      g.in_pixel_pitch = Cp;
-      g.in_row_pitch = W * Cp;
+      g.in_pixel_pitch = Cp * e;
+      g.in_row_pitch = W * Cp * e;
       g.in_byte_offset = l.layout.slab_offset;
     } else {
       g.output = kStagingTensor;
-      g.out_pixel_pitch = int(Cp);
-      g.out_row_pitch = W * Cp;
+      g.out_pixel_pitch = int(Cp * e);
+      g.out_row_pitch = W * Cp * e;
       g.out_byte_offset = l.layout.slab_offset;
     }
     g.staging_shape = l.staging_shape;
@@ -1476,7 +1485,7 @@ std::optional<std::vector<LoweredOp>> lower_layout_transpose(const ir::Graph& gr
 
 }  // namespace
 
-std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index) {
+std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index, TransposeForm form) {
   const ir::Op& op = graph.op(op_index);
   LoweredOp base = lowering_base(graph, op_index);
   check_arg(op.kind == OpKind::kTranspose && op.inputs.size() == 1 && op.inputs[0] >= 0 &&
@@ -1488,11 +1497,16 @@ std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index) {
   if (in.is_constant()) {
     throw Unsupported(str_cat(base.label, ": its input '", in.name, "' is a constant (fold it on the host)"));
   }
-  if (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8) {
+  // int16: an NCHW <-> NHWC one only (the layout unit's b16 form, or the
+  // copy passes over the bytes of each element).
+  const bool int16_layout = in.dtype == ir::DType::kInt16 && out.dtype == ir::DType::kInt16 &&
+                            support::layout_transpose(in.shape, op.attrs.perm, nullptr, 2);
+  if (!int16_layout && (in.dtype != ir::DType::kInt8 || out.dtype != ir::DType::kInt8)) {
     throw Unsupported(str_cat(base.label, ": ", ir::dtype_name(in.dtype), " -> ",
-                              ir::dtype_name(out.dtype), " (8-bit copies only)"));
+                              ir::dtype_name(out.dtype),
+                              " (8-bit copies, or an int16 NCHW <-> NHWC conversion)"));
   }
-  {
+  if (form == TransposeForm::kLayoutUnit) {
     LoweredOp b = base;
     b.op_index = op_index;
     b.input = op.inputs[0];
@@ -1500,8 +1514,35 @@ std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index) {
     if (auto layout = lower_layout_transpose(graph, op, b)) return *layout;
   }
   std::string why;
-  const auto t = support::transpose_copy(in.shape, op.attrs.perm, &why);
-  if (!t) throw Unsupported(str_cat(base.label, ": ", why));
+  // int16: the bytes, each element a run of 2 that stays innermost.
+  std::vector<int64_t> byte_shape = in.shape;
+  std::vector<int> byte_perm = op.attrs.perm;
+  if (int16_layout) {
+    byte_shape.push_back(2);
+    byte_perm.push_back(int(byte_perm.size()));
+  }
+  bool to_nhwc = true;
+  std::optional<support::TransposeCopy> t;
+  if (form == TransposeForm::kChannelCopies) {
+    // One pass per channel: its row of H*W elements <-> every C-th element
+    // of the pixels (rows and pixels through the DMA pitches).
+    if (!support::layout_transpose(in.shape, op.attrs.perm, &to_nhwc, ir::dtype_size(in.dtype))) {
+      throw Unsupported(str_cat(base.label, ": not an NCHW <-> NHWC TRANSPOSE"));
+    }
+    const ir::Tensor& planar = to_nhwc ? in : out;
+    const int64_t e = ir::dtype_size(in.dtype);
+    const int64_t C = planar.shape[1], H = planar.shape[2], W = planar.shape[3];
+    const support::CopyDim chan{C, H * W * e, e}, rows{H, W * e, W * C * e}, cols{W, e, C * e};
+    const auto swap = [](support::CopyDim d) { return support::CopyDim{d.size, d.out_stride, d.in_stride}; };
+    t.emplace();
+    t->run = e;
+    t->outer = {to_nhwc ? chan : swap(chan)};
+    t->rows = to_nhwc ? rows : swap(rows);
+    t->cols = to_nhwc ? cols : swap(cols);
+  } else {
+    t = support::transpose_copy(byte_shape, byte_perm, &why);
+    if (!t) throw Unsupported(str_cat(base.label, ": ", why));
+  }
   if (auto e = support::transpose_copy_error(*t)) throw Unsupported(str_cat(base.label, ": ", *e));
   base.op_index = op_index;
   base.input = op.inputs[0];

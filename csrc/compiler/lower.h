@@ -197,9 +197,12 @@ struct LoweredOp {
   // NHWC of Cp channels). Where a side's tensor has other pitches, that side
   // is a staging area in `input2` (the op's staging tensor) at rows_offset /
   // slab_offset (-1: the tensor itself). to_nhwc: NCHW input -> NHWC output.
+  // elem: bytes per element, 1 (int8, the unit's b8 form, C0 = 32) or 2
+  // (int16, b16, C0 = 16: rows and pixels padded to 16 elements); c, h, w
+  // and the padded sizes count elements, the offsets bytes.
   struct LayoutConversion {
     bool to_nhwc = true;
-    int c = 0, h = 0, w = 0;
+    int c = 0, h = 0, w = 0, elem = 1;
     int64_t rows_offset = -1, slab_offset = -1;
   };
   LayoutConversion layout;
@@ -258,8 +261,16 @@ std::vector<LoweredOp> lower_space_depth(const ir::Graph& graph, int op_index);
 // contiguous bytes from the input through its pitches (FM_TRANS_OFFSET,
 // IN_DMA_ROW_OFFSET) to the output through its pitches (DMA_OUT_TRANS_LEN,
 // OUT_DMA_OFFSET): every output byte is the input byte the permutation puts
-// there, as TFLite's kernel copies. lower_op returns the first part.
-std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index);
+// there, as TFLite's kernel copies. An NCHW <-> NHWC TRANSPOSE
+// (support::layout_transpose) has two more forms: kLayoutUnit, the layout
+// unit's passes (LoweredOp::LayoutConversion; the copy passes where the unit
+// cannot express it), and kChannelCopies, one copy pass per channel (C <=
+// kMaxTransposePasses, else Unsupported); compile() lowers it every way and
+// keeps the cheapest by its estimate (docs/compiler.md "Layout conversion").
+// lower_op returns the first part of kLayoutUnit.
+enum class TransposeForm { kLayoutUnit, kCopy, kChannelCopies };
+std::vector<LoweredOp> lower_transpose(const ir::Graph& graph, int op_index,
+                                       TransposeForm form = TransposeForm::kLayoutUnit);
 
 // RESIZE_BILINEAR by whole factors (support/resize_nearest.h bilinear_axis):
 // TFLite's int8 kernel sums the raw values of (at most) 2 x 2 inputs with

@@ -315,6 +315,12 @@ std::optional<std::string> check_activation_dtype(const Graph& g, const Op& op,
   if (all_int16(g, op) && is_int16_kind(op.kind) && op.attrs.requant == ir::RequantMode::kTflite) {
     return std::nullopt;
   }
+  // An int16 NCHW <-> NHWC TRANSPOSE: the layout unit's b16 form or the copy
+  // passes over each element's bytes (compiler/lower.h lower_transpose).
+  if (op.kind == OpKind::kTranspose && all_int16(g, op) &&
+      layout_transpose(g.tensor(op.inputs[0]).shape, op.attrs.perm, nullptr, 2)) {
+    return std::nullopt;
+  }
   // QUANTIZE int16 -> int8 (a 16-bit pass into int16 staging, then an 8-bit
   // LUT pass over its low bytes: compiler/lower.h lower_quantize16_to_8).
   if ((is_int16_to_int8_quantize(g, op) || is_int16_to_int8_mul(g, op)) &&
@@ -1089,7 +1095,9 @@ std::optional<std::string> check_transpose_copy(const Graph& g, const Op& op, co
     return str_cat("an output ", ir::shape_str(out.shape), " of ", out.shape[0],
                    " images (its first axis is a batch)");
   }
-  if (layout_transpose(in.shape, op.attrs.perm)) return std::nullopt;  // the layout unit
+  if (layout_transpose(in.shape, op.attrs.perm, nullptr, ir::dtype_size(in.dtype))) {
+    return std::nullopt;  // the layout unit
+  }
   std::string why;
   const auto t = transpose_copy(in.shape, op.attrs.perm, &why);
   if (!t) return why;

@@ -107,16 +107,18 @@ std::optional<std::string> transpose_copy_error(const TransposeCopy& t) {
 }
 
 bool layout_transpose(const std::vector<int64_t>& in_shape, const std::vector<int>& perm,
-                      bool* to_nhwc) {
+                      bool* to_nhwc, int elem_bytes) {
   if (in_shape.size() != 4 || in_shape[0] != 1) return false;
+  if (elem_bytes != 1 && elem_bytes != 2) return false;
   const bool forward = perm == std::vector<int>{0, 2, 3, 1};
   if (!forward && perm != std::vector<int>{0, 3, 1, 2}) return false;
   const int64_t c = forward ? in_shape[1] : in_shape[3];
   const int64_t hw = forward ? in_shape[2] * in_shape[3] : in_shape[1] * in_shape[2];
-  const int64_t block = limits::kUbBlockBytes;
-  if (c <= 1 || hw <= 1 || (c + block - 1) / block * block > limits::kVnchwMaxStride) return false;
+  const int64_t c0 = limits::kUbBlockBytes / elem_bytes;  // elements of one block
+  const int64_t cp = (c + c0 - 1) / c0 * c0;
+  if (c <= 1 || hw <= 1 || cp > limits::kVnchwMaxStride) return false;
   // The staging areas (two of padded size) within one region.
-  const int64_t padded = (c + block - 1) / block * block * ((hw + block - 1) / block * block);
+  const int64_t padded = cp * ((hw + c0 - 1) / c0 * c0) * elem_bytes;
   if (2 * padded > limits::kMaxRegionBytes) return false;
   if (to_nhwc) *to_nhwc = forward;
   return true;

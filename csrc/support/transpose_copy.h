@@ -46,9 +46,10 @@ std::optional<std::string> transpose_copy_error(const TransposeCopy& t);
 // on the layout unit instead (compiler/lower.h LoweredOp::LayoutConversion):
 // NCHW [1, C, H, W] -> NHWC (perm 0, 2, 3, 1; *to_nhwc = true) or NHWC
 // [1, H, W, C] -> NCHW (perm 0, 3, 1, 2), with C > 1 and H*W > 1 (else no
-// byte moves) and C rounded up to 32 at most 65535 (the unit's 16-bit
-// destination stride, NACC_SPEC §7).
+// byte moves) and C rounded up to C0 at most 65535 (the unit's 16-bit
+// destination stride, NACC_SPEC §7). elem_bytes: 1 (int8, the b8 form, C0 =
+// 32) or 2 (int16, b16, C0 = 16).
 bool layout_transpose(const std::vector<int64_t>& in_shape, const std::vector<int>& perm,
-                      bool* to_nhwc = nullptr);
+                      bool* to_nhwc = nullptr, int elem_bytes = 1);
 
 }  // namespace nacc::support
