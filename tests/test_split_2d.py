@@ -34,6 +34,43 @@ def _step_and_replay(prog, cores, kb):
     return x, ref, ref_stats, got, stats
 
 
+def _assert_one_core_bits(g, prog, cores, kb):
+    """`prog` (g at `cores`) stepped and replayed gives one core's bits, and
+    replay and step agree on every counter."""
+    one = _core.compile(g, cores=1, sram_kb=kb)
+    x, ref, ref_stats, got, stats = _step_and_replay(prog, cores, kb)
+    want, _ = _run(one, x, 1, kb, "step")
+    assert stats["replayed"]
+    np.testing.assert_array_equal(ref[0], want[0])
+    np.testing.assert_array_equal(got[0], want[0])
+    for key in COUNTERS:
+        assert stats[key] == ref_stats[key], key
+
+
+def _assert_corruption_faults_or_changes(prog, register, change):
+    """`register` of `prog`'s stream corrupted by `change`: stepping and
+    replaying both fault alike, or both give the same bits and counters, and
+    those bits are not the uncorrupted ones. Skips where the field is 0 and
+    cannot go below."""
+    x = _inputs(prog, 0)
+    good, _ = _run(prog, x, 32, 64, "step")
+    bad = _core.Program.from_bytes(prog.to_bytes())
+    try:
+        bad.commands = _mutated(_core.program_info(prog)["commands"], register, change)
+    except ValueError:
+        pytest.skip(f"{register}: field at 0")
+    ref, ref_stats = _run(bad, x, 32, 64, "step")
+    got, stats = _run(bad, x, 32, 64, "replay")
+    if ref_stats is None:
+        assert got == ref
+        return
+    assert stats is not None
+    np.testing.assert_array_equal(got[0], ref[0])
+    for key in COUNTERS:
+        assert stats[key] == ref_stats[key], key
+    assert not np.array_equal(ref[0], good[0]), f"{register} corrupted, output unchanged"
+
+
 @pytest.mark.parametrize("shape", SHAPES, ids=IDS)
 @pytest.mark.parametrize("cores,kb", [(8, 64), (32, 64), (32, 16)])
 def test_split_2d_is_bit_exact(shape, cores, kb):
@@ -46,17 +83,7 @@ def test_split_2d_is_bit_exact(shape, cores, kb):
     g = depthwise(hw, c, k, s, dm)
     plan = _core.plan_op(g, 0, cores=cores, sram_kb=kb, **FORCED)
     assert plan["mode"] == "SPLIT_2D" and plan["groups2d"] >= 2
-    one = _core.compile(g, cores=1, sram_kb=kb)
-    prog = _core.compile(g, cores=cores, sram_kb=kb, **FORCED)
-    x = _inputs(prog, 0)
-    want, _ = _run(one, x, 1, kb, "step")
-    ref, ref_stats = _run(prog, x, cores, kb, "step")
-    got, stats = _run(prog, x, cores, kb, "replay")
-    assert stats["replayed"]
-    np.testing.assert_array_equal(ref[0], want[0])
-    np.testing.assert_array_equal(got[0], want[0])
-    for key in COUNTERS:
-        assert stats[key] == ref_stats[key], key
+    _assert_one_core_bits(g, _core.compile(g, cores=cores, sram_kb=kb, **FORCED), cores, kb)
 
 
 def depthwise_random(hw, c, seed=7):
@@ -124,22 +151,8 @@ def test_corrupted_split_2d_field_faults_or_changes_the_output(register, change)
     """A corrupted group or row-piece count, mode, channel offset or row split
     of a mode 3 command either raises nacc.DeviceFault or changes the output
     bits, and replaying the execution plan does exactly what stepping does."""
-    g = depthwise(14, 100)
-    prog = _core.compile(g, cores=32, **FORCED)
-    x = _inputs(prog, 0)
-    good, _ = _run(prog, x, 32, 64, "step")
-    bad = _core.Program.from_bytes(prog.to_bytes())
-    bad.commands = _mutated(_core.program_info(prog)["commands"], register, change)
-    ref, ref_stats = _run(bad, x, 32, 64, "step")
-    got, stats = _run(bad, x, 32, 64, "replay")
-    if ref_stats is None:
-        assert got == ref
-        return
-    assert stats is not None
-    np.testing.assert_array_equal(got[0], ref[0])
-    for key in COUNTERS:
-        assert stats[key] == ref_stats[key], key
-    assert not np.array_equal(ref[0], good[0]), f"{register} corrupted, output unchanged"
+    _assert_corruption_faults_or_changes(_core.compile(depthwise(14, 100), cores=32, **FORCED),
+                                         register, change)
 
 
 def test_split_2d_fields_must_be_zero_in_other_modes():
@@ -191,17 +204,7 @@ def test_split_2d_fully_connected_is_bit_exact(shape, cores, kb):
     opts = dict(force_mode="SPLIT_2D", conv_lowering="matrix")
     plan = _core.plan_op(g, 0, cores=cores, sram_kb=kb, **opts)
     assert plan["mode"] == "SPLIT_2D" and plan["lowering"] == "matrix"
-    one = _core.compile(g, cores=1, sram_kb=kb)
-    prog = _core.compile(g, cores=cores, sram_kb=kb, **opts)
-    x = _inputs(prog, 0)
-    want, _ = _run(one, x, 1, kb, "step")
-    ref, ref_stats = _run(prog, x, cores, kb, "step")
-    got, stats = _run(prog, x, cores, kb, "replay")
-    assert stats["replayed"]
-    np.testing.assert_array_equal(ref[0], want[0])
-    np.testing.assert_array_equal(got[0], want[0])
-    for key in COUNTERS:
-        assert stats[key] == ref_stats[key], key
+    _assert_one_core_bits(g, _core.compile(g, cores=cores, sram_kb=kb, **opts), cores, kb)
 
 
 def test_split_2d_golden_fully_connected_14x14x384_to_64_at_32_cores():
@@ -243,22 +246,6 @@ def test_split_2d_golden_fully_connected_14x14x384_to_64_at_32_cores():
 def test_corrupted_split_2d_fully_connected_faults_or_changes_the_output(register, change):
     """The mutations of the depthwise test on a mode 3 fully-connected stream:
     a fault or other bits, replayed as stepped."""
-    g = conv1x1(14, 100, 37)
-    prog = _core.compile(g, cores=32, force_mode="SPLIT_2D", conv_lowering="matrix")
-    x = _inputs(prog, 0)
-    good, _ = _run(prog, x, 32, 64, "step")
-    bad = _core.Program.from_bytes(prog.to_bytes())
-    try:
-        bad.commands = _mutated(_core.program_info(prog)["commands"], register, change)
-    except ValueError:  # the field is 0 and cannot go below
-        pytest.skip(f"{register}: field at 0")
-    ref, ref_stats = _run(bad, x, 32, 64, "step")
-    got, stats = _run(bad, x, 32, 64, "replay")
-    if ref_stats is None:
-        assert got == ref
-        return
-    assert stats is not None
-    np.testing.assert_array_equal(got[0], ref[0])
-    for key in COUNTERS:
-        assert stats[key] == ref_stats[key], key
-    assert not np.array_equal(ref[0], good[0]), f"{register} corrupted, output unchanged"
+    prog = _core.compile(conv1x1(14, 100, 37), cores=32, force_mode="SPLIT_2D",
+                         conv_lowering="matrix")
+    _assert_corruption_faults_or_changes(prog, register, change)
