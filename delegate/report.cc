@@ -73,7 +73,7 @@ std::string report_json(const DelegateOptions& options,
       w.field("host_ms_total", p->host_ms_total);
       const double us = options.clock_mhz > 0 ? double(p->last.cycles) / options.clock_mhz : 0.0;
       w.field("last_latency_us", us);
-      w.key("last_ops").raw(op_counters_json(p->last.ops));
+      w.key("last_ops").raw(p->last.ops ? op_counters_json(*p->last.ops) : std::string("[]"));
       w.end_object();
     }
     w.end_array();

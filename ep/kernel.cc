@@ -17,21 +17,17 @@ struct PartitionStats {
   // Boundary tensors the host converted between NCHW and NHWC, over all runs
   // (0 when the Programs convert them: docs/onnxruntime_ep.md "Layout and types").
   int64_t host_layout_conversions = 0;
-  RunStats last;                // the last run (its per-op cut as ops_json)
-  std::string ops_json = "[]";  // op_counters_json(last.ops)
+  RunStats last;  // the last run (its per-op cut shared with the plan: formatted when read)
 };
 std::mutex g_stats_mu;
 std::map<std::string, PartitionStats> g_stats;
 
 void record_run(const std::string& name, const RunStats& s, int host_layout_conversions) {
-  std::string ops_json = op_counters_json(s.ops);
   std::lock_guard<std::mutex> lock(g_stats_mu);
   PartitionStats& p = g_stats[name];
   ++p.runs;
   p.host_layout_conversions += host_layout_conversions;
   p.last = s;
-  p.last.ops.clear();
-  p.ops_json = std::move(ops_json);
 }
 
 // Index of the Program I/O tensor named `name` (by name; by position when the
@@ -56,7 +52,8 @@ std::string run_stats_json() {
                  ", \"dma_bytes\": ", p.last.dma_bytes,
                  ", \"sram_high_water\": ", p.last.sram_high_water,
                  ", \"host_layout_conversions\": ", p.host_layout_conversions,
-                 ", \"ops\": ", p.ops_json, "}");
+                 ", \"ops\": ",
+                 p.last.ops ? op_counters_json(*p.last.ops) : std::string("[]"), "}");
     first = false;
   }
   return s + "}";

@@ -20,7 +20,7 @@ namespace {
 struct RunRecord {
   std::string partition;
   int64_t host_start_ns = 0, host_end_ns = 0, cycles = 0;
-  std::vector<OpCounters> ops;
+  std::shared_ptr<const std::vector<OpCounters>> ops;  // never null
 };
 
 class NaccProfiler;
@@ -142,7 +142,7 @@ class NaccProfiler : public OrtEpProfilerImpl {
                  {"cycles", std::to_string(r.cycles)},
                  {"clock_mhz", std::to_string(clock_mhz_)},
                  {"host_us", std::to_string((r.host_end_ns - r.host_start_ns) / 1000)}});
-      for (const OpCounters& o : r.ops) {
+      for (const OpCounters& o : *r.ops) {
         add_event(events, o.name, t0 + o.start / mhz, o.cycles / mhz,
                   {{"provider", provider},
                    {"simulated", "1"},
@@ -190,10 +190,11 @@ OrtEpProfilerImpl* create_profiler(const Api& api, uint32_t version, int clock_m
 }
 
 void profile_run(const std::string& partition, int64_t host_start_ns, int64_t host_end_ns,
-                 int64_t cycles, const std::vector<OpCounters>& ops) {
+                 int64_t cycles, const std::shared_ptr<const std::vector<OpCounters>>& ops) {
   std::lock_guard<std::mutex> lock(g_profilers_mu);
   if (g_active.empty()) return;
-  RunRecord r{partition, host_start_ns, host_end_ns, cycles, ops};
+  RunRecord r{partition, host_start_ns, host_end_ns, cycles,
+              ops ? ops : std::make_shared<const std::vector<OpCounters>>()};
   for (NaccProfiler* p : g_active) p->record(r);
 }
 

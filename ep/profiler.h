@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -73,7 +74,7 @@ OrtEpProfilerImpl* create_profiler(const Api& api, uint32_t version, int clock_m
 // Called by every partition run: when some profiler is active, records the
 // run (host start / end on the steady clock, in ns) for its EndProfiling.
 void profile_run(const std::string& partition, int64_t host_start_ns, int64_t host_end_ns,
-                 int64_t cycles, const std::vector<OpCounters>& ops);
+                 int64_t cycles, const std::shared_ptr<const std::vector<OpCounters>>& ops);
 // The steady clock in ns.
 int64_t steady_now_ns();
 

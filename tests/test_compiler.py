@@ -201,7 +201,7 @@ def kernel_commands(program):
 
 def core_tiles(k):
     """(rows, cols, out-channel range, input rows, input cols) of each core of a
-    kernel command, by docs/device_model.md §3 and §5."""
+    kernel command, by docs/device_model.md §3 and §5 (modes 1, 2 and 3)."""
     n = k["BROADCAST_NUM"] + 1
     mode = k["BROADCAST_MODE"]
     y0, h = k["OUT_FM_START_SPLIT_H_OFFSET"], k["OUT_FM_SPLIT_LEN"]
@@ -210,6 +210,19 @@ def core_tiles(k):
     ix0, iw = k["IN_FM_START_SPLIT_W_OFFSET"], k["IN_FM_SPLIT_WIDTH"]
     oc = k["OUT_FM_CH"]
     tiles = []
+    if mode == 3:  # SPLIT_2D (project extension): core g * R + r
+        groups, pieces = k["SPLIT_2D_GROUPS"] + 1, k["SPLIT_2D_ROWS"] + 1
+        avg, ov = k["OUT_FM_SPLIT_AVG_HEIGHT"], k["OUT_FM_SPLIT_OV_HEIGHT"]
+        e = k["EU_BIAS_START_OFFSET"]
+        for g in range(groups):
+            chans = (g * e, oc - e * (groups - 1) if g == groups - 1 else e)
+            for r in range(pieces):
+                last = r == pieces - 1
+                rows = (y0 + r * avg, ov if last else avg)
+                irows = (iy0 + r * k["IN_DMA_UNICAST_AVG_OFFSET"],
+                         k["IN_DMA_UNICAST_OV_OFFSET"] if last else ih)
+                tiles.append((rows, (x0, w), chans, irows, (ix0, iw)))
+        return tiles
     for i in range(n):
         last = i == n - 1
         if mode == 2:

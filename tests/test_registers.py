@@ -106,6 +106,8 @@ PROJECT_EXTENSION_FIELDS = {
                       ("ELEMENT_FP32", 5, 4, 0, "RW"), ("U8_DOMAIN", 6, 6, 0, "RW"),
                       ("POOL_FP32", 7, 7, 0, "RW"), ("POOL_FP32_MODE", 9, 8, 0, "RW"),
                       ("QUANT_MUL32", 10, 10, 0, "RW")],
+    # Mode 3 (BROADCAST_MODE = SPLIT_2D): channel groups x row pieces (§5).
+    "NACC_BROADCAST_CTRL": [("SPLIT_2D_GROUPS", 13, 8, 0, "RW"), ("SPLIT_2D_ROWS", 19, 14, 0, "RW")],
 }
 
 

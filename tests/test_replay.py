@@ -317,9 +317,47 @@ def test_host_thread_splits_replay_as_they_step(cores, kb):
         assert s["row_split_calls"] >= (threads == 2), (threads, s)
         if cores == 1:  # the 1x1 and depthwise convolutions, the MEAN, the FC
             assert s["channel_split_calls"] == 4 and s["parallel_tile_steps"] == 0, (threads, s)
-        else:  # the MEAN's matrix products run core tile by core tile
-            assert s["channel_split_calls"] == 3 and s["parallel_tile_steps"] >= 1, (threads, s)
+        else:  # the MEAN's per-core matrix products merge into one call, too small to split
+            assert s["channel_split_calls"] == 3 and s["tile_calls"] == 0, (threads, s)
+            assert s["parallel_tile_steps"] == 0, (threads, s)
     one = _core.Runtime(cores=cores, sram_kb=kb).plan_summary(prog)
     assert one["row_split_calls"] == one["channel_split_calls"] == one["parallel_tile_steps"] == 0, one
     for seed in range(3):
         assert_equivalent(prog, cores, kb, seed, threads=(1, 2, 4))
+
+
+def test_unmerged_core_tiles_run_side_by_side():
+    """A hand-written stream that runs a 3x3 convolution twice over the same
+    output, each command split over 8 cores (mode 2): the layer's boxes cover
+    every output twice, so it does not merge; each command's core tiles have
+    disjoint outputs and run side by side on 2 and 4 host threads, with the
+    stepped run's bits and counters."""
+    import nacc_streams as ns
+    from test_device import conv, rng_for
+
+    L = conv(rng_for("side-by-side"), 24, 20, 16, 8)
+    tile = ns.Tile(0, 24, 0, 20, mode=2, cores=8)
+    prog, _ = ns.single_layer(L, [tile, tile], cores=8)
+    s = _core.Runtime(cores=8, threads=2).plan_summary(prog)
+    assert s["plan"] and s["layer_calls"] == 0 and s["tile_calls"] == 16, s
+    assert s["parallel_tile_steps"] == 2, s
+    assert_equivalent(prog, 8, 64, threads=(1, 2, 4))
+
+
+@pytest.mark.parametrize("split", ["tiles", "mode1"])
+def test_matmul_with_constant_b_merges(split):
+    """A hand-written NPU_OP_MATMUL whose B lies in the constants, as row bands
+    and channel groups on one core or split over 4 cores by columns (mode 1):
+    the plan assembles B's columns [K, N] from the tiles' kernel data and runs
+    the layer as one call, with the stepped run's bits and counters."""
+    import nacc_streams as ns
+    from test_device import matmul, rng_for, tiles_for
+
+    L = matmul(rng_for("matmul-merge", split), 9, 75, 21)
+    cores = 4 if split == "mode1" else 1
+    tiles = (tiles_for(L, 4, 1, 3) if split == "tiles"
+             else [ns.Tile(0, 9, 0, 1, mode=1, cores=4)])
+    prog, _ = ns.single_layer(L, tiles, cores=cores)
+    s = _core.Runtime(cores=cores).plan_summary(prog)
+    assert s["plan"] and s["layer_calls"] == 1 and s["tile_calls"] == 0, s
+    assert_equivalent(prog, cores, 64, threads=(1, 2))

@@ -24,7 +24,9 @@ enum class DataForm : uint32_t { INT8 = 0, INT16 = 1, INT4 = 2 };
 enum class ElementwiseMode : uint32_t { SUB = 1, ADD = 2, MUL_S16_S8 = 4, MUL = 8 };
 // NACC_BROADCAST_CTRL.BROADCAST_MODE (NACC_SPEC §4): mode 1 splits kernels
 // (output channels), mode 2 splits the output height.
-enum class BroadcastMode : uint32_t { NONE = 0, SPLIT_KERNEL = 1, SPLIT_HEIGHT = 2 };
+// SPLIT_2D (3): project extension, docs/device_model.md §5 (channel groups x
+// row pieces in one depthwise command).
+enum class BroadcastMode : uint32_t { NONE = 0, SPLIT_KERNEL = 1, SPLIT_HEIGHT = 2, SPLIT_2D = 3 };
 // AXI_LIMITn.MAX_BEATS ([C]).
 enum class AxiBeats : uint32_t { BEATS_64B = 0, BEATS_128B = 1, BEATS_256B = 2 };
 // VNCHWCONV_CFG.DTYPE (NACC_SPEC §7).

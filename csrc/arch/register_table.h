@@ -39,7 +39,8 @@ inline constexpr EnumName kElementwiseModes[] = {
     NACC_V(ElementwiseMode, MUL_S16_S8), NACC_V(ElementwiseMode, MUL)};
 inline constexpr EnumName kBroadcastModes[] = {NACC_V(BroadcastMode, NONE),
                                                NACC_V(BroadcastMode, SPLIT_KERNEL),
-                                               NACC_V(BroadcastMode, SPLIT_HEIGHT)};
+                                               NACC_V(BroadcastMode, SPLIT_HEIGHT),
+                                               NACC_V(BroadcastMode, SPLIT_2D)};
 inline constexpr EnumName kAxiBeats[] = {{value_of(AxiBeats::BEATS_64B), "64B"},
                                          {value_of(AxiBeats::BEATS_128B), "128B"},
                                          {value_of(AxiBeats::BEATS_256B), "256B"}};
@@ -293,8 +294,13 @@ inline constexpr FieldDesc kF_NACC_OUT_FM_SPLIT_H_OFFSET1[] = {
 };
 inline constexpr FieldDesc kF_NACC_BROADCAST_CTRL[] = {
     rw_enum("BROADCAST_MODE", 1, 0, 0, kBroadcastModes,
-            "multi-core mode: 1 split kernels (mode 1), 2 split height (mode 2)"),
+            "multi-core mode: 1 split kernels (mode 1), 2 split height (mode 2), 3 both "
+            "(project extension, depthwise)"),
     rw("BROADCAST_NUM", 7, 2, 0, "cores - 1: 0, 1, 3, 7, 15 or 31"),
+    rw("SPLIT_2D_GROUPS", 13, 8, 0,
+       "mode 3 (project extension): channel groups - 1; 0 in the other modes"),
+    rw("SPLIT_2D_ROWS", 19, 14, 0,
+       "mode 3 (project extension): row pieces - 1; 0 in the other modes"),
 };
 inline constexpr FieldDesc kF_NACC_BROADCAST_CTRL1[] = {
     rw("BROADCAST_OVER_EN", 31, 0, 0, "broadcast split overflow enable flags"),

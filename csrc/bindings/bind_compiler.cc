@@ -23,8 +23,9 @@ int parse_mode(const std::optional<std::string>& mode) {
   if (*mode == "NONE") return 0;
   if (*mode == "SPLIT_KERNEL") return 1;
   if (*mode == "SPLIT_HEIGHT") return 2;
+  if (*mode == "SPLIT_2D") return 3;
   throw py::value_error(nacc::str_cat("force_mode '", *mode,
-                                      "' is not NONE, SPLIT_KERNEL or SPLIT_HEIGHT"));
+                                      "' is not NONE, SPLIT_KERNEL, SPLIT_HEIGHT or SPLIT_2D"));
 }
 
 nacc::CompileOptions make_options(int cores, std::optional<int64_t> sram_kb,
@@ -67,7 +68,8 @@ py::dict plan_dict(const nacc::compiler::TilePlan& p) {
                   "weights_outer"_a = p.weights_outer, "double_buffer"_a = p.double_buffer,
                   "k_per_set"_a = p.k_per_set,
                   "rows_per_core"_a = p.rows_per_core, "cols"_a = p.cols,
-                  "channels_per_core"_a = p.channels_per_core, "row_pieces"_a = spans(p.row_pieces),
+                  "channels_per_core"_a = p.channels_per_core, "groups2d"_a = p.groups2d,
+                  "row_pieces"_a = spans(p.row_pieces),
                   "col_pieces"_a = spans(p.col_pieces), "groups"_a = spans(p.groups),
                   "layout"_a = layout, "estimate"_a = est, "describe"_a = p.describe(),
                   "lowering"_a = p.lowering);

@@ -430,7 +430,9 @@ py::tuple run_arrays(Runtime& rt, const Program& p, const std::shared_ptr<const 
   py::dict sd = stats_dict(stats.counters, stats.handler, timeline);
   sd["replayed"] = stats.replayed;
   py::list ops;
-  for (const auto& o : stats.ops) ops.append(op_dict(o));
+  if (stats.ops) {
+    for (const auto& o : *stats.ops) ops.append(op_dict(o));
+  }
   sd["ops"] = ops;
   return py::make_tuple(outs, sd);
 }

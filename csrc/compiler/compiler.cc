@@ -283,7 +283,9 @@ struct Residency {
 // gives every core its own slice (the whole NACC_BROADCAST_CTRL counts); mode
 // 2 and one core hold the same kernel on every core (nothing: Residency::k_cores).
 uint32_t kernel_cores_key(const Emitter& em, BroadcastMode mode) {
-  return mode == BroadcastMode::SPLIT_KERNEL ? em.shadow(Reg::NACC_BROADCAST_CTRL) : 0u;
+  return mode == BroadcastMode::SPLIT_KERNEL || mode == BroadcastMode::SPLIT_2D
+             ? em.shadow(Reg::NACC_BROADCAST_CTRL)
+             : 0u;
 }
 
 int log2_exact(int v) {
@@ -391,7 +393,8 @@ void set_layer(Context& ctx, const LoweredOp& op, const OpConstants& k, const Co
 void set_tile(Context& ctx, const LoweredOp& op, const CommandShape& c) {
   Emitter& em = ctx.em;
   const CoreSplit& s = c.split;
-  const int core_rows = c.mode == BroadcastMode::SPLIT_HEIGHT ? s.avg : c.rows.size;
+  const bool two_d = c.mode == BroadcastMode::SPLIT_2D;
+  const int core_rows = c.mode == BroadcastMode::SPLIT_HEIGHT || two_d ? s.avg : c.rows.size;
   em.set_register(
       Reg::NACC_OUT_FM_SPLIT_H_OFFSET,
       Value()
@@ -424,13 +427,15 @@ void set_tile(Context& ctx, const LoweredOp& op, const CommandShape& c) {
   em.set_register(Reg::NACC_BROADCAST_CTRL,
                   Value()
                       .set(fields::NACC_BROADCAST_CTRL::BROADCAST_MODE, int(c.mode))
-                      .set(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM, s.cores - 1)
+                      .set(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM, s.total() - 1)
+                      .set(fields::NACC_BROADCAST_CTRL::SPLIT_2D_GROUPS, two_d ? s.groups - 1 : 0)
+                      .set(fields::NACC_BROADCAST_CTRL::SPLIT_2D_ROWS, two_d ? s.cores - 1 : 0)
                       .get());
   if (c.mode == BroadcastMode::NONE) return;
   em.set_register(
       Reg::NACC_BROADCAST_CTRL1,
       Value().set(fields::NACC_BROADCAST_CTRL1::BROADCAST_OVER_EN, s.avg != s.last ? 1 : 0).get());
-  if (c.mode == BroadcastMode::SPLIT_HEIGHT) {
+  if (c.mode == BroadcastMode::SPLIT_HEIGHT || two_d) {
     em.set_register(Reg::NACC_BROADCAST_SPLIT,
                     Value()
                         .set(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_OV_HEIGHT, s.last)
@@ -442,7 +447,8 @@ void set_tile(Context& ctx, const LoweredOp& op, const CommandShape& c) {
             .set(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_OV_OFFSET,
                  compiler::input_extent(s.last, op.stride_h, op.kernel_h))
             .set(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_AVG_OFFSET, s.avg * op.stride_h)
-            .set(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET, 0)
+            .set(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET,
+                 two_d ? op.out_channels(s.gavg) : 0)
             .get());
   } else {
     em.set_register(Reg::NACC_BROADCAST_DMA,
@@ -465,8 +471,12 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
     case Unit::kConv:
     case Unit::kDepthwise:
     case Unit::kFullyConnected: {
-      const WeightStream& ws = weight_stream(ctx, op, k, c.group.start, c.group.size, c.split,
-                                             c.mode == BroadcastMode::SPLIT_KERNEL);
+      // Mode 3: one weight block per channel group (its row pieces share it).
+      const CoreSplit groups{c.split.groups, c.split.gavg, c.split.glast};
+      const bool two_d = c.mode == BroadcastMode::SPLIT_2D;
+      const WeightStream& ws = weight_stream(ctx, op, k, c.group.start, c.group.size,
+                                             two_d ? groups : c.split,
+                                             c.mode == BroadcastMode::SPLIT_KERNEL || two_d);
       k_addr = constant(ws.offset);
       k_trans_len = ws.k_trans_len;
       em.set_register(Reg::NACC_IN_K_DMA_ADDR, k_addr);
@@ -552,7 +562,8 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
               em.shadow(Reg::NACC_QUANT_SHIFT_DMA_ADDR),
               uint32_t(op.out_channels(c.group.size)),
               kernel_cores_key(em, c.mode),
-              uint32_t(c.mode == BroadcastMode::SPLIT_KERNEL ? c.split.avg : 0)};
+              uint32_t(c.mode == BroadcastMode::SPLIT_KERNEL ? c.split.avg
+                   : c.mode == BroadcastMode::SPLIT_2D ? c.split.gavg : 0)};
     }
     case Unit::kElementwise: {
       // The output multiplier and shift (K area); the second operand (TEMP
@@ -632,7 +643,8 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
           em.shadow(Reg::NACC_IN_ACT_DMA_ADDR),
           uint32_t(op.out_channels(c.group.size)),
           kernel_cores_key(em, c.mode),
-          uint32_t(c.mode == BroadcastMode::SPLIT_KERNEL ? c.split.avg : 0)};
+          uint32_t(c.mode == BroadcastMode::SPLIT_KERNEL ? c.split.avg
+                   : c.mode == BroadcastMode::SPLIT_2D ? c.split.gavg : 0)};
 }
 
 // NACC_CTRL with every mode field explicit (NACC_SPEC §1: never rely on reset
@@ -735,6 +747,7 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
   // (the split registers count); mode 1 otherwise and one core hold the same
   // tile on every core (Residency::fm_cores).
   const bool fm_per_core = c.mode == BroadcastMode::SPLIT_HEIGHT ||
+                           c.mode == BroadcastMode::SPLIT_2D ||
                            (c.mode == BroadcastMode::SPLIT_KERNEL && op.unit == Unit::kDepthwise);
   if (fm_per_core) {
     for (Reg r : {Reg::NACC_BROADCAST_CTRL, Reg::NACC_BROADCAST_DMA, Reg::NACC_BROADCAST_SPLIT}) {
@@ -742,9 +755,10 @@ void emit_command(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpCon
     }
   }
   fm_sig.push_back(uint32_t(fm_per_core));
-  const int cores = c.split.cores;
+  const int cores = c.split.total();
   const bool k_resident = !k_sig.empty() && res.k == k_sig &&
-                          (c.mode == BroadcastMode::SPLIT_KERNEL || cores <= res.k_cores);
+                          (c.mode == BroadcastMode::SPLIT_KERNEL ||
+                           c.mode == BroadcastMode::SPLIT_2D || cores <= res.k_cores);
   const bool fm_resident = op.unit != Unit::kElementwise && res.fm == fm_sig &&
                            (fm_per_core || cores <= res.fm_cores);
   if (!k_sig.empty()) {
@@ -914,7 +928,7 @@ void emit_op(Context& ctx, const LoweredOp& op, const TilePlan& plan, OpConstant
     shape.group = g;
     shape.split = compiler::command_split(op, plan, r.size, g.size);
     shape.mode =
-        shape.split.cores > 1 ? plan.mode : BroadcastMode::NONE;  // a short tile may use one core
+        shape.split.total() > 1 ? plan.mode : BroadcastMode::NONE;  // a short tile may use one core
     shape.set = plan.double_buffer ? index++ % 2 : 0;
     emit_command(ctx, op, plan, k, res, shape);
   };
@@ -1049,8 +1063,8 @@ void check_options(const CompileOptions& o) {
   const int cores = o.hw.cores;
   check_arg(o.force_cores == 0 || (o.force_cores <= cores && (o.force_cores & (o.force_cores - 1)) == 0),
             "compile: force_cores ", o.force_cores, " must be 0 or a power of two <= cores ", cores);
-  check_arg(o.force_mode >= -1 && o.force_mode <= 2, "compile: force_mode ", o.force_mode,
-            " must be -1, 0, 1 or 2");
+  check_arg(o.force_mode >= -1 && o.force_mode <= 3, "compile: force_mode ", o.force_mode,
+            " must be -1, 0, 1, 2 or 3");
 }
 
 compiler::PlanOptions plan_options(const CompileOptions& o) {

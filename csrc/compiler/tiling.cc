@@ -281,13 +281,18 @@ bool better(const PlanEstimate& a, const PlanEstimate& b) {
 }
 
 int row_cap(const LoweredOp& op, BroadcastMode mode) {
-  const int field_cap = mode == BroadcastMode::SPLIT_HEIGHT
+  const int field_cap = mode == BroadcastMode::SPLIT_HEIGHT || mode == BroadcastMode::SPLIT_2D
                             ? std::min(kMaxCoreRows, (kMaxCoreRows - op.kernel_h) / op.stride_h + 1)
                             : (kMaxSplitLen - op.kernel_h) / op.stride_h + 1;
   return std::min(op.out_shape.h, field_cap);
 }
 
 int row_avg_cap(const LoweredOp& op) { return kMaxCoreRows / op.stride_h; }
+
+// Mode 3: EU_BIAS_START_OFFSET holds a channel group's output channels.
+int group_avg_cap(const LoweredOp& op) {
+  return kMaxCoreChannels / std::max(1, op.out_channels(1));
+}
 
 // The cost of one command of `h` rows, `w` columns and `g` basis channels of
 // plan `p` split over cores as `split`, on its busiest core
@@ -315,20 +320,39 @@ CommandCost command_cost(const LoweredOp& op, const HwConfig& hw, const TilePlan
   };
   CommandCost c;
   int r = h, e = g;
-  if (p.mode == BroadcastMode::SPLIT_HEIGHT) r = split.max_per_core();
+  const bool two_d = p.mode == BroadcastMode::SPLIT_2D;
+  if (p.mode == BroadcastMode::SPLIT_HEIGHT || two_d) r = split.max_per_core();
   if (p.mode == BroadcastMode::SPLIT_KERNEL) e = split.max_per_core();
+  if (two_d) e = split.max_group();
   const int n = split.cores;
   const double e_fm = op.elem();  // feature-map bytes per element
   const double in_ch = op.in_channels(g) * e_fm;
   double fm_core = double(rows_in(r)) * cols_in(w) * op.in_channels(e) * e_fm;
   // Mode 2: each core its rows (halo included); depthwise mode 1: each core
-  // its channels (together the tile once); else the IFM is broadcast.
-  double fm_ext = p.mode == BroadcastMode::SPLIT_HEIGHT
+  // its channels (together the tile once); mode 3: each core its rows of its
+  // channels (the groups together: mode 2's rows of all channels); else the
+  // IFM is broadcast.
+  double fm_ext = p.mode == BroadcastMode::SPLIT_HEIGHT || two_d
                       ? double(rows_in(split.avg)) * (n - 1) * cols_in(w) * in_ch +
                             double(rows_in(split.last)) * cols_in(w) * in_ch
                   : p.mode == BroadcastMode::SPLIT_KERNEL && op.unit == Unit::kDepthwise
                       ? double(rows_in(r)) * cols_in(w) * in_ch
                       : fm_core;
+  if (two_d && h == op.out_shape.h) {
+    // A command of the whole height (the small maps mode 3 is for): each row
+    // piece's input rows as the DMA fetches them, without the padding rows
+    // (every piece of a 7-row map is an edge piece).
+    double rows_ext = 0, rows_max = 0;
+    for (int i = 0; i < n; ++i) {
+      const int size = i + 1 < n ? split.avg : split.last;
+      const double v = valid_input_span(i * split.avg, size, op.stride_h, op.kernel_h,
+                                        op.pad_top, op.in_shape.h).size;
+      rows_ext += v;
+      rows_max = std::max(rows_max, v);
+    }
+    fm_core = rows_max * cols_in(w) * op.in_channels(e) * e_fm;
+    fm_ext = rows_ext * cols_in(w) * in_ch;
+  }
   if (op.im2col) {  // the DMA gathers every window (an upper bound: padding is not read)
     fm_core = double(r) * w * op.matmul_k();
     fm_ext = double(h) * w * op.matmul_k();
@@ -344,8 +368,10 @@ CommandCost command_cost(const LoweredOp& op, const HwConfig& hw, const TilePlan
     fm_ext += t_ext;
   }
   const double k_core = k_area_bytes(op, e);
-  const double k_ext =
-      p.mode == BroadcastMode::SPLIT_KERNEL ? k_area_bytes(op, g) + (n - 1) * 64.0 : k_core;
+  // Mode 3: each group's kernel once (its row pieces share it).
+  const double k_ext = p.mode == BroadcastMode::SPLIT_KERNEL ? k_area_bytes(op, g) + (n - 1) * 64.0
+                       : two_d ? k_area_bytes(op, g) + (split.groups - 1) * 64.0
+                               : k_core;
   c.read_fm_t = transfer(fm_core, fm_ext);
   c.read_k_t = transfer(k_core, k_ext);
   c.compute = std::max(mac_cycles(op, r, w, e), act_cycles(op, r, w, e));
@@ -373,6 +399,7 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
   const auto split_of = [&](int h, int g) {
     const int key = p.mode == BroadcastMode::SPLIT_HEIGHT ? h
                     : p.mode == BroadcastMode::SPLIT_KERNEL ? g
+                    : p.mode == BroadcastMode::SPLIT_2D     ? h * 65536 + g
                                                             : -1;
     if (key < 0) return command_split(op, p, h, g);
     for (size_t i = 0; i < nsplits; ++i) {
@@ -452,7 +479,7 @@ PlanEstimate estimate(const LoweredOp& op, const HwConfig& hw, const TilePlan& p
         // that loaded the broadcast kernel do not hold it). Not for an op
         // without a K area (pooling).
         int reloads = 1;
-        if (p.mode == BroadcastMode::SPLIT_HEIGHT) {
+        if (p.mode == BroadcastMode::SPLIT_HEIGHT || p.mode == BroadcastMode::SPLIT_2D) {
           int prev = -1, prev_size = -1;
           for (const auto& r : row_runs) {
             if (r.first == prev_size) continue;  // same size, same split
@@ -538,6 +565,7 @@ const char* broadcast_mode_name(BroadcastMode mode) {
     case BroadcastMode::NONE: return "NONE";
     case BroadcastMode::SPLIT_KERNEL: return "SPLIT_KERNEL";
     case BroadcastMode::SPLIT_HEIGHT: return "SPLIT_HEIGHT";
+    case BroadcastMode::SPLIT_2D: return "SPLIT_2D";
   }
   return "?";
 }
@@ -578,6 +606,18 @@ CoreSplit command_split(const LoweredOp& op, const TilePlan& plan, int rows, int
     s = split_across_cores(rows, plan.cores, plan.rows_per_core, row_avg_cap(op));
   } else if (plan.mode == BroadcastMode::SPLIT_KERNEL) {
     s = split_across_cores(channels, plan.cores, plan.channels_per_core, kMaxCoreChannels);
+  } else if (plan.mode == BroadcastMode::SPLIT_2D) {
+    const int g = std::max(1, plan.groups2d);
+    s = split_across_cores(rows, plan.cores / g, plan.rows_per_core, row_avg_cap(op));
+    const std::optional<CoreSplit> c =
+        split_across_cores(channels, g, plan.channels_per_core, group_avg_cap(op));
+    if (s && c) {
+      s->groups = c->cores;
+      s->gavg = c->avg;
+      s->glast = c->last;
+    } else {
+      s.reset();
+    }
   } else {
     s = CoreSplit{1, rows, rows};
   }
@@ -673,7 +713,9 @@ std::string TilePlan::describe() const {
      << (weights_outer ? "weights resident" : "IFM resident")
      << (double_buffer ? ", double-buffered" : "") << (k_per_set ? " (K per set)" : "")
      << ", tile " << rows_per_core
-     << " rows/core x " << cols << " cols x " << channels_per_core << " ch/core; "
+     << " rows/core x " << cols << " cols x " << channels_per_core << " ch/core"
+     << (mode == BroadcastMode::SPLIT_2D ? str_cat(" (", groups2d, " channel groups)") : std::string())
+     << "; "
      << row_pieces.size() << " row x " << col_pieces.size() << " col x " << groups.size()
      << " channel pieces; SRAM " << layout.end << " B; est. " << estimate.cycles << " cycles, "
      << estimate.read_bytes << " B read, " << estimate.write_bytes << " B written";
@@ -687,6 +729,7 @@ struct Choice {
   int cores = 1;
   BroadcastMode mode = BroadcastMode::NONE;
   int channels_per_core = 1;
+  int groups2d = 1;  // mode 3: channel groups (cores / groups2d row pieces)
   bool weights_outer = true;
   bool double_buffer = false;
   bool k_per_set = false;
@@ -717,6 +760,7 @@ TilePlan plan_fields(const LoweredOp& op, const Choice& c) {
   p.cols = c.cols;
   p.rows_per_core = c.rows_per_core;
   p.channels_per_core = c.channels_per_core;
+  p.groups2d = c.groups2d;
   return p;
 }
 
@@ -727,13 +771,17 @@ PlanEstimate estimate_choice(const LoweredOp& op, const HwConfig& hw, const Choi
   const int oh = op.out_shape.h, ow = op.out_shape.w;
   const TilePlan p = plan_fields(op, c);
   const Runs cols = balanced_runs(ow, int(ceil_div(ow, c.cols)));
-  const Runs rows = c.mode == BroadcastMode::SPLIT_HEIGHT
-                        ? make_pieces_runs(oh, c.cores, c.rows_per_core, row_avg_cap(op))
-                        : balanced_runs(oh, int(ceil_div(oh, c.rows_per_core)));
+  const bool two_d = c.mode == BroadcastMode::SPLIT_2D;
+  const Runs rows =
+      c.mode == BroadcastMode::SPLIT_HEIGHT
+          ? make_pieces_runs(oh, c.cores, c.rows_per_core, row_avg_cap(op))
+      : two_d ? make_pieces_runs(oh, c.cores / c.groups2d, c.rows_per_core, row_avg_cap(op))
+              : balanced_runs(oh, int(ceil_div(oh, c.rows_per_core)));
   const Runs groups =
       c.mode == BroadcastMode::SPLIT_KERNEL
           ? make_pieces_runs(channels, c.cores, c.channels_per_core, kMaxCoreChannels)
-          : balanced_runs(channels, int(ceil_div(channels, c.channels_per_core)));
+      : two_d ? make_pieces_runs(channels, c.groups2d, c.channels_per_core, group_avg_cap(op))
+              : balanced_runs(channels, int(ceil_div(channels, c.channels_per_core)));
   return estimate(op, hw, p, rows, cols, groups);
 }
 
@@ -744,11 +792,15 @@ void set_pieces(const LoweredOp& op, const Choice& c, TilePlan* p) {
   p->col_pieces = balanced(ow, int(ceil_div(ow, c.cols)));
   if (c.mode == BroadcastMode::SPLIT_HEIGHT) {
     p->row_pieces = make_pieces(oh, c.cores, c.rows_per_core, row_avg_cap(op));
+  } else if (c.mode == BroadcastMode::SPLIT_2D) {
+    p->row_pieces = make_pieces(oh, c.cores / c.groups2d, c.rows_per_core, row_avg_cap(op));
   } else {
     p->row_pieces = balanced(oh, int(ceil_div(oh, c.rows_per_core)));
   }
   if (c.mode == BroadcastMode::SPLIT_KERNEL) {
     p->groups = make_pieces(channels, c.cores, c.channels_per_core, kMaxCoreChannels);
+  } else if (c.mode == BroadcastMode::SPLIT_2D) {
+    p->groups = make_pieces(channels, c.groups2d, c.channels_per_core, group_avg_cap(op));
   } else {
     p->groups = balanced(channels, int(ceil_div(channels, c.channels_per_core)));
   }
@@ -772,10 +824,11 @@ bool axis_pieces_read_input(const std::vector<Span>& pieces, int stride, int ker
 // overflow, command_split): every core's share must read an input row too.
 bool plan_reads_input(const LoweredOp& op, const TilePlan& p) {
   std::vector<Span> rows = p.row_pieces;
-  if (p.mode == BroadcastMode::SPLIT_HEIGHT) {
+  if (p.mode == BroadcastMode::SPLIT_HEIGHT || p.mode == BroadcastMode::SPLIT_2D) {
     rows.clear();
+    const int row_cores = p.mode == BroadcastMode::SPLIT_2D ? p.cores / p.groups2d : p.cores;
     for (Span r : p.row_pieces) {
-      const auto s = split_across_cores(r.size, p.cores, p.rows_per_core, row_avg_cap(op));
+      const auto s = split_across_cores(r.size, row_cores, p.rows_per_core, row_avg_cap(op));
       if (!s) return false;
       for (int i = 0; i < s->cores; ++i) {
         rows.push_back({r.start + i * s->avg, i + 1 < s->cores ? s->avg : s->last});
@@ -878,12 +931,13 @@ double replay_timeline(const LoweredOp& op, const HwConfig& hw, const TilePlan& 
   for_each_command(p, [&](const Span& r, const Span& c, const Span& g) {
     const Sized& z = sized_of(r.size, c.size, g.size);
     const CoreSplit split = z.split;
-    const BroadcastMode mode = split.cores > 1 ? p.mode : BroadcastMode::NONE;
+    const BroadcastMode mode = split.total() > 1 ? p.mode : BroadcastMode::NONE;
+    const bool two_d = mode == BroadcastMode::SPLIT_2D;
     const int set = p.double_buffer ? index++ % 2 : 0;
     const CommandCost cost = z.cost;
     const int64_t ifm_base = p.layout.ifm[set], k_base = p.layout.k[set],
                   ofm_base = p.layout.ofm[set];
-    const bool fm_per_core = mode == BroadcastMode::SPLIT_HEIGHT ||
+    const bool fm_per_core = mode == BroadcastMode::SPLIT_HEIGHT || two_d ||
                              (mode == BroadcastMode::SPLIT_KERNEL && op.unit == Unit::kDepthwise);
     const std::array<int64_t, 8> fs = {r.start,
                                        r.size,
@@ -892,12 +946,17 @@ double replay_timeline(const LoweredOp& op, const HwConfig& hw, const TilePlan& 
                                        fm_shared ? -1 : g.start,
                                        fm_shared ? -1 : g.size,
                                        ifm_base,
-                                       fm_per_core ? split.cores * 4096 + split.avg : -1};
-    const std::array<int64_t, 8> ks = {g.start, g.size, k_base,
-                                       mode == BroadcastMode::SPLIT_KERNEL ? split.cores : 0,
-                                       mode == BroadcastMode::SPLIT_KERNEL ? split.avg : 0};
+                                       fm_per_core ? (int64_t(split.groups) << 32) +
+                                                         split.cores * 4096 + split.avg
+                                                   : -1};
+    const std::array<int64_t, 8> ks = {
+        g.start, g.size, k_base,
+        mode == BroadcastMode::SPLIT_KERNEL ? split.cores
+        : two_d                             ? (int64_t(split.groups) << 32) + split.cores
+                                            : 0,
+        mode == BroadcastMode::SPLIT_KERNEL ? split.avg : two_d ? split.gavg : 0};
     const bool k_res = has_k && k_valid && k_sig == ks &&
-                       (mode == BroadcastMode::SPLIT_KERNEL || split.cores <= k_cores);
+                       (mode == BroadcastMode::SPLIT_KERNEL || two_d || split.cores <= k_cores);
     const bool fm_res = op.unit != Unit::kElementwise && fm_valid && fm_sig == fs &&
                         (fm_per_core || split.cores <= fm_cores);
     if (has_k) {
@@ -1050,6 +1109,9 @@ TilePlan with_ramped_ends(const LoweredOp& op, const HwConfig& hw, TilePlan plan
 constexpr int kReplayCandidates = 8;
 constexpr double kReplayWindow = 0.15;
 constexpr int64_t kReplayMaxCommands = 128;
+// Mode 3 plans replayed per op (search_tiles).
+constexpr int kSplit2dRivals = 8;
+constexpr int64_t kSplit2dMaxCommands = 32;
 
 // Rows of a width-1 op (the matrix lowering's H*W pixel rows, NPU_OP_FULLY_CONNECTED
 // over M rows) ramped like with_ramped_ends' columns: row pieces whose per-core
@@ -1356,19 +1418,24 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
     const int nc_min = int(ceil_div(ow, wmax));
     std::set<int> widths;
     for (int f : {1, 2, 4}) widths.insert(int(ceil_div(ow, std::min(ow, nc_min * f))));
+    if (c.mode == BroadcastMode::SPLIT_2D) {
+      // Narrower tiles: more commands to pipeline a read-bound small map.
+      for (int f : {3, 6, 8}) widths.insert(int(ceil_div(ow, std::min(ow, nc_min * f))));
+    }
     const int rcap = row_cap(op, c.mode);
     for (int w : widths) {
       const int hmax = largest(rcap, [&](int r) { return fit(r, w); });
       if (hmax == 0) continue;
       std::set<int> heights = {hmax};
-      if (c.mode == BroadcastMode::SPLIT_HEIGHT) {
+      if (c.mode == BroadcastMode::SPLIT_HEIGHT || c.mode == BroadcastMode::SPLIT_2D) {
         // Rows per core beyond an even share of the whole height buy nothing;
         // below it, fewer rows per core trade halo traffic for shorter
         // pipeline fill and drain.
-        const int even = std::min(hmax, int(ceil_div(oh, c.cores)));
+        const int row_cores = c.mode == BroadcastMode::SPLIT_2D ? c.cores / c.groups2d : c.cores;
+        const int even = std::min(hmax, int(ceil_div(oh, row_cores)));
         heights = {even};
         for (int r = 1; r <= std::min(even, 16); ++r) heights.insert(r);
-        for (int k = 2; k <= 8; ++k) heights.insert(std::min(even, int(ceil_div(oh, int64_t(c.cores) * k))));
+        for (int k = 2; k <= 8; ++k) heights.insert(std::min(even, int(ceil_div(oh, int64_t(row_cores) * k))));
       } else if (c.mode == BroadcastMode::SPLIT_KERNEL && c.double_buffer && hmax == oh) {
         // Mode 1 broadcasts the IFM to every core's 16-byte port: a tile of
         // the whole map keeps the array idle until all of it has arrived,
@@ -1386,7 +1453,8 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
         }
         c.estimate = estimate_choice(op, hw, c);
         c.order = order++;
-        fastest_so_far = std::min(fastest_so_far, c.estimate.cycles);
+        // Mode 3 choices do not prune the others (the classic choice stays as without it).
+        if (c.mode != BroadcastMode::SPLIT_2D) fastest_so_far = std::min(fastest_so_far, c.estimate.cycles);
         choices.push_back(c);
       }
     }
@@ -1419,10 +1487,51 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
           channels >= 2) {
         modes.push_back(BroadcastMode::SPLIT_KERNEL);
       }
+      // Mode 3 (project extension, docs/device_model.md §5): channel groups x
+      // row pieces, for depthwise maps and matrix rows too few for the cores.
+      if ((op.unit == Unit::kDepthwise || op.unit == Unit::kFullyConnected) && n >= 4 &&
+          channels >= 2 && !op.int16_maps) {
+        modes.push_back(BroadcastMode::SPLIT_2D);
+      }
     }
     for (BroadcastMode mode : modes) {
       if (options.force_mode >= 0 && n > 1 && int(mode) != options.force_mode) continue;
       if (!choices.empty() && out_of_reach(mode_cycles_floor(op, hw, n, mode), fastest_so_far)) {
+        continue;
+      }
+      if (mode == BroadcastMode::SPLIT_2D) {
+        // G channel groups of up to 64 channels' shares (a core's pass costs
+        // the same for any count up to 64) x n / G row pieces; K per set or
+        // single-buffered, weights resident (the depthwise winners).
+        for (int groups = 2; groups <= n / 2; groups *= 2) {
+          std::set<int, std::greater<int>> caps;
+          for (int j : {1, 2, 3, 4, 6, 8}) {
+            const int cap = int(ceil_div(channels, int64_t(groups) * j));
+            caps.insert(cap);
+            if (j == 1) {
+              for (int m = 64; m < cap; m += 64) caps.insert(m);
+            }
+          }
+          for (int gc : caps) {
+            if (gc > group_avg_cap(op)) continue;
+            for (int variant = 0; variant < 3; ++variant) {
+              if (variant > 0 && !options.allow_double_buffer) continue;
+              // A K area per set only for depthwise (a few hundred bytes per
+              // group; a weight matrix reloaded with every tile would multiply
+              // the weight traffic).
+              if (variant == 1 && op.unit != Unit::kDepthwise) continue;
+              Choice c;
+              c.cores = n;
+              c.mode = mode;
+              c.groups2d = groups;
+              c.channels_per_core = gc;
+              c.weights_outer = true;
+              c.double_buffer = variant > 0;
+              c.k_per_set = variant == 1;
+              consider(c);
+            }
+          }
+        }
         continue;
       }
       // A depthwise core in mode 1 costs its pixels x taps x ceil(channels / 64)
@@ -1473,9 +1582,56 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
                               b.ofm, (b.temp ? str_cat(" + operand ", b.temp) : std::string()),
                               " bytes before alignment)"));
   }
-  int64_t fastest = choices[0].estimate.cycles;
-  for (const Choice& c : choices) fastest = std::min(fastest, c.estimate.cycles);
-  return choose_by_replay(op, hw, geo, choices, select_choice(choices), fastest);
+  // Mode 3 (SPLIT_2D) is chosen among the plans of modes 0-2 (which are
+  // chosen exactly as without it) only when the replayed timeline of the
+  // plan chosen with it beats theirs: its estimate sums per size class and,
+  // on the small maps it is for, differs from the device by as much as the
+  // plans differ.
+  std::vector<Choice> classic, two_d;
+  for (const Choice& c : choices) {
+    (c.mode != BroadcastMode::SPLIT_2D ? classic : two_d).push_back(c);
+  }
+  const auto choose = [&](const std::vector<Choice>& from) {
+    int64_t fastest = from[0].estimate.cycles;
+    for (const Choice& c : from) fastest = std::min(fastest, c.estimate.cycles);
+    return choose_by_replay(op, hw, geo, from, select_choice(from), fastest);
+  };
+  if (classic.size() == choices.size()) return choose(choices);
+  if (classic.empty()) return choose(choices);
+  TilePlan base = choose(classic);
+  // The mode 3 plan: the fastest replayed timeline among its kSplit2dRivals
+  // fastest estimates (the estimate chose the wrong one of near plans too
+  // often on these small, read-bound maps), with ramped column ends.
+  std::stable_sort(two_d.begin(), two_d.end(), [](const Choice& a, const Choice& b) {
+    if (a.estimate.cycles != b.estimate.cycles) return a.estimate.cycles < b.estimate.cycles;
+    return a.order < b.order;
+  });
+  // At most kSplit2dMaxCommands commands: every core of a mode 3 command is
+  // planned in full when the device builds its execution plan (no middle
+  // cores derived), so many small commands on 32 cores cost load time.
+  two_d.erase(std::remove_if(two_d.begin(), two_d.end(),
+                             [](const Choice& c) { return c.estimate.commands > kSplit2dMaxCommands; }),
+              two_d.end());
+  if (two_d.size() > size_t(kSplit2dRivals)) two_d.resize(size_t(kSplit2dRivals));
+  std::optional<TilePlan> with;
+  double rw = 0;
+  for (const Choice& c : two_d) {
+    TilePlan p = build_plan(op, hw, geo, c);
+    if (p.estimate.commands > kReplayMaxCommands) continue;
+    double r = 0;
+    p = with_ramped_ends(op, hw, std::move(p), &r);
+    if (!with || r < rw) {
+      with = std::move(p);
+      rw = r;
+    }
+  }
+  if (!with) return base;
+  const double rb = replay_timeline(op, hw, base);
+  if (!replay_gain(rb, rw)) return base;
+  // Comparable with the other lowerings of the op: the base's estimate less
+  // the time the replay saves (as choose_by_replay does).
+  with->estimate.cycles = std::max<int64_t>(1, base.estimate.cycles - int64_t(rb - rw + 0.5));
+  return *with;
 }
 
 }  // namespace

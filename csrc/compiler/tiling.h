@@ -31,10 +31,16 @@ struct Span {
 // How one command's work is spread over cores: `cores` (a power of two), the
 // first cores - 1 take `avg` rows (mode 2) or channels (mode 1) each, the last
 // core `last`. With one core, avg = last = the whole extent.
+// Mode 3 (SPLIT_2D, depthwise; docs/device_model.md §5) splits both: `cores`
+// row pieces of avg / last rows times `groups` channel groups of gavg / glast
+// basis channels, on cores * groups cores.
 struct CoreSplit {
   int cores = 1;
   int avg = 0, last = 0;
+  int groups = 1, gavg = 0, glast = 0;
   int max_per_core() const { return avg > last ? avg : last; }
+  int max_group() const { return gavg > glast ? gavg : glast; }
+  int total() const { return cores * groups; }
 };
 
 // Splits `total` (rows or channels) over a power-of-two number of cores <=
@@ -77,6 +83,7 @@ struct TilePlan {
   int rows_per_core = 0;      // output rows one core holds (mode 2: per core)
   int cols = 0;               // output columns of a tile
   int channels_per_core = 0;  // basis channels one core holds
+  int groups2d = 1;  // mode 3: channel groups of a command (cores / groups2d row pieces)
   std::vector<Span> row_pieces, col_pieces, groups;  // output rows, columns, basis channels
   SramLayout layout;
   PlanEstimate estimate;

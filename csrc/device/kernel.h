@@ -70,6 +70,13 @@ struct Setup {
   uint32_t mode = value_of(BroadcastMode::NONE);
   int ncores = 1;
   int avg_h = 0, ov_h = 0, avg_in_step = 0, ov_in_rows = 0, oc_per_core = 0;
+  // Mode 3 (SPLIT_2D, docs/device_model.md §5): `groups` channel groups x
+  // `row_pieces` row pieces; core i = g * row_pieces + r. ncores is then
+  // groups * row_pieces (the cores that work), at most BROADCAST_NUM + 1.
+  int groups = 1, row_pieces = 1;
+  // The core's row piece and channel group (mode 3); its index otherwise.
+  int row_index(int i) const { return mode == value_of(BroadcastMode::SPLIT_2D) ? i % row_pieces : i; }
+  int group_index(int i) const { return mode == value_of(BroadcastMode::SPLIT_2D) ? i / row_pieces : i; }
   // SRAM areas.
   SramRange ifm_area, k_area, ofm_area, temp_area;
   bool needs_bias = false, needs_quant = false, needs_lut = false;

@@ -165,18 +165,39 @@ void read_tile(const RegisterFile& r, Setup& s) {
           path(fields::NACC_IN_FM_SPLIT::IN_FM_SPLIT_WIDTH), " = ", s.iw);
 }
 
+void check_channel_split(const Setup& s, int n);
+void check_row_split(const RegisterFile& r, Setup& s, int n);
+
 void read_multicore(const RegisterFile& r, const HwConfig& hw, Setup& s) {
   s.mode = r.field(fields::NACC_BROADCAST_CTRL::BROADCAST_MODE);
   s.ncores = int(r.field(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM)) + 1;
-  require(s.mode <= value_of(BroadcastMode::SPLIT_HEIGHT),
-          path(fields::NACC_BROADCAST_CTRL::BROADCAST_MODE), " = ", s.mode,
-          " is not a mode (0 NONE, 1 SPLIT_KERNEL, 2 SPLIT_HEIGHT)");
   const int n = s.ncores;
   require(n == 1 || n == 2 || n == 4 || n == 8 || n == 16 || n == 32,
           path(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM), " = ", n - 1,
           ": cores - 1 must be 0, 1, 3, 7, 15 or 31 (NACC_SPEC §4)");
   require(n <= hw.cores, path(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM), " = ", n - 1,
           " asks for ", n, " cores; the device has ", hw.cores);
+  const uint32_t g_field = r.field(fields::NACC_BROADCAST_CTRL::SPLIT_2D_GROUPS);
+  const uint32_t r_field = r.field(fields::NACC_BROADCAST_CTRL::SPLIT_2D_ROWS);
+  if (s.mode == value_of(BroadcastMode::SPLIT_2D)) {
+    // Mode 3 (project extension, docs/device_model.md §5): G channel groups
+    // (mode 1's per-core channel offset) x R row pieces (mode 2's AVG / OV
+    // rows) on G * R <= BROADCAST_NUM + 1 cores, core g * R + r.
+    require(s.fam == Family::kDepthwise || s.fam == Family::kFullyConnected,
+            "BROADCAST_MODE SPLIT_2D (mode 3, project extension) is for depthwise convolution "
+            "and fully connected only, not ", opcode_name(s.op), " (docs/device_model.md §5)");
+    s.groups = int(g_field) + 1;
+    s.row_pieces = int(r_field) + 1;
+    require(s.groups * s.row_pieces <= n, "mode 3: ",
+            path(fields::NACC_BROADCAST_CTRL::SPLIT_2D_GROUPS), " + 1 = ", s.groups, " groups x ",
+            path(fields::NACC_BROADCAST_CTRL::SPLIT_2D_ROWS), " + 1 = ", s.row_pieces,
+            " row pieces need more than the BROADCAST_NUM + 1 = ", n, " cores");
+    s.ncores = s.groups * s.row_pieces;
+  } else {
+    require(g_field == 0 && r_field == 0, path(fields::NACC_BROADCAST_CTRL::SPLIT_2D_GROUPS),
+            " = ", g_field, ", ", path(fields::NACC_BROADCAST_CTRL::SPLIT_2D_ROWS), " = ", r_field,
+            ": must be 0 outside BROADCAST_MODE SPLIT_2D (mode 3)");
+  }
   if (s.mode == value_of(BroadcastMode::NONE)) {
     require(n == 1, path(fields::NACC_BROADCAST_CTRL::BROADCAST_NUM), " = ", n - 1,
             " with BROADCAST_MODE NONE (one core)");
@@ -193,6 +214,20 @@ void read_multicore(const RegisterFile& r, const HwConfig& hw, Setup& s) {
             "fully connected and matmul only, not ", opcode_name(s.op),
             " (NACC_SPEC §4, docs/device_model.md §5)");
     s.oc_per_core = int(r.field(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET));
+    check_channel_split(s, n);
+    return;
+  }
+  if (s.mode == value_of(BroadcastMode::SPLIT_2D)) {
+    s.oc_per_core = int(r.field(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET));
+    check_channel_split(s, s.groups);
+    check_row_split(r, s, s.row_pieces);
+    return;
+  }
+  check_row_split(r, s, n);
+}
+
+void check_channel_split(const Setup& s, int n) {
+  {
     const int64_t last = int64_t(s.out_c) - int64_t(n - 1) * s.oc_per_core;
     require((n == 1 || s.oc_per_core >= 1) && last >= 1, "mode 1: ", n - 1, " cores x ",
             path(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET), " = ", s.oc_per_core,
@@ -202,8 +237,10 @@ void read_multicore(const RegisterFile& r, const HwConfig& hw, Setup& s) {
             path(fields::NACC_BROADCAST_DMA::EU_BIAS_START_OFFSET), " = ", s.oc_per_core,
             " must be a multiple of the depth multiplier ", s.depth_mult,
             " (each core's output channels come from whole input channels)");
-    return;
   }
+}
+
+void check_row_split(const RegisterFile& r, Setup& s, int n) {
   s.avg_h = int(r.field(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_AVG_HEIGHT));
   s.ov_h = int(r.field(fields::NACC_BROADCAST_SPLIT::OUT_FM_SPLIT_OV_HEIGHT));
   s.avg_in_step = int(r.field(fields::NACC_BROADCAST_DMA::IN_DMA_UNICAST_AVG_OFFSET));

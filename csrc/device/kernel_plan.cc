@@ -132,7 +132,12 @@ void check_residency(const ExecEnv& env, const Setup& s, const CoreWork& c) {
 CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   const HandlerContext& ctx = env.ctx;
   const int n = s.ncores;
-  const bool last = i == n - 1;
+  const bool two_d = s.mode == value_of(BroadcastMode::SPLIT_2D);
+  // Mode 3: the core's row piece ri of R and channel group gi of G.
+  const int ri = s.row_index(i), gi = s.group_index(i);
+  const bool last = two_d ? ri == s.row_pieces - 1 : i == n - 1;
+  const bool last_group = two_d ? gi == s.groups - 1 : i == n - 1;
+  const int group_n = two_d ? s.groups : n;
   CoreWork c;
   c.core = i;
   c.y0 = s.y0;
@@ -140,10 +145,10 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   int64_t iy0 = s.iy0;
   c.ih = s.ih;
   const char* rows_regs = "NACC_IN_FM_SPLIT_H_OFFSET, NACC_IN_FM_SPLIT.IN_FM_SPLIT_LEFT_LEN";
-  if (s.mode == value_of(BroadcastMode::SPLIT_HEIGHT)) {
-    c.y0 = s.y0 + i * s.avg_h;
+  if (s.mode == value_of(BroadcastMode::SPLIT_HEIGHT) || two_d) {
+    c.y0 = s.y0 + ri * s.avg_h;
     c.h = last ? s.ov_h : s.avg_h;
-    iy0 = int64_t(s.iy0) + int64_t(i) * s.avg_in_step;
+    iy0 = int64_t(s.iy0) + int64_t(ri) * s.avg_in_step;
     c.ih = last ? s.ov_in_rows : s.ih;
     rows_regs = last ? "NACC_IN_FM_SPLIT_H_OFFSET + core x IN_DMA_UNICAST_AVG_OFFSET, "
                        "NACC_BROADCAST_DMA.IN_DMA_UNICAST_OV_OFFSET"
@@ -152,9 +157,9 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   }
   c.oc0 = 0;
   c.noc = s.out_c;
-  if (s.mode == value_of(BroadcastMode::SPLIT_KERNEL)) {
-    c.oc0 = i * s.oc_per_core;
-    c.noc = last ? s.out_c - (n - 1) * s.oc_per_core : s.oc_per_core;
+  if (s.mode == value_of(BroadcastMode::SPLIT_KERNEL) || two_d) {
+    c.oc0 = gi * s.oc_per_core;
+    c.noc = last_group ? s.out_c - (group_n - 1) * s.oc_per_core : s.oc_per_core;
   }
   // Halo (docs/device_model.md §3, §5).
   const int64_t want_y0 = int64_t(c.y0) * s.sy - s.pad_t;
@@ -180,7 +185,8 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
 
   // Input channels the core reads, from input channel ic0: all of them, but a
   // depthwise core in mode 1 reads the input channels of its output channels.
-  const bool dw_split = s.fam == Family::kDepthwise && s.mode == value_of(BroadcastMode::SPLIT_KERNEL);
+  const bool dw_split =
+      s.fam == Family::kDepthwise && (s.mode == value_of(BroadcastMode::SPLIT_KERNEL) || two_d);
   const int in_ch = dw_split ? c.noc / s.depth_mult : s.in_c;
   const int ic0 = dw_split ? c.oc0 / s.depth_mult : 0;
   // SRAM layout (docs/device_model.md §1).
@@ -242,7 +248,7 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   }
 
   // External accesses.
-  const uint64_t ck = uint64_t(s.mode == value_of(BroadcastMode::SPLIT_KERNEL) ? i : 0);
+  const uint64_t ck = uint64_t(s.mode == value_of(BroadcastMode::SPLIT_KERNEL) ? i : two_d ? gi : 0);
   // Where this core's kernel operand starts: its weight block (mode 1: one
   // per core at the K_TRANS_LEN stride), or matmul B's column oc0.
   const uint64_t k_off =
@@ -272,8 +278,13 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   if (s.fm_upd) c.load_fm = true;
   if (!c.kern.empty() && s.k_upd) c.load_k = true;
   check_residency(env, s, c);
-  const bool k_broadcast = s.mode == value_of(BroadcastMode::SPLIT_HEIGHT);
-  const bool fm_broadcast = s.mode == value_of(BroadcastMode::SPLIT_KERNEL) && !dw_split;
+  // Mode 3: a channel group's kernel is read once, by its first row piece's
+  // core, and delivered to the group's other cores (broadcast within the group).
+  const bool k_broadcast = s.mode == value_of(BroadcastMode::SPLIT_HEIGHT) || (two_d && ri > 0);
+  // Mode 3 fully connected: a row piece's input rows are read once, by its
+  // group-0 core, and delivered to the row piece's other cores.
+  const bool fm_broadcast = (s.mode == value_of(BroadcastMode::SPLIT_KERNEL) && !dw_split) ||
+                            (two_d && !dw_split && gi > 0);
   if (c.load_fm) {
     resolve(env, c.fm_read, [&] {
       return str_cat("IFM tile", core_text(s, i), " (", reg_text(Reg::NACC_IN_FM_DMA_ADDR, s.a_in),

@@ -520,13 +520,46 @@ class PutSet {
   size_t count_ = 0;
 };
 
+// Whether tile `t` of a non-im2col matmul command whose first output channel
+// in the layer is `c_base` reads B as the layer's columns [c_base + oc0,
+// + noc) of one [K, *] matrix at column 0 `*b_at` (set by the first tile),
+// all tiles alike at run time (`*b_runtime` 1) or none (0).
+bool b_column_read(const Setup& s, const TileTrace& t, int64_t c_base, int* b_runtime,
+                   RegionRef* b_at) {
+  const int runtime = t.k_reads.empty() ? 0 : 1;
+  if (*b_runtime >= 0 && runtime != *b_runtime) return false;
+  *b_runtime = runtime;
+  if (!runtime) return true;
+  if (t.k_reads.size() != 1) return false;
+  const KernelRead& r = t.k_reads[0];
+  const TileWork& w = t.work;
+  const int64_t col = c_base + w.oc0;
+  if (r.sram != w.w_lo || r.src.rows != s.mat_k || r.src.cols != 1 || r.src.bytes != w.noc ||
+      r.src.row_pitch != s.k_pitch || r.src.at.offset < uint64_t(col) ||
+      w.weight_count != s.mat_k * w.noc) {
+    return false;
+  }
+  const RegionRef at{r.src.at.region, r.src.at.offset - uint64_t(col)};
+  if (b_at->region >= 0 && (at.region != b_at->region || at.offset != b_at->offset)) return false;
+  *b_at = at;
+  return true;
+}
+
 // The merged call of a group, or false when the group is not provably one layer.
 bool merge_group(const std::vector<KernelTrace>& group, std::vector<KernelData>& kernel_data,
                  PlanCall* out) {
   const KernelTrace& first = group[0];
   const Setup& s0 = first.s;
   const Family fam = s0.fam;
-  if (fam == Family::kMatmul && !s0.im2col) return false;  // B is usually an activation
+  // A matrix product whose B is an activation (MEAN's ones-operand matmul, the
+  // channel split of NPU_OP_MATMUL over the cores): every tile's one run-time
+  // K part is its B columns [K, noc] at B's row pitch, and the merged call
+  // reads B's columns [0, C) from where the tiles read theirs. A B from the
+  // immutable regions is in the kernel data like a convolution's weights.
+  const bool b_matrix = fam == Family::kMatmul && !s0.im2col;
+  if (b_matrix && s0.elem != 1) return false;
+  int b_runtime = -1;  // 1: every tile reads B at run time, 0: none does
+  RegionRef b_at;      // B's column 0 (b_runtime)
   // The layer's output base: the smallest command base; every command's
   // offset from it is its first output channel.
   uint64_t out_base = ~uint64_t(0);
@@ -560,9 +593,14 @@ bool merge_group(const std::vector<KernelTrace>& group, std::vector<KernelData>&
       if (temp_base >= 0 && tb != temp_base) return false;
       temp_base = tb;
     }
+    if (b_matrix && (s.mat_k != s0.mat_k || s.k_pitch != s0.k_pitch)) return false;
     const size_t first_box = boxes.size();
     for (const TileTrace& t : kt.tiles) {
-      if (!t.k_reads.empty()) return false;
+      if (b_matrix) {
+        if (!b_column_read(s, t, c_base, &b_runtime, &b_at)) return false;
+      } else if (!t.k_reads.empty()) {
+        return false;
+      }
       const Box b{t.work.y0, t.work.h, s.x0, s.w, int(c_base) + t.work.oc0, t.work.noc};
       channels = std::max(channels, b.c0 + b.nc);
       // A tile that continues the last box of its command (the next rows of
@@ -671,7 +709,9 @@ bool merge_group(const std::vector<KernelTrace>& group, std::vector<KernelData>&
     case Family::kConv: wbytes = taps * s0.in_c; break;
     case Family::kDepthwise: wbytes = taps; break;
     case Family::kFullyConnected: wbytes = s0.in_c; break;
-    case Family::kMatmul: wbytes = s0.mat_k; break;  // im2col: a K-byte column of B per channel
+    case Family::kMatmul:  // a K-byte column of B per channel (read at run time: none here)
+      wbytes = b_runtime == 1 ? 0 : s0.mat_k;
+      break;
     default: break;
   }
   const bool per_channel_quant = s0.quant_entries == 0;
@@ -778,6 +818,15 @@ bool merge_group(const std::vector<KernelTrace>& group, std::vector<KernelData>&
         for (int64_t tap = 0; tap < taps; ++tap) t2[size_t(tap * channels + ch)] = wv[size_t(ch * taps + tap)];
       }
       wv.swap(t2);
+    } else if (b_matrix) {
+      // Back to B's [K, C].
+      std::vector<uint8_t> t2(wv.size());
+      for (int64_t ch = 0; ch < channels; ++ch) {
+        for (int64_t kk = 0; kk < wbytes; ++kk) {
+          t2[size_t(kk * channels + ch)] = wv[size_t(ch * wbytes + kk)];
+        }
+      }
+      wv.swap(t2);
     }
     // Conv and FC keep [C, ...]; the im2col matrix column [C, K] is the
     // convolution's OHWI filter ([C, KH, KW, C_in], K = (ky * KW + kx) * C_in + ci).
@@ -785,6 +834,19 @@ bool merge_group(const std::vector<KernelTrace>& group, std::vector<KernelData>&
     c.weight_count = int64_t(wv.size());
     pos = int64_t(wv.size());
     kd.bytes = std::move(wv);
+  } else if (b_runtime == 1) {
+    // B's [K, C] bytes, loaded by the replay from where the tiles read theirs.
+    c.w_lo = 0;
+    c.weight_count = s0.mat_k * channels;
+    pos = c.weight_count;
+    kd.bytes.assign(size_t(pos), 0);
+    KernelRead r;
+    r.src.at = b_at;
+    r.src.rows = int(s0.mat_k);
+    r.src.bytes = channels;
+    r.src.row_pitch = s0.k_pitch;
+    r.sram = 0;
+    call.t.k_reads.push_back(r);
   }
   s.int4 = false;
   c.int4 = false;

@@ -38,7 +38,9 @@ struct RunStats {
   int64_t macs = 0;             // useful MACs, as the device counted them
   int64_t dma_bytes = 0;        // external-memory bytes read and written
   int64_t sram_high_water = 0;  // SRAM high-water mark, bytes (largest core)
-  std::vector<OpCounters> ops;  // the run cut per Program op (runtime/op_counters.h)
+  // The run cut per Program op (runtime/op_counters.h; shared with the
+  // runtime's RunStats, never null after a run).
+  std::shared_ptr<const std::vector<OpCounters>> ops;
 };
 
 // Runs Programs, each on a simulated device of the HwConfig it was compiled

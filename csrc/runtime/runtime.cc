@@ -206,7 +206,10 @@ Runtime::PlanEntry Runtime::build_plan(const std::shared_ptr<const Program>& pro
   } catch (const DeviceFault& e) {
     entry.why = e.what();  // every run faults the same way; it steps and raises
   }
-  if (entry.plan) entry.ops = op_counters(p, entry.plan->counters(), entry.plan->timeline());
+  if (entry.plan) {
+    entry.ops = std::make_shared<const std::vector<OpCounters>>(
+        op_counters(p, entry.plan->counters(), entry.plan->timeline()));
+  }
   return entry;
 }
 
@@ -328,6 +331,8 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
   // The batch's counters: the images' summed (the handlers share the cores),
   // the SRAM high-water mark the largest; the timeline and cores of image 0.
   RunStats total = std::move(stats[0]);
+  // The images' per-op cuts summed into a copy (each run's may be its plan's, shared).
+  std::vector<OpCounters> ops = total.ops ? *total.ops : std::vector<OpCounters>{};
   for (size_t k = 1; k < n; ++k) {
     const RunCounters& c = stats[k].counters;
     RunCounters& t = total.counters;
@@ -342,9 +347,10 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
     t.act_cycles += c.act_cycles;
     t.stall_cycles += c.stall_cycles;
     t.sram_high_water = std::max(t.sram_high_water, c.sram_high_water);
-    for (size_t o = 0; o < total.ops.size() && o < stats[k].ops.size(); ++o) {
-      OpCounters& a = total.ops[o];
-      const OpCounters& b = stats[k].ops[o];
+    const size_t kops = stats[k].ops ? stats[k].ops->size() : 0;
+    for (size_t o = 0; o < ops.size() && o < kops; ++o) {
+      OpCounters& a = ops[o];
+      const OpCounters& b = (*stats[k].ops)[o];
       a.cycles += b.cycles;
       a.commands += b.commands;
       a.kernels += b.kernels;
@@ -361,6 +367,7 @@ RunStats Runtime::run(const Program& program, const std::vector<InputBuffer>& in
     }
     total.replayed = total.replayed && stats[k].replayed;
   }
+  total.ops = std::make_shared<const std::vector<OpCounters>>(std::move(ops));
   return total;
 }
 
@@ -556,7 +563,7 @@ RunStats Runtime::step_run(const Program& program, const std::vector<InputBuffer
   RunStats stats;
   stats.handler = b;
   stats.counters = device_.counters(b);
-  stats.ops = op_counters(program, stats.counters);
+  stats.ops = std::make_shared<const std::vector<OpCounters>>(op_counters(program, stats.counters));
   if (!timeline) stats.counters.timeline.clear();
   return stats;
 }

@@ -37,7 +37,9 @@ struct OutputBuffer {
 struct RunStats {
   int handler = 0;       // batch handler the run used
   RunCounters counters;  // the run's counters (the timeline only when asked for)
-  std::vector<OpCounters> ops;  // the run cut per Program op (op_counters.h)
+  // The run cut per Program op (op_counters.h), shared: a replayed run hands
+  // out its plan's cut, so no run copies it (it has ops x cores entries).
+  std::shared_ptr<const std::vector<OpCounters>> ops;
   bool replayed = false;  // the run replayed the Program's execution plan
 };
 
@@ -130,7 +132,7 @@ class Runtime {
   struct PlanEntry {
     std::weak_ptr<const Program> program;
     std::shared_ptr<const ExecutionPlan> plan;
-    std::vector<OpCounters> ops;  // op_counters of the plan's counters
+    std::shared_ptr<const std::vector<OpCounters>> ops;  // op_counters of the plan's counters
     std::string why;              // no plan: why not
   };
   const PlanEntry* entry_of(const Program& program);

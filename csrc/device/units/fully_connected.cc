@@ -3,6 +3,8 @@
 // kernels: plain reference loops, and AVX2 paths on the shared int8 GEMM.
 #include "device/units/fully_connected.h"
 
+#include <immintrin.h>
+
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -20,6 +22,32 @@ namespace {
 // Below this many rows the weights are used too few times to repay packing
 // them; the unpacked dot-product kernel is faster.
 constexpr int kFullyConnectedPackRows = 32;
+
+// A matrix product of fewer rows than this accumulates B's rows straight into
+// the outputs' sums instead of packing B: a one-row product ([1, K] x [K, N],
+// the ones-operand MEAN) uses each B element once, so packing it costs more
+// than the product.
+constexpr int kMatmulDirectRows = 4;
+
+// acc[c] += a * (b[c] - b_zero_point) for c in [0, n), modulo 2^32 as the
+// int32 accumulator wraps.
+__attribute__((target("avx2"))) void add_scaled_row_avx2(int32_t a, const int8_t* b,
+                                                         int32_t b_zero_point, int n,
+                                                         uint32_t* acc) {
+  const __m256i va = _mm256_set1_epi32(a);
+  const __m256i vz = _mm256_set1_epi32(b_zero_point);
+  int c = 0;
+  for (; c + 8 <= n; c += 8) {
+    const __m256i bv =
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + c)));
+    const __m256i p = _mm256_mullo_epi32(_mm256_sub_epi32(bv, vz), va);
+    auto* dst = reinterpret_cast<__m256i*>(acc + c);
+    _mm256_storeu_si256(dst, _mm256_add_epi32(_mm256_loadu_si256(dst), p));
+  }
+  for (; c < n; ++c) {
+    acc[c] += static_cast<uint32_t>(a) * static_cast<uint32_t>(int32_t{b[c]} - b_zero_point);
+  }
+}
 
 }  // namespace
 
@@ -128,6 +156,25 @@ void matmul_s8(int32_t a_zero_point, int32_t b_zero_point, const OutputStage& ou
         }
         output[static_cast<int64_t>(row) * n + col] =
             requantize_output(out_stage, col, static_cast<int32_t>(static_cast<uint32_t>(acc)));
+      }
+    }
+    return;
+  }
+
+  if (m < kMatmulDirectRows) {
+    thread_local std::vector<uint32_t> acc;
+    acc.resize(static_cast<size_t>(n));
+    for (int row = 0; row < m; ++row) {
+      std::fill(acc.begin(), acc.end(), 0u);
+      for (int i = 0; i < k; ++i) {
+        const int32_t av = int32_t{a[static_cast<int64_t>(row) * k + i]} - a_zero_point;
+        if (av != 0) {
+          add_scaled_row_avx2(av, b + static_cast<int64_t>(i) * n, b_zero_point, n, acc.data());
+        }
+      }
+      int8_t* out = output + static_cast<int64_t>(row) * n;
+      for (int col = 0; col < n; ++col) {
+        out[col] = requantize_output(out_stage, col, static_cast<int32_t>(acc[size_t(col)]));
       }
     }
     return;

@@ -924,6 +924,10 @@ void flip_s8_to_u8(const int8_t* src, int count, uint8_t* dst) {
 }
 
 void flip_rows_u8(const int8_t* src, int rows, int k, int k4, uint8_t* panel) {
+  if (k4 == k) {  // the rows are one contiguous block (a pointwise layer's pixels)
+    flip_s8_to_u8(src, rows * k, panel);
+    return;
+  }
   for (int r = 0; r < rows; ++r) {
     uint8_t* dst = panel + static_cast<std::ptrdiff_t>(r) * k4;
     flip_s8_to_u8(src + static_cast<std::ptrdiff_t>(r) * k, k, dst);
