@@ -28,7 +28,7 @@ import pytest
 import ir_builders as b
 import nacc
 from nacc import _core
-from test_replay import _edited, _write, assert_equivalent
+from test_replay import _edited, _inputs, _run, _write, assert_equivalent
 
 CONFIGS = [(1, 64), (8, 64), (4, 16)]
 
@@ -220,6 +220,83 @@ def test_corrupted_layout_registers_fault_alike_stepped_and_replayed(edit, match
         with pytest.raises(nacc.DeviceFault, match=match):
             _core.Runtime(execution=execution).run(bad, x)
     assert_equivalent(bad, 1, 64)
+
+
+# The copy forms' host replay (docs/host_speed.md "Copy passes"): every
+# identity copy pass of a layer is one strided byte copy of the plan, proven
+# equal to stepping. (C, H, W, cores): one-byte pixels at 224x224 and 56x56,
+# odd sizes whose row bands and column blocks are uneven, C = 1 (a plain
+# copy); 16 channels and more with sizes off the 16 x 16 blocks of the
+# replay's byte transpose.
+COPY_CASES = [(1, 5, 7, 1), (3, 224, 224, 8), (16, 224, 224, 8), (3, 224, 224, 1),
+              (3, 56, 56, 1), (8, 56, 56, 8), (16, 56, 56, 1), (8, 13, 11, 8), (3, 7, 9, 1),
+              (17, 9, 11, 4), (20, 13, 11, 8)]
+
+
+@pytest.mark.parametrize("to_nhwc", [True, False], ids=["to_nhwc", "to_nchw"])
+@pytest.mark.parametrize("c,h,w,cores", COPY_CASES, ids=[f"c{c[0]}-{c[1]}x{c[2]}-{c[3]}core" for c in COPY_CASES])
+def test_copy_forms_replay_as_strided_copies(c, h, w, cores, to_nhwc):
+    """The copy passes (and the unit form's gather / scatter pass) replay as
+    strided copies, not pool calls: numpy's transpose, the same bytes and
+    counters stepped and replayed at 1 and 2 host threads; the tiles and
+    passes of each conversion join into one copy."""
+    g, _ = _layout_graph((1, c, h, w), to_nhwc)
+    x = np.random.default_rng(c * h + w).integers(-128, 128, c * h * w, dtype=np.int64).astype(np.int8)
+    shape = (1, c, h, w) if to_nhwc else (1, h, w, c)
+    want = x.reshape(shape).transpose((0, 2, 3, 1) if to_nhwc else (0, 3, 1, 2))
+    kinds = ("transpose_copy",) if c == 1 or h * w < 32 else ("transpose_copy", "vnchwconv")
+    for kind in kinds:
+        prog = _core.compile(g, cores=cores, layout_lowering=kind)
+        outs, _ = _core.Runtime(cores=cores).run(prog, [x])
+        assert np.array_equal(np.asarray(outs[0]).reshape(want.shape), want), kind
+        s = _core.Runtime(cores=cores).plan_summary(prog)
+        assert s["plan"] and s["tile_calls"] == 0 and s["layer_calls"] == 0, (kind, s)
+        assert s["copy_pass_commands"] == s["kernel_commands"] > 0, (kind, s)
+        assert s["strided_copies"] == 1, (kind, s)  # every tile and pass joined
+        assert_equivalent(prog, cores, 64)
+
+
+@pytest.mark.parametrize("nchw", [(1, 3, 56, 56), (1, 17, 24, 40)], ids=["c3", "c17-transpose"])
+def test_corrupted_copy_pass_registers_change_the_replay_alike(nchw):
+    """A corrupted register of one pass of a joined copy (its input or output
+    address moved a byte, or ACT_MAX clamping every pass) changes the output,
+    or faults (the input moved past its buffer), stepped and replayed alike:
+    the plan's copies come from the decoded commands (the moved pass a copy
+    of its own), and a pass that is no identity copy runs on the pool unit.
+    (17 channels: the last pass moved, the other 16 in the replay's 16 x 16
+    byte transpose.)"""
+    g, _ = _layout_graph(nchw, True)
+    prog = _core.compile(g, cores=8, layout_lowering="transpose_copy")
+    assert _core.Runtime(cores=8).plan_summary(prog)["strided_copies"] == 1
+    cmds = _core.decode_stream(_core.program_info(prog)["commands"])
+    x = _inputs(prog, 3)
+    good, _ = _run(prog, x, 8, 64, "replay")
+
+    def nth_write(reg, n):
+        return [k for k, c in enumerate(cmds) if c["opcode"] == "NPU_SET_REGISTER" and
+                c["register"] == reg][n]
+
+    # (register, which write, the change, the fault it must raise or None)
+    for reg, n, change, fault in [("NACC_IN_FM_DMA_ADDR", -1, lambda v: v - 1, None),
+                                  ("NACC_IN_FM_DMA_ADDR", -1, lambda v: v + 1, "bus read error"),
+                                  ("NACC_OUT_DMA_ADDR", -1, lambda v: v - 1, None),
+                                  ("NACC_OUT_DMA_ADDR", -1, lambda v: v + 1, "bus write error"),
+                                  ("NACC_ACT_MAX", 0, lambda v: 100, None)]:
+        i = nth_write(reg, n)
+        bad = _edited(prog, cmds[:i] + [_write(reg, change(cmds[i]["payload"]))] + cmds[i + 1:])
+        assert_equivalent(bad, 8, 64)
+        got, _ = _run(bad, x, 8, 64, "replay")
+        if fault:
+            assert got[0] == "fault" and fault in got[1], got
+            continue
+        assert isinstance(got, list), (reg, got)
+        assert not np.array_equal(got[0], good[0]), reg
+        s = _core.Runtime(cores=8).plan_summary(bad)
+        assert s["plan"], (reg, s)
+        if reg == "NACC_IN_FM_DMA_ADDR":  # the moved pass a copy of its own
+            assert s["copy_pass_commands"] == s["kernel_commands"] and s["strided_copies"] == 2, s
+        else:  # writes that overlap, or clamp: pool calls
+            assert s["copy_pass_commands"] < s["kernel_commands"], s
 
 
 # ---- the ONNX Runtime EP ----------------------------------------------------------

@@ -460,6 +460,8 @@ py::dict plan_dict(Runtime& rt, const Program& loaded) {
   d["tile_calls"] = s.tile_calls;
   d["copies"] = s.copies;
   d["layout_ops"] = s.layout_ops;
+  d["copy_pass_commands"] = s.copy_pass_commands;
+  d["strided_copies"] = s.strided_copies;
   d["merged_commands"] = s.merged_commands;
   d["row_split_calls"] = s.row_split_calls;
   d["channel_split_calls"] = s.channel_split_calls;

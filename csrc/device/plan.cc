@@ -2,6 +2,7 @@
 // interpreter checks it, merging the commands of a layer into one host call
 // where that is proven exact, and replaying the data effects.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -911,9 +912,257 @@ static void prepare_call(const PlanData& plan, PlanCall& call) {
 
 namespace {
 
+// ---------------------------------------------------------------------------
+// Identity copy passes as strided byte copies (docs/host_speed.md "Copy
+// passes"). The compiler's copy passes (layout conversion, transpose, space /
+// depth, resize replicas) are 1x1 max pools over the full int8 range: each
+// output byte is its input byte. Run as unit calls, a pass of one-byte pixels
+// costs a pool call per tile; as one strided copy per layer, one pass over
+// the bytes.
+
+// Whether the command computes out = in for every byte: a pointwise max pool
+// of int8 with no output stage, checked on its own unit (every byte value in
+// every channel through run_unit with the command's Setup).
+bool identity_copy(const Setup& s) {
+  if (s.fam != Family::kPool || s.op != Opcode::NPU_OP_POOL ||
+      s.pool_mode != value_of(PoolMode::MAX) || s.kx != 1 || s.ky != 1 || s.sx != 1 ||
+      s.sy != 1 || s.pad_l != 0 || s.pad_t != 0 || s.pad_r != 0 || s.pad_b != 0 || s.i16 ||
+      s.elem != 1 || s.out_elem != 1 || s.pool_fp32 || s.u8_domain || s.im2col || s.int4 ||
+      s.needs_bias || s.needs_quant || s.needs_lut || s.act_min > -128 || s.act_max < 127 ||
+      s.in_c < 1 || s.out_c != s.in_c) {
+    return false;
+  }
+  constexpr int kPixels = 256;
+  Setup p = s;
+  p.h = 1;
+  p.w = kPixels;
+  TileWork c;
+  c.h = c.vh = 1;
+  c.vw = kPixels;
+  c.noc = s.in_c;
+  std::vector<int8_t> in(size_t(kPixels) * size_t(s.in_c)), out(in.size(), 0);
+  for (size_t i = 0; i < in.size(); ++i) {
+    in[i] = int8_t(uint8_t((i / size_t(s.in_c) + i % size_t(s.in_c)) & 255u));
+  }
+  TileBuffers b;
+  b.in = in.data();
+  b.out = out.data();
+  try {
+    run_unit(p, c, b);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return in == out;
+}
+
+// The tile as a strided copy (false: not a plain pixel-for-pixel copy).
+bool tile_copy(const Setup& s, const TileTrace& t, StridedCopy* d) {
+  const TileWork& c = t.work;
+  if (c.load_temp || !t.k_reads.empty() || c.pad_t || c.pad_b || c.pad_l || c.pad_r ||
+      c.vh != c.h || c.vw != s.w || c.noc != s.in_c || c.h < 1 || s.w < 1 ||
+      t.fm.rows != c.h || t.fm.cols != s.w || t.fm.bytes != int64_t(c.noc) ||
+      t.fm.at.region < 0 || t.out.region < 0) {
+    return false;
+  }
+  d->src = t.fm.at;
+  d->dst = t.out;
+  d->n = {1, c.h, s.w};
+  d->ss = {0, int64_t(t.fm.row_pitch), int64_t(t.fm.pix_pitch)};
+  d->ds = {0, int64_t(s.out_row), int64_t(s.out_pix)};
+  d->run = c.noc;
+  return true;
+}
+
+// Joins `b` (the next copy in stream order) into `a` where the two are one
+// copy: `b` continues one dimension of `a` (the next rows of a height split,
+// the next column blocks, the next pass of a progression whose bases move by
+// the same amount, e.g. one channel each), or `b` is `a` moved (a new
+// dimension in a free slot). Both normalized (a count of 1 has stride 0).
+bool join_as_is(StridedCopy& a, const StridedCopy& b) {
+  const int64_t dsrc = int64_t(b.src.offset) - int64_t(a.src.offset);
+  const int64_t ddst = int64_t(b.dst.offset) - int64_t(a.dst.offset);
+  auto same_dim = [&](size_t j) {
+    return a.n[j] == b.n[j] && a.ss[j] == b.ss[j] && a.ds[j] == b.ds[j];
+  };
+  for (size_t k = 0; k < 3; ++k) {
+    // Continuing dimension k (one of `a` has, or one `b` has and `a` is one
+    // element of: a block of one column before blocks of several).
+    if (a.n[k] == 1 && b.n[k] == 1) continue;
+    bool others = true;
+    for (size_t j = 0; j < 3; ++j) others = others && (j == k || same_dim(j));
+    if (!others) continue;
+    const int64_t sk = a.n[k] > 1 ? a.ss[k] : b.ss[k], dk = a.n[k] > 1 ? a.ds[k] : b.ds[k];
+    if (b.n[k] > 1 && (b.ss[k] != sk || b.ds[k] != dk)) continue;
+    if (dsrc == a.n[k] * sk && ddst == a.n[k] * dk) {
+      a.n[k] += b.n[k];
+      a.ss[k] = sk;
+      a.ds[k] = dk;
+      return true;
+    }
+  }
+  if (!(same_dim(0) && same_dim(1) && same_dim(2))) return false;
+  for (size_t k = 0; k < 3; ++k) {
+    if (a.n[k] != 1) continue;
+    a.n[k] = 2;
+    a.ss[k] = dsrc;
+    a.ds[k] = ddst;
+    return true;
+  }
+  return false;
+}
+
+// join_as_is with b's dimensions in any order (the loop order of a copy is
+// free: its writes are disjoint and it reads none of them), so that a tile
+// of one row joins a copy whose rows run in another slot.
+bool join(StridedCopy& a, const StridedCopy& b) {
+  if (a.src.region != b.src.region || a.dst.region != b.dst.region) return false;
+  auto one_run = [](const StridedCopy& d) { return d.n[0] == 1 && d.n[1] == 1 && d.n[2] == 1; };
+  if (one_run(a) && one_run(b) && b.src.offset == a.src.offset + uint64_t(a.run) &&
+      b.dst.offset == a.dst.offset + uint64_t(a.run)) {
+    a.run += b.run;  // the bytes after a's on both sides
+    return true;
+  }
+  if (a.run != b.run) return false;
+  std::array<size_t, 3> perm{0, 1, 2};
+  do {
+    StridedCopy c = b;
+    for (size_t j = 0; j < 3; ++j) {
+      c.n[j] = b.n[perm[j]];
+      c.ss[j] = b.ss[perm[j]];
+      c.ds[j] = b.ds[perm[j]];
+    }
+    if (join_as_is(a, c)) return true;
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  return false;
+}
+
+// Folds dimensions whose bytes continue the run or the next dimension, and
+// picks the innermost loop.
+void normalize(StridedCopy& d) {
+  for (bool folded = true; folded;) {  // a dimension whose elements continue the run
+    folded = false;
+    for (int j = 0; j < 3; ++j) {
+      if (d.n[size_t(j)] > 1 && d.ss[size_t(j)] == d.run && d.ds[size_t(j)] == d.run) {
+        d.run *= d.n[size_t(j)];
+        d.n[size_t(j)] = 1;
+        folded = true;
+      }
+    }
+  }
+  for (int j = 0; j < 3; ++j) {
+    if (d.n[size_t(j)] == 1) d.ss[size_t(j)] = d.ds[size_t(j)] = 0;
+  }
+  // Dimension j continues dimension k (k's stride times its count is j's).
+  for (int j = 0; j < 3; ++j) {
+    for (int k = 0; k < 3; ++k) {
+      if (j == k || d.n[size_t(j)] == 1 || d.n[size_t(k)] == 1) continue;
+      if (d.ss[size_t(j)] == d.n[size_t(k)] * d.ss[size_t(k)] &&
+          d.ds[size_t(j)] == d.n[size_t(k)] * d.ds[size_t(k)]) {
+        d.n[size_t(k)] *= d.n[size_t(j)];
+        d.n[size_t(j)] = 1;
+        d.ss[size_t(j)] = d.ds[size_t(j)] = 0;
+      }
+    }
+  }
+  int inner = 2;
+  for (int j = 0; j < 3; ++j) {
+    if (d.n[size_t(j)] > 1 &&
+        (d.n[size_t(inner)] == 1 || std::llabs(d.ds[size_t(j)]) < std::llabs(d.ds[size_t(inner)]))) {
+      inner = j;
+    }
+  }
+  d.inner = inner;
+}
+
+// The layer held in rec.group as strided copies, where every command is an
+// identity copy pass, every tile a plain copy, no byte is written twice and
+// none of the layer's writes reaches its reads. False: the group stays as
+// it is (merged or tile calls).
+bool copy_group(Recorder& rec) {
+  const std::vector<KernelTrace>& group = rec.group;
+  if (!identity_copy(group[0].s)) return false;
+  std::vector<StridedCopy> copies;
+  // The commands of a layer agree on every field the unit reads but their
+  // channels (same_layer): a command of the channels last checked is checked.
+  int checked_c = group[0].s.in_c;
+  for (const KernelTrace& kt : group) {
+    if (kt.s.in_c != checked_c || kt.s.out_c != kt.s.in_c) {
+      if (!identity_copy(kt.s)) return false;
+      checked_c = kt.s.in_c;
+    }
+    for (const TileTrace& t : kt.tiles) {
+      StridedCopy d;
+      if (!tile_copy(kt.s, t, &d)) return false;
+      normalize(d);
+      copies.push_back(d);
+    }
+  }
+  // Joined level by level (core rows, column blocks, row bands, passes)
+  // while that makes fewer copies.
+  for (size_t before = copies.size() + 1; copies.size() < before;) {
+    before = copies.size();
+    size_t n = 0;
+    for (size_t i = 0; i < copies.size(); ++i) {
+      if (n > 0 && join(copies[n - 1], copies[i])) {
+        normalize(copies[n - 1]);
+      } else {
+        copies[n++] = copies[i];
+      }
+    }
+    copies.resize(n);
+  }
+  {
+    Ranges reads, writes;
+    group_ranges(group, &reads, &writes);
+    if (overlap(reads, writes)) return false;
+  }
+  // Every written byte once: a map of the written span of each region.
+  std::map<int, std::pair<uint64_t, uint64_t>> span;  // region -> [lo, hi)
+  for (const KernelTrace& kt : group) {
+    for (const TileTrace& t : kt.tiles) {
+      const uint64_t hi = t.out.offset + uint64_t(t.work.h - 1) * kt.s.out_row +
+                          uint64_t(kt.s.w - 1) * kt.s.out_pix + uint64_t(t.work.noc);
+      auto [it, fresh] = span.try_emplace(t.out.region, t.out.offset, hi);
+      if (!fresh) {
+        it->second.first = std::min(it->second.first, t.out.offset);
+        it->second.second = std::max(it->second.second, hi);
+      }
+    }
+  }
+  std::map<int, std::vector<uint8_t>> hit;
+  for (const auto& [region, lohi] : span) hit[region].assign(size_t(lohi.second - lohi.first), 0);
+  for (const KernelTrace& kt : group) {
+    for (const TileTrace& t : kt.tiles) {
+      std::vector<uint8_t>& h = hit[t.out.region];
+      uint8_t* base = h.data() + (t.out.offset - span[t.out.region].first);
+      for (int y = 0; y < t.work.h; ++y) {
+        for (int x = 0; x < kt.s.w; ++x) {
+          uint8_t* p = base + uint64_t(y) * kt.s.out_row + uint64_t(x) * kt.s.out_pix;
+          for (int k = 0; k < t.work.noc; ++k) {
+            if (p[k]++ != 0) return false;
+          }
+        }
+      }
+    }
+  }
+  PlanData& plan = *rec.plan;
+  PlanStep step;
+  step.kind = PlanStep::Kind::kStridedCopy;
+  step.first = int(plan.strided_copies.size());
+  step.count = int(copies.size());
+  for (const StridedCopy& d : copies) plan.strided_copies.push_back(d);
+  plan.steps.push_back(step);
+  plan.summary.kernel_commands += int(group.size());
+  plan.summary.copy_pass_commands += int(group.size());
+  plan.summary.strided_copies += step.count;
+  rec.group.clear();
+  return true;
+}
+
 void flush_group(Recorder& rec) {
   std::vector<KernelTrace>& group = rec.group;
   if (group.empty()) return;
+  if (copy_group(rec)) return;
   PlanData& plan = *rec.plan;
   ExecutionPlan::Summary& sum = plan.summary;
   sum.kernel_commands += int(group.size());
@@ -1041,6 +1290,87 @@ const uint8_t* im2col(const Setup& s, const TileWork& c, const uint8_t* fm, std:
     }
   }
   return buf.data();
+}
+
+// One strided copy (StridedCopy) on host memory: the innermost dimension in
+// chunks whose source and destination bytes stay in the cache while the
+// other two dimensions go round.
+template <int64_t kRun>
+void strided_loops(const StridedCopy& d, const uint8_t* src, uint8_t* dst) {
+  const size_t I = size_t(d.inner);
+  const size_t A = I == 0 ? 1 : 0, B = I == 2 ? 1 : 2;  // the other two, outer first
+  const int64_t run = kRun > 0 ? kRun : d.run;
+  const int64_t ni = d.n[I], si = d.ss[I], di = d.ds[I];
+  const int64_t chunk = std::max<int64_t>(1, 4096 / std::max<int64_t>(run, 1));
+  for (int64_t k0 = 0; k0 < ni; k0 += chunk) {
+    const int64_t k1 = std::min(ni, k0 + chunk);
+    for (int64_t a = 0; a < d.n[A]; ++a) {
+      for (int64_t b = 0; b < d.n[B]; ++b) {
+        const uint8_t* s = src + a * d.ss[A] + b * d.ss[B] + k0 * si;
+        uint8_t* t = dst + a * d.ds[A] + b * d.ds[B] + k0 * di;
+        for (int64_t k = k0; k < k1; ++k, s += si, t += di) {
+          if constexpr (kRun == 1) {
+            *t = *s;
+          } else {
+            std::memcpy(t, s, size_t(run));
+          }
+        }
+      }
+    }
+  }
+}
+
+void run_strided_copy(const StridedCopy& d, const std::array<RegionMemory, limits::kNumRegions>& regions) {
+  const uint8_t* src = regions[size_t(d.src.region)].data + d.src.offset;
+  uint8_t* dst = regions[size_t(d.dst.region)].data + d.dst.offset;
+  if (d.n[0] == 1 && d.n[1] == 1 && d.n[2] == 1) {
+    std::memcpy(dst, src, size_t(d.run));
+    return;
+  }
+  if (d.run == 1) {
+    // A byte-matrix transpose (two dimensions, one contiguous in the source,
+    // the other in the destination): 16 x 16 blocks through the layout
+    // unit's transpose, the edges byte by byte.
+    int p = -1, q = -1, dims = 0;
+    for (int j = 0; j < 3; ++j) {
+      if (d.n[size_t(j)] == 1) continue;
+      ++dims;
+      if (d.ds[size_t(j)] == 1) p = j;
+      if (d.ss[size_t(j)] == 1) q = j;
+    }
+    if (dims == 2 && p >= 0 && q >= 0 && p != q && d.n[size_t(p)] >= 16 && d.n[size_t(q)] >= 16) {
+      const size_t P = size_t(p), Q = size_t(q);
+      const int64_t np = d.n[P] / 16 * 16, nq = d.n[Q] / 16 * 16;
+      const uint8_t* rows[16];
+      uint8_t* out[16];
+      for (int64_t p0 = 0; p0 < np; p0 += 16) {
+        for (int64_t q0 = 0; q0 < nq; q0 += 16) {
+          for (int i = 0; i < 16; ++i) {
+            rows[i] = src + (p0 + i) * d.ss[P] + q0;
+            out[i] = dst + (q0 + i) * d.ds[Q] + p0;
+          }
+          vnchwconv_transpose_b8(rows, out);
+        }
+      }
+      StridedCopy edge = d;  // p in [np, n[p]), every q
+      edge.n[P] = d.n[P] - np;
+      if (edge.n[P] > 0) strided_loops<1>(edge, src + np * d.ss[P], dst + np * d.ds[P]);
+      edge = d;  // p in [0, np), q in [nq, n[q])
+      edge.n[P] = np;
+      edge.n[Q] = d.n[Q] - nq;
+      if (edge.n[Q] > 0) strided_loops<1>(edge, src + nq * d.ss[Q], dst + nq * d.ds[Q]);
+      return;
+    }
+  }
+  switch (d.run) {
+    case 1: strided_loops<1>(d, src, dst); break;
+    case 2: strided_loops<2>(d, src, dst); break;
+    case 3: strided_loops<3>(d, src, dst); break;
+    case 4: strided_loops<4>(d, src, dst); break;
+    case 8: strided_loops<8>(d, src, dst); break;
+    case 16: strided_loops<16>(d, src, dst); break;
+    default: strided_loops<0>(d, src, dst); break;
+  }
 }
 
 // Inputs of one call, resolved (and gathered where needed).
@@ -1439,6 +1769,12 @@ void replay_plan(const PlanData& plan, const std::array<RegionMemory, limits::kN
       const CopyTrace& cp = plan.copies[size_t(step.first)];
       std::memmove(regions[size_t(cp.dst.region)].data + cp.dst.offset, host(regions, cp.src),
                    size_t(cp.len));
+      continue;
+    }
+    if (step.kind == PlanStep::Kind::kStridedCopy) {
+      for (int i = step.first; i < step.first + step.count; ++i) {
+        run_strided_copy(plan.strided_copies[size_t(i)], regions);
+      }
       continue;
     }
     if (step.kind == PlanStep::Kind::kVnchwconv) {

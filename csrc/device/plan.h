@@ -54,6 +54,11 @@ class ExecutionPlan {
     int tile_calls = 0;       // host kernel calls that each run one core's tile
     int copies = 0;           // NPU_OP_DMA_START copies
     int layout_ops = 0;       // NPU_OP_VNCHWCONV layout conversions
+    // Identity copy passes (1x1 max pools over the full range) replayed as
+    // strided byte copies instead of unit calls: the kernel commands, and the
+    // host copies they became (docs/host_speed.md "Copy passes").
+    int copy_pass_commands = 0;
+    int strided_copies = 0;
     int merged_commands = 0;  // kernel commands run inside layer calls
     // Calls split across the device's host threads (one part per thread), by
     // output rows and by output channels (docs/host_speed.md "Host threads").

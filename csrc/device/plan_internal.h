@@ -91,6 +91,21 @@ struct VnchwTrace {
   bool src_high_half = false, dst_high_half = false, reverse = false;
 };
 
+// Identity copy passes (1x1 max pools over the full int8 range, proven so
+// when the plan is built: copy_group, plan.cc) replayed as one strided byte
+// copy: for i < n[0], j < n[1], k < n[2], the `run` bytes at src + i * ss[0]
+// + j * ss[1] + k * ss[2] go to dst + i * ds[0] + j * ds[1] + k * ds[2]. The
+// bytes it writes are disjoint and none of them is read by it (checked), so
+// any loop order gives the interpreter's bytes; `inner` is the dimension the
+// replay runs innermost (the one with the smallest destination stride).
+struct StridedCopy {
+  RegionRef src, dst;
+  std::array<int64_t, 3> n{1, 1, 1};
+  std::array<int64_t, 3> ss{}, ds{};
+  int64_t run = 0;
+  int inner = 2;
+};
+
 struct PlanData;
 
 // What execute_kernel / execute_dma_copy report while a plan is built, in
@@ -173,8 +188,9 @@ struct PlanCall {
 };
 
 struct PlanStep {
-  enum class Kind : uint8_t { kCalls, kCopy, kVnchwconv } kind = Kind::kCalls;
-  // calls [first, first + count), or copies[first], or vnchwconvs[first]
+  enum class Kind : uint8_t { kCalls, kCopy, kVnchwconv, kStridedCopy } kind = Kind::kCalls;
+  // calls [first, first + count), or copies[first], or vnchwconvs[first],
+  // or strided_copies [first, first + count)
   int first = 0, count = 0;
   // The command's outputs overlap its inputs: read every input before any
   // output is written, as the interpreter's SRAM staging does.
@@ -193,6 +209,7 @@ struct PlanData {
   std::vector<PlanCall> calls;
   std::vector<CopyTrace> copies;
   std::vector<VnchwTrace> vnchwconvs;
+  std::vector<StridedCopy> strided_copies;
   std::vector<PlanStep> steps;
   // Each call's parts for `parts_threads` host threads (prepare_parts; empty:
   // the call runs whole), with their own packed weights where they slice them.
