@@ -461,8 +461,8 @@ const BoundBuffer* hull_buffer(const ExecEnv& env, uint64_t a, uint64_t b, uint6
 }
 
 // The middle cores of a line of L cores (line core k is core base + k *
-// stride): line cores 2 .. L-3 derived from line cores 1 and L-2 (planned in
-// full, or derived already), or false when that is not proven: the caller
+// stride): line cores 2 .. L-3, copies of line core 1, derived from line
+// cores 1 and L-2 (planned in full, or derived already), or false when that is not proven: the caller
 // then plans every core. Lines: a height split's or a kernel split's cores;
 // in mode 3 a channel group's row pieces (`rows`) or a row piece's channel
 // groups. Proven: along rows (mode 2, or one group of mode 3) whose cores 1
@@ -542,8 +542,7 @@ bool derive_line(const ExecEnv& env, const Setup& s, std::vector<CoreWork>& work
     if (slope[k] != 0) moving[nm++] = k;
   }
   for (int i = 2; i <= n - 3; ++i) {
-    CoreWork& c = core_at(i);
-    c = a;  // a copy of line core 1: the other fields hold first[k] already
+    CoreWork& c = core_at(i);  // a copy of line core 1: the other fields hold first[k] already
     c.core = base + i * stride;
     char* bytes = reinterpret_cast<char*>(&c);
     for (int j = 0; j < nm; ++j) {
@@ -583,20 +582,24 @@ void plan_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWork>& work,
   const int G = s.groups, R = s.row_pieces;
   if (derive && s.mode == value_of(BroadcastMode::SPLIT_2D) && (G >= 5 || R >= 5) && G * R == n) {
     try {
-      // The frame in full (groups 0, 1, G-2, G-1 x row pieces 0, 1, R-2,
-      // R-1); then each framed group's middle row pieces, then each row
-      // piece's middle groups.
-      work.resize(size_t(n));
-      for (int g = 0; g < G; ++g) {
-        for (int r = 0; r < R; ++r) {
-          if (framed(g, G) && framed(r, R)) work[size_t(g * R + r)] = plan_core(env, s, g * R + r);
-        }
-      }
+      // Group by group: the frame in full (groups 0, 1, G-2, G-1 x row
+      // pieces 0, 1, R-2, R-1); a framed group's middle row pieces derived
+      // from its row pieces 1 and R-2 once the group is in place; a middle
+      // group starts as a copy of group 1 (complete by then), its cores
+      // derived per row piece at the end.
       bool ok = true;
-      if (R >= 5) {
-        for (int g = 0; g < G && ok; ++g) {
-          if (framed(g, G)) ok = derive_line(env, s, work, g * R, 1, R, true);
+      for (int g = 0; g < G && ok; ++g) {
+        for (int r = 0; r < R; ++r) {
+          const int i = g * R + r;
+          if (!framed(g, G)) {
+            work.push_back(work[size_t(R + r)]);
+          } else if (framed(r, R)) {
+            work.push_back(plan_core(env, s, i));
+          } else {
+            work.push_back(work[size_t(g * R + 1)]);
+          }
         }
+        if (framed(g, G) && R >= 5) ok = derive_line(env, s, work, g * R, 1, R, true);
       }
       if (G >= 5) {
         for (int r = 0; r < R && ok; ++r) ok = derive_line(env, s, work, r, R, G, false);
@@ -610,12 +613,13 @@ void plan_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWork>& work,
              (s.mode == value_of(BroadcastMode::SPLIT_HEIGHT) ||
               (s.mode == value_of(BroadcastMode::SPLIT_KERNEL) && s.fam != Family::kDepthwise))) {
     try {
-      // Cores 0, 1, n-2 and n-1 in full; the middle ones derived.
-      work.resize(size_t(n));
-      work[size_t(n - 2)] = plan_core(env, s, n - 2);
-      work[size_t(n - 1)] = plan_core(env, s, n - 1);
-      work[0] = plan_core(env, s, 0);
-      work[1] = plan_core(env, s, 1);
+      // Cores 0, 1, n-2 and n-1 in full; the middle ones start as copies of core 1.
+      CoreWork b = plan_core(env, s, n - 2), l = plan_core(env, s, n - 1);
+      work.push_back(plan_core(env, s, 0));
+      work.push_back(plan_core(env, s, 1));
+      for (int i = 2; i <= n - 3; ++i) work.push_back(work[1]);
+      work.push_back(std::move(b));
+      work.push_back(std::move(l));
       if (derive_line(env, s, work, 0, 1, n, s.mode == value_of(BroadcastMode::SPLIT_HEIGHT))) return;
     } catch (...) {
       // Planned again core by core below: the first core's fault, as always.
