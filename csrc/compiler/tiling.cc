@@ -1615,7 +1615,18 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
   if (two_d.size() > size_t(kSplit2dRivals)) two_d.resize(size_t(kSplit2dRivals));
   std::optional<TilePlan> with;
   double rw = 0;
+  // The base's replay, once: a rival whose replay cannot beat it (the
+  // replayed timeline of any plan on c.cores cores is at least its cycles
+  // floor: the compute and the writes each run one after another) is not
+  // replayed. Exact: the winner below is the fewest replayed cycles, kept
+  // only on replay_gain, which a larger replay gains less by.
+  std::optional<double> rb_known;
+  const auto base_replay = [&] {
+    if (!rb_known) rb_known = replay_timeline(op, hw, base);
+    return *rb_known;
+  };
   for (const Choice& c : two_d) {
+    if (!replay_gain(base_replay(), cycles_floor(op, hw, c.cores) * (1.0 - 1e-9) - 1.0)) continue;
     TilePlan p = build_plan(op, hw, geo, c);
     if (p.estimate.commands > kReplayMaxCommands) continue;
     double r = 0;
@@ -1626,7 +1637,7 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
     }
   }
   if (!with) return base;
-  const double rb = replay_timeline(op, hw, base);
+  const double rb = base_replay();
   if (!replay_gain(rb, rw)) return base;
   // Comparable with the other lowerings of the op: the base's estimate less
   // the time the replay saves (as choose_by_replay does).
