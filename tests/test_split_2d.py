@@ -48,12 +48,16 @@ def _assert_one_core_bits(g, prog, cores, kb):
 
 
 def _assert_corruption_faults_or_changes(prog, register, change):
-    """`register` of `prog`'s stream corrupted by `change`: stepping and
+    """`prog` replays as it steps; `register` of its stream corrupted by `change`: stepping and
     replaying both fault alike, or both give the same bits and counters, and
     those bits are not the uncorrupted ones. Skips where the field is 0 and
     cannot go below."""
     x = _inputs(prog, 0)
-    good, _ = _run(prog, x, 32, 64, "step")
+    good, good_stats = _run(prog, x, 32, 64, "step")
+    got, stats = _run(prog, x, 32, 64, "replay")
+    np.testing.assert_array_equal(got[0], good[0])
+    for key in COUNTERS:
+        assert stats[key] == good_stats[key], key
     bad = _core.Program.from_bytes(prog.to_bytes())
     try:
         bad.commands = _mutated(_core.program_info(prog)["commands"], register, change)
@@ -145,14 +149,25 @@ MUTATIONS_2D = [
 ]
 
 
+# (map size, channels) -> (cores, channel groups) of the forced mode 3 plan at
+# 32 cores: 4 x 4 (every core planned in full), 8 groups x 4 row pieces (the
+# execution plan derives each row piece's middle groups) and 2 x 8 (each
+# group's middle row pieces; kernel_plan.cc, docs/device_model.md §8).
+MAPS_2D = {(14, 100): (16, 4), (16, 320): (32, 8), (40, 32): (16, 2)}
+
+
+@pytest.mark.parametrize("hw, c", list(MAPS_2D), ids=[f"{k[0]}x{k[1]}" for k in MAPS_2D])
 @pytest.mark.parametrize("register, change", MUTATIONS_2D,
                          ids=[f"{m[0]}-{i}" for i, m in enumerate(MUTATIONS_2D)])
-def test_corrupted_split_2d_field_faults_or_changes_the_output(register, change):
+def test_corrupted_split_2d_field_faults_or_changes_the_output(register, change, hw, c):
     """A corrupted group or row-piece count, mode, channel offset or row split
     of a mode 3 command either raises nacc.DeviceFault or changes the output
-    bits, and replaying the execution plan does exactly what stepping does."""
-    _assert_corruption_faults_or_changes(_core.compile(depthwise(14, 100), cores=32, **FORCED),
-                                         register, change)
+    bits, and replaying the execution plan does exactly what stepping does:
+    also where the plan derives middle groups or row pieces from planned ones."""
+    g = depthwise(hw, c)
+    plan = _core.plan_op(g, 0, cores=32, **FORCED)
+    assert (plan["cores"], plan["groups2d"]) == MAPS_2D[(hw, c)], plan["describe"]
+    _assert_corruption_faults_or_changes(_core.compile(g, cores=32, **FORCED), register, change)
 
 
 def test_split_2d_fields_must_be_zero_in_other_modes():

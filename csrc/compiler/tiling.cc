@@ -1459,6 +1459,50 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
       }
     }
   };
+  // The mode 3 choices of n cores, in the canonical order from `first`
+  // (Choice::order as if searched after modes 1 and 2 of n cores).
+  struct Deferred2d {
+    int n;
+    uint64_t first;
+  };
+  std::vector<Deferred2d> deferred_2d;
+  const auto search_2d = [&](const Deferred2d& d) {
+    const int n = d.n;
+    const BroadcastMode mode = BroadcastMode::SPLIT_2D;
+    order = d.first;
+    // G channel groups of up to 64 channels' shares (a core's pass costs
+    // the same for any count up to 64) x n / G row pieces; K per set or
+    // single-buffered, weights resident (the depthwise winners).
+    for (int groups = 2; groups <= n / 2; groups *= 2) {
+      std::set<int, std::greater<int>> caps;
+      for (int j : {1, 2, 3, 4, 6, 8}) {
+        const int cap = int(ceil_div(channels, int64_t(groups) * j));
+        caps.insert(cap);
+        if (j == 1) {
+          for (int m = 64; m < cap; m += 64) caps.insert(m);
+        }
+      }
+      for (int gc : caps) {
+        if (gc > group_avg_cap(op)) continue;
+        for (int variant = 0; variant < 3; ++variant) {
+          if (variant > 0 && !options.allow_double_buffer) continue;
+          // A K area per set only for depthwise (a few hundred bytes per
+          // group; a weight matrix reloaded with every tile would multiply
+          // the weight traffic).
+          if (variant == 1 && op.unit != Unit::kDepthwise) continue;
+          Choice c;
+          c.cores = n;
+          c.mode = mode;
+          c.groups2d = groups;
+          c.channels_per_core = gc;
+          c.weights_outer = true;
+          c.double_buffer = variant > 0;
+          c.k_per_set = variant == 1;
+          consider(c);
+        }
+      }
+    }
+  };
   // The core counts from the most down: a plan on many cores usually puts
   // the fewer-core ones out of reach (cycles_floor), which are then not
   // searched. Choice::order keeps the tie rules of an ascending search.
@@ -1500,38 +1544,9 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
         continue;
       }
       if (mode == BroadcastMode::SPLIT_2D) {
-        // G channel groups of up to 64 channels' shares (a core's pass costs
-        // the same for any count up to 64) x n / G row pieces; K per set or
-        // single-buffered, weights resident (the depthwise winners).
-        for (int groups = 2; groups <= n / 2; groups *= 2) {
-          std::set<int, std::greater<int>> caps;
-          for (int j : {1, 2, 3, 4, 6, 8}) {
-            const int cap = int(ceil_div(channels, int64_t(groups) * j));
-            caps.insert(cap);
-            if (j == 1) {
-              for (int m = 64; m < cap; m += 64) caps.insert(m);
-            }
-          }
-          for (int gc : caps) {
-            if (gc > group_avg_cap(op)) continue;
-            for (int variant = 0; variant < 3; ++variant) {
-              if (variant > 0 && !options.allow_double_buffer) continue;
-              // A K area per set only for depthwise (a few hundred bytes per
-              // group; a weight matrix reloaded with every tile would multiply
-              // the weight traffic).
-              if (variant == 1 && op.unit != Unit::kDepthwise) continue;
-              Choice c;
-              c.cores = n;
-              c.mode = mode;
-              c.groups2d = groups;
-              c.channels_per_core = gc;
-              c.weights_outer = true;
-              c.double_buffer = variant > 0;
-              c.k_per_set = variant == 1;
-              consider(c);
-            }
-          }
-        }
+        // Searched after the other modes (search_2d): their choice may show
+        // that no mode 3 plan on these core counts can beat it.
+        deferred_2d.push_back({n, order});
         continue;
       }
       // A depthwise core in mode 1 costs its pixels x taps x ceil(channels / 64)
@@ -1575,6 +1590,25 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
       }
     }
   }
+  // Mode 3 (SPLIT_2D) is chosen among the plans of modes 0-2 (which are
+  // chosen exactly as without it) only when the replayed timeline of the
+  // plan chosen with it beats theirs (below): no plan on n cores replays in
+  // fewer cycles than cycles_floor(n) (its compute and its writes each run
+  // one after another), so when no searched core count's floor beats the
+  // base's replay by replay_gain, the base is the answer and mode 3 is not
+  // searched (the same Program: the rivals below could only lose).
+  std::optional<TilePlan> early;  // the base below (the choice of modes 0-2)
+  std::optional<double> rb_known;  // its replayed cycles
+  if (!choices.empty() && !deferred_2d.empty()) {
+    early = choose_by_replay(op, hw, geo, choices, select_choice(choices), fastest_so_far);
+    rb_known = replay_timeline(op, hw, *early);
+    bool reach = false;
+    for (const Deferred2d& d : deferred_2d) {
+      reach = reach || replay_gain(*rb_known, cycles_floor(op, hw, d.n) * (1.0 - 1e-9) - 1.0);
+    }
+    if (!reach) return *early;
+  }
+  for (const Deferred2d& d : deferred_2d) search_2d(d);
   if (choices.empty()) {
     const TileBytes b = tile_bytes(op, 1, 1, 1);
     throw Unsupported(str_cat(op.label, ": no tile fits one core's SRAM of ", hw.sram_bytes,
@@ -1596,9 +1630,9 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
     for (const Choice& c : from) fastest = std::min(fastest, c.estimate.cycles);
     return choose_by_replay(op, hw, geo, from, select_choice(from), fastest);
   };
-  if (classic.size() == choices.size()) return choose(choices);
+  if (classic.size() == choices.size()) return early ? std::move(*early) : choose(choices);
   if (classic.empty()) return choose(choices);
-  TilePlan base = choose(classic);
+  TilePlan base = early ? std::move(*early) : choose(classic);
   // The mode 3 plan: the fastest replayed timeline among its kSplit2dRivals
   // fastest estimates (the estimate chose the wrong one of near plans too
   // often on these small, read-bound maps), with ramped column ends.
@@ -1606,16 +1640,28 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
     if (a.estimate.cycles != b.estimate.cycles) return a.estimate.cycles < b.estimate.cycles;
     return a.order < b.order;
   });
-  // At most kSplit2dMaxCommands commands: every core of a mode 3 command is
-  // planned in full when the device builds its execution plan (no middle
-  // cores derived), so many small commands on 32 cores cost load time.
+  // At most kSplit2dMaxCommands commands: the device plans a mode 3
+  // command's frame of cores in full when it builds its execution plan (its
+  // middle groups and row pieces derived, kernel_plan.cc), and the timeline
+  // and recorder work per core, so many small commands on 32 cores cost load
+  // time.
   two_d.erase(std::remove_if(two_d.begin(), two_d.end(),
                              [](const Choice& c) { return c.estimate.commands > kSplit2dMaxCommands; }),
               two_d.end());
   if (two_d.size() > size_t(kSplit2dRivals)) two_d.resize(size_t(kSplit2dRivals));
   std::optional<TilePlan> with;
   double rw = 0;
+  // The base's replay, once: a rival whose replay cannot beat it (the
+  // replayed timeline of any plan on c.cores cores is at least its cycles
+  // floor: the compute and the writes each run one after another) is not
+  // replayed. Exact: the winner below is the fewest replayed cycles, kept
+  // only on replay_gain, which a larger replay gains less by.
+  const auto base_replay = [&] {
+    if (!rb_known) rb_known = replay_timeline(op, hw, base);
+    return *rb_known;
+  };
   for (const Choice& c : two_d) {
+    if (!replay_gain(base_replay(), cycles_floor(op, hw, c.cores) * (1.0 - 1e-9) - 1.0)) continue;
     TilePlan p = build_plan(op, hw, geo, c);
     if (p.estimate.commands > kReplayMaxCommands) continue;
     double r = 0;
@@ -1626,7 +1672,7 @@ TilePlan search_tiles(const LoweredOp& op, const HwConfig& hw, const PlanOptions
     }
   }
   if (!with) return base;
-  const double rb = replay_timeline(op, hw, base);
+  const double rb = base_replay();
   if (!replay_gain(rb, rw)) return base;
   // Comparable with the other lowerings of the op: the base's estimate less
   // the time the replay saves (as choose_by_replay does).

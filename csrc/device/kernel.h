@@ -204,7 +204,8 @@ struct CoreWork : TileWork {
 // its IFM and K areas must be loaded or are resident; counts its work.
 CoreWork plan_core(const ExecEnv& env, const Setup& s, int i);
 // Every core's plan_core, in `work`. With `derive` (building an execution
-// plan) the middle cores of a height or kernel split may be derived from two
+// plan) the middle cores of a height or kernel split, and of a mode 3 split's
+// channel groups and row pieces, may be derived from two
 // planned ones where that is proven the same (kernel_plan.cc); a command that
 // faults is planned core by core, so the fault is the first core's, as in a
 // stepped run.

@@ -460,27 +460,34 @@ const BoundBuffer* hull_buffer(const ExecEnv& env, uint64_t a, uint64_t b, uint6
   return find_access(env, lo, hi + span - lo, write);
 }
 
-// The middle cores 2 .. n-3 of a split command derived from cores 1 and n-2
-// (planned in full), or false when that is not proven: the caller then plans
-// every core. Proven: in a height split whose cores 1 and n-2 hold no padding
-// rows, and in a kernel split (not depthwise), every field of core i's plan
-// is an affine function of i (docs/device_model.md §5: AVG_HEIGHT rows at the
-// AVG_OFFSET input step, oc_per_core channels at the K_TRANS_LEN stride), so
-// the two planned cores fix it; each access's hull lies in one buffer, so
-// every middle core's access does; the residency checks, per core state, are
-// made for each core.
-bool derive_middle_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWork>& work) {
-  const int n = s.ncores;
-  const CoreWork& a = work[1];
-  const CoreWork& b = work[size_t(n - 2)];
-  if (s.mode == value_of(BroadcastMode::SPLIT_HEIGHT)) {
+// The middle cores of a line of L cores (line core k is core base + k *
+// stride): line cores 2 .. L-3, copies of line core 1, derived from line
+// cores 1 and L-2 (planned in full, or derived already), or false when that is not proven: the caller
+// then plans every core. Lines: a height split's or a kernel split's cores;
+// in mode 3 a channel group's row pieces (`rows`) or a row piece's channel
+// groups. Proven: along rows (mode 2, or one group of mode 3) whose cores 1
+// and L-2 hold no padding rows, and along channels (mode 1 but depthwise;
+// one row piece of mode 3, where EU_BIAS_START_OFFSET is a multiple of the
+// depth multiplier by decode, so a depthwise core's first input channel is
+// too), every field of a line core's plan is an affine function of k
+// (docs/device_model.md §5: AVG_HEIGHT rows at the AVG_OFFSET input step,
+// oc_per_core channels at the K_TRANS_LEN stride; in mode 3 a group's
+// kernel and a row piece's input are broadcast from its first core, so line
+// cores 1 .. L-2 agree in what they read once), so the two planned cores fix
+// it; each access's hull lies in one buffer, so every middle core's access
+// does; the residency checks, per core state, are made for each core.
+bool derive_line(const ExecEnv& env, const Setup& s, std::vector<CoreWork>& work, int base,
+                 int stride, int len, bool rows) {
+  const int n = len;
+  auto core_at = [&](int k) -> CoreWork& { return work[size_t(base + k * stride)]; };
+  const CoreWork& a = core_at(1);
+  const CoreWork& b = core_at(n - 2);
+  if (rows) {
     if (a.pad_t != 0 || a.pad_b != 0 || b.pad_t != 0 || b.pad_b != 0) return false;
-  } else if (s.mode != value_of(BroadcastMode::SPLIT_KERNEL) || s.fam == Family::kDepthwise) {
-    return false;
   }
   if (!same_but_affine(a, b)) return false;
   constexpr int kMaxFields = 64;
-  uint64_t base[kMaxFields], last[kMaxFields];
+  uint64_t first[kMaxFields], last[kMaxFields];
   int64_t slope[kMaxFields];
   // Where each field sits in a CoreWork and its size: the middle cores, copies
   // of core 1, are written only in the fields that change along the cores.
@@ -490,7 +497,7 @@ bool derive_middle_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWor
   affine_fields(a, [&](const auto& v) {
     static_assert(sizeof(v) == 8 || sizeof(v) == 4, "an int or a 64-bit field");
     if (nf < kMaxFields) {
-      base[nf] = uint64_t(v);
+      first[nf] = uint64_t(v);
       at[nf] = size_t(reinterpret_cast<const char*>(&v) - reinterpret_cast<const char*>(&a));
       size[nf] = sizeof(v);
     }
@@ -502,7 +509,7 @@ bool derive_middle_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWor
   const int64_t steps = n - 3;
   for (int k = 0; k < nf; ++k) {
     // Most fields do not change along the cores: no division for them.
-    const int64_t d = int64_t(last[k] - base[k]);
+    const int64_t d = int64_t(last[k] - first[k]);
     slope[k] = d == 0 ? 0 : d / steps;
     if (slope[k] * steps != d) fits = false;
   }
@@ -535,13 +542,13 @@ bool derive_middle_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWor
     if (slope[k] != 0) moving[nm++] = k;
   }
   for (int i = 2; i <= n - 3; ++i) {
-    CoreWork& c = work[size_t(i)];  // a copy of core 1: the other fields hold base[k] already
-    c.core = i;
+    CoreWork& c = core_at(i);  // a copy of line core 1: the other fields hold first[k] already
+    c.core = base + i * stride;
     char* bytes = reinterpret_cast<char*>(&c);
     for (int j = 0; j < nm; ++j) {
       const int k = moving[j];
       // The field's T(base + slope * (i - 1)): its low bytes.
-      const uint64_t v = base[k] + uint64_t(slope[k]) * uint64_t(i - 1);
+      const uint64_t v = first[k] + uint64_t(slope[k]) * uint64_t(i - 1);
       if (size[k] == 8) {
         std::memcpy(bytes + at[k], &v, 8);
       } else {
@@ -562,13 +569,49 @@ bool derive_middle_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWor
   return true;
 }
 
+// Mode 3's frame: the line positions planned in full along a line of L
+// cores (0, 1, L-2, L-1 when L >= 5: the others derived; all of them else).
+bool framed(int k, int len) { return len < 5 || k <= 1 || k >= len - 2; }
+
 }  // namespace
 
 void plan_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWork>& work, bool derive) {
   const int n = s.ncores;
   work.clear();
   work.reserve(size_t(n));
-  if (derive && n >= 5) {
+  const int G = s.groups, R = s.row_pieces;
+  if (derive && s.mode == value_of(BroadcastMode::SPLIT_2D) && (G >= 5 || R >= 5) && G * R == n) {
+    try {
+      // Group by group: the frame in full (groups 0, 1, G-2, G-1 x row
+      // pieces 0, 1, R-2, R-1); a framed group's middle row pieces derived
+      // from its row pieces 1 and R-2 once the group is in place; a middle
+      // group starts as a copy of group 1 (complete by then), its cores
+      // derived per row piece at the end.
+      bool ok = true;
+      for (int g = 0; g < G && ok; ++g) {
+        for (int r = 0; r < R; ++r) {
+          const int i = g * R + r;
+          if (!framed(g, G)) {
+            work.push_back(work[size_t(R + r)]);
+          } else if (framed(r, R)) {
+            work.push_back(plan_core(env, s, i));
+          } else {
+            work.push_back(work[size_t(g * R + 1)]);
+          }
+        }
+        if (framed(g, G) && R >= 5) ok = derive_line(env, s, work, g * R, 1, R, true);
+      }
+      if (G >= 5) {
+        for (int r = 0; r < R && ok; ++r) ok = derive_line(env, s, work, r, R, G, false);
+      }
+      if (ok) return;
+    } catch (...) {
+      // Planned again core by core below: the first core's fault, as always.
+    }
+    work.clear();
+  } else if (derive && n >= 5 &&
+             (s.mode == value_of(BroadcastMode::SPLIT_HEIGHT) ||
+              (s.mode == value_of(BroadcastMode::SPLIT_KERNEL) && s.fam != Family::kDepthwise))) {
     try {
       // Cores 0, 1, n-2 and n-1 in full; the middle ones start as copies of core 1.
       CoreWork b = plan_core(env, s, n - 2), l = plan_core(env, s, n - 1);
@@ -577,7 +620,7 @@ void plan_cores(const ExecEnv& env, const Setup& s, std::vector<CoreWork>& work,
       for (int i = 2; i <= n - 3; ++i) work.push_back(work[1]);
       work.push_back(std::move(b));
       work.push_back(std::move(l));
-      if (derive_middle_cores(env, s, work)) return;
+      if (derive_line(env, s, work, 0, 1, n, s.mode == value_of(BroadcastMode::SPLIT_HEIGHT))) return;
     } catch (...) {
       // Planned again core by core below: the first core's fault, as always.
     }
