@@ -34,6 +34,19 @@ def _step_and_replay(prog, cores, kb):
     return x, ref, ref_stats, got, stats
 
 
+def _stepped_stats_per_mode(g):
+    """g at 32 cores as chosen (None) and forced to modes 1 and 2: each
+    Program's stepped counters, after checking its replay gives its bits."""
+    stats = {}
+    for mode in (None, "SPLIT_KERNEL", "SPLIT_HEIGHT"):
+        opts = dict(force_mode=mode) if mode else {}
+        prog = _core.compile(g, cores=32, **opts)
+        _, ref, s, got, _ = _step_and_replay(prog, 32, 64)
+        np.testing.assert_array_equal(got[0], ref[0])
+        stats[mode] = s
+    return stats
+
+
 def _assert_one_core_bits(g, prog, cores, kb):
     """`prog` (g at `cores`) stepped and replayed gives one core's bits, and
     replay and step agree on every counter."""
@@ -121,13 +134,7 @@ def test_split_2d_golden_7x7x960_at_32_cores():
     assert len(plan["groups"]) == 4 and len(plan["row_pieces"]) == 1
     # The estimate of the mode 0-2 plan less what the replay saves (docs/compiler.md "Choice").
     assert plan["estimate"]["cycles"] == 1671
-    stats = {}
-    for mode in (None, "SPLIT_KERNEL", "SPLIT_HEIGHT"):
-        opts = dict(force_mode=mode) if mode else {}
-        prog = _core.compile(g, cores=32, **opts)
-        _, ref, s, got, replayed = _step_and_replay(prog, 32, 64)
-        np.testing.assert_array_equal(got[0], ref[0])
-        stats[mode] = s
+    stats = _stepped_stats_per_mode(g)
     two_d = stats[None]
     assert stats["SPLIT_KERNEL"]["cycles"] == 1867
     assert stats["SPLIT_HEIGHT"]["cycles"] == 3158
@@ -242,15 +249,9 @@ def test_split_2d_golden_fully_connected_14x14x384_to_64_at_32_cores():
     g = conv1x1(14, 384, 64)
     plan = _core.plan_op(g, 0, cores=32)
     assert (plan["mode"], plan["cores"], plan["groups2d"]) == ("SPLIT_2D", 32, 8), plan["describe"]
-    cycles = {}
-    for mode in (None, "SPLIT_KERNEL", "SPLIT_HEIGHT"):
-        opts = dict(force_mode=mode) if mode else {}
-        prog = _core.compile(g, cores=32, **opts)
-        _, ref, st, got, _ = _step_and_replay(prog, 32, 64)
-        np.testing.assert_array_equal(got[0], ref[0])
-        cycles[mode] = st["cycles"]
-        if mode is None:
-            two_d = st
+    stats = _stepped_stats_per_mode(g)
+    two_d = stats[None]
+    cycles = {mode: st["cycles"] for mode, st in stats.items()}
     assert cycles == {None: 2829, "SPLIT_KERNEL": 5468, "SPLIT_HEIGHT": 4328}
     assert two_d["dma_read_bytes"] == 100736 and two_d["kernels"] == 25
     assert max(c["mac_cycles"] for c in two_d["cores"]) == 2352
