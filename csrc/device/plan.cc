@@ -240,6 +240,20 @@ void record_kernel(Recorder& rec, const ExecEnv& env, const Setup& s,
   rec.group.push_back(std::move(kt));
 }
 
+// Appends items [0, count) to `list` and a step of `kind` that replays them
+// (first = their index in `list`); returns the step.
+template <class T>
+const PlanStep& append_step(PlanData& plan, PlanStep::Kind kind, std::vector<T>& list,
+                            const T* items, int count) {
+  PlanStep step;
+  step.kind = kind;
+  step.first = int(list.size());
+  step.count = count;
+  list.insert(list.end(), items, items + count);
+  plan.steps.push_back(step);
+  return plan.steps.back();
+}
+
 void record_copy(Recorder& rec, uint32_t word, uint64_t src, uint64_t dst, uint64_t len) {
   CopyTrace c;
   c.word = word;
@@ -248,11 +262,7 @@ void record_copy(Recorder& rec, uint32_t word, uint64_t src, uint64_t dst, uint6
   c.len = len;
   rec.wrote(Interval{dst, dst + len});
   flush_group(rec);
-  PlanStep step;
-  step.kind = PlanStep::Kind::kCopy;
-  step.first = int(rec.plan->copies.size());
-  rec.plan->copies.push_back(c);
-  rec.plan->steps.push_back(step);
+  append_step(*rec.plan, PlanStep::Kind::kCopy, rec.plan->copies, &c, 1);
 }
 
 void record_vnchwconv(Recorder& rec, VnchwTrace t, uint64_t s0, uint64_t d0, const Interval& rd,
@@ -266,11 +276,7 @@ void record_vnchwconv(Recorder& rec, VnchwTrace t, uint64_t s0, uint64_t d0, con
   }
   rec.wrote(wr);
   flush_group(rec);
-  PlanStep step;
-  step.kind = PlanStep::Kind::kVnchwconv;
-  step.first = int(rec.plan->vnchwconvs.size());
-  rec.plan->vnchwconvs.push_back(t);
-  rec.plan->steps.push_back(step);
+  append_step(*rec.plan, PlanStep::Kind::kVnchwconv, rec.plan->vnchwconvs, &t, 1);
 }
 
 // ---------------------------------------------------------------------------
@@ -1146,12 +1152,8 @@ bool copy_group(Recorder& rec) {
     }
   }
   PlanData& plan = *rec.plan;
-  PlanStep step;
-  step.kind = PlanStep::Kind::kStridedCopy;
-  step.first = int(plan.strided_copies.size());
-  step.count = int(copies.size());
-  for (const StridedCopy& d : copies) plan.strided_copies.push_back(d);
-  plan.steps.push_back(step);
+  const PlanStep& step = append_step(plan, PlanStep::Kind::kStridedCopy, plan.strided_copies,
+                                     copies.data(), int(copies.size()));
   plan.summary.kernel_commands += int(group.size());
   plan.summary.copy_pass_commands += int(group.size());
   plan.summary.strided_copies += step.count;

@@ -189,8 +189,8 @@ struct PlanCall {
 
 struct PlanStep {
   enum class Kind : uint8_t { kCalls, kCopy, kVnchwconv, kStridedCopy } kind = Kind::kCalls;
-  // calls [first, first + count), or copies[first], or vnchwconvs[first],
-  // or strided_copies [first, first + count)
+  // calls, copies, vnchwconvs or strided_copies [first, first + count)
+  // (one copy or vnchwconv per step)
   int first = 0, count = 0;
   // The command's outputs overlap its inputs: read every input before any
   // output is written, as the interpreter's SRAM staging does.
