@@ -189,6 +189,20 @@ struct Attributes {
   // AveragePool runs MLAS's NCHW vector kernel, which sums each window column
   // first (false: its NCHWc kernel, row by row; the ONNX frontend decides).
   bool ort_pool_by_columns = false;
+  // CONV_2D from ONNX with onnx_kernel kUnfused: ONNX Runtime runs
+  // DequantizeLinear -> float32 Conv (MLAS: im2col, SGEMM) -> QuantizeLinear,
+  // the NPU's MAC_FP32 mode (docs/device_model.md §4). For output pixel n
+  // (row-major over the whole output, n = y * W + x) and channel c the sum
+  // runs over K in ONNX's order (input channel, kernel row, kernel column),
+  // in blocks of `ort_kblock` products, each a chain of fused multiply-adds
+  // from 0.0f, the block sums added in order; pixels n >= ort_kblock_split
+  // (MLAS's last thread segment; -1: none) use `ort_kblock_tail`. Then the
+  // float32 bias (the int32 bias times its DequantizeLinear scale, which the
+  // bias tensor's quant carries) is added and the sum quantized: round half
+  // to even of sum / s_y, plus the zero point. 0: not set (the int32 path).
+  int ort_kblock = 0;
+  int64_t ort_kblock_split = -1;
+  int ort_kblock_tail = 0;
   // PAD: (before, after) per input dimension.
   std::vector<std::array<int64_t, 2>> paddings;
   // SLICE (and STRIDED_SLICE, SPLIT, SPLIT_V, which the frontend reduces to

@@ -14,9 +14,9 @@ namespace {
 // there too (and this size updated), or two graphs differing only in it would
 // share a cache entry.
 #if defined(__GLIBCXX__) && defined(__x86_64__)
-static_assert(sizeof(ir::Attributes) == 264, "ir::Attributes changed: encode the new field");
+static_assert(sizeof(ir::Attributes) == 280, "ir::Attributes changed: encode the new field");
 static_assert(sizeof(ir::Tensor) == 152, "ir::Tensor changed: encode the new field");
-static_assert(sizeof(ir::Op) == 384, "ir::Op changed: encode the new field");
+static_assert(sizeof(ir::Op) == 400, "ir::Op changed: encode the new field");
 #endif
 
 template <typename H>
@@ -78,6 +78,11 @@ class Encoder {
     pod(static_cast<uint8_t>(a.requant));
     pod(static_cast<uint8_t>(a.onnx_kernel));  // how ONNX Runtime's CPU EP would run the node
     pod(static_cast<uint8_t>(a.ort_pool_by_columns));
+    if (a.ort_kblock != 0) {  // the float32 Conv's K blocks (absent elsewhere: older digests stay)
+      pod(static_cast<int32_t>(a.ort_kblock));
+      pod(a.ort_kblock_split);
+      pod(static_cast<int32_t>(a.ort_kblock_tail));
+    }
     pod(static_cast<uint64_t>(a.paddings.size()));
     for (const auto& p : a.paddings) pod(p);
     pod(static_cast<uint64_t>(a.slice_begin.size()));
