@@ -263,3 +263,133 @@ def test_bad_entries_fault():
         with pytest.raises((nacc.DeviceFault, ValueError)) as ex:
             rt.run(p, ins)
         assert "channel 5 s_y" in str(ex.value), str(ex.value)
+
+
+# ---------------------------------------------------------------------------
+# The compiler: CONV_2D with requant onnxruntime, onnx_kernel unfused and ort_kblock > 0
+# (docs/compiler.md "The float32 convolution") lowers to MAC_FP32.
+
+def build_graph(x, w, w_s, bias, b_s, out_hw, stride, pad, kblock, split=-1, tail=0,
+                x_q=(0.03, -3), y_q=(0.07, 5), activation="NONE", kind="CONV_2D", **extra):
+    g = _core.Graph()
+    xt = g.add_tensor("x", list(x.shape), "int8", scales=float(x_q[0]), zero_points=x_q[1])
+    oc = w.shape[0] if kind == "CONV_2D" else w.shape[3]
+    wt = g.add_tensor("w", list(w.shape), "int8", scales=[float(s) for s in w_s],
+                      zero_points=[0] * len(w_s), axis=0 if kind == "CONV_2D" else 3, data=w)
+    inputs = [xt, wt]
+    if bias is not None:
+        inputs.append(g.add_tensor("b", [oc], "int32", scales=[float(s) for s in b_s],
+                                   zero_points=[0] * oc, data=bias))
+    y = g.add_tensor("y", [1, *out_hw, oc], "int8", scales=float(y_q[0]), zero_points=y_q[1])
+    g.add_op(kind, inputs, [y], name="conv", requant="onnxruntime", onnx_kernel="unfused",
+             ort_kblock=kblock, ort_kblock_split=split, ort_kblock_tail=tail,
+             stride_h=stride[0], stride_w=stride[1], pad_top=pad[0], pad_bottom=pad[1],
+             pad_left=pad[2], pad_right=pad[3], activation=activation, **extra)
+    g.inputs, g.outputs = [xt], [y]
+    return g
+
+
+def entries_of(x_q, w_s, bias, b_s, y_q):
+    oc = len(w_s)
+    bf = (np.zeros(oc, np.float32) if bias is None else
+          (bias.astype(np.float32) * np.asarray(b_s, np.float32)).astype(np.float32))
+    return np.stack([np.full(oc, x_q[0], np.float32), np.asarray(w_s, np.float32), bf,
+                     np.full(oc, y_q[0], np.float32)], 1).astype(np.float32)
+
+
+# (id, h, w, c_in, c_out, k, stride, pad (t, b, l, r), kblock, split, tail, cores, sram_kb)
+COMPILE_CASES = [
+    ("stem_7x7_s2", 15, 14, 3, 20, 7, 2, (2, 3, 2, 3), 16, 23, 32, 1, 64),
+    ("stem_4cores_16k", 15, 14, 3, 20, 7, 2, (2, 3, 2, 3), 16, 23, 32, 4, 16),
+    ("k3_split_tiles", 12, 11, 8, 40, 3, 1, (1, 1, 1, 1), 32, 70, 8, 8, 16),
+    ("pointwise", 7, 6, 96, 24, 1, 1, (0, 0, 0, 0), 64, -1, 0, 1, 64),
+    ("pointwise_s2", 8, 8, 40, 12, 1, 2, (0, 0, 0, 0), 16, 9, 4, 2, 64),
+    ("one_chain", 6, 6, 4, 9, 3, 1, (1, 1, 1, 1), 1024, -1, 0, 1, 64),
+]
+
+
+@pytest.mark.parametrize("case", COMPILE_CASES, ids=lambda c: c[0])
+def test_compiled_float_conv_matches_reference(case):
+    name, h, wd, c, oc, k, s, pad, kblock, split, tail, cores, kb = case
+    rng = np.random.default_rng(sum(map(ord, name)))
+    x = rng.integers(-128, 128, (1, h, wd, c)).astype(np.int8)
+    w = rng.integers(-127, 128, (oc, k, k, c)).astype(np.int8)
+    w_s = rng.uniform(0.002, 0.02, oc).astype(np.float32)
+    bias = rng.integers(-4000, 4000, oc).astype(np.int32)
+    b_s = (np.float32(0.03) * w_s * rng.uniform(0.5, 2, oc)).astype(np.float32)  # its own scale
+    oh, ow = (h + pad[0] + pad[1] - k) // s + 1, (wd + pad[2] + pad[3] - k) // s + 1
+    x_q, y_q = (0.03, -3), (0.07, 5)
+    g = build_graph(x, w, w_s, bias, b_s, (oh, ow), (s, s), pad, kblock, split, tail, x_q, y_q)
+    prog = _core.compile(g, cores=cores, sram_kb=kb)
+    info = _core.program_info(prog)["ops"][0]
+    assert info["lowering"] in ("direct", "subsampled"), info["lowering"]
+    log2 = int(np.log2(kblock))
+    kbl = (log2, int(np.log2(tail)) if split >= 0 else log2, split if split >= 0 else oh * ow)
+    want = reference(x, w, entries_of(x_q, w_s, bias, b_s, y_q), (s, s), pad, x_q[1], y_q[1],
+                     (-128, 127), kbl)
+    for execution in ("step", "replay"):
+        (out,), _ = _core.Runtime(cores=cores, sram_kb=kb, execution=execution).run(prog, [x])
+        got = np.asarray(out).reshape(want.shape)
+        assert np.array_equal(got, want), f"{execution}: {int((got != want).sum())} differ"
+    assert_equivalent(prog, cores, kb, threads=(1, 2))
+
+
+def test_compiled_relu_and_no_bias():
+    rng = np.random.default_rng(21)
+    x = rng.integers(-128, 128, (1, 6, 7, 5)).astype(np.int8)
+    w = rng.integers(-127, 128, (10, 3, 3, 5)).astype(np.int8)
+    w_s = rng.uniform(0.002, 0.02, 10).astype(np.float32)
+    x_q, y_q = (0.04, -128), (0.05, -20)
+    g = build_graph(x, w, w_s, None, None, (6, 7), (1, 1), (1, 1, 1, 1), 16, 20, 4, x_q, y_q,
+                    activation="RELU")
+    prog = _core.compile(g, cores=2)
+    want = reference(x, w, entries_of(x_q, w_s, None, None, y_q), (1, 1), (1, 1, 1, 1), -128, -20,
+                     (-20, 127), (4, 2, 20))
+    (out,), _ = _core.Runtime(cores=2).run(prog, [x])
+    assert np.array_equal(np.asarray(out).reshape(want.shape), want)
+
+
+def test_without_kblock_the_int_path_is_kept():
+    """ort_kblock = 0: QLinearConv's integer path (QUANT_FP32_SCALE), not MAC_FP32."""
+    rng = np.random.default_rng(2)
+    x = rng.integers(-128, 128, (1, 5, 5, 4)).astype(np.int8)
+    w = rng.integers(-127, 128, (6, 3, 3, 4)).astype(np.int8)
+    w_s = np.full(6, 0.01, np.float32)
+    g0 = build_graph(x, w, w_s, None, None, (5, 5), (1, 1), (1, 1, 1, 1), 0)
+    g1 = build_graph(x, w, w_s, None, None, (5, 5), (1, 1), (1, 1, 1, 1), 16)
+    words = [_core.decode_stream(_core.compile(g).commands) for g in (g0, g1)]
+    text = [repr(wd) for wd in words]
+    assert "NACC_FP32_KBLOCK" not in text[0] and "NACC_FP32_KBLOCK" in text[1]
+
+
+DECLINED = [
+    ("stride 4 (space-to-depth)", dict(k=5, stride=4, pad=(0, 0, 0, 0)), "stride above 3"),
+    ("dilation", dict(k=3, stride=1, pad=(2, 2, 2, 2), dilation_h=2, dilation_w=2), "dilation"),
+    ("groups", dict(k=3, stride=1, pad=(1, 1, 1, 1), groups=2), "groups"),
+    ("depthwise", dict(k=3, stride=1, pad=(1, 1, 1, 1), kind="DEPTHWISE_CONV_2D"), "CONV_2D only"),
+    ("block 24", dict(k=3, stride=1, pad=(1, 1, 1, 1), kblock=24), "not a power of two"),
+]
+
+
+@pytest.mark.parametrize("name,kw,message", DECLINED, ids=[d[0] for d in DECLINED])
+def test_declined_shapes_name_the_reason(name, kw, message):
+    kw = dict(kw)
+    k, s, pad = kw.pop("k"), kw.pop("stride"), kw.pop("pad")
+    groups = kw.pop("groups", 1)
+    kind = kw.get("kind", "CONV_2D")
+    kblock = kw.pop("kblock", 16)
+    c = 8
+    if kind == "DEPTHWISE_CONV_2D":
+        w = np.ones((1, k, k, c), np.int8)
+        kw["depth_multiplier"] = 1
+    else:
+        w = np.ones((8, k, k, c // groups), np.int8)
+    d = kw.get("dilation_h", 1)
+    h = 12
+    oh = (h + pad[0] + pad[1] - (k - 1) * d - 1) // s + 1
+    x = np.zeros((1, h, h, c), np.int8)
+    g = build_graph(x, w, np.full(8, 0.01, np.float32), None, None, (oh, oh), (s, s), pad,
+                    kblock, **kw)
+    with pytest.raises(nacc.UnsupportedError) as e:
+        _core.compile(g)
+    assert message in str(e.value) and "float32 Conv" in str(e.value), str(e.value)
