@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
+#include <thread>
 
 #include "arch/limits.h"
 
@@ -83,6 +85,10 @@ const std::vector<OptionSpec>& option_specs() {
       {"ort_optimization_level", "disabled, basic, extended or all", "all",
        "the session's graph_optimization_level (ORT's plugin ABI does not expose it): the EP "
        "computes what the CPU EP computes at that level (QDQ fusion from extended on)"},
+      {"ort_intra_op_threads", "an integer in [0, 1024]", "0 (ORT's default: the physical cores)",
+       "the session's intra_op_num_threads (ORT's plugin ABI does not expose it): where ORT runs "
+       "a QDQ Conv unfused (float32), MLAS's thread segments decide the order of its sums, which "
+       "the EP reproduces"},
       {"int16_activations", "0 or 1", "0",
        "1: claim QDQ Conv units with int16 (QInt16, zero point 0) activations and int8 weights "
        "(16x8 output stage; not bit-exact: the CPU EP computes them in float, outputs may differ "
@@ -208,6 +214,8 @@ Config Config::from_pairs(const std::vector<std::pair<std::string, std::string>>
         }
       }
       if (!found) bad(key, value, "must be disabled, basic, extended or all");
+    } else if (key == "ort_intra_op_threads") {
+      if (int_in(key, value, 0, 1024, &v)) c.ort_intra_op_threads = static_cast<int>(v);
     } else if (key == "int16_activations") {
       if (value == "0" || value == "1") {
         c.int16_activations = value == "1";
@@ -271,9 +279,31 @@ std::string Config::summary() const {
                  " log_level=", kLogLevelNames[static_cast<int>(log_level)],
                  " ort_optimization_level=", static_cast<int>(ort_opt_level),
                  " qdqisint8allowed=", int(ort_qdq_int8_allowed),
+                 " ort_intra_op_threads=", ort_threads(),
                  int16_activations ? " int16_activations=1" : "",
                  int4_weights ? " int4_weights=1" : "",
                  device_layout ? "" : " boundary_layout=host");
+}
+
+int Config::ort_threads() const {
+  if (ort_intra_op_threads > 0) return ort_intra_op_threads;
+  // ORT's default intra-op pool has one thread per physical core (cpuinfo's
+  // core count): distinct (package, core) pairs of the online CPUs.
+  static const int cores = [] {
+    std::set<std::pair<long, long>> seen;
+    for (unsigned cpu = 0; cpu < 4096; ++cpu) {
+      const std::string base = str_cat("/sys/devices/system/cpu/cpu", cpu, "/topology/");
+      std::ifstream pkg(base + "physical_package_id"), core(base + "core_id");
+      long p = -1, c = -1;
+      if (!(pkg >> p) || !(core >> c)) {
+        if (cpu >= std::thread::hardware_concurrency()) break;
+        continue;
+      }
+      seen.emplace(p, c);
+    }
+    return seen.empty() ? std::max(1, int(std::thread::hardware_concurrency())) : int(seen.size());
+  }();
+  return cores;
 }
 
 int Config::log_floor() const {

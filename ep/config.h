@@ -62,6 +62,15 @@ struct Config {
   // from the session's config entries.
   enum class OrtOptLevel { kDisabled = 0, kBasic = 1, kExtended = 2, kAll = 99 };
   OrtOptLevel ort_opt_level = OrtOptLevel::kAll;
+  // Option ort_intra_op_threads: the session's intra_op_num_threads (not
+  // readable through the plugin ABI either). MLAS's float32 Conv cuts its
+  // work into thread segments whose K blocks follow from the count, so the
+  // float Conv's bits do (docs/onnxruntime_ep.md "Float Conv"). 0 = ORT's
+  // default, one thread per physical core (ort_threads()).
+  int ort_intra_op_threads = 0;
+  // The intra-op thread count MLAS sees: ort_intra_op_threads, or for 0 the
+  // physical cores of the online CPUs (ORT's default; 1 when unknown).
+  int ort_threads() const;
   // Option int16_activations: claim QDQ Conv units with int16 (QInt16, zero
   // point 0) activations, computed with the compiler's 16x8 (TFLite) output
   // stage, and same-quantization int16 MaxPool / Reshape / Flatten. The CPU

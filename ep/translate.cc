@@ -1533,6 +1533,15 @@ struct UnitTranslator {
     int bt = -1;
     const int bias_input = qop ? 8 : 2;
     const int bias_value = qop ? node.input(bias_input) : in(2).value;
+    // DequantizeLinear -> float32 Conv -> QuantizeLinear where ONNX Runtime
+    // does not fuse the unit into QLinearConv: the NPU's float32 MAC mode
+    // with MLAS's K blocks (float_conv_kblocks), the bias dequantized with its
+    // own scale. Shapes whose MLAS path it does not model keep the int32
+    // accumulator (QLinearConv's arithmetic; rare rounding differences).
+    const bool float_conv = !qop && !depthwise && group == 1 &&
+                            xq.elem_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16 &&
+                            ort_kernel() == ir::Attributes::OnnxKernel::kUnfused &&
+                            float_conv_kblocks(xs, o, ipg, kh, kw, sh, sw, dh, dw, &a);
     if (i16 != (yq.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16)) {
       return str_cat("input is ", onnx_elem_name(xq.elem_type), " and output ",
                      onnx_elem_name(yq.elem_type), " (int16 units need both int16)");
@@ -1555,7 +1564,16 @@ struct UnitTranslator {
       } else {
         std::vector<uint8_t> bytes(bias.size() * 4);
         std::memcpy(bytes.data(), bias.data(), bytes.size());
-        bt = constant(g.value(bias_value).name, {o}, DType::kInt32, std::move(bytes), {});
+        ir::QuantParams bq;
+        if (float_conv) {
+          // The float32 bias is float(b) * its DequantizeLinear scale.
+          int elem = 0;
+          if (auto e = read_qparams(bi.scale, bi.zp, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32,
+                                    &bq.scales, &bq.zero_points, &elem)) {
+            return str_cat("bias '", g.value(bias_value).name, "': ", *e);
+          }
+        }
+        bt = constant(g.value(bias_value).name, {o}, DType::kInt32, std::move(bytes), std::move(bq));
       }
     }
     if (i16) {
@@ -1569,6 +1587,89 @@ struct UnitTranslator {
     a.requant = ir::RequantMode::kOnnxRuntime;
     add_op(kind, {x, wt, bt}, y, a);
     return std::nullopt;
+  }
+
+  // MLAS's K block for a GEMM slice of n columns and depth k (MlasSgemmOperation
+  // and MlasConvOperation: StrideN = StrideK = 128 to start; K stride halved
+  // while it covers k twice when n >= k, else doubled while the N stride
+  // halves, down to 16, and still covers n).
+  static int64_t mlas_kblock(int64_t n, int64_t k) {
+    int64_t sn = 128, sk = 128;
+    if (n >= k) {
+      while (sk / 2 >= k) sk /= 2;
+    } else {
+      while (sn > 16 && sn / 2 >= n) {
+        sk *= 2;
+        sn /= 2;
+      }
+    }
+    return sk;
+  }
+
+  // The K blocks of ONNX Runtime's float32 Conv (MlasConvPrepare / MlasConv
+  // in ORT 1.31; checked bit for bit against the CPU EP, docs/onnxruntime_ep.md
+  // "Float Conv"): which algorithm MLAS takes, how its thread segments cut
+  // the output pixels (MLAS_SGEMM_THREAD_COMPLEXITY 64K multiplies per
+  // thread, at most 16 threads and the session's intra-op threads,
+  // ThreadStrideN aligned to 16), and each segment's K block. Sets
+  // a->ort_kblock / ort_kblock_split / ort_kblock_tail; false where MLAS
+  // takes its M = 1 kernel (one filter, one output pixel, or a GEMM thread
+  // slice of one filter row), whose order is not modelled.
+  bool float_conv_kblocks(const std::vector<int64_t>& xs, int64_t filters, int64_t c_in,
+                          int64_t kh, int64_t kw, int sh, int sw, int dh, int dw,
+                          ir::Attributes* a) const {
+    const ir::Padding& p = a->padding;
+    const int64_t oh = (xs[2] + p.top + p.bottom - (int64_t(dh) * (kh - 1) + 1)) / sh + 1;
+    const int64_t ow = (xs[3] + p.left + p.right - (int64_t(dw) * (kw - 1) + 1)) / sw + 1;
+    const int64_t n = oh * ow, k = c_in * kh * kw, m = filters;
+    if (oh <= 0 || ow <= 0 || m < 2 || n < 2 || xs[0] < 1) return false;
+    const int64_t max_threads = b.config_.ort_threads();
+    const auto threads_for = [&](double complexity) {
+      const double per = 64.0 * 1024.0;
+      const int64_t t = complexity < per * 16 ? int64_t(complexity / per) + 1 : 16;
+      return std::min(t, max_threads);
+    };
+    const auto set = [&](int64_t block, int64_t split, int64_t tail) {
+      a->ort_kblock = int(block);
+      a->ort_kblock_split = split;
+      a->ort_kblock_tail = int(tail);
+      return true;
+    };
+    const bool batched = xs[0] > 1;
+    const bool ones = sh == 1 && sw == 1 && !(p.top || p.bottom || p.left || p.right);
+    // MlasGemm(M = filters, N = pixels, K): split over N (aligned to 16) when
+    // N > M, else over M (a one-row slice takes the M = 1 kernel).
+    const auto gemm = [&]() {
+      const int64_t t = threads_for(double(m) * double(n) * double(k));
+      if (t <= 1) return set(mlas_kblock(n, k), -1, 0);
+      if (n > m) {
+        const int64_t stride = ((n + t - 1) / t + 15) & ~int64_t(15);
+        if (stride >= n) return set(mlas_kblock(n, k), -1, 0);
+        const int64_t last = n - ((n - 1) / stride) * stride;
+        return set(mlas_kblock(stride, k), last == stride ? -1 : n - last, mlas_kblock(last, k));
+      }
+      const int64_t stride_m = (m + t - 1) / t;
+      if (m % stride_m == 1) return false;  // a last slice of one filter row
+      return set(mlas_kblock(n, k), -1, 0);
+    };
+    if (ones && (kh * kw == 1 || (dh == 1 && dw == 1 && c_in == 1 &&
+                                  (kw == xs[3] || (kh == xs[2] && kw == 1))))) {
+      // MlasConvAlgorithmGemmDirect; batches run one MlasSgemmOperation each.
+      if (batched) return set(mlas_kblock(n, k), -1, 0);
+      return gemm();
+    }
+    if (m > n) return gemm();  // MlasConvAlgorithmExpandThenGemm (MlasGemm per image)
+    // MlasConvAlgorithmExpandThenGemmSegmented: thread segments of the pixels.
+    if (batched) return set(mlas_kblock(n, k), -1, 0);
+    int64_t t = threads_for(double(m) * double(n) * double(k));
+    int64_t stride = (n + t - 1) / t;
+    if (t > 1) {
+      stride = (stride + 15) & ~int64_t(15);
+      if (stride >= n) t = 1;
+    }
+    if (t <= 1 || stride >= n) return set(mlas_kblock(n, k), -1, 0);
+    const int64_t last = n - ((n - 1) / stride) * stride;
+    return set(mlas_kblock(stride, k), last == stride ? -1 : n - last, mlas_kblock(last, k));
   }
 
   std::optional<std::string> matmul_or_gemm() {

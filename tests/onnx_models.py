@@ -247,9 +247,11 @@ def mlp(k=32, hidden=64, classes=10, batch=1) -> onnx.ModelProto:
 # ---- running ----------------------------------------------------------------------
 
 def session(model: bytes, providers, options: Optional[dict] = None, config: Optional[dict] = None,
-            opt_level=None):
+            opt_level=None, intra_op_threads: Optional[int] = None):
     import onnxruntime as ort
     so = ort.SessionOptions()
+    if intra_op_threads is not None:
+        so.intra_op_num_threads = intra_op_threads
     for k, v in (config or {}).items():
         so.add_session_config_entry(k, v)
     if opt_level is not None:

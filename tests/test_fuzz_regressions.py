@@ -253,3 +253,39 @@ def test_u8_at_boundary_op_check_runs_the_op_between_uint8_pairs():
     from fuzz.runner import cpu_has_vnni
     if cpu_has_vnni():
         assert np.array_equal(u["output"], plain)
+
+
+@pytest.mark.parametrize("const_first", [True, False])
+def test_ep_one_element_qlinear_add_with_a_constant_is_claimed_and_exact(const_first):
+    """The ONNX fuzzer (seed 20261130, graphs 213 and 705): a fused QDQ Add
+    of a constant [1,1,1,1] first operand and a runtime [1,1,1,1] one was
+    claimed by GetCapability and then rejected by the compiler ("QLinearAdd
+    with a constant full-size first operand"; the fuzzer's
+    claimed_then_failed). With one element both operands are scalars to ONNX
+    Runtime, whose QLinearAdd then folds A's term (its input0-scalar path),
+    which the NPU does with the constant as its second operand: now claimed
+    and equal to the CPU EP on every input, for either operand order."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    import nacc.onnxruntime as nort
+    import onnx_models as om
+    from onnx import helper, numpy_helper
+    nort.register()
+    rng = np.random.default_rng(213)
+    for _ in range(6):
+        inits = [numpy_helper.from_array(np.full((1, 1, 1, 1), rng.integers(-128, 128), np.int8), "c_q"),
+                 numpy_helper.from_array(np.array(rng.uniform(0.001, 0.1), np.float32), "c_s"),
+                 numpy_helper.from_array(np.array(rng.integers(-20, 20), np.int8), "c_z")]
+        nodes = [helper.make_node("DequantizeLinear", ["c_q", "c_s", "c_z"], ["c"], name="c_dq"),
+                 helper.make_node("Add", ["c", "x"] if const_first else ["x", "c"], ["y"], name="add")]
+        model = om.qdq_graph(nodes, inits, {"x": (1, 1, 1, 1)}, {"y": (1, 1, 1, 1)},
+                             x_scale=float(rng.uniform(0.001, 0.1)),
+                             x_zero_point=int(rng.integers(-20, 20)))
+        cpu = om.session(model, ["CPUExecutionProvider"])
+        npu = om.session(model, "nacc")
+        rep = nort.partition_reports()[-1]
+        assert rep["claimed_nodes"] == rep["total_nodes"], rep["host_nodes"]
+        x = np.arange(-128, 128, dtype=np.int8).reshape(256, 1, 1, 1)
+        want = np.concatenate([cpu.run(None, {"x_q": v[None]})[0] for v in x])
+        got = np.concatenate([npu.run(None, {"x_q": v[None]})[0] for v in x])
+        np.testing.assert_array_equal(got, want)

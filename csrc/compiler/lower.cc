@@ -771,7 +771,10 @@ void lower_elementwise(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   }
   const FusedActivation act = fused_activation_of(op.attrs.activation, l.label);
   if (op.attrs.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
-    lower_ort_elementwise(op, qa, qb, qo, act, swap, a_full && b_full, l);
+    // One element: both operands are scalars to ONNX Runtime, which folds A's
+    // term (its input0-scalar path), as the NPU does with A as its second input.
+    lower_ort_elementwise(op, qa, qb, qo, act, swap,
+                          a_full && b_full && l.out_shape.elements() > 1, l);
     return;
   }
   if (l.int16_maps) {  // 16x8: zero offsets, the int16 clamp
