@@ -1,6 +1,6 @@
 // The MAC unit's float32 convolution (NACC_ACT_PARA.MAC_FP32, conv_fp32.h): a
-// plain reference loop (MacFp32Params' formula, loop for loop) and an AVX-512
-// path that runs 16 output channels per vector, each lane its own in-order
+// plain reference loop (MacFp32Params' formula, loop for loop) and AVX-512 /
+// AVX2 paths that run 16 / 8 output channels per vector, each lane its own in-order
 // chain of fused multiply-adds (vfmadd, one rounding, as fmaf), the block
 // sums, bias, division and rounding lane-wise IEEE float32: the same bits.
 // The build compiles with -ffp-contract=off, so only the written fmas fuse.
@@ -207,11 +207,95 @@ NACC_AVX512 void channels_avx512(const Prepared& pw, const MacFp32Params& p, con
   }
 }
 
+// np (1..4) pixels of one K block over every channel (an ISA path below).
+using PixelsKernel = void (*)(const Prepared& pw, const MacFp32Params& p, const float* const* xk,
+                              int np, int64_t S, int8_t* const* out);
+
+NACC_AVX512 void pixels_avx512_any(const Prepared& pw, const MacFp32Params& p,
+                                   const float* const* xk, int np, int64_t S, int8_t* const* out) {
+  switch (np) {
+    case 4: channels_avx512<4>(pw, p, xk, S, out); break;
+    case 3: channels_avx512<3>(pw, p, xk, S, out); break;
+    case 2: channels_avx512<2>(pw, p, xk, S, out); break;
+    default: channels_avx512<1>(pw, p, xk, S, out); break;
+  }
+}
+
+#undef NACC_AVX512
+
+// AVX2 + FMA: the same lanes, 8 per vector (16 ymm registers: 4 pixels x 2
+// vectors of accumulators).
+#define NACC_AVX2 __attribute__((target("avx2,fma")))
+
+template <int NP>
+NACC_AVX2 void pixels_avx2(const Prepared& pw, const MacFp32Params& p, const float* const* xk,
+                           int64_t S, int c0, int8_t* const* out) {
+  constexpr int NV = 2;
+  __m256 total[NP][NV];
+  for (int i = 0; i < NP; ++i) {
+    for (int v = 0; v < NV; ++v) total[i][v] = _mm256_setzero_ps();
+  }
+  const int64_t K = pw.k;
+  const float* w = pw.w.data() + c0;
+  for (int64_t k0 = 0; k0 < K; k0 += S) {
+    const int64_t k1 = std::min(K, k0 + S);
+    __m256 acc[NP][NV];
+    for (int i = 0; i < NP; ++i) {
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_setzero_ps();
+    }
+    for (int64_t k = k0; k < k1; ++k) {
+      const float* wr = w + k * pw.cp;
+      const __m256 w0 = _mm256_loadu_ps(wr), w1 = _mm256_loadu_ps(wr + 8);
+      for (int i = 0; i < NP; ++i) {
+        const __m256 x = _mm256_broadcast_ss(xk[i] + k);
+        acc[i][0] = _mm256_fmadd_ps(w0, x, acc[i][0]);
+        acc[i][1] = _mm256_fmadd_ps(w1, x, acc[i][1]);
+      }
+    }
+    for (int i = 0; i < NP; ++i) {
+      for (int v = 0; v < NV; ++v) {
+        total[i][v] = k0 == 0 ? acc[i][v] : _mm256_add_ps(total[i][v], acc[i][v]);
+      }
+    }
+  }
+  const __m256 lo = _mm256_set1_ps(float(p.act_min - p.output_zero_point));
+  const __m256 hi = _mm256_set1_ps(float(p.act_max - p.output_zero_point));
+  for (int i = 0; i < NP; ++i) {
+    for (int v = 0; v < NV; ++v) {
+      const int c = c0 + 8 * v;
+      if (c >= pw.channels) break;
+      __m256 t = _mm256_add_ps(total[i][v], _mm256_loadu_ps(pw.bias.data() + c));
+      __m256 q = _mm256_div_ps(t, _mm256_loadu_ps(pw.s_y.data() + c));
+      q = _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      q = _mm256_min_ps(_mm256_max_ps(q, lo), hi);  // max(NaN, lo) = lo, as fmax
+      alignas(32) int32_t r[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(r), _mm256_cvtps_epi32(q));
+      const int n = std::min(8, pw.channels - c);
+      for (int j = 0; j < n; ++j) out[i][c + j] = static_cast<int8_t>(r[j] + p.output_zero_point);
+    }
+  }
+}
+
+NACC_AVX2 void pixels_avx2_any(const Prepared& pw, const MacFp32Params& p, const float* const* xk,
+                               int np, int64_t S, int8_t* const* out) {
+  for (int c0 = 0; c0 < pw.cp; c0 += 16) {
+    switch (np) {
+      case 4: pixels_avx2<4>(pw, p, xk, S, c0, out); break;
+      case 3: pixels_avx2<3>(pw, p, xk, S, c0, out); break;
+      case 2: pixels_avx2<2>(pw, p, xk, S, c0, out); break;
+      default: pixels_avx2<1>(pw, p, xk, S, c0, out); break;
+    }
+  }
+}
+
+#undef NACC_AVX2
+#pragma GCC diagnostic pop
+
 // The fast path: x_f once per input element (channel-major for windows, so
-// a pixel's K values in ONNX order are runs of kx), then pixel pairs of one K
-// block over all channel vectors.
-NACC_AVX512 void run_avx512(const Geometry& g, const MacFp32Params& p, const Prepared& pw,
-                            const int8_t* input, int8_t* output) {
+// a pixel's K values in ONNX order are runs of kx; plain float32 multiplies),
+// then up to 4 pixels of one K block at a time through `kernel`.
+void run_fast(const Geometry& g, const MacFp32Params& p, const Prepared& pw, const int8_t* input,
+              int8_t* output, PixelsKernel kernel) {
   const int64_t pixels_in = int64_t(g.in_h) * g.in_w;
   const bool pointwise = g.kernel_h == 1 && g.kernel_w == 1;
   std::vector<float> xf(size_t(pixels_in * g.in_c));
@@ -228,9 +312,9 @@ NACC_AVX512 void run_avx512(const Geometry& g, const MacFp32Params& p, const Pre
     }
   }
   const int64_t K = pw.k;
-  std::vector<float> rows(size_t(2 * K));
+  constexpr int kMaxPixels = 4;  // 4 pixels x 4 channel vectors: 16 independent chains
+  std::vector<float> rows(size_t(kMaxPixels * K));
   const std::vector<float> zeros(pointwise ? size_t(K) : 0, 0.0f);
-  // Pixel m's K values: in place (pointwise) or gathered into `dst`.
   auto k_values = [&](int64_t m, float* dst) -> const float* {
     const int oy = int(m / g.out_w), ox = int(m % g.out_w);
     const int iy0 = oy * g.window.stride_h - g.window.pad_top;
@@ -258,26 +342,23 @@ NACC_AVX512 void run_avx512(const Geometry& g, const MacFp32Params& p, const Pre
   };
   const int64_t M = int64_t(g.out_h) * g.out_w;
   for (int64_t m = 0; m < M;) {
-    const int oy = int(m / g.out_w), ox = int(m % g.out_w);
-    const int64_t S = block_of(p, oy, ox);
-    const float* xk[2];
-    int8_t* out[2];
-    xk[0] = k_values(m, rows.data());
-    out[0] = output + m * g.out_c;
-    if (m + 1 < M && block_of(p, int((m + 1) / g.out_w), int((m + 1) % g.out_w)) == S) {
-      xk[1] = k_values(m + 1, rows.data() + K);
-      out[1] = output + (m + 1) * g.out_c;
-      channels_avx512<2>(pw, p, xk, S, out);
-      m += 2;
-    } else {
-      channels_avx512<1>(pw, p, xk, S, out);
-      m += 1;
+    const int64_t S = block_of(p, int(m / g.out_w), int(m % g.out_w));
+    // The next pixels of the same K block, up to kMaxPixels.
+    int np = 1;
+    while (np < kMaxPixels && m + np < M &&
+           block_of(p, int((m + np) / g.out_w), int((m + np) % g.out_w)) == S) {
+      ++np;
     }
+    const float* xk[kMaxPixels];
+    int8_t* out[kMaxPixels];
+    for (int i = 0; i < np; ++i) {
+      xk[i] = k_values(m + i, rows.data() + i * K);
+      out[i] = output + (m + i) * g.out_c;
+    }
+    kernel(pw, p, xk, np, S, out);
+    m += np;
   }
 }
-
-#undef NACC_AVX512
-#pragma GCC diagnostic pop
 
 void validate(const MacFp32Params& p, const Shape4& input_shape, const int8_t* input,
               const Shape4& filter_shape, const int8_t* filter, const Shape4& output_shape,
@@ -312,7 +393,7 @@ void conv2d_s8_mac_fp32(const MacFp32Params& params, const Shape4& input_shape,
   validate(params, input_shape, input, filter_shape, filter, output_shape, output);
   const Geometry g{input_shape.h,  input_shape.w,  input_shape.c,  filter_shape.h, filter_shape.w,
                    output_shape.h, output_shape.w, output_shape.c, params.window};
-  if (use_avx512_vnni()) {
+  if (use_avx2()) {  // AVX2 + FMA on every ISA path; AVX-512 from the avx512_vnni path on
     const auto* ready = dynamic_cast<const Prepared*>(prepared);
     std::shared_ptr<Prepared> own;
     if (!ready || ready->channels != g.out_c || ready->k != g.k() ||
@@ -321,7 +402,8 @@ void conv2d_s8_mac_fp32(const MacFp32Params& params, const Shape4& input_shape,
       ready = own.get();
     }
     if (ready->uniform_sx) {
-      run_avx512(g, params, *ready, input, output);
+      run_fast(g, params, *ready, input, output,
+               use_avx512_vnni() ? pixels_avx512_any : pixels_avx2_any);
       return;
     }
   }
