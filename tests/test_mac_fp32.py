@@ -115,6 +115,9 @@ CASES = [
     ("k3_mode2_4", 9, 6, 3, 17, (3, 3), (1, 1), (0, 1, 1, 0), (2, 4, 20), "mode2x4"),
     # channels split over 4 cores (mode 1), 33 channels: vectors with a tail
     ("k2_mode1", 5, 6, 6, 33, (2, 2), (1, 1), (0, 0, 0, 0), (3, 0, 11), "mode1x4"),
+    # 8 cores: the middle cores of a kernel and of a height split derived by the plan
+    ("k1_mode1_8", 4, 5, 12, 70, (1, 1), (1, 1), (0, 0, 0, 0), (2, 3, 7), "mode1x8"),
+    ("k3_mode2_8", 17, 4, 3, 10, (3, 3), (1, 1), (1, 1, 1, 1), (3, 1, 30), "mode2x8"),
     # the 7x7 stride-2 stem with padding (2, 3, 2, 3) on 3 channels: K = 147
     ("stem", 13, 12, 3, 16, (7, 7), (2, 2), (2, 3, 2, 3), (5, 4, 12), "whole"),
     # pointwise over 70 channels, blocks of 32 (3 per pixel), no tail split
