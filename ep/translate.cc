@@ -974,7 +974,12 @@ struct UnitTranslator {
     if (unit.form != NodeUnit::Form::kQdq || unit.q < 0) return K::kNone;
     if (b.config_.ort_opt_level < Config::OrtOptLevel::kExtended) return K::kUnfused;
     const int out = ort_q_type(g.nodes[size_t(unit.q)]);
-    for (int dq : unit.dq) {
+    // Conv / Gemm / MatMul: ORT's selectors compare the activation input's
+    // type with the output's (weights may be int8 beside uint8 activations:
+    // u8s8); the element-wise, pool and concat selectors compare every input.
+    const bool mac = node.is("Conv") || node.is("Gemm") || node.is("MatMul");
+    for (size_t i = 0; i < (mac ? std::min<size_t>(1, unit.dq.size()) : unit.dq.size()); ++i) {
+      const int dq = unit.dq[i];
       if (dq >= 0 && ort_dq_type(g.nodes[size_t(dq)]) != out) return K::kUnfused;
     }
     if (unit.activation >= 0) {
@@ -1554,6 +1559,7 @@ struct UnitTranslator {
         float_conv = float_conv_kblocks(xs, a.depth_multiplier, 1, kh, kw, sh, sw, dh, dw, true, &a);
       }
     }
+    if (float_conv) a.onnx_kernel = ir::Attributes::OnnxKernel::kUnfused;
     if (i16 != (yq.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16)) {
       return str_cat("input is ", onnx_elem_name(xq.elem_type), " and output ",
                      onnx_elem_name(yq.elem_type), " (int16 units need both int16)");

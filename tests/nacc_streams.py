@@ -81,6 +81,12 @@ class Layer:
     bias_shift: int = 0
     out_shift: int = 0
     int_width: int = 0
+    # conv with NACC_ACT_PARA.MAC_FP32 (ONNX Runtime's float32 Conv, docs/device_model.md §4):
+    # [OC, 4] float32 entries {s_x, s_w, bias, s_y} at QUANT_MUL_DMA_ADDR (no bias array) and
+    # NACC_FP32_KBLOCK = (KBLOCK_LOG2, KBLOCK_TAIL_LOG2, KBLOCK_SPLIT). Expected outputs come
+    # from the tests (tests/test_mac_fp32.py).
+    mac_fp32: Optional[np.ndarray] = None
+    kblock: tuple = (0, 0, 0)
 
     # ---- geometry
     @property
@@ -267,6 +273,7 @@ class StreamBuilder:
         act = L.act_mode
         quant = op in ("conv", "depthwise", "fc", "matmul", "add", "sub", "mul", "mul_s16_s8") or (
             op == "act" and L.mult is not None)
+        fp32 = L.mac_fp32 is not None
         self.reg("NACC_CTRL", CONV_MODE=conv_mode, POOL_MODE=pool_mode, ACT_MODE=act_value,
                  QUANT_EN=int(quant), BIAS_EN=int(L.bias is not None), FM_UPD=t.fm_upd,
                  K_UPD=t.k_upd, ELEMENT_EN=int(op in EW_MODES),
@@ -335,6 +342,10 @@ class StreamBuilder:
             self.reg("NACC_ACT_PARA", QUANT_REAL_SCALE=int(L.real_scale is not None))
         if op == "rgbconv":
             self.reg("NACC_FULL_CONV_PARA", BIAS_SHIFT=L.bias_shift, OUT_SHIFT=L.out_shift)
+        if fp32:
+            self.reg("NACC_ACT_PARA", MAC_FP32=1)
+            self.reg("NACC_FP32_KBLOCK", KBLOCK_LOG2=L.kblock[0], KBLOCK_TAIL_LOG2=L.kblock[1],
+                     KBLOCK_SPLIT=L.kblock[2])
         if op == "act_q7":
             self.reg("NACC_ACT_PARA", ACT_INT_W=L.int_width)
         if op == "depthwise":
@@ -351,7 +362,10 @@ class StreamBuilder:
             self.reg("NACC_BIAS_DMA_ADDR",
                      ra(CONST, self.const_array(L.bias.astype(bias_t)) + np.dtype(bias_t).itemsize * t.c0))
         if quant:
-            if L.real_scale is not None:
+            if fp32:
+                self.reg("NACC_QUANT_MUL_DMA_ADDR", ra(CONST, self.const_array(
+                    np.ascontiguousarray(L.mac_fp32, np.float32)) + 16 * t.c0))
+            elif L.real_scale is not None:
                 self.reg("NACC_QUANT_MUL_DMA_ADDR",
                          ra(CONST, self.const_array(L.real_scale.astype(np.float64)) + 8 * t.c0))
             else:

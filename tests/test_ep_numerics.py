@@ -188,6 +188,63 @@ def test_mac_units_bit_exact_to_cpu_ep(builder):
         np.testing.assert_array_equal(npu, cpu)
 
 
+# Convs where ONNX Runtime runs DequantizeLinear -> float32 Conv ->
+# QuantizeLinear (ORT_ENABLE_BASIC here; at the default level the same where
+# QDQS8ToU8Transformer leaves the types around the unit different). MLAS sums
+# K in blocks whose size follows from its algorithm and thread segments:
+# one block of 128 + 19 for the stem, blocks of 128 for the 1x1 over 576
+# channels, 256 for the expand-then-GEMM (96 filters > 49 pixels), and at four
+# threads blocks of 256 then 512 in the last segment of the 13x13 map.
+# Computed with the int32 accumulator times float32 scale (QLinearConv's
+# arithmetic, nacc's only Conv arithmetic before), pointwise_k576 and
+# conv3x3_c64_56 differ in 3 of 200 704 elements each (measured): the test
+# sees the difference between the two.
+FLOAT_CONV_UNITS = [
+    ("stem_7x7_s2_c3", lambda: om.qdq_unit(om.conv(c_in=3, c_out=64, hw=(64, 64), k=7, stride=2,
+                                                   pads=(2, 2, 3, 3), seed=11), seed=11), (1, 2)),
+    ("stem_uint8_pc", lambda: om.qdq_unit(om.conv(c_in=3, c_out=32, hw=(48, 48), k=7, stride=2,
+                                                  pads=(2, 2, 3, 3), seed=12),
+                                          dtype="uint8", per_channel=True, seed=12), (2,)),
+    ("pointwise_k576", lambda: om.qdq_unit(om.conv(c_in=576, c_out=64, hw=(56, 56), k=1,
+                                                   pads=(0, 0, 0, 0), seed=13),
+                                           per_channel=True, seed=13), (1, 2)),
+    ("conv3x3_c64_56", lambda: om.qdq_unit(om.conv(c_in=64, c_out=64, hw=(56, 56), seed=17),
+                                           seed=17), (2,)),
+    ("expand_m96_n49", lambda: om.qdq_unit(om.conv(c_in=64, c_out=96, hw=(7, 7), seed=14),
+                                           seed=14), (1, 2)),
+    ("segments_13x13_k2700", lambda: om.qdq_unit(om.conv(c_in=300, c_out=40, hw=(13, 13), seed=15),
+                                                 per_channel=True, seed=15), (1, 2, 4)),
+    ("relu_out_no_bias", lambda: om.qdq_unit(om.conv(c_in=32, c_out=24, hw=(12, 12), bias=False,
+                                                     seed=16), fixed_output=(0.02, -128),
+                                             seed=16), (2,)),
+]
+
+
+@pytest.mark.parametrize("builder,threads", [(u[1], u[2]) for u in FLOAT_CONV_UNITS],
+                         ids=[u[0] for u in FLOAT_CONV_UNITS])
+def test_float_conv_bit_exact_to_cpu_ep(builder, threads):
+    """ONNX Runtime's unfused QDQ Conv is a float32 MLAS convolution: the NPU's
+    float32 MAC mode sums K in ONNX order with MLAS's blocks of fused
+    multiply-adds for the session's intra-op thread count (the option
+    ort_intra_op_threads) and quantizes sum / s_y: no element differs, at 1
+    and 4 cores (docs/onnxruntime_ep.md "Float Conv")."""
+    model = builder()
+    feeds = om.int8_feeds(model, seed=3)
+    so_level, ep_level = om.optimization_levels()["basic"]
+    for t in threads:
+        cpu = om.session(model, ["CPUExecutionProvider"], opt_level=so_level,
+                         intra_op_threads=t).run(None, feeds)[0]
+        for cores in ("1", "4"):
+            npu = om.session(model, "nacc", {"ort_optimization_level": ep_level,
+                                             "ort_intra_op_threads": t, "cores": cores},
+                             opt_level=so_level, intra_op_threads=t).run(None, feeds)[0]
+            rep = nort.partition_reports()[-1]
+            assert rep["partitions"], rep["host_nodes"]
+            d = int(np.count_nonzero(npu != cpu))
+            print(f"threads {t}, cores {cores}: {d}/{cpu.size} elements differ from the CPU EP")
+            np.testing.assert_array_equal(npu, cpu)
+
+
 MATMUL_ACTIVATION_UNITS = [
     ("int8_4x32x16", lambda: om.qdq_unit(om.matmul(const_b=False))),
     ("int8_rank3", lambda: om.qdq_unit(om.matmul(const_b=False, rank3=True), seed=1)),

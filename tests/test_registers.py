@@ -105,17 +105,32 @@ PROJECT_EXTENSION_FIELDS = {
     "NACC_ACT_PARA": [("QUANT_REAL_SCALE", 2, 2, 0, "RW"), ("QUANT_FP32_SCALE", 3, 3, 0, "RW"),
                       ("ELEMENT_FP32", 5, 4, 0, "RW"), ("U8_DOMAIN", 6, 6, 0, "RW"),
                       ("POOL_FP32", 7, 7, 0, "RW"), ("POOL_FP32_MODE", 9, 8, 0, "RW"),
-                      ("QUANT_MUL32", 10, 10, 0, "RW")],
+                      ("QUANT_MUL32", 10, 10, 0, "RW"), ("MAC_FP32", 11, 11, 0, "RW")],
     # Mode 3 (BROADCAST_MODE = SPLIT_2D): channel groups x row pieces (§5).
     "NACC_BROADCAST_CTRL": [("SPLIT_2D_GROUPS", 13, 8, 0, "RW"), ("SPLIT_2D_ROWS", 19, 14, 0, "RW")],
 }
 
 
+# Registers the project adds in holes of [N]'s compute bank (flag project_defined), each
+# documented where it is used: the K blocks of NACC_ACT_PARA.MAC_FP32 (device_model.md §4).
+PROJECT_EXTENSION_REGISTERS = {
+    "NACC_FP32_KBLOCK": (0xF8, [("KBLOCK_LOG2", 3, 0, 0, "RW"), ("KBLOCK_TAIL_LOG2", 7, 4, 0, "RW"),
+                                ("KBLOCK_SPLIT", 31, 8, 0, "RW")]),
+}
+
+
 def test_compute_bank_matches_seed_n_field_by_field():
     """Every register of [N] §5 and only those, with every field's bits, access and reset,
-    plus the documented project-extension fields."""
-    compute = {r["name"]: r for r in TABLE if r["bank"] == "compute"}
+    plus the documented project-extension fields and registers (flagged project_defined)."""
+    compute = {r["name"]: r for r in TABLE if r["bank"] == "compute" and not r["project_defined"]}
     assert sorted(compute) == sorted(SEED_REGS)
+    extensions = {r["name"]: r for r in TABLE if r["bank"] == "compute" and r["project_defined"]}
+    assert sorted(extensions) == sorted(PROJECT_EXTENSION_REGISTERS)
+    for name, (offset, fields) in PROJECT_EXTENSION_REGISTERS.items():
+        reg = extensions[name]
+        assert reg["offset"] == offset and reg["stream_writable"], name
+        got = [(f["name"], f["msb"], f["lsb"], f["reset"], f["access"]) for f in reg["fields"]]
+        assert got == fields, name
     for name, (offset, fields) in SEED_REGS.items():
         reg = compute[name]
         assert reg["offset"] == offset, name
@@ -136,7 +151,8 @@ def test_command_and_batch_bank_offsets():
             assert BY_NAME[f"BATCH{b}_ADDR{i}_H"]["offset"] == 0x2204 + 0x40 * b + 8 * i
     assert "BATCH12_ADDR0_L" not in BY_NAME and "BATCH0_ADDR8_L" not in BY_NAME
     banks = {bank: sum(r["bank"] == bank for r in TABLE) for bank in ("compute", "command", "batch")}
-    assert banks == {"compute": 55, "command": 51, "batch": 2 + 12 * 8 * 2}
+    assert banks == {"compute": 55 + len(PROJECT_EXTENSION_REGISTERS), "command": 51,
+                     "batch": 2 + 12 * 8 * 2}
 
 
 # Reset values that are not 0 (docstring of the test says where each comes from).
@@ -166,7 +182,7 @@ def test_reset_restores_after_writes():
         assert rf.read(r["offset"]) == r["reset"], r["name"]
 
 
-GAPS = [0x50, 0x54, 0x58, 0x5C, 0x60, 0x9C, 0xA0, 0xA8, 0xF8, 0x100, 0xFFC, 0x1004, 0x101C, 0x10C0,
+GAPS = [0x50, 0x54, 0x58, 0x5C, 0x60, 0x9C, 0xA0, 0xA8, 0x100, 0xFFC, 0x1004, 0x101C, 0x10C0,
         0x11C8, 0x2000, 0x2058, 0x2500, 0x2FFC, 0x3000, 0xFFFFFFFC]
 
 
@@ -236,7 +252,7 @@ def test_write_only_trigger_bits():
 # (register, value written, value read back): reserved bits read 0.
 MASK_CASES = [("NACC_PADDING", 0xFFFFFFFF, 0x000000FF), ("NACC_CTRL", 0xFFFFFFFF, 0x0FFFFFFF),
               ("NACC_ELEMENTWISE", 0xFFFFFFFF, 0x3FFFFFFF), ("NACC_DMA_PARA3", 0xFFFFFFFF, 0x000FFFFF),
-              ("NACC_BROADCAST_DMA", 0xFFFFFFFF, 0x0FFFFFFF), ("NACC_ACT_PARA", 0xFFFFFFFF, 0x7FF),
+              ("NACC_BROADCAST_DMA", 0xFFFFFFFF, 0x0FFFFFFF), ("NACC_ACT_PARA", 0xFFFFFFFF, 0xFFF),
               ("INSTR_ADDR_L", 0x12345678, 0x12345000), ("INSTR_ADDR_H", 0xFFFFFFFF, 0xFFF),
               ("BATCH5_ADDR3_H", 0xFFFFFFFF, 0xFFF), ("BATCH5_ADDR3_L", 0xFFFFFFFF, 0xFFFFFFFF),
               ("REGIONCFG", 0xFFFFFFFF, 0xFFFF), ("AXI_LIMIT2", 0xFFFFFFFF, 0x1F1F0003)]

@@ -10,6 +10,8 @@
 //     depthwise, pool  rows * cols * ceil(C / 64) * KH * KW   (64 channels per tap)
 //     element-wise     ceil(3 * elements / 16)   (two reads and a write over the
 //                                                 16-byte-per-cycle bus)
+//     float32 conv     rows * cols * ceil(C_out / 16) * KH * KW * C_in   (MAC_FP32: 16
+//                                             float32 FMA lanes along output channels)
 //   activation unit   one element per cycle (Tanh, Sigmoid, LUT)
 //   DMA               max(ceil(core bytes / DMA port), ceil(external bytes / shared bandwidth))
 //   §8 bound of an op max(MAC cycles / cores, activation cycles / cores,
@@ -77,6 +79,13 @@ constexpr int64_t elementwise16_cycles(int64_t elements) {
 // through the same 16-byte bus.
 constexpr int64_t elementwise_s16_s8_cycles(int64_t elements) {
   return ceil_div((2 * 2 + 1) * elements, kBusBeatBytes);
+}
+// NACC_ACT_PARA.MAC_FP32 (docs/performance_model.md): 16 float32 fused
+// multiply-add lanes per core, each lane one output channel's in-order
+// chain over K = taps * in_c (ONNX's order forbids a dot-product tree along K).
+constexpr int64_t mac_fp32_cycles(int64_t rows, int64_t cols, int64_t out_c, int64_t taps,
+                                  int64_t in_c) {
+  return rows * cols * ceil_div(out_c, limits::kMacFp32Lanes) * taps * in_c;
 }
 constexpr int64_t matrix_mac_cycles(int64_t m, int64_t n, int64_t k) {
   return m * n * lane_groups(k);

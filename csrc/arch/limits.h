@@ -68,6 +68,16 @@ constexpr int kMaxQ7IntWidth = 3;
 constexpr int kMacLanes16 = 32;
 constexpr int kBias16Bits = 40;
 constexpr int kAcc16Bits = 48;
+// NACC_ACT_PARA.MAC_FP32 (project extension, docs/device_model.md §4):
+// ONNX Runtime's float32 convolution. Its K blocks are 2^KBLOCK_LOG2 products
+// (NACC_FP32_KBLOCK, 4-bit fields: 1 .. 2^15), the tail split a 24-bit
+// pixel index; the unit runs 16 float32 fused multiply-add lanes per core,
+// one per output channel (docs/performance_model.md), 4 float32 parameters
+// per output channel.
+constexpr int kMaxKblockLog2 = 15;
+constexpr int kKblockSplitBits = 24;
+constexpr int kMacFp32Lanes = 16;
+constexpr int kMacFp32EntryFloats = 4;
 // The element-wise unit's per-input shifts and ADD/SUB's output shift apply
 // multipliers < 1 (TFLite's ...SmallerThanOneExp): right shifts only,
 // [kMinShift, kMaxSmallerThanOneShift].

@@ -165,6 +165,13 @@ inline constexpr FieldDesc kF_NACC_ACT_PARA[] = {
        "the 32-bit MultiplyByQuantizedMultiplier of QUANT_MUL / QUANT_SHIFT on the accumulator, "
        "which must fit int32 (TFLite's int16 MEAN, AVERAGE_POOL_2D, ReLU rescale and "
        "requantize), instead of the 16x8 stage with the multiplier reduced to 16 bits"),
+    rw("MAC_FP32", 11, 11, 0,
+       "project extension, NPU_OP_CONV (CONVOLUTION, DATA_FORM = INT8) only: 1 = ONNX Runtime's "
+       "unfused float32 Conv: x and w dequantized to float32, the sum over K in ONNX order "
+       "(input channel, kernel row, kernel column) in blocks of fused multiply-adds "
+       "(NACC_FP32_KBLOCK), the float32 bias added, round(sum / s_y) + zero point; "
+       "QUANT_MUL_DMA_ADDR holds 4 float32 per output channel {s_x, s_w, bias, s_y}; "
+       "BIAS_EN = 0, QUANT_SHIFT unused"),
 };
 inline constexpr FieldDesc kF_NACC_IN_ACT_DMA_ADDR[] = {
     rw("IN_ACT_DMA_ADDR", 31, 0, 0, "activation data (the 256-byte LUT, NACC_SPEC §1)"),
@@ -325,6 +332,18 @@ inline constexpr FieldDesc kF_NACC_ELEMENT_QUANT2_MULT[] = {
 };
 inline constexpr FieldDesc kF_NACC_ELEMENT_QUANT2_SHIFT[] = {
     rw_signed("IN_ELEMENT_SHIFT2", 31, 0, "input 2 shift"),
+};
+// Project extension in a hole of [N]'s map (0xF8): the K blocks of
+// NACC_ACT_PARA.MAC_FP32 (docs/device_model.md §4).
+inline constexpr FieldDesc kF_NACC_FP32_KBLOCK[] = {
+    rw("KBLOCK_LOG2", 3, 0, 0,
+       "MAC_FP32: log2 of the K block (fused multiply-add chain length) of the output pixels "
+       "n < KBLOCK_SPLIT, n = y * OUT_FM_WIDTH + x over the whole output; 0 without MAC_FP32"),
+    rw("KBLOCK_TAIL_LOG2", 7, 4, 0,
+       "MAC_FP32: log2 of the K block of the output pixels n >= KBLOCK_SPLIT; 0 without MAC_FP32"),
+    rw("KBLOCK_SPLIT", 31, 8, 0,
+       "MAC_FP32: the first output pixel (row-major over the whole output) in the tail block, "
+       "at most OUT_FM_WIDTH * OUT_FM_HEIGHT; 0 without MAC_FP32"),
 };
 inline constexpr FieldDesc kF_NACC_VERSION[] = {
     field("VERSION", 31, 0, RO, 0x00010102u,
@@ -539,6 +558,8 @@ inline constexpr FieldDesc kF_BATCH_ADDR_H[] = {
   NACC_COMPUTE_REG(X, NACC_ELEMENT_QUANT1_SHIFT, 0xEC, NACC_SW, "element-wise input 1 shift") \
   NACC_COMPUTE_REG(X, NACC_ELEMENT_QUANT2_MULT, 0xF0, NACC_SW, "element-wise input 2 multiplier") \
   NACC_COMPUTE_REG(X, NACC_ELEMENT_QUANT2_SHIFT, 0xF4, NACC_SW, "element-wise input 2 shift") \
+  NACC_COMPUTE_REG(X, NACC_FP32_KBLOCK, 0xF8, NACC_PD_SW,                                      \
+                   "float32 MAC K blocks (project extension)")                                \
   NACC_COMPUTE_REG(X, NACC_VERSION, 0xFC, 0, "IP version")                                    \
   X(ID, 0x1000, kCommand, kF_ID, NACC_PD, NACC_NO_ALIAS, "product identification")            \
   X(CMD, 0x1008, kCommand, kF_CMD, 0, NACC_NO_ALIAS, "start the command stream, clear interrupts") \

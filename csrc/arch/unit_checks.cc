@@ -256,6 +256,42 @@ void check_float_param(const char* op, const char* name, float v, bool positive)
             positive ? " and > 0" : "", " (QUANT_MUL array, float32 mode)");
 }
 
+}  // namespace
+
+void validate_mac_fp32_params(const MacFp32Params& p, int channels) {
+  const char* op = "conv2d_s8_mac_fp32";
+  detail::check_offset(op, "input offset", -p.input_zero_point, "NACC_FM_OFFSET.IN_FM_OFFSET");
+  detail::check_offset(op, "output zero point", p.output_zero_point, "NACC_FM_OFFSET.OUT_FM_OFFSET");
+  detail::check_act_range(op, p.act_min, p.act_max);
+  check_arg(p.kblock_log2 >= 0 && p.kblock_log2 <= limits::kMaxKblockLog2 &&
+                p.kblock_tail_log2 >= 0 && p.kblock_tail_log2 <= limits::kMaxKblockLog2,
+            op, ": K blocks 2^", p.kblock_log2, " / 2^", p.kblock_tail_log2,
+            " out of range (NACC_FP32_KBLOCK.KBLOCK_LOG2 / KBLOCK_TAIL_LOG2 in [0, ",
+            limits::kMaxKblockLog2, "])");
+  check_arg(p.split >= 0 && p.pixel_row >= 1 && p.pixel_y0 >= 0 && p.pixel_x0 >= 0, op,
+            ": pixel origin (", p.pixel_y0, ", ", p.pixel_x0, "), row ", p.pixel_row, ", split ",
+            p.split, " must be >= 0");
+  detail::check_not_null(op, "entries", p.entries);
+  bool ok = true;  // a branch-free scan first; the loop below names the first bad entry
+  for (int c = 0; c < channels; ++c) {
+    const float* e = p.entries + int64_t(c) * limits::kMacFp32EntryFloats;
+    ok &= std::isfinite(e[0]) && e[0] > 0.0f && std::isfinite(e[1]) && e[1] > 0.0f &&
+          std::isfinite(e[2]) && std::isfinite(e[3]) && e[3] > 0.0f;
+  }
+  if (ok) return;
+  static const char* names[4] = {"s_x", "s_w", "bias", "s_y"};
+  for (int c = 0; c < channels; ++c) {
+    const float* e = p.entries + int64_t(c) * limits::kMacFp32EntryFloats;
+    for (int j = 0; j < 4; ++j) {
+      check_arg(std::isfinite(e[j]) && (j == 2 || e[j] > 0.0f), op, ": channel ", c, " ",
+                names[j], " = ", e[j], " must be finite", j == 2 ? "" : " and > 0",
+                " (QUANT_MUL array, MAC_FP32 = 1: {s_x, s_w, bias, s_y} per output channel)");
+    }
+  }
+}
+
+namespace {
+
 // ELEMENT_FP32 = 1 or 2 (unit_params.h): the float32 parameters and the
 // zero points in their domain.
 void validate_elementwise_float(const ElementwiseParams& p) {

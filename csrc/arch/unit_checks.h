@@ -34,6 +34,11 @@ void validate_mul_s16_s8_params(const ElementwiseParams& params);
 // within their domain; throws InvalidArgument naming the first one out of range.
 void validate_pool_float(const PoolParams& params);
 
+// MAC_FP32 (MacFp32Params): zero points within the 9-bit offset fields, the
+// clamp within int8, the K blocks within their fields, and `channels`
+// entries whose scales are finite and > 0 and whose bias is finite.
+void validate_mac_fp32_params(const MacFp32Params& params, int channels);
+
 }  // namespace nacc
 
 namespace nacc::detail {

@@ -103,6 +103,35 @@ inline int16_t requantize_output_16x8(const OutputStage& s, int c, int64_t acc) 
   return static_cast<int16_t>(r < s.act_min ? s.act_min : r > s.act_max ? s.act_max : r);
 }
 
+// NACC_ACT_PARA.MAC_FP32 (project extension, docs/device_model.md §4): the
+// convolution ONNX Runtime's CPU EP runs when it does not fuse a QDQ Conv
+// into QLinearConv (DequantizeLinear -> float32 Conv on MLAS -> QuantizeLinear).
+// Per output pixel n of the whole output (row-major) and output channel c,
+// with e = entries + 4 * c = {s_x, s_w, b_f, s_y}, every step in float32:
+//   x_f(k) = float(x - input_zero_point) * s_x  (0.0f at a padded position)
+//   w_f(k) = float(w) * s_w
+//   K in ONNX's order k = (ic * KH + ky) * KW + kx, whatever the weights'
+//   storage; S = 2^kblock_log2 for n < split, else 2^kblock_tail_log2:
+//   block_j = fmaf(w_f, x_f, ..fmaf(w_f, x_f, 0.0f)) over k in [jS, (j+1)S) n K
+//   total   = ((block_0 + block_1) + block_2) ...;   total = total + b_f
+//   out     = clamp(nearbyintf(total / s_y) + output_zero_point, act_min, act_max)
+// (round half to even, a true division, the zero point added after rounding:
+// MLAS's QuantizeLinear, whose saturation to int8 the clamp includes).
+struct MacFp32Params {
+  WindowParams window;  // the tile's padding, as the convolution's
+  // NACC_FM_OFFSET: IN_FM_OFFSET negated, OUT_FM_OFFSET (9-bit signed fields).
+  int32_t input_zero_point = 0, output_zero_point = 0;
+  int32_t act_min = -128, act_max = 127;  // -128 <= act_min <= act_max <= 127
+  // [C_out][4] float32 {s_x, s_w[c], b_f[c], s_y} (QUANT_MUL_DMA_ADDR): the
+  // scales finite and > 0, the bias finite.
+  const float* entries = nullptr;
+  // Output pixel (oy, ox) of the call is n = (pixel_y0 + oy) * pixel_row +
+  // pixel_x0 + ox of the whole output (the tile's origin and OUT_FM_WIDTH).
+  int64_t pixel_y0 = 0, pixel_x0 = 0, pixel_row = 1;
+  int64_t split = 0;                       // NACC_FP32_KBLOCK.KBLOCK_SPLIT
+  int kblock_log2 = 0, kblock_tail_log2 = 0;  // [0, limits::kMaxKblockLog2]
+};
+
 // The float32 modes' value domain (NACC_ACT_PARA.U8_DOMAIN, project
 // extension): the arithmetic sees a stored int8 byte b as b (S8: ONNX
 // Runtime's int8 kernels) or as the uint8 value b + 128 (U8: its uint8

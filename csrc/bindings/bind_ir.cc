@@ -134,6 +134,29 @@ std::optional<ir::PaddingMode> apply_attrs(ir::Op& op, const py::kwargs& kw) {
        [](ir::Attributes& a, const py::handle& v, const std::string& k) {
          a.requant = ir::parse_requant_mode(cast_kwarg<std::string>(v, k, "'tflite' or 'onnxruntime'"));
        }},
+      // How ONNX Runtime's CPU EP runs the node (ir::Attributes::onnx_kernel) and the
+      // K blocks of its unfused float32 Conv (ort_kblock, ort_kblock_split, ort_kblock_tail).
+      {"onnx_kernel",
+       [](ir::Attributes& a, const py::handle& v, const std::string& k) {
+         using OK = ir::Attributes::OnnxKernel;
+         static const std::map<std::string, OK> names = {{"none", OK::kNone},
+                                                         {"fused_s8", OK::kFusedS8},
+                                                         {"fused_u8", OK::kFusedU8},
+                                                         {"unfused", OK::kUnfused}};
+         const std::string name = cast_kwarg<std::string>(v, k, "'none', 'fused_s8', 'fused_u8' or 'unfused'");
+         auto it = names.find(name);
+         if (it == names.end()) {
+           throw py::value_error(str_cat("add_op: onnx_kernel '", name,
+                                         "' is not 'none', 'fused_s8', 'fused_u8' or 'unfused'"));
+         }
+         a.onnx_kernel = it->second;
+       }},
+      {"ort_kblock", int_field(&ir::Attributes::ort_kblock)},
+      {"ort_kblock_tail", int_field(&ir::Attributes::ort_kblock_tail)},
+      {"ort_kblock_split",
+       [](ir::Attributes& a, const py::handle& v, const std::string& k) {
+         a.ort_kblock_split = cast_kwarg<int64_t>(v, k, "an int");
+       }},
       {"unsupported_options",
        [](ir::Attributes& a, const py::handle& v, const std::string& k) {
          a.unsupported_options = cast_kwarg<std::vector<std::string>>(v, k, "a list of str");
@@ -191,6 +214,11 @@ py::dict attrs_dict(const ir::Attributes& a) {
   d["half_pixel_centers"] = a.half_pixel_centers;
   d["unsupported_options"] = a.unsupported_options;
   d["requant"] = ir::requant_mode_name(a.requant);
+  static const char* kernels[] = {"none", "fused_s8", "fused_u8", "unfused"};
+  d["onnx_kernel"] = kernels[int(a.onnx_kernel)];
+  d["ort_kblock"] = a.ort_kblock;
+  d["ort_kblock_split"] = a.ort_kblock_split;
+  d["ort_kblock_tail"] = a.ort_kblock_tail;
   return d;
 }
 

@@ -347,14 +347,24 @@ void set_layer(Context& ctx, const LoweredOp& op, const OpConstants& k, const Co
                       .set(fields::NACC_ACT_PARA::ACT_INT_W, 0)
                       .set(fields::NACC_ACT_PARA::QUANT_REAL_SCALE, !op.real_scale.empty())
                       .set(fields::NACC_ACT_PARA::QUANT_FP32_SCALE,
-                           !op.fp32_scale.empty() && op.is_mac_unit())
+                           !op.fp32_scale.empty() && op.is_mac_unit() && !op.mac_fp32)
                       .set(fields::NACC_ACT_PARA::ELEMENT_FP32,
                            op.unit == Unit::kElementwise ? int(op.eltwise.float_mode) : 0)
                       .set(fields::NACC_ACT_PARA::U8_DOMAIN, op.u8_domain)
                       .set(fields::NACC_ACT_PARA::POOL_FP32, op.pool_fp32)
                       .set(fields::NACC_ACT_PARA::POOL_FP32_MODE, int(op.pool_fp32_mode))
                       .set(fields::NACC_ACT_PARA::QUANT_MUL32, op.mul32)
+                      .set(fields::NACC_ACT_PARA::MAC_FP32, op.mac_fp32)
                       .get());
+  // MAC_FP32's K blocks; 0 (the reset value, never written) for every other command.
+  em.set_register(Reg::NACC_FP32_KBLOCK,
+                  op.mac_fp32 ? Value()
+                                    .set(fields::NACC_FP32_KBLOCK::KBLOCK_LOG2, op.kblock_log2)
+                                    .set(fields::NACC_FP32_KBLOCK::KBLOCK_TAIL_LOG2,
+                                         op.kblock_tail_log2)
+                                    .set(fields::NACC_FP32_KBLOCK::KBLOCK_SPLIT, op.kblock_split)
+                                    .get()
+                              : 0u);
   // A rectangle of a tensor (LoweredOp::in_y0 ...) starts at its first pixel
   // and keeps the tensor's row pitch.
   // Byte pitches and offsets: 2 bytes an element with 16-bit maps (NACC_SPEC §9).
@@ -485,8 +495,9 @@ std::vector<uint32_t> set_operands(Context& ctx, const LoweredOp& op, OpConstant
       if (k.bias >= 0) {
         em.set_register(Reg::NACC_BIAS_DMA_ADDR, constant(k.bias + op.bias_entry_bytes() * oc0));
       }
-      if (k.fp32_scale >= 0) {  // ONNX Runtime's float32 output stage (QUANT_FP32_SCALE)
-        em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR, constant(k.fp32_scale + 4 * oc0));
+      if (k.fp32_scale >= 0) {  // ONNX Runtime's float32 output stage (QUANT_FP32_SCALE, MAC_FP32)
+        em.set_register(Reg::NACC_QUANT_MUL_DMA_ADDR,
+                        constant(k.fp32_scale + 4 * op.fp32_entry_floats() * oc0));
         if (op.unit == Unit::kFullyConnected) {
           em.set_register(Reg::NACC_FULL_CONV_PARA,
                           Value()
@@ -1007,7 +1018,7 @@ int64_t bound_mac_cycles(const Context& ctx, const LoweredOp& op) {
   const bool conv = op.unit == Unit::kConv || (op.unit == Unit::kMatmul && op.im2col) ||
                     op.lowering == "matrix";
   if (!conv || op.lowering == "matrix") return chosen;  // matrix == direct cycles
-  if (op.int16_maps) return chosen;  // 16-bit maps: direct only, at half rate
+  if (op.int16_maps || op.mac_fp32) return chosen;  // 16-bit maps, MAC_FP32: direct only
   const int64_t taps = int64_t(op.kernel_h) * op.kernel_w;
   const int64_t m = int64_t(op.out_shape.h) * op.out_shape.w, n = op.out_shape.c;
   int64_t best = cost::conv_mac_cycles(op.out_shape.h, op.out_shape.w, n, taps, op.in_shape.c);

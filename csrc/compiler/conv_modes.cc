@@ -34,8 +34,9 @@ ConvLowering parse_conv_lowering(const std::string& name) {
 }
 
 std::optional<LoweredOp> matrix_mode_of(const LoweredOp& conv) {
-  // 16-bit feature maps run on NPU_OP_CONV / NPU_OP_DEPTHWISE only (NACC_SPEC §9).
-  if (conv.int16_maps) return std::nullopt;
+  // 16-bit feature maps run on NPU_OP_CONV / NPU_OP_DEPTHWISE only (NACC_SPEC §9);
+  // MAC_FP32 is NPU_OP_CONV's.
+  if (conv.int16_maps || conv.mac_fp32) return std::nullopt;
   if (conv.unit != Unit::kConv || conv.in_pixel_pitch || conv.in_row_pitch || conv.kernel_h != 1 || conv.kernel_w != 1 || conv.stride_h != 1 ||
       conv.stride_w != 1 || conv.pad_top || conv.pad_left || conv.pad_bottom || conv.pad_right) {
     return std::nullopt;
@@ -56,7 +57,8 @@ std::optional<LoweredOp> matrix_mode_of(const LoweredOp& conv) {
 std::optional<LoweredOp> im2col_of(const LoweredOp& conv) {
   // NPU_OP_MATMUL reads B uncompressed as int8; int4 weights go through the
   // weight path of the convolution and fully-connected units (NACC_SPEC §9).
-  if (conv.unit != Unit::kConv || conv.int4_weights || conv.int16_maps || conv.in_pixel_pitch ||
+  if (conv.unit != Unit::kConv || conv.int4_weights || conv.int16_maps || conv.mac_fp32 ||
+      conv.in_pixel_pitch ||
       conv.in_row_pitch || conv.in_byte_offset || conv.out_pixel_pitch) {
     return std::nullopt;  // the gather reads a dense input (grouped / dilated parts do not)
   }

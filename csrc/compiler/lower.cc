@@ -328,6 +328,79 @@ void set_activation_range(LoweredOp& l, FusedActivation act, const Quant& qo) {
   l.act_mode = act_mode_of(act);
 }
 
+// ONNX Runtime's unfused float32 Conv (ir::Attributes::ort_kblock): the
+// NPU's MAC_FP32 mode. Its parameters per output channel (s_x, s_w[c], the
+// float32 bias float(b[c]) * s_b[c], s_y) and the K blocks as register fields.
+// Throws Unsupported where the mode cannot express the node.
+void set_mac_fp32(const ir::Graph& g, const ir::Op& op, float s_x, float s_y, LoweredOp& l) {
+  const ir::Attributes& a = op.attrs;
+  if (op.kind != OpKind::kConv2D) {
+    throw Unsupported(str_cat(l.label, ": ONNX Runtime's float32 Conv is modelled for CONV_2D ",
+                              "only (the NPU's MAC_FP32 mode is NPU_OP_CONV's; no depthwise form)"));
+  }
+  if (l.int16_maps || l.int4_weights) {
+    throw Unsupported(str_cat(l.label, ": ONNX Runtime's float32 Conv with ",
+                              l.int16_maps ? "int16 feature maps" : "int4 weights",
+                              " (MAC_FP32 takes int8 maps and weights)"));
+  }
+  const ir::Tensor& w = g.tensor(op.inputs[1]);
+  const int c_out = l.out_shape.c;
+  const int64_t k = int64_t(l.kernel_h) * l.kernel_w * l.in_shape.c;
+  // A K block of at least K products is one chain: any power of two that large.
+  auto block_log2 = [&](int64_t block, const char* what) {
+    int lg = 0;
+    while ((int64_t{1} << lg) < block && lg < limits::kMaxKblockLog2) ++lg;
+    if (block < 1 || ((int64_t{1} << lg) != block && (int64_t{1} << lg) < k)) {
+      throw Unsupported(str_cat(l.label, ": ONNX Runtime's float32 Conv ", what, " ", block,
+                                " is not a power of two in [1, 2^", limits::kMaxKblockLog2,
+                                "] below K = ", k, " (NACC_FP32_KBLOCK)"));
+    }
+    return lg;
+  };
+  l.kblock_log2 = block_log2(a.ort_kblock, "K block");
+  const int64_t pixels = int64_t(l.out_shape.h) * l.out_shape.w;
+  const bool split = a.ort_kblock_split >= 0 && a.ort_kblock_split < pixels;
+  l.kblock_tail_log2 = split ? block_log2(a.ort_kblock_tail, "tail K block") : l.kblock_log2;
+  l.kblock_split = split ? a.ort_kblock_split : pixels;
+  if (l.kblock_split >= (int64_t{1} << limits::kKblockSplitBits)) {
+    throw Unsupported(str_cat(l.label, ": ONNX Runtime's float32 Conv splits its K blocks at ",
+                              "output pixel ", l.kblock_split, ", past the ",
+                              limits::kKblockSplitBits, "-bit NACC_FP32_KBLOCK.KBLOCK_SPLIT"));
+  }
+  std::vector<float> bias_f(size_t(c_out), 0.0f);
+  if (!l.bias.empty()) {
+    const ir::Tensor& b = g.tensor(op.inputs[2]);
+    const std::vector<float>& sb = b.quant.scales;
+    if (sb.size() != 1 && int(sb.size()) != c_out) {
+      throw Unsupported(str_cat(l.label, ": ONNX Runtime's float32 Conv needs the bias '", b.name,
+                                "' scale (per tensor or per channel), it has ", sb.size()));
+    }
+    for (int c = 0; c < c_out; ++c) {  // DequantizeLinear of the int32 bias, in float32
+      bias_f[size_t(c)] = static_cast<float>(l.bias[size_t(c)]) * sb[sb.size() == 1 ? 0 : size_t(c)];
+    }
+  }
+  check_arg(w.quant.scales.size() == 1 || int(w.quant.scales.size()) == c_out, l.label, ": ",
+            w.quant.scales.size(), " filter scales for ", c_out, " output channels");
+  l.fp32_scale.assign(size_t(c_out) * limits::kMacFp32EntryFloats, 0.0f);
+  for (int c = 0; c < c_out; ++c) {
+    float* e = l.fp32_scale.data() + size_t(c) * limits::kMacFp32EntryFloats;
+    e[0] = s_x;
+    e[1] = w.quant.scales[w.quant.scales.size() == 1 ? 0 : size_t(c)];
+    e[2] = bias_f[size_t(c)];
+    e[3] = s_y;
+    for (int j = 0; j < 4; ++j) {
+      if (!std::isfinite(e[j]) || (j != 2 && !(e[j] > 0.0f))) {
+        throw Unsupported(str_cat(l.label, ": ONNX Runtime's float32 Conv parameter ", e[j],
+                                  " of channel ", c, " is not finite", j != 2 ? " and > 0" : ""));
+      }
+    }
+  }
+  l.bias.clear();  // in the entries (BIAS_EN = 0)
+  l.multiplier.clear();
+  l.shift.clear();
+  l.mac_fp32 = true;
+}
+
 void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
   const ir::Tensor& in = g.tensor(op.inputs[0]);
   const ir::Tensor& w = g.tensor(op.inputs[1]);
@@ -394,7 +467,10 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     check_arg(int(l.bias.size()) == c_out, l.label, ": bias has ", l.bias.size(),
               " entries, expected ", c_out);
   }
-  if (op.attrs.requant == ir::RequantMode::kOnnxRuntime) {
+  if (op.attrs.requant == ir::RequantMode::kOnnxRuntime &&
+      op.attrs.onnx_kernel == ir::Attributes::OnnxKernel::kUnfused && op.attrs.ort_kblock > 0) {
+    set_mac_fp32(g, op, qi.scale, qo.scale, l);  // ONNX Runtime's float32 Conv (MAC_FP32)
+  } else if (op.attrs.requant == ir::RequantMode::kOnnxRuntime) {
     l.fp32_scale = onnx_fp32_scales(qi.scale, w.quant.scales, qo.scale, c_out, l.label);
   } else {
     conv_requantization(qi.scale, w.quant.scales, qo.scale, c_out, &l.multiplier, &l.shift);
@@ -2321,6 +2397,25 @@ std::vector<LoweredOp> lower_space_to_depth(const ir::Graph& graph, int op_index
 
 std::vector<LoweredOp> lower_conv_parts(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
+  if (op.attrs.ort_kblock > 0 && op.attrs.requant == ir::RequantMode::kOnnxRuntime &&
+      op.attrs.onnx_kernel == ir::Attributes::OnnxKernel::kUnfused) {
+    // ONNX Runtime's float32 Conv sums each output over K in ONNX's order in
+    // one command (MAC_FP32): the space-to-depth gather and the group and
+    // dilation parts reorder or cut K, so only the direct window is offered.
+    const std::string label = str_cat(op.display_type(), " ", graph.op_label(op_index));
+    const char* why = nullptr;
+    if (op.kind == OpKind::kConv2D && support::needs_space_to_depth(graph, op)) {
+      why = "a stride above 3 or a kernel above 15 (the space-to-depth gather reorders K)";
+    } else if (op.attrs.dilation_h > 1 || op.attrs.dilation_w > 1) {
+      why = "dilation (its phases are separate convolutions)";
+    } else if (op.kind == OpKind::kConv2D && support::conv_groups(graph, op) != 1) {
+      why = "groups (one convolution per group)";
+    }
+    if (why) {
+      throw Unsupported(str_cat(label, ": ONNX Runtime's float32 Conv (MAC_FP32) with ", why,
+                                " is not lowered; the NPU sums K in one command, in ONNX's order"));
+    }
+  }
   if (op.kind == OpKind::kConv2D && support::needs_space_to_depth(graph, op)) {
     return lower_space_to_depth(graph, op_index);
   }

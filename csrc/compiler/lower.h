@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "arch/limits.h"
 #include "arch/unit_checks.h"
 #include "arch/unit_params.h"
 #include "common/shape.h"
@@ -85,6 +86,20 @@ struct LoweredOp {
   // via eltwise.float_mode, POOL_FP32, U8_DOMAIN; quant/onnxruntime.h):
   // fp32_scale then holds the element-wise mode's 3 float32 or the pool's
   // (input scale, output scale); the zero points are in the U8 or S8 domain.
+  // CONV_2D as ONNX Runtime's unfused float32 Conv (ir::Attributes::ort_kblock;
+  // NACC_ACT_PARA.MAC_FP32, docs/compiler.md "The float32 convolution"):
+  // fp32_scale holds 4 float32 per output channel {s_x, s_w[c], b_f[c], s_y}
+  // (b_f = float(int32 bias) * the bias's own scale; `bias` stays empty, so
+  // BIAS_EN = 0), and the K blocks as NACC_FP32_KBLOCK's fields: 2^kblock_log2
+  // products for the output pixels n < kblock_split (row-major over the whole
+  // output), 2^kblock_tail_log2 from there. Direct convolution only (and the
+  // subsampled 1x1, whose output is the same): the matrix and im2col modes
+  // are not offered.
+  bool mac_fp32 = false;
+  int kblock_log2 = 0, kblock_tail_log2 = 0;
+  int64_t kblock_split = 0;
+  // Float32 values per channel in fp32_scale: 4 with mac_fp32, else 1.
+  int fp32_entry_floats() const { return mac_fp32 ? limits::kMacFp32EntryFloats : 1; }
   bool pool_fp32 = false;
   PoolFloat pool_fp32_mode = PoolFloat::kQLinear;  // POOL_FP32_MODE
   bool u8_domain = false;

@@ -634,8 +634,10 @@ int64_t k_area_bytes(const LoweredOp& op, int group) {
     case Unit::kDepthwise:
       bytes += align_k(op.weight_bytes(group));
       if (op.has_bias()) bytes += align_k(op.bias_entry_bytes() * oc);
-      // multipliers and shifts, or float32 scales (ONNX, QUANT_FP32_SCALE)
-      bytes += op.fp32_scale.empty() ? align_k(4 * oc) + align_k(4 * oc) : align_k(4 * oc);
+      // multipliers and shifts, or float32 scales (ONNX, QUANT_FP32_SCALE), or
+      // MAC_FP32's 4 float32 per channel
+      bytes += op.fp32_scale.empty() ? align_k(4 * oc) + align_k(4 * oc)
+                                     : align_k(4 * op.fp32_entry_floats() * oc);
       break;
     case Unit::kFullyConnected:
       bytes += align_k(op.weight_bytes(group));
@@ -671,6 +673,9 @@ int64_t mac_cycles(const LoweredOp& op, int64_t rows, int64_t cols, int channels
   const int64_t taps = int64_t(op.kernel_h) * op.kernel_w;
   switch (op.unit) {
     case Unit::kConv:
+      if (op.mac_fp32) {  // 16 float32 lanes along output channels (docs/performance_model.md)
+        return cost::mac_fp32_cycles(rows, cols, op.out_channels(channels), taps, op.in_shape.c);
+      }
       if (op.int16_maps) {  // half rate (NACC_SPEC §9)
         return cost::conv16_mac_cycles(rows, cols, op.out_channels(channels), taps, op.in_shape.c);
       }
@@ -1366,6 +1371,7 @@ std::string plan_key(const LoweredOp& op, const HwConfig& hw, const PlanOptions&
       op.out_shape.n, op.out_shape.h, op.out_shape.w, op.out_shape.c,
       op.depth_multiplier, op.im2col, op.input2_broadcast, op.int16_maps, op.int4_weights,
       op.has_bias(), op.fp32_scale.empty(), op.real_scale.empty(), op.has_lut, op.pool_fp32,
+      op.mac_fp32,
       hw.cores, hw.sram_bytes, hw.dma_bytes_per_cycle, hw.ext_bytes_per_cycle,
       options.allow_double_buffer, options.force_cores, options.force_mode};
   std::string key(reinterpret_cast<const char*>(v), sizeof v);

@@ -85,6 +85,14 @@ struct Setup {
   // NACC_ACT_PARA.QUANT_MUL32 (project extension): a 16-bit depthwise pass with
   // the 32-bit fixed-point stage (OutputStageKind::kFixedPoint on an int32 accumulator).
   bool mul32 = false;
+  // NACC_ACT_PARA.MAC_FP32 (project extension, docs/device_model.md §4):
+  // ONNX Runtime's unfused float32 convolution on NPU_OP_CONV, its K blocks
+  // from NACC_FP32_KBLOCK (2^kblock_log2 products for the output pixels n <
+  // kblock_split, 2^kblock_tail_log2 from there; n row-major over the whole
+  // OUT_FM); QUANT_MUL_DMA_ADDR holds 4 float32 per output channel.
+  bool mac_fp32 = false;
+  int kblock_log2 = 0, kblock_tail_log2 = 0;
+  int64_t kblock_split = 0;
   // NACC_ACT_PARA.ELEMENT_FP32 / POOL_FP32 / U8_DOMAIN (project extensions,
   // docs/device_model.md §4): ONNX Runtime's float32 element-wise and average
   // pool; their float32 parameters are loaded as fp32_scale's are.
@@ -123,6 +131,12 @@ struct Setup {
   ElementwiseParams ew;
   int32_t b_zp = 0;
 };
+
+// Bytes of one entry of the scale array at QUANT_MUL_DMA_ADDR (TileWork::
+// scale_lo): float64 (QUANT_REAL_SCALE), 4 float32 (MAC_FP32) or one float32.
+inline int64_t scale_entry_bytes(const Setup& s) {
+  return s.real_scale ? 8 : s.mac_fp32 ? 4 * limits::kMacFp32EntryFloats : 4;
+}
 
 // Decodes and validates the compute bank for kernel opcode `op` (every check
 // of docs/device_model.md §7 that does not depend on a core); DeviceFault

@@ -399,6 +399,27 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
           " = 1 is only for the MAC units (NPU_OP_CONV, NPU_OP_DW_CONV, ",
           "NPU_OP_FULLY_CONNECTED, NPU_OP_MATMUL) with QUANT_REAL_SCALE = 0, not ", name,
           s.real_scale ? " with QUANT_REAL_SCALE = 1" : "", " (docs/device_model.md §4)");
+  s.mac_fp32 = r.field(fields::NACC_ACT_PARA::MAC_FP32) != 0;
+  if (s.mac_fp32) {
+    // ONNX Runtime's unfused float32 Conv (docs/device_model.md §4): the
+    // integer convolution's int8 maps and weights, dequantized in the unit.
+    require(s.fam == Family::kConv && !s.rgb && !s.i16 && !s.int4,
+            path(fields::NACC_ACT_PARA::MAC_FP32), " = 1 is only for NPU_OP_CONV with CONV_MODE ",
+            "CONVOLUTION and DATA_FORM INT8, not ", name, s.rgb ? " with RGB_CONV" : "",
+            s.i16 ? " with DATA_FORM INT16" : "", s.int4 ? " with DATA_FORM INT4" : "",
+            " (docs/device_model.md §4)");
+    require(!s.fp32_scale && !s.real_scale, path(fields::NACC_ACT_PARA::MAC_FP32),
+            " = 1 has its own float32 parameters: QUANT_FP32_SCALE and QUANT_REAL_SCALE must be 0");
+    require(!s.bias_en, path(fields::NACC_ACT_PARA::MAC_FP32), " = 1 reads the float32 bias ",
+            "from its QUANT_MUL_DMA_ADDR entries: NACC_CTRL.BIAS_EN must be 0");
+    s.kblock_log2 = int(r.field(fields::NACC_FP32_KBLOCK::KBLOCK_LOG2));
+    s.kblock_tail_log2 = int(r.field(fields::NACC_FP32_KBLOCK::KBLOCK_TAIL_LOG2));
+    s.kblock_split = int64_t(r.field(fields::NACC_FP32_KBLOCK::KBLOCK_SPLIT));
+  } else {
+    require(r.get(Reg::NACC_FP32_KBLOCK) == 0, "NACC_FP32_KBLOCK = ",
+            hex(r.get(Reg::NACC_FP32_KBLOCK)), " must be 0 without ",
+            path(fields::NACC_ACT_PARA::MAC_FP32), " (its K blocks mean nothing to ", name, ")");
+  }
   {
     const uint32_t ew = r.field(fields::NACC_ACT_PARA::ELEMENT_FP32);
     require(ew <= 2, path(fields::NACC_ACT_PARA::ELEMENT_FP32), " = ", ew,
@@ -431,6 +452,12 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   read_geometry(r, s);
   read_tile(r, s);
   read_multicore(r, hw, s);
+  if (s.mac_fp32) {
+    const int64_t pixels = int64_t(s.out_w) * s.out_h;
+    require(s.kblock_split <= pixels, path(fields::NACC_FP32_KBLOCK::KBLOCK_SPLIT), " = ",
+            s.kblock_split, " is past the last output pixel (OUT_FM_WIDTH x OUT_FM_HEIGHT = ",
+            pixels, ")");
+  }
 
   s.in_zp = -r.field_signed(fields::NACC_FM_OFFSET::IN_FM_OFFSET);
   s.out_zp = r.field_signed(fields::NACC_FM_OFFSET::OUT_FM_OFFSET);

@@ -22,8 +22,9 @@ void count_work(const Setup& s, CoreWork& c) {
   const int64_t h = c.h, w = s.w, taps = int64_t(s.ky) * s.kx;
   switch (s.fam) {
     case Family::kConv:
-      c.mac_cycles = s.i16 ? cost::conv16_mac_cycles(h, w, c.noc, taps, s.in_c)
-                           : cost::conv_mac_cycles(h, w, c.noc, taps, s.in_c);
+      c.mac_cycles = s.mac_fp32 ? cost::mac_fp32_cycles(h, w, c.noc, taps, s.in_c)
+                     : s.i16    ? cost::conv16_mac_cycles(h, w, c.noc, taps, s.in_c)
+                                : cost::conv_mac_cycles(h, w, c.noc, taps, s.in_c);
       c.macs = valid_taps(c.h, s.sy, s.ky, c.pad_t, c.vh) *
                valid_taps(s.w, s.sx, s.kx, c.pad_l, c.vw) * s.in_c * c.noc;
       break;
@@ -224,9 +225,11 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
     c.bias_lo = pos = align_up(pos, kKAreaAlignment);
     pos += bias_entry * c.quant_count;
   }
-  if (s.needs_quant && (s.real_scale || s.fp32_scale)) {
+  const int64_t scale_entry = scale_entry_bytes(s);
+  const bool scales = s.needs_quant && (s.real_scale || s.fp32_scale || s.mac_fp32);
+  if (scales) {
     c.scale_lo = pos = align_up(pos, kKAreaAlignment);
-    pos += (s.real_scale ? 8 : 4) * c.quant_count;
+    pos += scale_entry * c.quant_count;
   } else if (s.needs_quant) {
     c.mul_lo = pos = align_up(pos, kKAreaAlignment);
     pos += 4 * c.quant_count;
@@ -269,9 +272,10 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
   c.k_key = ResidencyKey{uint64_t(s.fam), device_address(ctx, s.a_k, k_off),
              uint64_t(s.k_block), s.fam == Family::kMatmul ? s.k_pitch : 0,
              s.needs_bias ? device_address(ctx, s.a_bias, uint64_t(bias_entry) * uint64_t(c.oc0)) : none,
-             s.needs_quant ? device_address(ctx, s.a_mul, (s.real_scale ? 8 : 4) * uint64_t(c.oc0)) : none,
-             s.needs_quant && !s.real_scale && !s.fp32_scale ? device_address(ctx, s.a_shift, 4 * uint64_t(c.oc0)) : none,
-             uint64_t(s.real_scale) | uint64_t(s.fp32_scale) << 1 | uint64_t(s.int4) << 2,
+             s.needs_quant ? device_address(ctx, s.a_mul, (scales ? scale_entry : 4) * uint64_t(c.oc0)) : none,
+             s.needs_quant && !scales ? device_address(ctx, s.a_shift, 4 * uint64_t(c.oc0)) : none,
+             uint64_t(s.real_scale) | uint64_t(s.fp32_scale) << 1 | uint64_t(s.int4) << 2 |
+                 uint64_t(s.mac_fp32) << 3,
              s.needs_lut ? device_address(ctx, s.a_act, 0) : none, uint64_t(c.noc),
              uint64_t(c.weight_count), uint64_t(c.quant_count), uint64_t(c.kern.lo),
              uint64_t(c.kern.hi)};
@@ -336,14 +340,13 @@ CoreWork plan_core(const ExecEnv& env, const Setup& s, int i) {
     const Part parts[] = {
         {s.needs_bias, Reg::NACC_BIAS_DMA_ADDR, s.a_bias, c.bias_lo, bias_entry * c.quant_count,
          uint64_t(bias_entry) * uint64_t(c.oc0), k_broadcast},
-        {s.needs_quant && !s.real_scale && !s.fp32_scale, Reg::NACC_QUANT_MUL_DMA_ADDR, s.a_mul,
+        {s.needs_quant && !scales, Reg::NACC_QUANT_MUL_DMA_ADDR, s.a_mul,
          c.mul_lo, 4 * c.quant_count, 4 * uint64_t(c.oc0), k_broadcast},
-        {s.needs_quant && !s.real_scale && !s.fp32_scale, Reg::NACC_QUANT_SHIFT_DMA_ADDR, s.a_shift,
+        {s.needs_quant && !scales, Reg::NACC_QUANT_SHIFT_DMA_ADDR, s.a_shift,
          c.shift_lo, 4 * c.quant_count, 4 * uint64_t(c.oc0), k_broadcast},
-        {s.needs_quant && s.fp32_scale, Reg::NACC_QUANT_MUL_DMA_ADDR, s.a_mul, c.scale_lo,
-         4 * c.quant_count, 4 * uint64_t(c.oc0), k_broadcast},
-        {s.needs_quant && s.real_scale, Reg::NACC_QUANT_MUL_DMA_ADDR, s.a_mul, c.scale_lo,
-         8 * c.quant_count, 8 * uint64_t(c.oc0), k_broadcast},
+        // float32 (QUANT_FP32_SCALE), 4 float32 (MAC_FP32) or float64 (QUANT_REAL_SCALE) entries
+        {scales, Reg::NACC_QUANT_MUL_DMA_ADDR, s.a_mul, c.scale_lo, scale_entry * c.quant_count,
+         uint64_t(scale_entry) * uint64_t(c.oc0), k_broadcast},
         {s.needs_lut, Reg::NACC_IN_ACT_DMA_ADDR, s.a_act, c.lut_lo, limits::kLutEntries, 0,
          s.ncores > 1},
     };

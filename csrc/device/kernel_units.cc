@@ -7,6 +7,7 @@
 #include "device/units/activation.h"
 #include "device/units/conv.h"
 #include "device/units/conv16.h"
+#include "device/units/conv_fp32.h"
 #include "device/units/elementwise.h"
 #include "device/units/fm16.h"
 #include "device/units/fully_connected.h"
@@ -79,6 +80,25 @@ void run_unit(const Setup& s, const TileWork& c, const TileBuffers& b) {
         conv2d_s16x8(win, os16, in_shape, reinterpret_cast<const int16_t*>(in),
                      Shape4{c.noc, s.ky, s.kx, s.in_c}, wts, reinterpret_cast<const int64_t*>(bias),
                      out_shape, reinterpret_cast<int16_t*>(out));
+        break;
+      }
+      if (s.mac_fp32) {  // MAC_FP32: ONNX Runtime's float32 convolution
+        MacFp32Params mp;
+        mp.window = win;
+        mp.input_zero_point = s.in_zp;
+        mp.output_zero_point = s.out_zp;
+        mp.act_min = s.act_min;
+        mp.act_max = s.act_max;
+        mp.entries = static_cast<const float*>(b.scale);
+        // The tile's first output pixel in the whole output (NACC_FP32_KBLOCK's pixel index).
+        mp.pixel_y0 = c.y0;
+        mp.pixel_x0 = s.x0;
+        mp.pixel_row = s.out_w;
+        mp.split = s.kblock_split;
+        mp.kblock_log2 = s.kblock_log2;
+        mp.kblock_tail_log2 = s.kblock_tail_log2;
+        conv2d_s8_mac_fp32(mp, in_shape, in, Shape4{c.noc, s.ky, s.kx, s.in_c}, wts, out_shape,
+                           out, b.prepared);
         break;
       }
       if (s.rgb) {  // CONV_MODE = RGB_CONV: the q7 RGB convolution

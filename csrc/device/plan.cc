@@ -299,6 +299,8 @@ bool same_layer(const Setup& a, const Setup& b) {
          a.k_pitch == b.k_pitch && a.depth_mult == b.depth_mult && a.needs_bias == b.needs_bias &&
          a.needs_quant == b.needs_quant && a.needs_lut == b.needs_lut &&
          a.real_scale == b.real_scale && a.fp32_scale == b.fp32_scale && a.im2col == b.im2col &&
+         a.mac_fp32 == b.mac_fp32 && a.kblock_log2 == b.kblock_log2 &&
+         a.kblock_tail_log2 == b.kblock_tail_log2 && a.kblock_split == b.kblock_split &&
          a.mul32 == b.mul32 && a.i16 == b.i16 && a.elem == b.elem && a.out_elem == b.out_elem &&
          a.mul_s16_s8 == b.mul_s16_s8 &&
          a.quant_entries == b.quant_entries && a.b_zp == b.b_zp && a.ew_fp32 == b.ew_fp32 &&
@@ -726,7 +728,7 @@ bool merge_group(const std::vector<KernelTrace>& group, std::vector<KernelData>&
   // Bias entries: int32, or int64 with 16-bit feature maps (NACC_SPEC §9).
   Assembly bias(size_t(quant_n), s0.i16 ? 8 : 4), mul(size_t(quant_n), 4),
       shift(size_t(quant_n), 4);
-  const size_t scale_bytes = s0.real_scale ? 8 : 4;
+  const size_t scale_bytes = size_t(scale_entry_bytes(s0));
   Assembly scale(size_t(quant_n), scale_bytes);
   Assembly lut(1, size_t(limits::kLutEntries));
   std::vector<uint8_t> tmp, unpacked;
@@ -892,6 +894,12 @@ static void prepare_call(const PlanData& plan, PlanCall& call) {
   }
   switch (s.fam) {
     case Family::kConv:
+      if (s.mac_fp32) {  // the float32 weights s_w[c] * w in ONNX's K order
+        call.prepared = prepare_conv2d_mac_fp32(
+            Shape4{w.noc, s.ky, s.kx, s.in_c}, weights,
+            w.scale_lo >= 0 ? reinterpret_cast<const float*>(k + w.scale_lo) : nullptr);
+        break;
+      }
       call.prepared = prepare_conv2d_s8(Shape4{w.noc, s.ky, s.kx, s.in_c}, weights);
       break;
     case Family::kFullyConnected:
@@ -1536,7 +1544,7 @@ void channel_part(const PlanCall& call, int c0, int c1, PlanCall* out) {
   if (p.bias_lo >= 0) p.bias_lo += (s.i16 ? 8 : 4) * c0;
   if (p.mul_lo >= 0) p.mul_lo += 4 * c0;
   if (p.shift_lo >= 0) p.shift_lo += 4 * c0;
-  if (p.scale_lo >= 0) p.scale_lo += int64_t(s.real_scale ? 8 : 4) * c0;
+  if (p.scale_lo >= 0) p.scale_lo += scale_entry_bytes(s) * c0;
   out->t.out.offset += uint64_t(c0) * uint64_t(s.out_elem);
 }
 
@@ -1571,7 +1579,7 @@ void depthwise_channel_part(PlanData& plan, const PlanCall& call, int c0, int c1
   if (c.bias_lo >= 0) place(&p.bias_lo, at(c.bias_lo + 4 * c0), 4 * nc);
   if (c.mul_lo >= 0) place(&p.mul_lo, at(c.mul_lo + 4 * c0), 4 * nc);
   if (c.shift_lo >= 0) place(&p.shift_lo, at(c.shift_lo + 4 * c0), 4 * nc);
-  const int64_t scale_bytes = s.real_scale ? 8 : 4;
+  const int64_t scale_bytes = scale_entry_bytes(s);
   if (c.scale_lo >= 0) place(&p.scale_lo, at(c.scale_lo + scale_bytes * c0), scale_bytes * nc);
   if (c.lut_lo >= 0) place(&p.lut_lo, at(c.lut_lo), limits::kLutEntries);
   p.kern = SramRange{0, int64_t(kd.bytes.size())};

@@ -31,4 +31,11 @@ std::shared_ptr<const PreparedWeights> prepare_depthwise_conv2d_s8(
     const Shape4& filter_shape, const int8_t* filter, const int32_t* bias,
     const OutputStage& out_stage);
 
+// conv2d_s8_mac_fp32: filter Format [C_out, KH, KW, C_in] with its 4 float32
+// entries per output channel (MacFp32Params::entries): the float32 weights
+// s_w[c] * w in ONNX's K order, the bias and output scales beside them.
+std::shared_ptr<const PreparedWeights> prepare_conv2d_mac_fp32(const Shape4& filter_shape,
+                                                               const int8_t* filter,
+                                                               const float* entries);
+
 }  // namespace nacc
