@@ -1811,6 +1811,7 @@ struct UnitTranslator {
     const bool float_fc = !qop && !i16 && rows == 1 && k_in_onnx_order &&
                           ort_kernel() == ir::Attributes::OnnxKernel::kUnfused;
     if (float_fc) {
+      attrs.onnx_kernel = ir::Attributes::OnnxKernel::kUnfused;
       attrs.ort_sum_order =
           trans_b ? ir::Attributes::OrtSumOrder::kLanes8 : ir::Attributes::OrtSumOrder::kGroups4;
     }

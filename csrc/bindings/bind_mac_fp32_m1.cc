@@ -119,8 +119,10 @@ NACC_BINDINGS(mac_fp32_m1) {
         py::array_t<int8_t> output({py::ssize_t(m_rows), py::ssize_t(n)});
         nacc::MacFp32M1Params p = params_of(order, input_zero_point, output_zero_point, act_min,
                                             act_max, entries.data());
+        const int64_t total = n_total > 0 ? n_total : n0 + n;  // the layer's outputs
         p.n0 = n0;
-        p.n_total = n_total;
+        p.split = total - total % 4;
+        p.tail = int(total % 4);
         const int8_t* in_ptr = input.data();
         const int8_t* w_ptr = weights.data();
         int8_t* out_ptr = output.mutable_data();

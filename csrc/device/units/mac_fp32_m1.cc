@@ -23,9 +23,9 @@ namespace nacc {
 
 namespace {
 
-constexpr int kE = 4;        // float32 entries per output channel {s_x, s_w, b_f, s_y}
+constexpr int kE = limits::kMacFp32EntryFloats;  // {s_x, s_w, b_f, s_y}
 constexpr int kLanes = 16;   // float32 per AVX-512 vector
-constexpr int kMaxKblockLog2 = 15;
+constexpr int kMaxKblockLog2 = limits::kMaxKblockLog2;
 
 // nearbyintf(total / s_y) + zero point, clamped; the clamp is taken on the
 // rounded float ([act_min - zp, act_max - zp] holds integers, so this is the
@@ -80,13 +80,12 @@ float groups4_first(int64_t n, P p) {
   return c;
 }
 
-// kLanes8's reduction of lanes l[8] for output `pos` of `total` outputs.
-float lanes8_tree(const float* l, int64_t pos, int64_t total) {
-  const int64_t q4 = total - total % 4;
-  if (pos < q4) {
+// kLanes8's reduction of lanes l[8] for output channel n of the command.
+float lanes8_tree(const float* l, int64_t n, const MacFp32M1Params& p) {
+  if (n < p.split) {
     return (((l[0] + l[1]) + l[2]) + l[3]) + (((l[4] + l[5]) + l[6]) + l[7]);
   }
-  if (total % 4 >= 2 && pos < q4 + 2) {
+  if (p.tail >= 2 && n < p.split + 2) {
     return ((l[0] + l[2]) + (l[4] + l[6])) + ((l[1] + l[3]) + (l[5] + l[7]));
   }
   return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
@@ -275,7 +274,6 @@ constexpr const char* kFcOp = "fully_connected_s8_mac_fp32";
 
 void fc_reference(const MacFp32M1Params& p, int m, int k, int n, const int8_t* input,
                   const int8_t* weights, int8_t* output) {
-  const int64_t total_n = p.n_total > 0 ? p.n_total : n;
   for (int r = 0; r < m; ++r) {
     const int8_t* x = input + int64_t(r) * k;
     for (int j = 0; j < n; ++j) {
@@ -291,7 +289,7 @@ void fc_reference(const MacFp32M1Params& p, int m, int k, int n, const int8_t* i
       } else {
         float lanes[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
         for (int64_t i = 0; i < k; ++i) lanes[i % 8] = lanes[i % 8] + prod(i);
-        total = lanes8_tree(lanes, p.n0 + j, total_n) + e[2];
+        total = lanes8_tree(lanes, p.n0 + j, p) + e[2];
       }
       output[int64_t(r) * n + j] = quantize(total, e[3], p);
     }
@@ -374,7 +372,7 @@ NACC_AVX512 void fc_groups4_vectors(const FcPrepared& pw, const float* xf, int j
 
 // kLanes8 for 4 outputs from j0 (fewer at the end): 8 lanes each, then the tree.
 NACC_AVX512 void fc_lanes8_outputs(const FcPrepared& pw, const float* xf, int j0, int count,
-                                   const MacFp32M1Params& p, int64_t total_n, int8_t* out) {
+                                   const MacFp32M1Params& p, int8_t* out) {
   __m256 acc[4];
   for (int u = 0; u < 4; ++u) acc[u] = _mm256_setzero_ps();
   const float* w = pw.w.data() + size_t(j0) * pw.kp;
@@ -388,7 +386,7 @@ NACC_AVX512 void fc_lanes8_outputs(const FcPrepared& pw, const float* xf, int j0
     alignas(32) float l[8];
     _mm256_store_ps(l, acc[u]);
     const int j = j0 + u;
-    const float total = lanes8_tree(l, p.n0 + j, total_n) + pw.bias[size_t(j)];
+    const float total = lanes8_tree(l, p.n0 + j, p) + pw.bias[size_t(j)];
     out[j] = quantize(total, pw.s_y[size_t(j)], p);
   }
 }
@@ -396,7 +394,6 @@ NACC_AVX512 void fc_lanes8_outputs(const FcPrepared& pw, const float* xf, int j0
 NACC_AVX512 void fc_run_avx512(const FcPrepared& pw, const MacFp32M1Params& p, int m,
                                const int8_t* input, int8_t* output) {
   const int k = pw.k, n = pw.n;
-  const int64_t total_n = p.n_total > 0 ? p.n_total : n;
   std::vector<float> xf(size_t(pw.kp), 0.0f);
   for (int r = 0; r < m; ++r) {
     const int8_t* x = input + int64_t(r) * k;
@@ -416,7 +413,7 @@ NACC_AVX512 void fc_run_avx512(const FcPrepared& pw, const MacFp32M1Params& p, i
       }
     } else {
       for (int j = 0; j < n; j += 4) {
-        fc_lanes8_outputs(pw, xf.data(), j, std::min(4, n - j), p, total_n, out);
+        fc_lanes8_outputs(pw, xf.data(), j, std::min(4, n - j), p, out);
       }
     }
   }
@@ -491,9 +488,9 @@ void fully_connected_s8_mac_fp32(const MacFp32M1Params& params, int m, int k, in
   detail::check_not_null(kFcOp, "output", output);
   check_arg(params.order == Fp32SumOrder::kGroups4 || params.order == Fp32SumOrder::kLanes8,
             kFcOp, ": sum order ", int(params.order), " (kGroups4 or kLanes8)");
-  check_arg(params.n0 >= 0 && (params.n_total == 0 || params.n0 + n <= params.n_total), kFcOp,
-            ": outputs [", params.n0, ", ", params.n0 + n, ") are not within the layer's ",
-            params.n_total);
+  check_arg(params.n0 >= 0 && params.split >= 0 && params.tail >= 0 && params.tail <= 3, kFcOp,
+            ": first channel ", params.n0, ", tail ", params.tail, " from ", params.split,
+            " (n0 >= 0, split >= 0, tail in [0, 3])");
   validate_params(kFcOp, params, n);
   if (use_avx512_vnni()) {
     const auto* ready = dynamic_cast<const FcPrepared*>(prepared);

@@ -26,34 +26,7 @@
 
 namespace nacc {
 
-// How a one-row float32 sum runs over K (ir::Attributes::OrtSumOrder, plus
-// CONV_2D's K blocks for the depthwise SGEMM case).
-enum class Fp32SumOrder : uint8_t {
-  // G_j = ((p_4j + p_4j+1) + p_4j+2) + p_4j+3, a remainder of 2 as
-  // p + p, of 1 as p; C = G_j + C group by group (MlasSgemmKernelM1).
-  kGroups4 = 1,
-  // Lane l = k mod 8 sums p_k in K order from 0.0f; the lanes reduce by the
-  // output's place among all n_total outputs: the last n_total mod 4 outputs
-  // take a pair tree then a single tree (ir.h; MlasSgemmKernelM1TransposeB).
-  kLanes8 = 2,
-  // Blocks of 2^kblock_log2 products, each fmaf(w_f, x_f, acc) from 0.0f,
-  // the block sums added in order (depthwise only: MLAS's SGEMM).
-  kFmaBlocks = 3,
-};
-
-struct MacFp32M1Params {
-  // NACC_FM_OFFSET: IN_FM_OFFSET negated, OUT_FM_OFFSET (9-bit signed fields).
-  int32_t input_zero_point = 0, output_zero_point = 0;
-  int32_t act_min = -128, act_max = 127;  // -128 <= act_min <= act_max <= 127
-  // [C_out][4] float32 {s_x, s_w[c], b_f[c], s_y} (QUANT_MUL_DMA_ADDR): the
-  // scales finite and > 0, the bias finite.
-  const float* entries = nullptr;
-  Fp32SumOrder order = Fp32SumOrder::kGroups4;
-  int kblock_log2 = 0;  // kFmaBlocks: [0, 15]
-  // kLanes8: the call's outputs are [n0, n0 + n) of n_total (0: n) outputs
-  // of the whole layer; the reduction tree depends on the place in it.
-  int64_t n0 = 0, n_total = 0;
-};
+// Fp32SumOrder and MacFp32M1Params: arch/unit_params.h (NACC_ACT_PARA.MAC_FP32_ORDER).
 
 // Depthwise convolution, output channel oc = ic * depth_multiplier + j:
 //   kGroups4:   total = C over the taps (ky, kx) in order, then total + b_f
@@ -72,7 +45,7 @@ void depthwise_conv2d_s8_mac_fp32(const WindowParams& window, int depth_multipli
 
 // Fully connected, each of the m rows by itself (MLAS's one-row kernels):
 //   kGroups4: C starts at b_f[n] (Gemm's C, beta = 1; 0.0f for no bias)
-//   kLanes8:  total = tree(lanes) + b_f[n]
+//   kLanes8:  total = tree(lanes) + b_f[n], the tree by n0 + j vs split / tail
 //   input Format [M, K] int8; weights Format [N, K] int8; output [M, N] int8
 //   M, K, N >= 1; order kGroups4 or kLanes8; `prepared` as above
 //   (prepare_fully_connected_mac_fp32 for these weights, entries and order).
