@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 
+#include "arch/limits.h"
 #include "common/cpu.h"
 #include "ir/macs.h"
 #include "support/transpose_copy.h"
@@ -1547,7 +1548,7 @@ struct UnitTranslator {
                          ort_kernel() == ir::Attributes::OnnxKernel::kUnfused;
     bool float_conv = unfused && !depthwise && group == 1 &&
                       float_conv_kblocks(xs, o, ipg, kh, kw, sh, sw, dh, dw, false, &a);
-    if (unfused && depthwise) {
+    if (unfused && depthwise && dh == 1 && dw == 1) {  // dilation: phases, the int32 path
       // A float32 depthwise Conv: per group one filter row (depth multiplier
       // 1) takes MLAS's M = 1 kernel (products added in groups of 4, no fused
       // multiply-add, the bias added last); several rows take its SGEMM
@@ -1649,6 +1650,12 @@ struct UnitTranslator {
     const int64_t ow = (xs[3] + p.left + p.right - (int64_t(dw) * (kw - 1) + 1)) / sw + 1;
     const int64_t n = oh * ow, k = c_in * kh * kw, m = filters;
     if (oh <= 0 || ow <= 0 || m < 2 || n < 2 || xs[0] < 1) return false;
+    // What MAC_FP32 cannot run keeps the int32 path (docs/compiler.md §2.3):
+    // dilation's phases and the space-to-depth gather reorder or cut K.
+    if (dh > 1 || dw > 1 || sh > limits::kMaxStride || sw > limits::kMaxStride ||
+        kh > limits::kMaxKernel || kw > limits::kMaxKernel) {
+      return false;
+    }
     const int64_t max_threads = b.config_.ort_threads();
     const auto threads_for = [&](double complexity) {
       const double per = 64.0 * 1024.0;
