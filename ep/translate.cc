@@ -1544,10 +1544,22 @@ struct UnitTranslator {
     // with MLAS's K blocks (float_conv_kblocks), the bias dequantized with its
     // own scale. Shapes whose MLAS path it does not model keep the int32
     // accumulator (QLinearConv's arithmetic; rare rounding differences).
-    const bool float_conv = !qop && !depthwise && group == 1 &&
-                            xq.elem_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16 &&
-                            ort_kernel() == ir::Attributes::OnnxKernel::kUnfused &&
-                            float_conv_kblocks(xs, o, ipg, kh, kw, sh, sw, dh, dw, &a);
+    const bool unfused = !qop && xq.elem_type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16 &&
+                         ort_kernel() == ir::Attributes::OnnxKernel::kUnfused;
+    bool float_conv = unfused && !depthwise && group == 1 &&
+                      float_conv_kblocks(xs, o, ipg, kh, kw, sh, sw, dh, dw, false, &a);
+    if (unfused && depthwise && dh == 1 && dw == 1) {  // dilation: phases, the int32 path
+      // A float32 depthwise Conv: per group one filter row (depth multiplier
+      // 1) takes MLAS's M = 1 kernel (products added in groups of 4, no fused
+      // multiply-add, the bias added last); several rows take its SGEMM
+      // kernel with K blocks as a grouped Conv (ir.h ort_sum_order).
+      if (a.depth_multiplier == 1) {
+        a.ort_sum_order = ir::Attributes::OrtSumOrder::kGroups4;
+        float_conv = true;
+      } else {
+        float_conv = float_conv_kblocks(xs, a.depth_multiplier, 1, kh, kw, sh, sw, dh, dw, true, &a);
+      }
+    }
     if (float_conv) a.onnx_kernel = ir::Attributes::OnnxKernel::kUnfused;
     if (i16 != (yq.elem_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16)) {
       return str_cat("input is ", onnx_elem_name(xq.elem_type), " and output ",
@@ -1573,12 +1585,7 @@ struct UnitTranslator {
         std::memcpy(bytes.data(), bias.data(), bytes.size());
         ir::QuantParams bq;
         if (float_conv) {
-          // The float32 bias is float(b) * its DequantizeLinear scale.
-          int elem = 0;
-          if (auto e = read_qparams(bi.scale, bi.zp, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32,
-                                    &bq.scales, &bq.zero_points, &elem)) {
-            return str_cat("bias '", g.value(bias_value).name, "': ", *e);
-          }
+          if (auto e = float_bias_quant(bi, bias_value, &bq)) return e;
         }
         bt = constant(g.value(bias_value).name, {o}, DType::kInt32, std::move(bytes), std::move(bq));
       }
@@ -1593,6 +1600,17 @@ struct UnitTranslator {
     // float32 (MLAS): the NPU uses the same one (NACC_ACT_PARA.QUANT_FP32_SCALE).
     a.requant = ir::RequantMode::kOnnxRuntime;
     add_op(kind, {x, wt, bt}, y, a);
+    return std::nullopt;
+  }
+
+  // The float32 op's bias is float(b) * its DequantizeLinear scale: the
+  // bias tensor's quant carries that scale (the float32 MAC mode reads it).
+  std::optional<std::string> float_bias_quant(const QIn& bi, int bias_value, ir::QuantParams* bq) {
+    int elem = 0;
+    if (auto e = read_qparams(bi.scale, bi.zp, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32, &bq->scales,
+                              &bq->zero_points, &elem)) {
+      return str_cat("bias '", g.value(bias_value).name, "': ", *e);
+    }
     return std::nullopt;
   }
 
@@ -1621,9 +1639,11 @@ struct UnitTranslator {
   // ThreadStrideN aligned to 16), and each segment's K block. Sets
   // a->ort_kblock / ort_kblock_split / ort_kblock_tail; false where MLAS
   // takes its M = 1 kernel (one filter, one output pixel, or a GEMM thread
-  // slice of one filter row), whose order is not modelled.
+  // slice of one filter row), whose order is not modelled. `grouped`: a
+  // Conv of several groups (`filters` and `c_in` per group), which MLAS runs
+  // group by group as it runs batches.
   bool float_conv_kblocks(const std::vector<int64_t>& xs, int64_t filters, int64_t c_in,
-                          int64_t kh, int64_t kw, int sh, int sw, int dh, int dw,
+                          int64_t kh, int64_t kw, int sh, int sw, int dh, int dw, bool grouped,
                           ir::Attributes* a) const {
     const ir::Padding& p = a->padding;
     const int64_t oh = (xs[2] + p.top + p.bottom - (int64_t(dh) * (kh - 1) + 1)) / sh + 1;
@@ -1648,7 +1668,7 @@ struct UnitTranslator {
       a->ort_kblock_tail = int(tail);
       return true;
     };
-    const bool batched = xs[0] > 1;
+    const bool batched = xs[0] > 1 || grouped;
     const bool ones = sh == 1 && sw == 1 && !(p.top || p.bottom || p.left || p.right);
     // MlasGemm(M = filters, N = pixels, K): split over N (aligned to 16) when
     // N > M, else over M (a one-row slice takes the M = 1 kernel).
@@ -1783,8 +1803,24 @@ struct UnitTranslator {
     for (int64_t r = 0; r < n; ++r)
       for (int64_t c = 0; c < k; ++c)
         data[r * k + c] = static_cast<uint8_t>(trans_b ? w.data[r * k + c] : w.data[c * n + r]);
+    bool k_in_onnx_order = true;  // the NPU's column k is A's element k
     if (folded) {
-      if (auto e = fold_layout_into_weights(k, n, &data, &a_local)) return e;
+      if (auto e = fold_layout_into_weights(k, n, &data, &a_local, &k_in_onnx_order)) return e;
+    }
+    // DequantizeLinear -> float32 Gemm / MatMul -> QuantizeLinear where ONNX
+    // Runtime does not fuse the unit: with one row of A, MLAS's M = 1 kernels
+    // (ir.h ort_sum_order: groups of 4 for B [K, N], 8 lanes for Gemm's
+    // transB = 1; no fused multiply-add), the bias C's initial value,
+    // dequantized with its own scale. More rows (MLAS's SGEMM with K blocks)
+    // and columns a layout chain reorders keep the int32 accumulator.
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < as.size(); ++d) rows *= as[d];
+    const bool float_fc = !qop && !i16 && rows == 1 && k_in_onnx_order &&
+                          ort_kernel() == ir::Attributes::OnnxKernel::kUnfused;
+    if (float_fc) {
+      attrs.onnx_kernel = ir::Attributes::OnnxKernel::kUnfused;
+      attrs.ort_sum_order =
+          trans_b ? ir::Attributes::OrtSumOrder::kLanes8 : ir::Attributes::OrtSumOrder::kGroups4;
     }
     ir::QuantParams wq;
     wq.scales = w.scales;
@@ -1811,7 +1847,11 @@ struct UnitTranslator {
       } else {
         std::vector<uint8_t> bytes(bias.size() * 4);
         std::memcpy(bytes.data(), bias.data(), bytes.size());
-        bt = constant(g.value(bias_value).name, {n}, DType::kInt32, std::move(bytes), {});
+        ir::QuantParams bq;
+        if (float_fc) {
+          if (auto e = float_bias_quant(ci, bias_value, &bq)) return e;
+        }
+        bt = constant(g.value(bias_value).name, {n}, DType::kInt32, std::move(bytes), std::move(bq));
       }
     }
     // QLinearMatMul / QGemm requantize in float32 on the CPU EP, as above;
@@ -1837,7 +1877,8 @@ struct UnitTranslator {
   // NPU reads the map as [1, H*W*C] (a view), so weight column k moves to
   // the NHWC index of src[k] — y[n] = sum_k W[n, k] A[k] term for term.
   std::optional<std::string> fold_layout_into_weights(int64_t k, int64_t n,
-                                                      std::vector<uint8_t>* data, int* a_local) {
+                                                      std::vector<uint8_t>* data, int* a_local,
+                                                      bool* identity) {
     std::shared_ptr<const std::vector<int64_t>> map;
     if (auto e = layout_chain_map(g, unit.layout_input, unit.layout_steps, &map)) return e;
     const std::vector<int64_t>& src = *map;
@@ -1848,10 +1889,12 @@ struct UnitTranslator {
     }
     const int64_t C = xs[1], H = xs[2], W = xs[3];
     std::vector<uint8_t> moved(data->size());
+    *identity = true;
     for (int64_t c = 0; c < k; ++c) {
       const int64_t s = src[size_t(c)];
       const int64_t ch = s / (H * W), h = s / W % H, x0 = s % W;
       const int64_t j = (h * W + x0) * C + ch;
+      *identity = *identity && j == c;
       for (int64_t r = 0; r < n; ++r) moved[size_t(r * k + j)] = (*data)[size_t(r * k + c)];
     }
     *data = std::move(moved);

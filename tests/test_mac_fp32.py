@@ -242,16 +242,19 @@ def test_bad_register_combinations_fault():
 
 
 def test_other_units_reject_the_mode():
-    """Depthwise and pooling commands fault with MAC_FP32 set (the mode is NPU_OP_CONV's)."""
+    """Pooling commands fault with MAC_FP32 set; a depthwise command with a sum
+    order it has no form for (LANES8) faults naming MAC_FP32_ORDER."""
     rng = np.random.default_rng(4)
     x = rng.integers(-128, 128, (1, 5, 5, 8)).astype(np.int8)
     dw = Layer("depthwise", x, weights=rng.integers(-127, 128, (1, 3, 3, 8)).astype(np.int8),
                mult=np.full(8, 1 << 30, np.int32), shift=np.zeros(8, np.int32), pad=(1, 1, 1, 1))
     pool = Layer("maxpool", x, kernel=(2, 2), stride=(2, 2))
-    for L in (dw, pool):
-        oh, ow = L.out_hw
-        for text in _fault(L, [Tile(0, oh, 0, ow)], {"NACC_ACT_PARA": 1 << 11}):
-            assert "MAC_FP32 = 1 is only for NPU_OP_CONV" in text, text
+    oh, ow = pool.out_hw
+    for text in _fault(pool, [Tile(0, oh, 0, ow)], {"NACC_ACT_PARA": 1 << 11}):
+        assert "MAC_FP32 = 1 is only for NPU_OP_CONV" in text, text
+    oh, ow = dw.out_hw
+    for text in _fault(dw, [Tile(0, oh, 0, ow)], {"NACC_ACT_PARA": 1 << 11 | 2 << 12}):
+        assert "MAC_FP32_ORDER = 2 is not for" in text, text
 
 
 def test_bad_entries_fault():
@@ -369,7 +372,6 @@ DECLINED = [
     ("stride 4 (space-to-depth)", dict(k=5, stride=4, pad=(0, 0, 0, 0)), "stride above 3"),
     ("dilation", dict(k=3, stride=1, pad=(2, 2, 2, 2), dilation_h=2, dilation_w=2), "dilation"),
     ("groups", dict(k=3, stride=1, pad=(1, 1, 1, 1), groups=2), "groups"),
-    ("depthwise", dict(k=3, stride=1, pad=(1, 1, 1, 1), kind="DEPTHWISE_CONV_2D"), "CONV_2D only"),
     ("block 24", dict(k=3, stride=1, pad=(1, 1, 1, 1), kblock=24), "not a power of two"),
 ]
 

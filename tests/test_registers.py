@@ -105,7 +105,8 @@ PROJECT_EXTENSION_FIELDS = {
     "NACC_ACT_PARA": [("QUANT_REAL_SCALE", 2, 2, 0, "RW"), ("QUANT_FP32_SCALE", 3, 3, 0, "RW"),
                       ("ELEMENT_FP32", 5, 4, 0, "RW"), ("U8_DOMAIN", 6, 6, 0, "RW"),
                       ("POOL_FP32", 7, 7, 0, "RW"), ("POOL_FP32_MODE", 9, 8, 0, "RW"),
-                      ("QUANT_MUL32", 10, 10, 0, "RW"), ("MAC_FP32", 11, 11, 0, "RW")],
+                      ("QUANT_MUL32", 10, 10, 0, "RW"), ("MAC_FP32", 11, 11, 0, "RW"),
+                      ("MAC_FP32_ORDER", 13, 12, 0, "RW")],
     # Mode 3 (BROADCAST_MODE = SPLIT_2D): channel groups x row pieces (§5).
     "NACC_BROADCAST_CTRL": [("SPLIT_2D_GROUPS", 13, 8, 0, "RW"), ("SPLIT_2D_ROWS", 19, 14, 0, "RW")],
 }
@@ -252,7 +253,7 @@ def test_write_only_trigger_bits():
 # (register, value written, value read back): reserved bits read 0.
 MASK_CASES = [("NACC_PADDING", 0xFFFFFFFF, 0x000000FF), ("NACC_CTRL", 0xFFFFFFFF, 0x0FFFFFFF),
               ("NACC_ELEMENTWISE", 0xFFFFFFFF, 0x3FFFFFFF), ("NACC_DMA_PARA3", 0xFFFFFFFF, 0x000FFFFF),
-              ("NACC_BROADCAST_DMA", 0xFFFFFFFF, 0x0FFFFFFF), ("NACC_ACT_PARA", 0xFFFFFFFF, 0xFFF),
+              ("NACC_BROADCAST_DMA", 0xFFFFFFFF, 0x0FFFFFFF), ("NACC_ACT_PARA", 0xFFFFFFFF, 0x3FFF),
               ("INSTR_ADDR_L", 0x12345678, 0x12345000), ("INSTR_ADDR_H", 0xFFFFFFFF, 0xFFF),
               ("BATCH5_ADDR3_H", 0xFFFFFFFF, 0xFFF), ("BATCH5_ADDR3_L", 0xFFFFFFFF, 0xFFFFFFFF),
               ("REGIONCFG", 0xFFFFFFFF, 0xFFFF), ("AXI_LIMIT2", 0xFFFFFFFF, 0x1F1F0003)]

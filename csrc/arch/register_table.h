@@ -166,12 +166,20 @@ inline constexpr FieldDesc kF_NACC_ACT_PARA[] = {
        "which must fit int32 (TFLite's int16 MEAN, AVERAGE_POOL_2D, ReLU rescale and "
        "requantize), instead of the 16x8 stage with the multiplier reduced to 16 bits"),
     rw("MAC_FP32", 11, 11, 0,
-       "project extension, NPU_OP_CONV (CONVOLUTION, DATA_FORM = INT8) only: 1 = ONNX Runtime's "
-       "unfused float32 Conv: x and w dequantized to float32, the sum over K in ONNX order "
-       "(input channel, kernel row, kernel column) in blocks of fused multiply-adds "
-       "(NACC_FP32_KBLOCK), the float32 bias added, round(sum / s_y) + zero point; "
-       "QUANT_MUL_DMA_ADDR holds 4 float32 per output channel {s_x, s_w, bias, s_y}; "
-       "BIAS_EN = 0, QUANT_SHIFT unused"),
+       "project extension, NPU_OP_CONV (CONVOLUTION), NPU_OP_DW_CONV and NPU_OP_FULLY_CONNECTED "
+       "with DATA_FORM = INT8 only: 1 = ONNX Runtime's unfused float32 Conv / depthwise Conv / "
+       "Gemm: x and w dequantized to float32, the sum over K in ONNX order (input channel, "
+       "kernel row, kernel column) as MAC_FP32_ORDER says, the float32 bias added, "
+       "round(sum / s_y) + zero point; QUANT_MUL_DMA_ADDR holds 4 float32 per output channel "
+       "{s_x, s_w, bias, s_y}; BIAS_EN = 0, QUANT_SHIFT unused"),
+    rw("MAC_FP32_ORDER", 13, 12, 0,
+       "project extension, with MAC_FP32 = 1: the float32 sum's order over K: 0 = FMA_BLOCKS "
+       "(blocks of fused multiply-adds, NACC_FP32_KBLOCK; NPU_OP_CONV, NPU_OP_DW_CONV), "
+       "1 = GROUPS4 (products rounded, added in groups of 4 onto the sum: MLAS's one-row "
+       "kernel; NPU_OP_DW_CONV with the bias last, NPU_OP_FULLY_CONNECTED with the bias first), "
+       "2 = LANES8 (NPU_OP_FULLY_CONNECTED: 8 lanes k mod 8 and a reduction tree by the output "
+       "channel: KBLOCK_SPLIT the first channel of the tail, KBLOCK_TAIL_LOG2 its length, "
+       "0..3); 3 reserved"),
 };
 inline constexpr FieldDesc kF_NACC_IN_ACT_DMA_ADDR[] = {
     rw("IN_ACT_DMA_ADDR", 31, 0, 0, "activation data (the 256-byte LUT, NACC_SPEC §1)"),
@@ -340,7 +348,8 @@ inline constexpr FieldDesc kF_NACC_FP32_KBLOCK[] = {
        "MAC_FP32: log2 of the K block (fused multiply-add chain length) of the output pixels "
        "n < KBLOCK_SPLIT, n = y * OUT_FM_WIDTH + x over the whole output; 0 without MAC_FP32"),
     rw("KBLOCK_TAIL_LOG2", 7, 4, 0,
-       "MAC_FP32: log2 of the K block of the output pixels n >= KBLOCK_SPLIT; 0 without MAC_FP32"),
+       "MAC_FP32: log2 of the K block of the output pixels n >= KBLOCK_SPLIT (MAC_FP32_ORDER = "
+       "LANES8: the tail's length, 0..3); 0 without MAC_FP32"),
     rw("KBLOCK_SPLIT", 31, 8, 0,
        "MAC_FP32: the first output pixel (row-major over the whole output) in the tail block, "
        "at most OUT_FM_WIDTH * OUT_FM_HEIGHT; 0 without MAC_FP32"),

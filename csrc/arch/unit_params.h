@@ -132,6 +132,37 @@ struct MacFp32Params {
   int kblock_log2 = 0, kblock_tail_log2 = 0;  // [0, limits::kMaxKblockLog2]
 };
 
+// NACC_ACT_PARA.MAC_FP32_ORDER: how MAC_FP32's float32 sum runs over K
+// (docs/device_model.md §4; device/units/mac_fp32_m1.h for the one-row ones).
+//   kFmaBlocks: blocks of fused multiply-adds (MacFp32Params above; also a
+//     depthwise Conv with depth multiplier > 1, MLAS's SGEMM per group).
+//   kGroups4 (MlasSgemmKernelM1): products x_f * w_f rounded; K in groups of
+//     4, G = ((p0 + p1) + p2) + p3, a remainder of 2 as p0 + p1, then 1 as
+//     p0; C = G + C group by group. Depthwise: C starts as the first group,
+//     the bias added last; fully connected: C starts at the bias.
+//   kLanes8 (MlasSgemmKernelM1TransposeB), fully connected: lane l = k mod 8
+//     adds its products in K order from 0.0f; output channels n < split
+//     reduce (((l0+l1)+l2)+l3) + (((l4+l5)+l6)+l7), the `tail` (0..3) from
+//     `split`: a pair ((l0+l2)+(l4+l6)) + ((l1+l3)+(l5+l7)) while 2 or more
+//     remain, then one ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)); then + bias.
+enum class Fp32SumOrder : uint8_t { kFmaBlocks = 0, kGroups4 = 1, kLanes8 = 2 };
+
+// MAC_FP32 on NPU_OP_DW_CONV / NPU_OP_FULLY_CONNECTED (mac_fp32_m1.h).
+struct MacFp32M1Params {
+  // NACC_FM_OFFSET: IN_FM_OFFSET negated, OUT_FM_OFFSET (9-bit signed fields).
+  int32_t input_zero_point = 0, output_zero_point = 0;
+  int32_t act_min = -128, act_max = 127;  // -128 <= act_min <= act_max <= 127
+  // [C_out][4] float32 {s_x, s_w[c], b_f[c], s_y} (QUANT_MUL_DMA_ADDR): the
+  // scales finite and > 0, the bias finite.
+  const float* entries = nullptr;
+  Fp32SumOrder order = Fp32SumOrder::kGroups4;
+  int kblock_log2 = 0;  // kFmaBlocks: [0, limits::kMaxKblockLog2]
+  // kLanes8: the call's outputs are channels [n0, n0 + n) of the command; its
+  // tail of `tail` channels starts at channel `split` (NACC_FP32_KBLOCK).
+  int64_t n0 = 0, split = 0;
+  int tail = 0;
+};
+
 // The float32 modes' value domain (NACC_ACT_PARA.U8_DOMAIN, project
 // extension): the arithmetic sees a stored int8 byte b as b (S8: ONNX
 // Runtime's int8 kernels) or as the uint8 value b + 128 (U8: its uint8

@@ -355,14 +355,22 @@ void set_layer(Context& ctx, const LoweredOp& op, const OpConstants& k, const Co
                       .set(fields::NACC_ACT_PARA::POOL_FP32_MODE, int(op.pool_fp32_mode))
                       .set(fields::NACC_ACT_PARA::QUANT_MUL32, op.mul32)
                       .set(fields::NACC_ACT_PARA::MAC_FP32, op.mac_fp32)
+                      .set(fields::NACC_ACT_PARA::MAC_FP32_ORDER,
+                           op.mac_fp32 ? int(op.mac_fp32_order) : 0)
                       .get());
+  // LANES8's tail starts at a channel of the layer; the command's channels
+  // start at oc0 (the split in the command's own channels, 0 when past it).
+  const int64_t kblock_split =
+      op.mac_fp32 && op.mac_fp32_order == Fp32SumOrder::kLanes8
+          ? std::max<int64_t>(0, op.kblock_split - op.out_channels(c.group.start))
+          : op.kblock_split;
   // MAC_FP32's K blocks; 0 (the reset value, never written) for every other command.
   em.set_register(Reg::NACC_FP32_KBLOCK,
                   op.mac_fp32 ? Value()
                                     .set(fields::NACC_FP32_KBLOCK::KBLOCK_LOG2, op.kblock_log2)
                                     .set(fields::NACC_FP32_KBLOCK::KBLOCK_TAIL_LOG2,
                                          op.kblock_tail_log2)
-                                    .set(fields::NACC_FP32_KBLOCK::KBLOCK_SPLIT, op.kblock_split)
+                                    .set(fields::NACC_FP32_KBLOCK::KBLOCK_SPLIT, kblock_split)
                                     .get()
                               : 0u);
   // A rectangle of a tensor (LoweredOp::in_y0 ...) starts at its first pixel

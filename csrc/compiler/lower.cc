@@ -332,11 +332,36 @@ void set_activation_range(LoweredOp& l, FusedActivation act, const Quant& qo) {
 // NPU's MAC_FP32 mode. Its parameters per output channel (s_x, s_w[c], the
 // float32 bias float(b[c]) * s_b[c], s_y) and the K blocks as register fields.
 // Throws Unsupported where the mode cannot express the node.
+// Whether the op is ONNX Runtime's unfused float32 Conv / depthwise / Gemm
+// that the EP gave MLAS's sum order (ort_kblock or ort_sum_order).
+bool is_mac_fp32(const ir::Op& op) {
+  return op.attrs.requant == ir::RequantMode::kOnnxRuntime &&
+         op.attrs.onnx_kernel == ir::Attributes::OnnxKernel::kUnfused &&
+         (op.attrs.ort_kblock > 0 || op.attrs.ort_sum_order != ir::Attributes::OrtSumOrder::kNone);
+}
+
 void set_mac_fp32(const ir::Graph& g, const ir::Op& op, float s_x, float s_y, LoweredOp& l) {
   const ir::Attributes& a = op.attrs;
-  if (op.kind != OpKind::kConv2D) {
-    throw Unsupported(str_cat(l.label, ": ONNX Runtime's float32 Conv is modelled for CONV_2D ",
-                              "only (the NPU's MAC_FP32 mode is NPU_OP_CONV's; no depthwise form)"));
+  using Order = ir::Attributes::OrtSumOrder;
+  const bool fc = op.kind == OpKind::kFullyConnected;
+  const bool dw = op.kind == OpKind::kDepthwiseConv2D;
+  // The sum order (NACC_ACT_PARA.MAC_FP32_ORDER): MLAS's one-row kernels for
+  // a depthwise Conv of depth multiplier 1 and a one-row Gemm / MatMul
+  // (ort_sum_order), else its SGEMM's blocks of fused multiply-adds (ort_kblock).
+  if (a.ort_sum_order != Order::kNone) {
+    if (!(dw || fc) || (dw && a.ort_sum_order != Order::kGroups4) || a.ort_kblock != 0) {
+      throw Unsupported(str_cat(l.label, ": ONNX Runtime's one-row float32 sum order ",
+                                int(a.ort_sum_order), " on ", op.display_type(),
+                                " (GROUPS4: depthwise, fully connected; LANES8: fully connected)"));
+    }
+    l.mac_fp32_order = a.ort_sum_order == Order::kGroups4 ? Fp32SumOrder::kGroups4
+                                                           : Fp32SumOrder::kLanes8;
+  } else if (fc) {
+    throw Unsupported(str_cat(l.label, ": ONNX Runtime's float32 Gemm with K blocks (MLAS's ",
+                              "SGEMM, more than one row) is not modelled"));
+  } else if (dw && a.ort_kblock_split >= 0) {
+    throw Unsupported(str_cat(l.label, ": ONNX Runtime's float32 depthwise Conv with a split ",
+                              "K block (a grouped Conv's blocks are one size)"));
   }
   if (l.int16_maps || l.int4_weights) {
     throw Unsupported(str_cat(l.label, ": ONNX Runtime's float32 Conv with ",
@@ -345,7 +370,8 @@ void set_mac_fp32(const ir::Graph& g, const ir::Op& op, float s_x, float s_y, Lo
   }
   const ir::Tensor& w = g.tensor(op.inputs[1]);
   const int c_out = l.out_shape.c;
-  const int64_t k = int64_t(l.kernel_h) * l.kernel_w * l.in_shape.c;
+  const int64_t k = fc ? int64_t(l.in_shape.c)
+                      : int64_t(l.kernel_h) * l.kernel_w * (dw ? 1 : l.in_shape.c);
   // A K block of at least K products is one chain: any power of two that large.
   auto block_log2 = [&](int64_t block, const char* what) {
     int lg = 0;
@@ -357,15 +383,28 @@ void set_mac_fp32(const ir::Graph& g, const ir::Op& op, float s_x, float s_y, Lo
     }
     return lg;
   };
-  l.kblock_log2 = block_log2(a.ort_kblock, "K block");
+  if (fc) {
+    // LANES8's reduction tree by output channel: the last N mod 4 differ
+    // (the emitter writes the tail's first channel per command).
+    const int64_t n = l.out_shape.c;
+    l.kblock_log2 = 0;
+    l.kblock_split = l.mac_fp32_order == Fp32SumOrder::kLanes8 ? n - n % 4 : 0;
+    l.kblock_tail_log2 = l.mac_fp32_order == Fp32SumOrder::kLanes8 ? int(n % 4) : 0;
+  } else if (l.mac_fp32_order == Fp32SumOrder::kGroups4) {
+    l.kblock_log2 = l.kblock_tail_log2 = 0;
+    l.kblock_split = 0;  // no K blocks
+  }
   const int64_t pixels = int64_t(l.out_shape.h) * l.out_shape.w;
-  const bool split = a.ort_kblock_split >= 0 && a.ort_kblock_split < pixels;
-  l.kblock_tail_log2 = split ? block_log2(a.ort_kblock_tail, "tail K block") : l.kblock_log2;
-  l.kblock_split = split ? a.ort_kblock_split : pixels;
-  if (l.kblock_split >= (int64_t{1} << limits::kKblockSplitBits)) {
-    throw Unsupported(str_cat(l.label, ": ONNX Runtime's float32 Conv splits its K blocks at ",
-                              "output pixel ", l.kblock_split, ", past the ",
-                              limits::kKblockSplitBits, "-bit NACC_FP32_KBLOCK.KBLOCK_SPLIT"));
+  if (!fc && l.mac_fp32_order == Fp32SumOrder::kFmaBlocks) {
+    l.kblock_log2 = block_log2(a.ort_kblock, "K block");
+    const bool split = a.ort_kblock_split >= 0 && a.ort_kblock_split < pixels;
+    l.kblock_tail_log2 = split ? block_log2(a.ort_kblock_tail, "tail K block") : l.kblock_log2;
+    l.kblock_split = split ? a.ort_kblock_split : pixels;
+    if (l.kblock_split >= (int64_t{1} << limits::kKblockSplitBits)) {
+      throw Unsupported(str_cat(l.label, ": ONNX Runtime's float32 Conv splits its K blocks at ",
+                                "output pixel ", l.kblock_split, ", past the ",
+                                limits::kKblockSplitBits, "-bit NACC_FP32_KBLOCK.KBLOCK_SPLIT"));
+    }
   }
   std::vector<float> bias_f(size_t(c_out), 0.0f);
   if (!l.bias.empty()) {
@@ -467,8 +506,7 @@ void lower_conv_like(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     check_arg(int(l.bias.size()) == c_out, l.label, ": bias has ", l.bias.size(),
               " entries, expected ", c_out);
   }
-  if (op.attrs.requant == ir::RequantMode::kOnnxRuntime &&
-      op.attrs.onnx_kernel == ir::Attributes::OnnxKernel::kUnfused && op.attrs.ort_kblock > 0) {
+  if (is_mac_fp32(op)) {
     set_mac_fp32(g, op, qi.scale, qo.scale, l);  // ONNX Runtime's float32 Conv (MAC_FP32)
   } else if (op.attrs.requant == ir::RequantMode::kOnnxRuntime) {
     l.fp32_scale = onnx_fp32_scales(qi.scale, w.quant.scales, qo.scale, c_out, l.label);
@@ -534,7 +572,9 @@ void lower_fully_connected(const ir::Graph& g, const ir::Op& op, LoweredOp& l) {
     check_arg(int64_t(l.bias.size()) == n, l.label, ": bias has ", l.bias.size(),
               " entries, expected ", n);
   }
-  if (op.attrs.requant == ir::RequantMode::kOnnxRuntime) {
+  if (is_mac_fp32(op)) {
+    set_mac_fp32(g, op, qi.scale, qo.scale, l);  // ONNX Runtime's one-row float32 Gemm (MAC_FP32)
+  } else if (op.attrs.requant == ir::RequantMode::kOnnxRuntime) {
     l.fp32_scale = onnx_fp32_scales(qi.scale, w.quant.scales, qo.scale, int(n), l.label);
   } else {
     l.real_scale = fully_connected_real_scales(qi.scale, w.quant.scales, qo.scale, int(n));
@@ -2397,8 +2437,7 @@ std::vector<LoweredOp> lower_space_to_depth(const ir::Graph& graph, int op_index
 
 std::vector<LoweredOp> lower_conv_parts(const ir::Graph& graph, int op_index) {
   const ir::Op& op = graph.op(op_index);
-  if (op.attrs.ort_kblock > 0 && op.attrs.requant == ir::RequantMode::kOnnxRuntime &&
-      op.attrs.onnx_kernel == ir::Attributes::OnnxKernel::kUnfused) {
+  if (is_mac_fp32(op)) {
     // ONNX Runtime's float32 Conv sums each output over K in ONNX's order in
     // one command (MAC_FP32): the space-to-depth gather and the group and
     // dilation parts reorder or cut K, so only the direct window is offered.

@@ -96,6 +96,12 @@ struct LoweredOp {
   // subsampled 1x1, whose output is the same): the matrix and im2col modes
   // are not offered.
   bool mac_fp32 = false;
+  // NACC_ACT_PARA.MAC_FP32_ORDER: kFmaBlocks (CONV_2D; DEPTHWISE_CONV_2D with
+  // depth multiplier > 1), kGroups4 (DEPTHWISE_CONV_2D, FULLY_CONNECTED: MLAS's
+  // one-row kernel) or kLanes8 (FULLY_CONNECTED from Gemm transB = 1; then
+  // kblock_split is the first output channel of the last N mod 4 and
+  // kblock_tail_log2 that count; docs/compiler.md §2.3).
+  Fp32SumOrder mac_fp32_order = Fp32SumOrder::kFmaBlocks;
   int kblock_log2 = 0, kblock_tail_log2 = 0;
   int64_t kblock_split = 0;
   // Float32 values per channel in fp32_scale: 4 with mac_fp32, else 1.

@@ -642,10 +642,10 @@ int64_t k_area_bytes(const LoweredOp& op, int group) {
     case Unit::kFullyConnected:
       bytes += align_k(op.weight_bytes(group));
       if (op.has_bias()) bytes += align_k(op.bias_entry_bytes() * oc);
-      // binary64 scales (no shifts), float32 scales (ONNX), or multipliers and
-      // shifts (a 1x1 conv in matrix mode)
+      // binary64 scales (no shifts), float32 scales (ONNX; MAC_FP32: 4 per
+      // channel), or multipliers and shifts (a 1x1 conv in matrix mode)
       bytes += !op.real_scale.empty()   ? align_k(8 * oc)
-               : !op.fp32_scale.empty() ? align_k(4 * oc)
+               : !op.fp32_scale.empty() ? align_k(4 * op.fp32_entry_floats() * oc)
                                         : align_k(4 * oc) + align_k(4 * oc);
       break;
     case Unit::kMatmul:

@@ -91,6 +91,11 @@ struct Setup {
   // kblock_split, 2^kblock_tail_log2 from there; n row-major over the whole
   // OUT_FM); QUANT_MUL_DMA_ADDR holds 4 float32 per output channel.
   bool mac_fp32 = false;
+  // NACC_ACT_PARA.MAC_FP32_ORDER (arch/unit_params.h Fp32SumOrder): FMA blocks
+  // (NPU_OP_CONV, NPU_OP_DW_CONV), GROUPS4 (NPU_OP_DW_CONV, NPU_OP_FULLY_CONNECTED)
+  // or LANES8 (NPU_OP_FULLY_CONNECTED: kblock_split / kblock_tail_log2 are
+  // its tail's first output channel and length).
+  Fp32SumOrder mac_fp32_order = Fp32SumOrder::kFmaBlocks;
   int kblock_log2 = 0, kblock_tail_log2 = 0;
   int64_t kblock_split = 0;
   // NACC_ACT_PARA.ELEMENT_FP32 / POOL_FP32 / U8_DOMAIN (project extensions,

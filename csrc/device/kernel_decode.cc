@@ -403,11 +403,20 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   if (s.mac_fp32) {
     // ONNX Runtime's unfused float32 Conv (docs/device_model.md §4): the
     // integer convolution's int8 maps and weights, dequantized in the unit.
-    require(s.fam == Family::kConv && !s.rgb && !s.i16 && !s.int4,
+    require((s.fam == Family::kConv || s.fam == Family::kDepthwise ||
+             s.fam == Family::kFullyConnected) && !s.rgb && !s.i16 && !s.int4,
             path(fields::NACC_ACT_PARA::MAC_FP32), " = 1 is only for NPU_OP_CONV with CONV_MODE ",
-            "CONVOLUTION and DATA_FORM INT8, not ", name, s.rgb ? " with RGB_CONV" : "",
-            s.i16 ? " with DATA_FORM INT16" : "", s.int4 ? " with DATA_FORM INT4" : "",
-            " (docs/device_model.md §4)");
+            "CONVOLUTION, NPU_OP_DW_CONV and NPU_OP_FULLY_CONNECTED with DATA_FORM INT8, not ",
+            name, s.rgb ? " with RGB_CONV" : "", s.i16 ? " with DATA_FORM INT16" : "",
+            s.int4 ? " with DATA_FORM INT4" : "", " (docs/device_model.md §4)");
+    const uint32_t order = r.field(fields::NACC_ACT_PARA::MAC_FP32_ORDER);
+    const bool order_ok = s.fam == Family::kConv ? order == 0
+                          : s.fam == Family::kDepthwise ? order <= 1
+                                                        : order == 1 || order == 2;
+    require(order_ok, path(fields::NACC_ACT_PARA::MAC_FP32_ORDER), " = ", order, " is not for ",
+            name, " (NPU_OP_CONV: 0 FMA_BLOCKS; NPU_OP_DW_CONV: 0 or 1 GROUPS4; ",
+            "NPU_OP_FULLY_CONNECTED: 1 GROUPS4 or 2 LANES8)");
+    s.mac_fp32_order = Fp32SumOrder(order);
     require(!s.fp32_scale && !s.real_scale, path(fields::NACC_ACT_PARA::MAC_FP32),
             " = 1 has its own float32 parameters: QUANT_FP32_SCALE and QUANT_REAL_SCALE must be 0");
     require(!s.bias_en, path(fields::NACC_ACT_PARA::MAC_FP32), " = 1 reads the float32 bias ",
@@ -416,6 +425,9 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
     s.kblock_tail_log2 = int(r.field(fields::NACC_FP32_KBLOCK::KBLOCK_TAIL_LOG2));
     s.kblock_split = int64_t(r.field(fields::NACC_FP32_KBLOCK::KBLOCK_SPLIT));
   } else {
+    require(r.field(fields::NACC_ACT_PARA::MAC_FP32_ORDER) == 0,
+            path(fields::NACC_ACT_PARA::MAC_FP32_ORDER), " must be 0 without ",
+            path(fields::NACC_ACT_PARA::MAC_FP32));
     require(r.get(Reg::NACC_FP32_KBLOCK) == 0, "NACC_FP32_KBLOCK = ",
             hex(r.get(Reg::NACC_FP32_KBLOCK)), " must be 0 without ",
             path(fields::NACC_ACT_PARA::MAC_FP32), " (its K blocks mean nothing to ", name, ")");
@@ -452,7 +464,11 @@ Setup read_setup(const RegisterFile& r, Opcode op, const HwConfig& hw) {
   read_geometry(r, s);
   read_tile(r, s);
   read_multicore(r, hw, s);
-  if (s.mac_fp32) {
+  if (s.mac_fp32 && s.fam == Family::kFullyConnected) {
+    require(s.mac_fp32_order != Fp32SumOrder::kLanes8 || s.kblock_tail_log2 <= 3,
+            path(fields::NACC_FP32_KBLOCK::KBLOCK_TAIL_LOG2), " = ", s.kblock_tail_log2,
+            " is not a LANES8 tail length (0..3)");
+  } else if (s.mac_fp32) {
     const int64_t pixels = int64_t(s.out_w) * s.out_h;
     require(s.kblock_split <= pixels, path(fields::NACC_FP32_KBLOCK::KBLOCK_SPLIT), " = ",
             s.kblock_split, " is past the last output pixel (OUT_FM_WIDTH x OUT_FM_HEIGHT = ",

@@ -11,6 +11,7 @@
 #include "device/units/elementwise.h"
 #include "device/units/fm16.h"
 #include "device/units/fully_connected.h"
+#include "device/units/mac_fp32_m1.h"
 #include "device/units/pool.h"
 #include "device/units/q7.h"
 
@@ -31,6 +32,23 @@ TileBuffers sram_buffers(const TileWork& c, uint8_t* sram) {
   b.lut = c.lut_lo >= 0 ? reinterpret_cast<const int8_t*>(sram + c.lut_lo) : nullptr;
   b.temp = c.temp.empty() ? nullptr : reinterpret_cast<const int8_t*>(sram + c.temp.lo);
   return b;
+}
+
+// MAC_FP32 on NPU_OP_DW_CONV / NPU_OP_FULLY_CONNECTED: the one-row float32
+// sums' parameters (arch/unit_params.h MacFp32M1Params).
+static MacFp32M1Params mac_fp32_m1_params(const Setup& s, const TileWork& c, const TileBuffers& b) {
+  MacFp32M1Params mp;
+  mp.input_zero_point = s.in_zp;
+  mp.output_zero_point = s.out_zp;
+  mp.act_min = s.act_min;
+  mp.act_max = s.act_max;
+  mp.entries = static_cast<const float*>(b.scale);
+  mp.order = s.mac_fp32_order;
+  mp.kblock_log2 = s.kblock_log2;
+  mp.n0 = c.oc0;  // the tile's first output channel in the command (LANES8's tail)
+  mp.split = s.kblock_split;
+  mp.tail = s.kblock_tail_log2;
+  return mp;
 }
 
 void run_unit(const Setup& s, const TileWork& c, const TileBuffers& b) {
@@ -119,6 +137,11 @@ void run_unit(const Setup& s, const TileWork& c, const TileBuffers& b) {
                                reinterpret_cast<int16_t*>(out));
         break;
       }
+      if (s.mac_fp32) {  // MAC_FP32: ONNX Runtime's float32 depthwise Conv
+        depthwise_conv2d_s8_mac_fp32(win, s.depth_mult, mac_fp32_m1_params(s, c, b), in_shape, in,
+                                     Shape4{1, s.ky, s.kx, c.noc}, wts, out_shape, out, b.prepared);
+        break;
+      }
       depthwise_conv2d_s8(win, s.depth_mult, s.in_zp, os, in_shape, in,
                           Shape4{1, s.ky, s.kx, c.noc}, wts, bias, out_shape, out, b.prepared);
       break;
@@ -126,6 +149,11 @@ void run_unit(const Setup& s, const TileWork& c, const TileBuffers& b) {
       if (s.i16) {  // DATA_FORM = INT16: int16 rows, int64 bias, the real-scale stage
         fully_connected_s16x8(os, c.h, s.in_c, c.noc, reinterpret_cast<const int16_t*>(in), wts,
                               reinterpret_cast<const int64_t*>(bias), reinterpret_cast<int16_t*>(out));
+        break;
+      }
+      if (s.mac_fp32) {  // MAC_FP32: ONNX Runtime's float32 Gemm / MatMul with one row
+        fully_connected_s8_mac_fp32(mac_fp32_m1_params(s, c, b), c.h, s.in_c, c.noc, in, wts, out,
+                                    b.prepared);
         break;
       }
       fully_connected_s8(s.in_zp, os, c.h, s.in_c, c.noc, in, wts, bias, out, b.prepared);

@@ -14,6 +14,7 @@
 #include "device/plan_internal.h"
 #include "device/units/conv.h"
 #include "device/units/fully_connected.h"
+#include "device/units/mac_fp32_m1.h"
 
 namespace nacc {
 
@@ -299,7 +300,8 @@ bool same_layer(const Setup& a, const Setup& b) {
          a.k_pitch == b.k_pitch && a.depth_mult == b.depth_mult && a.needs_bias == b.needs_bias &&
          a.needs_quant == b.needs_quant && a.needs_lut == b.needs_lut &&
          a.real_scale == b.real_scale && a.fp32_scale == b.fp32_scale && a.im2col == b.im2col &&
-         a.mac_fp32 == b.mac_fp32 && a.kblock_log2 == b.kblock_log2 &&
+         a.mac_fp32 == b.mac_fp32 && a.mac_fp32_order == b.mac_fp32_order &&
+         a.kblock_log2 == b.kblock_log2 &&
          a.kblock_tail_log2 == b.kblock_tail_log2 && a.kblock_split == b.kblock_split &&
          a.mul32 == b.mul32 && a.i16 == b.i16 && a.elem == b.elem && a.out_elem == b.out_elem &&
          a.mul_s16_s8 == b.mul_s16_s8 &&
@@ -903,9 +905,22 @@ static void prepare_call(const PlanData& plan, PlanCall& call) {
       call.prepared = prepare_conv2d_s8(Shape4{w.noc, s.ky, s.kx, s.in_c}, weights);
       break;
     case Family::kFullyConnected:
+      if (s.mac_fp32) {  // the float32 weights s_w[n] * w, laid out for the sum order
+        call.prepared = prepare_fully_connected_mac_fp32(
+            s.in_c, w.noc, weights,
+            w.scale_lo >= 0 ? reinterpret_cast<const float*>(k + w.scale_lo) : nullptr,
+            s.mac_fp32_order);
+        break;
+      }
       call.prepared = prepare_fully_connected_s8(s.in_c, w.noc, weights);
       break;
     case Family::kDepthwise: {
+      if (s.mac_fp32) {
+        call.prepared = prepare_depthwise_mac_fp32(
+            Shape4{1, s.ky, s.kx, w.noc}, weights,
+            w.scale_lo >= 0 ? reinterpret_cast<const float*>(k + w.scale_lo) : nullptr);
+        break;
+      }
       OutputStage os;
       os.multiplier = w.mul_lo >= 0 ? reinterpret_cast<const int32_t*>(k + w.mul_lo) : nullptr;
       os.shift = w.shift_lo >= 0 ? reinterpret_cast<const int32_t*>(k + w.shift_lo) : nullptr;

@@ -203,6 +203,31 @@ struct Attributes {
   int ort_kblock = 0;
   int64_t ort_kblock_split = -1;
   int ort_kblock_tail = 0;
+  // DEPTHWISE_CONV_2D / FULLY_CONNECTED from ONNX with onnx_kernel kUnfused
+  // whose float32 op ONNX Runtime runs on MLAS's one-row kernels (a depthwise
+  // Conv with depth multiplier 1: one filter row per group; Gemm / MatMul
+  // with one row of A): products x_f * w_f rounded to float32 and added, no
+  // fused multiply-add, no K blocks (the NPU's MAC_FP32 mode with the sum
+  // orders below, docs/device_model.md §4). x_f, w_f and the bias as for
+  // ort_kblock; quantized the same way.
+  //   kGroups4 (MlasSgemmKernelM1: depthwise, MatMul, Gemm transB = 0): K in
+  //     order in groups of 4, g = ((p0 + p1) + p2) + p3, a remainder of 2 as
+  //     p0 + p1, then 1 as p0; C = g + C group by group. FULLY_CONNECTED: C
+  //     starts at the float32 bias (Gemm's beta = 1 C; 0.0f without one);
+  //     DEPTHWISE_CONV_2D: C starts as the first group, the bias added last.
+  //   kLanes8 (MlasSgemmKernelM1TransposeB: Gemm transB = 1), FULLY_CONNECTED
+  //     only: lane j = k mod 8 sums its products in K order from 0.0f; the
+  //     lanes reduce by the output's place among the N outputs: all but the
+  //     last N mod 4 ((((l0+l1)+l2)+l3) + (((l4+l5)+l6)+l7)), then a pair
+  //     ((l0+l2)+(l4+l6)) + ((l1+l3)+(l5+l7)) if N mod 4 >= 2, then a single
+  //     output ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) if N is odd; then + the
+  //     bias. (The kernel takes outputs by 4, 2, 1 within each MLAS thread
+  //     segment, and every segment but the last is a multiple of 16 outputs:
+  //     the order does not depend on the thread count.)
+  // DEPTHWISE_CONV_2D with depth multiplier > 1 (several filter rows per
+  // group: MLAS's SGEMM) carries ort_kblock instead. kNone: not set.
+  enum class OrtSumOrder : uint8_t { kNone = 0, kGroups4 = 1, kLanes8 = 2 };
+  OrtSumOrder ort_sum_order = OrtSumOrder::kNone;
   // PAD: (before, after) per input dimension.
   std::vector<std::array<int64_t, 2>> paddings;
   // SLICE (and STRIDED_SLICE, SPLIT, SPLIT_V, which the frontend reduces to

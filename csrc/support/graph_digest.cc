@@ -83,6 +83,9 @@ class Encoder {
       pod(a.ort_kblock_split);
       pod(static_cast<int32_t>(a.ort_kblock_tail));
     }
+    if (a.ort_sum_order != ir::Attributes::OrtSumOrder::kNone) {  // MLAS's one-row kernels (ditto)
+      pod(static_cast<uint8_t>(a.ort_sum_order));
+    }
     pod(static_cast<uint64_t>(a.paddings.size()));
     for (const auto& p : a.paddings) pod(p);
     pod(static_cast<uint64_t>(a.slice_begin.size()));
