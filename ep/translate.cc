@@ -2105,6 +2105,22 @@ struct UnitTranslator {
     if (kind == OpKind::kSub && a.onnx_kernel != ir::Attributes::OnnxKernel::kNone) {
       a.onnx_kernel = ir::Attributes::OnnxKernel::kUnfused;
     }
+    // QLinearAdd of two full-size tensors nests B's term inside A's; the NPU
+    // nests its second input, which must be the constant (its first is the
+    // runtime map). One element is ORT's scalar path (A folded), which it does.
+    const OnnxValue& va = g.value(in(0).value);
+    if (kind == OpKind::kAdd && va.is_constant && !g.value(in(1).value).is_constant &&
+        (a.onnx_kernel == ir::Attributes::OnnxKernel::kFusedS8 ||
+         a.onnx_kernel == ir::Attributes::OnnxKernel::kFusedU8)) {
+      int64_t elems = 1, a_elems = 1;
+      for (int64_t d : ys) elems *= d;
+      for (int64_t d : va.shape) a_elems *= d;
+      if (elems > 1 && a_elems == elems) {
+        return str_cat("QLinearAdd with the constant '", va.name, "' as its full-size first "
+                       "operand nests the runtime operand's term inside the constant's; the NPU "
+                       "nests its second (constant) operand (swap the Add's inputs)");
+      }
+    }
     add_op(kind, operands, y, a);
     return std::nullopt;
   }

@@ -289,3 +289,27 @@ def test_ep_one_element_qlinear_add_with_a_constant_is_claimed_and_exact(const_f
         want = np.concatenate([cpu.run(None, {"x_q": v[None]})[0] for v in x])
         got = np.concatenate([npu.run(None, {"x_q": v[None]})[0] for v in x])
         np.testing.assert_array_equal(got, want)
+
+
+def test_ep_full_size_constant_first_qlinear_add_declined_by_the_rules():
+    """The same fuzz graph 213 has the operands [1,2,1,1]: two elements, so
+    ORT's QLinearAdd nests the runtime B's term inside the constant A's, which
+    the NPU (constant second) cannot: the EP declines it with that reason
+    instead of claiming it and letting the compiler reject it."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    import nacc.onnxruntime as nort
+    import onnx_models as om
+    from onnx import helper, numpy_helper
+    nort.register()
+    inits = [numpy_helper.from_array(np.array([37, -90], np.int8).reshape(1, 2, 1, 1), "c_q"),
+             numpy_helper.from_array(np.array(0.031, np.float32), "c_s"),
+             numpy_helper.from_array(np.array(-5, np.int8), "c_z")]
+    nodes = [helper.make_node("DequantizeLinear", ["c_q", "c_s", "c_z"], ["c"], name="c_dq"),
+             helper.make_node("Add", ["c", "x"], ["y"], name="add")]
+    model = om.qdq_graph(nodes, inits, {"x": (1, 2, 1, 1)}, {"y": (1, 2, 1, 1)})
+    om.session(model, "nacc")
+    rep = nort.partition_reports()[-1]
+    reasons = [h["reason"] for h in rep["host_nodes"] if h["op_type"] == "Add"]
+    assert reasons and "full-size first operand" in reasons[0], rep["host_nodes"]
+    assert not any("the compiler rejects it" in (h["reason"] or "") for h in rep["host_nodes"])

@@ -63,13 +63,7 @@ NACC_BINDINGS(mac_fp32_m1) {
         const nacc::Shape4 f_shape{int(filter.shape(0)), int(filter.shape(1)),
                                    int(filter.shape(2)), int(filter.shape(3))};
         auto entries = entries_of(entries_arr, f_shape.c);
-        nacc::WindowParams w;
-        w.stride_h = stride.first;
-        w.stride_w = stride.second;
-        w.pad_top = padding[0];
-        w.pad_bottom = padding[1];
-        w.pad_left = padding[2];
-        w.pad_right = padding[3];
+        const nacc::WindowParams w = nacc::bindings::window_of(stride, padding);
         const char* op = "depthwise_conv2d_s8_mac_fp32";
         nacc::detail::check_feature_map(op, "input", in_shape);
         nacc::detail::check_window(op, w, f_shape.h, f_shape.w);

@@ -48,16 +48,7 @@ py::array_t<int32_t, py::array::c_style> channel_vector(const py::array& arr, co
   return v;
 }
 
-nacc::WindowParams window_of(Pair stride, const Padding& padding) {
-  nacc::WindowParams w;
-  w.stride_h = stride.first;
-  w.stride_w = stride.second;
-  w.pad_top = padding[0];
-  w.pad_bottom = padding[1];
-  w.pad_left = padding[2];
-  w.pad_right = padding[3];
-  return w;
-}
+using nacc::bindings::window_of;
 
 // Output shape of a window op; geometry is checked first (the extent divides
 // by the stride). The unit re-checks everything.

@@ -6,10 +6,13 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <array>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "arch/unit_params.h"
 #include "common/error.h"
 
 namespace nacc::bindings {
@@ -43,6 +46,19 @@ py::array_t<T, py::array::c_style> checked_array(const py::array& arr, const cha
     throw py::value_error(str_cat(name, ": expected ", ndim, " dimensions, got ", arr.ndim()));
   }
   return py::array_t<T, py::array::c_style>::ensure(arr);
+}
+
+// The window of a stride (h, w) and a padding (top, bottom, left, right)
+// as the window units' Python bindings take them.
+inline WindowParams window_of(std::pair<int, int> stride, const std::array<int, 4>& padding) {
+  WindowParams w;
+  w.stride_h = stride.first;
+  w.stride_w = stride.second;
+  w.pad_top = padding[0];
+  w.pad_bottom = padding[1];
+  w.pad_left = padding[2];
+  w.pad_right = padding[3];
+  return w;
 }
 
 }  // namespace nacc::bindings
